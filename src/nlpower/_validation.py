@@ -1,0 +1,94 @@
+"""Validation helpers used once, at the public boundary.
+
+Each raises :class:`nlpower.errors.InputError` with a message that names the
+argument, shows the bad value, says what is allowed and what to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+
+def check_int(name: str, value: Any, *, min: int | None = None, max: int | None = None) -> int:
+    """``value`` as an int within [min, max]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer; got {value!r} ({type(value).__name__}).")
+    value = int(value)
+    if min is not None and value < min:
+        raise InputError(f"{name} must be >= {min}; got {value}.")
+    if max is not None and value > max:
+        raise InputError(f"{name} must be <= {max}; got {value}.")
+    return value
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    min_open: bool = False,
+    max_open: bool = False,
+) -> float:
+    """``value`` as a finite float within the given (open or closed) bounds."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be a real number; got {value!r} ({type(value).__name__}).")
+    value = float(value)
+    if not np.isfinite(value):
+        raise InputError(f"{name} must be finite; got {value}.")
+    if min is not None and (value < min or (min_open and value == min)):
+        raise InputError(f"{name} must be {'>' if min_open else '>='} {min}; got {value}.")
+    if max is not None and (value > max or (max_open and value == max)):
+        raise InputError(f"{name} must be {'<' if max_open else '<='} {max}; got {value}.")
+    return value
+
+
+def check_probability(name: str, value: Any, *, open: bool = True) -> float:
+    """A probability strictly inside (0, 1) (or within [0, 1] when ``open=False``)."""
+    return check_real(name, value, min=0.0, max=1.0, min_open=open, max_open=open)
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``allowed``; otherwise an error listing them."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        hint = ""
+        if isinstance(value, str):
+            close = difflib.get_close_matches(value, [a for a in allowed if isinstance(a, str)], n=1)
+            if close:
+                hint = f" Did you mean {close[0]!r}?"
+        raise InputError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}.{hint}"
+        )
+    return value
+
+
+def closest_name(name: str, candidates: Sequence[str]) -> str | None:
+    """The candidate closest to ``name`` (for 'did you mean' hints), or None."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
+    if close:
+        return close[0]
+    lowered = {c.lower(): c for c in candidates}
+    return lowered.get(name.lower())
+
+
+def check_columns(name: str, columns: Iterable[str], available: Sequence[str]) -> None:
+    """Raise an error naming each missing column, with the closest available name."""
+    missing = [c for c in columns if c not in available]
+    if not missing:
+        return
+    parts = []
+    for col in missing:
+        close = closest_name(col, available)
+        parts.append(f"{col!r}" + (f" (did you mean {close!r}?)" if close else ""))
+    raise InputError(
+        f"{name}: column{'s' if len(missing) > 1 else ''} {', '.join(parts)} not found. "
+        f"Available columns: {', '.join(map(repr, available))}."
+    )

@@ -1,0 +1,49 @@
+"""Command-line interface: ``nlpower fit | power | grid``.
+
+A thin edge: each subcommand parses arguments, calls the library and
+prints or writes what it returns.  No statistics live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import NlpowerError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import fit as fit_cmd
+    from . import power as power_cmd
+
+    parser = argparse.ArgumentParser(
+        prog="nlpower", description="Statistical power for NLP evaluation."
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command")
+    fit_cmd.register(sub)
+    power_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from .. import __version__
+
+        print(__version__)
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except NlpowerError as exc:
+        print(f"nlpower {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
