@@ -549,7 +549,7 @@ def power_grid(
         "design": None if design is None else {f: _plain(getattr(design, f, None)) for f in DESIGN_FIELDS},
         "n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
         "engine": engine, "seed": seed, "version": __version__,
-        "power_fn": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}",
+        "power_fn": _fn_name(fn),
     }
 
     # ---- resume
@@ -603,6 +603,12 @@ def power_grid(
         seed=seed, version=__version__, n_resumed=n_resumed,
         checkpoint=None if checkpoint is None else str(Path(checkpoint)),
     )
+
+
+def _fn_name(fn: CellFunction) -> str:
+    """Stable name of the cell function for the fingerprint (no memory addresses)."""
+    target = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
 
 
 def _run_loky(fn: CellFunction, jobs: list[tuple[int, Any, Any, Any]], options: Mapping[str, Any],

@@ -1,0 +1,211 @@
+"""Figures (matplotlib, imported lazily).  A thin edge: no statistics here.
+
+:func:`plot_grid` draws the layout of Card et al. (2020), Figure 6 from the
+tidy frame of :meth:`nlpower.powersim.GridResult.to_frame`: facets scenario
+(rows) x number of workers (columns), one line per number of items, power
+with its Monte Carlo interval against the effect, and a dashed line at the
+target power (80%).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._validation import check_columns, check_real
+from .errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_grid"]
+
+_LABELS = {
+    "n_workers": "workers",
+    "n_items": "items",
+    "effect": "effect",
+    "workers_per_item": "workers per item",
+    "scenario": "",
+}
+
+
+def _pyplot() -> Any:
+    """pyplot, switching to the Agg backend first when there is no display."""
+    import matplotlib
+
+    if (
+        "matplotlib.pyplot" not in sys.modules
+        and not os.environ.get("MPLBACKEND")
+        and sys.platform.startswith("linux")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    ):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _as_frame(data: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        return data
+    to_frame = getattr(data, "to_frame", None)
+    if callable(to_frame):
+        frame = to_frame()
+        if isinstance(frame, pd.DataFrame):
+            return frame
+    raise InputError(
+        f"plot_grid needs a GridResult or its .to_frame() DataFrame; got {type(data).__name__}. "
+        "Pass the result of nlpower.power_grid(...)."
+    )
+
+
+def _label(col: str, value: Any) -> str:
+    if col == "scenario":
+        return str(value)
+    name = _LABELS.get(col, col)
+    return f"{value:g} {name}" if isinstance(value, float) else f"{value} {name}"
+
+
+def plot_grid(
+    data: Any,
+    *,
+    x: str = "effect",
+    rows: str | None = "scenario",
+    cols: str | None = "n_workers",
+    hue: str | None = "n_items",
+    target: float | None = 0.8,
+    errorbars: bool = True,
+    title: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    sharex: bool = True,
+) -> Figure:
+    """Power against effect in Figure 6's layout (Card et al. 2020, Fig. 6).
+
+    Parameters
+    ----------
+    data : GridResult or DataFrame
+        A grid result or its ``to_frame()`` (columns ``power``, ``ci_low``,
+        ``ci_high`` and the axis columns named below).
+    x : str
+        Column on the horizontal axis (default ``"effect"``).
+    rows, cols : str or None
+        Columns that facet the figure into rows (default ``"scenario"``) and
+        columns (default ``"n_workers"``).  A column absent from the frame, or
+        ``None``, gives a single row / column.
+    hue : str or None
+        One line per value of this column (default ``"n_items"``).
+    target : float or None
+        Draw a dashed horizontal line at this power (default 0.8); ``None``: none.
+    errorbars : bool
+        Draw the Monte Carlo intervals (``ci_low``, ``ci_high``) as error bars.
+    title : str, optional
+        Figure title.  By default, the test and number of simulations.
+    figsize : (width, height), optional
+    sharex : bool
+        Share the x axis across facets.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes per facet, in row-major order (``fig.axes``).
+    """
+    frame = _as_frame(data)
+    if target is not None:
+        target = check_real("target", target, min=0.0, max=1.0)
+    optional = [c for c in (rows, cols) if c is not None and c not in frame.columns
+                and c in ("scenario", "n_workers")]
+    rows = None if rows in optional else rows
+    cols = None if cols in optional else cols
+    needed = [x, "power"] + [c for c in (rows, cols, hue) if c is not None]
+    if errorbars:
+        needed += ["ci_low", "ci_high"]
+    check_columns("plot_grid", needed, list(frame.columns))
+    if frame.empty:
+        raise InputError("plot_grid: the grid frame has no rows; there is nothing to plot.")
+
+    def levels(col: str | None) -> Sequence[Any]:
+        return [None] if col is None else list(dict.fromkeys(frame[col]))
+
+    row_levels, col_levels, hue_levels = levels(rows), levels(cols), levels(hue)
+    plt = _pyplot()
+    if figsize is None:
+        figsize = (3.6 * len(col_levels) + 1.4, 2.9 * len(row_levels) + 0.6)
+    fig, axes = plt.subplots(len(row_levels), len(col_levels), figsize=figsize,
+                             squeeze=False, sharex=sharex, sharey=True)
+    cmap = plt.get_cmap("viridis")
+    colors = [cmap(0.85 * j / max(1, len(hue_levels) - 1)) for j in range(len(hue_levels))]
+    markers = "osD^v<>ph"
+    for r, rv in enumerate(row_levels):
+        for c, cv in enumerate(col_levels):
+            ax = axes[r][c]
+            sub = frame
+            if rows is not None:
+                sub = sub[sub[rows] == rv]
+            if cols is not None:
+                sub = sub[sub[cols] == cv]
+            for j, hv in enumerate(hue_levels):
+                line = sub if hue is None else sub[sub[hue] == hv]
+                line = line.sort_values(x)
+                if line.empty:
+                    continue
+                label = None if hue is None else _label(hue, hv)
+                xs = line[x].to_numpy(dtype=float)
+                ys = line["power"].to_numpy(dtype=float)
+                if errorbars:
+                    err = [ys - line["ci_low"].to_numpy(dtype=float),
+                           line["ci_high"].to_numpy(dtype=float) - ys]
+                    ax.errorbar(xs, ys, yerr=err, color=colors[j], marker=markers[j % len(markers)],
+                                markersize=4, capsize=3, linewidth=1.4, label=label)
+                else:
+                    ax.plot(xs, ys, color=colors[j], marker=markers[j % len(markers)],
+                            markersize=4, linewidth=1.4, label=label)
+            if target is not None:
+                ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0)
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(True, color="0.92")
+            facet = [_label(k, v) for k, v in ((rows, rv), (cols, cv)) if k is not None]
+            if facet:
+                ax.set_title(", ".join(facet), fontsize=10)
+            if c == 0:
+                ax.set_ylabel("power")
+            if r == len(row_levels) - 1:
+                ax.set_xlabel(_xlabel(frame, x))
+    if hue is not None:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue), frameon=False)
+    if title is None:
+        title = _default_title(frame, target)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0, 0.86 if hue is not None else 1, 1))
+    return fig
+
+
+def _xlabel(frame: pd.DataFrame, x: str) -> str:
+    if x != "effect":
+        return _LABELS.get(x, x)
+    codings = set(frame["coding"].dropna()) if "coding" in frame.columns else set()
+    if codings == {"sum"}:
+        return "effect β1 (sum coding, x = ±1)"
+    if len(codings) == 1:
+        return f"effect β1 ({codings.pop()} coding)"
+    return "effect β1"
+
+
+def _default_title(frame: pd.DataFrame, target: float | None) -> str:
+    parts = []
+    if "test" in frame.columns and frame["test"].nunique() == 1:
+        test = frame["test"].iloc[0]
+        alt = frame["alternative"].iloc[0] if "alternative" in frame.columns else None
+        parts.append(f"test={test}" + (f", {alt}" if alt else ""))
+    if "n_sims" in frame.columns and frame["n_sims"].nunique() == 1:
+        parts.append(f"{int(frame['n_sims'].iloc[0])} simulations per point")
+    if target is not None:
+        parts.append(f"dashed: power {target:g}")
+    return "Power (95% Monte Carlo intervals); " + "; ".join(parts) if parts else ""
