@@ -1,0 +1,198 @@
+"""CrossedDesign: allocation invariants, layout, validation messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlpower.design import CrossedDesign, default_system_names
+from nlpower.errors import DesignError
+
+
+def test_fully_crossed_paired_is_the_papers_design():
+    d = CrossedDesign(3, 100)
+    assert d.n_systems == 2
+    assert d.system_names == ("A", "B")
+    assert d.baseline == "A"
+    assert d.is_fully_crossed and d.is_balanced_crossed
+    assert d.n_ratings == 3 * 100 * 2
+    lay = d.layout()
+    assert list(lay.columns) == ["worker", "item", "system", "x"]
+    assert len(lay) == d.n_ratings
+    # every (worker, item, system) cell exactly once
+    assert not lay.duplicated(["worker", "item", "system"]).any()
+    assert lay.groupby("worker", observed=True).size().eq(200).all()
+    # x is the paper's sum coding: -1 baseline, +1 other system
+    assert set(lay.loc[lay.system == "A", "x"]) == {-1.0}
+    assert set(lay.loc[lay.system == "B", "x"]) == {1.0}
+    assert list(lay.system.cat.categories) == ["A", "B"]
+    assert lay.system.cat.ordered
+
+
+def test_layout_is_deterministic_and_sorted():
+    d = CrossedDesign(12, 30, workers_per_item=5)
+    a, b = d.layout(), CrossedDesign(12, 30, workers_per_item=5).layout()
+    pd.testing.assert_frame_equal(a, b)
+    keys = list(zip(a.item, a.worker, a.system.cat.codes, strict=True))
+    assert keys == sorted(keys)
+
+
+def test_labels_sort_in_numeric_order():
+    d = CrossedDesign(12, 120)
+    lay = d.layout()
+    workers = list(dict.fromkeys(lay.worker))
+    items = list(dict.fromkeys(lay.item))
+    assert workers == sorted(workers) and len(workers) == 12
+    assert items == sorted(items) and len(items) == 120
+    assert workers[0] == "w01" and items[0] == "i001"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    w=st.integers(2, 25),
+    n=st.integers(2, 60),
+    k_frac=st.floats(0, 1),
+    n_sys=st.integers(2, 4),
+)
+def test_rotation_invariants_paired(w, n, k_frac, n_sys):
+    k = 1 + int(k_frac * (w - 1))
+    d = CrossedDesign(w, n, n_sys, workers_per_item=k)
+    iw = d.item_workers()
+    assert iw.shape == (n, k)
+    # each item exactly k distinct workers
+    assert all(len(set(row)) == k for row in iw)
+    loads = d.worker_loads()
+    assert loads.sum() == n * k
+    assert loads.max() - loads.min() <= 1
+    lay = d.layout()
+    assert len(lay) == d.n_ratings == n * k * n_sys
+    # paired: a worker assigned an item rates it under every system
+    per_cell = lay.groupby(["worker", "item"], observed=True).system.nunique()
+    assert (per_cell == n_sys).all()
+    assert lay.groupby("item", observed=True).worker.nunique().eq(k).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    w=st.integers(2, 25),
+    per_sys=st.integers(2, 15),
+    k_frac=st.floats(0, 1),
+    n_sys=st.integers(2, 5),
+)
+def test_rotation_invariants_nested(w, per_sys, k_frac, n_sys):
+    k = 1 + int(k_frac * (w - 1))
+    n = per_sys * n_sys
+    d = CrossedDesign(w, n, n_sys, workers_per_item=k, items="nested")
+    lay = d.layout()
+    assert len(lay) == d.n_ratings == n * k
+    # each item belongs to exactly one system, systems get equal numbers of items
+    assert lay.groupby("item", observed=True).system.nunique().eq(1).all()
+    items_per_sys = lay.drop_duplicates("item").system.value_counts()
+    assert (items_per_sys == per_sys).all() and len(items_per_sys) == n_sys
+    assert lay.groupby("item", observed=True).worker.nunique().eq(k).all()
+    loads = d.worker_loads()
+    assert loads.max() - loads.min() <= 1
+    # the rotation runs on across systems: each system's ratings spread within 1 over workers
+    codes = d.arrays()
+    for s in range(n_sys):
+        per_worker = np.bincount(codes.worker[codes.system == s], minlength=w)
+        assert per_worker.max() - per_worker.min() <= 1
+
+
+def test_nested_avoids_aliasing_worker_with_system():
+    # 4 workers, 2 per item: an interleaved item->system map would give workers 0,1
+    # only system A; the block scheme gives every worker both systems.
+    d = CrossedDesign(4, 4, workers_per_item=2, items="nested")
+    lay = d.layout()
+    assert lay.groupby("worker", observed=True).system.nunique().eq(2).all()
+
+
+def test_workers_per_item_equal_to_n_workers_is_fully_crossed():
+    d = CrossedDesign(5, 7, workers_per_item=5)
+    full = CrossedDesign(5, 7)
+    assert d.is_balanced_crossed
+    pd.testing.assert_frame_equal(d.layout(), full.layout())
+
+
+def test_named_systems_and_many_systems():
+    d = CrossedDesign(2, 2, ["baseline", "ours", "theirs"])
+    assert d.system_names == ("baseline", "ours", "theirs")
+    assert "x" not in d.layout().columns  # no single x for K > 2
+    assert default_system_names(3) == ("A", "B", "C")
+    many = default_system_names(30)
+    assert many[0] == "S01" and many[-1] == "S30" and list(many) == sorted(many)
+    assert CrossedDesign(2, 2, 30).system_names == many
+
+
+def test_describe_reports_size():
+    d = CrossedDesign(20, 100, workers_per_item=3)
+    text = d.describe()
+    assert "600 ratings" in text
+    assert "6 per item (3 workers x 2 systems)" in text
+    assert "30 per worker" in text
+    assert "3 of 20 workers per item" in text
+    uneven = CrossedDesign(7, 10, workers_per_item=3).describe()
+    assert "8-10 per worker" in uneven  # loads 4-5 items x 2 systems
+    nested = CrossedDesign(4, 8, 4, items="nested").describe()
+    assert "nested" in nested and "2 per system" in nested
+
+
+def test_repr_frame_and_hash():
+    d = CrossedDesign(3, 50, workers_per_item=2)
+    assert repr(d) == "CrossedDesign(n_workers=3, n_items=50, systems=2, workers_per_item=2, items='paired')"
+    assert "systems=('x', 'y')" in repr(CrossedDesign(3, 50, ["x", "y"]))
+    row = d.to_frame().iloc[0]
+    assert row.n_ratings == 200 and row.workers_per_item == 2
+    assert d == CrossedDesign(3, 50, 2, workers_per_item=2)
+    assert hash(d) == hash(CrossedDesign(3, 50, ("A", "B"), workers_per_item=2))
+    with pytest.raises(AttributeError):
+        d.n_items = 4  # type: ignore[misc]
+
+
+def test_numpy_integers_are_accepted():
+    d = CrossedDesign(np.int64(3), np.int32(4), np.int64(2), workers_per_item=np.int64(2))
+    assert d.n_workers == 3 and type(d.n_workers) is int and d.workers_per_item == 2
+
+
+def test_arrays_are_read_only_and_cached():
+    d = CrossedDesign(3, 4)
+    a = d.arrays()
+    assert a is d.arrays()
+    with pytest.raises(ValueError):
+        a.worker[0] = 1
+    assert "n_ratings=24" in repr(a)
+
+
+# ----------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"n_workers": 1, "n_items": 10}, r"n_workers must be >= 2; got 1\. A grouping factor with a single level"),
+        ({"n_workers": 5, "n_items": 1}, r"n_items must be >= 2; got 1\..*one item"),
+        ({"n_workers": 2.5, "n_items": 10}, r"n_workers must be an integer; got 2\.5.*whole number"),
+        ({"n_workers": 3, "n_items": "10"}, r"n_items must be an integer; got '10'"),
+        ({"n_workers": 3, "n_items": 10, "systems": 1}, r"systems must be >= 2.*got 1"),
+        ({"n_workers": 3, "n_items": 10, "systems": True}, r"systems must be an int >= 2 or a sequence"),
+        ({"n_workers": 3, "n_items": 10, "systems": "AB"}, r"systems must be an int >= 2 or a sequence of at least two names"),
+        ({"n_workers": 3, "n_items": 10, "systems": ["only"]}, r"systems needs at least two names"),
+        ({"n_workers": 3, "n_items": 10, "systems": ["a", "b", "a"]}, r"system names must be unique; 'a'"),
+        ({"n_workers": 3, "n_items": 10, "systems": ["a", ""]}, r"system names must be non-empty"),
+        ({"n_workers": 3, "n_items": 10, "items": "crossed"}, r"items must be 'paired'.*or 'nested'.*got 'crossed'"),
+        ({"n_workers": 3, "n_items": 10, "workers_per_item": 4}, r"workers_per_item must be between 1 and n_workers=3; got 4"),
+        ({"n_workers": 3, "n_items": 10, "workers_per_item": 0}, r"workers_per_item must be between 1 and n_workers=3; got 0"),
+        ({"n_workers": 3, "n_items": 10, "workers_per_item": 1.5}, r"workers_per_item must be an integer.*got 1\.5"),
+        ({"n_workers": 3, "n_items": 10, "systems": 3, "items": "nested"}, r"n_items must be a multiple of 3; got 10\. Use e\.g\. n_items=9 or 12"),
+        ({"n_workers": 3, "n_items": 4, "systems": 4, "items": "nested"}, r"each system needs at least 2 items.*n_items >= 8"),
+    ],
+)
+def test_design_errors(kwargs, pattern):
+    with pytest.raises(DesignError, match=pattern):
+        CrossedDesign(**kwargs)
+
+
+def test_design_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        CrossedDesign(1, 10)
