@@ -1,0 +1,299 @@
+"""Model structure -> blocked cross-products for the profiled deviance.
+
+Stage 2 of a native fit (after the formula layer's :class:`ModelSpec`):
+order the random-effects terms as lme4 does, amalgamate terms that share a
+grouping factor (MixedModels.jl's ``amalgamate``), order the grouping blocks
+by size and precompute every cross-product the deviance needs, once.
+
+Layout (see ``docs/engine.md``)::
+
+    [ block 1 | blocks 2..k | X | y ]
+
+Block 1 (the largest, levels x columns) stays block diagonal: its
+``Z1'Z1`` is a stack ``A11`` of ``(m1, q1, q1)`` matrices.  Everything else
+("the rest", ``N2`` columns) is treated densely: ``Arr`` holds ``W'W`` for
+``W = [Z_2 .. Z_k  X  y]``.  The cross-product of the rest with block 1,
+``W'Z1``, is sparse; it is stored as a list of (rest row, block-1 level)
+pairs, each with a dense ``q1``-vector (``C``), sorted in CSR order.
+
+A new response changes only the ``y`` row of ``C``, the ``y`` row/column of
+``Arr`` -- ``O(n)`` work, see :meth:`Blocks.set_response`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..structure import ModelSpec, ReTerm
+
+
+@dataclass(frozen=True, eq=False)
+class ThetaLayout:
+    """lme4's ordering of the random-effects terms and of ``theta``.
+
+    lme4 (``mkReTrms``) sorts the terms by number of levels, decreasing,
+    with ``rev(order(nl))`` -- only when they are not already in
+    non-increasing order, and reversing ties when it does sort.  Within a
+    term, ``theta`` holds the lower triangle of the relative covariance
+    factor column by column.
+    """
+
+    terms: tuple[ReTerm, ...]          # in lme4 order
+    term_offsets: tuple[int, ...]      # start of each term's slice of theta
+    names: tuple[str, ...]             # lme4's names(getME(m, "theta"))
+    lower: np.ndarray                  # 0 on diagonal elements, -inf elsewhere
+    start: np.ndarray                  # 1 on the diagonal, 0 elsewhere
+    diag: np.ndarray                   # bool: which theta elements are diagonal
+    grp_names: tuple[str, ...]         # VarCorr's make.unique group names, per term
+
+    @property
+    def size(self) -> int:
+        return int(self.lower.size)
+
+
+def lme4_term_order(nl: list[int]) -> list[int]:
+    """Indices of the terms in lme4's order (``rev(order(nl))`` if needed)."""
+    if any(b > a for a, b in zip(nl, nl[1:], strict=False)):
+        asc = sorted(range(len(nl)), key=lambda i: nl[i])   # stable, like R's order()
+        return asc[::-1]
+    return list(range(len(nl)))
+
+
+def make_unique(names: list[str]) -> list[str]:
+    """R's ``make.unique``: ``g, g, g`` -> ``g, g.1, g.2``."""
+    seen: dict[str, int] = {}
+    used = set(names)
+    out = []
+    for name in names:
+        if name not in seen:
+            seen[name] = 0
+            out.append(name)
+            continue
+        k = seen[name]
+        while True:
+            k += 1
+            cand = f"{name}.{k}"
+            if cand not in used:
+                break
+        seen[name] = k
+        used.add(cand)
+        out.append(cand)
+    return out
+
+
+def theta_layout(re_terms: tuple[ReTerm, ...]) -> ThetaLayout:
+    """lme4's term order and the bounds / start / names of ``theta``."""
+    order = lme4_term_order([t.n_levels for t in re_terms])
+    terms = tuple(re_terms[i] for i in order)
+    offsets, names, lower, start, diag = [], [], [], [], []
+    off = 0
+    for t in terms:
+        offsets.append(off)
+        for j in range(t.q):
+            for i in range(j, t.q):
+                if i == j:
+                    names.append(f"{t.group}.{t.cnames[i]}")
+                else:
+                    names.append(f"{t.group}.{t.cnames[i]}.{t.cnames[j]}")
+                lower.append(0.0 if i == j else -np.inf)
+                start.append(1.0 if i == j else 0.0)
+                diag.append(i == j)
+                off += 1
+    return ThetaLayout(
+        terms=terms,
+        term_offsets=tuple(offsets),
+        names=tuple(names),
+        lower=np.array(lower),
+        start=np.array(start),
+        diag=np.array(diag, dtype=bool),
+        grp_names=tuple(make_unique([t.group for t in terms])),
+    )
+
+
+@dataclass(eq=False)
+class GroupBlock:
+    """All random-effects terms of one grouping factor, amalgamated.
+
+    ``Lambda`` is block diagonal (one lower-triangular block per term); it is
+    filled from ``theta`` by ``Lambda.flat[lam_idx] = theta[theta_idx]``.
+    """
+
+    group: str
+    codes: np.ndarray          # (n,) level of each observation
+    levels: tuple[str, ...]
+    Z: np.ndarray              # (n, q) raw columns of all the group's terms
+    cnames: tuple[str, ...]
+    term_index: tuple[int, ...]  # indices into ThetaLayout.terms
+    lam_idx: np.ndarray
+    theta_idx: np.ndarray
+    diagonal: bool             # every term is scalar -> Lambda is diagonal
+
+    @property
+    def m(self) -> int:
+        return len(self.levels)
+
+    @property
+    def q(self) -> int:
+        return self.Z.shape[1]
+
+    def lam(self, theta: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.q, self.q))
+        out.flat[self.lam_idx] = theta[self.theta_idx]
+        return out
+
+
+def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
+    """Amalgamate terms by grouping factor; order blocks by ``m * q`` descending."""
+    by_group: dict[str, list[int]] = {}
+    for k, t in enumerate(layout.terms):
+        by_group.setdefault(t.group, []).append(k)
+    blocks = []
+    for group, idx in by_group.items():
+        first = layout.terms[idx[0]]
+        for k in idx[1:]:
+            other = layout.terms[k]
+            if other.levels != first.levels or not np.array_equal(other.codes, first.codes):
+                raise ValueError(f"random-effects terms for {group!r} disagree on the grouping levels")
+        q = sum(layout.terms[k].q for k in idx)
+        lam_idx, theta_idx = [], []
+        col = 0
+        for k in idx:
+            t = layout.terms[k]
+            off = layout.term_offsets[k]
+            for j in range(t.q):
+                for i in range(j, t.q):
+                    lam_idx.append((col + i) * q + (col + j))
+                    theta_idx.append(off)
+                    off += 1
+            col += t.q
+        blocks.append(GroupBlock(
+            group=group,
+            codes=np.asarray(first.codes, dtype=np.intp),
+            levels=tuple(first.levels),
+            Z=np.column_stack([np.asarray(layout.terms[k].Z, dtype=float) for k in idx]),
+            cnames=tuple(c for k in idx for c in layout.terms[k].cnames),
+            term_index=tuple(idx),
+            lam_idx=np.array(lam_idx, dtype=np.intp),
+            theta_idx=np.array(theta_idx, dtype=np.intp),
+            diagonal=all(layout.terms[k].q == 1 for k in idx),
+        ))
+    # stable sort: ties keep lme4's order
+    blocks.sort(key=lambda b: -b.m * b.q)
+    return blocks
+
+
+@dataclass(eq=False)
+class Blocks:
+    """Precomputed cross-products (see the module docstring for the layout)."""
+
+    n: int
+    p: int
+    blocks: list[GroupBlock]
+    b1: GroupBlock
+    A11: np.ndarray            # (m1, q1, q1)  Z1'Z1 per level
+    rest: list[tuple[GroupBlock, int]]  # blocks 2..k with their column offset in the rest
+    N2: int                    # number of rest columns (incl. X and y)
+    nre2: int                  # random-effects columns in the rest
+    W: sp.csc_matrix           # (n, N2-1) rest columns except y
+    Arr: np.ndarray            # (N2, N2)  W'W incl. y
+    pair_row: np.ndarray       # (P,) rest row of each pair
+    pair_lev: np.ndarray       # (P,) block-1 level of each pair
+    C: np.ndarray              # (P, q1) W'Z1 per pair
+    y_pairs: slice             # pairs of the y row
+    y_levels: np.ndarray       # block-1 levels of the y pairs
+    indptr: np.ndarray         # CSR structure of E (N2 x m1*q1)
+    indices: np.ndarray
+    dense_flat: np.ndarray     # flat positions of C's entries in a dense (N2, m1*q1)
+    use_dense: bool
+    y: np.ndarray
+
+    def set_response(self, y: np.ndarray) -> None:
+        """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
+        b1 = self.b1
+        for c in range(b1.q):
+            self.C[self.y_pairs, c] = np.bincount(b1.codes, y * b1.Z[:, c], minlength=b1.m)[self.y_levels]
+        wy = self.W.T @ y
+        self.Arr[-1, :-1] = wy
+        self.Arr[:-1, -1] = wy
+        self.Arr[-1, -1] = float(y @ y)
+        self.y = y
+
+
+# dense E E' when its cost N2^2 * m1 q1 stays below this many flops
+_DENSE_FLOPS = 3e7
+
+
+def build_blocks(spec: ModelSpec, layout: ThetaLayout) -> Blocks:
+    """All the cross-products of the structure (once per model)."""
+    blocks = group_blocks(layout)
+    X = np.asarray(spec.X, dtype=float)
+    y = np.asarray(spec.y, dtype=float)
+    n, p = X.shape
+    b1 = blocks[0]
+    m1, q1 = b1.m, b1.q
+    A11 = np.empty((m1, q1, q1))
+    for a in range(q1):
+        for b in range(a, q1):
+            v = np.bincount(b1.codes, b1.Z[:, a] * b1.Z[:, b], minlength=m1)
+            A11[:, a, b] = v
+            A11[:, b, a] = v
+
+    # rest columns: blocks 2..k, then X, then y
+    rest = []
+    off = 0
+    rows_i, cols_i, vals_i = [], [], []
+    obs = np.arange(n)
+    for blk in blocks[1:]:
+        rest.append((blk, off))
+        for c in range(blk.q):
+            v = blk.Z[:, c]
+            nz = v != 0
+            rows_i.append(obs[nz])
+            cols_i.append(off + blk.codes[nz] * blk.q + c)
+            vals_i.append(v[nz])
+        off += blk.m * blk.q
+    nre2 = off
+    for c in range(p):
+        v = X[:, c]
+        nz = v != 0
+        rows_i.append(obs[nz])
+        cols_i.append(np.full(int(nz.sum()), nre2 + c))
+        vals_i.append(v[nz])
+    N2 = nre2 + p + 1
+    r_obs = np.concatenate(rows_i) if rows_i else np.zeros(0, dtype=np.intp)
+    r_col = np.concatenate(cols_i) if cols_i else np.zeros(0, dtype=np.intp)
+    r_val = np.concatenate(vals_i) if vals_i else np.zeros(0)
+    W = sp.csc_matrix((r_val, (r_obs, r_col)), shape=(n, N2 - 1))
+    Arr = np.zeros((N2, N2))
+    Arr[:-1, :-1] = (W.T @ W).toarray()
+
+    # pairs (rest row, block-1 level) in CSR order; the y row gets every level
+    y_levels = np.unique(b1.codes)
+    keys = np.concatenate([r_col.astype(np.int64) * m1 + b1.codes[r_obs],
+                           (N2 - 1) * np.int64(m1) + y_levels])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    pair_row = (uniq // m1).astype(np.intp)
+    pair_lev = (uniq % m1).astype(np.intp)
+    P = uniq.size
+    C = np.zeros((P, q1))
+    inv_w = inv[: r_obs.size]
+    for c in range(q1):
+        C[:, c] = np.bincount(inv_w, r_val * b1.Z[r_obs, c], minlength=P)
+    y_pairs = slice(P - y_levels.size, P)
+
+    counts = np.bincount(pair_row, minlength=N2) * q1
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    indices = (pair_lev[:, None] * q1 + np.arange(q1)[None, :]).ravel()
+    dense_flat = (pair_row[:, None].astype(np.int64) * (m1 * q1) + indices.reshape(P, q1)).ravel()
+    use_dense = float(N2) * N2 * m1 * q1 <= _DENSE_FLOPS
+
+    out = Blocks(
+        n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
+        pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
+        indptr=indptr, indices=indices, dense_flat=dense_flat, use_dense=use_dense, y=y,
+    )
+    out.set_response(y)
+    return out

@@ -1,0 +1,201 @@
+"""Profiled deviance of a linear mixed model by blocked Cholesky.
+
+Bates, Maechler, Bolker & Walker (2015, JSS 67(1)), sections 3.1-3.6, with
+the block layout of MixedModels.jl (``src/linearmixedmodel.jl``): the
+Cholesky factor of
+
+    [ Lambda'Z'Z Lambda + I    Lambda'Z'X   Lambda'Z'y ]
+    [ X'Z Lambda               X'X          X'y        ]
+    [ y'Z Lambda               y'X          y'y        ]
+
+is computed block by block.  Block 1 is block diagonal (a batched Cholesky
+of ``(m1, q1, q1)`` matrices); the Schur complement of everything else
+("the rest", ``N2`` columns: other grouping factors, X, y) is dense and
+factored by LAPACK ``dpotrf``.  The last diagonal element of the factor is
+``r``, the square root of the penalised residual sum of squares; the X block
+is ``R_X'``.
+
+    ML deviance     log|L|^2 + n (1 + log(2 pi r^2 / n))                  (eq. 34)
+    REML criterion  log|L|^2 + log|R_X|^2 + (n-p)(1 + log(2 pi r^2/(n-p)))  (eq. 41)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import lapack, solve_triangular
+
+from .blocks import Blocks
+
+_LOG2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(eq=False)
+class Factor:
+    """The pieces of the factorisation at one ``theta``."""
+
+    theta: np.ndarray
+    ok: bool
+    ldL2: float          # log|L_theta|^2
+    ldRX2: float         # log|R_X|^2
+    r2: float            # penalised residual sum of squares
+    L1: np.ndarray       # (m1, q1, q1) lower Cholesky factors of block 1
+    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest
+    E: np.ndarray        # (P, q1) W'Z1 Lambda1 L1^{-T} per pair
+
+
+class DevianceEvaluator:
+    """Deviance evaluations at successive ``theta`` for one structure."""
+
+    def __init__(self, blocks: Blocks):
+        self.b = blocks
+        b = blocks
+        self._dense = np.zeros((b.N2, b.b1.m * b.b1.q)) if b.use_dense else None
+        self._eye_re = np.arange(b.nre2 + 0)
+        self.n_evals = 0
+
+    # -- the factorisation ---------------------------------------------------
+    def factor(self, theta: np.ndarray) -> Factor:
+        """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
+        b = self.b
+        b1 = b.b1
+        self.n_evals += 1
+        lam1 = b1.lam(theta)
+        q1 = b1.q
+        if q1 == 1:
+            l1 = lam1[0, 0]
+            d = np.sqrt(l1 * l1 * b.A11[:, 0, 0] + 1.0)
+            L1 = d.reshape(-1, 1, 1)
+            ld1 = 2.0 * float(np.sum(np.log(d)))
+            K = l1 / d                                   # Lambda1 L1^{-T}, per level
+            E = b.C * K[b.pair_lev][:, None]
+        else:
+            if b1.diagonal:
+                dl = np.diag(lam1)
+                B = b.A11 * (dl[:, None] * dl[None, :])
+            else:
+                B = lam1.T @ b.A11 @ lam1
+            B[:, np.arange(q1), np.arange(q1)] += 1.0
+            try:
+                L1 = np.linalg.cholesky(B)
+            except np.linalg.LinAlgError:
+                return self._fail(theta)
+            ld1 = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
+            Linv = np.linalg.inv(L1)
+            K = lam1 @ np.swapaxes(Linv, 1, 2)            # (m1, q1, q1)
+            Kp = K[b.pair_lev]
+            E = np.einsum("pi,pij->pj", b.C, Kp)
+
+        # Schur complement of the rest: Arr - E E'
+        if self._dense is not None:
+            D = self._dense
+            D.flat[b.dense_flat] = E.ravel()
+            M = b.Arr - D @ D.T
+        else:
+            Es = sp.csr_matrix((E.ravel(), b.indices, b.indptr),
+                               shape=(b.N2, b1.m * q1))
+            M = b.Arr - (Es @ Es.T).toarray()
+        # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
+        for blk, off in b.rest:
+            s = slice(off, off + blk.m * blk.q)
+            lam = blk.lam(theta)
+            if blk.diagonal:
+                dv = np.tile(np.diag(lam), blk.m)
+                M[s, :] *= dv[:, None]
+                M[:, s] *= dv[None, :]
+            else:
+                sub = M[s, :].reshape(blk.m, blk.q, b.N2)
+                M[s, :] = np.einsum("ba,mbn->man", lam, sub).reshape(-1, b.N2)
+                sub = M[:, s].reshape(b.N2, blk.m, blk.q)
+                M[:, s] = np.einsum("nmb,ba->nma", sub, lam).reshape(b.N2, -1)
+        idx = np.arange(b.nre2)
+        M[idx, idx] += 1.0
+        Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            return self._fail(theta)
+        dg = np.diagonal(Lrr)
+        nre2, p = b.nre2, b.p
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ld2 = 2.0 * float(np.sum(np.log(dg[:nre2])))
+            ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
+        r = float(dg[-1])
+        return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
+                      L1=L1, Lrr=Lrr, E=E)
+
+    def _fail(self, theta: np.ndarray) -> Factor:
+        nan = float("nan")
+        empty = np.zeros((0, 0))
+        return Factor(theta, False, nan, nan, nan, empty, empty, empty)
+
+    # -- criteria --------------------------------------------------------------
+    def objective(self, f: Factor, REML: bool) -> float:
+        """ML deviance or REML criterion from a factorisation."""
+        if not f.ok or not f.r2 > 0.0:
+            return math.inf
+        n, p = self.b.n, self.b.p
+        if REML:
+            nmp = n - p
+            val = f.ldL2 + f.ldRX2 + nmp * (1.0 + _LOG2PI + math.log(f.r2 / nmp))
+        else:
+            val = f.ldL2 + n * (1.0 + _LOG2PI + math.log(f.r2 / n))
+        return val if math.isfinite(val) else math.inf
+
+    def __call__(self, theta: np.ndarray, REML: bool = False) -> float:
+        return self.objective(self.factor(theta), REML)
+
+    def deviance_vp(self, theta: np.ndarray, sigma: float, REML: bool) -> float:
+        """Deviance at fixed ``(theta, sigma)``, beta profiled out (lmerTest's ``devfun_vp``)."""
+        f = self.factor(theta)
+        if not f.ok:
+            return math.inf
+        s2 = sigma * sigma
+        n, p = self.b.n, self.b.p
+        dev = f.ldL2 + f.r2 / s2 + n * math.log(2.0 * math.pi * s2)
+        if REML:
+            dev += f.ldRX2 - p * math.log(2.0 * math.pi * s2)
+        return dev
+
+    # -- fixed effects and conditional modes ----------------------------------
+    def beta(self, f: Factor) -> np.ndarray:
+        nre2, p = self.b.nre2, self.b.p
+        Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
+        return solve_triangular(Lxx, f.Lrr[-1, nre2:nre2 + p], trans="T", lower=True,
+                                check_finite=False)
+
+    def RXinv(self, f: Factor) -> np.ndarray:
+        """``R_X^{-1}`` (upper triangular): ``Var(beta) = sigma^2 R_X^{-1} R_X^{-T}``."""
+        nre2, p = self.b.nre2, self.b.p
+        Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
+        Linv = solve_triangular(Lxx, np.eye(p), lower=True, check_finite=False)
+        return Linv.T
+
+    def modes(self, f: Factor) -> list[np.ndarray]:
+        """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""
+        b = self.b
+        b1 = b.b1
+        N2 = b.N2
+        Lrr = f.Lrr
+        v = solve_triangular(Lrr[:-1, :-1], Lrr[-1, :-1], trans="T", lower=True,
+                             check_finite=False)
+        theta = f.theta
+        # z = Lambda_r v on the random-effects rows, beta on the X rows, 0 for y
+        z = np.zeros(N2)
+        z[:-1] = v
+        out_rest = []
+        for blk, off in b.rest:
+            s = slice(off, off + blk.m * blk.q)
+            lam = blk.lam(theta)
+            bj = v[s].reshape(blk.m, blk.q) @ lam.T
+            z[s] = bj.ravel()
+            out_rest.append(bj)
+        # t = E_y - E[:-1]' z per level of block 1
+        q1 = b1.q
+        Es = sp.csr_matrix((f.E.ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
+        t = np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ z[:-1]
+        t = t.reshape(b1.m, q1)
+        u1 = np.linalg.solve(np.swapaxes(f.L1, 1, 2), t[:, :, None])[:, :, 0]
+        b1m = u1 @ b1.lam(theta).T
+        return [b1m, *out_rest]

@@ -1,0 +1,332 @@
+"""Fit results: the light :class:`FitCore` and the lme4-like :class:`LmmFit`.
+
+``FitCore`` is what a power replicate needs (arrays only, no pandas);
+``LmmFit`` is what a user reads: fixed effects, variance components in the
+shape of R's ``as.data.frame(VarCorr(fit))``, conditional modes,
+likelihood criteria with lme4's conventions (checked against lme4 1.1-31),
+Satterthwaite tests (lmerTest's method) and an lme4-style ``summary()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_choice
+from ..errors import InputError
+
+
+@dataclass(frozen=True, eq=False)
+class FitCore:
+    """The essentials of one fit (the power simulations' hot path).
+
+    Attributes
+    ----------
+    theta : ndarray
+        Relative covariance parameters in lme4's order (``getME(m, "theta")``).
+    beta : ndarray
+        Fixed-effects estimates.
+    sigma : float
+        Residual standard deviation (ML: ``r^2/n``; REML: ``r^2/(n-p)``).
+    vcov_beta : ndarray, shape (p, p)
+        ``sigma^2 (R_X' R_X)^{-1}``.
+    deviance : float
+        ML deviance (``REML=False``) or REML criterion (``REML=True``).
+    REML : bool
+    converged : bool
+        The optimiser met its tolerances.
+    singular : bool
+        lme4's ``isSingular``: a diagonal ``theta`` element below 1e-4.
+    n_evals : int
+        Deviance evaluations used (optimiser and boundary checks).
+    message : str
+        The optimiser's message.
+    """
+
+    theta: np.ndarray
+    beta: np.ndarray
+    sigma: float
+    vcov_beta: np.ndarray
+    deviance: float
+    REML: bool
+    converged: bool
+    singular: bool
+    n_evals: int
+    message: str
+
+    @property
+    def se(self) -> np.ndarray:
+        """Standard errors of ``beta``."""
+        return np.sqrt(np.diag(self.vcov_beta))
+
+    @property
+    def tvalues(self) -> np.ndarray:
+        return self.beta / self.se
+
+    def __repr__(self) -> str:
+        crit = "REML" if self.REML else "deviance"
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return (f"FitCore({crit}={self.deviance:.4f}, beta={np.array2string(self.beta, precision=4)}, "
+                f"sigma={self.sigma:.4g}{flags})")
+
+
+@dataclass(frozen=True, eq=False)
+class VarTerm:
+    """One random-effects term of the fit, for VarCorr: group name, columns, covariance."""
+
+    grp: str          # lme4's (make.unique) name
+    group: str        # the grouping factor
+    cnames: tuple[str, ...]
+    cov: np.ndarray   # (q, q) covariance matrix (sigma^2 Lambda Lambda')
+
+
+def varcorr_frame(terms: list[VarTerm], sigma: float) -> pd.DataFrame:
+    """R's ``as.data.frame(VarCorr(fit))``: variances, then covariances, per term."""
+    rows: list[tuple[Any, ...]] = []
+    for t in terms:
+        sd = np.sqrt(np.diag(t.cov))
+        for i, c in enumerate(t.cnames):
+            rows.append((t.grp, c, None, float(t.cov[i, i]), float(sd[i])))
+        q = len(t.cnames)
+        for j in range(q):
+            for i in range(j + 1, q):
+                cov = float(t.cov[i, j])
+                den = sd[i] * sd[j]
+                cor = cov / den if den > 0 else float("nan")
+                rows.append((t.grp, t.cnames[j], t.cnames[i], cov, cor))
+    rows.append(("Residual", None, None, sigma * sigma, sigma))
+    return pd.DataFrame(rows, columns=["grp", "var1", "var2", "vcov", "sdcor"])
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}g}" if math.isfinite(x) else "NaN"
+
+
+@dataclass(frozen=True, eq=False)
+class LmmFit:
+    """A fitted linear mixed model with lme4 semantics.
+
+    Conventions follow lme4 1.1-31: for a REML fit ``deviance`` is the REML
+    criterion (``REMLcrit``), ``loglik`` is the REML log-likelihood and
+    ``aic``/``bic`` use it; ``theta`` is in lme4's order; ``varcorr()`` has
+    the shape of ``as.data.frame(VarCorr(fit))`` with lme4's group names
+    (``item``, ``item.1`` for terms that share a grouping factor).
+
+    Attributes
+    ----------
+    formula, REML, engine : the model and how it was fitted.
+    fixef : Series of fixed-effects estimates.
+    vcov : DataFrame, covariance matrix of the fixed effects.
+    theta : ndarray, relative covariance parameters (``getME(m, "theta")``).
+    theta_names : names of ``theta`` in lme4's style.
+    sigma : residual standard deviation.
+    loglik, deviance, reml_criterion : likelihood criteria (``reml_criterion``
+        is ``None`` for ML fits).
+    nobs : number of observations.  ngrps : levels per grouping factor.
+    converged, singular : diagnostics (``optinfo`` has the details).
+    contrasts : coding of each factor in the fixed part.
+    """
+
+    formula: str
+    REML: bool
+    engine: str
+    fixef: pd.Series
+    vcov: pd.DataFrame
+    theta: np.ndarray
+    theta_names: tuple[str, ...]
+    sigma: float
+    loglik: float
+    deviance: float
+    reml_criterion: float | None
+    nobs: int
+    ngrps: dict[str, int]
+    converged: bool
+    singular: bool
+    optinfo: dict[str, Any]
+    contrasts: dict[str, str] = field(default_factory=dict)
+    var_terms: tuple[VarTerm, ...] = field(default=(), repr=False)
+    ranef_tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    residuals: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    df_fn: Callable[[np.ndarray], float] | None = field(default=None, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # -- derived quantities ----------------------------------------------------
+    @property
+    def se(self) -> pd.Series:
+        """Standard errors of the fixed effects."""
+        return pd.Series(np.sqrt(np.diag(self.vcov.to_numpy())), index=self.fixef.index, name="se")
+
+    @property
+    def tvalues(self) -> pd.Series:
+        return pd.Series(self.fixef.to_numpy() / self.se.to_numpy(), index=self.fixef.index,
+                         name="t")
+
+    @property
+    def n_params(self) -> int:
+        """Number of estimated parameters (lme4's ``attr(logLik(m), "df")``)."""
+        return int(self.fixef.size + self.theta.size + 1)
+
+    @property
+    def aic(self) -> float:
+        return -2.0 * self.loglik + 2.0 * self.n_params
+
+    @property
+    def bic(self) -> float:
+        return -2.0 * self.loglik + math.log(self.nobs) * self.n_params
+
+    def varcorr(self) -> pd.DataFrame:
+        """Variance components as R's ``as.data.frame(VarCorr(fit))``.
+
+        Columns ``grp, var1, var2, vcov, sdcor``: one row per variance
+        (``var2`` missing, ``sdcor`` = SD), then per covariance (``sdcor`` =
+        correlation), then ``Residual``.
+        """
+        return varcorr_frame(list(self.var_terms), self.sigma)
+
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        """Conditional modes of the random effects, one DataFrame per grouping factor."""
+        return {k: v.copy() for k, v in self.ranef_tables.items()}
+
+    def contrast_df(self, L: Any) -> float:
+        """Satterthwaite denominator df for the contrast ``L' beta`` (lmerTest's method)."""
+        Lv = np.asarray(L, dtype=float).ravel()
+        if Lv.shape != (self.fixef.size,):
+            raise InputError(
+                f"L must have one entry per fixed effect ({self.fixef.size}: "
+                f"{', '.join(self.fixef.index)}); got shape {np.shape(L)}."
+            )
+        if self.df_fn is None:
+            raise InputError(
+                f"Satterthwaite df are not available for engine={self.engine!r}; "
+                "use coef_table(ddf='normal') or fit with engine='native'."
+            )
+        return float(self.df_fn(Lv))
+
+    def coef_table(self, ddf: str = "satterthwaite") -> pd.DataFrame:
+        """Fixed-effects table: estimate, std_error, df, t, p.
+
+        Parameters
+        ----------
+        ddf : {"satterthwaite", "normal"}
+            ``"satterthwaite"``: lmerTest's Satterthwaite df (Kuznetsova et
+            al. 2017) and t-distribution p-values; ``"normal"``: df = inf
+            (z-tests, as the t > 1.96 rule of Card et al. 2020).
+        """
+        check_choice("ddf", ddf, ("satterthwaite", "normal"))
+        key = f"coef_{ddf}"
+        if key in self._cache:
+            return self._cache[key].copy()
+        est = self.fixef.to_numpy()
+        se = self.se.to_numpy()
+        t = est / se
+        p = est.size
+        if ddf == "normal":
+            df = np.full(p, np.inf)
+            pv = 2.0 * stats.norm.sf(np.abs(t))
+        else:
+            df = np.array([self.contrast_df(np.eye(p)[i]) for i in range(p)])
+            pv = 2.0 * stats.t.sf(np.abs(t), df)
+        out = pd.DataFrame({"estimate": est, "std_error": se, "df": df, "t": t, "p": pv},
+                           index=self.fixef.index)
+        self._cache[key] = out
+        return out.copy()
+
+    # -- presentation ------------------------------------------------------------
+    def __repr__(self) -> str:
+        crit = "REML" if self.REML else "ML"
+        fx = ", ".join(f"{k}={v:.4g}" for k, v in self.fixef.items())
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return f"LmmFit({crit}, {self.engine}: {fx}; sigma={self.sigma:.4g}; n={self.nobs}{flags})"
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row per fixed effect, then one per variance component.
+
+        Columns ``effect`` ("fixed" / "ran_pars"), ``group``, ``term``
+        (``sd__x`` / ``cor__a.b`` for variance components, broom.mixed style),
+        ``estimate``, ``std_error``, ``statistic`` (t value).
+        """
+        rows: list[dict[str, Any]] = []
+        se = self.se.to_numpy()
+        for name, est, s in zip(self.fixef.index, self.fixef.to_numpy(), se, strict=True):
+            rows.append({"effect": "fixed", "group": None, "term": str(name), "estimate": float(est),
+                         "std_error": float(s), "statistic": float(est / s)})
+        vc = self.varcorr()
+        for grp, var1, var2, sdcor in zip(vc["grp"], vc["var1"], vc["var2"], vc["sdcor"], strict=True):
+            if grp == "Residual":
+                term = "sd__Observation"
+            elif var2 is None or pd.isna(var2):
+                term = f"sd__{var1!s}"
+            else:
+                term = f"cor__{var1!s}.{var2!s}"
+            rows.append({"effect": "ran_pars", "group": grp, "term": term,
+                         "estimate": float(sdcor), "std_error": np.nan, "statistic": np.nan})
+        return pd.DataFrame(rows)
+
+    def summary(self, ddf: str = "satterthwaite") -> str:
+        """Text in the layout of lme4's ``summary(lmerMod)`` (lmerTest's df and p)."""
+        lines = []
+        how = "REML" if self.REML else "maximum likelihood"
+        tag = " ['lmerModLmerTest']" if ddf == "satterthwaite" and self.df_fn is not None else ""
+        lines.append(f"Linear mixed model fit by {how}{tag} (engine: {self.engine})")
+        lines.append(f"Formula: {self.formula}")
+        if self.contrasts:
+            lines.append("Contrasts: " + ", ".join(f"{k}={v}" for k, v in self.contrasts.items()))
+        lines.append("")
+        if self.REML:
+            lines.append(f"REML criterion at convergence: {self.reml_criterion:.1f}")
+        else:
+            crit = pd.DataFrame([[self.aic, self.bic, self.loglik, self.deviance,
+                                  self.nobs - self.n_params]],
+                                columns=["AIC", "BIC", "logLik", "deviance", "df.resid"])
+            lines.append(crit.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        lines.append("")
+        if self.residuals.size:
+            q = np.quantile(self.residuals / self.sigma, [0, 0.25, 0.5, 0.75, 1])
+            lines.append("Scaled residuals: ")
+            lines.append(pd.DataFrame([q], columns=["Min", "1Q", "Median", "3Q", "Max"]).to_string(
+                index=False, float_format=lambda v: f"{v:.4f}"))
+            lines.append("")
+        lines.append("Random effects:")
+        lines.append(self._re_table())
+        ng = ", ".join(f"{k}, {v}" for k, v in self.ngrps.items())
+        lines.append(f"Number of obs: {self.nobs}, groups:  {ng}")
+        lines.append("")
+        lines.append("Fixed effects:")
+        if ddf == "satterthwaite" and self.df_fn is None:
+            ddf = "normal"
+        tab = self.coef_table(ddf)
+        shown = pd.DataFrame({"Estimate": tab["estimate"], "Std. Error": tab["std_error"]})
+        if ddf == "satterthwaite":
+            shown["df"] = tab["df"]
+        shown["t value"] = tab["t"]
+        shown["Pr(>|t|)" if ddf == "satterthwaite" else "Pr(>|z|)"] = tab["p"]
+        lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
+        lines.append("")
+        if not self.converged:
+            lines.append(f"optimizer (nlopt BOBYQA) did not converge: {self.optinfo.get('message', '')}")
+        if self.singular:
+            lines.append("boundary (singular) fit: see help('isSingular')")
+        return "\n".join(lines)
+
+    def _re_table(self) -> str:
+        rows = []
+        for t in self.var_terms:
+            sd = np.sqrt(np.diag(t.cov))
+            for i, c in enumerate(t.cnames):
+                cors = []
+                for j in range(i):
+                    den = sd[i] * sd[j]
+                    cors.append(f"{t.cov[i, j] / den:.2f}" if den > 0 else "NaN")
+                rows.append([t.grp if i == 0 else "", c, _fmt(float(t.cov[i, i])), _fmt(float(sd[i])),
+                             " ".join(cors)])
+        rows.append(["Residual", "", _fmt(self.sigma ** 2), _fmt(self.sigma), ""])
+        df = pd.DataFrame(rows, columns=["Groups", "Name", "Variance", "Std.Dev.", "Corr"])
+        if not any(r[4] for r in rows):
+            df = df.drop(columns="Corr")
+        return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
