@@ -166,6 +166,9 @@ def plot_grid(
                             markersize=4, linewidth=1.4, label=label)
             if target is not None:
                 ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0)
+            xs_all = sorted(set(frame[x]))
+            if len(xs_all) <= 8:
+                ax.set_xticks([float(v) for v in xs_all])
             ax.set_ylim(-0.02, 1.02)
             ax.grid(True, color="0.92")
             facet = [_label(k, v) for k, v in ((rows, rv), (cols, cv)) if k is not None]
