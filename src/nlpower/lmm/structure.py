@@ -16,6 +16,7 @@ a block-diagonal relative covariance factor.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +83,8 @@ class ModelSpec:
         The data-frame columns the formula uses (for rebuilding and messages).
     dropped : tuple of str
         Fixed-effect columns dropped because ``X`` was rank deficient.
+    n_dropped : int
+        Rows of the data dropped because a used column had a missing value.
     """
 
     formula: str
@@ -93,6 +96,7 @@ class ModelSpec:
     contrasts: dict[str, str] = field(default_factory=dict)
     data_columns: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
+    n_dropped: int = 0
 
     @property
     def n(self) -> int:
@@ -107,7 +111,4 @@ class ModelSpec:
         y = np.asarray(y, dtype=float)
         if y.shape != self.y.shape:
             raise ValueError(f"y must have shape {self.y.shape}; got {y.shape}")
-        return ModelSpec(
-            self.formula, self.response, y, self.X, self.fixef_names, self.re_terms,
-            self.contrasts, self.data_columns, self.dropped,
-        )
+        return dataclasses.replace(self, y=y)

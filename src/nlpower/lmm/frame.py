@@ -1,0 +1,606 @@
+"""Model frame: formula + data frame -> :class:`~nlpower.lmm.structure.ModelSpec`.
+
+The stages, each a function that can be called and tested alone (lme4's
+``lFormula``: ``model.frame`` -> ``model.matrix`` -> ``mkReTrms``)::
+
+    parse(formula)                       nlpower.formula
+    _frame_columns(formula, data)        used columns, NA rows dropped
+    _variables(...)                      numeric arrays / factor codes
+    model_matrix(terms, variables, ...)  X and each term's Z, lme4 names
+    drop_aliased(X, names)               rank-deficient columns removed
+    _re_term(...)                        grouping codes + checks
+
+Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
+``lFormula``):
+
+* **Factors** are object, string, categorical and bool columns.  Level order
+  is the pandas categorical order when the column is a ``Categorical`` (this
+  is how to choose the baseline level), else the sorted unique values (as R's
+  ``factor()`` in the C locale).  Bool levels are labelled ``FALSE``/``TRUE``
+  like R's logicals.  Unused levels are dropped (lme4 calls ``model.frame``
+  with ``drop.unused.levels = TRUE``).  Numeric columns are numeric
+  predictors; as grouping factors they are converted to factors.
+* **Contrasts** (``contrasts={"system": "sum"}``; default ``"treatment"``):
+
+  - ``"treatment"`` (R's ``contr.treatment``): one column per non-baseline
+    level, named ``systemB``; the first level is the baseline.
+  - ``"sum"`` (``contr.sum``): K-1 columns named ``system1``, ``system2``, ...;
+    column j is +1 for level j, -1 for the *last* level, 0 otherwise.  With
+    two levels (A, B): ``system1`` = +1 for A and -1 for B, so its
+    coefficient is half of mean(A) - mean(B) (Card et al. 2020's coding).
+  - ``"half"``: ``contr.sum`` times 0.5, also named ``system1``, ...  With
+    two levels: +0.5 for A (the first level), -0.5 for B, so the
+    coefficient is mean(A) - mean(B).
+
+  The same contrasts are used in the random-effects terms, which matches R
+  code that sets ``contrasts(data$system) <- contr.sum(K)`` before calling
+  ``lmer`` (lme4's own ``contrasts=`` argument only reaches the fixed part).
+* **Which factors get contrasts** follows R's ``terms``/``model.matrix``
+  rule: in a term, a factor is coded by contrasts when the term without that
+  factor is already in the model (the empty term = the intercept), else by
+  full indicators (``x:fA, x:fB, ...`` for ``y ~ x:f``); without an
+  intercept the first factor gets full indicators (``y ~ 0 + f`` gives
+  ``fA, fB``; ``(0 + f | g)`` gives one column per level).  In an
+  interaction the first variable varies fastest (``fB:hv, fC:hv``).
+* **Missing values**: rows with a missing value in any used column are
+  dropped (``na.omit``) with a warning; the count is ``ModelSpec.n_dropped``.
+* **Rank deficiency**: columns of X that are linear combinations of earlier
+  columns (pivoted QR, tolerance 1e-7 as R's ``qr``) are dropped with a
+  warning, like lme4's "fixed-effect model matrix is rank deficient so
+  dropping N columns / coefficients"; they are listed in ``ModelSpec.dropped``.
+* **Checks** as lme4's defaults: a grouping factor needs > 1 level and fewer
+  levels than observations; each term needs fewer random effects
+  (q x levels) than observations.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import closest_name
+from ..errors import FormulaError, InputError, NlpowerWarning
+from ..formula import Formula, RandomTerm, Terms, parse
+from .structure import ModelSpec, ReTerm
+
+__all__ = [
+    "CONTRASTS",
+    "Factor",
+    "contrast_matrix",
+    "drop_aliased",
+    "model_frame",
+    "model_matrix",
+]
+
+#: Contrast codings accepted in ``contrasts=``.
+CONTRASTS: tuple[str, ...] = ("treatment", "sum", "half")
+
+#: Relative tolerance of the rank check (R's ``qr`` default).
+RANK_TOL = 1e-7
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A factor column: integer ``codes`` (0 .. K-1) and level labels."""
+
+    codes: np.ndarray
+    levels: tuple[str, ...]
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+
+Variable = np.ndarray | Factor
+
+
+# ---------------------------------------------------------------------------
+# contrasts
+
+
+def contrast_matrix(kind: str, levels: tuple[str, ...] | list[str]) -> tuple[np.ndarray, list[str]]:
+    """Coding matrix (K x m) and column-name suffixes for a factor.
+
+    ``kind`` is ``"treatment"``, ``"sum"``, ``"half"`` or ``"full"`` (one
+    indicator per level, used where R does not apply contrasts).  Numerically
+    equal to R's ``contr.treatment(K)``, ``contr.sum(K)``,
+    ``contr.sum(K) / 2`` and ``diag(K)``.
+
+    Examples
+    --------
+    >>> contrast_matrix("sum", ["A", "B", "C"])[0]
+    array([[ 1.,  0.],
+           [ 0.,  1.],
+           [-1., -1.]])
+    """
+    k = len(levels)
+    if kind == "full":
+        return np.eye(k), [str(lv) for lv in levels]
+    if k < 2:
+        raise InputError(
+            f"contrasts need a factor with at least 2 levels; got {k} level(s) {list(levels)}."
+        )
+    if kind == "treatment":
+        return np.eye(k)[:, 1:], [str(lv) for lv in levels[1:]]
+    if kind in ("sum", "half"):
+        m = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
+        if kind == "half":
+            m = 0.5 * m
+        return m, [str(j) for j in range(1, k)]
+    raise InputError(f"contrast must be one of {', '.join(map(repr, CONTRASTS))}; got {kind!r}.")
+
+
+# ---------------------------------------------------------------------------
+# model matrices
+
+
+def _codings(terms: Terms, variables: Mapping[str, Variable]) -> list[list[str | None]]:
+    """R's TermCode: per term and variable, "contrast", "full" or None (numeric)."""
+    out: list[list[str | None]] = []
+    sets = [frozenset(t) for t in terms.terms]
+    for j, term in enumerate(terms.terms):
+        codes: list[str | None] = []
+        for v in term:
+            if not isinstance(variables[v], Factor):
+                codes.append(None)
+                continue
+            rest = sets[j] - {v}
+            margin = not rest or any(rest <= s for s in sets[:j])
+            codes.append("contrast" if margin else "full")
+        out.append(codes)
+    if not terms.intercept:
+        # model.matrix: without an intercept the first factor is fully coded
+        for j, term in enumerate(terms.terms):
+            hit = [i for i, v in enumerate(term) if _n_levels(variables[v]) > 1]
+            if hit:
+                out[j][hit[0]] = "full"
+                break
+    return out
+
+
+def _n_levels(var: Variable) -> int:
+    return var.n_levels if isinstance(var, Factor) else 0
+
+
+def model_matrix(
+    terms: Terms,
+    variables: Mapping[str, Variable],
+    contrasts: Mapping[str, str],
+    n: int,
+) -> tuple[np.ndarray, list[str]]:
+    """Model matrix of ``terms`` with lme4/R column names.
+
+    Parameters
+    ----------
+    terms : Terms
+        Intercept flag and R-ordered terms (from :func:`nlpower.formula.parse`).
+    variables : mapping
+        Column name -> float array (numeric) or :class:`Factor`.
+    contrasts : mapping
+        Factor name -> ``"treatment"``, ``"sum"`` or ``"half"``; missing
+        factors use ``"treatment"``.
+    n : int
+        Number of rows.
+    """
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    if terms.intercept:
+        blocks.append(np.ones((n, 1)))
+        names.append("(Intercept)")
+    for term, codes in zip(terms.terms, _codings(terms, variables), strict=True):
+        cols = np.ones((n, 1))
+        cnames = [""]
+        for v, code in zip(term, codes, strict=True):
+            var = variables[v]
+            if isinstance(var, Factor):
+                kind = "full" if code == "full" else contrasts.get(v, "treatment")
+                try:
+                    mat, suffixes = contrast_matrix(kind, var.levels)
+                except InputError:
+                    raise InputError(
+                        f"factor {v!r} has only {var.n_levels} level ({var.levels[0]!r}) in the "
+                        "rows used, so it cannot be coded by contrasts. Drop it from the "
+                        "formula or check the data."
+                    ) from None
+                block = mat[var.codes]
+                bnames = [f"{v}{s}" for s in suffixes]
+            else:
+                block = var[:, None]
+                bnames = [v]
+            m_prev, m_v = cols.shape[1], block.shape[1]
+            # first variable varies fastest: column index i + m_prev * j
+            cols = (cols[:, None, :] * block[:, :, None]).reshape(n, m_prev * m_v)
+            cnames = [f"{a}:{b}" if a else b for b in bnames for a in cnames]
+        blocks.append(cols)
+        names.extend(cnames)
+    mat = np.hstack(blocks) if blocks else np.zeros((n, 0))
+    return np.ascontiguousarray(mat, dtype=float), names
+
+
+def drop_aliased(
+    X: np.ndarray,
+    names: list[str],
+    tol: float = RANK_TOL,
+    row_key: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[str], list[str]]:
+    """Drop columns of ``X`` that are linear combinations of earlier columns.
+
+    A column is aliased when its residual after projection on the kept
+    columns has norm <= ``tol`` times its own norm (R's ``qr`` with limited
+    pivoting moves exactly these columns to the end; lme4 then drops them).
+
+    ``row_key`` (optional) gives equal integers to rows of ``X`` known to be
+    identical; the check then runs on the distinct rows weighted by the
+    square root of their counts, which has the same cross-product
+    ``X'X`` -- the same column lengths and angles -- at a fraction of the cost.
+
+    Returns ``(X_kept, kept_names, dropped_names)``.
+    """
+    n, p = X.shape
+    A = X
+    if row_key is not None and n > 4 * p:
+        uniq, first, counts = np.unique(row_key, return_index=True, return_counts=True)
+        if len(uniq) < n // 2:
+            A = X[first] * np.sqrt(counts)[:, None]
+    # A = QR with Q orthonormal, so the columns of R have the same lengths
+    # and angles as those of X: run the (re-orthogonalised) Gram-Schmidt
+    # check on the small p x p matrix R instead of the n x p matrix X.
+    R: np.ndarray = np.asarray(np.linalg.qr(A, mode="r")) if A.shape[0] >= p else A
+    basis = np.zeros((R.shape[0], 0))
+    keep: list[int] = []
+    for j in range(p):
+        x = R[:, j]
+        norm = float(np.linalg.norm(x))
+        if norm == 0.0:
+            continue
+        r = x.copy()
+        for _ in range(2):
+            if basis.shape[1]:
+                r -= basis @ (basis.T @ r)
+        rn = float(np.linalg.norm(r))
+        if rn <= tol * norm:
+            continue
+        basis = np.column_stack([basis, r / rn])
+        keep.append(j)
+    dropped = [names[j] for j in range(p) if j not in set(keep)]
+    return np.ascontiguousarray(X[:, keep]), [names[j] for j in keep], dropped
+
+
+# ---------------------------------------------------------------------------
+# columns -> variables
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _is_numeric(col: pd.Series) -> bool:
+    return (
+        pd.api.types.is_numeric_dtype(col.dtype)
+        and not pd.api.types.is_bool_dtype(col.dtype)
+        and not isinstance(col.dtype, pd.CategoricalDtype)
+        and not pd.api.types.is_complex_dtype(col.dtype)
+    )
+
+
+def _as_factor(col: pd.Series) -> Factor:
+    """Factor with R's level order (categorical order, else sorted unique)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cat = col.cat.remove_unused_categories()
+        return Factor(
+            np.asarray(cat.cat.codes, dtype=np.intp),
+            tuple(_label(c) for c in cat.cat.categories),
+        )
+    values = col.to_numpy()
+    if pd.api.types.is_bool_dtype(col.dtype):
+        values = values.astype(bool)
+    try:
+        codes, uniques = pd.factorize(values, sort=True)
+    except TypeError:  # mixed types that cannot be compared: order by label
+        codes, uniques = pd.factorize(values)
+        order = np.argsort([_label(u) for u in uniques], kind="stable")
+        remap = np.empty(len(order), dtype=np.intp)
+        remap[order] = np.arange(len(order))
+        codes, uniques = remap[codes], uniques[order]
+    labels = tuple(_label(u) for u in uniques)
+    if len(set(labels)) != len(labels):
+        raise InputError(
+            f"column {col.name!r} has distinct values with the same text label "
+            f"({list(uniques)[:6]}...); convert it to one type (e.g. .astype(str))."
+        )
+    return Factor(np.asarray(codes, dtype=np.intp), labels)
+
+
+def _as_numeric(col: pd.Series, role: str) -> np.ndarray:
+    values = col.to_numpy(dtype=float, na_value=np.nan)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise InputError(
+            f"{role} column {col.name!r} has {int(bad.sum())} infinite value(s) "
+            f"(first at row {col.index[int(np.argmax(bad))]!r}); remove or replace them."
+        )
+    return values
+
+
+def _row_key(variables: Mapping[str, Variable], names: tuple[str, ...], n: int) -> np.ndarray | None:
+    """Integer key equal for rows with equal values of ``names`` (None on overflow)."""
+    key = np.zeros(n, dtype=np.int64)
+    size = 1
+    for v in names:
+        var = variables[v]
+        if isinstance(var, Factor):
+            codes, k = var.codes, max(var.n_levels, 1)
+        else:
+            codes, uniques = pd.factorize(var)
+            k = max(len(uniques), 1)
+        size *= k
+        if size >= 2**62:
+            return None
+        key = key * k + codes
+    return key
+
+
+def _combine(factors: list[Factor]) -> Factor:
+    """Interaction factor ``a:b``: levels in lexicographic order, unused dropped."""
+    if len(factors) == 1:
+        return factors[0]
+    key = np.zeros(len(factors[0].codes), dtype=np.int64)
+    for f in factors:
+        key = key * f.n_levels + f.codes
+    uniq, codes = np.unique(key, return_inverse=True)
+    parts = []
+    rem = uniq.copy()
+    for f in reversed(factors):
+        parts.append(rem % f.n_levels)
+        rem = rem // f.n_levels
+    parts.reverse()
+    levels = tuple(
+        ":".join(f.levels[int(p[i])] for f, p in zip(factors, parts, strict=True))
+        for i in range(len(uniq))
+    )
+    return Factor(np.asarray(codes, dtype=np.intp).reshape(-1), levels)
+
+
+# ---------------------------------------------------------------------------
+# the public stage
+
+
+def _check_inputs(formula: Any, data: Any, contrasts: Any) -> tuple[Formula, dict[str, str]]:
+    f = parse(formula)
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(
+            f"data must be a pandas DataFrame with one row per rating; got "
+            f"{type(data).__name__}. Convert it with pandas.DataFrame(...)."
+        )
+    if contrasts is None:
+        contrasts = {}
+    if not isinstance(contrasts, Mapping):
+        raise InputError(
+            f"contrasts must be a dict mapping factor columns to one of "
+            f"{', '.join(map(repr, CONTRASTS))}, e.g. {{'system': 'sum'}}; got {contrasts!r}."
+        )
+    out: dict[str, str] = {}
+    for key, kind in contrasts.items():
+        if kind not in CONTRASTS:
+            raise InputError(
+                f"contrasts[{key!r}] must be one of {', '.join(map(repr, CONTRASTS))}; "
+                f"got {kind!r}."
+            )
+        out[str(key)] = kind
+    return f, out
+
+
+def model_frame(
+    formula: str,
+    data: pd.DataFrame,
+    contrasts: Mapping[str, str] | None = None,
+) -> ModelSpec:
+    """Build the model structure of an lme4 formula on a data frame.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 formula, e.g. ``"rating ~ system + (1 + system | worker) + (1 | item)"``.
+        See ``docs/formula.md``.
+    data : pandas.DataFrame
+        One row per observation.
+    contrasts : dict, optional
+        Coding of factor columns: ``{"system": "sum"}``; ``"treatment"``
+        (default, like R), ``"sum"`` (R's ``contr.sum``, +1/-1 for two levels,
+        first level positive) or ``"half"`` (``contr.sum / 2``).  Used in the
+        fixed part and inside random-effects terms.
+
+    Returns
+    -------
+    ModelSpec
+        ``X`` and ``fixef_names`` (aliased columns dropped), ``y``, and the
+        random-effects terms after ``||`` and nesting expansion.
+
+    Raises
+    ------
+    FormulaError
+        Syntax errors and unknown columns (with a caret and the closest name).
+    InputError
+        Empty data, non-numeric/factor/constant response, grouping factors
+        with one level or with at least as many levels as observations,
+        too many random effects for the observations, bad ``contrasts``.
+
+    Warns
+    -----
+    NlpowerWarning
+        When rows with missing values are dropped, and when fixed-effect
+        columns are dropped because ``X`` is rank deficient.
+
+    Notes
+    -----
+    Column construction and checks follow R 4.2.2 ``model.matrix`` and
+    lme4 1.1-31 ``lFormula`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"y": [1., 2, 3, 4, 5, 7], "sys": list("ABABAB"),
+    ...                   "w": list("uuvvww")})
+    >>> spec = model_frame("y ~ sys + (1 | w)", d, contrasts={"sys": "sum"})
+    >>> spec.fixef_names, spec.X[:2, 1].tolist(), spec.re_terms[0].levels
+    (('(Intercept)', 'sys1'), [1.0, -1.0], ('u', 'v', 'w'))
+    """
+    f, contrasts_in = _check_inputs(formula, data, contrasts)
+    columns = list(map(str, data.columns))
+    used = f.variables
+    for name in used:
+        if name not in columns:
+            close = closest_name(name, columns)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise FormulaError(
+                f"column {name!r} is not in the data.{hint} Available columns: "
+                f"{', '.join(map(repr, columns[:30]))}{' ...' if len(columns) > 30 else ''}.",
+                f.text, f.positions.get(name),
+            )
+    if len(data) == 0:
+        raise InputError("data has no rows; a model needs at least a few observations.")
+
+    frame = data.loc[:, [c for c in data.columns if str(c) in used]]
+    frame.columns = [str(c) for c in frame.columns]
+    if frame.columns.duplicated().any():
+        dup = frame.columns[frame.columns.duplicated()][0]
+        raise InputError(f"data has more than one column named {dup!r}; rename them.")
+    missing = frame.isna().any(axis=1).to_numpy()
+    n_dropped = int(missing.sum())
+    if n_dropped:
+        if n_dropped == len(frame):
+            raise InputError(
+                f"every row of data has a missing value in a column the formula uses "
+                f"({', '.join(map(repr, used))}); nothing is left to fit."
+            )
+        by_col = frame.isna().sum()
+        detail = ", ".join(f"{c}: {int(k)}" for c, k in by_col.items() if k)
+        warnings.warn(
+            f"dropped {n_dropped} of {len(frame)} rows with missing values ({detail}).",
+            NlpowerWarning, stacklevel=2,
+        )
+        frame = frame.loc[~missing]
+    n = len(frame)
+
+    # response
+    ycol = frame[f.response]
+    if isinstance(ycol.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(ycol.dtype):
+        raise InputError(
+            f"the response {f.response!r} is a factor (dtype {ycol.dtype}); a linear mixed "
+            "model needs a numeric response. Convert it, e.g. data[col].astype(float) or map "
+            "Likert labels to numbers."
+        )
+    if not _is_numeric(ycol):
+        raise InputError(
+            f"the response {f.response!r} must be numeric; got dtype {ycol.dtype} "
+            f"(e.g. {ycol.iloc[0]!r}). Convert it with pandas.to_numeric(data[{f.response!r}])."
+        )
+    y = _as_numeric(ycol, "response")
+    if np.ptp(y) == 0.0:
+        raise InputError(
+            f"the response {f.response!r} is constant ({y[0]!r} in all {n} rows): a mixed "
+            "model cannot be fitted to a constant response."
+        )
+
+    # predictors and grouping factors
+    groups = set(f.grouping_variables)
+    model_vars: dict[str, None] = dict.fromkeys(f.fixed.variables)
+    for r in f.random:
+        model_vars.update(dict.fromkeys(r.expr.variables))
+    variables: dict[str, Variable] = {}
+    for name in model_vars:
+        col = frame[name]
+        variables[name] = _as_numeric(col, "predictor") if _is_numeric(col) else _as_factor(col)
+    for key in contrasts_in:
+        if key not in model_vars:
+            close = closest_name(key, [v for v in model_vars if isinstance(variables[v], Factor)])
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise InputError(
+                f"contrasts names {key!r}, which is not a factor in the formula.{hint} "
+                f"Factors in the model: "
+                f"{[v for v in model_vars if isinstance(variables[v], Factor)]}."
+            )
+        if not isinstance(variables[key], Factor):
+            raise InputError(
+                f"contrasts[{key!r}]: column {key!r} is numeric, and contrasts apply to "
+                "factors. Code it numerically yourself or make it a pandas Categorical."
+            )
+    used_contrasts = {
+        v: contrasts_in.get(v, "treatment") for v in model_vars if isinstance(variables[v], Factor)
+    }
+
+    X, names = model_matrix(f.fixed, variables, used_contrasts, n)
+    X, names, dropped = drop_aliased(
+        X, names, row_key=_row_key(variables, f.fixed.variables, n)
+    )
+    if dropped:
+        warnings.warn(
+            f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
+            f"column{'s' if len(dropped) > 1 else ''} / coefficient"
+            f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}.",
+            NlpowerWarning, stacklevel=2,
+        )
+
+    group_factors: dict[str, Factor] = {}
+    for g in groups:
+        group_factors[g] = _as_factor(frame[g])
+    re_terms = tuple(
+        _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
+    )
+
+    return ModelSpec(
+        formula=f.text,
+        response=f.response,
+        y=y,
+        X=X,
+        fixef_names=tuple(names),
+        re_terms=re_terms,
+        contrasts=used_contrasts,
+        data_columns=used,
+        dropped=tuple(dropped),
+        n_dropped=n_dropped,
+    )
+
+
+def _re_term(
+    rt: RandomTerm,
+    variables: Mapping[str, Variable],
+    contrasts: Mapping[str, str],
+    group_factors: Mapping[str, Factor],
+    n: int,
+) -> ReTerm:
+    """One expanded random term: Z, grouping codes, lme4's level checks."""
+    Z, cnames = model_matrix(rt.expr, variables, contrasts, n)
+    fac = _combine([group_factors[g] for g in rt.group])
+    name = rt.group_name
+    label = f"({rt.expr} | {name})"
+    if fac.n_levels <= 1:
+        raise InputError(
+            f"grouping factors must have > 1 sampled level: {name!r} has "
+            f"{fac.n_levels} level ({fac.levels[0]!r}) in the rows used, in term {label}. "
+            "Remove the term or check the data."
+        )
+    if fac.n_levels >= n:
+        raise InputError(
+            f"number of levels of each grouping factor must be < number of observations: "
+            f"{name!r} has {fac.n_levels} levels for {n} observations in term {label} "
+            "(one level per observation cannot be told apart from the residual). "
+            "Remove the term."
+        )
+    n_re = Z.shape[1] * fac.n_levels
+    if n <= n_re:
+        raise InputError(
+            f"number of observations (={n}) <= number of random effects (={n_re}) for term "
+            f"{label}; the random-effects parameters and the residual variance are probably "
+            "unidentifiable. Use a simpler term, e.g. (1 | " + name + ")."
+        )
+    return ReTerm(group=name, codes=fac.codes, levels=fac.levels, Z=Z, cnames=tuple(cnames))
