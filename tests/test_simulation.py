@@ -336,3 +336,36 @@ def test_frame_index_error():
     sims = simulate(CrossedDesign(3, 4), STRONG, n_sims=2, rng=0)
     with pytest.raises(InputError, match=r"i must be <= 1; got 2"):
         sims.frame(2)
+
+
+# ----------------------------------------------------------------- fixtures
+def _load_make_fixtures(fixtures_dir):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_fixtures", fixtures_dir / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fixture_files_are_reproduced_by_their_script(fixtures_dir, capsys):
+    mod = _load_make_fixtures(fixtures_dir)
+    assert mod.main(["--check"]) == 0, capsys.readouterr().err
+    for name, df in mod.build().items():
+        on_disk = pd.read_csv(fixtures_dir / name)
+        assert list(on_disk.columns) == ["worker", "item", "system", "rating"]
+        assert on_disk.rating.between(1, 5).all() and on_disk.rating.dtype.kind == "i"
+        assert len(on_disk) == len(df)
+    total = sum(p.stat().st_size for p in fixtures_dir.iterdir() if p.is_file())
+    assert total < 200_000
+
+
+def test_pilot_fixture_design(fixtures_dir):
+    df = pd.read_csv(fixtures_dir / "pilot_ratings.csv")
+    assert (df.worker.nunique(), df.item.nunique(), df.system.nunique()) == (8, 40, 2)
+    assert df.groupby(["worker", "item"]).system.nunique().eq(2).all()
+    nested = pd.read_csv(fixtures_dir / "nested_4sys_ratings.csv")
+    assert nested.groupby("item").system.nunique().eq(1).all()
+    assert nested.groupby("item").worker.nunique().eq(3).all()
+    assert nested.drop_duplicates("item").system.value_counts().eq(15).all()
