@@ -276,3 +276,17 @@ def test_figure6_axes_constant():
     assert FIGURE6_AXES == {"n_workers": (3, 10), "n_items": (50, 100, 500),
                             "effect": (0.05, 0.10, 0.15, 0.20)}
     assert isinstance(presets.low_variance(), LMMParams)
+
+
+def test_failing_cell_is_named_in_the_traceback():
+    from nlpower.errors import FitError
+
+    def failing(design, params, **kw):
+        if design.n_workers == 10:
+            raise FitError("boom")
+        return fake_power(design, params, **kw)
+
+    with pytest.raises(FitError, match="boom") as info:
+        power_grid(presets.low_variance(), n_workers=[3, 10], n_items=20, effect=0.1, n_sims=5,
+                   power_fn=failing, progress=False)
+    assert any("n_workers=10" in note for note in getattr(info.value, "__notes__", []))

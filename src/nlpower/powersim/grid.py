@@ -585,7 +585,14 @@ def power_grid(
             _run_dask(fn, jobs, options, n_jobs, client, on_done)
         elif n_jobs == 1 or len(jobs) <= 1:
             for i, d, p, s in jobs:
-                on_done(*_run_cell(fn, i, d, p, options, s))
+                try:
+                    result = _run_cell(fn, i, d, p, options, s)
+                except Exception as exc:
+                    if hasattr(exc, "add_note"):  # Python >= 3.11
+                        where = ", ".join(f"{k}={v!r}" for k, v in by_index[i][1].items())
+                        exc.add_note(f"(in power_grid cell {where})")
+                    raise
+                on_done(*result)
         else:
             _run_loky(fn, jobs, options, n_jobs, on_done)
     finally:
