@@ -290,3 +290,10 @@ def test_failing_cell_is_named_in_the_traceback():
         power_grid(presets.low_variance(), n_workers=[3, 10], n_items=20, effect=0.1, n_sims=5,
                    power_fn=failing, progress=False)
     assert any("n_workers=10" in note for note in getattr(info.value, "__notes__", []))
+
+
+def test_dask_without_client_uses_a_temporary_local_cluster():
+    pytest.importorskip("distributed")
+    serial = small_grid(n_items=[20], effect=[0.1]).to_frame()
+    dask = small_grid(n_items=[20], effect=[0.1], backend="dask", n_jobs=1).to_frame()
+    pd.testing.assert_frame_equal(serial, dask)
