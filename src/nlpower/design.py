@@ -80,6 +80,20 @@ class LayoutArrays:
     def n_ratings(self) -> int:
         return int(self.worker.shape[0])
 
+    @functools.cached_property
+    def worker_system(self) -> np.ndarray:
+        """Combined code ``worker * n_systems + system`` of each rating."""
+        out = self.worker * self.n_systems + self.system
+        out.setflags(write=False)
+        return out
+
+    @functools.cached_property
+    def item_system(self) -> np.ndarray:
+        """Combined code ``item * n_systems + system`` of each rating."""
+        out = self.item * self.n_systems + self.system
+        out.setflags(write=False)
+        return out
+
     def __repr__(self) -> str:
         return (f"LayoutArrays(n_ratings={self.n_ratings}, n_workers={self.n_workers}, "
                 f"n_items={self.n_items}, n_systems={self.n_systems})")

@@ -105,62 +105,50 @@ def simulate_y(
     Minimal validation only: :func:`simulate` is the checked public entry.
     """
     gen = as_generator(rng)
-    w, i, s = arrays.worker, arrays.item, arrays.system
-    nw, ni, n = arrays.n_workers, arrays.n_items, arrays.n_ratings
-    shape = (n_sims, n)
+    nw, ni, n, k = arrays.n_workers, arrays.n_items, arrays.n_ratings, arrays.n_systems
+    # Per-(level, system) effect tables of shape (n_sims, n_levels, K) are built
+    # first (small), then gathered once per factor with the combined codes
+    # level * K + system -- two gathers of size n_sims x n_ratings in all.
     if isinstance(params, LMMParams):
-        if arrays.n_systems != 2:
+        if k != 2:
             raise DesignError(
-                f"LMMParams describe two systems but the design has {arrays.n_systems}; use "
+                f"LMMParams describe two systems but the design has {k}; use "
                 "MultiSystemParams (one effect per non-baseline system) for K > 2."
             )
-        x = np.asarray(params.x_values, dtype=float)[s]
+        xv = np.asarray(params.x_values, dtype=float)
         zw0 = gen.standard_normal((n_sims, nw))
         zw1 = gen.standard_normal((n_sims, nw))
         zi0 = gen.standard_normal((n_sims, ni))
         zi1 = gen.standard_normal((n_sims, ni))
-        y = gen.standard_normal(shape)
-        y *= params.sigma
-        y += params.beta0 + params.effect * x
-        if params.sd_worker:
-            y += params.sd_worker * zw0[:, w]
-        if params.sd_item:
-            y += params.sd_item * zi0[:, i]
-        if params.sd_worker_slope or params.sd_item_slope:
-            slope = params.sd_worker_slope * zw1[:, w]
-            slope += params.sd_item_slope * zi1[:, i]
-            slope *= x
-            y += slope
+        y = gen.standard_normal((n_sims, n))
+        eff_w = (params.sd_worker * zw0)[:, :, None] + (params.sd_worker_slope * zw1)[:, :, None] * xv
+        eff_i = (params.sd_item * zi0)[:, :, None] + (params.sd_item_slope * zi1)[:, :, None] * xv
+        means = params.beta0 + params.effect * xv
     elif isinstance(params, MultiSystemParams):
-        k = arrays.n_systems
         if params.n_systems != k:
             raise DesignError(
                 f"the parameters describe {params.n_systems} systems (len(effects) + 1) but the "
                 f"design has {k}; give one effect per non-baseline system of the design."
             )
-        means = np.asarray(params.system_means, dtype=float)
         sdw = np.asarray(params.sd_worker_systems, dtype=float)
         sdi = np.asarray(params.sd_item_systems, dtype=float)
         zw0 = gen.standard_normal((n_sims, nw))
         zws = gen.standard_normal((n_sims, nw, k))
         zi0 = gen.standard_normal((n_sims, ni))
         zis = gen.standard_normal((n_sims, ni, k))
-        y = gen.standard_normal(shape)
-        y *= params.sigma
-        y += means[s]
-        if params.sd_worker:
-            y += params.sd_worker * zw0[:, w]
-        if params.sd_item:
-            y += params.sd_item * zi0[:, i]
-        if np.any(sdw > 0):
-            y += zws[:, w, s] * sdw[s]
-        if np.any(sdi > 0):
-            y += zis[:, i, s] * sdi[s]
+        y = gen.standard_normal((n_sims, n))
+        eff_w = (params.sd_worker * zw0)[:, :, None] + zws * sdw
+        eff_i = (params.sd_item * zi0)[:, :, None] + zis * sdi
+        means = np.asarray(params.system_means, dtype=float)
     else:
         raise InputError(
             f"params must be LMMParams or MultiSystemParams; got {type(params).__name__}. "
             "Use nlpower.presets for the paper's values."
         )
+    eff_w += means  # fixed part folded into the worker table
+    y *= params.sigma
+    y += eff_w.reshape(n_sims, nw * k)[:, arrays.worker_system]
+    y += eff_i.reshape(n_sims, ni * k)[:, arrays.item_system]
     if likert is not None:
         y = likert_round(y, likert)
     return y
