@@ -142,10 +142,9 @@ class _Parser:
                 f"got {self.tok.text!r} here.",
                 self.tok.pos,
             )
-        tilde_tok = self.advance()
+        self.advance()
         if self.tok.kind == "end":
-            raise self.error("formula has nothing after '~'; write e.g. 'y ~ 1'.",
-                             tilde_tok.pos + 1 if tilde_tok.pos + 1 <= len(self.text) else tilde_tok.pos)
+            raise self.error("formula has nothing after '~'; write e.g. 'y ~ 1'.", self.tok.pos)
         rhs = self.sum(top=True)
         self.expect_end()
         return ParsedFormula(self.text, response, rhs)

@@ -374,6 +374,8 @@ class _Algebra:
         def walk(n: Node | Bar) -> None:
             if isinstance(n, Name):
                 self.positions.setdefault(n.name, n.pos)
+                if n.name in names:
+                    raise self.err("a grouping factor names the same column twice.", n.pos)
                 names.append(n.name)
             elif isinstance(n, Paren) and not isinstance(n.inner, Bar):
                 walk(n.inner)
@@ -398,8 +400,6 @@ class _Algebra:
                 "(1 | a) + (1 | a:b:c).",
                 node.pos,
             )
-        if len(set(names)) != len(names):
-            raise self.err("a grouping factor names the same column twice.", node.pos)
         return tuple(names), ("/" in ops and len(names) > 1)
 
 

@@ -5,10 +5,12 @@ The stages, each a function that can be called and tested alone (lme4's
 
     parse(formula)                       nlpower.formula
     _frame_columns(formula, data)        used columns, NA rows dropped
-    _variables(...)                      numeric arrays / factor codes
+    _response(formula, frame)            numeric, finite, not constant y
+    _variables(formula, frame)           numeric arrays / factor codes
+    _contrasts(contrasts, variables)     coding of each factor
     model_matrix(terms, variables, ...)  X and each term's Z, lme4 names
     drop_aliased(X, names)               rank-deficient columns removed
-    _re_term(...)                        grouping codes + checks
+    _re_term(...)                        grouping codes + lme4's checks
 
 Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
 ``lFormula``):
@@ -455,6 +457,44 @@ def model_frame(
     (('(Intercept)', 'sys1'), [1.0, -1.0], ('u', 'v', 'w'))
     """
     f, contrasts_in = _check_inputs(formula, data, contrasts)
+    frame, n_dropped = _frame_columns(f, data)
+    n = len(frame)
+    y = _response(f, frame)
+    variables = _variables(f, frame)
+    used_contrasts = _contrasts(contrasts_in, variables)
+
+    X, names = model_matrix(f.fixed, variables, used_contrasts, n)
+    X, names, dropped = drop_aliased(
+        X, names, row_key=_row_key(variables, f.fixed.variables, n)
+    )
+    if dropped:
+        warnings.warn(
+            f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
+            f"column{'s' if len(dropped) > 1 else ''} / coefficient"
+            f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}.",
+            NlpowerWarning, stacklevel=2,
+        )
+
+    group_factors = {g: _as_factor(frame[g]) for g in f.grouping_variables}
+    re_terms = tuple(
+        _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
+    )
+    return ModelSpec(
+        formula=f.text,
+        response=f.response,
+        y=y,
+        X=X,
+        fixef_names=tuple(names),
+        re_terms=re_terms,
+        contrasts=used_contrasts,
+        data_columns=f.variables,
+        dropped=tuple(dropped),
+        n_dropped=n_dropped,
+    )
+
+
+def _frame_columns(f: Formula, data: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The used columns (named as strings) without rows that have missing values."""
     columns = list(map(str, data.columns))
     used = f.variables
     for name in used:
@@ -468,13 +508,13 @@ def model_frame(
             )
     if len(data) == 0:
         raise InputError("data has no rows; a model needs at least a few observations.")
-
     frame = data.loc[:, [c for c in data.columns if str(c) in used]]
-    frame.columns = [str(c) for c in frame.columns]
+    frame.columns = pd.Index([str(c) for c in frame.columns])
     if frame.columns.duplicated().any():
         dup = frame.columns[frame.columns.duplicated()][0]
         raise InputError(f"data has more than one column named {dup!r}; rename them.")
-    missing = frame.isna().any(axis=1).to_numpy()
+    na = frame.isna()
+    missing = na.any(axis=1).to_numpy()
     n_dropped = int(missing.sum())
     if n_dropped:
         if n_dropped == len(frame):
@@ -482,16 +522,19 @@ def model_frame(
                 f"every row of data has a missing value in a column the formula uses "
                 f"({', '.join(map(repr, used))}); nothing is left to fit."
             )
-        by_col = frame.isna().sum()
+        by_col = na.sum()
         detail = ", ".join(f"{c}: {int(k)}" for c, k in by_col.items() if k)
         warnings.warn(
-            f"dropped {n_dropped} of {len(frame)} rows with missing values ({detail}).",
-            NlpowerWarning, stacklevel=2,
+            f"dropped {n_dropped} of {len(frame)} rows with missing values "
+            f"(missing per column: {detail}).",
+            NlpowerWarning, stacklevel=3,
         )
         frame = frame.loc[~missing]
-    n = len(frame)
+    return frame, n_dropped
 
-    # response
+
+def _response(f: Formula, frame: pd.DataFrame) -> np.ndarray:
+    """The response as floats: numeric, finite and not constant."""
     ycol = frame[f.response]
     if isinstance(ycol.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(ycol.dtype):
         raise InputError(
@@ -507,68 +550,40 @@ def model_frame(
     y = _as_numeric(ycol, "response")
     if np.ptp(y) == 0.0:
         raise InputError(
-            f"the response {f.response!r} is constant ({y[0]!r} in all {n} rows): a mixed "
+            f"the response {f.response!r} is constant ({float(y[0])!r} in all {len(y)} rows): a mixed "
             "model cannot be fitted to a constant response."
         )
+    return y
 
-    # predictors and grouping factors
-    groups = set(f.grouping_variables)
-    model_vars: dict[str, None] = dict.fromkeys(f.fixed.variables)
+
+def _variables(f: Formula, frame: pd.DataFrame) -> dict[str, Variable]:
+    """Predictors of the fixed part and of the random terms: floats or :class:`Factor`."""
+    names: dict[str, None] = dict.fromkeys(f.fixed.variables)
     for r in f.random:
-        model_vars.update(dict.fromkeys(r.expr.variables))
-    variables: dict[str, Variable] = {}
-    for name in model_vars:
-        col = frame[name]
-        variables[name] = _as_numeric(col, "predictor") if _is_numeric(col) else _as_factor(col)
-    for key in contrasts_in:
-        if key not in model_vars:
-            close = closest_name(key, [v for v in model_vars if isinstance(variables[v], Factor)])
+        names.update(dict.fromkeys(r.expr.variables))
+    return {
+        v: _as_numeric(frame[v], "predictor") if _is_numeric(frame[v]) else _as_factor(frame[v])
+        for v in names
+    }
+
+
+def _contrasts(requested: Mapping[str, str], variables: Mapping[str, Variable]) -> dict[str, str]:
+    """Contrast of every factor predictor (``"treatment"`` unless requested)."""
+    factors = [v for v, var in variables.items() if isinstance(var, Factor)]
+    for key in requested:
+        if key not in variables:
+            close = closest_name(key, factors)
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(
-                f"contrasts names {key!r}, which is not a factor in the formula.{hint} "
-                f"Factors in the model: "
-                f"{[v for v in model_vars if isinstance(variables[v], Factor)]}."
+                f"contrasts names {key!r}, which is not a predictor in the formula.{hint} "
+                f"Factors in the model: {factors}."
             )
         if not isinstance(variables[key], Factor):
             raise InputError(
                 f"contrasts[{key!r}]: column {key!r} is numeric, and contrasts apply to "
                 "factors. Code it numerically yourself or make it a pandas Categorical."
             )
-    used_contrasts = {
-        v: contrasts_in.get(v, "treatment") for v in model_vars if isinstance(variables[v], Factor)
-    }
-
-    X, names = model_matrix(f.fixed, variables, used_contrasts, n)
-    X, names, dropped = drop_aliased(
-        X, names, row_key=_row_key(variables, f.fixed.variables, n)
-    )
-    if dropped:
-        warnings.warn(
-            f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
-            f"column{'s' if len(dropped) > 1 else ''} / coefficient"
-            f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}.",
-            NlpowerWarning, stacklevel=2,
-        )
-
-    group_factors: dict[str, Factor] = {}
-    for g in groups:
-        group_factors[g] = _as_factor(frame[g])
-    re_terms = tuple(
-        _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
-    )
-
-    return ModelSpec(
-        formula=f.text,
-        response=f.response,
-        y=y,
-        X=X,
-        fixef_names=tuple(names),
-        re_terms=re_terms,
-        contrasts=used_contrasts,
-        data_columns=used,
-        dropped=tuple(dropped),
-        n_dropped=n_dropped,
-    )
+    return {v: requested.get(v, "treatment") for v in factors}
 
 
 def _re_term(
