@@ -196,3 +196,53 @@ def test_design_errors(kwargs, pattern):
 def test_design_error_is_a_value_error():
     with pytest.raises(ValueError):
         CrossedDesign(1, 10)
+
+
+# ------------------------------------------------- arbitrary layouts
+def test_from_frame_reproduces_design_arrays():
+    from nlpower.design import LayoutArrays
+
+    for d in (CrossedDesign(4, 6), CrossedDesign(5, 12, 3, workers_per_item=2, items="nested")):
+        a, b = d.arrays(), LayoutArrays.from_frame(d.layout())
+        for name in ("worker", "item", "system", "worker_system", "item_system"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert (a.n_workers, a.n_items, a.n_systems) == (b.n_workers, b.n_items, b.n_systems)
+
+
+def test_from_frame_unbalanced_and_system_order():
+    from nlpower.design import LayoutArrays
+
+    df = pd.DataFrame({"rater": ["b", "a", "a", "c"], "doc": [1, 1, 2, 2],
+                       "model": ["ours", "base", "ours", "base"]})
+    a = LayoutArrays.from_frame(df, worker="rater", item="doc", system="model", systems=["base", "ours"])
+    np.testing.assert_array_equal(a.worker, [1, 0, 0, 2])
+    np.testing.assert_array_equal(a.item, [0, 0, 1, 1])
+    np.testing.assert_array_equal(a.system, [1, 0, 1, 0])
+    # without `systems`, sorted labels ("base" < "ours")
+    np.testing.assert_array_equal(
+        LayoutArrays.from_frame(df, worker="rater", item="doc", system="model").system, [1, 0, 1, 0])
+    # a categorical keeps its category order
+    cat = df.assign(model=pd.Categorical(df.model, categories=["ours", "base"]))
+    np.testing.assert_array_equal(
+        LayoutArrays.from_frame(cat, worker="rater", item="doc", system="model").system, [0, 1, 0, 1])
+
+
+def test_from_frame_errors():
+    from nlpower.design import LayoutArrays
+
+    ok = CrossedDesign(3, 4).layout()
+    with pytest.raises(DesignError, match=r"data must be a pandas DataFrame; got list"):
+        LayoutArrays.from_frame([1, 2])  # type: ignore[arg-type]
+    with pytest.raises(DesignError, match=r"column 'rater' \(did you mean 'worker'\?\)? ?not found.*worker=, item=, system="):
+        LayoutArrays.from_frame(ok, worker="rater")
+    bad = ok.astype({"item": object})
+    bad.loc[0, "item"] = None
+    with pytest.raises(DesignError, match=r"column 'item' \(item\) has 1 missing value"):
+        LayoutArrays.from_frame(bad)
+    with pytest.raises(DesignError, match=r"system\(s\) 'B' not in systems=\['A', 'C'\]"):
+        LayoutArrays.from_frame(ok, systems=["A", "C"])
+    one_worker = ok[ok.worker == "w1"]
+    with pytest.raises(DesignError, match=r"data has 1 distinct workers; at least 2 are needed"):
+        LayoutArrays.from_frame(one_worker)
+    with pytest.raises(DesignError, match=r"data has 1 distinct systems"):
+        LayoutArrays.from_frame(ok[ok.system == "A"].assign(system="A"))

@@ -369,3 +369,18 @@ def test_pilot_fixture_design(fixtures_dir):
     assert nested.groupby("item").system.nunique().eq(1).all()
     assert nested.groupby("item").worker.nunique().eq(3).all()
     assert nested.drop_duplicates("item").system.value_counts().eq(15).all()
+
+
+def test_unbalanced_observed_layout_has_the_models_variance():
+    """simulate_y on an arbitrary layout (random 60% of a crossed design's ratings)."""
+    full = CrossedDesign(8, 30).layout()
+    keep = np.random.default_rng(3).random(len(full)) < 0.6
+    a = LayoutArrays.from_frame(full[keep])
+    reps = 3000
+    for params in (STRONG, STRONG.to_multi_system()):
+        y = simulate_y(a, params, reps, np.random.default_rng(17))
+        c = np.random.default_rng(4).normal(size=a.n_ratings)
+        v = exact_var(a, params, c)
+        vals = y @ c
+        assert abs(vals.mean() - exact_mean(a, params, c)) < Z * np.sqrt(v / reps)
+        assert abs(vals.var(ddof=1) - v) < Z * v * np.sqrt(2.0 / (reps - 1))

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_int
+from ._validation import check_columns, check_int
 from .errors import DesignError, InputError
 
 ITEM_SCHEMES: tuple[str, ...] = ("paired", "nested")
@@ -93,6 +93,73 @@ class LayoutArrays:
         out = self.item * self.n_systems + self.system
         out.setflags(write=False)
         return out
+
+    @classmethod
+    def from_frame(
+        cls,
+        data: pd.DataFrame,
+        *,
+        worker: str = "worker",
+        item: str = "item",
+        system: str = "system",
+        systems: Sequence[str] | None = None,
+    ) -> LayoutArrays:
+        """Index arrays of an arbitrary (e.g. unbalanced, observed) rating layout.
+
+        Lets :func:`nlpower.simulation.simulate_y` draw ratings for any
+        who-rated-what table, such as a pilot study's, with rows in ``data``'s
+        order.  Worker and item codes follow the sorted unique labels; system
+        codes follow ``systems`` (baseline first) if given, else the
+        categories of a categorical column, else the sorted labels.
+
+        Raises
+        ------
+        DesignError
+            Missing columns or values, fewer than 2 workers, items or
+            systems, or system labels not in ``systems``.
+        """
+        if not isinstance(data, pd.DataFrame):
+            raise DesignError(f"data must be a pandas DataFrame; got {type(data).__name__}.")
+        try:
+            check_columns("data", [worker, item, system], [str(c) for c in data.columns])
+        except InputError as exc:
+            raise DesignError(f"{exc} Name the columns with worker=, item=, system=.") from None
+        cols = {"worker": worker, "item": item, "system": system}
+        for role, col in cols.items():
+            n_missing = int(data[col].isna().sum())
+            if n_missing:
+                raise DesignError(
+                    f"column {col!r} ({role}) has {n_missing} missing value(s); drop or fill those "
+                    "rows first."
+                )
+        w_codes, w_levels = pd.factorize(data[worker], sort=True)
+        i_codes, i_levels = pd.factorize(data[item], sort=True)
+        sys_col = data[system]
+        if systems is not None:
+            names = [str(v) for v in systems]
+        elif isinstance(sys_col.dtype, pd.CategoricalDtype):
+            names = [str(v) for v in sys_col.cat.categories]
+        else:
+            names = sorted({str(v) for v in sys_col})
+        labels = sys_col.astype(str).to_numpy()
+        lookup = {n: j for j, n in enumerate(names)}
+        unknown = sorted(set(labels) - set(lookup))
+        if unknown:
+            raise DesignError(
+                f"column {system!r} has system(s) {', '.join(map(repr, unknown))} not in "
+                f"systems={names!r}; list every system (baseline first)."
+            )
+        s_codes = np.fromiter((lookup[v] for v in labels), dtype=np.intp, count=len(labels))
+        for role, n in (("workers", len(w_levels)), ("items", len(i_levels)), ("systems", len(names))):
+            if n < 2:
+                raise DesignError(
+                    f"data has {n} distinct {role}; at least 2 are needed (a grouping factor with "
+                    "one level cannot be fitted, and a comparison needs two systems)."
+                )
+        arrays = [np.ascontiguousarray(v, dtype=np.intp) for v in (w_codes, i_codes, s_codes)]
+        for v in arrays:
+            v.setflags(write=False)
+        return cls(arrays[0], arrays[1], arrays[2], len(w_levels), len(i_levels), len(names))
 
     def __repr__(self) -> str:
         return (f"LayoutArrays(n_ratings={self.n_ratings}, n_workers={self.n_workers}, "
