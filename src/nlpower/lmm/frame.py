@@ -195,7 +195,7 @@ def model_matrix(
         blocks.append(np.ones((n, 1)))
         names.append("(Intercept)")
     for term, codes in zip(terms.terms, _codings(terms, variables), strict=True):
-        cols = np.ones((n, 1))
+        cols: np.ndarray | None = None  # None: the empty product (a column of ones)
         cnames = [""]
         for v, code in zip(term, codes, strict=True):
             var = variables[v]
@@ -214,10 +214,14 @@ def model_matrix(
             else:
                 block = var[:, None]
                 bnames = [v]
-            m_prev, m_v = cols.shape[1], block.shape[1]
-            # first variable varies fastest: column index i + m_prev * j
-            cols = (cols[:, None, :] * block[:, :, None]).reshape(n, m_prev * m_v)
+            if cols is None:
+                cols = block
+            else:
+                m_prev, m_v = cols.shape[1], block.shape[1]
+                # first variable varies fastest: column index i + m_prev * j
+                cols = (cols[:, None, :] * block[:, :, None]).reshape(n, m_prev * m_v)
             cnames = [f"{a}:{b}" if a else b for b in bnames for a in cnames]
+        assert cols is not None
         blocks.append(cols)
         names.extend(cnames)
     mat = np.hstack(blocks) if blocks else np.zeros((n, 0))
