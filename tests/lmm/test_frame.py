@@ -428,3 +428,31 @@ def test_matches_r_model_matrix_and_lformula(data: pd.DataFrame, tmp_path: Path)
             assert t.q * t.n_levels == rt["nrow"][0]
             assert t.Z.sum() == pytest.approx(rt["ztsum"][0])
             assert (t.Z**2).sum() == pytest.approx(rt["ztsq"][0])
+
+
+def test_nullable_and_string_dtypes(data: pd.DataFrame) -> None:
+    d = data.copy()
+    d["item"] = d["item"].astype("Int64")
+    d.loc[2, "item"] = pd.NA
+    d["system"] = d["system"].astype("string")
+    d["flag"] = d["flag"].astype("boolean")
+    d["rating"] = d["rating"].astype("Float64")
+    with pytest.warns(NlpowerWarning, match="dropped 1 of 360 rows"):
+        spec = model_frame("rating ~ system + flag + (1 | item)", d)
+    assert spec.fixef_names == ("(Intercept)", "systemB", "systemC", "flagTRUE")
+    assert spec.re_terms[0].levels == tuple(str(k) for k in range(1, 11))
+    assert spec.y.dtype == np.float64 and spec.n == 359
+
+
+def test_power_operator_and_column_names_with_spaces(data: pd.DataFrame) -> None:
+    d = data.rename(columns={"z": "z score"})
+    spec = _quiet("rating ~ (x + `z score` + half)^2 + (1 | worker)", d)
+    assert spec.fixef_names == ("(Intercept)", "x", "z score", "halfv", "x:z score",
+                                "x:halfv", "z score:halfv")
+
+
+def test_unknown_column_caret_in_random_part(data: pd.DataFrame) -> None:
+    formula = "rating ~ x + (1 + zz | worker)"
+    with pytest.raises(FormulaError, match="column 'zz' is not in the data") as exc:
+        model_frame(formula, data)
+    assert exc.value.position == formula.index("zz")
