@@ -248,3 +248,7 @@ def test_to_lmm_params_needs_two_systems():
     m = _multi(effects=(0.1, 0.2), sd_worker_systems=(0, 0, 0), sd_item_systems=(0, 0, 0))
     with pytest.raises(InputError, match=r"to_lmm_params needs exactly 2 systems; these parameters have K = 3"):
         m.to_lmm_params()
+
+
+def test_multi_repr_single_effect_is_a_tuple():
+    assert "effects=(0.1,)" in repr(_multi())

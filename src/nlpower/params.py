@@ -538,7 +538,8 @@ class MultiSystemParams:
     def __repr__(self) -> str:
         return (
             f"MultiSystemParams(K={self.n_systems}, beta0={_fmt(self.beta0)}, "
-            f"effects=({', '.join(_fmt(e) for e in self.effects)}), sigma={_fmt(self.sigma)})"
+            f"effects=({', '.join(_fmt(e) for e in self.effects)}{',' if len(self.effects) == 1 else ''}), "
+            f"sigma={_fmt(self.sigma)})"
         )
 
 
