@@ -246,3 +246,11 @@ def test_from_frame_errors():
         LayoutArrays.from_frame(one_worker)
     with pytest.raises(DesignError, match=r"data has 1 distinct systems"):
         LayoutArrays.from_frame(ok[ok.system == "A"].assign(system="A"))
+
+
+def test_layout_coding():
+    d = CrossedDesign(2, 2)
+    assert set(d.layout("half").x) == {-0.5, 0.5}
+    assert d.layout("treatment").groupby("system", observed=True).x.first().tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match=r"coding must be one of 'sum', 'half', 'treatment'; got 'dummy'"):
+        d.layout("dummy")

@@ -434,3 +434,13 @@ def test_lme4_recovers_the_simulated_parameters(tmp_path):
         assert key in out, f"{key} missing from lme4 output {out}"
         got = float(out[key])
         assert abs(got - truth) < Z * se, f"{key}: lme4 {got:.5g} vs true {truth:.5g} (SE {se:.3g})"
+
+
+@pytest.mark.parametrize(("coding", "xs"), [("sum", (-1, 1)), ("half", (-0.5, 0.5)), ("treatment", (0, 1))])
+def test_x_column_is_in_the_parameters_coding(coding, xs):
+    d = CrossedDesign(3, 4)
+    p = LMMParams(0.5, 0.1, 0.1, 0.0, 0.1, 0.0, 0.2, coding=coding)
+    df = simulate(d, p, rng=0)
+    assert df.loc[df.system == "A", "x"].eq(xs[0]).all() and df.loc[df.system == "B", "x"].eq(xs[1]).all()
+    sims = simulate(d, p, n_sims=2, rng=0)
+    assert sims.coding == coding and set(sims.layout.x) == set(map(float, xs))

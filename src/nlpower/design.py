@@ -35,6 +35,7 @@ import pandas as pd
 
 from ._validation import check_columns, check_int
 from .errors import DesignError, InputError
+from .params import CODINGS, x_values
 
 ITEM_SCHEMES: tuple[str, ...] = ("paired", "nested")
 
@@ -321,15 +322,21 @@ class CrossedDesign:
         """
         return _layout_arrays(self)
 
-    def layout(self) -> pd.DataFrame:
+    def layout(self, coding: str = "sum") -> pd.DataFrame:
         """One row per rating: ``worker``, ``item``, ``system`` and, for 2 systems, ``x``.
 
         ``worker`` and ``item`` are zero-padded labels (``"w01"``, ``"i001"``)
         that sort in numeric order; ``system`` is an ordered categorical with
-        the baseline first.  ``x`` is the paper's sum coding (-1 baseline,
-        +1 other system); for K > 2 systems there is no single ``x`` and the
-        column is omitted.
+        the baseline first.  ``x`` codes the system in ``coding``: ``"sum"``
+        (default, the paper's: -1 baseline, +1 other), ``"half"`` (-0.5/+0.5)
+        or ``"treatment"`` (0/1).  For K > 2 systems there is no single ``x``
+        and the column is omitted.
         """
+        if not isinstance(coding, str) or coding not in CODINGS:
+            raise InputError(
+                f"coding must be one of {', '.join(map(repr, CODINGS))}; got {coding!r}. "
+                "'sum' is the paper's +-1 coding."
+            )
         a = self.arrays()
         wl = np.asarray(_labels("w", self.n_workers), dtype=object)
         il = np.asarray(_labels("i", self.n_items), dtype=object)
@@ -340,7 +347,7 @@ class CrossedDesign:
                                                 ordered=True),
         })
         if self.n_systems == 2:
-            df["x"] = np.where(a.system == 1, 1.0, -1.0)
+            df["x"] = np.asarray(x_values(coding), dtype=float)[a.system]
         return df
 
     def describe(self) -> str:

@@ -167,11 +167,14 @@ class SimulatedRatings:
         Ratings; row ``r`` is replicate ``r`` in layout order.
     likert : int or None
         Number of Likert points, if discretised.
+    coding : str
+        Coding of the ``x`` column of ``layout`` (that of the parameters).
     """
 
     layout: pd.DataFrame
     y: np.ndarray
     likert: int | None = None
+    coding: str = "sum"
 
     @property
     def n_sims(self) -> int:
@@ -238,7 +241,9 @@ def simulate(
     -------
     DataFrame or SimulatedRatings
         ``n_sims == 1``: a long data frame with columns ``worker``, ``item``,
-        ``system``, ``x`` (sum coding, 2 systems only) and ``rating``.
+        ``system``, ``x`` (2 systems only, in the parameters' coding:
+        +-1 for ``"sum"``, +-0.5 for ``"half"``, 0/1 for ``"treatment"``) and
+        ``rating``.
         ``n_sims > 1``: :class:`SimulatedRatings` with ``y`` of shape
         ``(n_sims, n_ratings)``.
 
@@ -283,10 +288,10 @@ def simulate(
             f"{design.n_systems} ({', '.join(design.system_names)}); make them agree."
         )
     y = simulate_y(design.arrays(), params, n_sims, rng, likert=likert)
-    layout = design.layout()
+    layout = design.layout(coding=params.coding)
     if n_sims == 1:
         return layout.assign(rating=y[0])
-    return SimulatedRatings(layout=layout, y=y, likert=likert)
+    return SimulatedRatings(layout=layout, y=y, likert=likert, coding=params.coding)
 
 
 __all__ = ["SimulatedRatings", "likert_round", "simulate", "simulate_y", "to_likert_scale"]
