@@ -429,7 +429,7 @@ def _check_systems(systems: Any) -> tuple[str, ...]:
     return names
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def _layout_arrays(design: CrossedDesign) -> LayoutArrays:
     iw = np.sort(design.item_workers(), axis=1)  # (n_items, k), workers in code order
     n_items, k = iw.shape

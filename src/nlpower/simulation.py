@@ -35,7 +35,7 @@ Likert data less informative than the normal model suggests).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -205,6 +205,16 @@ class SimulatedRatings:
     def __repr__(self) -> str:
         lk = "" if self.likert is None else f", likert={self.likert}"
         return f"SimulatedRatings(n_sims={self.n_sims}, n_ratings={self.n_ratings}{lk})"
+
+
+@overload
+def simulate(design: CrossedDesign, params: Params, *, n_sims: Literal[1] = 1,
+             likert: int | None = None, rng: Any = None) -> pd.DataFrame: ...
+
+
+@overload
+def simulate(design: CrossedDesign, params: Params, *, n_sims: int,
+             likert: int | None = None, rng: Any = None) -> pd.DataFrame | SimulatedRatings: ...
 
 
 def simulate(
