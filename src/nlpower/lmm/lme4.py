@@ -63,11 +63,13 @@ function(data, formula, REML, contrasts, control) {
     names(ctr) <- names(contrasts)
   }
   msgs <- character(0); warns <- character(0)
-  fit <- withCallingHandlers(
+  fit <- tryCatch(withCallingHandlers(
     lme4::lmer(stats::as.formula(formula), data = data, REML = REML, contrasts = ctr,
                control = do.call(lme4::lmerControl, control)),
     message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") },
-    warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") })
+    warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") }),
+    error = function(e) e)
+  if (inherits(fit, "error")) return(list(error = conditionMessage(fit)))
   V <- as.matrix(stats::vcov(fit))
   vc <- lme4::VarCorr(fit)
   cnms <- fit@cnms
@@ -115,7 +117,6 @@ def _r() -> dict[str, Any]:
     except ImportError as exc:
         raise EngineUnavailableError(f"rpy2 is not installed ({exc}). {INSTALL_HINT}") from exc
     try:
-        import rpy2.rinterface_lib.callbacks as callbacks
         import rpy2.robjects as ro
     except ImportError as exc:
         raise EngineUnavailableError(f"rpy2 could not load R ({exc}). {INSTALL_HINT}") from exc
@@ -129,7 +130,7 @@ def _r() -> dict[str, Any]:
         raise EngineUnavailableError(f"R failed to start ({exc}). {INSTALL_HINT}") from exc
     if not ok:
         raise EngineUnavailableError(f"R is available but the lme4 package is not. {INSTALL_HINT}")
-    _R.update(ro=ro, callbacks=callbacks, fit=ro.r(_R_FIT))
+    _R.update(ro=ro, fit=ro.r(_R_FIT))
     return _R
 
 
@@ -143,21 +144,40 @@ def available() -> tuple[bool, str]:
     return True, f"lme4 {version}"
 
 
+_SCALAR = (bool, int, float, str)
+
+
 def _check_control(control: Any) -> dict[str, Any]:
+    """lmerControl arguments: scalars, or dicts of scalars (``optCtrl``)."""
     if control is None:
         return {}
     if not isinstance(control, Mapping) or not all(isinstance(k, str) for k in control):
         raise InputError(
             "control for engine='lme4' must be a dict of lme4::lmerControl() arguments, "
-            f"e.g. {{'optimizer': 'bobyqa'}}; got {control!r}."
+            f"e.g. {{'optimizer': 'bobyqa', 'optCtrl': {{'maxfun': 10000}}}}; got {control!r}."
         )
     for key, value in control.items():
-        if not isinstance(value, (bool, int, float, str)):
+        ok = isinstance(value, _SCALAR) or (
+            isinstance(value, Mapping)
+            and all(isinstance(k, str) and isinstance(v, _SCALAR) for k, v in value.items()))
+        if not ok:
             raise InputError(
-                f"control[{key!r}] for engine='lme4' must be a bool, number or string "
-                f"(passed to lme4::lmerControl); got {value!r} ({type(value).__name__})."
+                f"control[{key!r}] for engine='lme4' must be a bool, number, string or a dict of "
+                f"those (passed to lme4::lmerControl); got {value!r} ({type(value).__name__})."
             )
     return dict(control)
+
+
+def _r_value(value: Any, ro: Any) -> Any:
+    if isinstance(value, Mapping):
+        return ro.ListVector({k: _r_value(v, ro) for k, v in value.items()})
+    if isinstance(value, bool):
+        return ro.BoolVector([value])
+    if isinstance(value, int):
+        return ro.IntVector([value])
+    if isinstance(value, float):
+        return ro.FloatVector([value])
+    return ro.StrVector([value])
 
 
 def _r_frame(frame: pd.DataFrame, ro: Any) -> Any:
@@ -230,12 +250,14 @@ def lmer(formula: str, data: Any, *, REML: bool = True,
         rdata = _r_frame(frame, ro)
         rctr = ro.ListVector({k: v for k, v in spec.contrasts.items()}) if spec.contrasts \
             else ro.ListVector({})
-        rctrl = ro.ListVector(ctrl)
+        rctrl = _r_value(ctrl, ro)
         try:
             res = r["fit"](rdata, formula, bool(REML), rctr, rctrl)
         except Exception as exc:  # rpy2's RRuntimeError
             raise FitError(f"lme4::lmer failed for {formula!r}: {str(exc).strip()}") from exc
         out = {name: res.rx2(name) for name in res.names}
+        if "error" in out:
+            raise FitError(f"lme4::lmer failed for {formula!r}: {_strs(out['error'])[0].strip()}")
         return _build_fit(out, formula, bool(REML), dict(spec.contrasts))
 
 
@@ -273,7 +295,7 @@ def _build_fit(out: dict[str, Any], formula: str, REML: bool, contrasts: dict[st
         "message": _strs(out["opt_message"])[0] if len(out["opt_message"]) else "",
         "converged": converged,
         "conv_messages": conv_messages,
-        "warnings": warns + opt_warnings,
+        "warnings": list(dict.fromkeys(warns + opt_warnings)),
         "messages": msgs,
         "lme4_version": _strs(out["lme4_version"])[0],
         "R_version": _strs(out["R_version"])[0],
@@ -292,10 +314,12 @@ def _build_fit(out: dict[str, Any], formula: str, REML: bool, contrasts: dict[st
         residuals=_vec(out["residuals"]), df_fn=None,
     )
     if not converged:
+        why = "; ".join(dict.fromkeys(conv_messages + warns))
         warnings.warn(
-            f"lmer (lme4): the optimiser did not converge ({'; '.join(conv_messages + warns)}); "
-            "the estimates may be inaccurate. Try control={'optimizer': 'bobyqa'} or rescale "
-            "predictors.", ConvergenceWarning, stacklevel=3)
+            f"lmer (lme4): the optimiser did not converge ({why}); the estimates may be "
+            "inaccurate. Try another optimiser or more evaluations, e.g. control={'optimizer': "
+            "'bobyqa', 'optCtrl': {'maxfun': 100000}}, or rescale predictors.",
+            ConvergenceWarning, stacklevel=3)
     if singular:
         warnings.warn(
             "lmer (lme4): boundary (singular) fit -- a variance component is estimated as (near) "
