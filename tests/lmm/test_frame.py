@@ -260,6 +260,12 @@ def test_drop_aliased_tolerance_and_row_key() -> None:
     assert names == ["a", "b", "c"] and dropped == ["d"]
     X[:, 3] += 1e-4 * rng.normal(size=200)  # far above the 1e-7 relative tolerance
     assert drop_aliased(X, ["a", "b", "c", "d"])[2] == []
+    # many rows: the check runs on R of X = QR and agrees
+    big = rng.normal(size=(6000, 3))
+    big = np.column_stack([big, big[:, 0] + 2 * big[:, 2], np.ones(6000)])
+    kept, names, dropped = drop_aliased(big, list("abcde"))
+    assert names == ["a", "b", "c", "e"] and dropped == ["d"]
+    np.testing.assert_array_equal(kept, big[:, [0, 1, 2, 4]])
     # identical rows: the weighted distinct-row check agrees with the full one
     f = rng.integers(0, 4, 1000)
     D = np.column_stack([np.ones(1000), np.eye(4)[f]])
@@ -456,3 +462,33 @@ def test_unknown_column_caret_in_random_part(data: pd.DataFrame) -> None:
     with pytest.raises(FormulaError, match="column 'zz' is not in the data") as exc:
         model_frame(formula, data)
     assert exc.value.position == formula.index("zz")
+
+
+@pytest.mark.slow
+@pytest.mark.requires_r
+def test_insteval_matches_lme4(tmp_path: Path) -> None:
+    """73k rows: X column sums, names and grouping levels equal lme4's lFormula."""
+    csv = tmp_path / "insteval.csv"
+    script = (
+        "suppressMessages(library(lme4)); d <- InstEval; "
+        "d$studage <- factor(d$studage, ordered = FALSE); "
+        "d$lectage <- factor(d$lectage, ordered = FALSE); "
+        f"write.csv(d, '{csv}', row.names = FALSE); "
+        "lf <- lFormula(y ~ service*dept + studage + lectage + (1|s) + (1|d) + (1|dept:service), d); "
+        "cat(jsonlite::toJSON(list(names = colnames(lf$X), sums = unname(colSums(lf$X)), "
+        "dept = levels(d$dept), nl = unname(sapply(lf$reTrms$flist, nlevels)), "
+        "sd = head(levels(lf$reTrms$flist[['dept:service']]), 6)), digits = NA))"
+    )
+    proc = subprocess.run(["Rscript", "--vanilla", "-e", script], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    ref = json.loads(proc.stdout)
+    d = pd.read_csv(csv)
+    d["dept"] = pd.Categorical(d["dept"].astype(str), categories=ref["dept"])
+    for c in ["service", "studage", "lectage"]:
+        d[c] = pd.Categorical(d[c])
+    spec = _quiet("y ~ service*dept + studage + lectage + (1|s) + (1|d) + (1|dept:service)", d)
+    assert list(spec.fixef_names) == ref["names"]
+    np.testing.assert_allclose(spec.X.sum(axis=0), ref["sums"])
+    assert [t.n_levels for t in spec.re_terms] == ref["nl"]
+    assert list(spec.re_terms[2].levels[:6]) == ref["sd"]

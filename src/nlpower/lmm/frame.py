@@ -228,6 +228,36 @@ def model_matrix(
     return np.ascontiguousarray(mat, dtype=float), names
 
 
+def _gram_schmidt_keep(A: np.ndarray, tol: float) -> list[int]:
+    """Indices of columns of ``A`` that are not (near) combinations of earlier kept ones.
+
+    Classical Gram-Schmidt with re-orthogonalisation ("twice is enough"),
+    column by column in order, as R's limited-pivoting QR decides.
+    """
+    m, p = A.shape
+    A = np.asfortranarray(A, dtype=float)
+    basis = np.empty((m, p), order="F")
+    k = 0
+    keep: list[int] = []
+    for j in range(p):
+        x = A[:, j]
+        norm = float(np.sqrt(x @ x))
+        if norm == 0.0:
+            continue
+        r = x.copy()
+        if k:
+            for _ in range(2):
+                Bk = basis[:, :k]
+                r -= Bk @ (r @ Bk)
+        rn = float(np.sqrt(r @ r))
+        if rn <= tol * norm:
+            continue
+        basis[:, k] = r / rn
+        k += 1
+        keep.append(j)
+    return keep
+
+
 def drop_aliased(
     X: np.ndarray,
     names: list[str],
@@ -253,27 +283,15 @@ def drop_aliased(
         uniq, first, counts = np.unique(row_key, return_index=True, return_counts=True)
         if len(uniq) < n // 2:
             A = X[first] * np.sqrt(counts)[:, None]
-    # A = QR with Q orthonormal, so the columns of R have the same lengths
-    # and angles as those of X: run the (re-orthogonalised) Gram-Schmidt
-    # check on the small p x p matrix R instead of the n x p matrix X.
-    R: np.ndarray = np.asarray(np.linalg.qr(A, mode="r")) if A.shape[0] >= p else A
-    basis = np.zeros((R.shape[0], 0))
-    keep: list[int] = []
-    for j in range(p):
-        x = R[:, j]
-        norm = float(np.linalg.norm(x))
-        if norm == 0.0:
-            continue
-        r = x.copy()
-        for _ in range(2):
-            if basis.shape[1]:
-                r -= basis @ (basis.T @ r)
-        rn = float(np.linalg.norm(r))
-        if rn <= tol * norm:
-            continue
-        basis = np.column_stack([basis, r / rn])
-        keep.append(j)
-    dropped = [names[j] for j in range(p) if j not in set(keep)]
+    if A.shape[0] > 8 * p and A.shape[0] > 4096:
+        # A = QR with Q orthonormal, so the columns of R have the same lengths
+        # and angles as those of A: run the check on the small p x p matrix R.
+        A = np.asarray(np.linalg.qr(A, mode="r"))
+    keep = _gram_schmidt_keep(A, tol)
+    kept = set(keep)
+    dropped = [names[j] for j in range(p) if j not in kept]
+    if not dropped:
+        return X, list(names), []
     return np.ascontiguousarray(X[:, keep]), [names[j] for j in keep], dropped
 
 
