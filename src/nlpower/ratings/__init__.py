@@ -7,13 +7,16 @@ identifiable summaries, and simulation parameters for power analysis).
 
 from __future__ import annotations
 
+from .fit import RatingsFit, fit_ratings
 from .io import Ratings, RatingsWarning, read_ratings
 from .report import DesignReport, design_report
 
 __all__ = [
     "DesignReport",
     "Ratings",
+    "RatingsFit",
     "RatingsWarning",
     "design_report",
+    "fit_ratings",
     "read_ratings",
 ]
