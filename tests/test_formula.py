@@ -261,6 +261,8 @@ def test_random_formulas_round_trip(prefix: str, fixed: list[str], random: list[
         ("y ~ (0 | g)", 7, "has no columns"),
         ("y ~ (x - x - 1 | g)", 15, "has no columns"),
         ("y ~ y + x", 4, "also appears on the right-hand side"),
+        ("y ~ xy + (1 + y | g)", 14, "also appears on the right-hand side"),
+        ("y ~ x + (1 | g/y)", 15, "also appears on the right-hand side"),
         ("y ~ `x", 4, "unterminated backtick"),
         ("y ~ ``", 4, "empty backtick"),
     ],

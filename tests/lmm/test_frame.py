@@ -339,9 +339,13 @@ def test_argument_errors(data: pd.DataFrame) -> None:
     with pytest.raises(InputError, match=r"contrasts\['system'\] must be one of 'treatment', "
                        "'sum', 'half'; got 'helmert'"):
         model_frame("rating ~ system", data, contrasts={"system": "helmert"})
-    with pytest.raises(InputError, match="contrasts names 'sytem', which is not a predictor.*"
-                       "Did you mean 'system'"):
+    with pytest.raises(InputError, match="contrasts names 'sytem', which is not a column of the "
+                       "data. Did you mean 'system'"):
         model_frame("rating ~ system", data, contrasts={"sytem": "sum"})
+    with pytest.warns(NlpowerWarning, match=r"contrasts\['system'\] is ignored: column 'system' "
+                      "is not a predictor"):
+        spec = model_frame("rating ~ x + (1 | worker)", data, contrasts={"system": "sum"})
+    assert spec.contrasts == {}
     with pytest.raises(InputError, match=r"contrasts\['x'\]: column 'x' is numeric"):
         model_frame("rating ~ x", data, contrasts={"x": "sum"})
     with pytest.raises(FormulaError, match="formula must be a string"):
@@ -492,3 +496,62 @@ def test_insteval_matches_lme4(tmp_path: Path) -> None:
     np.testing.assert_allclose(spec.X.sum(axis=0), ref["sums"])
     assert [t.n_levels for t in spec.re_terms] == ref["nl"]
     assert list(spec.re_terms[2].levels[:6]) == ref["sd"]
+
+
+# ---------------------------------------------------------------------------
+# properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _prop_data() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 240
+    return pd.DataFrame({
+        "y": rng.normal(size=n),
+        "f": np.tile(["a", "b", "c"], n // 3),
+        "h": np.repeat(["u", "v"], n // 2),
+        "z": rng.normal(size=n),
+        "g": np.tile(np.repeat([f"g{k}" for k in range(8)], 3), n // 24),
+    })
+
+
+_PROP = _prop_data()
+_TERMS = ["f", "h", "z", "f:h", "f:z", "h:z", "f*h", "f:h:z"]
+_RANDOM_TERMS = ["(1 | g)", "(z | g)", "(1 + f || g)", "(0 + h | g)", "(1 | g:h)"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    intercept=st.booleans(),
+    terms=st.lists(st.sampled_from(_TERMS), min_size=1, max_size=4, unique=True),
+    random=st.lists(st.sampled_from(_RANDOM_TERMS), max_size=2, unique=True),
+    seed=st.integers(0, 2**16),
+)
+def test_property_contrasts_span_and_row_order(intercept: bool, terms: list[str],
+                                               random: list[str], seed: int) -> None:
+    formula = "y ~ " + ("" if intercept else "0 + ") + " + ".join(terms + random)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NlpowerWarning)
+        treat = model_frame(formula, _PROP)
+        summ = model_frame(formula, _PROP, contrasts={"f": "sum", "h": "half"})
+        assert summ.contrasts == {v: {"f": "sum", "h": "half"}[v] for v in treat.contrasts}
+        perm = np.random.default_rng(seed).permutation(len(_PROP))
+        shuffled = model_frame(formula, _PROP.iloc[perm], contrasts={"f": "sum", "h": "half"})
+    # X always has full column rank and unique names
+    for spec in (treat, summ):
+        assert np.linalg.matrix_rank(spec.X) == spec.p
+        assert len(set(spec.fixef_names)) == spec.p
+    # a change of contrasts re-parametrises the model: same column space
+    assert treat.p == summ.p
+    coef = np.linalg.lstsq(treat.X, summ.X, rcond=None)[0]
+    np.testing.assert_allclose(treat.X @ coef, summ.X, atol=1e-8)
+    # shuffling the rows shuffles X, y, Z and codes, nothing else
+    assert shuffled.fixef_names == summ.fixef_names
+    np.testing.assert_array_equal(shuffled.X, summ.X[perm])
+    np.testing.assert_array_equal(shuffled.y, summ.y[perm])
+    for a, b in zip(shuffled.re_terms, summ.re_terms, strict=True):
+        assert (a.group, a.cnames, a.levels) == (b.group, b.cnames, b.levels)
+        np.testing.assert_array_equal(a.codes, b.codes[perm])
+        np.testing.assert_array_equal(a.Z, b.Z[perm])

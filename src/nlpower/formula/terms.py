@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ..errors import FormulaError
 from .parse import Bar, BinOp, Name, Node, Num, Paren, ParsedFormula
+from .tokenize import tokenize
 
 __all__ = ["Formula", "RandomTerm", "Terms", "build_formula", "format_name"]
 
@@ -413,15 +414,20 @@ def build_formula(parsed: ParsedFormula) -> Formula:
     alg.positions[parsed.response.name] = parsed.response.pos
     random: list[RandomTerm] = []
     fixed = alg.terms_of(parsed.rhs, implicit_intercept=True, random=random)
-    if parsed.response.name in fixed.variables:
+    rhs_vars = set(fixed.variables)
+    for r in random:
+        rhs_vars.update(r.expr.variables)
+        rhs_vars.update(r.group)
+    if parsed.response.name in rhs_vars:
         raise FormulaError(
-            f"the response {parsed.response.name!r} also appears on the right-hand side.",
+            f"the response {parsed.response.name!r} also appears on the right-hand side; "
+            "a column cannot be both the response and a predictor or grouping factor.",
             parsed.text, _find_after_tilde(parsed, parsed.response.name),
         )
     return Formula(parsed.response.name, fixed, tuple(random), parsed.text, alg.positions)
 
 
 def _find_after_tilde(parsed: ParsedFormula, name: str) -> int:
-    tilde = parsed.text.find("~")
-    pos = parsed.text.find(name, tilde + 1)
-    return pos if pos >= 0 else tilde
+    toks = tokenize(parsed.text)
+    tilde = next(i for i, t in enumerate(toks) if t.kind == "op" and t.text == "~")
+    return next(t.pos for t in toks[tilde:] if t.kind == "name" and t.text == name)

@@ -483,7 +483,7 @@ def model_frame(
     n = len(frame)
     y = _response(f, frame)
     variables = _variables(f, frame)
-    used_contrasts = _contrasts(contrasts_in, variables)
+    used_contrasts = _contrasts(contrasts_in, variables, list(map(str, data.columns)))
 
     X, names = model_matrix(f.fixed, variables, used_contrasts, n)
     X, names, dropped = drop_aliased(
@@ -589,15 +589,31 @@ def _variables(f: Formula, frame: pd.DataFrame) -> dict[str, Variable]:
     }
 
 
-def _contrasts(requested: Mapping[str, str], variables: Mapping[str, Variable]) -> dict[str, str]:
-    """Contrast of every factor predictor (``"treatment"`` unless requested)."""
+def _contrasts(
+    requested: Mapping[str, str],
+    variables: Mapping[str, Variable],
+    columns: list[str] | None = None,
+) -> dict[str, str]:
+    """Contrast of every factor predictor (``"treatment"`` unless requested).
+
+    Like R, a contrast for a data column the formula does not use is ignored
+    with a warning (so one ``contrasts`` dict can serve a model and its null
+    model); a name that is not a column at all is an error.
+    """
     factors = [v for v, var in variables.items() if isinstance(var, Factor)]
     for key in requested:
         if key not in variables:
-            close = closest_name(key, factors)
+            if columns is not None and key in columns:
+                warnings.warn(
+                    f"contrasts[{key!r}] is ignored: column {key!r} is not a predictor in the "
+                    "formula (R: 'variable is absent, its contrast will be ignored').",
+                    NlpowerWarning, stacklevel=3,
+                )
+                continue
+            close = closest_name(key, factors + list(columns or []))
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(
-                f"contrasts names {key!r}, which is not a predictor in the formula.{hint} "
+                f"contrasts names {key!r}, which is not a column of the data.{hint} "
                 f"Factors in the model: {factors}."
             )
         if not isinstance(variables[key], Factor):
