@@ -404,6 +404,13 @@ R_FORMULAS = [
     ("rating ~ z + z:system + (1 | half/worker)", "treatment"),
     ("rating ~ system:half + (1 | worker:half)", "treatment"),
     ("rating ~ (system + half + z)^2 - system:half + (z || item)", "sum"),
+    # R's TermCode subtleties (sorted term order, no-intercept rule) and aliased columns
+    ("rating ~ system:z + z + (1 | worker)", "treatment"),
+    ("rating ~ 0 + z + z:system + (1 | worker)", "sum"),
+    ("rating ~ 0 + z:system + half + (1 | worker)", "treatment"),
+    ("rating ~ half:system + system + (0 + half | worker)", "sum"),
+    ("rating ~ 0 + half:system + system:z + (1 | item)", "treatment"),
+    ("rating ~ x + system + (1 | worker)", "treatment"),
 ]
 
 
