@@ -291,3 +291,17 @@ def test_formula_dataclass_equality_ignores_text() -> None:
     assert parse("y ~ x + z") == parse("y~x+z")
     assert parse("y ~ x") != parse("y ~ 0 + x")
     assert isinstance(parse("y ~ x"), Formula)
+
+
+def test_multiline_formula_caret_lines_up() -> None:
+    text = "y ~ x +\n    (1 |)"
+    with pytest.raises(FormulaError) as exc:
+        parse(text)
+    assert exc.value.position == 16
+    assert str(exc.value).splitlines()[-2:] == ["  y ~ x +     (1 |)", "  " + " " * 16 + "^"]
+    f = parse("y ~ x +\n\t(1 | g)")
+    assert f.text == "y ~ x +\n\t(1 | g)" and str(f) == "y ~ x + (1 | g)"
+
+
+def test_formula_is_hashable() -> None:
+    assert len({parse("y ~ x + (1 | g)"), parse("y~x+(1|g)")}) == 1

@@ -17,6 +17,8 @@ Model matrices are built from a :class:`Formula` by
 
 from __future__ import annotations
 
+import dataclasses
+
 from .parse import ParsedFormula, parse_tokens
 from .terms import Formula, RandomTerm, Terms, build_formula, format_name
 from .tokenize import Token, tokenize
@@ -63,4 +65,7 @@ def parse(formula: str) -> Formula:
             f"formula must be a string such as 'rating ~ system + (1 | worker)'; "
             f"got {formula!r} ({type(formula).__name__})."
         )
-    return build_formula(parse_tokens(formula))
+    # newlines and tabs become spaces (same offsets) so error carets line up
+    flat = "".join(" " if c.isspace() else c for c in formula)
+    f = build_formula(parse_tokens(flat))
+    return dataclasses.replace(f, text=formula, positions=f.positions)

@@ -526,7 +526,7 @@ def _frame_columns(f: Formula, data: pd.DataFrame) -> tuple[pd.DataFrame, int]:
             raise FormulaError(
                 f"column {name!r} is not in the data.{hint} Available columns: "
                 f"{', '.join(map(repr, columns[:30]))}{' ...' if len(columns) > 30 else ''}.",
-                f.text, f.positions.get(name),
+                "".join(" " if c.isspace() else c for c in f.text), f.positions.get(name),
             )
     if len(data) == 0:
         raise InputError("data has no rows; a model needs at least a few observations.")
