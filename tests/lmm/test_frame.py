@@ -525,7 +525,10 @@ def _prop_data() -> pd.DataFrame:
 
 
 _PROP = _prop_data()
-_TERMS = ["f", "h", "z", "f:h", "f:z", "h:z", "f*h", "f:h:z"]
+# hierarchical terms only (every margin of a term is in the model): R's coding
+# of non-hierarchical models such as y ~ 0 + f:z + f:h depends on the contrasts
+# (see test_non_hierarchical_model_depends_on_contrasts_like_r)
+_TERMS = ["f", "h", "z", "f*h", "f*z", "h*z", "f*h*z"]
 _RANDOM_TERMS = ["(1 | g)", "(z | g)", "(1 + f || g)", "(0 + h | g)", "(1 | g:h)"]
 
 
@@ -562,3 +565,24 @@ def test_property_contrasts_span_and_row_order(intercept: bool, terms: list[str]
         assert (a.group, a.cnames, a.levels) == (b.group, b.cnames, b.levels)
         np.testing.assert_array_equal(a.codes, b.codes[perm])
         np.testing.assert_array_equal(a.Z, b.Z[perm])
+
+
+def test_scale_warning_like_lme4(data: pd.DataFrame) -> None:
+    d = data.assign(big=data["z"] * 1e4)
+    with pytest.warns(NlpowerWarning, match="Some predictor variables are on very different "
+                      "scales: consider rescaling .standard deviations of x, big range from"):
+        model_frame("rating ~ x + big + half", d)
+    with pytest.warns(NlpowerWarning, match="consider rescaling"):
+        model_frame("rating ~ tiny", data.assign(tiny=data["z"] * 1e-4))
+    _quiet("rating ~ x + z + half", data)  # well scaled, 0/1 columns ignored: no warning
+
+
+def test_non_hierarchical_model_depends_on_contrasts_like_r() -> None:
+    # R 4.2.2: model.matrix(y ~ 0 + f:z + f:h) has fa:hv, fb:hv, fc:hv -- h is coded by
+    # contrasts because {f} is contained in the earlier term f:z -- so with
+    # contr.sum(2)/2 for h the columns become f*(+-0.5): another column space.
+    treat = _quiet("y ~ 0 + f:z + f:h", _PROP)
+    half = _quiet("y ~ 0 + f:z + f:h", _PROP, contrasts={"h": "half"})
+    assert treat.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:hv", "fb:hv", "fc:hv")
+    assert half.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:h1", "fb:h1", "fc:h1")
+    np.testing.assert_array_equal(half.X[:, 3:].sum(axis=1), np.where(_PROP.h == "u", 0.5, -0.5))

@@ -52,7 +52,9 @@ Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
   dropping N columns / coefficients"; they are listed in ``ModelSpec.dropped``.
 * **Checks** as lme4's defaults: a grouping factor needs > 1 level and fewer
   levels than observations; each term needs fewer random effects
-  (q x levels) than observations.
+  (q x levels) than observations (errors); continuous columns of X on very
+  different scales (standard deviations beyond 1e3 or 1e-3, or ratios
+  beyond 1e3) give lme4's "consider rescaling" warning.
 """
 
 from __future__ import annotations
@@ -497,6 +499,8 @@ def model_frame(
             NlpowerWarning, stacklevel=2,
         )
 
+    _check_scale(X, names)
+
     group_factors = {g: _as_factor(frame[g]) for g in f.grouping_variables}
     re_terms = tuple(
         _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
@@ -513,6 +517,34 @@ def model_frame(
         dropped=tuple(dropped),
         n_dropped=n_dropped,
     )
+
+
+def _check_scale(X: np.ndarray, names: list[str], tol: float = 1e3) -> None:
+    """lme4's ``checkScaleX``: warn when continuous columns have very different scales.
+
+    Columns with values other than 0/1 are "continuous"; lme4 1.1-31 warns when
+    the ratio of two of their standard deviations, or one standard deviation
+    itself, is beyond ``tol`` (or ``1/tol``) -- badly scaled predictors make
+    the optimisation harder.
+    """
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return
+    cont = ~np.all((X == 0.0) | (X == 1.0), axis=0)
+    if not cont.any():
+        return
+    sd = X[:, cont].std(axis=0, ddof=1)
+    sd = sd[sd > 0]
+    if sd.size == 0:
+        return
+    logsd = np.log(sd)
+    if np.abs(logsd).max() > np.log(tol) or logsd.max() - logsd.min() > np.log(tol):
+        cols = [n for n, c in zip(names, cont, strict=True) if c]
+        warnings.warn(
+            "Some predictor variables are on very different scales: consider rescaling "
+            f"(standard deviations of {', '.join(cols)} range from {sd.min():.3g} to "
+            f"{sd.max():.3g}).",
+            NlpowerWarning, stacklevel=3,
+        )
 
 
 def _frame_columns(f: Formula, data: pd.DataFrame) -> tuple[pd.DataFrame, int]:
