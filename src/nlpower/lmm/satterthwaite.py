@@ -10,9 +10,10 @@ the variance parameters are ``varpar = (theta, sigma)``;
 
     df = 2 (L'VL)^2 / (g' A g),   g_k = L' (dV/d varpar_k) L.
 
-Derivatives are numerical with Richardson extrapolation, as numDeriv's
-``hessian``/``jacobian`` (defaults ``eps = 1e-4, d = 1e-4, r = 4, v = 2``)
-that lmerTest uses -- checked against lmerTest 3.1-3.
+Derivatives are numerical with Richardson extrapolation (4 levels, step
+halved each time), as numDeriv's ``hessian``/``jacobian`` that lmerTest
+uses, with first step ``1e-4 * max(|x|, 1)`` (numDeriv: ``1e-4 |x|``, which
+is noise-dominated for small parameters) -- checked against lmerTest 3.1-3.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_ZERO_TOL = math.sqrt(np.finfo(float).eps / 7e-7)
 
-
-def _steps(x: np.ndarray, d: float = 1e-4, eps: float = 1e-4) -> np.ndarray:
-    return np.abs(d * x) + eps * (np.abs(x) < _ZERO_TOL)
+def _steps(x: np.ndarray, d: float = 1e-3) -> np.ndarray:
+    # numDeriv uses |d x| (+ eps near 0); a floor of d keeps the first step
+    # far enough above rounding noise for elements like a small correlation
+    # parameter (|x| ~ 0.01 gives numDeriv steps ~1e-6 and noisy curvatures).
+    return d * np.maximum(np.abs(x), 1.0)
 
 
 def _richardson(a: np.ndarray, r: int, v: float) -> np.ndarray:

@@ -187,7 +187,18 @@ def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
 
 @dataclass(eq=False)
 class Blocks:
-    """Precomputed cross-products (see the module docstring for the layout)."""
+    """Precomputed cross-products (see the module docstring for the layout).
+
+    The Schur complement needs ``S = sum_l C_l' W_l C_l`` with
+    ``W_l = Lambda1 (Lambda1' A11_l Lambda1 + I)^{-1} Lambda1'``.  Two ways:
+
+    * dense (small ``N2``): ``Cd`` is ``(m1, N2, q1)`` and ``S`` a batched
+      product followed by one GEMM;
+    * sparse (large ``N2``, e.g. InstEval): ``S``'s lower triangle is a
+      sparse matrix ``V`` (rows: ``(i, k)`` entries of ``S``; columns:
+      ``(l, a, b)`` entries of ``W``) times ``vec(W)`` -- one SpMV per
+      evaluation, the products ``C[i,l,a] C[k,l,b]`` being precomputed.
+    """
 
     n: int
     p: int
@@ -204,11 +215,20 @@ class Blocks:
     C: np.ndarray              # (P, q1) W'Z1 per pair
     y_pairs: slice             # pairs of the y row
     y_levels: np.ndarray       # block-1 levels of the y pairs
-    indptr: np.ndarray         # CSR structure of E (N2 x m1*q1)
+    indptr: np.ndarray         # CSR structure of E (N2 x m1*q1), pairs in order
     indices: np.ndarray
-    dense_flat: np.ndarray     # flat positions of C's entries in a dense (N2, m1*q1)
     use_dense: bool
     y: np.ndarray
+    Cd: np.ndarray | None = None            # dense mode: (m1, N2, q1)
+    V: sp.csr_matrix | None = None          # sparse mode
+    V_p1: np.ndarray | None = None          # per V entry: pair, column of pair 1 / 2
+    V_a: np.ndarray | None = None
+    V_p2: np.ndarray | None = None
+    V_b: np.ndarray | None = None
+    V_ypos: np.ndarray | None = None        # V.data positions that involve the y row
+    S_lo: np.ndarray | None = None          # flat (i*N2 + k) position of each V row
+    S_up: np.ndarray | None = None          # flat (k*N2 + i) position, off-diagonal rows
+    S_off: np.ndarray | None = None         # which V rows are off-diagonal
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -219,15 +239,73 @@ class Blocks:
         self.Arr[-1, :-1] = wy
         self.Arr[:-1, -1] = wy
         self.Arr[-1, -1] = float(y @ y)
+        if self.Cd is not None:
+            self.Cd[self.y_levels, -1, :] = self.C[self.y_pairs]
+        if self.V is not None:
+            pos = self.V_ypos
+            assert self.V_p1 is not None and self.V_p2 is not None
+            assert self.V_a is not None and self.V_b is not None
+            self.V.data[pos] = (self.C[self.V_p1[pos], self.V_a[pos]]
+                                * self.C[self.V_p2[pos], self.V_b[pos]])
         self.y = y
 
 
-# dense E E' when its cost N2^2 * m1 q1 stays below this many flops
-_DENSE_FLOPS = 3e7
+# dense mode when its flops / 10 stay below the sparse mode's nonzeros, and
+# the dense (m1, N2, q1) array stays below this many entries
+_DENSE_MAX_ENTRIES = 2e7
 
 
-def build_blocks(spec: ModelSpec, layout: ThetaLayout) -> Blocks:
-    """All the cross-products of the structure (once per model)."""
+def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
+    """Precompute ``V`` (see :class:`Blocks`) from the pairs."""
+    q1, N2 = out.b1.q, out.N2
+    order = np.argsort(out.pair_lev, kind="stable")
+    lev_sorted = out.pair_lev[order]
+    _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
+    sq = sizes.astype(np.int64) ** 2
+    T = int(sq.sum())
+    grp = np.repeat(np.arange(sizes.size), sq)
+    offs = np.arange(T, dtype=np.int64) - np.repeat(np.cumsum(sq) - sq, sq)
+    ia = offs // sizes[grp]
+    ib = offs % sizes[grp]
+    p1 = order[starts[grp] + ia]
+    p2 = order[starts[grp] + ib]
+    keep = out.pair_row[p1] >= out.pair_row[p2]
+    p1, p2 = p1[keep], p2[keep]
+    # expand over (a, b) and drop structural zeros
+    a = np.repeat(np.arange(q1), q1)
+    b = np.tile(np.arange(q1), q1)
+    P1 = np.repeat(p1, q1 * q1)
+    P2 = np.repeat(p2, q1 * q1)
+    A = np.tile(a, p1.size)
+    B = np.tile(b, p1.size)
+    nz = structural[P1, A] & structural[P2, B]
+    P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
+    r1 = out.pair_row[P1].astype(np.int64)
+    r2 = out.pair_row[P2].astype(np.int64)
+    key = r1 * N2 + r2
+    ukey, rowid = np.unique(key, return_inverse=True)
+    col = out.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
+    srt = np.lexsort((col, rowid))
+    P1, P2, A, B, rowid, col = P1[srt], P2[srt], A[srt], B[srt], rowid[srt], col[srt]
+    data = out.C[P1, A] * out.C[P2, B]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rowid, minlength=ukey.size))])
+    out.V = sp.csr_matrix((data, col, indptr), shape=(ukey.size, out.b1.m * q1 * q1))
+    out.V_p1, out.V_a, out.V_p2, out.V_b = P1, A, P2, B
+    yrow = N2 - 1
+    out.V_ypos = np.flatnonzero((out.pair_row[P1] == yrow) | (out.pair_row[P2] == yrow))
+    i, k = ukey // N2, ukey % N2
+    out.S_lo = i * N2 + k
+    off = i != k
+    out.S_off = off
+    out.S_up = (k * N2 + i)[off]
+
+
+def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Blocks:
+    """All the cross-products of the structure (once per model).
+
+    ``mode``: ``"auto"`` (by estimated cost), ``"dense"`` or ``"sparse"``
+    (the Schur-complement strategy; both give the same numbers).
+    """
     blocks = group_blocks(layout)
     X = np.asarray(spec.X, dtype=float)
     y = np.asarray(spec.y, dtype=float)
@@ -283,17 +361,33 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout) -> Blocks:
     for c in range(q1):
         C[:, c] = np.bincount(inv_w, r_val * b1.Z[r_obs, c], minlength=P)
     y_pairs = slice(P - y_levels.size, P)
+    # structural nonzeros of C: numeric for the fixed rows, Z1's pattern for y
+    structural = C != 0
+    zpat = np.column_stack([np.bincount(b1.codes, np.abs(b1.Z[:, c]), minlength=m1) > 0
+                            for c in range(q1)])
+    structural[y_pairs] = zpat[y_levels]
 
     counts = np.bincount(pair_row, minlength=N2) * q1
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     indices = (pair_lev[:, None] * q1 + np.arange(q1)[None, :]).ravel()
-    dense_flat = (pair_row[:, None].astype(np.int64) * (m1 * q1) + indices.reshape(P, q1)).ravel()
-    use_dense = float(N2) * N2 * m1 * q1 <= _DENSE_FLOPS
 
+    sizes = np.bincount(pair_lev, minlength=m1).astype(np.int64)
+    nnz_est = float(np.sum(sizes ** 2)) * q1 * q1 / 2.0
+    dense_flops = float(N2) * N2 * m1 * q1
+    if mode == "auto":
+        use_dense = (m1 * N2 * q1 <= _DENSE_MAX_ENTRIES) and dense_flops / 10.0 <= nnz_est
+    else:
+        use_dense = mode == "dense"
     out = Blocks(
         n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
         pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
-        indptr=indptr, indices=indices, dense_flat=dense_flat, use_dense=use_dense, y=y,
+        indptr=indptr, indices=indices, use_dense=use_dense, y=y,
     )
+    if use_dense:
+        Cd = np.zeros((m1, N2, q1))
+        Cd[pair_lev, pair_row, :] = C
+        out.Cd = Cd
+    else:
+        _build_sparse_S(out, structural)
     out.set_response(y)
     return out

@@ -44,7 +44,6 @@ class Factor:
     r2: float            # penalised residual sum of squares
     L1: np.ndarray       # (m1, q1, q1) lower Cholesky factors of block 1
     Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest
-    E: np.ndarray        # (P, q1) W'Z1 Lambda1 L1^{-T} per pair
 
 
 class DevianceEvaluator:
@@ -53,51 +52,85 @@ class DevianceEvaluator:
     def __init__(self, blocks: Blocks):
         self.b = blocks
         b = blocks
-        self._dense = np.zeros((b.N2, b.b1.m * b.b1.q)) if b.use_dense else None
-        self._eye_re = np.arange(b.nre2 + 0)
+        self._re_idx = np.arange(b.nre2)
         self.n_evals = 0
 
     # -- the factorisation ---------------------------------------------------
-    def factor(self, theta: np.ndarray) -> Factor:
-        """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
+    def _block1(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """Block 1: ``L1`` (m1, q1, q1), ``W_l = Lambda1 B_l^{-1} Lambda1'``, ``log|L1|^2``."""
         b = self.b
         b1 = b.b1
-        self.n_evals += 1
         lam1 = b1.lam(theta)
         q1 = b1.q
+        A = b.A11
         if q1 == 1:
             l1 = lam1[0, 0]
-            d = np.sqrt(l1 * l1 * b.A11[:, 0, 0] + 1.0)
-            L1 = d.reshape(-1, 1, 1)
-            ld1 = 2.0 * float(np.sum(np.log(d)))
-            K = l1 / d                                   # Lambda1 L1^{-T}, per level
-            E = b.C * K[b.pair_lev][:, None]
+            d2 = l1 * l1 * A[:, 0, 0] + 1.0
+            L1 = np.sqrt(d2).reshape(-1, 1, 1)
+            W = (l1 * l1 / d2).reshape(-1, 1, 1)
+            return L1, W, float(np.sum(np.log(d2)))
+        if b1.diagonal:
+            dl = np.diag(lam1)
+            B = A * (dl[:, None] * dl[None, :])
         else:
-            if b1.diagonal:
-                dl = np.diag(lam1)
-                B = b.A11 * (dl[:, None] * dl[None, :])
-            else:
-                B = lam1.T @ b.A11 @ lam1
-            B[:, np.arange(q1), np.arange(q1)] += 1.0
+            B = lam1.T @ A @ lam1
+        if q1 == 2:
+            b00 = B[:, 0, 0] + 1.0
+            b10 = B[:, 1, 0]
+            b11 = B[:, 1, 1] + 1.0
+            l00 = np.sqrt(b00)
+            l10 = b10 / l00
+            s11 = b11 - l10 * l10
+            if not np.all(s11 > 0):
+                return None
+            l11 = np.sqrt(s11)
+            L1 = np.zeros_like(B)
+            L1[:, 0, 0] = l00
+            L1[:, 1, 0] = l10
+            L1[:, 1, 1] = l11
+            det = b00 * b11 - b10 * b10
+            Binv = np.empty_like(B)
+            Binv[:, 0, 0] = b11 / det
+            Binv[:, 1, 1] = b00 / det
+            Binv[:, 0, 1] = Binv[:, 1, 0] = -b10 / det
+            ld = float(np.sum(np.log(det)))
+        else:
+            idx = np.arange(q1)
+            B[:, idx, idx] += 1.0
             try:
                 L1 = np.linalg.cholesky(B)
             except np.linalg.LinAlgError:
-                return self._fail(theta)
-            ld1 = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-            Linv = np.linalg.inv(L1)
-            K = lam1 @ np.swapaxes(Linv, 1, 2)            # (m1, q1, q1)
-            Kp = K[b.pair_lev]
-            E = np.einsum("pi,pij->pj", b.C, Kp)
-
-        # Schur complement of the rest: Arr - E E'
-        if self._dense is not None:
-            D = self._dense
-            D.flat[b.dense_flat] = E.ravel()
-            M = b.Arr - D @ D.T
+                return None
+            ld = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
+            Binv = np.linalg.inv(B)
+        if b1.diagonal:
+            dl = np.diag(lam1)
+            W = Binv * (dl[:, None] * dl[None, :])
         else:
-            Es = sp.csr_matrix((E.ravel(), b.indices, b.indptr),
-                               shape=(b.N2, b1.m * q1))
-            M = b.Arr - (Es @ Es.T).toarray()
+            W = lam1 @ Binv @ lam1.T
+        return L1, W, ld
+
+    def factor(self, theta: np.ndarray) -> Factor:
+        """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
+        b = self.b
+        self.n_evals += 1
+        r1 = self._block1(theta)
+        if r1 is None:
+            return self._fail(theta)
+        L1, Wl, ld1 = r1
+        N2 = b.N2
+        # Schur complement of the rest: M = Arr - sum_l C_l' W_l C_l
+        if b.Cd is not None:
+            G = np.matmul(b.Cd, Wl)                                 # (m1, N2, q1)
+            S = np.tensordot(G, b.Cd, axes=([0, 2], [0, 2]))
+            M = b.Arr - S
+        else:
+            assert b.V is not None and b.S_lo is not None and b.S_up is not None
+            vals = b.V @ Wl.ravel()
+            M = b.Arr.copy()
+            Mf = M.reshape(-1)
+            Mf[b.S_lo] -= vals
+            Mf[b.S_up] -= vals[b.S_off]
         # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
         for blk, off in b.rest:
             s = slice(off, off + blk.m * blk.q)
@@ -107,11 +140,11 @@ class DevianceEvaluator:
                 M[s, :] *= dv[:, None]
                 M[:, s] *= dv[None, :]
             else:
-                sub = M[s, :].reshape(blk.m, blk.q, b.N2)
-                M[s, :] = np.einsum("ba,mbn->man", lam, sub).reshape(-1, b.N2)
-                sub = M[:, s].reshape(b.N2, blk.m, blk.q)
-                M[:, s] = np.einsum("nmb,ba->nma", sub, lam).reshape(b.N2, -1)
-        idx = np.arange(b.nre2)
+                sub = M[s, :].reshape(blk.m, blk.q, N2)
+                M[s, :] = np.matmul(lam.T, sub).reshape(-1, N2)
+                sub = M[:, s].reshape(N2, blk.m, blk.q)
+                M[:, s] = np.matmul(sub, lam).reshape(N2, -1)
+        idx = self._re_idx
         M[idx, idx] += 1.0
         Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
         if info != 0:
@@ -123,12 +156,19 @@ class DevianceEvaluator:
             ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
         r = float(dg[-1])
         return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
-                      L1=L1, Lrr=Lrr, E=E)
+                      L1=L1, Lrr=Lrr)
+
+    def E(self, f: Factor) -> np.ndarray:
+        """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
+        b = self.b
+        lam1 = b.b1.lam(f.theta)
+        K = lam1 @ np.swapaxes(np.linalg.inv(f.L1), 1, 2)          # (m1, q1, q1)
+        return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
     def _fail(self, theta: np.ndarray) -> Factor:
         nan = float("nan")
         empty = np.zeros((0, 0))
-        return Factor(theta, False, nan, nan, nan, empty, empty, empty)
+        return Factor(theta, False, nan, nan, nan, empty, empty)
 
     # -- criteria --------------------------------------------------------------
     def objective(self, f: Factor, REML: bool) -> float:
@@ -193,7 +233,7 @@ class DevianceEvaluator:
             out_rest.append(bj)
         # t = E_y - E[:-1]' z per level of block 1
         q1 = b1.q
-        Es = sp.csr_matrix((f.E.ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
+        Es = sp.csr_matrix((self.E(f).ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
         t = np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ z[:-1]
         t = t.reshape(b1.m, q1)
         u1 = np.linalg.solve(np.swapaxes(f.L1, 1, 2), t[:, :, None])[:, :, 0]

@@ -15,15 +15,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._validation import check_choice
 from ...errors import FitError, InputError
 from ..result import FitCore, LmmFit, VarTerm
 from ..satterthwaite import SatterthwaiteState, satterthwaite_state
 from ..structure import ModelSpec
+from ._blas import single_threaded
 from .blocks import build_blocks, theta_layout
 from .deviance import DevianceEvaluator, Factor
 from .optimize import DEFAULT_CONTROL, optimize_theta
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
+# below this many dense columns, BLAS threads cost more than they bring
+_SINGLE_THREAD_N2 = 1_000_000
 
 
 def _check_finite(name: str, a: np.ndarray, what: str) -> None:
@@ -50,6 +54,10 @@ class NativeModel:
     ----------
     spec : ModelSpec
         The design (from :func:`nlpower.lmm.frame.model_frame`).
+    mode : {"auto", "dense", "sparse"}
+        How the Schur complement against the largest grouping factor is
+        formed (see ``docs/engine.md``); ``"auto"`` picks the cheaper one.
+        All give the same numbers.
 
     Examples
     --------
@@ -60,7 +68,7 @@ class NativeModel:
 
     engine = "native"
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, *, mode: str = "auto"):
         if not spec.re_terms:
             raise InputError(
                 f"formula {spec.formula!r} has no random-effects terms; a mixed model needs at "
@@ -78,10 +86,13 @@ class NativeModel:
                 f"the data have {n} observations but the fixed part has {p} columns "
                 f"({', '.join(spec.fixef_names)}); need more observations than fixed effects."
             )
+        check_choice("mode", mode, ("auto", "dense", "sparse"))
         self.spec = spec
         self.layout = theta_layout(spec.re_terms)
         y = self._check_y(spec.y, "y (the response " + repr(spec.response) + ")")
-        self.blocks = build_blocks(spec.with_response(y) if y is not spec.y else spec, self.layout)
+        self.blocks = build_blocks(spec.with_response(y) if y is not spec.y else spec, self.layout,
+                                   mode)
+        self._threads1 = self.blocks.N2 <= _SINGLE_THREAD_N2
         self.ev = DevianceEvaluator(self.blocks)
         self._y_id: int | None = id(spec.y)
         self._satt: tuple[int, SatterthwaiteState] | None = None
@@ -160,8 +171,9 @@ class NativeModel:
                     f"{', '.join(sorted(DEFAULT_CONTROL))}."
                 )
             ctl.update(control)
-        res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl)
-        fac = self.ev.factor(res.theta)
+        with single_threaded(self._threads1):
+            res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl)
+            fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")
         return res, fac
@@ -300,7 +312,8 @@ class NativeModel:
             return vp[k] * vp[k] * (Ri @ Ri.T)
 
         varpar = np.concatenate([core.theta, [core.sigma]])
-        return satterthwaite_state(dev_vp, cov_vp, varpar)
+        with single_threaded(self._threads1):
+            return satterthwaite_state(dev_vp, cov_vp, varpar)
 
     def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
         """Satterthwaite df of the contrast(s) ``L`` at the fit ``core``.
