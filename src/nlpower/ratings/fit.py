@@ -48,10 +48,21 @@ item variance ``C_kk = s_0^2 + s_k^2``.  :meth:`RatingsFit.identifiable`
 returns what the data do determine: system means and deviations from the grand
 mean, total per-system SDs, the identified covariances, and sigma.
 
-We still fit the paper's formula for every design (rather than e.g.
-``(0 + system | item)`` with a diagonal covariance for nested items) so that
-``table()`` is comparable with Tables 13-15 and with lme4 on the same data; the
-identified quantities are the same under either model.
+Model choice (``model=``)
+-------------------------
+``model="auto"`` (default) fits the paper's formula, except for a grouping
+factor whose levels are each rated under a single system (items *nested* in
+systems, or workers who each saw one system).  For such a factor the paper's
+term has K + 1 variance parameters and K(K-1)/2 correlations of which only the
+K per-system totals are identified -- and with few ratings per level lme4
+refuses it outright ("number of observations <= number of random effects").
+There ``"auto"`` fits the identified model instead: independent per-system
+variances ``(0 + is_sys1 + ... + is_sysK || g)`` (numeric indicators of the
+fitted levels), reported in the tables as intercept SD 0 and one SD per
+system.  That point is on the paper's model's ridge of equal likelihood (its
+maximum likelihood is the same), so the tables remain a valid ML fit of the
+paper's model.  ``model="paper"`` always fits the paper's formula (what lme4
+does with it), e.g. to compare with lme4 on nested data.
 """
 
 from __future__ import annotations
@@ -65,7 +76,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import closest_name
-from ..errors import NlpowerWarning, RatingsError, SingularFitWarning
+from ..errors import InputError, NlpowerWarning, RatingsError, SingularFitWarning
 from ..params import LMMParams, MultiSystemParams
 from .io import Ratings
 from .report import DesignReport
@@ -73,13 +84,15 @@ from .report import DesignReport
 __all__ = ["FORMULA", "IdentifiableEstimates", "RatingsFit", "fit_ratings"]
 
 FORMULA = "rating ~ system + (system || worker) + (system || item)"
+MODELS = ("auto", "paper")
 CODINGS = ("sum", "half", "treatment")
 ENGINES = ("native", "lme4")
 _GROUPS = ("worker", "item")
 
-# to_params warns when the intercept-slope correlation it has to drop is at least this
-# large and moves a system's SD by at least _MATERIAL_SD on the [0, 1] scale
-_MATERIAL_COR = 0.2
+# to_params warns when dropping the intercept-slope covariance changes each system's
+# variance by at least this fraction, |v_a - v_b| / (v_a + v_b) (an SD ratio of about 1.3),
+# and by at least _MATERIAL_SD^2 on the [0, 1] scale
+_MATERIAL_REL = 0.25
 _MATERIAL_SD = 0.01
 
 
@@ -192,12 +205,14 @@ class RatingsFit:
     systems: tuple[str, ...]
     baseline: str
     coding: str
-    scale: tuple[float, float]
+    scale: tuple[float, float] | None
     fixef: pd.Series
     sigma: float
     intercept_sd: dict[str, float]
     system_cov: dict[str, pd.DataFrame]
     identified_pairs: dict[str, np.ndarray] = field(repr=False)
+    formula: str = FORMULA
+    reduced: tuple[str, ...] = ()
 
     # ----------------------------------------------------------- basic views
     @property
@@ -410,8 +425,9 @@ class RatingsFit:
             ``(v_a - v_b) / 4`` (nonzero when the two systems' SDs differ) is
             dropped, because the paper's model has uncorrelated intercepts and
             slopes: each system's simulated variance becomes ``(v_a + v_b) / 2``.
-            A :class:`RatingsFitWarning` says so when the dropped correlation is
-            at least 0.2 and moves a system's SD by at least 0.01.
+            A :class:`RatingsFitWarning` says so when that changes a system's
+            variance by at least 25% (``|v_a - v_b| / (v_a + v_b) >= 0.25``,
+            SDs differing by a factor of about 1.3) and by at least 0.01^2.
 
             When ``a`` and ``b`` never share a worker (or an item) -- e.g. items
             nested in systems -- ``c`` is not identified; the whole variance
@@ -452,7 +468,8 @@ class RatingsFit:
             den = math.sqrt(v_int * v_slope)
             rho = cov_is / den if den > 0 else 0.0
             shift = math.sqrt(abs(va - vb) / 2)
-            if abs(rho) >= _MATERIAL_COR and shift >= _MATERIAL_SD:
+            rel = abs(va - vb) / (va + vb) if va + vb > 0 else 0.0
+            if rel >= _MATERIAL_REL and shift >= _MATERIAL_SD:
                 warnings.warn(
                     f"to_params: the {g} effects of {a!r} and {b!r} have different SDs "
                     f"({math.sqrt(max(va, 0)):.3f} vs {math.sqrt(max(vb, 0)):.3f}), which in +-1 "
@@ -509,12 +526,14 @@ class RatingsFit:
 
     # ------------------------------------------------------------- text
     def identifiability_notes(self) -> list[str]:
-        notes = [
-            "(system || g) has an intercept plus an unstructured per-system block, so only their "
-            "sum s0^2 J + Sigma is identified: the split into sigma0 and sigma1..sigmaK (Tables "
-            "14-15) can differ between optimiser starts and engines at the same likelihood; "
-            "compare fits with identifiable()."
-        ]
+        notes = []
+        if len(self.reduced) < len(_GROUPS):
+            notes.append(
+                "(system || g) has an intercept plus an unstructured per-system block, so only "
+                "their sum s0^2 J + Sigma is identified: the split into sigma0 and sigma1..sigmaK "
+                "(Tables 14-15) can differ between optimiser starts and engines at the same "
+                "likelihood; compare fits with identifiable()."
+            )
         for g in _GROUPS:
             pairs = self.identified_pairs[g]
             if self.n_systems > 1 and not pairs[~np.eye(self.n_systems, dtype=bool)].any():
@@ -534,8 +553,12 @@ class RatingsFit:
         """Design report, the three tables, identifiability notes and lme4's summary."""
         k = self.n_systems
         lines = [self.report.summary(), ""]
-        lines.append(f"Model: {FORMULA}  ({'REML' if self.fit.REML else 'ML'}, engine "
+        lines.append(f"Model: {self.formula}  ({'REML' if self.fit.REML else 'ML'}, engine "
                      f"{self.fit.engine!r}; lme4 expands (system || g) into (1|g) + (0 + system|g))")
+        for g in self.reduced:
+            lines.append(f"  {g}s are nested in systems: fitted the identified per-system variances "
+                         f"(0 + is_sys1 + ... || {g}) instead of (system || {g}); is_sysk indicates "
+                         "level k. Tables show intercept SD 0 and the per-system SDs.")
         lines.append(self.legend())
         lines.append("")
         for title, t in self.tables().items():
@@ -575,7 +598,8 @@ class RatingsFit:
 
         return {
             "report": self.report.to_dict(),
-            "formula": FORMULA,
+            "formula": self.formula,
+            "reduced": list(self.reduced),
             "REML": bool(self.fit.REML),
             "engine": self.fit.engine,
             "coding": self.coding,
@@ -617,6 +641,7 @@ def fit_ratings(
     coding: str = "sum",
     REML: bool = False,
     engine: str = "native",
+    model: str = "auto",
     start: Any = None,
     control: dict[str, Any] | None = None,
 ) -> RatingsFit:
@@ -639,6 +664,10 @@ def fit_ratings(
         Maximum likelihood, like the paper.
     engine : {"native", "lme4"}
         Passed to :func:`nlpower.lmm.lmer`.
+    model : {"auto", "paper"}, default "auto"
+        ``"paper"``: always the formula above.  ``"auto"``: the same, except
+        that a grouping factor nested in systems gets independent per-system
+        variances (module docstring, "Model choice").
     start : array-like, optional
         Starting ``theta`` for the native engine (lme4's order).
     control : dict, optional
@@ -678,6 +707,11 @@ def fit_ratings(
         raise RatingsError(f"engine must be one of {', '.join(map(repr, ENGINES))}; got {engine!r}.")
     if not isinstance(REML, bool):
         raise RatingsError(f"REML must be True or False; got {REML!r}.")
+    if model not in MODELS:
+        raise RatingsError(
+            f"model must be one of {', '.join(map(repr, MODELS))}; got {model!r}. 'auto' is the "
+            "paper's formula with identified per-system variances for nested factors."
+        )
     labels = ratings.systems
     if baseline is None:
         baseline = labels[0]
@@ -702,37 +736,65 @@ def fit_ratings(
 
     data = ratings.data[["worker", "item", "system", "rating"]].copy()
     data["system"] = pd.Categorical(data["system"].astype(str), categories=list(levels))
-    lmer_kwargs: dict[str, Any] = dict(REML=REML, contrasts={"system": coding})
+    pairs = {g: _identified_pairs(data, g, tuple(levels)) for g in _GROUPS}
+    offdiag = ~np.eye(k, dtype=bool)
+    reduced = tuple(g for g in _GROUPS if model == "auto" and not pairs[g][offdiag].any())
+    indicators = [f"is_sys{j + 1}" for j in range(k)]
+    if reduced:
+        codes = data["system"].cat.codes.to_numpy()
+        for j, name in enumerate(indicators):
+            data[name] = (codes == j).astype(float)
+    parts = []
+    for g in _GROUPS:
+        parts.append(f"(0 + {' + '.join(indicators)} || {g})" if g in reduced
+                     else f"(system || {g})")
+    formula = "rating ~ system + " + " + ".join(parts)
+
+    if start is not None and engine != "native":
+        raise RatingsError("start= is only supported with engine='native'.")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SingularFitWarning)
-        if start is None and engine == "native":
-            fit = lmer(FORMULA, data, engine=engine, control=control, **lmer_kwargs)
-        else:
-            if engine != "native":
-                raise RatingsError("start= is only supported with engine='native'.")
-            from ..lmm.frame import model_frame
-            from ..lmm.native import NativeModel
+        try:
+            if start is None:
+                fit = lmer(formula, data, REML=REML, engine=engine, control=control,
+                           contrasts={"system": coding})
+            else:
+                from ..lmm.frame import model_frame
+                from ..lmm.native import NativeModel
 
-            spec = model_frame(FORMULA, data, contrasts={"system": coding})
-            fit = NativeModel(spec).fit(REML=REML, start=start, control=control)
+                spec = model_frame(formula, data, contrasts={"system": coding})
+                fit = NativeModel(spec).fit(REML=REML, start=start, control=control)
+        except InputError as exc:
+            if isinstance(exc, RatingsError):
+                raise
+            hint = (" With items or workers nested in systems, model='auto' fits the identified "
+                    "per-system variances instead." if model == "paper" else "")
+            raise RatingsError(f"fit_ratings: cannot fit {formula!r}: {exc}{hint}") from exc
 
     intercept_sd: dict[str, float] = {}
     system_cov: dict[str, pd.DataFrame] = {}
     for g in _GROUPS:
         terms = [t for t in fit.var_terms if t.group == g]
-        ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
-        blocks = [t for t in terms if len(t.cnames) == k]
-        if len(ints) != 1 or len(blocks) != 1:  # pragma: no cover - formula layer contract
-            raise RatingsError(
-                f"internal error: unexpected random-effects terms for {g}: "
-                f"{[tuple(t.cnames) for t in terms]}"
-            )
-        intercept_sd[g] = float(math.sqrt(max(float(ints[0].cov[0, 0]), 0.0)))
-        system_cov[g] = pd.DataFrame(np.asarray(blocks[0].cov, dtype=float),
-                                     index=list(levels), columns=list(levels))
-    pairs = {g: _identified_pairs(data, g, tuple(levels)) for g in _GROUPS}
+        if g in reduced:
+            by_name = {t.cnames[0]: float(t.cov[0, 0]) for t in terms if len(t.cnames) == 1}
+            if sorted(by_name) != sorted(indicators):  # pragma: no cover - formula contract
+                raise RatingsError(f"internal error: unexpected terms for {g}: {sorted(by_name)}")
+            intercept_sd[g] = 0.0
+            cov = np.diag([by_name[n] for n in indicators])
+        else:
+            ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
+            blocks = [t for t in terms if len(t.cnames) == k]
+            if len(ints) != 1 or len(blocks) != 1:  # pragma: no cover - formula contract
+                raise RatingsError(
+                    f"internal error: unexpected random-effects terms for {g}: "
+                    f"{[tuple(t.cnames) for t in terms]}"
+                )
+            intercept_sd[g] = float(math.sqrt(max(float(ints[0].cov[0, 0]), 0.0)))
+            cov = np.asarray(blocks[0].cov, dtype=float)
+        system_cov[g] = pd.DataFrame(cov, index=list(levels), columns=list(levels))
     return RatingsFit(
         fit=fit, report=ratings.report, systems=tuple(levels), baseline=baseline, coding=coding,
         scale=ratings.scale, fixef=fit.fixef.copy(), sigma=float(fit.sigma),
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=pairs,
+        formula=formula, reduced=reduced,
     )

@@ -57,8 +57,9 @@ class Ratings:
         match lme4 on the same data; the baseline is chosen at fit time),
         ``rating`` (rescaled to [0, 1]) and ``rating_raw`` (as read; with
         ``duplicates="mean"``, the mean of the duplicated raw ratings).
-    scale : tuple of float
-        Likert range (lo, hi) used for rescaling.
+    scale : tuple of float or None
+        Likert range (lo, hi) used for rescaling; ``None`` with
+        ``scale="identity"`` (ratings used as given).
     scale_inferred : bool
         True when ``scale`` was inferred from the observed min and max.
     n_dropped : int
@@ -68,7 +69,7 @@ class Ratings:
     """
 
     data: pd.DataFrame
-    scale: tuple[float, float]
+    scale: tuple[float, float] | None
     scale_inferred: bool
     n_dropped: int
     report: DesignReport
@@ -148,6 +149,11 @@ def _read_file(path: Path, sep: str | None) -> pd.DataFrame:
 
 
 def _check_scale(scale: Any) -> tuple[float, float]:
+    if isinstance(scale, str):
+        raise RatingsError(
+            f"scale must be a pair (lo, hi) of numbers such as (1, 5), or 'identity' to use the "
+            f"ratings as given; got {scale!r}."
+        )
     try:
         lo, hi = (float(v) for v in scale)
     except (TypeError, ValueError) as exc:
@@ -190,7 +196,7 @@ def read_ratings(
     item: str = "item",
     system: str = "system",
     rating: str = "rating",
-    scale: tuple[float, float] | None = None,
+    scale: tuple[float, float] | str | None = None,
     duplicates: str = "error",
     sep: str | None = None,
 ) -> Ratings:
@@ -212,7 +218,10 @@ def read_ratings(
         omitted, the range is inferred from the observed min and max (with
         a :class:`RatingsWarning` when that looks doubtful, e.g. non-integer
         bounds or a minimum other than 0 or 1); pass it whenever you know it,
-        because the rescaled effects and SDs depend on it.
+        because the rescaled effects and SDs depend on it.  ``"identity"``:
+        use the ratings as given, without rescaling or range checks (for
+        continuous scores already on the scale you want to model, e.g.
+        simulated ones).
     duplicates : {"error", "keep", "mean"}
         What to do with several ratings of the same (worker, item, system):
         raise (default), keep them all as independent replicates (the model
@@ -264,7 +273,8 @@ def read_ratings(
             + ", ".join(f"{k}={v!r}" for k, v in names.items())
             + "."
         )
-    lohi = None if scale is None else _check_scale(scale)
+    identity = isinstance(scale, str) and scale == "identity"
+    lohi = None if (scale is None or identity) else _check_scale(scale)
 
     if isinstance(source, pd.DataFrame):
         raw = source
@@ -358,7 +368,10 @@ def read_ratings(
     # scale
     notes: list[str] = []
     obs_lo, obs_hi = float(df["rating_raw"].min()), float(df["rating_raw"].max())
-    if lohi is not None:
+    if identity:
+        lo, hi = 0.0, 1.0
+        scale_inferred = False
+    elif lohi is not None:
         lo, hi = lohi
         out = df.index[(df["rating_raw"] < lo) | (df["rating_raw"] > hi)]
         if len(out):
@@ -464,10 +477,10 @@ def read_ratings(
         n_duplicate_rows=n_dup_rows,
         duplicates=duplicates,
         n_dropped=n_dropped,
-        scale=(lo, hi),
+        scale=None if identity else (lo, hi),
         scale_inferred=scale_inferred,
         source=source_name,
         extra_notes=tuple(notes),
     )
-    return Ratings(data=df, scale=(lo, hi), scale_inferred=scale_inferred, n_dropped=n_dropped,
+    return Ratings(data=df, scale=None if identity else (lo, hi), scale_inferred=scale_inferred, n_dropped=n_dropped,
                    report=report)

@@ -63,7 +63,8 @@ class DesignReport:
     n_dropped : int
         Rows dropped because the rating was missing.
     scale : tuple of float or None
-        Likert range (lo, hi) used for rescaling to [0, 1].
+        Likert range (lo, hi) used for rescaling to [0, 1]; None when the
+        ratings were used as given (``scale="identity"``).
     scale_inferred : bool
         True when ``scale`` was inferred from the observed min/max.
     source : str
@@ -136,7 +137,9 @@ class DesignReport:
         else:
             lines.append("  duplicates: none")
         lines.append(f"  rows dropped (missing rating): {self.n_dropped}")
-        if self.scale is not None:
+        if self.scale is None:
+            lines.append("  ratings used as given (scale='identity', not rescaled)")
+        else:
             how = "inferred from the observed min/max" if self.scale_inferred else "given"
             lines.append(
                 f"  Likert scale: {self.scale[0]:g}..{self.scale[1]:g} ({how}); "
