@@ -339,6 +339,8 @@ def test_argument_errors(data: pd.DataFrame) -> None:
     with pytest.raises(InputError, match=r"contrasts\['system'\] must be one of 'treatment', "
                        "'sum', 'half'; got 'helmert'"):
         model_frame("rating ~ system", data, contrasts={"system": "helmert"})
+    with pytest.raises(InputError, match="got 'Sum'. Did you mean 'sum'"):
+        model_frame("rating ~ system", data, contrasts={"system": "Sum"})
     with pytest.raises(InputError, match="contrasts names 'sytem', which is not a column of the "
                        "data. Did you mean 'system'"):
         model_frame("rating ~ system", data, contrasts={"sytem": "sum"})

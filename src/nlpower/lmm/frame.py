@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import closest_name
+from .._validation import check_choice, closest_name
 from ..errors import FormulaError, InputError, NlpowerWarning
 from ..formula import Formula, RandomTerm, Terms, parse
 from .structure import ModelSpec, ReTerm
@@ -416,12 +416,7 @@ def _check_inputs(formula: Any, data: Any, contrasts: Any) -> tuple[Formula, dic
         )
     out: dict[str, str] = {}
     for key, kind in contrasts.items():
-        if kind not in CONTRASTS:
-            raise InputError(
-                f"contrasts[{key!r}] must be one of {', '.join(map(repr, CONTRASTS))}; "
-                f"got {kind!r}."
-            )
-        out[str(key)] = kind
+        out[str(key)] = check_choice(f"contrasts[{key!r}]", kind, CONTRASTS)
     return f, out
 
 
