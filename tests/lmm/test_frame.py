@@ -588,3 +588,14 @@ def test_non_hierarchical_model_depends_on_contrasts_like_r() -> None:
     assert treat.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:hv", "fb:hv", "fc:hv")
     assert half.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:h1", "fb:h1", "fc:h1")
     np.testing.assert_array_equal(half.X[:, 3:].sum(axis=1), np.where(_PROP.h == "u", 0.5, -0.5))
+
+
+def test_accepts_parsed_formula(data: pd.DataFrame) -> None:
+    from nlpower.formula import Formula, RandomTerm, Terms, parse
+
+    f = parse("rating ~ system + (1 | worker)")
+    a, b = _quiet(f, data), _quiet("rating ~ system + (1 | worker)", data)
+    assert a.formula == b.formula and a.fixef_names == b.fixef_names
+    np.testing.assert_array_equal(a.X, b.X)
+    built = Formula("rating", Terms(True, (("system",),)), (RandomTerm(Terms(True, ()), ("worker",)),))
+    assert _quiet(built, data).formula == "rating ~ system + (1 | worker)"

@@ -59,6 +59,7 @@ Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -401,7 +402,9 @@ def _combine(factors: list[Factor]) -> Factor:
 
 
 def _check_inputs(formula: Any, data: Any, contrasts: Any) -> tuple[Formula, dict[str, str]]:
-    f = parse(formula)
+    f = formula if isinstance(formula, Formula) else parse(formula)
+    if not f.text:
+        f = dataclasses.replace(f, text=str(f))
     if not isinstance(data, pd.DataFrame):
         raise InputError(
             f"data must be a pandas DataFrame with one row per rating; got "
@@ -421,7 +424,7 @@ def _check_inputs(formula: Any, data: Any, contrasts: Any) -> tuple[Formula, dic
 
 
 def model_frame(
-    formula: str,
+    formula: str | Formula,
     data: pd.DataFrame,
     contrasts: Mapping[str, str] | None = None,
 ) -> ModelSpec:
@@ -429,9 +432,9 @@ def model_frame(
 
     Parameters
     ----------
-    formula : str
-        lme4 formula, e.g. ``"rating ~ system + (1 + system | worker) + (1 | item)"``.
-        See ``docs/formula.md``.
+    formula : str or Formula
+        lme4 formula, e.g. ``"rating ~ system + (1 + system | worker) + (1 | item)"``,
+        or an already parsed :class:`nlpower.formula.Formula`.  See ``docs/formula.md``.
     data : pandas.DataFrame
         One row per observation.
     contrasts : dict, optional
