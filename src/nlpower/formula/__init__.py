@@ -1,5 +1,10 @@
 """The lme4 formula language: tokenize -> parse -> terms.
 
+Stages: :mod:`~nlpower.formula.lexer` (``tokenize``),
+:mod:`~nlpower.formula.parser` (``parse_tokens``: syntax tree),
+:mod:`~nlpower.formula.terms` (``build_formula``: R term algebra, lme4's
+random-term expansion).
+
 >>> from nlpower.formula import parse
 >>> f = parse("rating ~ system + (1 + system || worker) + (1 | item)")
 >>> f.response, f.fixed.labels
@@ -19,9 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .parse import ParsedFormula, parse_tokens
+from .lexer import Token, tokenize
+from .parser import ParsedFormula, parse_tokens
 from .terms import Formula, RandomTerm, Terms, build_formula, format_name
-from .tokenize import Token, tokenize
 
 __all__ = [
     "Formula",

@@ -34,8 +34,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import FormulaError
-from .parse import Bar, BinOp, Name, Node, Num, Paren, ParsedFormula
-from .tokenize import tokenize
+from .lexer import tokenize
+from .parser import Bar, BinOp, Name, Node, Num, Paren, ParsedFormula
 
 __all__ = ["Formula", "RandomTerm", "Terms", "build_formula", "format_name"]
 

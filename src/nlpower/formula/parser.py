@@ -1,4 +1,4 @@
-"""Stage 2 of the formula layer: tokens -> syntax tree.
+"""Stage 2 of the formula layer (parse): tokens -> syntax tree.
 
 A recursive-descent parser for the lme4 formula language with R's operator
 precedence (loosest first)::
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FormulaError
-from .tokenize import Token, tokenize
+from .lexer import Token, tokenize
 
 __all__ = ["Bar", "BinOp", "Name", "Node", "Num", "Paren", "ParsedFormula", "parse_tokens"]
 

@@ -1,4 +1,4 @@
-"""Stage 1 of the formula layer: split an lme4 formula into tokens.
+"""Stage 1 of the formula layer (tokenize): split an lme4 formula into tokens.
 
 Tokens are names (R-style identifiers ``[A-Za-z._][A-Za-z0-9._]*``, or any
 text between backticks for column names with spaces), non-negative integer
