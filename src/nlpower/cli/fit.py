@@ -1,0 +1,97 @@
+"""``nlpower fit``: read a rating file, print the design report and Tables 13-15.
+
+A thin edge over :func:`nlpower.ratings.read_ratings` and
+:func:`nlpower.ratings.fit_ratings`; no statistics live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+DUPLICATES = ("error", "keep", "mean")
+CODINGS = ("sum", "half", "treatment")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "fit",
+        help="fit Card et al.'s mixed model to a rating file and print Tables 13-15",
+        description=(
+            "Read a rating file (one row per rating: worker, item, system, rating), rescale "
+            "ratings to [0, 1], print the design report and fit "
+            "rating ~ system + (system || worker) + (system || item) by maximum likelihood "
+            "(Card et al. 2020, App. H.3; sum contrasts, the baseline gets -1)."
+        ),
+    )
+    p.add_argument("file", help="CSV, TSV, JSON, JSON Lines or Parquet file (.gz ok for text)")
+    p.add_argument("--worker", default="worker", metavar="COL", help="worker id column (default: worker)")
+    p.add_argument("--item", default="item", metavar="COL", help="item id column (default: item)")
+    p.add_argument("--system", default="system", metavar="COL", help="system column (default: system)")
+    p.add_argument("--rating", default="rating", metavar="COL", help="rating column (default: rating)")
+    p.add_argument("--scale", nargs=2, type=float, metavar=("LO", "HI"), default=None,
+                   help="Likert range, e.g. --scale 1 5 (default: inferred from the data, with a warning "
+                        "if it looks odd)")
+    p.add_argument("--baseline", default=None, metavar="NAME",
+                   help="baseline system (default: the first label in sorted order)")
+    p.add_argument("--coding", choices=CODINGS, default="sum",
+                   help="contrast for system (default: sum, the paper's)")
+    p.add_argument("--duplicates", choices=DUPLICATES, default="error",
+                   help="repeated (worker, item, system) ratings: error (default), keep or mean")
+    p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
+    p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
+                   help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
+    p.add_argument("--full", action="store_true",
+                   help="print the full summary (identified quantities and lme4-style output)")
+    p.set_defaults(func=run_fit)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from ..ratings import fit_ratings, read_ratings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ratings = read_ratings(
+            args.file, worker=args.worker, item=args.item, system=args.system,
+            rating=args.rating, scale=tuple(args.scale) if args.scale else None,
+            duplicates=args.duplicates, sep=args.sep,
+        )
+        fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding)
+        text = fit.summary() if args.full else _brief(fit)
+    out = sys.stdout if args.json_out != "-" else sys.stderr
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    print(text, file=out)
+    if args.json_out:
+        payload = json.dumps(fit.to_dict(), indent=2, default=_jsonable)
+        if args.json_out == "-":
+            print(payload)
+        else:
+            Path(args.json_out).write_text(payload + "\n")
+            print(f"wrote {args.json_out}", file=out)
+    return 0
+
+
+def _brief(fit: Any) -> str:
+    lines = [fit.report.summary(), "", f"Model: {fit.formula} (ML)", fit.legend(), ""]
+    for title, table in fit.tables().items():
+        lines.append(f"{title}:")
+        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        lines.append("")
+    for note in fit.identifiability_notes():
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _jsonable(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and value != value:  # pragma: no cover - NaN handled upstream
+        return None
+    return str(value)
