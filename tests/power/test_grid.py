@@ -215,7 +215,7 @@ def test_plot_method_returns_figure():
         ({"effect": []}, "effect: an axis needs at least one value"),
         ({"n_items": [20, 20]}, "must be distinct; 20 appears more than once"),
         ({"n_sims": 0}, "n_sims must be >= 1"),
-        ({"alpha": 1.5}, "alpha must be < 1.0"),
+        ({"alpha": 1.5}, "alpha must be strictly between 0 and 1"),
         ({"test": "wald"}, "test must be one of"),
         ({"alternative": "bigger"}, "alternative must be one of"),
         ({"engine": "fastest"}, "engine must be one of.*Did you mean 'fast'"),

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..powersim.models import ALTERNATIVES, TESTS
+
 PRESETS = ("high-variance", "low-variance")
-TESTS = ("z", "satterthwaite", "lrt")
-ALTERNATIVES = ("two-sided", "greater", "less")
 ENGINES = ("auto", "fast", "native", "analytic")
 
 

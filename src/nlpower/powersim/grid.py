@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._rng import as_seed_sequence
-from .._validation import check_choice, check_int, check_probability, closest_name
+from .._validation import check_choice, check_int, closest_name
 from ..errors import EngineUnavailableError, InputError
 from . import checkpoint as _ckpt
 
@@ -53,8 +53,6 @@ FIGURE6_AXES: dict[str, tuple[Any, ...]] = {
 }
 
 DESIGN_FIELDS = ("n_workers", "n_items", "systems", "workers_per_item", "items")
-TESTS = ("z", "satterthwaite", "lrt")
-ALTERNATIVES = ("two-sided", "greater", "less")
 ENGINES = ("auto", "fast", "native", "analytic", "lme4")
 BACKENDS = ("loky", "dask")
 
@@ -62,7 +60,7 @@ BACKENDS = ("loky", "dask")
 RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
     "n_failed", "n_singular", "n_sims", "n_rejected", "test", "engine",
-    "alternative", "alpha", "coding",
+    "alternative", "alpha", "coding", "n_nonconverged",
 )
 
 CellFunction = Callable[..., Any]
@@ -249,6 +247,7 @@ def _record(res: Any) -> dict[str, Any]:
         "alternative": str(_get(res, "alternative")),
         "alpha": _num(_get(res, "alpha")),
         "coding": _get(res, "coding"),
+        "n_nonconverged": int(_get(res, "n_nonconverged", 0) or 0),
     }
 
 
@@ -452,10 +451,10 @@ def power_grid(
     from .. import __version__
 
     # ---- validate settings once, at the boundary
+    from .models import check_test_options  # the same checks as nlpower.power
+
     n_sims = check_int("n_sims", n_sims, min=1)
-    alpha = check_probability("alpha", alpha)
-    check_choice("test", test, TESTS)
-    check_choice("alternative", alternative, ALTERNATIVES)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
     check_choice("engine", engine, ENGINES)
     check_choice("backend", backend, BACKENDS)
     n_jobs = check_int("n_jobs", n_jobs, min=-1)
