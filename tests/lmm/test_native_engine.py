@@ -54,8 +54,8 @@ def crossed_spec(n_w: int = 6, n_i: int = 15, seed: int = 1, corr: bool = False)
                      ("(Intercept)", "x"), terms)
 
 
-def nested_spec(seed: int = 2) -> ModelSpec:
-    """Items nested in 3 systems, (system || worker) + (1 | item) with indicator columns."""
+def nested_spec(seed: int = 2, item_slopes: bool = False) -> ModelSpec:
+    """Items nested in 3 systems, (system || worker) + (1 | item) [or (system || item)]."""
     rng = np.random.default_rng(seed)
     n_items, n_w = 30, 8
     sys_of_item = np.arange(n_items) % 3
@@ -68,9 +68,11 @@ def nested_spec(seed: int = 2) -> ModelSpec:
     X = np.column_stack([np.ones(n), ind[:, 0] - ind[:, 2], ind[:, 1] - ind[:, 2]])
     y = X @ [0.5, 0.1, -0.05] + rng.normal(0, .3, n_items)[it] + rng.normal(0, .2, n_w)[w] + rng.normal(0, .4, n)
     one = np.ones(n)
-    terms = (_term("worker", w, one, ("(Intercept)",)),
-             _term("worker", w, ind, ("systemA", "systemB", "systemC")),
+    names = ("systemA", "systemB", "systemC")
+    terms = (_term("worker", w, one, ("(Intercept)",)), _term("worker", w, ind, names),
              _term("item", it, one, ("(Intercept)",)))
+    if item_slopes:     # each item has only 2 of its 4 columns non-zero ("patterns")
+        terms = (*terms, _term("item", it, ind, names))
     return ModelSpec("y ~ system + (system || worker) + (1 | item)", "y", y, X,
                      ("(Intercept)", "system1", "system2"), terms)
 
@@ -115,8 +117,12 @@ def dense_deviance(model: NativeModel, theta: np.ndarray, REML: bool) -> float:
     return ldL2 + ldRX2 + (n - p) * (1 + math.log(2 * math.pi * r2 / (n - p)))
 
 
-@pytest.mark.parametrize("make", [crossed_spec, nested_spec, lambda: crossed_spec(corr=True)],
-                         ids=["crossed", "nested", "correlated"])
+SPECS = [crossed_spec, nested_spec, lambda: crossed_spec(corr=True),
+         lambda: nested_spec(item_slopes=True)]
+SPEC_IDS = ["crossed", "nested", "correlated", "nested-patterns"]
+
+
+@pytest.mark.parametrize("make", SPECS, ids=SPEC_IDS)
 @pytest.mark.parametrize("REML", [False, True])
 def test_blocked_deviance_equals_dense_formula(make, REML):
     model = NativeModel(make())
@@ -128,8 +134,7 @@ def test_blocked_deviance_equals_dense_formula(make, REML):
             dense_deviance(model, theta, REML), rel=1e-10, abs=1e-8)
 
 
-@pytest.mark.parametrize("make", [crossed_spec, nested_spec, lambda: crossed_spec(corr=True)],
-                         ids=["crossed", "nested", "correlated"])
+@pytest.mark.parametrize("make", SPECS, ids=SPEC_IDS)
 def test_dense_and_sparse_schur_strategies_agree(make):
     spec = make()
     md, ms = NativeModel(spec, mode="dense"), NativeModel(spec, mode="sparse")
@@ -138,11 +143,17 @@ def test_dense_and_sparse_schur_strategies_agree(make):
     for _ in range(3):
         theta = np.abs(rng.normal(0.7, .4, md.layout.size))
         assert md.deviance(theta) == pytest.approx(ms.deviance(theta), rel=1e-11)
-    # a new response updates the y-dependent parts of both
+    # a new response updates the y-dependent parts of both (same function of theta;
+    # the optimiser may stop at slightly different points of a flat optimum)
     y2 = spec.y[::-1].copy()
+    for m in (md, ms):
+        m.refit_core(y2)
+    for _ in range(2):
+        theta = np.abs(rng.normal(0.7, .4, md.layout.size))
+        assert md.deviance(theta) == pytest.approx(ms.deviance(theta), rel=1e-11)
     cd, cs = md.refit_core(y2), ms.refit_core(y2)
-    assert cd.deviance == pytest.approx(cs.deviance, rel=1e-9)
-    np.testing.assert_allclose(cd.beta, cs.beta, rtol=1e-6)
+    assert cd.deviance == pytest.approx(cs.deviance, abs=1e-5)
+    np.testing.assert_allclose(cd.beta, cs.beta, rtol=1e-4, atol=1e-6)
     # conditional modes at the same theta
     theta = np.abs(rng.normal(0.7, .4, md.layout.size))
     for a, b in zip(md.ev.modes(md.ev.factor(theta)), ms.ev.modes(ms.ev.factor(theta)), strict=True):
@@ -184,6 +195,15 @@ def test_fixed_effects_and_modes_equal_gls_at_fitted_theta(REML):
                                atol=1e-9)
     # conditional residuals: y - X beta - Z b = sigma^2 V^{-1} (y - X beta)
     np.testing.assert_allclose(fit.residuals, fit.sigma ** 2 * resid, rtol=1e-6, atol=1e-9)
+
+
+def test_active_column_patterns_are_used_for_nested_items():
+    model = NativeModel(nested_spec(item_slopes=True))
+    assert model.blocks.b1.group == "item"
+    pats = model.blocks.patterns
+    assert pats is not None and len(pats) == 3          # one pattern per system
+    assert all(cols.size == 2 for _, cols, _, _ in pats)
+    assert NativeModel(crossed_spec()).blocks.patterns is None
 
 
 def test_sigma_matches_criterion_definition():

@@ -219,7 +219,7 @@ class Blocks:
     indices: np.ndarray
     use_dense: bool
     y: np.ndarray
-    Cd: np.ndarray | None = None            # dense mode: (m1, N2, q1)
+    Cd: np.ndarray | None = None            # dense mode: (N2, m1, q1)
     V: sp.csr_matrix | None = None          # sparse mode
     V_p1: np.ndarray | None = None          # per V entry: pair, column of pair 1 / 2
     V_a: np.ndarray | None = None
@@ -229,6 +229,10 @@ class Blocks:
     S_lo: np.ndarray | None = None          # flat (i*N2 + k) position of each V row
     S_up: np.ndarray | None = None          # flat (k*N2 + i) position, off-diagonal rows
     S_off: np.ndarray | None = None         # which V rows are off-diagonal
+    # block-1 levels grouped by their active (not identically zero) columns, when
+    # some level has fewer than q1 (e.g. items nested in systems with
+    # (system || item)): (levels, active columns, A11 restricted, flat W positions)
+    patterns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -240,7 +244,7 @@ class Blocks:
         self.Arr[:-1, -1] = wy
         self.Arr[-1, -1] = float(y @ y)
         if self.Cd is not None:
-            self.Cd[self.y_levels, -1, :] = self.C[self.y_pairs]
+            self.Cd[-1, self.y_levels, :] = self.C[self.y_pairs]
         if self.V is not None:
             pos = self.V_ypos
             assert self.V_p1 is not None and self.V_p2 is not None
@@ -250,9 +254,10 @@ class Blocks:
         self.y = y
 
 
-# dense mode when its flops / 10 stay below the sparse mode's nonzeros, and
-# the dense (m1, N2, q1) array stays below this many entries
+# the dense (N2, m1, q1) array must stay below this many entries; the sparse
+# product matrix V is only built (in "auto" mode) below this many nonzeros
 _DENSE_MAX_ENTRIES = 2e7
+_SPARSE_MAX_NNZ = 4e7
 
 
 def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
@@ -371,23 +376,41 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     indices = (pair_lev[:, None] * q1 + np.arange(q1)[None, :]).ravel()
 
-    sizes = np.bincount(pair_lev, minlength=m1).astype(np.int64)
-    nnz_est = float(np.sum(sizes ** 2)) * q1 * q1 / 2.0
+    # nonzeros of V: per level, (structural entries of C)^2 / 2
+    cnt = np.bincount(pair_lev, structural.sum(axis=1), minlength=m1)
+    nnz_est = float(np.sum(cnt * (cnt + 1) / 2.0))
     dense_flops = float(N2) * N2 * m1 * q1
-    if mode == "auto":
-        use_dense = (m1 * N2 * q1 <= _DENSE_MAX_ENTRIES) and dense_flops / 10.0 <= nnz_est
-    else:
-        use_dense = mode == "dense"
+    dense_ok = m1 * N2 * q1 <= _DENSE_MAX_ENTRIES
     out = Blocks(
         n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
         pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
-        indptr=indptr, indices=indices, use_dense=use_dense, y=y,
+        indptr=indptr, indices=indices, use_dense=False, y=y,
     )
-    if use_dense:
-        Cd = np.zeros((m1, N2, q1))
-        Cd[pair_lev, pair_row, :] = C
-        out.Cd = Cd
+    if mode == "auto":
+        # dense GEMM runs ~20x faster per flop than a sparse mat-vec per nonzero
+        use_dense = dense_ok and (dense_flops / 20.0 <= nnz_est or nnz_est > _SPARSE_MAX_NNZ)
     else:
+        use_dense = mode == "dense"
+    if not use_dense:
         _build_sparse_S(out, structural)
+    out.use_dense = use_dense
+    if q1 > 1:
+        active = np.diagonal(A11, axis1=1, axis2=2) > 0          # (m1, q1)
+        if not active.all():
+            keys_p = active.astype(np.int64) @ (1 << np.arange(q1, dtype=np.int64))
+            pats = []
+            for key in np.unique(keys_p):
+                lev = np.flatnonzero(keys_p == key)
+                cols = np.flatnonzero(active[lev[0]])
+                sub = A11[lev][:, cols][:, :, cols]
+                flat = (lev[:, None, None] * (q1 * q1) + cols[None, :, None] * q1
+                        + cols[None, None, :]).ravel()
+                pats.append((lev, cols, sub, flat))
+            out.patterns = pats
+    if use_dense:
+        out.V = None
+        Cd = np.zeros((N2, m1, q1))
+        Cd[pair_row, pair_lev, :] = C
+        out.Cd = Cd
     out.set_response(y)
     return out

@@ -42,7 +42,7 @@ class Factor:
     ldL2: float          # log|L_theta|^2
     ldRX2: float         # log|R_X|^2
     r2: float            # penalised residual sum of squares
-    L1: np.ndarray       # (m1, q1, q1) lower Cholesky factors of block 1
+    L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
     Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest
 
 
@@ -57,7 +57,7 @@ class DevianceEvaluator:
 
     # -- the factorisation ---------------------------------------------------
     def _block1(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """Block 1: ``L1`` (m1, q1, q1), ``W_l = Lambda1 B_l^{-1} Lambda1'``, ``log|L1|^2``."""
+        """Block 1: ``L1`` (m1, q1, q1), ``K_l = Lambda1 L1_l^{-T}`` and ``log|L1|^2``."""
         b = self.b
         b1 = b.b1
         lam1 = b1.lam(theta)
@@ -66,9 +66,8 @@ class DevianceEvaluator:
         if q1 == 1:
             l1 = lam1[0, 0]
             d2 = l1 * l1 * A[:, 0, 0] + 1.0
-            L1 = np.sqrt(d2).reshape(-1, 1, 1)
-            W = (l1 * l1 / d2).reshape(-1, 1, 1)
-            return L1, W, float(np.sum(np.log(d2)))
+            d = np.sqrt(d2)
+            return d.reshape(-1, 1, 1), (l1 / d).reshape(-1, 1, 1), float(np.sum(np.log(d2)))
         if b1.diagonal:
             dl = np.diag(lam1)
             B = A * (dl[:, None] * dl[None, :])
@@ -76,11 +75,9 @@ class DevianceEvaluator:
             B = lam1.T @ A @ lam1
         if q1 == 2:
             b00 = B[:, 0, 0] + 1.0
-            b10 = B[:, 1, 0]
-            b11 = B[:, 1, 1] + 1.0
             l00 = np.sqrt(b00)
-            l10 = b10 / l00
-            s11 = b11 - l10 * l10
+            l10 = B[:, 1, 0] / l00
+            s11 = B[:, 1, 1] + 1.0 - l10 * l10
             if not np.all(s11 > 0):
                 return None
             l11 = np.sqrt(s11)
@@ -88,12 +85,11 @@ class DevianceEvaluator:
             L1[:, 0, 0] = l00
             L1[:, 1, 0] = l10
             L1[:, 1, 1] = l11
-            det = b00 * b11 - b10 * b10
-            Binv = np.empty_like(B)
-            Binv[:, 0, 0] = b11 / det
-            Binv[:, 1, 1] = b00 / det
-            Binv[:, 0, 1] = Binv[:, 1, 0] = -b10 / det
-            ld = float(np.sum(np.log(det)))
+            LiT = np.zeros_like(B)                     # L^{-T}
+            LiT[:, 0, 0] = 1.0 / l00
+            LiT[:, 0, 1] = -l10 / (l00 * l11)
+            LiT[:, 1, 1] = 1.0 / l11
+            ld = 2.0 * float(np.sum(np.log(l00 * l11)))
         else:
             idx = np.arange(q1)
             B[:, idx, idx] += 1.0
@@ -102,30 +98,104 @@ class DevianceEvaluator:
             except np.linalg.LinAlgError:
                 return None
             ld = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-            Binv = np.linalg.inv(B)
+            LiT = np.swapaxes(np.linalg.inv(L1), 1, 2)
         if b1.diagonal:
-            dl = np.diag(lam1)
-            W = Binv * (dl[:, None] * dl[None, :])
+            K = np.diag(lam1)[None, :, None] * LiT
         else:
-            W = lam1 @ Binv @ lam1.T
-        return L1, W, ld
+            K = lam1 @ LiT
+        return L1, K, ld
+
+    def _block1_reduced(self, theta: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """Block 1 through each level's active columns ``P`` only.
+
+        With ``Q = (Lambda1 Lambda1')[P, P]`` the push-through identity gives
+        ``W[P, P] = Lambda1 B^{-1} Lambda1'[P, P] = Q (I + A_PP Q)^{-1}`` and the
+        determinant lemma ``|B| = |I + A_PP Q|``: ``k x k`` work per level
+        (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1) and
+        ``log|L1|^2``.
+        """
+        b = self.b
+        b1 = b.b1
+        assert b.patterns is not None
+        lam1 = b1.lam(theta)
+        LL = lam1 @ lam1.T
+        q1 = b1.q
+        Wf = np.zeros(b1.m * q1 * q1)
+        ld = 0.0
+        for _lev, cols, A, flat in b.patterns:
+            Q = LL[np.ix_(cols, cols)]
+            k = cols.size
+            if k == 1:
+                t = 1.0 + A[:, 0, 0] * Q[0, 0]
+                ld += float(np.sum(np.log(t)))
+                Wf[flat] = Q[0, 0] / t
+                continue
+            T = A @ Q
+            T[:, np.arange(k), np.arange(k)] += 1.0
+            if k == 2:
+                det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
+                if not np.all(det > 0):
+                    return None
+                Ti = np.empty_like(T)
+                Ti[:, 0, 0] = T[:, 1, 1] / det
+                Ti[:, 1, 1] = T[:, 0, 0] / det
+                Ti[:, 0, 1] = -T[:, 0, 1] / det
+                Ti[:, 1, 0] = -T[:, 1, 0] / det
+                ld += float(np.sum(np.log(det)))
+            else:
+                sign, logdet = np.linalg.slogdet(T)
+                if not np.all(sign > 0):
+                    return None
+                ld += float(np.sum(logdet))
+                Ti = np.linalg.inv(T)
+            Wf[flat] = (Q @ Ti).ravel()
+        return Wf.reshape(b1.m, q1, q1), ld
 
     def factor(self, theta: np.ndarray) -> Factor:
         """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
         b = self.b
         self.n_evals += 1
-        r1 = self._block1(theta)
-        if r1 is None:
-            return self._fail(theta)
-        L1, Wl, ld1 = r1
         N2 = b.N2
-        # Schur complement of the rest: M = Arr - sum_l C_l' W_l C_l
-        if b.Cd is not None:
-            G = np.matmul(b.Cd, Wl)                                 # (m1, N2, q1)
-            S = np.tensordot(G, b.Cd, axes=([0, 2], [0, 2]))
-            M = b.Arr - S
+        q1 = b.b1.q
+        L1: np.ndarray | None
+        if b.patterns is not None:
+            rr = self._block1_reduced(theta)
+            if rr is None:
+                return self._fail(theta)
+            Wl, ld1 = rr
+            L1 = None
+        else:
+            r1 = self._block1(theta)
+            if r1 is None:
+                return self._fail(theta)
+            L1, K, ld1 = r1
+        # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
+        if b.patterns is not None and b.Cd is not None:
+            G = np.einsum("nli,lij->nlj", b.Cd, Wl)
+            M = b.Arr - G.reshape(N2, -1) @ b.Cd.reshape(N2, -1).T
+        elif b.patterns is not None:
+            assert b.V is not None and b.S_lo is not None and b.S_up is not None
+            vals = b.V @ Wl.ravel()
+            M = b.Arr.copy()
+            Mf = M.reshape(-1)
+            Mf[b.S_lo] -= vals
+            Mf[b.S_up] -= vals[b.S_off]
+        elif b.Cd is not None:
+            Cd = b.Cd                                               # (N2, m1, q1)
+            if q1 == 1:
+                G = Cd[:, :, 0] * K[None, :, 0, 0]
+            elif q1 == 2:
+                G = np.empty_like(Cd)
+                c0, c1 = Cd[:, :, 0], Cd[:, :, 1]
+                G[:, :, 0] = c0 * K[None, :, 0, 0] + c1 * K[None, :, 1, 0]
+                G[:, :, 1] = c0 * K[None, :, 0, 1] + c1 * K[None, :, 1, 1]
+            else:
+                G = np.einsum("nli,lij->nlj", Cd, K)
+            G2 = G.reshape(N2, -1)
+            M = b.Arr - G2 @ G2.T
         else:
             assert b.V is not None and b.S_lo is not None and b.S_up is not None
+            Wl = K @ np.swapaxes(K, 1, 2)
             vals = b.V @ Wl.ravel()
             M = b.Arr.copy()
             Mf = M.reshape(-1)
@@ -151,18 +221,26 @@ class DevianceEvaluator:
             return self._fail(theta)
         dg = np.diagonal(Lrr)
         nre2, p = b.nre2, b.p
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ld2 = 2.0 * float(np.sum(np.log(dg[:nre2])))
-            ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
+        # a successful dpotrf has a positive diagonal: the logs are finite
+        ld2 = 2.0 * float(np.sum(np.log(dg[:nre2])))
+        ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
         r = float(dg[-1])
         return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
                       L1=L1, Lrr=Lrr)
+
+    def _L1(self, f: Factor) -> np.ndarray:
+        if f.L1 is not None:
+            return f.L1
+        r1 = self._block1(f.theta)
+        if r1 is None:
+            raise np.linalg.LinAlgError("block 1 is not positive definite")
+        return r1[0]
 
     def E(self, f: Factor) -> np.ndarray:
         """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
         b = self.b
         lam1 = b.b1.lam(f.theta)
-        K = lam1 @ np.swapaxes(np.linalg.inv(f.L1), 1, 2)          # (m1, q1, q1)
+        K = lam1 @ np.swapaxes(np.linalg.inv(self._L1(f)), 1, 2)    # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
     def _fail(self, theta: np.ndarray) -> Factor:
@@ -236,6 +314,6 @@ class DevianceEvaluator:
         Es = sp.csr_matrix((self.E(f).ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
         t = np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ z[:-1]
         t = t.reshape(b1.m, q1)
-        u1 = np.linalg.solve(np.swapaxes(f.L1, 1, 2), t[:, :, None])[:, :, 0]
+        u1 = np.linalg.solve(np.swapaxes(self._L1(f), 1, 2), t[:, :, None])[:, :, 0]
         b1m = u1 @ b1.lam(theta).T
         return [b1m, *out_rest]
