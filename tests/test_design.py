@@ -95,11 +95,49 @@ def test_rotation_invariants_nested(w, per_sys, k_frac, n_sys):
     assert lay.groupby("item", observed=True).worker.nunique().eq(k).all()
     loads = d.worker_loads()
     assert loads.max() - loads.min() <= 1
-    # the rotation runs on across systems: each system's ratings spread within 1 over workers
+    # the allocation runs on across systems: each system's ratings are spread over the
+    # workers within 2 (within 1 once the rotation phase is reached)
     codes = d.arrays()
     for s in range(n_sys):
         per_worker = np.bincount(codes.worker[codes.system == s], minlength=w)
-        assert per_worker.max() - per_worker.min() <= 1
+        assert per_worker.max() - per_worker.min() <= 2
+
+
+def _n_components(iw: np.ndarray, n_workers: int) -> int:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n, k = iw.shape
+    rows, cols = iw.ravel(), n_workers + np.repeat(np.arange(n), k)
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_workers + n,) * 2)
+    return int(connected_components(graph, directed=False)[0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(w=st.integers(2, 40), k_frac=st.floats(0, 1), extra=st.integers(0, 40))
+def test_allocation_connects_workers_after_two_passes(w, k_frac, extra):
+    """k >= 2 and n_items * k >= 2 * n_workers: the worker x item graph is connected."""
+    k = 2 + int(k_frac * (w - 2))
+    if k > w:
+        return
+    n = -(-2 * w // k) + extra
+    iw = CrossedDesign(w, n, workers_per_item=k).item_workers()
+    assert _n_components(iw, w) == 1
+
+
+def test_plain_rotation_would_split_teams_but_allocation_does_not():
+    # 12 workers, 3 per item: (i*k + j) mod 12 gives 4 fixed teams of 3 workers
+    plain = (np.arange(60)[:, None] * 3 + np.arange(3)) % 12
+    assert _n_components(plain, 12) == 4
+    d = CrossedDesign(12, 60, 4, workers_per_item=3, items="nested")
+    assert _n_components(d.item_workers(), 12) == 1
+
+
+def test_first_pass_is_the_plain_rotation():
+    # while every worker is in its own group the allocation is the rotation (i*k + j) mod W
+    iw = CrossedDesign(10, 3, workers_per_item=3).item_workers()
+    np.testing.assert_array_equal(iw, [[0, 1, 2], [3, 4, 5], [6, 7, 8]])
+    assert CrossedDesign(4, 6, workers_per_item=1).item_workers().ravel().tolist() == [0, 1, 2, 3, 0, 1]
 
 
 def test_nested_avoids_aliasing_worker_with_system():
@@ -133,7 +171,7 @@ def test_describe_reports_size():
     assert "600 ratings" in text
     assert "6 per item (3 workers x 2 systems)" in text
     assert "30 per worker" in text
-    assert "3 of 20 workers per item" in text
+    assert "3 of 20 workers per item (balanced allocation)" in text
     uneven = CrossedDesign(7, 10, workers_per_item=3).describe()
     assert "8-10 per worker" in uneven  # loads 4-5 items x 2 systems
     nested = CrossedDesign(4, 8, 4, items="nested").describe()

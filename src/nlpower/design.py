@@ -7,16 +7,18 @@ every item under every system ("fully crossed, paired").  Two generalisations
 cover common crowdsourcing practice (SPEC 1.3):
 
 ``workers_per_item=k``
-    each item is rated by ``k`` of the ``n_workers`` workers, assigned in a
-    balanced rotation: the rating slots are numbered ``t = 0, 1, 2, ...`` in
-    item order (``k`` slots per item) and slot ``t`` goes to worker
-    ``t mod n_workers``.  Every item gets ``k`` distinct workers
-    (``k <= n_workers``) and worker loads differ by at most one item.
+    each item is rated by ``k`` of the ``n_workers`` workers
+    (:func:`balanced_allocation`): items take the ``k`` least-loaded workers
+    in turn, so every item gets ``k`` distinct workers and worker loads
+    differ by at most one item; ties favour linking separate groups of
+    workers so that the worker x item graph becomes connected (a plain
+    rotation ``(i*k + j) mod n_workers`` splits the workers into fixed teams
+    whenever ``k`` divides ``n_workers``).
 ``items="nested"``
     each item is the output of one system only (unpaired outputs); the items
     are split into K equal consecutive blocks, block ``s`` belonging to system
-    ``s``.  Because the rotation counter runs on across blocks, the ratings
-    of each system are also spread evenly (within one) over the workers.
+    ``s``.  Because the allocation runs on across blocks, each system's
+    ratings are also spread over the workers (within two).
 
 With ``items="paired"`` (default) a worker who is assigned an item rates it
 under every system.
@@ -184,8 +186,8 @@ class CrossedDesign:
         (:func:`default_system_names`), or their names.  The first system is
         the baseline.
     workers_per_item : int, optional
-        Workers rating each item (1 .. n_workers), allocated in a balanced
-        rotation (module docstring).  ``None`` (default): every worker rates
+        Workers rating each item (1 .. n_workers), balanced and connected
+        (:func:`balanced_allocation`).  ``None`` (default): every worker rates
         every item.
     items : {"paired", "nested"}, default "paired"
         ``"paired"``: every item is rendered by every system and a worker rates
@@ -306,10 +308,11 @@ class CrossedDesign:
         return np.repeat(np.arange(self.n_systems), self.n_items // self.n_systems)
 
     def item_workers(self) -> np.ndarray:
-        """Array (n_items, raters_per_item) of the workers assigned to each item."""
-        k = self.raters_per_item
-        slots = np.arange(self.n_items)[:, None] * k + np.arange(k)[None, :]
-        return slots % self.n_workers
+        """Array (n_items, raters_per_item) of the workers assigned to each item.
+
+        See :func:`balanced_allocation` (a copy; the cached array is read-only).
+        """
+        return balanced_allocation(self.n_workers, self.n_items, self.raters_per_item).copy()
 
     def worker_loads(self) -> np.ndarray:
         """Number of items assigned to each worker."""
@@ -357,7 +360,7 @@ class CrossedDesign:
         if self.is_fully_crossed:
             alloc = "every worker rates every item"
         else:
-            alloc = f"{k} of {self.n_workers} workers per item (balanced rotation)"
+            alloc = f"{k} of {self.n_workers} workers per item (balanced allocation)"
         paired = ("paired: each item rated under every system" if self.items == "paired"
                   else f"nested: each item is one system's output ({self.items_per_system} per system)")
         loads = self.worker_loads()
@@ -430,8 +433,80 @@ def _check_systems(systems: Any) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=32)
+def balanced_allocation(n_workers: int, n_items: int, k: int) -> np.ndarray:
+    """Assign ``k`` distinct workers to each item, balanced and connected.
+
+    Items are processed in order; each takes the ``k`` least-loaded workers
+    (ties: the longest idle, then the lowest index), which keeps worker
+    loads within one of each other.  While the worker x item graph is still
+    disconnected, ties among equally loaded workers are broken in favour of
+    workers from components not yet represented on the item, so that items
+    link separate groups of workers; once the graph is connected the rule
+    reduces to a plain rotation through the queue of workers.
+
+    The first ``floor(n_workers / k)`` items necessarily get disjoint teams
+    (balance forbids reusing a worker early), so a connected graph needs a
+    second pass over the workers; with ``n_items * k >= 2 * n_workers`` and
+    ``k >= 2`` the result was connected for every case checked (all
+    ``n_workers < 30``, ``n_items < 60``).  A plain rotation
+    ``(i * k + j) mod n_workers`` would split the workers into
+    ``n_workers / k`` fixed teams whenever ``k`` divides ``n_workers``,
+    confounding worker effects with item groups.
+
+    Returns a read-only array of shape ``(n_items, k)`` (sorted rows).
+    """
+    w, n = n_workers, n_items
+    out = np.empty((n, k), dtype=np.intp)
+    load = np.zeros(w, dtype=np.intp)
+    last = np.full(w, -1, dtype=np.intp)
+    comp = np.arange(w)
+    idx = np.arange(w)
+    n_comp = w
+    it = 0
+    while it < n and n_comp > 1 and 2 <= k < w:
+        order = np.lexsort((idx, last, load))
+        lo = load[order[0]]
+        at_lo = order[load[order] == lo]
+        if len(at_lo) >= k:
+            chosen: list[int] = []
+            pool = at_lo
+        else:
+            chosen = [int(v) for v in at_lo]
+            pool = order[load[order] == lo + 1]
+        seen = {int(comp[v]) for v in chosen}
+        for v in pool:
+            if len(chosen) == k:
+                break
+            if int(comp[v]) not in seen:
+                chosen.append(int(v))
+                seen.add(int(comp[v]))
+        for v in pool:
+            if len(chosen) == k:
+                break
+            if int(v) not in chosen:
+                chosen.append(int(v))
+        picked = np.asarray(chosen, dtype=np.intp)
+        out[it] = picked
+        load[picked] += 1
+        last[picked] = it
+        labels = np.unique(comp[picked])
+        if len(labels) > 1:
+            comp[np.isin(comp, labels)] = labels[0]
+            n_comp -= len(labels) - 1
+        it += 1
+    if it < n:
+        # connected (or k in {1, w}): least loaded, longest idle first = a rotation of the queue
+        queue = np.lexsort((idx, last, load))
+        slots = np.arange(n - it)[:, None] * k + np.arange(k)[None, :]
+        out[it:] = queue[slots % w]
+    out.sort(axis=1)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=32)
 def _layout_arrays(design: CrossedDesign) -> LayoutArrays:
-    iw = np.sort(design.item_workers(), axis=1)  # (n_items, k), workers in code order
+    iw = balanced_allocation(design.n_workers, design.n_items, design.raters_per_item)
     n_items, k = iw.shape
     if design.items == "paired":
         n_sys = design.n_systems
@@ -449,4 +524,5 @@ def _layout_arrays(design: CrossedDesign) -> LayoutArrays:
                         design.n_systems)
 
 
-__all__ = ["ITEM_SCHEMES", "CrossedDesign", "LayoutArrays", "default_system_names"]
+__all__ = ["ITEM_SCHEMES", "CrossedDesign", "LayoutArrays", "balanced_allocation",
+           "default_system_names"]
