@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nlpower.design import CrossedDesign, default_system_names
@@ -59,6 +59,7 @@ def test_labels_sort_in_numeric_order():
 )
 def test_rotation_invariants_paired(w, n, k_frac, n_sys):
     k = 1 + int(k_frac * (w - 1))
+    assume(n * k >= w)  # otherwise some workers would rate nothing (a DesignError)
     d = CrossedDesign(w, n, n_sys, workers_per_item=k)
     iw = d.item_workers()
     assert iw.shape == (n, k)
@@ -85,6 +86,7 @@ def test_rotation_invariants_paired(w, n, k_frac, n_sys):
 def test_rotation_invariants_nested(w, per_sys, k_frac, n_sys):
     k = 1 + int(k_frac * (w - 1))
     n = per_sys * n_sys
+    assume(n * k >= w)
     d = CrossedDesign(w, n, n_sys, workers_per_item=k, items="nested")
     lay = d.layout()
     assert len(lay) == d.n_ratings == n * k
@@ -135,7 +137,7 @@ def test_plain_rotation_would_split_teams_but_allocation_does_not():
 
 def test_first_pass_is_the_plain_rotation():
     # while every worker is in its own group the allocation is the rotation (i*k + j) mod W
-    iw = CrossedDesign(10, 3, workers_per_item=3).item_workers()
+    iw = CrossedDesign(9, 3, workers_per_item=3).item_workers()
     np.testing.assert_array_equal(iw, [[0, 1, 2], [3, 4, 5], [6, 7, 8]])
     assert CrossedDesign(4, 6, workers_per_item=1).item_workers().ravel().tolist() == [0, 1, 2, 3, 0, 1]
 
@@ -176,6 +178,15 @@ def test_describe_reports_size():
     assert "8-10 per worker" in uneven  # loads 4-5 items x 2 systems
     nested = CrossedDesign(4, 8, 4, items="nested").describe()
     assert "nested" in nested and "2 per system" in nested
+
+
+def test_connectivity_is_reported():
+    assert CrossedDesign(5, 6).n_components() == 1
+    sparse = CrossedDesign(9, 3, workers_per_item=3)  # first pass only: 3 disjoint teams
+    assert sparse.n_components() == 3
+    assert "NOT connected (3 groups" in sparse.describe()
+    assert "worker x item graph: connected" in CrossedDesign(9, 6, workers_per_item=3).describe()
+    assert CrossedDesign(4, 8, workers_per_item=1).n_components() == 4  # one worker per item
 
 
 def test_repr_frame_and_hash():
@@ -224,6 +235,8 @@ def test_arrays_are_read_only_and_cached():
         ({"n_workers": 3, "n_items": 10, "workers_per_item": 1.5}, r"workers_per_item must be an integer.*got 1\.5"),
         ({"n_workers": 3, "n_items": 10, "systems": 3, "items": "nested"}, r"n_items must be a multiple of 3; got 10\. Use e\.g\. n_items=9 or 12"),
         ({"n_workers": 3, "n_items": 4, "systems": 4, "items": "nested"}, r"each system needs at least 2 items.*n_items >= 8"),
+        ({"n_workers": 3, "n_items": 3, "systems": 4, "items": "nested"}, r"multiple of 4; got 3\. Use e\.g\. n_items=8\.$"),
+        ({"n_workers": 10, "n_items": 3, "workers_per_item": 3}, r"n_items \* workers_per_item = 3 \* 3 = 9 rating slots cannot give each of the n_workers=10 workers an item.*n_workers <= 9"),
     ],
 )
 def test_design_errors(kwargs, pattern):

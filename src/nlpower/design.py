@@ -243,14 +243,22 @@ class CrossedDesign:
                     "An item cannot be rated by more distinct workers than there are; raise "
                     "n_workers or lower workers_per_item (None = every worker rates every item)."
                 )
+            if self.n_items * k < self.n_workers:
+                raise DesignError(
+                    f"n_items * workers_per_item = {self.n_items} * {k} = {self.n_items * k} rating "
+                    f"slots cannot give each of the n_workers={self.n_workers} workers an item; "
+                    f"some workers would rate nothing. Use n_workers <= {self.n_items * k}, or "
+                    f"more items or workers_per_item."
+                )
             set_(self, "workers_per_item", k)
         n_sys = len(self.systems)
         if self.items == "nested" and self.n_items % n_sys != 0:
             lo = (self.n_items // n_sys) * n_sys
+            options = " or ".join(str(v) for v in sorted({max(lo, 2 * n_sys), max(lo + n_sys, 2 * n_sys)}))
             raise DesignError(
                 f"with items='nested' the {self.n_items} items are split evenly across the "
                 f"{n_sys} systems, so n_items must be a multiple of {n_sys}; got {self.n_items}. "
-                f"Use e.g. n_items={max(lo, n_sys)} or {lo + n_sys}."
+                f"Use e.g. n_items={options}."
             )
         if self.items == "nested" and self.n_items // n_sys < 2:
             raise DesignError(
@@ -314,6 +322,24 @@ class CrossedDesign:
         """
         return balanced_allocation(self.n_workers, self.n_items, self.raters_per_item).copy()
 
+    def n_components(self) -> int:
+        """Connected components of the worker x item graph (1 = connected).
+
+        Workers and items are nodes, ratings are edges.  With more than one
+        component, worker and item effects are confounded with differences
+        between the groups.
+        """
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        iw = balanced_allocation(self.n_workers, self.n_items, self.raters_per_item)
+        n, k = iw.shape
+        size = self.n_workers + n
+        rows = iw.ravel()
+        cols = self.n_workers + np.repeat(np.arange(n), k)
+        graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(size, size))
+        return int(connected_components(graph, directed=False)[0])
+
     def worker_loads(self) -> np.ndarray:
         """Number of items assigned to each worker."""
         return np.bincount(self.item_workers().ravel(), minlength=self.n_workers)
@@ -367,6 +393,10 @@ class CrossedDesign:
         per_sys = self.n_systems if self.items == "paired" else 1
         lo, hi = int(loads.min()) * per_sys, int(loads.max()) * per_sys
         per_worker = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        n_comp = self.n_components()
+        graph = ("connected" if n_comp == 1 else
+                 f"NOT connected ({n_comp} groups of workers and items that never meet: worker and "
+                 "item effects are confounded with group differences)")
         return "\n".join([
             f"CrossedDesign: {self.n_workers} workers x {self.n_items} items x "
             f"{self.n_systems} systems ({names}; baseline {self.baseline})",
@@ -374,6 +404,7 @@ class CrossedDesign:
             f"  {self.n_ratings} ratings; {k * per_sys} per item "
             f"({k} workers x {per_sys} system{'s' if per_sys > 1 else ''}); "
             f"{per_worker} per worker",
+            f"  worker x item graph: {graph}",
         ])
 
     def summary(self) -> str:
