@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "CrossedDesign": "nlpower.design",
     "LMMParams": "nlpower.params",
+    "MultiSystemParams": "nlpower.params",
     "presets": "nlpower.presets",
     "simulate": "nlpower.simulation",
     "lmer": "nlpower.lmm",
