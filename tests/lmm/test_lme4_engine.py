@@ -241,3 +241,19 @@ def test_importing_the_adapter_does_not_import_rpy2() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_r_that_fails_to_start_raises_engine_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lme4_engine, "_R", {})
+    fake_rpy2 = types.ModuleType("rpy2")
+    fake_ro = types.ModuleType("rpy2.robjects")
+
+    def broken_r(code: str) -> Any:
+        raise RuntimeError("R_HOME/lib/libR.so: cannot open shared object file")
+
+    fake_ro.r = broken_r  # type: ignore[attr-defined]
+    fake_rpy2.robjects = fake_ro  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rpy2", fake_rpy2)
+    monkeypatch.setitem(sys.modules, "rpy2.robjects", fake_ro)
+    with pytest.raises(EngineUnavailableError, match=r"R failed to start \(R_HOME/lib/libR.so"):
+        lmer("Reaction ~ Days + (1 | Subject)", case_data("sleepstudy_ML"), engine="lme4")
