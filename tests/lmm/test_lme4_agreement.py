@@ -242,12 +242,12 @@ def test_pinned_values_match_a_live_run_of_the_script() -> None:
     Also checks that the regenerated data files are identical to the
     committed ones (so set.seed() still gives the same simulated data).
     """
-    ids = ["sleepstudy_ML", "sleepstudy_REML", "penicillin_REML", "crossed2_ML"]
+    ids = ["sleepstudy_ML", "sleepstudy_REML", "penicillin_REML", "crossed2_ML", "crossed4_ML"]
     with tempfile.TemporaryDirectory() as tmp:
         out = run_rscript(SCRIPT, f"--cases={','.join(ids)}", f"--data-dir={tmp}", "--out=-",
                           timeout=300)
         live = json.loads(out)
-        for fname in ("sleepstudy.csv", "penicillin.csv", "crossed2.csv"):
+        for fname in ("sleepstudy.csv", "penicillin.csv", "crossed2.csv", "crossed4.csv"):
             fresh = (Path(tmp) / fname).read_bytes()
             pinned = (REFERENCE / "data" / fname).read_bytes()
             assert fresh == pinned, f"{fname}: regenerated data differ from the committed file"
@@ -259,13 +259,17 @@ def test_pinned_values_match_a_live_run_of_the_script() -> None:
         for field in ("objective", "logLik", "sigma"):
             assert a[field] == pytest.approx(b[field], rel=1e-6), (msg, field)
         for field in ("fixef", "se"):
+            # crossed4's SEs depend on where lme4 stops on a flat boundary: looser
+            rel = 1e-3 if (cid, field) == ("crossed4_ML", "se") else 1e-6
             assert a[field].keys() == b[field].keys(), msg
             for k in a[field]:
-                assert a[field][k] == pytest.approx(b[field][k], rel=1e-6, abs=1e-9), (msg, field, k)
-        np.testing.assert_allclose(a["theta"], b["theta"], rtol=1e-5, atol=1e-7, err_msg=msg)
+                assert a[field][k] == pytest.approx(b[field][k], rel=rel, abs=1e-9), (msg, field, k)
+        assert a["isSingular"] == b["isSingular"], msg
+        assert a["ngrps"] == b["ngrps"] and a["nobs"] == b["nobs"], msg
         assert [vc_key(r) for r in a["varcorr"]] == [vc_key(r) for r in b["varcorr"]], msg
+        if cid == "crossed4_ML":
+            continue   # individual SDs not identified (flat along the boundary): see above
+        np.testing.assert_allclose(a["theta"], b["theta"], rtol=1e-5, atol=1e-7, err_msg=msg)
         np.testing.assert_allclose([r["sdcor"] for r in a["varcorr"]],
                                    [r["sdcor"] for r in b["varcorr"]], rtol=1e-5, atol=1e-7,
                                    err_msg=msg)
-        assert a["isSingular"] == b["isSingular"], msg
-        assert a["ngrps"] == b["ngrps"] and a["nobs"] == b["nobs"], msg
