@@ -242,11 +242,11 @@ def lmer(formula: str, data: Any, *, REML: bool = True,
 
     ctrl = _check_control(control)
     spec = model_frame(formula, data, contrasts=contrasts)   # validation, same errors as native
-    r = _r()
-    ro = r["ro"]
     used = [c for c in data.columns if str(c) in set(spec.data_columns)]
     frame = data.loc[:, used].dropna()
     with _LOCK:
+        r = _r()
+        ro = r["ro"]
         rdata = _r_frame(frame, ro)
         rctr = ro.ListVector({k: v for k, v in spec.contrasts.items()}) if spec.contrasts \
             else ro.ListVector({})
