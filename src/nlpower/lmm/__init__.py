@@ -41,8 +41,8 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: str = "native",
         Coding of factors in the fixed part, e.g. ``{"system": "sum"}``.
     control : dict, optional
         Optimiser settings for the native engine: ``xtol_abs``, ``ftol_abs``,
-        ``ftol_rel``, ``maxeval``, ``boundary_tol``, ``restart_edge``
-        (defaults: lme4's ``nloptwrap``).
+        ``ftol_rel``, ``maxeval``, ``boundary_tol``, ``restart_edge``,
+        ``initial_step`` (defaults: lme4's ``nloptwrap``).
 
     Returns
     -------

@@ -53,6 +53,11 @@ class DevianceEvaluator:
         self.b = blocks
         b = blocks
         self._re_idx = np.arange(b.nre2)
+        self._diag2: tuple[np.ndarray, ...] | None = None
+        if b.b1.q == 2 and b.b1.diagonal and b.patterns is None and b.Cd is not None:
+            A = b.A11
+            self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
+                           b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
         self.n_evals = 0
 
     # -- the factorisation ---------------------------------------------------
@@ -158,7 +163,28 @@ class DevianceEvaluator:
         N2 = b.N2
         q1 = b.b1.q
         L1: np.ndarray | None
-        if b.patterns is not None:
+        if self._diag2 is not None and b.Cd is not None:
+            # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)): everything elementwise
+            a00, a10, a11, c0, c1, G = self._diag2
+            lam1 = b.b1.lam(theta)
+            d0, d1 = lam1[0, 0], lam1[1, 1]
+            l00 = np.sqrt(d0 * d0 * a00 + 1.0)
+            l10 = (d0 * d1) * a10 / l00
+            s11 = d1 * d1 * a11 + 1.0 - l10 * l10
+            if not np.all(s11 > 0):
+                return self._fail(theta)
+            l11 = np.sqrt(s11)
+            ld1 = 2.0 * float(np.sum(np.log(l00 * l11)))
+            k00 = d0 / l00
+            k01 = -(d0 * l10) / (l00 * l11)
+            k11 = d1 / l11
+            np.multiply(c0, k00, out=G[:, :, 0])
+            np.multiply(c0, k01, out=G[:, :, 1])
+            G[:, :, 1] += c1 * k11
+            G2 = G.reshape(N2, -1)
+            M = b.Arr - G2 @ G2.T
+            L1 = None
+        elif b.patterns is not None:
             rr = self._block1_reduced(theta)
             if rr is None:
                 return self._fail(theta)
@@ -170,7 +196,9 @@ class DevianceEvaluator:
                 return self._fail(theta)
             L1, K, ld1 = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
-        if b.patterns is not None and b.Cd is not None:
+        if self._diag2 is not None and b.Cd is not None:
+            pass
+        elif b.patterns is not None and b.Cd is not None:
             G = np.einsum("nli,lij->nlj", b.Cd, Wl)
             M = b.Arr - G.reshape(N2, -1) @ b.Cd.reshape(N2, -1).T
         elif b.patterns is not None:

@@ -26,6 +26,7 @@ DEFAULT_CONTROL: dict[str, float] = {
     "maxeval": 100000,
     "boundary_tol": 1e-5,
     "restart_edge": 1,
+    "initial_step": 0.0,   # 0: NLopt's default; > 0: BOBYQA's initial trust-region radius
 }
 
 _STATUS = {
@@ -75,6 +76,9 @@ def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
         opt.set_ftol_rel(float(control["ftol_rel"]))
     opt.set_maxeval(int(control["maxeval"]))
     x0 = np.maximum(np.asarray(x0, dtype=float), lo)
+    step = float(control.get("initial_step", 0.0))
+    if step > 0:
+        opt.set_initial_step(np.full(k, step))
     try:
         x = opt.optimize(x0)
         status = opt.last_optimize_result()
