@@ -45,6 +45,9 @@ INSTALL_HINT = (
     "pip install 'nlpower[r]'. Or use engine='native' (no R needed)."
 )
 
+_FIT_HINT = ("Check the control settings and the model against lme4's documentation "
+             "(?lmer, ?lmerControl), or fit with engine='native'.")
+
 _LOCK = threading.RLock()
 _R: dict[str, Any] = {}
 
@@ -254,10 +257,12 @@ def lmer(formula: str, data: Any, *, REML: bool = True,
         try:
             res = r["fit"](rdata, formula, bool(REML), rctr, rctrl)
         except Exception as exc:  # rpy2's RRuntimeError
-            raise FitError(f"lme4::lmer failed for {formula!r}: {str(exc).strip()}") from exc
+            raise FitError(f"lme4::lmer failed for {formula!r}: {str(exc).strip()}. "
+                           f"{_FIT_HINT}") from exc
         out = {name: res.rx2(name) for name in res.names}
         if "error" in out:
-            raise FitError(f"lme4::lmer failed for {formula!r}: {_strs(out['error'])[0].strip()}")
+            raise FitError(f"lme4::lmer failed for {formula!r}: "
+                           f"{_strs(out['error'])[0].strip()}. {_FIT_HINT}")
         return _build_fit(out, formula, bool(REML), dict(spec.contrasts))
 
 
