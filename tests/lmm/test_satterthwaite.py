@@ -81,12 +81,16 @@ def test_satterthwaite_df_hot_path_api():
 _R_SCRIPT = r"""
 suppressMessages(library(lmerTest))
 d <- read.csv(commandArgs(TRUE)[1])
+d$Subject <- factor(d$Subject); d$g <- factor(d$g)
 out <- list()
 for (reml in c(TRUE, FALSE)) {
   m <- lmer(Reaction ~ Days + (Days | Subject), d, REML = reml)
   out[[if (reml) "REML" else "ML"]] <- unname(coef(summary(m))[, "df"])
 }
-cat(jsonlite::toJSON(out, digits = 12))
+m <- suppressMessages(lmer(Reaction ~ Days + (1 | g) + (1 | Subject), d))
+out$singular <- unname(coef(summary(m))[, "df"])
+out$is_singular <- isSingular(m)
+cat(jsonlite::toJSON(out, digits = 12, auto_unbox = TRUE))
 """
 
 
@@ -96,14 +100,18 @@ def test_agrees_with_lmertest_on_sleepstudy():
                            capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip("lmerTest/jsonlite not installed in R")
-    data = ROOT / "tests" / "reference" / "data" / "sleepstudy.csv"
-    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
-        fh.write(_R_SCRIPT)
-    proc = subprocess.run(["Rscript", "--vanilla", fh.name, str(data)], capture_output=True,
-                          text=True, timeout=300)
+    d = pd.read_csv(ROOT / "tests" / "reference" / "data" / "sleepstudy.csv")
+    # a grouping factor unrelated to the response: a singular (boundary) fit
+    d["g"] = [f"g{(i * 5) % 6}" for i in range(len(d))]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "sleep.csv"
+        d.to_csv(data, index=False)
+        script = Path(tmp) / "satt.R"
+        script.write_text(_R_SCRIPT)
+        proc = subprocess.run(["Rscript", "--vanilla", str(script), str(data)],
+                              capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     ref = json.loads(proc.stdout)
-    d = pd.read_csv(data)
     codes = pd.Categorical(d["Subject"].astype(str))
     X = np.column_stack([np.ones(len(d)), d["Days"]])
     spec = ModelSpec("Reaction ~ Days + (Days | Subject)", "Reaction", d["Reaction"].to_numpy(float),
@@ -113,3 +121,13 @@ def test_agrees_with_lmertest_on_sleepstudy():
     for crit, REML in (("REML", True), ("ML", False)):
         df = model.fit(REML=REML).coef_table()["df"].to_numpy()
         np.testing.assert_allclose(df, ref[crit], rtol=1e-3)
+    # singular fit: the flat direction of the Hessian is dropped as lmerTest does
+    g = pd.Categorical(d["g"])
+    one = np.ones(len(d))
+    spec_g = ModelSpec("Reaction ~ Days + (1 | g) + (1 | Subject)", "Reaction",
+                       d["Reaction"].to_numpy(float), X, ("(Intercept)", "Days"),
+                       (_term("g", g.codes, one, ("(Intercept)",)),
+                        _term("Subject", codes.codes, one, ("(Intercept)",))))
+    fit = NativeModel(spec_g).fit(REML=True)
+    assert ref["is_singular"] and fit.singular
+    np.testing.assert_allclose(fit.coef_table()["df"].to_numpy(), ref["singular"], rtol=1e-3)

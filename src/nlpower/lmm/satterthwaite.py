@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+EIGEN_TOL = 1e-8   # lmerTest's tol for the eigenvalues of the Hessian
+
 
 def _steps(x: np.ndarray, d: float = 1e-3) -> np.ndarray:
     # numDeriv uses |d x| (+ eps near 0); a floor of d keeps the first step
@@ -118,9 +120,10 @@ def satterthwaite_state(dev_vp: Callable[[np.ndarray], float],
                         varpar: np.ndarray) -> SatterthwaiteState:
     """Compute the pieces from the deviance and ``Var(beta)`` as functions of varpar."""
     H = hessian(dev_vp, varpar)
-    try:
-        A = 2.0 * np.linalg.inv(H)
-    except np.linalg.LinAlgError:
-        A = 2.0 * np.linalg.pinv(H)
+    # lmerTest (as_lmerModLT): invert H on its eigenvalues > tol only, so a
+    # boundary (singular) fit with a flat direction still gets finite df
+    evals, evecs = np.linalg.eigh((H + H.T) / 2.0)
+    pos = evals > EIGEN_TOL
+    A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
     jac = jacobian(cov_vp, varpar)
     return SatterthwaiteState(vcov=cov_vp(varpar), jac=jac, A=A)
