@@ -26,11 +26,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import lapack
 
 from .blocks import Blocks
 
 _LOG2PI = math.log(2.0 * math.pi)
+
+
+def _trsolve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
+    """Solve ``L x = b`` (trans=0) or ``L' x = b`` (trans=1), ``L`` lower triangular."""
+    x, info = lapack.dtrtrs(L, b, lower=1, trans=trans)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
+    return np.asarray(x)
 
 
 @dataclass(eq=False)
@@ -52,10 +60,13 @@ class DevianceEvaluator:
     def __init__(self, blocks: Blocks):
         self.b = blocks
         b = blocks
-        self._re_idx = np.arange(b.nre2)
+        self._tile_idx = {off: np.tile(np.arange(blk.q), blk.m) for blk, off in b.rest}
         self._diag2: tuple[np.ndarray, ...] | None = None
         if b.b1.q == 2 and b.b1.diagonal and b.patterns is None and b.Cd is not None:
             A = b.A11
+            # theta indices of Lambda1[0, 0] and Lambda1[1, 1] (flat 0 and 3)
+            where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
+            self._diag2_theta = np.array([where[0], where[3]])
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
         self.n_evals = 0
@@ -161,19 +172,17 @@ class DevianceEvaluator:
         b = self.b
         self.n_evals += 1
         N2 = b.N2
+        nre2 = b.nre2
         q1 = b.b1.q
         L1: np.ndarray | None
         if self._diag2 is not None and b.Cd is not None:
             # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)): everything elementwise
             a00, a10, a11, c0, c1, G = self._diag2
-            lam1 = b.b1.lam(theta)
-            d0, d1 = lam1[0, 0], lam1[1, 1]
+            d0, d1 = theta[self._diag2_theta]
             l00 = np.sqrt(d0 * d0 * a00 + 1.0)
             l10 = (d0 * d1) * a10 / l00
-            s11 = d1 * d1 * a11 + 1.0 - l10 * l10
-            if not np.all(s11 > 0):
-                return self._fail(theta)
-            l11 = np.sqrt(s11)
+            # Schur complement of a PSD matrix + I: >= 1, so the sqrt is safe
+            l11 = np.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
             ld1 = 2.0 * float(np.sum(np.log(l00 * l11)))
             k00 = d0 / l00
             k01 = -(d0 * l10) / (l00 * l11)
@@ -234,7 +243,7 @@ class DevianceEvaluator:
             s = slice(off, off + blk.m * blk.q)
             lam = blk.lam(theta)
             if blk.diagonal:
-                dv = np.tile(np.diag(lam), blk.m)
+                dv = np.diag(lam)[self._tile_idx[off]]
                 M[s, :] *= dv[:, None]
                 M[:, s] *= dv[None, :]
             else:
@@ -242,13 +251,12 @@ class DevianceEvaluator:
                 M[s, :] = np.matmul(lam.T, sub).reshape(-1, N2)
                 sub = M[:, s].reshape(N2, blk.m, blk.q)
                 M[:, s] = np.matmul(sub, lam).reshape(N2, -1)
-        idx = self._re_idx
-        M[idx, idx] += 1.0
+        M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
         Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return self._fail(theta)
         dg = np.diagonal(Lrr)
-        nre2, p = b.nre2, b.p
+        p = b.p
         # a successful dpotrf has a positive diagonal: the logs are finite
         ld2 = 2.0 * float(np.sum(np.log(dg[:nre2])))
         ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
@@ -308,15 +316,13 @@ class DevianceEvaluator:
     def beta(self, f: Factor) -> np.ndarray:
         nre2, p = self.b.nre2, self.b.p
         Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
-        return solve_triangular(Lxx, f.Lrr[-1, nre2:nre2 + p], trans="T", lower=True,
-                                check_finite=False)
+        return _trsolve(Lxx, f.Lrr[-1, nre2:nre2 + p], trans=1)
 
     def RXinv(self, f: Factor) -> np.ndarray:
         """``R_X^{-1}`` (upper triangular): ``Var(beta) = sigma^2 R_X^{-1} R_X^{-T}``."""
         nre2, p = self.b.nre2, self.b.p
         Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
-        Linv = solve_triangular(Lxx, np.eye(p), lower=True, check_finite=False)
-        return Linv.T
+        return _trsolve(Lxx, np.eye(p), trans=0).T
 
     def modes(self, f: Factor) -> list[np.ndarray]:
         """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""
@@ -324,8 +330,7 @@ class DevianceEvaluator:
         b1 = b.b1
         N2 = b.N2
         Lrr = f.Lrr
-        v = solve_triangular(Lrr[:-1, :-1], Lrr[-1, :-1], trans="T", lower=True,
-                             check_finite=False)
+        v = _trsolve(Lrr[:-1, :-1], Lrr[-1, :-1], trans=1)
         theta = f.theta
         # z = Lambda_r v on the random-effects rows, beta on the X rows, 0 for y
         z = np.zeros(N2)
