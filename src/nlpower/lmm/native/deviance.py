@@ -60,6 +60,9 @@ class DevianceEvaluator:
     def __init__(self, blocks: Blocks):
         self.b = blocks
         b = blocks
+        # dpotrf reads only the lower triangle; the upper one is needed only when
+        # a non-diagonal Lambda block of the rest mixes rows and columns
+        self._need_upper = not all(blk.diagonal for blk, _ in b.rest)
         self._tile_idx = {off: np.tile(np.arange(blk.q), blk.m) for blk, off in b.rest}
         self._diag2: tuple[np.ndarray, ...] | None = None
         if b.b1.q == 2 and b.b1.diagonal and b.patterns is None and b.Cd is not None:
@@ -216,7 +219,8 @@ class DevianceEvaluator:
             M = b.Arr.copy()
             Mf = M.reshape(-1)
             Mf[b.S_lo] -= vals
-            Mf[b.S_up] -= vals[b.S_off]
+            if self._need_upper:
+                Mf[b.S_up] -= vals[b.S_off]
         elif b.Cd is not None:
             Cd = b.Cd                                               # (N2, m1, q1)
             if q1 == 1:
@@ -237,7 +241,8 @@ class DevianceEvaluator:
             M = b.Arr.copy()
             Mf = M.reshape(-1)
             Mf[b.S_lo] -= vals
-            Mf[b.S_up] -= vals[b.S_off]
+            if self._need_upper:
+                Mf[b.S_up] -= vals[b.S_off]
         # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
         for blk, off in b.rest:
             s = slice(off, off + blk.m * blk.q)
