@@ -1,0 +1,335 @@
+"""Planning: minimum detectable effect of a design, cheapest design for a target power.
+
+Both search the analytic power curve (:func:`~nlpower.powersim.analytic.analytic_power`;
+the estimate's variance and df do not depend on the effect, so the curve in
+the effect is one noncentral-t evaluation per point) and can confirm the
+answer by simulation (:func:`~nlpower.powersim.replicate.power`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from .._validation import check_choice, check_int, check_real
+from ..design import CrossedDesign
+from ..errors import DesignError, InputError
+from ..params import LMMParams
+from .analytic import analytic_power, power_from_moments
+from .models import Params, check_design_params, check_test_options
+from .replicate import _with_effect, power
+from .result import PowerResult
+
+
+def _check_target(target_power: Any) -> float:
+    t = check_real("target_power", target_power)
+    if not 0.0 < t < 1.0:
+        raise InputError(
+            f"target_power must be strictly between 0 and 1; got {t}. The usual target is 0.8."
+        )
+    return t
+
+
+def _x_span(params: Params) -> float:
+    if isinstance(params, LMMParams):
+        lo, hi = params.x_values
+        return hi - lo
+    return 1.0  # K systems: effect = system mean minus grand mean
+
+
+@dataclass(frozen=True)
+class MDEResult:
+    """Minimum detectable effect of a design.
+
+    Attributes
+    ----------
+    effect : float
+        Smallest positive effect (in ``coding``) with power ``target_power``.
+    mean_difference : float
+        The same effect as a difference between the system means (2 systems),
+        or system minus grand mean (K systems).
+    se, df : float
+        SE of the estimate and Satterthwaite df at the true variances.
+    simulated : PowerResult or None
+        Simulated power at ``effect`` (``method="simulation"``).
+    """
+
+    effect: float
+    mean_difference: float
+    coding: str
+    target_power: float
+    alpha: float
+    test: str
+    alternative: str
+    se: float
+    df: float
+    method: str
+    design: str
+    simulated: PowerResult | None = field(default=None, repr=False)
+
+    def summary(self) -> str:
+        lines = [
+            f"Minimum detectable effect: {self.design}",
+            f"  {self.effect:.4g} ({self.coding} coding) = mean difference {self.mean_difference:.4g} "
+            f"for power {self.target_power:g} (test {self.test!r}, {self.alternative}, "
+            f"alpha {self.alpha:g}; analytic SE {self.se:.4g}, df {self.df:.1f})",
+        ]
+        if self.simulated is not None:
+            s = self.simulated
+            lines.append(f"  simulated power at this effect: {s.power:.3f} "
+                         f"(95% CI {s.ci.low:.3f}-{s.ci.high:.3f}, {s.n_sims} replicates)")
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        row = {"effect": self.effect, "mean_difference": self.mean_difference,
+               "coding": self.coding, "target_power": self.target_power, "alpha": self.alpha,
+               "test": self.test, "alternative": self.alternative, "se": self.se, "df": self.df,
+               "method": self.method}
+        if self.simulated is not None:
+            row.update(sim_power=self.simulated.power, sim_ci_low=self.simulated.ci.low,
+                       sim_ci_high=self.simulated.ci.high)
+        return pd.DataFrame([row])
+
+    def __repr__(self) -> str:
+        return (f"MDEResult(effect={self.effect:.4g}, mean_difference={self.mean_difference:.4g}, "
+                f"coding={self.coding!r}, target_power={self.target_power:g})")
+
+
+def mde(
+    design: CrossedDesign,
+    params: Params,
+    *,
+    target_power: float = 0.8,
+    alpha: float = 0.05,
+    test: str = "satterthwaite",
+    alternative: str = "two-sided",
+    method: str = "analytic",
+    n_sims: int = 1000,
+    rng: Any = None,
+) -> MDEResult:
+    """Minimum detectable (positive) effect of ``design`` at ``target_power``.
+
+    Root of the analytic power curve in the effect (``params``' effect is
+    ignored; its variances and coding are used).  ``method="simulation"``
+    also simulates ``n_sims`` replicates at the MDE (``rng``) and reports
+    that power with its CI in ``result.simulated``.
+
+    Examples
+    --------
+    >>> from nlpower import CrossedDesign, presets
+    >>> m = mde(CrossedDesign(3, 100), presets.high_variance())
+    >>> round(m.mean_difference, 3) == round(2 * m.effect, 3)
+    True
+    """
+    design, params = check_design_params(design, params)
+    target_power = _check_target(target_power)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    method = check_choice("method", method, ("analytic", "simulation"))
+    if alternative == "less":
+        raise InputError(
+            "alternative='less' detects negative effects; mde() reports the smallest positive "
+            "detectable effect. Use alternative='greater' or 'two-sided' (the MDE of a negative "
+            "effect is the same in absolute value)."
+        )
+    n_sims = check_int("n_sims", n_sims, min=1)
+    ap = analytic_power(design, _with_effect(params, 1.0), alpha=alpha, test=test,
+                        alternative=alternative)
+    se, df = ap.se, ap.df
+
+    def f(e: float) -> float:
+        return power_from_moments(e, se, df, alpha=alpha, test=test,
+                                  alternative=alternative) - target_power
+
+    hi = se
+    while f(hi) < 0:
+        hi *= 2.0
+        if hi > 1e6 * se:
+            raise DesignError(
+                f"no effect reaches power {target_power} with this design (df {df:.3g}); add "
+                "workers or items."
+            )
+    eff = float(optimize.brentq(f, 1e-12 * se, hi, xtol=1e-10 * se))
+    sim = None
+    if method == "simulation":
+        sim = power(design, _with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
+                    alternative=alternative, rng=rng, keep_replicates=False)
+    return MDEResult(effect=eff, mean_difference=eff * _x_span(params), coding=params.coding,
+                     target_power=target_power, alpha=alpha, test=test, alternative=alternative,
+                     se=se, df=df, method=method, design=repr(design), simulated=sim)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Cheapest design reaching a target power.
+
+    Attributes
+    ----------
+    n_workers, n_items : int
+        The chosen design (``design`` the :class:`CrossedDesign`).
+    power : float
+        Analytic power of the chosen design.
+    cost : float
+        ``cost_per_rating * n_ratings + cost_per_worker * n_workers``.
+    frontier : DataFrame
+        For each number of workers searched, the fewest items reaching the
+        target, its power and cost (``to_frame()``).
+    curve : DataFrame
+        Power of the chosen number of workers over a range of item counts
+        around the chosen one.
+    simulated : PowerResult or None
+        Simulation of the chosen design (when ``rng`` is given).
+    """
+
+    design: CrossedDesign
+    n_workers: int
+    n_items: int
+    power: float
+    cost: float
+    effect: float
+    coding: str
+    target_power: float
+    test: str
+    alpha: float
+    alternative: str
+    frontier: pd.DataFrame = field(repr=False)
+    curve: pd.DataFrame = field(repr=False)
+    simulated: PowerResult | None = field(default=None, repr=False)
+
+    def summary(self) -> str:
+        lines = [
+            f"Cheapest design for power {self.target_power:g} at effect {self.effect:g} "
+            f"({self.coding} coding), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
+            f"  {self.design.describe()}",
+            f"  analytic power {self.power:.3f}; cost {self.cost:g}",
+        ]
+        if self.simulated is not None:
+            s = self.simulated
+            lines.append(f"  simulated power {s.power:.3f} (95% CI {s.ci.low:.3f}-{s.ci.high:.3f})")
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The frontier: fewest items per number of workers, with power and cost."""
+        return self.frontier.copy()
+
+    def __repr__(self) -> str:
+        return (f"PlanResult(n_workers={self.n_workers}, n_items={self.n_items}, "
+                f"power={self.power:.3f}, cost={self.cost:g})")
+
+
+def plan(
+    params: Params,
+    effect: float,
+    *,
+    target_power: float = 0.8,
+    alpha: float = 0.05,
+    test: str = "satterthwaite",
+    alternative: str = "two-sided",
+    cost_per_rating: float = 1.0,
+    cost_per_worker: float = 0.0,
+    min_workers: int = 2,
+    max_workers: int = 50,
+    max_items: int = 5000,
+    workers_per_item: int | None = None,
+    n_sims: int = 500,
+    rng: Any = None,
+) -> PlanResult:
+    """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
+
+    For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items
+    reaching the target are found by bisection (power increases with the
+    number of items), then the design with the lowest cost
+    ``cost_per_rating * n_ratings + cost_per_worker * n_workers`` is chosen
+    (ties: fewer ratings, then fewer workers).  Designs are paired, 2
+    systems; ``workers_per_item=k`` rates each item by ``k`` workers (then
+    ``n_workers >= k``, and the analytic power uses the expected-information
+    method, O(q^3) per evaluation, so keep the ranges moderate).  When
+    ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
+
+    Examples
+    --------
+    >>> from nlpower import presets
+    >>> p = plan(presets.high_variance(), 0.1, max_workers=20)
+    >>> p.power >= 0.8
+    True
+    """
+    if not isinstance(params, LMMParams):
+        raise InputError(
+            f"plan() searches 2-system designs and needs LMMParams; got {type(params).__name__}."
+        )
+    effect = check_real("effect", effect)
+    if effect == 0:
+        raise InputError("effect must be non-zero: a design cannot have power to detect 0. "
+                         "Pass the smallest effect worth detecting (in the parameters' coding).")
+    target_power = _check_target(target_power)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    cost_per_rating = check_real("cost_per_rating", cost_per_rating, min=0.0)
+    cost_per_worker = check_real("cost_per_worker", cost_per_worker, min=0.0)
+    if cost_per_rating == 0 and cost_per_worker == 0:
+        raise InputError("cost_per_rating and cost_per_worker are both 0; every design would be "
+                         "free. Give at least one positive cost.")
+    min_workers = check_int("min_workers", min_workers, min=2)
+    max_workers = check_int("max_workers", max_workers, min=min_workers)
+    max_items = check_int("max_items", max_items, min=2)
+    if workers_per_item is not None:
+        workers_per_item = check_int("workers_per_item", workers_per_item, min=1)
+        if workers_per_item > max_workers:
+            raise DesignError(f"workers_per_item={workers_per_item} exceeds max_workers={max_workers}; "
+                              "raise max_workers.")
+        min_workers = max(min_workers, workers_per_item)
+    p = params.with_effect(effect)
+
+    def design_for(w: int, i: int) -> CrossedDesign:
+        k = None if workers_per_item is None or workers_per_item >= w else workers_per_item
+        return CrossedDesign(w, i, workers_per_item=k)
+
+    def pw(w: int, i: int) -> float:
+        return analytic_power(design_for(w, i), p, alpha=alpha, test=test,
+                              alternative=alternative).power
+
+    rows = []
+    for w in range(min_workers, max_workers + 1):
+        if pw(w, max_items) < target_power:
+            rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
+                         "power": np.nan, "cost": np.inf})
+            continue
+        lo, hi = 2, max_items
+        if pw(w, lo) >= target_power:
+            hi = lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if pw(w, mid) >= target_power:
+                hi = mid
+            else:
+                lo = mid
+        d = design_for(w, hi)
+        cost = cost_per_rating * d.n_ratings + cost_per_worker * w
+        rows.append({"n_workers": w, "n_items": hi, "n_ratings": d.n_ratings,
+                     "power": pw(w, hi), "cost": cost})
+    frontier = pd.DataFrame(rows)
+    ok = frontier[np.isfinite(frontier["cost"])]
+    if ok.empty:
+        raise DesignError(
+            f"no design with {min_workers}-{max_workers} workers and at most {max_items} items "
+            f"reaches power {target_power} for effect {effect}; raise max_workers / max_items "
+            "or plan for a larger effect."
+        )
+    best = ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable").iloc[0]
+    w, i = int(best["n_workers"]), int(best["n_items"])
+    grid = sorted({max(2, int(round(i * f))) for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
+    curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)} for ii in grid])
+    sim = None
+    design = design_for(w, i)
+    if rng is not None:
+        sim = power(design, p, n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha, test=test,
+                    alternative=alternative, rng=rng, keep_replicates=False)
+    return PlanResult(design=design, n_workers=w, n_items=i, power=float(best["power"]),
+                      cost=float(best["cost"]), effect=effect, coding=p.coding,
+                      target_power=target_power, test=test, alpha=alpha, alternative=alternative,
+                      frontier=frontier, curve=curve, simulated=sim)
+
+
+__all__ = ["MDEResult", "PlanResult", "mde", "plan"]

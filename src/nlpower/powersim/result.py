@@ -1,0 +1,251 @@
+"""``PowerResult``: one power estimate with its Monte Carlo uncertainty."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_probability
+
+
+def wilson_ci(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (scipy's ``method='wilson'``)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = float(stats.norm.ppf(0.5 + confidence_level / 2.0))
+    p = k / n
+    den = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A (low, high) interval, like scipy's ``ConfidenceInterval``."""
+
+    low: float
+    high: float
+
+    def __iter__(self) -> Any:
+        return iter((self.low, self.high))
+
+    def __repr__(self) -> str:
+        return f"ConfidenceInterval(low={self.low:.4g}, high={self.high:.4g})"
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Per-replicate records (arrays of length ``n_sims``; NaN for failed fits)."""
+
+    estimate: np.ndarray
+    se: np.ndarray
+    statistic: np.ndarray
+    df: np.ndarray
+    pvalue: np.ndarray
+    converged: np.ndarray
+    singular: np.ndarray
+    failed: np.ndarray
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "estimate": self.estimate, "se": self.se, "statistic": self.statistic,
+            "df": self.df, "pvalue": self.pvalue, "converged": self.converged,
+            "singular": self.singular, "failed": self.failed,
+        })
+
+    def __repr__(self) -> str:
+        return f"Replicates(n_sims={self.estimate.shape[0]})"
+
+
+@dataclass(frozen=True)
+class PowerResult:
+    """Power of one design by simulation (Card et al. 2020, Fig. 2 and App. B).
+
+    Attributes
+    ----------
+    power : float
+        ``mean(1[p <= alpha] * 1[sign(estimate) == sign(effect)])`` over the
+        replicates (failed fits count as non-detections).  NaN when the true
+        effect is 0 (then see ``rejection_rate``/``type1``).
+    se : float
+        Monte Carlo SE ``sqrt(power (1 - power) / n_sims)``.
+    ci : ConfidenceInterval
+        95% Wilson interval of ``power``; :meth:`proportion_ci` for others.
+    n_sims, n_rejected : int
+        Replicates and sign-correct rejections.
+    rejection_rate : float
+        Share of replicates with ``p <= alpha`` (any sign).
+    type_s : float
+        Share of significant replicates whose estimate has the wrong sign.
+    type_m : float
+        Mean ``|estimate| / |effect|`` over significant replicates (Gelman &
+        Carlin 2014).
+    mean_estimate : float
+        Mean estimate over successful fits, in ``coding``.
+    n_failed, n_singular, n_nonconverged : int
+    type1 : float or None
+        Type I error: the rejection rate of the same design at effect 0 (from
+        ``null=True``, with its own child seed), or the rejection rate itself
+        when the effect is 0.  ``type1_ci`` its Wilson interval.
+    effect : float
+        True effect in ``coding``; ``mean_difference`` the implied difference
+        between the system means.
+    test, alpha, alternative, engine, coding : str / float
+        What was computed; ``engine`` is the one actually used.
+    seed : dict
+        :func:`nlpower._rng.seed_record` of ``rng`` (entropy, spawn key).
+    version : str
+        nlpower version.
+    replicates : Replicates or None
+        Per-replicate estimate, SE, statistic, df, p-value and flags.
+    REML : bool
+        Whether the replicates were fitted by REML (else ML).
+    """
+
+    power: float
+    se: float
+    ci: ConfidenceInterval
+    n_sims: int
+    n_rejected: int
+    rejection_rate: float
+    type_s: float
+    type_m: float
+    mean_estimate: float
+    n_failed: int
+    n_singular: int
+    n_nonconverged: int
+    type1: float | None
+    type1_ci: ConfidenceInterval | None
+    effect: float
+    mean_difference: float
+    test: str
+    alpha: float
+    alternative: str
+    engine: str
+    coding: str
+    design: str
+    seed: dict[str, Any]
+    version: str
+    notes: tuple[str, ...] = ()
+    replicates: Replicates | None = field(default=None, repr=False)
+    n_type1: int | None = None
+    n_type1_sims: int | None = None
+    REML: bool = False
+
+    def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Wilson interval of ``power`` (or of the rejection rate when the effect is 0)."""
+        confidence_level = check_probability("confidence_level", confidence_level)
+        k = self.n_rejected if self.effect != 0 else int(round(self.rejection_rate * self.n_sims))
+        return ConfidenceInterval(*wilson_ci(k, self.n_sims, confidence_level))
+
+    def summary(self) -> str:
+        """A short text report."""
+        lines = [f"Power simulation: {self.design}"]
+        lines.append(
+            f"  effect {self.effect:g} ({self.coding} coding; mean difference "
+            f"{self.mean_difference:g}), test {self.test!r}, alternative {self.alternative!r}, "
+            f"alpha {self.alpha:g}, engine {self.engine!r}, {'REML' if self.REML else 'ML'} fits, "
+            f"{self.n_sims} replicates"
+        )
+        if self.effect != 0:
+            lines.append(
+                f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
+                f"{self.ci.high:.3f}); {self.n_rejected} sign-correct detections"
+            )
+            lines.append(f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
+        else:
+            lines.append("  effect is 0: power, Type-M and Type-S are undefined")
+        if self.type1 is not None and self.type1_ci is not None:
+            lines.append(
+                f"  Type I error {self.type1:.3f} (95% CI {self.type1_ci.low:.3f}-"
+                f"{self.type1_ci.high:.3f}) at effect 0"
+            )
+        lines.append(
+            f"  mean estimate {self.mean_estimate:.4g}; failed fits {self.n_failed}, "
+            f"singular {self.n_singular}, not converged {self.n_nonconverged}"
+        )
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([{
+            "effect": self.effect, "coding": self.coding, "mean_difference": self.mean_difference,
+            "power": self.power, "se": self.se, "ci_low": self.ci.low, "ci_high": self.ci.high,
+            "n_sims": self.n_sims, "n_rejected": self.n_rejected,
+            "rejection_rate": self.rejection_rate, "type_s": self.type_s, "type_m": self.type_m,
+            "mean_estimate": self.mean_estimate, "n_failed": self.n_failed,
+            "n_singular": self.n_singular, "n_nonconverged": self.n_nonconverged,
+            "type1": np.nan if self.type1 is None else self.type1,
+            "test": self.test, "alpha": self.alpha, "alternative": self.alternative,
+            "engine": self.engine,
+        }])
+
+    def __repr__(self) -> str:
+        if self.effect != 0:
+            core = f"power={self.power:.3f} [{self.ci.low:.3f}, {self.ci.high:.3f}]"
+        else:
+            core = f"rejection_rate={self.rejection_rate:.3f} (effect 0)"
+        t1 = "" if self.type1 is None or self.effect == 0 else f", type1={self.type1:.3f}"
+        return (f"PowerResult({core}{t1}, n_sims={self.n_sims}, test={self.test!r}, "
+                f"engine={self.engine!r})")
+
+
+@dataclass(frozen=True)
+class AnalyticPower:
+    """Power from the analytic (noncentral-t) approximation.
+
+    Attributes
+    ----------
+    power : float
+        Probability of a sign-correct rejection.
+    ncp : float
+        Noncentrality ``effect / sqrt(Var(estimate))`` at the true parameters.
+    df : float
+        Satterthwaite df of the expected information (``inf`` for test "z").
+    se : float
+        ``sqrt(Var(estimate))`` at the true parameters.
+    method : str
+        ``"balanced"`` (expected mean squares, Westfall, Kenny & Judd 2014) or
+        ``"information"`` (expected information of the general design).
+    """
+
+    power: float
+    ncp: float
+    df: float
+    se: float
+    effect: float
+    coding: str
+    test: str
+    alpha: float
+    alternative: str
+    method: str
+    design: str
+
+    def summary(self) -> str:
+        return (f"Analytic power ({self.method}): {self.design}\n"
+                f"  effect {self.effect:g} ({self.coding} coding), test {self.test!r}, "
+                f"alternative {self.alternative!r}, alpha {self.alpha:g}\n"
+                f"  power {self.power:.3f}; SE(estimate) {self.se:.4g}, ncp {self.ncp:.3f}, "
+                f"df {self.df:.1f}")
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{
+            "effect": self.effect, "coding": self.coding, "power": self.power, "ncp": self.ncp,
+            "df": self.df, "se": self.se, "test": self.test, "alpha": self.alpha,
+            "alternative": self.alternative, "method": self.method,
+        }])
+
+    def __repr__(self) -> str:
+        return (f"AnalyticPower(power={self.power:.3f}, ncp={self.ncp:.3f}, df={self.df:.1f}, "
+                f"method={self.method!r})")
+
+
+__all__ = ["AnalyticPower", "ConfidenceInterval", "PowerResult", "Replicates", "wilson_ci"]
