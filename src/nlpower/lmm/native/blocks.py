@@ -233,6 +233,7 @@ class Blocks:
     # some level has fewer than q1 (e.g. items nested in systems with
     # (system || item)): (levels, active columns, A11 restricted, flat W positions)
     patterns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
+    Cg: list[np.ndarray] | None = None      # dense mode with patterns: (N2, m_g, k) per pattern
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -245,6 +246,9 @@ class Blocks:
         self.Arr[-1, -1] = float(y @ y)
         if self.Cd is not None:
             self.Cd[-1, self.y_levels, :] = self.C[self.y_pairs]
+            if self.Cg is not None and self.patterns is not None:
+                for Cg, (lev, cols, _, _) in zip(self.Cg, self.patterns, strict=True):
+                    Cg[-1] = self.Cd[-1][np.ix_(lev, cols)]
         if self.V is not None:
             pos = self.V_ypos
             assert self.V_p1 is not None and self.V_p2 is not None
@@ -412,5 +416,8 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         Cd = np.zeros((N2, m1, q1))
         Cd[pair_row, pair_lev, :] = C
         out.Cd = Cd
+        if out.patterns is not None:
+            out.Cg = [np.ascontiguousarray(Cd[:, lev][:, :, cols])
+                      for lev, cols, _, _ in out.patterns]
     out.set_response(y)
     return out

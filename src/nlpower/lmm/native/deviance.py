@@ -124,14 +124,15 @@ class DevianceEvaluator:
             K = lam1 @ LiT
         return L1, K, ld
 
-    def _block1_reduced(self, theta: np.ndarray) -> tuple[np.ndarray, float] | None:
+    def _block1_reduced(self, theta: np.ndarray
+                        ) -> tuple[np.ndarray, list[np.ndarray], float] | None:
         """Block 1 through each level's active columns ``P`` only.
 
         With ``Q = (Lambda1 Lambda1')[P, P]`` the push-through identity gives
         ``W[P, P] = Lambda1 B^{-1} Lambda1'[P, P] = Q (I + A_PP Q)^{-1}`` and the
         determinant lemma ``|B| = |I + A_PP Q|``: ``k x k`` work per level
-        (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1) and
-        ``log|L1|^2``.
+        (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1), the
+        per-pattern ``W[P, P]`` (m_g, k, k) and ``log|L1|^2``.
         """
         b = self.b
         b1 = b.b1
@@ -140,6 +141,7 @@ class DevianceEvaluator:
         LL = lam1 @ lam1.T
         q1 = b1.q
         Wf = np.zeros(b1.m * q1 * q1)
+        Wg: list[np.ndarray] = []
         ld = 0.0
         for _lev, cols, A, flat in b.patterns:
             Q = LL[np.ix_(cols, cols)]
@@ -147,7 +149,9 @@ class DevianceEvaluator:
             if k == 1:
                 t = 1.0 + A[:, 0, 0] * Q[0, 0]
                 ld += float(np.sum(np.log(t)))
-                Wf[flat] = Q[0, 0] / t
+                w = (Q[0, 0] / t).reshape(-1, 1, 1)
+                Wf[flat] = w.ravel()
+                Wg.append(w)
                 continue
             T = A @ Q
             T[:, np.arange(k), np.arange(k)] += 1.0
@@ -167,8 +171,10 @@ class DevianceEvaluator:
                     return None
                 ld += float(np.sum(logdet))
                 Ti = np.linalg.inv(T)
-            Wf[flat] = (Q @ Ti).ravel()
-        return Wf.reshape(b1.m, q1, q1), ld
+            w = Q @ Ti
+            Wf[flat] = w.ravel()
+            Wg.append(w)
+        return Wf.reshape(b1.m, q1, q1), Wg, ld
 
     def factor(self, theta: np.ndarray) -> Factor:
         """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
@@ -200,7 +206,7 @@ class DevianceEvaluator:
             rr = self._block1_reduced(theta)
             if rr is None:
                 return self._fail(theta)
-            Wl, ld1 = rr
+            Wl, Wg, ld1 = rr
             L1 = None
         else:
             r1 = self._block1(theta)
@@ -211,8 +217,23 @@ class DevianceEvaluator:
         if self._diag2 is not None and b.Cd is not None:
             pass
         elif b.patterns is not None and b.Cd is not None:
-            G = np.einsum("nli,lij->nlj", b.Cd, Wl)
-            M = b.Arr - G.reshape(N2, -1) @ b.Cd.reshape(N2, -1).T
+            # per pattern: S += (C_P W_PP) C_P' on the active columns only
+            assert b.Cg is not None
+            M = b.Arr.copy()
+            for Cg, w in zip(b.Cg, Wg, strict=True):
+                k = Cg.shape[2]
+                if k == 1:
+                    G = Cg[:, :, 0] * w[None, :, 0, 0]
+                    M -= G @ Cg[:, :, 0].T
+                    continue
+                if k == 2:
+                    G = np.empty_like(Cg)
+                    c0, c1 = Cg[:, :, 0], Cg[:, :, 1]
+                    G[:, :, 0] = c0 * w[None, :, 0, 0] + c1 * w[None, :, 1, 0]
+                    G[:, :, 1] = c0 * w[None, :, 0, 1] + c1 * w[None, :, 1, 1]
+                else:
+                    G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
+                M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
         elif b.patterns is not None:
             assert b.V is not None and b.S_lo is not None and b.S_up is not None
             vals = b.V @ Wl.ravel()
