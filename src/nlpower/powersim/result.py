@@ -39,7 +39,7 @@ class ConfidenceInterval:
         return f"ConfidenceInterval(low={self.low:.4g}, high={self.high:.4g})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Replicates:
     """Per-replicate records (arrays of length ``n_sims``; NaN for failed fits)."""
 
@@ -133,7 +133,7 @@ class PowerResult:
     seed: dict[str, Any]
     version: str
     notes: tuple[str, ...] = ()
-    replicates: Replicates | None = field(default=None, repr=False)
+    replicates: Replicates | None = field(default=None, repr=False, compare=False)
     n_type1: int | None = None
     n_type1_sims: int | None = None
     REML: bool = False
