@@ -297,3 +297,16 @@ def test_dask_without_client_uses_a_temporary_local_cluster():
     serial = small_grid(n_items=[20], effect=[0.1]).to_frame()
     dask = small_grid(n_items=[20], effect=[0.1], backend="dask", n_jobs=1).to_frame()
     pd.testing.assert_frame_equal(serial, dask)
+
+
+def test_reml_and_likert_are_passed_only_when_given():
+    seen = []
+
+    def spy(design, params, **kw):
+        seen.append({k: kw[k] for k in ("REML", "likert") if k in kw})
+        return fake_power(design, params, **{k: v for k, v in kw.items() if k not in ("REML", "likert")})
+
+    base = dict(n_workers=3, n_items=20, effect=0.1, n_sims=5, rng=0, power_fn=spy, progress=False)
+    power_grid(presets.low_variance(), **base)
+    power_grid(presets.low_variance(), REML=True, likert=5, **base)
+    assert seen == [{}, {"REML": True, "likert": 5}]

@@ -48,9 +48,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-sims", type=int, default=200, metavar="N",
                    help="simulated experiments per design (default: 200, as in the paper)")
     p.add_argument("--test", choices=TESTS, default="satterthwaite",
-                   help="test of beta1 (default: satterthwaite; the paper: z, i.e. t > 1.96)")
+                   help="test of beta1 (default: satterthwaite, REML; the paper: z, ML fits)")
     p.add_argument("--alternative", choices=ALTERNATIVES, default="two-sided",
-                   help="alternative hypothesis (default: two-sided; the paper: greater)")
+                   help="alternative hypothesis (default: two-sided). Power counts only sign-correct "
+                        "rejections, so --test z --alternative two-sided is the paper's t > 1.96 rule "
+                        "(greater: t > 1.645 at alpha 0.05)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="auto (fast path when exact, else the native LMM engine), fast, native, analytic")

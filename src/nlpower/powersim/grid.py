@@ -368,6 +368,8 @@ def power_grid(
     test: str = "satterthwaite",
     alternative: str = "two-sided",
     engine: str = "auto",
+    REML: bool | None = None,
+    likert: int | None = None,
     n_jobs: int = 1,
     backend: str = "loky",
     client: Any = None,
@@ -398,7 +400,12 @@ def power_grid(
         Simulated experiments per cell (the paper: 200).
     alpha, test, alternative, engine
         Passed to :func:`nlpower.power` for every cell.  The paper's rule is
-        ``test="z", alternative="greater"`` (t > 1.96), fitted by ML.
+        ``test="z", alternative="two-sided"``: power counts only sign-correct
+        rejections, so a detection is t > 1.96 (App. H.3); ``"z"`` fits by ML.
+        (``alternative="greater"`` would be t > 1.645 at ``alpha=0.05``.)
+    REML, likert : optional
+        Passed to :func:`nlpower.power` when given (fit criterion; Likert
+        ratings with that many points).
     n_jobs : int
         Cells run in parallel (``-1``: all cores).  Results do not depend on it.
     backend : {"loky", "dask"}
@@ -445,7 +452,7 @@ def power_grid(
     >>> grid = power_grid(  # doctest: +SKIP
     ...     {"low variance": presets.low_variance(), "high variance": presets.high_variance()},
     ...     n_workers=[3, 10], n_items=[50, 100, 500], effect=[0.05, 0.1, 0.15, 0.2],
-    ...     n_sims=200, test="z", alternative="greater", rng=2020)
+    ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
     >>> grid.to_frame()  # doctest: +SKIP
     """
     from .. import __version__
@@ -540,14 +547,18 @@ def power_grid(
         tasks.append((index, key, cell_design, cell_params))
 
     fn = power_fn if power_fn is not None else _default_power()
-    options = {"n_sims": n_sims, "alpha": alpha, "test": test,
-               "alternative": alternative, "engine": engine}
+    options: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
+                               "alternative": alternative, "engine": engine}
+    if REML is not None:
+        options["REML"] = REML
+    if likert is not None:
+        options["likert"] = likert
     fingerprint = {
         "axes": {k: list(v) for k, v in axis_values.items()},
         "scenarios": {k: _params_dict(p) for k, p in scenarios.items()},
         "design": None if design is None else {f: _plain(getattr(design, f, None)) for f in DESIGN_FIELDS},
         "n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-        "engine": engine, "seed": seed, "version": __version__,
+        "engine": engine, "REML": REML, "likert": likert, "seed": seed, "version": __version__,
         "power_fn": _fn_name(fn),
     }
 
