@@ -1,0 +1,114 @@
+"""Analytic tier: closed forms, information method, agreement with simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nlpower import CrossedDesign, presets
+from nlpower.errors import DesignError, InputError
+from nlpower.powersim import analytic_power, power
+from nlpower.powersim.analytic import balanced_moments, information_moments, power_from_moments
+
+
+def test_balanced_variance_closed_form():
+    p = presets.high_variance(0.1)  # sd: 0.01, 0.11, 0.04, 0.14, sigma 0.26
+    var, df = balanced_moments(CrossedDesign(3, 50), p)
+    lam = 0.26**2 + 2 * 50 * 0.11**2 + 2 * 3 * 0.14**2
+    assert var == pytest.approx(lam / (2 * 3 * 50))
+    lws, lis, le = 0.26**2 + 100 * 0.11**2, 0.26**2 + 6 * 0.14**2, 0.26**2
+    assert df == pytest.approx(lam**2 / (lws**2 / 2 + lis**2 / 49 + le**2 / (2 * 2 * 49)))
+
+
+@pytest.mark.parametrize("w,i", [(3, 20), (6, 15)])
+def test_information_method_matches_balanced_variance(w, i):
+    p = presets.low_variance(0.1)
+    var_b, df_b = balanced_moments(CrossedDesign(w, i), p)
+    var_i, df_i = information_moments(CrossedDesign(w, i), p)
+    assert var_i == pytest.approx(var_b, rel=1e-10)
+    # the ML information also counts the system stratum (one more dimension): about df + 1
+    assert df_i == pytest.approx(df_b + 1.0, abs=0.01)
+
+
+def test_information_method_against_dense_formulas():
+    # brute-force V, Var(beta) and the Fisher information on a small incomplete design
+    d = CrossedDesign(5, 6, workers_per_item=2)
+    p = presets.high_variance(0.1)
+    a = d.arrays()
+    x = np.array([-1.0, 1.0])[a.system]
+    n = a.n_ratings
+    Zw, Zi = np.eye(5)[a.worker], np.eye(6)[a.item]
+    mats = [np.eye(n), Zw @ Zw.T, (Zw * x[:, None]) @ (Zw * x[:, None]).T, Zi @ Zi.T,
+            (Zi * x[:, None]) @ (Zi * x[:, None]).T]
+    v = [0.26**2, 0.01**2, 0.11**2, 0.04**2, 0.14**2]
+    V = sum(vk * m for vk, m in zip(v, mats))
+    Vi = np.linalg.inv(V)
+    X = np.column_stack([np.ones(n), x])
+    C = np.linalg.inv(X.T @ Vi @ X)
+    info = np.array([[0.5 * np.trace(Vi @ a_ @ Vi @ b_) for b_ in mats] for a_ in mats])
+    g = np.array([(C @ X.T @ Vi @ m @ Vi @ X @ C)[1, 1] for m in mats])
+    df = 2 * C[1, 1] ** 2 / (g @ np.linalg.solve(info, g))
+    var_i, df_i = information_moments(d, p)
+    assert var_i == pytest.approx(C[1, 1], rel=1e-9)
+    assert df_i == pytest.approx(df, rel=1e-8)
+
+
+def test_power_from_moments_rules():
+    # two-sided z with the normal approximation: Phi(ncp - 1.96)
+    pw = power_from_moments(0.1, 0.04, math.inf, alpha=0.05, test="lrt", alternative="two-sided")
+    assert pw == pytest.approx(0.7054, abs=1e-3)
+    # sign-correct only: "less" for a positive effect never counts
+    assert power_from_moments(0.1, 0.04, 10, alpha=0.05, test="z", alternative="less") == 0.0
+    # size at effect 0
+    assert power_from_moments(0.0, 0.04, 10, alpha=0.05, test="satterthwaite",
+                              alternative="two-sided") == pytest.approx(0.05)
+    # the z rule with a t-distributed statistic: size above alpha for small df
+    assert power_from_moments(0.0, 0.04, 3, alpha=0.05, test="z", alternative="two-sided") > 0.1
+    assert power_from_moments(0.0, 0.04, 3, alpha=0.05, test="z", alternative="two-sided",
+                              normal=True) == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize(
+    "scenario,w,i,effect,test",
+    [
+        (presets.low_variance, 10, 50, 0.05, "satterthwaite"),
+        (presets.high_variance, 10, 100, 0.05, "satterthwaite"),
+        (presets.low_variance, 10, 100, 0.05, "z"),
+    ],
+)
+def test_analytic_agrees_with_simulation_on_balanced_designs(scenario, w, i, effect, test):
+    # tolerance: 3 binomial SEs of the simulated power plus 0.02 for the approximation
+    # (the noncentral t ignores the estimation bias of the variance components; the size
+    # excess of the tests at 10 workers, measured at 0.005-0.015, bounds that effect)
+    p = scenario(effect)
+    d = CrossedDesign(w, i)
+    a = analytic_power(d, p, test=test)
+    s = power(d, p, n_sims=2500, rng=77, test=test, keep_replicates=False)
+    assert abs(s.power - a.power) < 3 * s.se + 0.02
+
+
+def test_half_coding_same_power():
+    d = CrossedDesign(5, 40)
+    p = presets.high_variance(0.1)
+    a, b = analytic_power(d, p), analytic_power(d, p.to_coding("half"))
+    assert a.power == pytest.approx(b.power) and b.se == pytest.approx(2 * a.se)
+    c = analytic_power(d, p.to_coding("half"), method="information")
+    assert c.se == pytest.approx(b.se, rel=1e-9)
+
+
+def test_analytic_result_outputs():
+    a = analytic_power(CrossedDesign(10, 100), presets.high_variance(0.1))
+    assert a.method == "balanced" and "Analytic power" in a.summary()
+    assert a.to_frame()["power"].iloc[0] == a.power and repr(a).startswith("AnalyticPower(")
+
+
+def test_analytic_errors():
+    p = presets.high_variance(0.1)
+    with pytest.raises(DesignError, match="method='information'"):
+        analytic_power(CrossedDesign(6, 10, workers_per_item=3), p, method="balanced")
+    with pytest.raises(InputError, match="method must be one of"):
+        analytic_power(CrossedDesign(6, 10), p, method="exact")
+    with pytest.raises(InputError, match="alpha"):
+        analytic_power(CrossedDesign(6, 10), p, alpha=2)
