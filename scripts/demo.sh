@@ -11,5 +11,5 @@ python3 -m venv .venv
 .venv/bin/nlpower fit fixtures/pilot_ratings.csv \
   --worker worker --item item --system system --rating rating --scale 1 5
 .venv/bin/nlpower grid --preset both --workers 3,10 --items 50,100,500 \
-  --effects 0.05,0.1,0.15,0.2 --n-sims 200 --test z --alternative greater \
+  --effects 0.05,0.1,0.15,0.2 --n-sims 200 --test z --alternative two-sided \
   --seed 2020 --out grid.csv --plot grid.png
