@@ -305,6 +305,20 @@ def test_lmer_end_to_end_with_formula():
     assert fit.engine == "native" and not fit.REML
 
 
+def test_model_without_fixed_effects():
+    # y ~ 0 + (1 | g): REML and ML coincide (p = 0); checked against lme4 1.1-31 by hand
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(8), 5)
+    y = rng.normal(size=40) + rng.normal(size=8)[g]
+    spec = ModelSpec("y ~ 0 + (1 | g)", "y", y, np.zeros((40, 0)), (),
+                     (_term("g", g, np.ones(40), ("(Intercept)",)),))
+    model = NativeModel(spec)
+    ml, reml = model.fit(REML=False), model.fit(REML=True)
+    assert ml.fixef.size == 0 and ml.deviance == pytest.approx(reml.deviance, rel=1e-10)
+    assert ml.deviance == pytest.approx(dense_deviance(model, ml.theta, False), rel=1e-10)
+    assert "(no fixed effects)" in ml.summary()
+
+
 # ---------------------------------------------------------------- errors
 def test_error_nan_in_response():
     spec = crossed_spec()

@@ -306,7 +306,8 @@ class LmmFit:
             shown["df"] = tab["df"]
         shown["t value"] = tab["t"]
         shown["Pr(>|t|)" if ddf == "satterthwaite" else "Pr(>|z|)"] = tab["p"]
-        lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
+        lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}") if len(shown)
+                     else "(no fixed effects)")
         lines.append("")
         if not self.converged:
             lines.append(f"optimizer (nlopt BOBYQA) did not converge: {self.optinfo.get('message', '')}")

@@ -35,6 +35,8 @@ _LOG2PI = math.log(2.0 * math.pi)
 
 def _trsolve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
     """Solve ``L x = b`` (trans=0) or ``L' x = b`` (trans=1), ``L`` lower triangular."""
+    if L.shape[0] == 0:                      # no fixed effects: nothing to solve
+        return np.zeros_like(b, dtype=float)
     x, info = lapack.dtrtrs(L, b, lower=1, trans=trans)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
