@@ -171,6 +171,11 @@ def test_real_power_parallel_matches_serial_and_direct_call():
     serial = power_grid(SCEN, **kw)
     loky = power_grid(SCEN, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(serial.to_frame(), loky.to_frame())
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        dask = power_grid(SCEN, backend="dask", client=client, **kw)
+    pd.testing.assert_frame_equal(serial.to_frame(), dask.to_frame())
     cell = serial.cells[3]
     direct = power(CrossedDesign(cell.key["n_workers"], cell.key["n_items"]),
                    SCEN[cell.key["scenario"]].with_effect(cell.key["effect"]),
@@ -310,3 +315,26 @@ def test_reml_and_likert_are_passed_only_when_given():
     power_grid(presets.low_variance(), **base)
     power_grid(presets.low_variance(), REML=True, likert=5, **base)
     assert seen == [{}, {"REML": True, "likert": 5}]
+
+
+@real_power
+def test_figure6_takeaways_hold_within_monte_carlo_error():
+    """Card et al. (2020), Sec. 5 / Fig. 6, on the cells that carry the two takeaways.
+
+    4000 replicates per cell (fast path) so every comparison with 0.8 is > 4 MC SEs away.
+    """
+    kw = dict(n_items=100, n_sims=4000, test="z", alternative="two-sided", engine="fast",
+              rng=2020, progress=False)
+    high = power_grid(presets.high_variance(), n_workers=3, effect=[0.05, 0.1, 0.15, 0.2], **kw)
+    low = power_grid(presets.low_variance(), n_workers=[3, 10], effect=0.05, **kw)
+    hf, lf = high.to_frame(), low.to_frame()
+    # 1. high variance, 3 workers x 100 items: underpowered unless beta1 >= 0.2
+    below = hf[hf.effect < 0.2]
+    assert ((below.power + 4 * below.se) < 0.8).all(), below[["effect", "power", "se"]]
+    at02 = hf[hf.effect == 0.2].iloc[0]
+    assert at02.power - 4 * at02.se > 0.8
+    # 2. low variance, beta1 = 0.05 at 100 items: 3 workers far from 0.8, 10 workers much closer
+    p3, p10 = lf.iloc[0], lf.iloc[1]
+    assert p3.power + 4 * p3.se < 0.8
+    assert p10.power - p3.power > 4 * np.hypot(p3.se, p10.se)
+    assert abs(p10.power - 0.8) < 0.1
