@@ -43,7 +43,7 @@ def test_information_method_against_dense_formulas():
     mats = [np.eye(n), Zw @ Zw.T, (Zw * x[:, None]) @ (Zw * x[:, None]).T, Zi @ Zi.T,
             (Zi * x[:, None]) @ (Zi * x[:, None]).T]
     v = [0.26**2, 0.01**2, 0.11**2, 0.04**2, 0.14**2]
-    V = sum(vk * m for vk, m in zip(v, mats))
+    V = sum(vk * m for vk, m in zip(v, mats, strict=True))
     Vi = np.linalg.inv(V)
     X = np.column_stack([np.ones(n), x])
     C = np.linalg.inv(X.T @ Vi @ X)
