@@ -338,3 +338,17 @@ def test_figure6_takeaways_hold_within_monte_carlo_error():
     assert p3.power + 4 * p3.se < 0.8
     assert p10.power - p3.power > 4 * np.hypot(p3.se, p10.se)
     assert abs(p10.power - 0.8) < 0.1
+
+
+@real_power
+def test_effect_zero_cells_report_the_rejection_rate():
+    res = power_grid(presets.low_variance(), n_workers=3, n_items=20, effect=[0.0, 0.1], n_sims=200,
+                     test="z", engine="fast", rng=3, progress=False)
+    frame = res.to_frame()
+    zero, pos = frame.iloc[0], frame.iloc[1]
+    assert np.isnan(zero.power) and 0.0 <= zero.rejection_rate <= 1.0
+    assert pos.rejection_rate >= pos.power  # sign-correct rejections are a subset
+    assert "rejection rate" in res.summary()
+    # ML z rule with 3 workers: not below nominal size (anti-conservative), well under 0.5
+    se = np.sqrt(0.05 * 0.95 / 200)
+    assert 0.05 - 4 * se < zero.rejection_rate < 0.5

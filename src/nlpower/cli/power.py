@@ -115,9 +115,23 @@ def run_power(args: argparse.Namespace) -> int:
         frame = result.to_frame()
         record = frame.iloc[0].to_dict() if len(frame) == 1 else frame.to_dict(orient="records")
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=2, default=_jsonable) + "\n")
+        args.json.write_text(json.dumps(_no_nan(record), indent=2, default=_jsonable,
+                                        allow_nan=False) + "\n")
         print(f"wrote {args.json}")
     return 0
+
+
+def _no_nan(obj: Any) -> Any:
+    """Strict JSON: NaN (e.g. Type-M with no detections) becomes null."""
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_no_nan(v) for v in obj]
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        obj = obj.item()
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
 
 
 def _jsonable(obj: Any) -> Any:

@@ -60,7 +60,7 @@ BACKENDS = ("loky", "dask")
 RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
     "n_failed", "n_singular", "n_sims", "n_rejected", "test", "engine",
-    "alternative", "alpha", "coding", "n_nonconverged",
+    "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
 )
 
 CellFunction = Callable[..., Any]
@@ -149,6 +149,8 @@ class GridResult:
         table["95% CI"] = [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)]
         table["type_m"] = [f"{m:.2f}" if _finite(m) else "-" for m in frame["type_m"]]
         table["type_s"] = [f"{s:.3f}" if _finite(s) else "-" for s in frame["type_s"]]
+        if not all(_finite(p) for p in frame["power"]):  # effect 0: the rejection rate is the Type I error
+            table["rejection rate"] = [f"{r:.3f}" for r in frame["rejection_rate"]]
         codings = sorted({str(c) for c in frame["coding"].dropna()}) or ["?"]
         engines = sorted({str(e) for e in frame["engine"].dropna()}) or [self.engine]
         lines = [
@@ -248,6 +250,7 @@ def _record(res: Any) -> dict[str, Any]:
         "alpha": _num(_get(res, "alpha")),
         "coding": _get(res, "coding"),
         "n_nonconverged": int(_get(res, "n_nonconverged", 0) or 0),
+        "rejection_rate": _num(_get(res, "rejection_rate", _get(res, "power"))),
     }
 
 
