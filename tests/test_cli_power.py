@@ -101,3 +101,13 @@ def test_entry_point_subprocess(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "power" in proc.stdout.lower()
+
+
+def test_power_json_is_strict_at_effect_zero(tmp_path):
+    out_json = tmp_path / "p0.json"
+    argv = [*POWER[:POWER.index("--effect") + 1], "0", *POWER[POWER.index("--effect") + 2:]]
+    assert main([*argv, "--json", str(out_json)]) == 0
+    text = out_json.read_text()
+    assert "NaN" not in text
+    record = json.loads(text)
+    assert record["power"] is None and 0.0 <= record["rejection_rate"] <= 1.0
