@@ -15,8 +15,9 @@ Two methods, both returning :class:`~nlpower.powersim.result.AnalyticPower`:
 ``"information"`` (any design)
     ``Var(beta_hat) = (X' V^-1 X)^-1`` at the true parameters, with ``V^-1``
     by Woodbury through the random-effects columns (``V = s2 I + Z G Z'``,
-    ``V^-1 = (I - Z (s2 G^-1 + Z'Z)^-1 Z') / s2``; only q x q matrices are
-    formed, q = number of random effects), and the Satterthwaite df from the
+    ``V^-1 = (I - Z (s2 G^-1 + Z'Z)^-1 Z') / s2``, with a Schur complement on
+    the factor with most levels so that only sparse and low-rank products and
+    the needed blocks are formed), and the Satterthwaite df from the
     expected (Fisher) information of the variance parameters,
     ``I_kl = tr(V^-1 dV_k V^-1 dV_l) / 2`` (ML), computed through the same
     Woodbury form.  On a balanced design it gives exactly the same variance
@@ -46,8 +47,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
 from scipy import stats
 
 from ..design import CrossedDesign
@@ -75,8 +76,10 @@ def information_moments(design: CrossedDesign, params: Params) -> tuple[float, f
     """(Var(estimate), Satterthwaite df) from the expected information, any design.
 
     The estimate is the tested fixed effect of :func:`~nlpower.powersim.models.build_model`
-    in the parameters' coding.  Cost: O(q^3) for q random effects (dense
-    Woodbury; single-threaded BLAS, which is faster on a shared machine).
+    in the parameters' coding.  Woodbury with a Schur complement on the
+    grouping factor with the most levels (:class:`_WoodburyBlocks`): sparse
+    and low-rank products only, e.g. ~1 s for 6 000 ratings and ~10 s for
+    20 000 ratings (50 workers, 3 334 items, 3 workers per item).
     """
     from ..lmm.native._blas import single_threaded
 
@@ -107,45 +110,35 @@ def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, 
     sizes = [b.shape[1] for b in blocks]
     offs = np.concatenate([[0], np.cumsum(sizes)])
     A = sp.hstack([sp.csr_matrix(X)] + blocks, format="csr")
-    G = np.asarray((A.T @ A).todense())
-    # positive-variance columns carry the prior G (diagonal here: independent effects)
+    # positive-variance columns carry the prior covariance (diagonal: independent effects)
     gdiag = np.zeros(offs[-1])
     for ids, cov in zip(term_cols, term_cov, strict=True):
         for k, b in enumerate(ids):
             gdiag[offs[b]:offs[b + 1]] = cov[k, k]
     plus = np.flatnonzero(gdiag > 0)
-    zi = p + plus  # indices into A's columns
-    if plus.size:
-        S = G[np.ix_(zi, zi)]
-        M = S + np.diag(s2 / gdiag[plus])
-        cf = sla.cho_factor(M)
-        GA = G[:, zi]  # (p+q, q+)
-        MiGA = sla.cho_solve(cf, GA.T)  # q+ x (p+q)
-        K = G - GA @ MiGA  # A' P A
-        K2 = G - 2.0 * GA @ MiGA + MiGA.T @ S @ MiGA  # A' P^2 A
-        MiS = sla.cho_solve(cf, S)
-        trP2 = n - 2.0 * np.trace(MiS) + float(np.sum(MiS * MiS.T))
-    else:
-        K = G
-        K2 = G
-        trP2 = float(n)
-    KX = K[:p, :p] / s2
+    Gs = (A.T @ A).tocsr()
+
+    def zidx(b: int) -> np.ndarray:
+        return p + np.arange(int(offs[b]), int(offs[b + 1]))
+
+    big = _largest_group(term_cols, blocks, offs, plus)
+    big_cols = np.concatenate([zidx(b) for b in big]) if big else np.zeros(0, dtype=int)
+    ops = _WoodburyBlocks(Gs, p, plus, gdiag, s2, n, big_cols)
+
+    xidx = np.arange(p)
+    KX = ops.K(xidx, xidx) / s2
     C = np.linalg.inv(KX)
     j = model.effect_index
     var = float(C[j, j])
-    # variance parameters: sigma2, then the positive variances and the covariances between them
-    Kzz = K[p:, p:]
-    K2zz = K2[p:, p:]
-    KzX = K[p:, :p]
     params_list: list[tuple[int, int]] = []  # (block a, block b): dV = Z_a Z_b' + Z_b Z_a' (a == b: Z_a Z_a')
     for ids, cov in zip(term_cols, term_cov, strict=True):
         pos = [b for k, b in enumerate(ids) if cov[k, k] > 0]
         for x_ in range(len(pos)):
             for y_ in range(x_, len(pos)):
                 params_list.append((pos[x_], pos[y_]))
-
-    def sl(b: int) -> slice:
-        return slice(int(offs[b]), int(offs[b + 1]))
+    used = sorted({b for ab in params_list for b in ab})
+    Kzz = {(a, b): ops.K(zidx(a), zidx(b)) for a in used for b in used}
+    KzX = {a: ops.K(zidx(a), xidx) for a in used}
 
     def terms(ab: tuple[int, int]) -> list[tuple[int, int]]:
         a, b = ab
@@ -154,20 +147,20 @@ def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, 
     m = 1 + len(params_list)
     info = np.zeros((m, m))
     grad = np.zeros(m)
-    info[0, 0] = 0.5 * trP2 / s2**2
-    XP2X = K2[:p, :p] / s2**2
+    info[0, 0] = 0.5 * ops.trP2 / s2**2
+    XP2X = ops.K2(xidx, xidx) / s2**2
     grad[0] = float((C @ XP2X @ C)[j, j])
     for k, ab in enumerate(params_list, start=1):
         # tr(V^-1 V^-1 dV_k) = tr(Z_b' P^2 Z_a) / s2^2 summed over the symmetric terms
-        info[0, k] = info[k, 0] = 0.5 * sum(float(np.trace(K2zz[sl(b), sl(a)])) for a, b in terms(ab)) / s2**2
-        D = sum((KzX[sl(a)].T @ KzX[sl(b)] for a, b in terms(ab)), np.zeros((p, p))) / s2**2
+        info[0, k] = info[k, 0] = 0.5 * sum(ops.K2_trace(zidx(b), zidx(a)) for a, b in terms(ab)) / s2**2
+        D = sum((KzX[a].T @ KzX[b] for a, b in terms(ab)), np.zeros((p, p))) / s2**2
         grad[k] = float((C @ D @ C)[j, j])
         for l_, cd in enumerate(params_list[k - 1:], start=k):
             tot = 0.0
             for a, b in terms(ab):
                 for c, d in terms(cd):
                     # tr(P Z_a Z_b' P Z_c Z_d') = sum(K[b, c] * K[a, d])
-                    tot += float(np.sum(Kzz[sl(b), sl(c)] * Kzz[sl(a), sl(d)]))
+                    tot += float(np.sum(Kzz[(b, c)] * Kzz[(a, d)]))
             info[k, l_] = info[l_, k] = 0.5 * tot / s2**2
     try:
         q = float(grad @ np.linalg.solve(info, grad))
@@ -175,6 +168,128 @@ def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, 
         q = float(grad @ np.linalg.pinv(info) @ grad)
     df = 2.0 * var * var / q if q > 0 else math.inf
     return var, df
+
+
+def _largest_group(term_cols: list[list[int]], blocks: list[sp.csr_matrix], offs: np.ndarray,
+                   plus: np.ndarray) -> list[int]:
+    """Positive-variance blocks of the term group with the most levels (the Schur block)."""
+    best: list[int] = []
+    best_size = -1
+    pos = set(plus.tolist())
+    # group the terms' blocks by number of levels (terms of one grouping factor share it)
+    by_levels: dict[int, list[int]] = {}
+    for ids in term_cols:
+        for b in ids:
+            if int(offs[b]) in pos:
+                by_levels.setdefault(blocks[b].shape[1], []).append(b)
+    for size, ids in by_levels.items():
+        if size > best_size:
+            best, best_size = ids, size
+    return best
+
+
+class _WoodburyBlocks:
+    """Blocks of ``A'PA`` and ``A'P^2A`` with ``P = I - Z (s2 G^-1 + Z'Z)^-1 Z'``.
+
+    ``M = s2 G^-1 + Z'Z`` (positive-variance columns) is split into the
+    columns of the grouping factor with the most levels (``B``; block
+    diagonal by level, since an observation belongs to one level) and the rest
+    (``R``, few columns).  With ``D = M_BB`` and ``T = M_RR - M_RB D^-1 M_BR``::
+
+        M^-1 = pad(D^-1) + W T^-1 W',   W = [I; -D^-1 M_BR]
+
+    so every product is sparse or of rank |R|, and only the requested blocks
+    are formed densely (memory O(block^2), time ~O(nnz + q |R|^2)).
+    """
+
+    def __init__(self, Gs: sp.csr_matrix, p: int, plus: np.ndarray, gdiag: np.ndarray,
+                 s2: float, n: int, big_cols: np.ndarray):
+        self.G = Gs
+        self.n = n
+        self.zplus = p + plus
+        prior = np.zeros(Gs.shape[0])
+        prior[self.zplus] = s2 / gdiag[plus]
+        self.prior = prior
+        self.setup(big_cols)
+
+    def setup(self, big_cols: np.ndarray) -> None:
+        Gs = self.G
+        zplus = self.zplus
+        mask = np.isin(zplus, big_cols)
+        B = zplus[mask]
+        R = zplus[~mask]
+        self.B, self.R = B, R
+        # D = M_BB, block diagonal: connected components of the B-B pattern
+        MBB = (Gs[B][:, B] + sp.diags(self.prior[B])).tocsr()
+        ncomp, lab = csgraph.connected_components(MBB, directed=False)
+        order = np.argsort(lab, kind="stable")
+        counts = np.bincount(lab, minlength=ncomp)
+        rows, cols, vals = [], [], []
+        start = 0
+        Md = MBB[order][:, order].toarray() if B.size <= 4000 else None
+        for c in range(ncomp):
+            k = counts[c]
+            ix = order[start:start + k]
+            blk = Md[start:start + k, start:start + k] if Md is not None else MBB[ix][:, ix].toarray()
+            inv = np.linalg.inv(blk)
+            rr, cc = np.meshgrid(ix, ix, indexing="ij")
+            rows.append(rr.ravel())
+            cols.append(cc.ravel())
+            vals.append(inv.ravel())
+            start += k
+        nbB = B.size
+        self.Dinv = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0),
+                                   (np.concatenate(rows) if rows else np.zeros(0, int),
+                                    np.concatenate(cols) if cols else np.zeros(0, int))),
+                                  shape=(nbB, nbB))
+        MBR = Gs[B][:, R].toarray()
+        MRR = Gs[R][:, R].toarray() + np.diag(self.prior[R])
+        self.DinvMBR = np.asarray(self.Dinv @ MBR)
+        T = MRR - MBR.T @ self.DinvMBR
+        self.Tinv = np.linalg.inv(T) if R.size else np.zeros((0, 0))
+        FB = Gs[:, B]
+        FR = Gs[:, R].toarray()
+        self.FB = FB.tocsr()
+        self.FW = FR - np.asarray(FB @ self.DinvMBR)  # G_{:,+} W
+        # sparse parts
+        self.SP1 = (self.FB @ self.Dinv @ self.FB.T).tocsr()  # F_B D^-1 F_B'
+        SBB = Gs[B][:, B]
+        self.SP2 = (self.FB @ self.Dinv @ SBB @ self.Dinv @ self.FB.T).tocsr()
+        # S W (q+ x r) in (R, B) order: S[:, R] - S[:, B] D^-1 M_BR
+        SR = Gs[R][:, R].toarray() - np.asarray(Gs[R][:, B] @ self.DinvMBR)
+        SB = Gs[B][:, R].toarray() - np.asarray(SBB @ self.DinvMBR)
+        WSW = SR - self.DinvMBR.T @ SB  # W' S W
+        self.Lc = np.asarray(self.FB @ (self.Dinv @ SB)) @ self.Tinv  # F_B D^-1 (SW)_B T^-1
+        self.Mid = self.Tinv @ WSW @ self.Tinv
+        # tr(P^2) = n - 2 tr(M^-1 S) + tr((M^-1 S)^2)
+        A1 = (self.Dinv @ Gs[B][:, np.concatenate([R, B])]).tocsr()  # rows B of pad(D^-1) S
+        WtS = np.vstack([Gs[R][:, np.concatenate([R, B])].toarray(),
+                         Gs[B][:, np.concatenate([R, B])].toarray()])
+        WtS = WtS[: R.size] - self.DinvMBR.T @ WtS[R.size:]  # W' S  (r x q+)
+        nR = R.size
+        tr1 = float((self.Dinv.multiply(SBB.T)).sum()) + float(np.trace(self.Tinv @ WSW))
+        A1full = sp.vstack([sp.csr_matrix((nR, nR + B.size)), A1]).tocsr()  # q+ x q+
+        Wm = np.vstack([np.eye(nR), -self.DinvMBR])
+        t_aa = float(A1full.multiply(A1full.T).sum())
+        t_ab = float(np.trace(self.Tinv @ WtS @ np.asarray(A1full @ Wm)))
+        TW = self.Tinv @ WSW
+        t_bb = float(np.trace(TW @ TW))
+        self.trP2 = float(self.n - 2.0 * tr1 + t_aa + 2.0 * t_ab + t_bb)
+
+    def _gmg(self, ri: np.ndarray, ci: np.ndarray) -> np.ndarray:
+        return (self.SP1[ri][:, ci].toarray()
+                + self.FW[ri] @ self.Tinv @ self.FW[ci].T)
+
+    def K(self, ri: np.ndarray, ci: np.ndarray) -> np.ndarray:
+        return self.G[ri][:, ci].toarray() - self._gmg(ri, ci)
+
+    def K2(self, ri: np.ndarray, ci: np.ndarray) -> np.ndarray:
+        ysy = (self.SP2[ri][:, ci].toarray() + self.Lc[ri] @ self.FW[ci].T
+               + self.FW[ri] @ self.Lc[ci].T + self.FW[ri] @ self.Mid @ self.FW[ci].T)
+        return self.G[ri][:, ci].toarray() - 2.0 * self._gmg(ri, ci) + ysy
+
+    def K2_trace(self, ri: np.ndarray, ci: np.ndarray) -> float:
+        return float(np.trace(self.K2(ri, ci)))
 
 
 def _term_sds(design: CrossedDesign, params: Params, group: str, cnames: tuple[str, ...]) -> np.ndarray:

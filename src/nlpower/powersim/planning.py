@@ -246,7 +246,7 @@ def plan(
     (ties: fewer ratings, then fewer workers).  Designs are paired, 2
     systems; ``workers_per_item=k`` rates each item by ``k`` workers (then
     ``n_workers >= k``, and the analytic power uses the expected-information
-    method, O(q^3) per evaluation, so keep the ranges moderate).  When
+    method, slower per evaluation, so keep the ranges moderate).  When
     ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
 
     Examples
