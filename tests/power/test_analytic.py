@@ -112,3 +112,48 @@ def test_analytic_errors():
         analytic_power(CrossedDesign(6, 10), p, method="exact")
     with pytest.raises(InputError, match="alpha"):
         analytic_power(CrossedDesign(6, 10), p, alpha=2)
+
+
+def _dense_reference(design, params):
+    """Var and df by dense matrices from the model's own random-effect columns."""
+    from nlpower.powersim.models import _true_sds, build_model
+
+    dm = build_model(design, params)
+    spec = dm.spec
+    n = spec.n
+    mats, vals = [np.eye(n)], [params.sigma**2]
+    for t in spec.re_terms:
+        sds = _true_sds(design, params, t.group, tuple(t.cnames))
+        ind = np.eye(t.n_levels)[t.codes]
+        cols = [ind * t.Z[:, [c]] for c in range(t.q)]
+        for a in range(t.q):
+            for b in range(a, t.q):
+                if sds[a] > 0 and sds[b] > 0:
+                    m = cols[a] @ cols[b].T
+                    mats.append(m if a == b else m + m.T)
+                    vals.append(sds[a] ** 2 if a == b else 0.0)
+    V = sum(v * m for v, m in zip(vals, mats, strict=True))
+    Vi = np.linalg.inv(V)
+    X = spec.X
+    C = np.linalg.inv(X.T @ Vi @ X)
+    j = dm.effect_index
+    info = np.array([[0.5 * np.trace(Vi @ a_ @ Vi @ b_) for b_ in mats] for a_ in mats])
+    g = np.array([(C @ X.T @ Vi @ m @ Vi @ X @ C)[j, j] for m in mats])
+    return C[j, j], 2 * C[j, j] ** 2 / (g @ np.linalg.solve(info, g))
+
+
+def test_information_method_nested_and_three_systems_against_dense():
+    from nlpower.params import MultiSystemParams
+
+    p = presets.high_variance(0.1)
+    d = CrossedDesign(4, 8, items="nested")
+    var, df = information_moments(d, p)
+    rv, rdf = _dense_reference(d, p)
+    assert var == pytest.approx(rv, rel=1e-9) and df == pytest.approx(rdf, rel=1e-8)
+    m = MultiSystemParams(beta0=0.5, effects=(0.1, 0.0), sd_worker=0.05,
+                          sd_worker_systems=(0.05, 0.08, 0.03), sd_item=0.04,
+                          sd_item_systems=(0.1, 0.12, 0.09), sigma=0.2)
+    d3 = CrossedDesign(4, 5, systems=3)
+    var, df = information_moments(d3, m)
+    rv, rdf = _dense_reference(d3, m)
+    assert var == pytest.approx(rv, rel=1e-9) and df == pytest.approx(rdf, rel=1e-8)
