@@ -56,6 +56,16 @@ def test_same_seed_same_result_and_prefix_property():
     assert a.seed == nlpower._rng.seed_record(42)
 
 
+def test_generator_rng_is_consumed():
+    d = CrossedDesign(4, 20)
+    g = np.random.default_rng(5)
+    a = power(d, HIGH(0.1), n_sims=50, rng=g)
+    b = power(d, HIGH(0.1), n_sims=50, rng=g)
+    assert not np.array_equal(a.replicates.statistic, b.replicates.statistic)
+    c = power(d, HIGH(0.1), n_sims=50, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(a.replicates.statistic, c.replicates.statistic)
+
+
 def test_result_invariants():
     res = power(CrossedDesign(3, 30), HIGH(0.05), n_sims=500, rng=9, null=True, test="z")
     assert isinstance(res, PowerResult)

@@ -236,7 +236,9 @@ def power(
         its rejection rate as ``type1``.
     rng : optional
         Anything :func:`numpy.random.default_rng` accepts, or a
-        ``SeedSequence`` (what :func:`power_grid` passes per cell).
+        ``SeedSequence`` (what :func:`power_grid` passes per cell).  A
+        ``Generator`` is advanced (128 bits drawn to seed the run), so two
+        calls with the same ``Generator`` give different replicates.
     engine : {"auto", "fast", "native", "analytic"}
         Module docstring; ``"auto"`` uses the exact fast path when it applies.
     likert : int, optional
@@ -311,6 +313,10 @@ def power(
         coding = "sum"
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
+    if isinstance(rng, np.random.Generator):
+        # a Generator is consumed (scipy's convention): successive calls give new replicates,
+        # and the same-seeded Generator repeats them
+        rng = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4)])
     root = as_seed_sequence(rng)
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
