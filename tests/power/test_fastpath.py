@@ -129,3 +129,16 @@ def test_strata_dimensions_add_up():
 def test_stats_from_ratings_rejects_bad_shape():
     with pytest.raises(ValueError, match="shape"):
         fp.stats_from_ratings(np.zeros((2, 3, 4, 3)))
+
+
+def test_fast_path_on_likert_ratings_equals_native_engine():
+    design = CrossedDesign(4, 10)
+    y = simulate_y(design.arrays(), HIGH, 5, np.random.default_rng(21), likert=5)
+    st = fp.stats_from_ratings(y.reshape(5, 10, 4, 2).transpose(0, 2, 1, 3))
+    fit = fp.fit_balanced(st)
+    dm = build_model(design, HIGH)
+    model = NativeModel(dm.spec)
+    for k in range(5):
+        core = model.refit_core(y[k], REML=False, start=dm.theta)
+        assert -1e-8 <= core.deviance - fit.deviance[k] <= 2e-6
+        assert core.beta[1] / np.sqrt(core.vcov_beta[1, 1]) == pytest.approx(fit.t[k], rel=1e-4)
