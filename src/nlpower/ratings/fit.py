@@ -198,6 +198,14 @@ class RatingsFit:
     system_cov : dict
         ``{"worker": Sigma_w, "item": Sigma_i}``: K x K covariance of the
         per-system indicator effects (DataFrames, fitted level order).
+    identified_pairs : dict
+        ``{"worker": M, "item": M}``: K x K bool, whether some worker / item
+        was rated under both systems (the covariance is identified).
+    formula : str
+        The formula actually fitted (see ``model=`` in :func:`fit_ratings`).
+    reduced : tuple of str
+        Grouping factors nested in systems that got independent per-system
+        variances instead of ``(system || g)``.
     """
 
     fit: Any
