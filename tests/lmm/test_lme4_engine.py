@@ -257,3 +257,27 @@ def test_r_that_fails_to_start_raises_engine_unavailable(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "rpy2.robjects", fake_ro)
     with pytest.raises(EngineUnavailableError, match=r"R failed to start \(R_HOME/lib/libR.so"):
         lmer("Reaction ~ Days + (1 | Subject)", case_data("sleepstudy_ML"), engine="lme4")
+
+
+def test_starting_r_leaves_ld_library_path_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rpy2 prepends R's library dirs to LD_LIBRARY_PATH; child processes
+    (Dask workers) must not inherit that, so the adapter restores it."""
+    monkeypatch.setattr(lme4_engine, "_R", {})
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/original")
+    fake_rpy2 = types.ModuleType("rpy2")
+    fake_ro = types.ModuleType("rpy2.robjects")
+
+    calls: list[str] = []
+
+    def r_that_edits_the_environment(code: str) -> Any:
+        if not calls:  # the first call stands for starting R
+            os.environ["LD_LIBRARY_PATH"] = "/usr/lib/R/lib:/opt/original"
+        calls.append(code)
+        return [True]
+
+    fake_ro.r = r_that_edits_the_environment  # type: ignore[attr-defined]
+    fake_rpy2.robjects = fake_ro  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rpy2", fake_rpy2)
+    monkeypatch.setitem(sys.modules, "rpy2.robjects", fake_ro)
+    lme4_engine._r()
+    assert os.environ["LD_LIBRARY_PATH"] == "/opt/original"

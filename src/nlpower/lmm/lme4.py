@@ -21,6 +21,7 @@ Checked against lme4 1.1-31 (R 4.2.2) with rpy2 3.5.17.
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from collections.abc import Mapping
@@ -119,6 +120,24 @@ def _r() -> dict[str, Any]:
         import rpy2  # noqa: F401
     except ImportError as exc:
         raise EngineUnavailableError(f"rpy2 is not installed ({exc}). {INSTALL_HINT}") from exc
+    # rpy2 prepends R's library directories to LD_LIBRARY_PATH when it starts
+    # R.  That only matters to child processes, where it breaks extension
+    # modules of a Python built against other system libraries (a Dask
+    # worker failed to import ``ssl``), so the variable is put back as it was.
+    saved = os.environ.get("LD_LIBRARY_PATH")
+    try:
+        ro = _start_r()
+    finally:
+        if saved is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved
+    _R.update(ro=ro, fit=ro.r(_R_FIT))
+    return _R
+
+
+def _start_r() -> Any:
+    """Start embedded R through rpy2 and check that lme4 loads."""
     try:
         import rpy2.robjects as ro
     except ImportError as exc:
@@ -133,8 +152,7 @@ def _r() -> dict[str, Any]:
         raise EngineUnavailableError(f"R failed to start ({exc}). {INSTALL_HINT}") from exc
     if not ok:
         raise EngineUnavailableError(f"R is available but the lme4 package is not. {INSTALL_HINT}")
-    _R.update(ro=ro, fit=ro.r(_R_FIT))
-    return _R
+    return ro
 
 
 def available() -> tuple[bool, str]:
