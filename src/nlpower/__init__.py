@@ -41,6 +41,7 @@ _LAZY = {
     "read_ratings": "nlpower.ratings",
     "fit_ratings": "nlpower.ratings",
     "power": "nlpower.powersim",
+    "analytic_power": "nlpower.powersim",
     "power_grid": "nlpower.powersim",
     "mde": "nlpower.powersim",
     "plan": "nlpower.powersim",

@@ -207,6 +207,36 @@ class SimulatedRatings:
         return f"SimulatedRatings(n_sims={self.n_sims}, n_ratings={self.n_ratings}{lk})"
 
 
+def check_design_params(design: object, params: object) -> tuple[CrossedDesign, Params]:
+    """``design`` and ``params`` of the right types and describing the same systems."""
+    if not isinstance(design, CrossedDesign):
+        raise DesignError(
+            f"design must be a CrossedDesign; got {type(design).__name__}. Build one with "
+            "CrossedDesign(n_workers, n_items, systems=2, workers_per_item=None)."
+        )
+    if not isinstance(params, (LMMParams, MultiSystemParams)):
+        from .presets import DatasetPreset
+
+        hint = (" For a dataset preset pass its .params (and .design() for Table 12's size)."
+                if isinstance(params, DatasetPreset) else
+                " Build one with LMMParams(...) or take one from nlpower.presets.")
+        raise InputError(
+            f"params must be LMMParams or MultiSystemParams; got {type(params).__name__}.{hint}"
+        )
+    if isinstance(params, LMMParams) and design.n_systems != 2:
+        raise DesignError(
+            f"LMMParams describe two systems but the design has {design.n_systems} "
+            f"({', '.join(design.system_names)}); use MultiSystemParams with "
+            f"{design.n_systems - 1} effects."
+        )
+    if isinstance(params, MultiSystemParams) and params.n_systems != design.n_systems:
+        raise DesignError(
+            f"the parameters describe {params.n_systems} systems but the design has "
+            f"{design.n_systems} ({', '.join(design.system_names)}); make them agree."
+        )
+    return design, params
+
+
 @overload
 def simulate(design: CrossedDesign, params: Params, *, n_sims: Literal[1] = 1,
              likert: int | None = None, rng: Any = None) -> pd.DataFrame: ...
@@ -264,20 +294,7 @@ def simulate(
     >>> list(df.columns)
     ['worker', 'item', 'system', 'x', 'rating']
     """
-    if not isinstance(design, CrossedDesign):
-        raise DesignError(
-            f"design must be a CrossedDesign; got {type(design).__name__}. Build one with "
-            "CrossedDesign(n_workers, n_items, systems=2, workers_per_item=None)."
-        )
-    if not isinstance(params, (LMMParams, MultiSystemParams)):
-        from .presets import DatasetPreset
-
-        hint = (" For a dataset preset pass its .params (and .design() for Table 12's size)."
-                if isinstance(params, DatasetPreset) else
-                " Build one with LMMParams(...) or take one from nlpower.presets.")
-        raise InputError(
-            f"params must be LMMParams or MultiSystemParams; got {type(params).__name__}.{hint}"
-        )
+    design, params = check_design_params(design, params)
     n_sims = check_int("n_sims", n_sims, min=1)
     if likert is not None:
         if isinstance(likert, bool) or not isinstance(likert, (int, np.integer)) or likert < 2:
@@ -286,17 +303,6 @@ def simulate(
                 f"integer >= 2 (e.g. 5 for a 1-5 scale); got {likert!r}."
             )
         likert = int(likert)
-    if isinstance(params, LMMParams) and design.n_systems != 2:
-        raise DesignError(
-            f"LMMParams describe two systems but the design has {design.n_systems} "
-            f"({', '.join(design.system_names)}); use MultiSystemParams with "
-            f"{design.n_systems - 1} effects."
-        )
-    if isinstance(params, MultiSystemParams) and params.n_systems != design.n_systems:
-        raise DesignError(
-            f"the parameters describe {params.n_systems} systems but the design has "
-            f"{design.n_systems} ({', '.join(design.system_names)}); make them agree."
-        )
     y = simulate_y(design.arrays(), params, n_sims, rng, likert=likert)
     layout = design.layout(coding=params.coding)
     if n_sims == 1:

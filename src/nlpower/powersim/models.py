@@ -39,6 +39,7 @@ from ..design import CrossedDesign
 from ..lmm.frame import model_frame
 from ..lmm.structure import ModelSpec
 from ..params import LMMParams, MultiSystemParams
+from ..simulation import check_design_params
 
 Params = LMMParams | MultiSystemParams
 
@@ -147,34 +148,6 @@ __all__ = ["ALTERNATIVES", "TESTS", "DesignModel", "build_model", "check_design_
 
 TESTS = ("satterthwaite", "z", "lrt")
 ALTERNATIVES = ("two-sided", "greater", "less")
-
-
-def check_design_params(design: object, params: object) -> tuple[CrossedDesign, Params]:
-    """``design`` and ``params`` of the right types and mutually compatible."""
-    from ..errors import DesignError, InputError
-
-    if not isinstance(design, CrossedDesign):
-        raise DesignError(
-            f"design must be a CrossedDesign; got {type(design).__name__}. Build one with "
-            "CrossedDesign(n_workers, n_items, systems=2, workers_per_item=None)."
-        )
-    if not isinstance(params, (LMMParams, MultiSystemParams)):
-        hint = " A dataset preset carries its parameters in .params." if hasattr(params, "params") else ""
-        raise InputError(
-            f"params must be LMMParams or MultiSystemParams; got {type(params).__name__}.{hint} "
-            "Build one with LMMParams(...) or take one from nlpower.presets."
-        )
-    if isinstance(params, LMMParams) and design.n_systems != 2:
-        raise DesignError(
-            f"LMMParams describe two systems but the design has {design.n_systems}; use "
-            f"MultiSystemParams with {design.n_systems - 1} effects."
-        )
-    if isinstance(params, MultiSystemParams) and params.n_systems != design.n_systems:
-        raise DesignError(
-            f"the parameters describe {params.n_systems} systems but the design has "
-            f"{design.n_systems}; make them agree."
-        )
-    return design, params
 
 
 def check_test_options(alpha: object, test: object, alternative: object) -> tuple[float, str, str]:
