@@ -234,6 +234,7 @@ class Blocks:
     # (system || item)): (levels, active columns, A11 restricted, flat W positions)
     patterns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
     Cg: list[np.ndarray] | None = None      # dense mode with patterns: (N2, m_g, k) per pattern
+    version: int = 0                        # incremented by every set_response
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -256,6 +257,7 @@ class Blocks:
             self.V.data[pos] = (self.C[self.V_p1[pos], self.V_a[pos]]
                                 * self.C[self.V_p2[pos], self.V_b[pos]])
         self.y = y
+        self.version += 1
 
 
 # the dense (N2, m1, q1) array must stay below this many entries; the sparse

@@ -31,6 +31,9 @@ from scipy.linalg import lapack
 from .blocks import Blocks
 
 _LOG2PI = math.log(2.0 * math.pi)
+# the grouped Schur complement (see DevianceEvaluator._init_grouped) stores this many
+# numbers at most
+_GROUPED_MAX_ENTRIES = 4e6
 
 
 def _trsolve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
@@ -72,9 +75,70 @@ class DevianceEvaluator:
             # theta indices of Lambda1[0, 0] and Lambda1[1, 1] (flat 0 and 3)
             where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
             self._diag2_theta = np.array([where[0], where[3]])
+            self._diag2_ij = (where[0], where[3])
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
+        self._init_grouped()
+        self._init_scale()
         self.n_evals = 0
+
+    # -- set-up of the fast paths -------------------------------------------------
+    def _init_grouped(self) -> None:
+        """Levels of block 1 with equal ``Z1'Z1`` share ``W_l = Lambda1 B_l^{-1} Lambda1'``.
+
+        Then ``S = sum_l C_l W_l C_l' = sum_g sum_ab W_g[a, b] P_g^{ab}`` with
+        ``P_g^{ab} = sum_{l in g} C_l[:, a] C_l[:, b]'`` precomputed: per
+        evaluation one ``(N2^2, G q1^2)`` mat-vec instead of ``N2^2 m1 q1``
+        flops (``G`` = number of distinct ``Z1'Z1``: 1 in a balanced design).
+        Only the ``y`` row/column of ``P`` changes with the response.
+        """
+        b = self.b
+        self._grp: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        if b.Cd is None or b.patterns is not None:
+            return
+        m1, q1, N2 = b.b1.m, b.b1.q, b.N2
+        uq, inv, cnt = np.unique(b.A11.reshape(m1, -1), axis=0, return_inverse=True,
+                                 return_counts=True)
+        inv = np.asarray(inv).ravel()
+        G = uq.shape[0]
+        if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
+            return
+        P4 = np.empty((N2, N2, G, q1, q1))
+        sel = [np.flatnonzero(inv == g) for g in range(G)]
+        for g in range(G):
+            Cg = b.Cd[:, sel[g], :]                                    # (N2, n_g, q1)
+            T = np.swapaxes(Cg, 1, 2).reshape(N2 * q1, -1)
+            P4[:, :, g] = (T @ T.T).reshape(N2, q1, N2, q1).transpose(0, 2, 1, 3)
+        self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
+        self._grp_sel = sel
+        self._grp_version = b.version
+
+    def _grouped_update_y(self) -> None:
+        """Recompute the ``y`` row and column of ``P`` after a new response."""
+        b = self.b
+        assert self._grp is not None and b.Cd is not None
+        P4 = self._grp[3]
+        Cy = b.Cd[-1]                                                   # (m1, q1)
+        for g, sel in enumerate(self._grp_sel):
+            R = np.einsum("la,jlb->jab", Cy[sel], b.Cd[:, sel, :])       # (N2, q1, q1)
+            P4[-1, :, g] = R
+            P4[:, -1, g] = np.swapaxes(R, 1, 2)
+        self._grp_version = b.version
+
+    def _init_scale(self) -> None:
+        """Index of the diagonal of ``Lambda_r`` per rest column (all rest blocks diagonal)."""
+        b = self.b
+        k = int(max((int(blk.theta_idx.max()) for blk in b.blocks), default=-1)) + 1
+        self._scale_idx: np.ndarray | None = None
+        if self._need_upper:
+            return
+        idx = np.full(b.N2, k, dtype=np.intp)                          # k -> the value 1.0
+        for blk, off in b.rest:
+            where = {int(f): int(t) for f, t in zip(blk.lam_idx, blk.theta_idx, strict=True)}
+            diag_t = np.array([where[c * blk.q + c] for c in range(blk.q)], dtype=np.intp)
+            idx[off:off + blk.m * blk.q] = np.tile(diag_t, blk.m)
+        self._scale_idx = idx
+        self._theta_ext = np.ones(k + 1)
 
     # -- the factorisation ---------------------------------------------------
     def _block1(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
@@ -186,7 +250,16 @@ class DevianceEvaluator:
         nre2 = b.nre2
         q1 = b.b1.q
         L1: np.ndarray | None
-        if self._diag2 is not None and b.Cd is not None:
+        if self._grp is not None:
+            if self._grp_version != b.version:
+                self._grouped_update_y()
+            gw = self._grouped_W(theta)
+            if gw is None:
+                return self._fail(theta)
+            Wv, ld1 = gw
+            M = b.Arr - (self._grp[2] @ Wv).reshape(N2, N2)
+            L1 = None
+        elif self._diag2 is not None and b.Cd is not None:
             # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)): everything elementwise
             a00, a10, a11, c0, c1, G = self._diag2
             d0, d1 = theta[self._diag2_theta]
@@ -216,7 +289,7 @@ class DevianceEvaluator:
                 return self._fail(theta)
             L1, K, ld1 = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
-        if self._diag2 is not None and b.Cd is not None:
+        if self._grp is not None or (self._diag2 is not None and b.Cd is not None):
             pass
         elif b.patterns is not None and b.Cd is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
@@ -267,6 +340,76 @@ class DevianceEvaluator:
             if self._need_upper:
                 Mf[b.S_up] -= vals[b.S_off]
         # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
+        if self._scale_idx is not None:
+            te = self._theta_ext
+            te[:-1] = theta
+            dv = te[self._scale_idx]
+            M *= dv
+            M *= dv[:, None]
+        else:
+            self._scale_general(M, theta)
+        M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
+        Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            return self._fail(theta)
+        # a successful dpotrf has a positive diagonal: the logs are finite
+        dg = Lrr.diagonal()
+        lg = np.log(dg[:-1])
+        ld2 = 2.0 * float(lg[:nre2].sum())
+        ldRX2 = 2.0 * float(lg[nre2:].sum())
+        r = float(dg[-1])
+        return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
+                      L1=L1, Lrr=Lrr)
+
+    def _grouped_W(self, theta: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """``vec(W_g)`` per group of equal ``Z1'Z1`` and ``log|L1|^2``."""
+        assert self._grp is not None
+        uq, cnt, _, _ = self._grp
+        b1 = self.b.b1
+        q1 = b1.q
+        if q1 == 1:
+            lam = float(theta[b1.theta_idx[0]])
+            d2 = (lam * lam) * uq[:, 0, 0] + 1.0
+            return (lam * lam) / d2, float(cnt @ np.log(d2))
+        if self._diag2 is not None:
+            i0, i1 = self._diag2_ij
+            d0, d1 = float(theta[i0]), float(theta[i1])
+            if uq.shape[0] == 1:                     # one group: scalar arithmetic
+                a00, a10, a11 = float(uq[0, 0, 0]), float(uq[0, 1, 0]), float(uq[0, 1, 1])
+                l00 = math.sqrt(d0 * d0 * a00 + 1.0)
+                l10 = (d0 * d1) * a10 / l00
+                l11 = math.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
+                k00, k01, k11 = d0 / l00, -(d0 * l10) / (l00 * l11), d1 / l11
+                w01 = k01 * k11
+                Wv = np.array([k00 * k00 + k01 * k01, w01, w01, k11 * k11])
+                return Wv, 2.0 * float(cnt[0]) * math.log(l00 * l11)
+            l00v = np.sqrt(d0 * d0 * uq[:, 0, 0] + 1.0)
+            l10v = (d0 * d1) * uq[:, 1, 0] / l00v
+            l11v = np.sqrt(d1 * d1 * uq[:, 1, 1] + 1.0 - l10v * l10v)
+            k01v = -(d0 * l10v) / (l00v * l11v)
+            k11v = d1 / l11v
+            W = np.empty((uq.shape[0], 4))
+            W[:, 0] = (d0 / l00v) ** 2 + k01v * k01v
+            W[:, 1] = k01v * k11v
+            W[:, 2] = W[:, 1]
+            W[:, 3] = k11v * k11v
+            return W.ravel(), 2.0 * float(cnt @ np.log(l00v * l11v))
+        lam1 = b1.lam(theta)
+        B = lam1.T @ uq @ lam1
+        idx = np.arange(q1)
+        B[:, idx, idx] += 1.0
+        try:
+            L = np.linalg.cholesky(B)
+        except np.linalg.LinAlgError:
+            return None
+        ld = 2.0 * float(cnt @ np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1))
+        W = lam1 @ np.linalg.inv(B) @ lam1.T
+        return W.ravel(), ld
+
+    def _scale_general(self, M: np.ndarray, theta: np.ndarray) -> None:
+        """``M <- Lambda_r' M Lambda_r`` for any (non-diagonal) rest blocks."""
+        b = self.b
+        N2 = b.N2
         for blk, off in b.rest:
             s = slice(off, off + blk.m * blk.q)
             lam = blk.lam(theta)
@@ -279,18 +422,6 @@ class DevianceEvaluator:
                 M[s, :] = np.matmul(lam.T, sub).reshape(-1, N2)
                 sub = M[:, s].reshape(N2, blk.m, blk.q)
                 M[:, s] = np.matmul(sub, lam).reshape(N2, -1)
-        M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
-        Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
-        if info != 0:
-            return self._fail(theta)
-        dg = np.diagonal(Lrr)
-        p = b.p
-        # a successful dpotrf has a positive diagonal: the logs are finite
-        ld2 = 2.0 * float(np.sum(np.log(dg[:nre2])))
-        ldRX2 = 2.0 * float(np.sum(np.log(dg[nre2:nre2 + p])))
-        r = float(dg[-1])
-        return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
-                      L1=L1, Lrr=Lrr)
 
     def _L1(self, f: Factor) -> np.ndarray:
         if f.L1 is not None:

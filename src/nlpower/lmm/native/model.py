@@ -210,8 +210,11 @@ class NativeModel:
         if start is not None and not (control and "initial_step" in control):
             # a warm start is close: a small first trust region saves ~1/3 of the evaluations
             control = {**(control or {}), "initial_step": WARM_START_STEP}
-        res, fac = self._optimize(REML, start, control)
-        return self._core(res, fac, REML)
+        # the whole fit single-threaded: switching OpenBLAS back to its threads between
+        # the optimiser and the final small solves costs milliseconds per refit
+        with single_threaded(self._threads1):
+            res, fac = self._optimize(REML, start, control)
+            return self._core(res, fac, REML)
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
             control: dict[str, Any] | None = None) -> LmmFit:
@@ -219,8 +222,9 @@ class NativeModel:
         y = self._check_y(self.spec.y if y is None else y,
                           "y" if y is not None else f"the response {self.spec.response!r}")
         self._set_y(y)
-        res, fac = self._optimize(REML, start, control)
-        core = self._core(res, fac, REML)
+        with single_threaded(self._threads1):
+            res, fac = self._optimize(REML, start, control)
+            core = self._core(res, fac, REML)
         return self._build_fit(core, fac, y)
 
     def _build_fit(self, core: FitCore, fac: Factor, y: np.ndarray) -> LmmFit:
