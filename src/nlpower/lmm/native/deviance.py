@@ -62,8 +62,9 @@ class Factor:
 class DevianceEvaluator:
     """Deviance evaluations at successive ``theta`` for one structure."""
 
-    def __init__(self, blocks: Blocks):
+    def __init__(self, blocks: Blocks, grouped: bool = True):
         self.b = blocks
+        self._grouped_ok = grouped
         b = blocks
         # dpotrf reads only the lower triangle; the upper one is needed only when
         # a non-diagonal Lambda block of the rest mixes rows and columns
@@ -94,7 +95,7 @@ class DevianceEvaluator:
         """
         b = self.b
         self._grp: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        if b.Cd is None or b.patterns is not None:
+        if not self._grouped_ok or b.Cd is None or b.patterns is not None:
             return
         m1, q1, N2 = b.b1.m, b.b1.q, b.N2
         uq, inv, cnt = np.unique(b.A11.reshape(m1, -1), axis=0, return_inverse=True,

@@ -58,8 +58,10 @@ class NativeModel:
         The design (from :func:`nlpower.lmm.frame.model_frame`).
     mode : {"auto", "dense", "sparse"}
         How the Schur complement against the largest grouping factor is
-        formed (see ``docs/engine.md``); ``"auto"`` picks the cheaper one.
-        All give the same numbers.
+        formed (see ``docs/engine.md``); ``"auto"`` picks the cheaper one,
+        and when few distinct ``Z1'Z1`` blocks occur (balanced designs) sums
+        precomputed cross-products per group of equal levels instead;
+        ``"dense"`` always works level by level.  All give the same numbers.
 
     Examples
     --------
@@ -95,7 +97,7 @@ class NativeModel:
         self.blocks = build_blocks(spec.with_response(y) if y is not spec.y else spec, self.layout,
                                    mode)
         self._threads1 = self.blocks.N2 <= _SINGLE_THREAD_N2
-        self.ev = DevianceEvaluator(self.blocks)
+        self.ev = DevianceEvaluator(self.blocks, grouped=mode == "auto")
         self._y_id: int | None = id(spec.y)
         self._satt: tuple[int, SatterthwaiteState] | None = None
 
