@@ -489,7 +489,7 @@ def test_insteval_matches_pinned_lme4():
     _compare_with_lme4(fit, ref)
 
 
-@pytest.mark.slow
+@pytest.mark.manual
 @pytest.mark.requires_r
 def test_insteval_pins_match_live_lme4(tmp_path):
     """The pinned JSON is what the committed R script gives now."""
