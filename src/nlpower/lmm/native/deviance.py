@@ -34,6 +34,10 @@ _LOG2PI = math.log(2.0 * math.pi)
 # the grouped Schur complement (see DevianceEvaluator._init_grouped) stores this many
 # numbers at most
 _GROUPED_MAX_ENTRIES = 4e6
+# ... and folds the scaling by Lambda_r into the mat-vec up to this many columns
+_Q_MAX_COLS = 400
+# below this many rest columns the log-determinants are summed in Python floats
+_SMALL_N2 = 64
 
 
 def _trsolve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
@@ -79,8 +83,8 @@ class DevianceEvaluator:
             self._diag2_ij = (where[0], where[3])
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
-        self._init_grouped()
         self._init_scale()
+        self._init_grouped()
         self.n_evals = 0
 
     # -- set-up of the fast paths -------------------------------------------------
@@ -113,6 +117,20 @@ class DevianceEvaluator:
         self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
         self._grp_sel = sel
         self._grp_version = b.version
+        # with diagonal rest blocks, fold Lambda_r' . Lambda_r and + I into the same
+        # mat-vec: M = sum_{s,u,k} tv_s tv_u w_k Q_{suk} + I_re, where s, u run over the
+        # distinct diagonal entries of Lambda_r (tv: theta values or 1), w = (1, W_g)
+        self._Q: np.ndarray | None = None
+        if self._scale_idx is not None:
+            uT, tmap = np.unique(self._scale_idx, return_inverse=True)
+            nT, nK = uT.size, 1 + G * q1 * q1
+            ncol = nT * nT * nK + 1
+            if ncol <= _Q_MAX_COLS and N2 * N2 * ncol <= _GROUPED_MAX_ENTRIES:
+                self._q_types = [int(t) for t in uT]
+                tm = np.asarray(tmap).ravel()
+                self._q_pair = (tm[:, None] * nT + tm[None, :]).ravel()
+                self._Q = np.empty((N2 * N2, ncol))
+                self._build_Q()
 
     def _grouped_update_y(self) -> None:
         """Recompute the ``y`` row and column of ``P`` after a new response."""
@@ -125,6 +143,23 @@ class DevianceEvaluator:
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
+        if self._Q is not None:
+            self._build_Q()
+
+    def _build_Q(self) -> None:
+        """Fill ``Q`` (see :meth:`_init_grouped`) from ``Arr`` and ``P`` (per response)."""
+        b = self.b
+        assert self._Q is not None and self._grp is not None
+        N2, nre2 = b.N2, b.nre2
+        T = len(self._q_types)
+        base = np.concatenate([b.Arr.reshape(-1, 1), -self._grp[2]], axis=1)   # (N2^2, K)
+        K = base.shape[1]
+        Q3 = np.zeros((N2 * N2, T * T, K))
+        Q3[np.arange(N2 * N2), self._q_pair, :] = base
+        Q = self._Q
+        Q[:, :-1] = Q3.reshape(N2 * N2, -1)
+        Q[:, -1] = 0.0
+        Q[np.arange(nre2) * (N2 + 1), -1] = 1.0
 
     def _init_scale(self) -> None:
         """Index of the diagonal of ``Lambda_r`` per rest column (all rest blocks diagonal)."""
@@ -258,8 +293,18 @@ class DevianceEvaluator:
             if gw is None:
                 return self._fail(theta)
             Wv, ld1 = gw
-            M = b.Arr - (self._grp[2] @ Wv).reshape(N2, N2)
             L1 = None
+            if self._Q is not None:
+                th = theta.tolist()
+                th.append(1.0)
+                tv = [th[j] for j in self._q_types]
+                wl = [1.0, *(Wv if isinstance(Wv, list) else Wv.tolist())]
+                c = [a * bb * w for a in tv for bb in tv for w in wl]
+                c.append(1.0)
+                # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
+                M = (self._Q @ np.array(c)).reshape(N2, N2).T
+                return self._finish(theta, M, ld1, L1)
+            M = b.Arr - (self._grp[2] @ np.asarray(Wv)).reshape(N2, N2)
         elif self._diag2 is not None and b.Cd is not None:
             # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)): everything elementwise
             a00, a10, a11, c0, c1, G = self._diag2
@@ -350,19 +395,31 @@ class DevianceEvaluator:
         else:
             self._scale_general(M, theta)
         M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
+        return self._finish(theta, M, ld1, L1)
+
+    def _finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
+                L1: np.ndarray | None) -> Factor:
+        """Factor the rest ``M`` (overwritten) and collect the log-determinants."""
+        nre2 = self.b.nre2
         Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return self._fail(theta)
         # a successful dpotrf has a positive diagonal: the logs are finite
-        dg = Lrr.diagonal()
-        lg = np.log(dg[:-1])
-        ld2 = 2.0 * float(lg[:nre2].sum())
-        ldRX2 = 2.0 * float(lg[nre2:].sum())
-        r = float(dg[-1])
+        if self.b.N2 <= _SMALL_N2:
+            dgl = Lrr.diagonal().tolist()
+            ld2 = 2.0 * sum(map(math.log, dgl[:nre2]))
+            ldRX2 = 2.0 * sum(map(math.log, dgl[nre2:-1]))
+            r = dgl[-1]
+        else:
+            dg = Lrr.diagonal()
+            lg = np.log(dg[:-1])
+            ld2 = 2.0 * float(lg[:nre2].sum())
+            ldRX2 = 2.0 * float(lg[nre2:].sum())
+            r = float(dg[-1])
         return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
                       L1=L1, Lrr=Lrr)
 
-    def _grouped_W(self, theta: np.ndarray) -> tuple[np.ndarray, float] | None:
+    def _grouped_W(self, theta: np.ndarray) -> tuple[np.ndarray | list[float], float] | None:
         """``vec(W_g)`` per group of equal ``Z1'Z1`` and ``log|L1|^2``."""
         assert self._grp is not None
         uq, cnt, _, _ = self._grp
@@ -382,8 +439,7 @@ class DevianceEvaluator:
                 l11 = math.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
                 k00, k01, k11 = d0 / l00, -(d0 * l10) / (l00 * l11), d1 / l11
                 w01 = k01 * k11
-                Wv = np.array([k00 * k00 + k01 * k01, w01, w01, k11 * k11])
-                return Wv, 2.0 * float(cnt[0]) * math.log(l00 * l11)
+                return [k00 * k00 + k01 * k01, w01, w01, k11 * k11], 2.0 * float(cnt[0]) * math.log(l00 * l11)
             l00v = np.sqrt(d0 * d0 * uq[:, 0, 0] + 1.0)
             l10v = (d0 * d1) * uq[:, 1, 0] / l00v
             l11v = np.sqrt(d1 * d1 * uq[:, 1, 1] + 1.0 - l10v * l10v)
