@@ -75,12 +75,15 @@ class DevianceEvaluator:
         self._need_upper = not all(blk.diagonal for blk, _ in b.rest)
         self._tile_idx = {off: np.tile(np.arange(blk.q), blk.m) for blk, off in b.rest}
         self._diag2: tuple[np.ndarray, ...] | None = None
-        if b.b1.q == 2 and b.b1.diagonal and b.patterns is None and b.Cd is not None:
-            A = b.A11
-            # theta indices of Lambda1[0, 0] and Lambda1[1, 1] (flat 0 and 3)
+        # theta indices of Lambda1[0, 0] and Lambda1[1, 1] (flat 0 and 3) when q1 = 2
+        # and Lambda1 is diagonal (closed-form 2 x 2 algebra)
+        self._diag2_ij: tuple[int, int] | None = None
+        if b.b1.q == 2 and b.b1.diagonal:
             where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
-            self._diag2_theta = np.array([where[0], where[3]])
             self._diag2_ij = (where[0], where[3])
+        if self._diag2_ij is not None and b.patterns is None and b.Cd is not None:
+            A = b.A11
+            self._diag2_theta = np.array(self._diag2_ij)
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
         self._init_scale()
@@ -99,7 +102,8 @@ class DevianceEvaluator:
         """
         b = self.b
         self._grp: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        if not self._grouped_ok or b.Cd is None or b.patterns is not None:
+        self._Q: np.ndarray | None = None
+        if not self._grouped_ok or b.patterns is not None:
             return
         m1, q1, N2 = b.b1.m, b.b1.q, b.N2
         uq, inv, cnt = np.unique(b.A11.reshape(m1, -1), axis=0, return_inverse=True,
@@ -110,17 +114,22 @@ class DevianceEvaluator:
             return
         P4 = np.empty((N2, N2, G, q1, q1))
         sel = [np.flatnonzero(inv == g) for g in range(G)]
+        # C = W'Z1 as a sparse (N2, m1 q1) matrix, split by group and column; only its
+        # y row changes with the response (handled in _grouped_update_y)
+        Es = sp.csr_matrix((b.C.ravel(), b.indices, b.indptr), shape=(N2, m1 * q1))
+        self._grp_E = [[sp.csr_matrix(Es[:, sel[g] * q1 + a]) for a in range(q1)]
+                       for g in range(G)]
         for g in range(G):
-            Cg = b.Cd[:, sel[g], :]                                    # (N2, n_g, q1)
-            T = np.swapaxes(Cg, 1, 2).reshape(N2 * q1, -1)
-            P4[:, :, g] = (T @ T.T).reshape(N2, q1, N2, q1).transpose(0, 2, 1, 3)
+            for a in range(q1):
+                for c in range(q1):
+                    Pg = self._grp_E[g][a] @ self._grp_E[g][c].T
+                    P4[:, :, g, a, c] = Pg.toarray()
         self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
         self._grp_sel = sel
         self._grp_version = b.version
         # with diagonal rest blocks, fold Lambda_r' . Lambda_r and + I into the same
         # mat-vec: M = sum_{s,u,k} tv_s tv_u w_k Q_{suk} + I_re, where s, u run over the
         # distinct diagonal entries of Lambda_r (tv: theta values or 1), w = (1, W_g)
-        self._Q: np.ndarray | None = None
         if self._scale_idx is not None:
             uT, tmap = np.unique(self._scale_idx, return_inverse=True)
             nT, nK = uT.size, 1 + G * q1 * q1
@@ -135,11 +144,19 @@ class DevianceEvaluator:
     def _grouped_update_y(self) -> None:
         """Recompute the ``y`` row and column of ``P`` after a new response."""
         b = self.b
-        assert self._grp is not None and b.Cd is not None
+        assert self._grp is not None
         P4 = self._grp[3]
-        Cy = b.Cd[-1]                                                   # (m1, q1)
+        q1 = b.b1.q
+        Cy = np.zeros((b.b1.m, q1))                                     # (m1, q1)
+        Cy[b.y_levels] = b.C[b.y_pairs]
         for g, sel in enumerate(self._grp_sel):
-            R = np.einsum("la,jlb->jab", Cy[sel], b.Cd[:, sel, :])       # (N2, q1, q1)
+            Cyg = Cy[sel]
+            R = np.empty((b.N2, q1, q1))
+            for a in range(q1):
+                for c in range(q1):
+                    # the y row of E is stale: its entry is recomputed just below
+                    R[:, a, c] = self._grp_E[g][c] @ Cyg[:, a]
+                    R[-1, a, c] = float(Cyg[:, a] @ Cyg[:, c])
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
@@ -429,7 +446,7 @@ class DevianceEvaluator:
             lam = float(theta[b1.theta_idx[0]])
             d2 = (lam * lam) * uq[:, 0, 0] + 1.0
             return (lam * lam) / d2, float(cnt @ np.log(d2))
-        if self._diag2 is not None:
+        if self._diag2_ij is not None:
             i0, i1 = self._diag2_ij
             d0, d1 = float(theta[i0]), float(theta[i1])
             if uq.shape[0] == 1:                     # one group: scalar arithmetic
