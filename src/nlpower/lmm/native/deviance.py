@@ -183,7 +183,20 @@ class DevianceEvaluator:
         b = self.b
         k = int(max((int(blk.theta_idx.max()) for blk in b.blocks), default=-1)) + 1
         self._scale_idx: np.ndarray | None = None
+        self._lam_full: np.ndarray | None = None
         if self._need_upper:
+            if b.N2 <= _SMALL_N2:
+                # small rest with non-diagonal blocks: Lambda_r as one dense matrix,
+                # filled from theta by precomputed positions
+                pos, th = [], []
+                for blk, off in b.rest:
+                    r, c = np.divmod(blk.lam_idx, blk.q)
+                    base = off + np.arange(blk.m)[:, None] * blk.q
+                    pos.append(((base + r[None, :]) * b.N2 + base + c[None, :]).ravel())
+                    th.append(np.tile(blk.theta_idx, blk.m))
+                self._lam_full = np.eye(b.N2)
+                self._lam_pos = np.concatenate(pos)
+                self._lam_th = np.concatenate(th)
             return
         idx = np.full(b.N2, k, dtype=np.intp)                          # k -> the value 1.0
         for blk, off in b.rest:
@@ -469,6 +482,15 @@ class DevianceEvaluator:
             W[:, 3] = k11v * k11v
             return W.ravel(), 2.0 * float(cnt @ np.log(l00v * l11v))
         lam1 = b1.lam(theta)
+        if uq.shape[0] == 1:                         # one group: direct LAPACK calls
+            B1 = lam1.T @ uq[0] @ lam1
+            B1.flat[:: q1 + 1] += 1.0
+            L, info = lapack.dpotrf(B1, lower=1, clean=1)
+            if info != 0:
+                return None
+            X = _trsolve(L, lam1.T, trans=0)         # L^{-1} Lambda1'
+            ldg = 2.0 * sum(map(math.log, L.diagonal().tolist()))
+            return (X.T @ X).ravel(), float(cnt[0]) * ldg
         B = lam1.T @ uq @ lam1
         idx = np.arange(q1)
         B[:, idx, idx] += 1.0
@@ -484,6 +506,11 @@ class DevianceEvaluator:
         """``M <- Lambda_r' M Lambda_r`` for any (non-diagonal) rest blocks."""
         b = self.b
         N2 = b.N2
+        if self._lam_full is not None:
+            Lf = self._lam_full
+            Lf.flat[self._lam_pos] = theta[self._lam_th]
+            M[:] = Lf.T @ M @ Lf
+            return
         for blk, off in b.rest:
             s = slice(off, off + blk.m * blk.q)
             lam = blk.lam(theta)
