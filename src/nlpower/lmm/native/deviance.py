@@ -386,13 +386,7 @@ class DevianceEvaluator:
                     G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
                 M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
         elif b.patterns is not None:
-            assert b.V is not None and b.S_lo is not None and b.S_up is not None
-            vals = b.V @ Wl.ravel()
-            M = b.Arr.copy()
-            Mf = M.reshape(-1)
-            Mf[b.S_lo] -= vals
-            if self._need_upper:
-                Mf[b.S_up] -= vals[b.S_off]
+            M = self._rest_minus_patterns(Wl)
         elif b.Cd is not None:
             Cd = b.Cd                                               # (N2, m1, q1)
             if q1 == 1:
@@ -407,14 +401,7 @@ class DevianceEvaluator:
             G2 = G.reshape(N2, -1)
             M = b.Arr - G2 @ G2.T
         else:
-            assert b.V is not None and b.S_lo is not None and b.S_up is not None
-            Wl = K @ np.swapaxes(K, 1, 2)
-            vals = b.V @ Wl.ravel()
-            M = b.Arr.copy()
-            Mf = M.reshape(-1)
-            Mf[b.S_lo] -= vals
-            if self._need_upper:
-                Mf[b.S_up] -= vals[b.S_off]
+            M = self._rest_minus_patterns(K @ np.swapaxes(K, 1, 2))
         # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
         if self._scale_idx is not None:
             te = self._theta_ext
@@ -426,6 +413,18 @@ class DevianceEvaluator:
             self._scale_general(M, theta)
         M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
         return self._finish(theta, M, ld1, L1)
+
+    def _rest_minus_patterns(self, Wl: np.ndarray) -> np.ndarray:
+        """``A_rr`` minus the block-1 contribution ``V @ vec(Wl)`` scattered by pattern."""
+        b = self.b
+        assert b.V is not None and b.S_lo is not None and b.S_up is not None
+        vals = b.V @ Wl.ravel()
+        M = b.Arr.copy()
+        Mf = M.reshape(-1)
+        Mf[b.S_lo] -= vals
+        if self._need_upper:
+            Mf[b.S_up] -= vals[b.S_off]
+        return M
 
     def _finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
                 L1: np.ndarray | None) -> Factor:
