@@ -29,33 +29,38 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_LAZY = {
-    "CrossedDesign": "nlpower.design",
-    "LMMParams": "nlpower.params",
-    "MultiSystemParams": "nlpower.params",
-    "presets": "nlpower.presets",
-    "simulate": "nlpower.simulation",
-    "lmer": "nlpower.lmm",
-    "LmmFit": "nlpower.lmm.result",
-    "read_ratings": "nlpower.ratings",
-    "fit_ratings": "nlpower.ratings",
-    "power": "nlpower.powersim",
-    "analytic_power": "nlpower.powersim",
-    "power_grid": "nlpower.powersim",
-    "mde": "nlpower.powersim",
-    "plan": "nlpower.powersim",
-    "PowerResult": "nlpower.powersim",
-    "GridResult": "nlpower.powersim",
+# public name -> (module, attribute); attribute None: the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "CrossedDesign": ("nlpower.design", "CrossedDesign"),
+    "LMMParams": ("nlpower.params", "LMMParams"),
+    "MultiSystemParams": ("nlpower.params", "MultiSystemParams"),
+    "presets": ("nlpower.presets", None),
+    "simulate": ("nlpower.simulation", "simulate"),
+    "lmer": ("nlpower.lmm", "lmer"),
+    "LmmFit": ("nlpower.lmm.result", "LmmFit"),
+    "read_ratings": ("nlpower.ratings", "read_ratings"),
+    "fit_ratings": ("nlpower.ratings", "fit_ratings"),
+    "power": ("nlpower.powersim", "power"),
+    "analytic_power": ("nlpower.powersim", "analytic_power"),
+    "power_grid": ("nlpower.powersim", "power_grid"),
+    "mde": ("nlpower.powersim", "mde"),
+    "plan": ("nlpower.powersim", "plan"),
+    "PowerResult": ("nlpower.powersim", "PowerResult"),
+    "GridResult": ("nlpower.grid", "GridResult"),
+    "run_grid": ("nlpower.grid", "run_grid"),
+    "accuracy": ("nlpower.accuracy", None),
+    "bleu": ("nlpower.bleu", None),
+    "paired": ("nlpower.paired", None),
+    "replicability": ("nlpower.partial_conjunction", "replicability"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'nlpower' has no attribute {name!r}")
+    module, attr = _LAZY[name]
     mod = importlib.import_module(module)
-    value = mod if module.endswith("." + name) else getattr(mod, name)
+    value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value
     return value
 

@@ -1,10 +1,21 @@
-"""Explicit randomness: every stochastic entry point takes ``rng``.
+"""Explicit randomness: one ``rng`` policy for every stochastic entry point.
 
-``rng`` may be anything :func:`numpy.random.default_rng` accepts (``None``,
-an int, a :class:`~numpy.random.SeedSequence`, a ``BitGenerator`` or a
-``Generator``).  Parallel work gets child streams from
-:meth:`~numpy.random.SeedSequence.spawn`, so results never depend on
-``n_jobs``, on the backend or on the order in which work is done.
+``rng`` is keyword-only and may be anything :func:`numpy.random.default_rng`
+accepts (:data:`RNGLike`).  The rule, like scipy's:
+
+* ``None``, an int or a :class:`~numpy.random.SeedSequence` is a *seed*: the
+  same seed always gives the same result (``None`` draws OS entropy, which is
+  recorded in the result so the run can be repeated).
+* A :class:`~numpy.random.Generator` (or ``BitGenerator``) is a *stream* and is
+  consumed: the call draws 128 bits from it to seed its own work, so two calls
+  with the same ``Generator`` give different results, and two ``Generator``\\s
+  seeded alike give the same results.
+
+Every entry point turns ``rng`` into a root with :func:`root_seed` (once, at
+the public boundary); parallel work (replicates, grid cells) gets child
+streams from :meth:`~numpy.random.SeedSequence.spawn` or
+:func:`nlpower.grid.cell_seed`, so results never depend on ``n_jobs``, on
+the backend or on the order in which work is done.
 """
 
 from __future__ import annotations
@@ -13,46 +24,53 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-RNGLike: TypeAlias = "None | int | np.random.SeedSequence | np.random.BitGenerator | np.random.Generator"
+#: What ``rng=`` accepts everywhere in nlpower.
+RNGLike: TypeAlias = "None | int | np.integer | np.random.SeedSequence | np.random.BitGenerator | np.random.Generator"
+
+__all__ = ["RNGLike", "as_generator", "root_seed", "seed_record", "spawn"]
 
 
-def as_generator(rng: Any = None) -> np.random.Generator:
-    """Return a ``Generator`` for ``rng`` (a ``Generator`` is returned as is)."""
-    if isinstance(rng, np.random.SeedSequence):
-        return np.random.Generator(np.random.PCG64(rng))
-    return np.random.default_rng(rng)
+def root_seed(rng: RNGLike = None) -> np.random.SeedSequence:
+    """The root :class:`~numpy.random.SeedSequence` of a run, by the policy above.
 
-
-def as_seed_sequence(rng: Any = None) -> np.random.SeedSequence:
-    """Return a ``SeedSequence`` for ``rng``, the root of spawned child streams.
-
-    An int or ``None`` gives a fresh ``SeedSequence`` (``None`` draws OS
-    entropy, which is recorded in ``.entropy`` so the run can be repeated).
-    A ``Generator`` or ``BitGenerator`` contributes its own seed sequence.
+    A seed (``None``, int, ``SeedSequence``) is used as it is; a
+    ``Generator``/``BitGenerator`` is consumed (128 bits drawn from it).
     """
     if isinstance(rng, np.random.SeedSequence):
         return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.SeedSequence(None if rng is None else int(rng))
-    if isinstance(rng, np.random.Generator):
-        rng = rng.bit_generator
     if isinstance(rng, np.random.BitGenerator):
-        seq = rng.seed_seq
-        if isinstance(seq, np.random.SeedSequence):
-            return seq
+        rng = np.random.Generator(rng)
+    if isinstance(rng, np.random.Generator):
+        words = rng.integers(0, 2**32, size=4)
+        return np.random.SeedSequence([int(w) for w in words])
     raise TypeError(
-        f"rng must be None, an int, a SeedSequence, a BitGenerator or a Generator; got {type(rng).__name__}"
+        "rng must be None, an int, a numpy SeedSequence, BitGenerator or Generator; "
+        f"got {rng!r} ({type(rng).__name__}). Pass e.g. rng=2020."
     )
 
 
-def spawn(rng: Any, n: int) -> list[np.random.SeedSequence]:
-    """``n`` independent child seed sequences of ``rng``."""
-    return as_seed_sequence(rng).spawn(n)
+def as_generator(rng: RNGLike = None) -> np.random.Generator:
+    """A ``Generator`` for one stream of draws, by the policy above.
+
+    A ``Generator`` is returned as it is (its draws advance it); a seed gives a
+    fresh ``Generator`` on ``PCG64``.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.BitGenerator):
+        return np.random.Generator(rng)
+    return np.random.Generator(np.random.PCG64(root_seed(rng)))
 
 
-def seed_record(rng: Any) -> dict[str, Any]:
-    """What to store in a result so the run can be repeated: entropy and spawn key."""
-    seq = as_seed_sequence(rng)
+def spawn(rng: RNGLike, n: int) -> list[np.random.SeedSequence]:
+    """``n`` independent child seed sequences of ``root_seed(rng)``."""
+    return root_seed(rng).spawn(n)
+
+
+def seed_record(seq: np.random.SeedSequence) -> dict[str, Any]:
+    """What a result stores so the run can be repeated: entropy and spawn key of its root."""
     entropy = seq.entropy
     return {"entropy": int(entropy) if isinstance(entropy, (int, np.integer)) else entropy,
             "spawn_key": tuple(int(k) for k in seq.spawn_key)}

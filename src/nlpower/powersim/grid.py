@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._rng import as_seed_sequence
+from .._rng import root_seed as as_seed_sequence
 from .._validation import check_choice, check_int, closest_name
 from ..errors import EngineUnavailableError, InputError
 from . import checkpoint as _ckpt

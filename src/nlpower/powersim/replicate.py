@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from .. import __version__
-from .._rng import as_seed_sequence, seed_record
+from .._rng import root_seed, seed_record
 from .._validation import check_choice, check_int
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
@@ -313,11 +313,7 @@ def power(
         coding = "sum"
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
-    if isinstance(rng, np.random.Generator):
-        # a Generator is consumed (scipy's convention): successive calls give new replicates,
-        # and the same-seeded Generator repeats them
-        rng = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4)])
-    root = as_seed_sequence(rng)
+    root = root_seed(rng)  # a Generator is consumed (nlpower._rng)
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
 

@@ -11,32 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_probability
-
-
-def wilson_ci(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (scipy's ``method='wilson'``)."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    z = float(stats.norm.ppf(0.5 + confidence_level / 2.0))
-    p = k / n
-    den = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    """A (low, high) interval, like scipy's ``ConfidenceInterval``."""
-
-    low: float
-    high: float
-
-    def __iter__(self) -> Any:
-        return iter((self.low, self.high))
-
-    def __repr__(self) -> str:
-        return f"ConfidenceInterval(low={self.low:.4g}, high={self.high:.4g})"
+from ..intervals import ConfidenceInterval, wilson_ci
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,50 @@
+"""Intervals shared by every power result: Monte Carlo proportions and exact values.
+
+A power estimate always carries its uncertainty (STYLE 4): a simulated power
+is a binomial proportion with a Wilson interval; an exact (enumerated or
+closed-form) power has a zero-width interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats
+
+__all__ = ["ConfidenceInterval", "mc_se", "wilson_ci"]
+
+
+def wilson_ci(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (scipy's ``method='wilson'``)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = float(stats.norm.ppf(0.5 + confidence_level / 2.0))
+    p = k / n
+    den = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A (low, high) interval, like scipy's ``ConfidenceInterval``."""
+
+    low: float
+    high: float
+
+    def __iter__(self) -> Any:
+        return iter((self.low, self.high))
+
+    def __repr__(self) -> str:
+        return f"ConfidenceInterval(low={self.low:.4g}, high={self.high:.4g})"
+
+
+
+def mc_se(p: float, n: int) -> float:
+    """Monte Carlo standard error ``sqrt(p (1 - p) / n)`` of a proportion (NaN when n = 0)."""
+    if n <= 0 or not math.isfinite(p):
+        return math.nan
+    return math.sqrt(p * (1.0 - p) / n)
