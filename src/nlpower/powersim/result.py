@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -163,6 +164,41 @@ class PowerResult:
             "engine": self.engine,
         }])
 
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record: what a grid cell shows and checkpoints (no replicates)."""
+        return {
+            "power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high, "se": self.se,
+            "type_m": self.type_m, "type_s": self.type_s, "mean_estimate": self.mean_estimate,
+            "n_failed": self.n_failed, "n_singular": self.n_singular, "n_sims": self.n_sims,
+            "n_rejected": self.n_rejected, "test": self.test, "engine": self.engine,
+            "alternative": self.alternative, "alpha": self.alpha, "coding": self.coding,
+            "n_nonconverged": self.n_nonconverged, "rejection_rate": self.rejection_rate,
+            "effect": self.effect, "mean_difference": self.mean_difference,
+            "type1": self.type1, "n_type1": self.n_type1, "n_type1_sims": self.n_type1_sims,
+            "type1_ci_low": None if self.type1_ci is None else self.type1_ci.low,
+            "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
+            "design": self.design, "REML": self.REML, "notes": list(self.notes),
+            "seed": {"entropy": self.seed.get("entropy"),
+                     "spawn_key": list(self.seed.get("spawn_key", ()))},
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PowerResult:
+        """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
+        r = dict(record)
+        lo, hi = r.pop("type1_ci_low", None), r.pop("type1_ci_high", None)
+        nan = float("nan")
+        return cls(
+            ci=ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high"))),
+            type1_ci=None if lo is None else ConfidenceInterval(float(lo), float(hi)),
+            notes=tuple(r.pop("notes", ())),
+            seed={"entropy": r["seed"].get("entropy"),
+                  "spawn_key": tuple(r["seed"].get("spawn_key", ()))} if r.get("seed") else {},
+            **{k: (nan if v is None and k in _FLOAT_FIELDS else v)
+               for k, v in r.items() if k != "seed"},
+        )
+
     def __repr__(self) -> str:
         if self.effect != 0:
             core = f"power={self.power:.3f} [{self.ci.low:.3f}, {self.ci.high:.3f}]"
@@ -171,6 +207,14 @@ class PowerResult:
         t1 = "" if self.type1 is None or self.effect == 0 else f", type1={self.type1:.3f}"
         return (f"PowerResult({core}{t1}, n_sims={self.n_sims}, test={self.test!r}, "
                 f"engine={self.engine!r})")
+
+
+_FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
+                           "alpha", "effect", "mean_difference"})
+
+
+def _num(x: Any) -> float:
+    return float("nan") if x is None else float(x)
 
 
 @dataclass(frozen=True)
