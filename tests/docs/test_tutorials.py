@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("tutorials", ROOT / "scripts" / "tutorials.py")
 assert _spec is not None and _spec.loader is not None
 tutorials = importlib.util.module_from_spec(_spec)
+sys.modules["tutorials"] = tutorials  # dataclasses look their module up there
 _spec.loader.exec_module(tutorials)
 
 PAGES = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
