@@ -1,7 +1,9 @@
 """Executable tutorials: run every ```python block of docs/tutorials/*.md in order.
 
 Each page runs top to bottom in one namespace (like a notebook), in a
-temporary working directory.  A ```python block followed directly by a
+temporary working directory that holds a link to the repository's
+``fixtures/`` (so pages read ``fixtures/pilot_ratings.csv`` and write their
+figures and CSVs where nothing is left behind).  A ```python block followed directly by a
 ```output block must print exactly that output (trailing spaces ignored),
 so the printed numbers in the docs cannot drift from what the code does.
 
@@ -58,6 +60,7 @@ def run_page(path: Path) -> list[Block]:
     here = os.getcwd()
     os.environ.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory() as tmp:
+        os.symlink(ROOT / "fixtures", Path(tmp) / "fixtures")  # the example files, read-only use
         os.chdir(tmp)
         try:
             for i, block in enumerate(blocks):
