@@ -13,17 +13,21 @@ Sign convention: ``dB = BLEU(A) - BLEU(B)``; the swap effects satisfy
 
 from __future__ import annotations
 
+from .estimate import BleuEstimateResult, SubsetCheck, estimate
 from .power import BleuMDEResult, BleuPowerResult, mde, power
 from .presets import TABLE3, BleuParams, preset
 from .process import DeltaLaplaceFit, draw_effects, fit_delta_laplace
 
 __all__ = [
     "TABLE3",
+    "BleuEstimateResult",
     "BleuMDEResult",
     "BleuParams",
     "BleuPowerResult",
     "DeltaLaplaceFit",
+    "SubsetCheck",
     "draw_effects",
+    "estimate",
     "fit_delta_laplace",
     "mde",
     "power",
