@@ -295,12 +295,19 @@ class BleuMDEResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
-        return pd.DataFrame([{
+        return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record."""
+        return {
             "mde": self.mde, "target_power": self.target_power, "power": self.power,
             "ci_low": self.ci.low, "ci_high": self.ci.high, "n": self.n, "p0": self.p0,
             "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
-            "n_permutations": self.n_permutations, "method": self.method,
-        }])
+            "n_permutations": self.n_permutations, "method": self.method, "tol": self.tol,
+            "seed": {"entropy": self.seed.get("entropy"),
+                     "spawn_key": list(self.seed.get("spawn_key", ()))},
+            "version": self.version,
+        }
 
 
 #: Largest n_sims x n_permutations table of null statistics mde() keeps in memory.
