@@ -31,7 +31,7 @@ def noisy_corpus(n: int, seed: int, same: float = 0.15) -> tuple[list[str], list
         return " ".join(words)
 
     a = [noisy(r, 0.3) for r in refs]
-    b = [x if gen.random() < same else noisy(r, 0.35) for x, r in zip(a, refs)]
+    b = [x if gen.random() < same else noisy(r, 0.35) for x, r in zip(a, refs, strict=True)]
     return a, b, refs, refs2
 
 
@@ -78,7 +78,7 @@ def test_swap_effects_equal_brute_force_recomputation():
             brute.append(sacrebleu.corpus_bleu(a2, streams).score
                          - sacrebleu.corpus_bleu(b2, streams).score - d0)
         assert np.max(np.abs(effects - np.array(brute))) < 1e-9
-        assert np.all(effects[[x == y for x, y in zip(a, b)]] == 0)
+        assert np.all(effects[[x == y for x, y in zip(a, b, strict=True)]] == 0)
 
 
 def test_paired_test_equals_sacrebleu_paired_ar():
@@ -120,7 +120,7 @@ def controlled_corpus(n: int, p0: float, scale: float, seed: int):
         base = int(gen.integers(0, 6 - abs(j)))
         ka, kb = (base, base + j) if j >= 0 else (base - j, base)
 
-        def broken(k: int) -> str:
+        def broken(k: int, ref: list[str] = ref, i: int = i) -> str:
             out = list(ref)
             for s in slots[:k]:
                 out[s] = f"x{i}q{s}"

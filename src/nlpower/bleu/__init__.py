@@ -14,6 +14,8 @@ Sign convention: ``dB = BLEU(A) - BLEU(B)``; the swap effects satisfy
 from __future__ import annotations
 
 from .estimate import BleuEstimateResult, SubsetCheck, estimate
+from .grid import BleuProblem, power_grid
+from .plots import figure4, figure17
 from .power import BleuMDEResult, BleuPowerResult, mde, power
 from .presets import TABLE3, BleuParams, preset
 from .process import DeltaLaplaceFit, draw_effects, fit_delta_laplace
@@ -24,12 +26,16 @@ __all__ = [
     "BleuMDEResult",
     "BleuParams",
     "BleuPowerResult",
+    "BleuProblem",
     "DeltaLaplaceFit",
     "SubsetCheck",
     "draw_effects",
     "estimate",
+    "figure17",
+    "figure4",
     "fit_delta_laplace",
     "mde",
     "power",
+    "power_grid",
     "preset",
 ]

@@ -144,9 +144,9 @@ class BleuPowerResult:
         seed = r.pop("seed", None) or {}
         ci = ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high")))
         floats = ("power", "se", "type_m", "type_s", "rejection_rate", "mean_estimate")
+        fields: dict[str, Any] = {k: (_num(v) if k in floats else v) for k, v in r.items()}
         return cls(ci=ci, seed={"entropy": seed.get("entropy"),
-                                "spawn_key": tuple(seed.get("spawn_key", ()))},
-                   **{k: (_num(v) if k in floats else v) for k, v in r.items()})
+                                "spawn_key": tuple(seed.get("spawn_key", ()))}, **fields)
 
 
 def _num(value: Any) -> float:

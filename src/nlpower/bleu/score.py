@@ -15,6 +15,7 @@ check it equals ``sacrebleu.corpus_bleu`` to 1e-9.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def swap_effects(stats_a: np.ndarray, stats_b: np.ndarray, *, smooth_method: Ble
     identical statistics.  Swapping everything reverses the difference, so
     ``BLEU(A) - BLEU(B) ~ -sum(delta) / 2`` (Card et al. 2020, §4).
     """
-    kw = {"smooth_method": smooth_method, "smooth_value": smooth_value}
+    kw: dict[str, Any] = {"smooth_method": smooth_method, "smooth_value": smooth_value}
     ta, tb = stats_a.sum(axis=0), stats_b.sum(axis=0)
     diff = (stats_b - stats_a).astype(np.float64)
     bleu_a, bleu_b = float(bleu_from_stats(ta, **kw)), float(bleu_from_stats(tb, **kw))
@@ -92,7 +93,7 @@ def subset_differences(stats_a: np.ndarray, stats_b: np.ndarray, swaps: np.ndarr
     Yields one array per chunk of rows (a matrix product of the masks with
     the per-sentence differences; integer-exact in float64).
     """
-    kw = {"smooth_method": smooth_method, "smooth_value": smooth_value}
+    kw: dict[str, Any] = {"smooth_method": smooth_method, "smooth_value": smooth_value}
     ta, tb = stats_a.sum(axis=0).astype(np.float64), stats_b.sum(axis=0).astype(np.float64)
     diff = (stats_b - stats_a).astype(np.float64)
     for start in range(0, swaps.shape[0], _CHUNK):
