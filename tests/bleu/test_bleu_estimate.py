@@ -65,7 +65,7 @@ def test_bleu_from_stats_edge_cases_match_sacrebleu_compute_bleu():
 
 
 def test_swap_effects_equal_brute_force_recomputation():
-    a, b, refs, refs2 = noisy_corpus(60, 2)
+    a, b, refs, refs2 = noisy_corpus(30, 2)
     for streams in ([refs], [refs, refs2]):
         bleu_a, bleu_b, effects = swap_effects(segment_statistics(a, streams),
                                                segment_statistics(b, streams))
@@ -113,7 +113,7 @@ def controlled_corpus(n: int, p0: float, scale: float, seed: int):
     w = np.exp(-mags / scale)
     w /= w.sum()
     slots = [3, 7, 11, 15, 19]
-    a, b, refs, js = [], [], [], []
+    a, b, refs, js, ks = [], [], [], [], []
     for i in range(n):
         ref = [f"s{i}t{t}" for t in range(24)]
         j = 0 if gen.random() < p0 else int(gen.choice(mags, p=w)) * int(gen.choice([-1, 1]))
@@ -130,13 +130,14 @@ def controlled_corpus(n: int, p0: float, scale: float, seed: int):
         b.append(broken(kb))
         refs.append(" ".join(ref))
         js.append(j)
-    return a, b, refs, np.array(js), float(np.sum(w * mags))
+        ks.append((ka, kb))
+    return a, b, refs, np.array(js), np.array(ks), float(np.sum(w * mags))
 
 
 def test_estimate_recovers_p0_and_b0_on_controlled_text():
     n, p0 = 2000, 0.2
-    a, b, refs, js, mean_abs_j = controlled_corpus(n, p0, 1.5, seed=8)
-    res = bleu.estimate(a, b, refs, n_permutations=1000, rng=1)
+    a, b, refs, js, ks, mean_abs_j = controlled_corpus(n, p0, 1.5, seed=8)
+    res = bleu.estimate(a, b, refs, n_permutations=200, rng=1)
     # P0: the structural zeros are exactly the sentences with j = 0 ...
     assert res.fit.n_zero == int(np.sum(js == 0))
     # ... a binomial draw around the designed p0
@@ -144,9 +145,11 @@ def test_estimate_recovers_p0_and_b0_on_controlled_text():
     # b0: each extra break in B moves (1, 2, 3, 4) matched n-grams from one system to the other;
     # to first order delta_i = -j_i c with c = (BLEU_A sum_k k/m_A,k + BLEU_B sum_k k/m_B,k) / 4
     # (d BLEU / d m_k = BLEU / (4 m_k)), so b = c E|j| over the non-zero sentences.
-    sa, sb = segment_statistics(a, [refs]).sum(0), segment_statistics(b, [refs]).sum(0)
+    # matched k-grams by design: 25 - k per sentence, minus k per break
     k = np.arange(1, 5)
-    c = (res.bleu_a * np.sum(k / sa[2:6]) + res.bleu_b * np.sum(k / sb[2:6])) / 4
+    ma = n * (25 - k) - k * ks[:, 0].sum()
+    mb = n * (25 - k) - k * ks[:, 1].sum()
+    c = (res.bleu_a * np.sum(k / ma) + res.bleu_b * np.sum(k / mb)) / 4
     b0_design = n * c * mean_abs_j
     nz = np.abs(js[js != 0])
     se_rel = nz.std() / nz.mean() / math.sqrt(nz.size)
