@@ -77,8 +77,8 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
     --------
     >>> g = power_grid([500, 2000], [0.5, 1.0], 0.125, 25.8, n_sims=100, method="normal",
     ...                rng=1, progress=False)
-    >>> g.to_frame()[["n", "delta"]].values.tolist()
-    [[500, 0.5], [500, 1.0], [2000, 0.5], [2000, 1.0]]
+    >>> g.to_frame()[["n", "delta"]].to_dict("list")
+    {'n': [500, 500, 2000, 2000], 'delta': [0.5, 1.0, 0.5, 1.0]}
     """
     axes = {
         "p0": _values("p0", p0, lambda k, v: check_real(k, v, min=0.0, max=1.0, max_open=True)),
