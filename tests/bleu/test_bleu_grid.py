@@ -96,3 +96,29 @@ def test_cli_errors(tmp_path: Path, capsys):
     assert main(["bleu", "estimate", str(tmp_path / "a.txt"), str(tmp_path / "missing.txt"),
                  "--refs", str(tmp_path / "a.txt")]) == 2
     assert "hyps_b: file" in capsys.readouterr().err
+
+
+def test_cli_grid_writes_csv_and_figure17(tmp_path: Path, capsys):
+    out, png = tmp_path / "grid.csv", tmp_path / "fig17.png"
+    assert main(["bleu", "grid", "--n", "500,2000", "--delta", "0.5,1", "--p0", "0.1,0.3",
+                 "--n-sims", "40", "--method", "normal", "--seed", "1", "--quiet",
+                 "--out", str(out), "--plot", str(png)]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    assert len(frame) == 8 and sorted(set(frame["p0"])) == [0.1, 0.3]
+    assert png.stat().st_size > 0
+
+
+def test_cli_grid_bad_list(capsys):
+    with pytest.raises(SystemExit):
+        main(["bleu", "grid", "--n", "500,x"])
+    assert "expected a comma-separated list of numbers" in capsys.readouterr().err
+
+
+def test_wilson_interval_contains_the_estimate_at_the_bounds():
+    # power 1.0 (every replicate detected) must lie inside its interval, or error bars break
+    from nlpower.intervals import wilson_ci
+
+    for n in (100, 300, 500, 1000):
+        assert wilson_ci(n, n)[1] == 1.0 and wilson_ci(0, n)[0] == 0.0
