@@ -178,7 +178,9 @@ def test_power_errors(kwargs, match):
 
 def test_mde_errors():
     with pytest.raises(InputError, match="null statistics would be kept in memory"):
-        bleu.mde(100, 0.1, 25.0, n_sims=100_000, n_permutations=1000)
+        bleu.mde(100, 0.1, 25.0, n_sims=20_000, n_permutations=1000)
+    with pytest.raises(InputError, match="target_power = 0.8 is not reached for any dB up to 1e4"):
+        bleu.mde(2, 0.1, 25.0, n_sims=50, n_permutations=100, rng=1)  # 2 sentences: p >= 1/4
     with pytest.raises(InputError, match="target_power must be < 1.0"):
         bleu.mde(100, 0.1, 25.0, target_power=1.0)
 

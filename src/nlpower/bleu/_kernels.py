@@ -63,8 +63,8 @@ def randomization_pvalues(rng: np.random.Generator, deltas: np.ndarray,
     exceed = np.zeros(deltas.shape[0], dtype=np.int64)
     dt = deltas.T
     for signs in sign_chunks(rng, n_permutations, deltas.shape[1]):
-        null = np.abs(signs @ dt)  # (rows, k): 2 |T| ... halved below
-        exceed += np.count_nonzero(0.5 * null >= observed, axis=0)
+        null = np.abs(0.5 * (signs @ dt))  # (rows, k): |T| for every swap set and replicate
+        exceed += np.count_nonzero(null >= observed, axis=0)
     return (1.0 + exceed) / (1.0 + n_permutations)
 
 

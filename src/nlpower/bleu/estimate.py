@@ -72,7 +72,8 @@ class BleuEstimateResult:
         ML fit: ``p0``, ``b0`` (also as attributes here), ``mu``, ``b``, SEs.
     pvalue : float
         Two-sided paired approximate-randomization p-value,
-        ``(1 + #{|d_S| >= |d|}) / (1 + n_permutations)``.
+        ``(1 + #{|d_S| >= |d|}) / (1 + n_permutations)`` (differences within
+        1e-9 BLEU of ``|d|`` count as ties).
     subset_check : SubsetCheck
         Sum of single effects vs the effect of swapping whole subsets.
     n_permutations, tokenize, smooth_method, n_refs, seed, version : settings.

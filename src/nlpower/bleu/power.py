@@ -311,7 +311,7 @@ class BleuMDEResult:
 
 
 #: Largest n_sims x n_permutations table of null statistics mde() keeps in memory.
-_MDE_MAX_NULL = 40_000_000
+_MDE_MAX_NULL = 10_000_000  # two float64 tables: 160 MB at the limit
 
 
 def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float = 0.05,
@@ -373,7 +373,7 @@ def _check_permutations(n_permutations: Any, alpha: float, method: str) -> int:
             f"n_permutations = {n_permutations} is too few for alpha = {alpha:g}: the smallest "
             f"possible p-value is 1 / (n_permutations + 1) = {1 / (n_permutations + 1):.3g}, so "
             f"nothing could be rejected. Use n_permutations >= {math.ceil(1 / alpha) - 1} "
-            "(the paper's notebooks use 1000 or more).")
+            "(the default is 1000).")
     return n_permutations
 
 
