@@ -49,6 +49,14 @@ RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
 
 # --- BLEU (randomization test) ----------------------------------------------------------
 
+#: How BLEU power tests each simulated comparison: the Monte Carlo randomization test
+#: (the paper's), or its normal limit (the permutation null's exact mean and variance).
+BleuMethod: TypeAlias = Literal["randomization", "normal"]
+#: sacrebleu's BLEU smoothing methods (``exp`` is sacrebleu's default for corpus BLEU).
+BleuSmooth: TypeAlias = Literal["exp", "floor", "add-k", "none"]
+#: Table 3 of Card et al. (2020): one row per MT comparison, and their average.
+BleuPreset: TypeAlias = Literal["TF19-TF18", "TF18-TF16", "TF16-Conv17", "TF16-Conv14", "average"]
+
 # --- paired score comparison and replicability -------------------------------------------
 
 
