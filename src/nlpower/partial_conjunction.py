@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,9 @@ __all__ = [
     "ReplicabilityResult",
     "holm",
     "holm_adjust",
+    "parse_pvalues",
     "partial_conjunction_pvalues",
+    "read_pvalues",
     "replicability",
 ]
 
@@ -294,3 +297,62 @@ def replicability(pvalues: Any, *, alpha: float = 0.05,
         pvalues=tuple(float(v) for v in p), labels=labels, method=method,
         alpha=alpha, note=note)
 
+
+
+def parse_pvalues(items: Sequence[str]) -> list[float] | dict[str, float]:
+    """p-values from strings ``"0.01"`` or ``"name=0.01"`` (all named or none).
+
+    Examples
+    --------
+    >>> parse_pvalues(["books=0.01", "dvd=0.2"])
+    {'books': 0.01, 'dvd': 0.2}
+    """
+    named = ["=" in item for item in items]
+    if any(named) and not all(named):
+        raise InputError(f"give every p-value a name (name=p) or none; got {list(items)!r}.")
+    values: dict[str, float] = {}
+    plain: list[float] = []
+    for item in items:
+        name, _, text = item.rpartition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            raise InputError(f"{item!r} is not a p-value; write a number like 0.03 "
+                             "(or name=0.03).") from None
+        if name:
+            if name in values:
+                raise InputError(f"dataset name {name!r} is given twice; names must be unique.")
+            values[name] = value
+        else:
+            plain.append(value)
+    return values if any(named) else plain
+
+
+def read_pvalues(path: str | Path) -> list[float] | dict[str, float]:
+    """p-values from a file: one per line, or ``name p`` / ``name,p`` per line ('#' comments)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"p-value file {str(file)!r} does not exist or is not a file.")
+    items = []
+    for lineno, raw in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.replace(",", " ").replace("\t", " ").split()
+        if len(fields) not in (1, 2):
+            raise InputError(f"{file}: line {lineno} is {raw!r}; each line holds a p-value or "
+                             "a dataset name and a p-value.")
+        items.append(fields[0] if len(fields) == 1 else f"{fields[0]}={fields[1]}")
+    if not items:
+        raise InputError(f"{file}: no p-values found (the file is empty).")
+    if not _is_float(items[0].rpartition("=")[2]):
+        items = items[1:]                       # a header line: "pvalue" or "dataset,pvalue"
+    return parse_pvalues(items)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -14,8 +14,10 @@ from ..errors import NlpowerError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import compare as compare_cmd
     from . import fit as fit_cmd
     from . import power as power_cmd
+    from . import replicability as replicability_cmd
 
     parser = argparse.ArgumentParser(
         prog="nlpower", description="Statistical power for NLP evaluation."
@@ -24,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     fit_cmd.register(sub)
     power_cmd.register(sub)
+    compare_cmd.register(sub)
+    replicability_cmd.register(sub)
     return parser
 
 

@@ -229,7 +229,9 @@ class CompareResult:
         elif isinstance(power, PowerCurveResult):
             near = power.results[int(np.argmin(np.abs(power.sizes - u.n_units)))]
             lines.append(f"power ({power.method}, {power.test} test): {near.power:.3f} at "
-                         f"n = {near.n} (effect {power.effect:.4g})")
+                         f"n = {near.n} (effect {power.effect:.4g})"
+                         + (" -- at the observed effect, a transformation of the p-value"
+                            if power.observed_effect else ""))
         else:
             lines.append(f"power ({power.method}, {power.test} test): {power.power:.3f} at "
                          f"n = {power.n}")

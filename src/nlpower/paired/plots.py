@@ -66,7 +66,6 @@ def plot_power_curve(curve: PowerCurveResult, *, ax: Any = None,
         ax.axhline(target, color="grey", ls="--", lw=1)
     if curve.n_observed is not None:
         ax.axvline(curve.n_observed, color="black", ls=":", lw=1, label="observed n")
-    ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("evaluation units (n)")
     ax.set_ylabel("power")

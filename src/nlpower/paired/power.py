@@ -276,7 +276,10 @@ class PowerCurveResult:
 
     ``results`` holds one :class:`PairedPowerResult` per sample size;
     ``to_frame()`` is tidy (one row per n), ``plot()`` draws the curve.
-    ``n_observed`` marks the size of the data the curve was derived from.
+    ``n_observed`` marks the size of the data the curve was derived from;
+    ``observed_effect`` is True when the simulated effect is the observed one
+    (then the power at ``n_observed`` is "observed power", a transformation
+    of the p-value).
     """
 
     results: tuple[PairedPowerResult, ...]
@@ -289,6 +292,7 @@ class PowerCurveResult:
     n_observed: int | None
     seed: dict[str, Any] | None
     note: str = ""
+    observed_effect: bool = False
     version: str = field(default=__version__)
 
     @property
@@ -317,6 +321,10 @@ class PowerCurveResult:
                  self.to_frame()[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")]
         if self.note:
             lines.append(f"note: {self.note}")
+        if self.observed_effect:
+            lines.append("note: the effect simulated is the observed one, so the power at the "
+                         "observed n is a transformation of the p-value (observed power); pass "
+                         "mean= with an effect chosen in advance for a planning curve")
         return "\n".join(lines)
 
     def plot(self, ax: Any = None, *, target: float | None = 0.8) -> Figure:
@@ -499,7 +507,8 @@ def retrospective_power(data: Any, *, sizes: Any = None, method: RetroPowerMetho
             seed=seed_record(child)))
     return PowerCurveResult(results=tuple(results), method=method, test=test, alpha=alpha,
                             alternative=alternative, effect=mu, sd=sigma, n_observed=n_obs,
-                            seed=seed_record(seq), note=note)
+                            seed=seed_record(seq), note=note,
+                            observed_effect=method == "bootstrap" or mean is None)
 
 
 _POWER_TEST = {"t": "t", "wilcoxon": "wilcoxon", "sign": "sign", "bootstrap_t": "t",
