@@ -56,6 +56,7 @@ class IndependenceAssumptionWarning(NlpowerWarning):
 def _as_pvalues(pvalues: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """(p-values as floats, labels or None) from a sequence, Series or mapping."""
     labels: tuple[str, ...] | None = None
+    values: Any
     if isinstance(pvalues, pd.Series):
         if not isinstance(pvalues.index, pd.RangeIndex):
             labels = tuple(str(i) for i in pvalues.index)
@@ -80,7 +81,7 @@ def _as_pvalues(pvalues: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         name = labels[i] if labels else f"position {i + 1}"
-        raise InputError(f"pvalues must lie in [0, 1]; got {p[i]!r} for dataset {name}. "
+        raise InputError(f"pvalues must lie in [0, 1]; got {float(p[i])} for dataset {name}. "
                          "Pass the one-sided p-value of each dataset's test.")
     return p, labels
 

@@ -26,9 +26,9 @@ def files(tmp_path):
         paths[name].write_text("\n".join(repr(float(v)) for v in x) + "\n")
     paths["csv"] = tmp_path / "scores.csv"
     paths["csv"].write_text("id,sysA,sysB\n" + "".join(f"{i},{float(a)!r},{float(b)!r}\n"
-                                                     for i, (a, b) in enumerate(zip(A, B))))
+                                                     for i, (a, b) in enumerate(zip(A, B, strict=True))))
     paths["pairs"] = tmp_path / "pairs.txt"
-    paths["pairs"].write_text("".join(f"{float(a)!r} {float(b)!r}\n" for a, b in zip(A, B)))
+    paths["pairs"].write_text("".join(f"{float(a)!r} {float(b)!r}\n" for a, b in zip(A, B, strict=True)))
     return paths
 
 

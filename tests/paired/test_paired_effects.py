@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import REFERENCE
 from scipy import stats
 
+from conftest import REFERENCE
 from nlpower.paired import effect_sizes, hedges_j, hodges_lehmann, wilcoxon_z
 from nlpower.paired.effects import tie_groups, walsh_quantile
 

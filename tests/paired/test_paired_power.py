@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import REFERENCE
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
+from conftest import REFERENCE
 from nlpower.errors import InputError
 from nlpower.paired import (
     PairedPowerResult,

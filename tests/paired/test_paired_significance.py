@@ -14,10 +14,9 @@ import pytest
 from scipy import stats
 from statsmodels.stats.descriptivestats import sign_test as sm_sign_test
 
+from conftest import REFERENCE
 from nlpower.paired import compare
 from nlpower.paired.significance import TESTS, run_test
-
-from conftest import REFERENCE
 
 REF = json.loads((REFERENCE / "paired_reference.json").read_text())
 ALTS = ("two-sided", "greater", "less")

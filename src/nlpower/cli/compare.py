@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_compare)
 
 
-def _write_json(path: Path, records: list[dict[str, Any]]) -> None:
+def _write_json(path: Path, records: list[dict[Any, Any]]) -> None:
     def clean(v: Any) -> Any:
         if hasattr(v, "item"):
             v = v.item()

@@ -82,7 +82,7 @@ class PairwiseResult:
     def to_frame(self) -> pd.DataFrame:
         """One row per pair: the comparison's columns, ``p_adjusted`` and ``significant``."""
         frame = pd.concat([c.to_frame() for c in self.comparisons], ignore_index=True)
-        pos = frame.columns.get_loc("pvalue") + 1
+        pos = int(list(frame.columns).index("pvalue")) + 1
         frame.insert(pos, "p_adjusted", self.pvalue_adjusted)
         frame.insert(pos + 1, "significant", self.pvalue_adjusted < self.alpha)
         return frame.drop(columns="reject")

@@ -454,18 +454,18 @@ def retrospective_power(data: Any, *, sizes: Any = None, method: RetroPowerMetho
     [0.19, 0.65]
     """
     note = ""
+    chosen: str | None = test
     if isinstance(getattr(data, "units", None), EvaluationUnits):      # a CompareResult
         d = data.units.diff
-        test = test or _POWER_TEST.get(data.test, "t")
-        if data.test not in _POWER_TEST or _POWER_TEST[data.test] != data.test:
+        chosen = chosen or _POWER_TEST.get(data.test, "t")
+        if _POWER_TEST.get(data.test) != data.test and chosen == _POWER_TEST.get(data.test):
             note = (f"the {data.test} test is simulated by its closed-form counterpart, the "
-                    f"{test} test")
+                    f"{chosen} test")
         alpha = data.alpha if alpha is None else alpha
         alternative = data.alternative if alternative is None else alternative
     else:
         d = as_scores("data", data, min_size=2)
-    test = "t" if test is None else test
-    check_choice("test", test, PairedPowerTest)
+    test = check_choice("test", "t" if chosen is None else chosen, PairedPowerTest)
     check_choice("method", method, RetroPowerMethod)
     alpha = check_probability("alpha", 0.05 if alpha is None else alpha)
     alternative = check_choice("alternative", alternative or "two-sided", Alternative)

@@ -119,13 +119,10 @@ def wilcoxon_test(d: np.ndarray, *, alternative: str, alpha: float, delta: float
     approximation otherwise); "greater" is small when A beats B.
     """
     x = d - delta
-    w_plus, _, n_nonzero = wilcoxon_z(x)
-    if n_nonzero == 0:
-        p = 1.0
-    else:
-        p = float(stats.wilcoxon(x, alternative=alternative).pvalue)
+    w_plus, _z, n_nonzero = wilcoxon_z(x)
+    pvalue = 1.0 if n_nonzero == 0 else float(stats.wilcoxon(x, alternative=alternative).pvalue)
     ci, note = _wilcoxon_ci(d, alternative, alpha)
-    return TestOutcome("wilcoxon", w_plus, "W+", p, ci, hodges_lehmann(d),
+    return TestOutcome("wilcoxon", w_plus, "W+", pvalue, ci, hodges_lehmann(d),
                        "Hodges-Lehmann pseudo-median", note=note)
 
 
@@ -217,7 +214,8 @@ def bootstrap_percentile_test(d: np.ndarray, *, alternative: str, alpha: float, 
 
     The p-value inverts the percentile interval: ``p_greater = (1 + #{theta* <= delta}) / (B + 1)``
     (the share of bootstrap estimates on the null side), so the test rejects
-    exactly when delta lies outside the interval (Efron & Tibshirani 1993, sec. 16.4).
+    when delta lies outside the interval, up to the +1 correction (Efron &
+    Tibshirani 1993, sec. 16.4).
     """
     theta = float(_center(d, center))
     star = _bootstrap(d, n_resamples, seq, lambda x: _center(x, center))

@@ -39,7 +39,7 @@ def as_scores(name: str, values: Any, *, min_size: int = 1) -> np.ndarray:
     bad = ~np.isfinite(x)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{name} must contain finite scores; got {x[i]!r} at position {i} "
+        raise InputError(f"{name} must contain finite scores; got {float(x[i])} at position {i} "
                          f"({int(bad.sum())} non-finite in all). Remove or impute them first.")
     return x
 
