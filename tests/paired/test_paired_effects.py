@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import gammaln
 
 from conftest import REFERENCE
 from nlpower.paired import effect_sizes, hedges_j, hodges_lehmann, wilcoxon_z
@@ -37,8 +38,6 @@ def test_hedges_g_uses_the_paired_correction():
 def test_hedges_j_matches_the_exact_gamma_form_asymptotically():
     # Exact J(df) = Gamma(df/2) / (sqrt(df/2) Gamma((df-1)/2)); the approximation is within
     # 1e-3 from df = 9 on (Hedges 1981).
-    from scipy.special import gammaln
-
     for n in (10, 20, 50):
         df = n - 1
         exact = np.exp(gammaln(df / 2) - gammaln((df - 1) / 2)) / np.sqrt(df / 2)

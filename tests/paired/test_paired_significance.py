@@ -16,7 +16,8 @@ from statsmodels.stats.descriptivestats import sign_test as sm_sign_test
 
 from conftest import REFERENCE
 from nlpower.paired import compare
-from nlpower.paired.significance import TESTS, run_test
+from nlpower.paired.effects import walsh_quantile
+from nlpower.paired.significance import TESTS, _qsignrank, run_test
 
 REF = json.loads((REFERENCE / "paired_reference.json").read_text())
 ALTS = ("two-sided", "greater", "less")
@@ -215,3 +216,17 @@ def test_type_one_error_at_most_alpha(test):
         compare(gen.normal(0, 1, 25), np.zeros(25), test=test, n_resamples=999,
                 rng=i).pvalue < alpha for i in range(reps))
     assert rejections / reps <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / reps)
+
+
+def test_wilcoxon_interval_normal_approximation_is_within_a_rank_of_exact():
+    # n >= 50 uses the normal approximation of the signed-rank quantile; the exact quantile
+    # (R's qsignrank, computed by recursion) differs by at most one rank, so the interval ends
+    # are neighbouring Walsh averages.
+    d = np.random.default_rng(9).normal(0.2, 1.0, 60)
+    res = _run("wilcoxon", d)
+    assert "normal-approximation" in res.note
+    qu = _qsignrank(0.025, 60)
+    neighbours = [walsh_quantile(d, k) for k in (qu - 1, qu, qu + 1)]
+    assert min(abs(res.ci.low - v) for v in neighbours) < 1e-12
+    # R: qsignrank(0.025, 9) = 6 for the depression data (lower end diffs[6] = 0.01)
+    assert _qsignrank(0.025, 9) == 6
