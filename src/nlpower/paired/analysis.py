@@ -89,7 +89,8 @@ def _recommend(skewed: bool, normal: bool | None, gamma: float, shapiro_p: float
         ("wilcoxon", "permutation", "bootstrap_t"), "mean",
         f"A - B is roughly symmetric (|skewness| = {abs(gamma):.3g} < {SKEW_SYMMETRIC}) but "
         + (f"Shapiro-Wilk rejects normality (p = {shapiro_p:.3g} < {normality_alpha:g})"
-           if shapiro_p is not None else "too few units for Shapiro-Wilk")
+           if shapiro_p is not None else "Shapiro-Wilk was not run (constant differences or "
+              "fewer than 3 units)")
         + ": tests that need symmetry but not normality")
 
 
@@ -138,7 +139,8 @@ class DataAnalysisResult:
                  f"skewness of A - B: {self.skewness:.4g} ({self.skew}) -> test the {self.center}"]
         if self.shapiro_pvalue is None:
             lines.append("Shapiro-Wilk: not run (" + ("skewed data are not normal"
-                         if self.skew != "roughly symmetric" else "fewer than 3 units") + ")")
+                         if self.skew != "roughly symmetric"
+                         else "constant differences or fewer than 3 units") + ")")
         else:
             lines.append(f"Shapiro-Wilk: W = {self.shapiro_statistic:.4g}, p = "
                          f"{self.shapiro_pvalue:.4g} -> "
