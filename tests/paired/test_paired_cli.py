@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -126,3 +128,21 @@ def test_read_scores_errors(files, tmp_path):
     text.write_text("a,b\n0.1,x\n")
     with pytest.raises(InputError, match="column 'b' row 1 is 'x', not a number"):
         read_scores(text)
+
+
+def test_more_input_errors(files, capsys):
+    with pytest.raises(InputError, match=r"columns must name two columns \(system A, system B\)"):
+        read_scores(files["csv"], columns=("sysA",))
+    assert main(["compare", str(files["A"]), str(files["B"]), str(files["C"]),
+                 "--columns", "a,b"]) == 2
+    assert "--columns applies to a single two-column file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", str(files["csv"]), "--columns", "onlyone"])
+    assert "expected two column names like sysA,sysB; got 'onlyone'" in capsys.readouterr().err
+
+
+def test_importing_paired_does_not_import_matplotlib():
+    code = ("import sys, nlpower; nlpower.paired.compare; nlpower.replicability; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
