@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.descriptivestats import sign_test as sm_sign_test
 
-from conftest import REFERENCE
+from conftest import REFERENCE, run_rscript
 from nlpower.paired import compare
 from nlpower.paired.effects import walsh_quantile
 from nlpower.paired.significance import TESTS, _qsignrank, run_test
@@ -230,3 +230,10 @@ def test_wilcoxon_interval_normal_approximation_is_within_a_rank_of_exact():
     assert min(abs(res.ci.low - v) for v in neighbours) < 1e-12
     # R: qsignrank(0.025, 9) = 6 for the depression data (lower end diffs[6] = 0.01)
     assert _qsignrank(0.025, 9) == 6
+
+
+@pytest.mark.requires_r
+def test_pinned_r_values_are_what_the_script_prints():
+    live = json.loads(run_rscript(REFERENCE / "paired_reference.R"))
+    for key in ("depression", "sleep", "power_t_test"):
+        assert live[key] == REF[key]
