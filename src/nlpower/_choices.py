@@ -59,6 +59,22 @@ BleuPreset: TypeAlias = Literal["TF19-TF18", "TF18-TF16", "TF16-Conv17", "TF16-C
 
 # --- paired score comparison and replicability -------------------------------------------
 
+#: Tests of two systems' paired scores (NLPStatTest, Zhu et al. 2020, sec. 3.2).
+PairedTest: TypeAlias = Literal[
+    "t", "wilcoxon", "sign", "bootstrap_t", "bootstrap_percentile", "permutation"]
+#: Tests that retrospective power can simulate (vectorised over replicates).
+PairedPowerTest: TypeAlias = Literal["t", "wilcoxon", "sign"]
+#: How an evaluation unit (EU) of m instances is summarised.
+EUStat: TypeAlias = Literal["mean", "median"]
+#: The central tendency a paired comparison is about.
+Center: TypeAlias = Literal["mean", "median"]
+#: Retrospective power: simulate from a normal, or resample the observed differences.
+RetroPowerMethod: TypeAlias = Literal["normal", "bootstrap"]
+#: Family-wise adjustment of many pairwise comparisons.
+PairwiseAdjust: TypeAlias = Literal["holm", "bonferroni", "none"]
+#: Partial-conjunction combination of per-dataset p-values (Dror et al. 2017).
+ReplicabilityMethod: TypeAlias = Literal["bonferroni", "fisher"]
+
 
 def allowed(choices: Any) -> tuple[Any, ...]:
     """The allowed values of a ``Literal`` type (or of any iterable) as a tuple."""
