@@ -18,6 +18,7 @@ A paired test set of ``n`` items, two models, McNemar's test:
 from __future__ import annotations
 
 from .estimate import AccuracyEstimateResult, estimate, plan_from_dev
+from .grid import AccuracyProblem, power_grid
 from .mcnemar import McNemarResult, mcnemar, mcnemar_pvalue
 from .metrics import MetricPowerResult, metric_power
 from .planning import (
@@ -29,6 +30,7 @@ from .planning import (
     sample_size,
     table9,
 )
+from .plots import figure3, figure7, figure8
 from .power import AccuracyPowerResult, PowerBoundsResult, power, power_bounds
 from .priors import (
     TABLE9,
@@ -43,6 +45,7 @@ from .table import AgreementBounds, PairedTable, agreement_bounds, paired_table
 __all__ = [
     "TABLE9",
     "AccuracyEstimateResult",
+    "AccuracyProblem",
     "AccuracyMDEResult",
     "AccuracyPowerResult",
     "AccuracySampleSizeResult",
@@ -55,6 +58,9 @@ __all__ = [
     "agreement_prior",
     "closed_form_power",
     "estimate",
+    "figure3",
+    "figure7",
+    "figure8",
     "glue_agreement",
     "glue_effect",
     "lachenbruch_discordance",
@@ -66,6 +72,7 @@ __all__ = [
     "plan_from_dev",
     "power",
     "power_bounds",
+    "power_grid",
     "sample_size",
     "squad_agreement",
     "squad_effect",

@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval
 from .power import AccuracyPowerResult, resolve_agreement
 from .power import power as mcnemar_power
-from .priors import AGREEMENT_PRIORS, TABLE9, glue_effect, squad_effect
+from .priors import AGREEMENT_PRIORS, TABLE9, Table9Row, glue_effect, squad_effect
 from .table import paired_table
 
 __all__ = [
@@ -436,8 +436,8 @@ def table9(*, power: float = 0.8, alpha: float = 0.05,
     """
     rows: list[dict[str, Any]] = []
     for t in TABLE9:
-        def m(**kw: Any) -> float:
-            return 100.0 * mde(t.n, t.sota, power=power, alpha=alpha, **kw).delta
+        def m(row: Table9Row = t, **kw: Any) -> float:
+            return 100.0 * mde(row.n, row.sota, power=power, alpha=alpha, **kw).delta
         dh = squad_effect(t.sota) if t.prior == "squad" else glue_effect(t.task, t.sota)
         rows.append({
             "task": t.task, "n": t.n, "sota": 100 * t.sota,
