@@ -312,7 +312,7 @@ def mde(
             feasible = False
             notes.append(f"the 2x2 table at the MDE does not exist ({exc}); McNemar's test "
                          "uses only the discordant cells, so the MDE is reported as the paper does")
-    source = "given" if not isinstance(agreement, str) else agreement
+    source = agreement if isinstance(agreement, str) else "none" if agreement is None else "given"
     return AccuracyMDEResult(delta, n, plan.baseline, pa, source, power, plan.power(n, delta),
                              plan.test, plan.bound, plan.alpha, feasible, tuple(notes))
 

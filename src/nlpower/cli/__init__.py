@@ -14,6 +14,7 @@ from ..errors import NlpowerError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import accuracy as accuracy_cmd
     from . import fit as fit_cmd
     from . import power as power_cmd
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     fit_cmd.register(sub)
     power_cmd.register(sub)
+    accuracy_cmd.register(sub)
     return parser
 
 
