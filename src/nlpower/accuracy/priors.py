@@ -60,7 +60,7 @@ def glue_agreement(min_acc: Any, acc_diff: Any) -> Any:
     Examples
     --------
     >>> round(glue_agreement(0.92, 0.0162), 4)
-    0.9419
+    0.942
     """
     return _overlap("glue", min_acc, acc_diff)
 
@@ -73,7 +73,7 @@ def squad_agreement(min_acc: Any, acc_diff: Any) -> Any:
     Examples
     --------
     >>> round(squad_agreement(0.90724, 0.00556), 4)
-    0.9648
+    0.9649
     """
     return _overlap("squad", min_acc, acc_diff)
 
