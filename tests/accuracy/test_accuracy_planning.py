@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -236,3 +237,27 @@ def test_closed_form_power_refuses_mcnemar_tests():
 def test_glue_effect_unknown_task():
     with pytest.raises(InputError, match="task must be one of 'MNLI-m'"):
         glue_effect("CoLA", 0.7)
+
+
+def test_closed_form_type_m_and_type_s_match_their_normal_model():
+    """Type-M/Type-S of the closed forms are the exact moments of their normal model:
+    checked against 400,000 draws of delta_hat ~ N(delta, (psi - delta^2) / n)."""
+    n, delta, pa = 400, 0.02, 0.9
+    r = closed_form_power(n, delta, agreement=pa, test="mcnemar-normal")
+    psi = 1 - pa
+    gen = np.random.default_rng(0)
+    x = gen.normal(delta, math.sqrt((psi - delta**2) / n), size=400_000)
+    sig = np.abs(x) > stats.norm.isf(0.025) * math.sqrt(psi / n)
+    ratio = np.abs(x[sig]) / delta
+    assert abs(r.type_m - ratio.mean()) < 4 * ratio.std() / math.sqrt(sig.sum())
+    ts = np.mean(x[sig] < 0)
+    assert abs(r.type_s - ts) < 4 * math.sqrt(ts * (1 - ts) / sig.sum()) + 1e-4
+    assert r.power == pytest.approx(np.mean(sig & (x > 0)), abs=4 * math.sqrt(0.25 / 400_000))
+
+
+def test_closed_form_close_to_exact_enumeration_for_large_n():
+    exact = power(2000, 0.02, 0.9, test="chi2")
+    approx = closed_form_power(2000, 0.02, agreement=0.9, test="mcnemar-normal")
+    assert abs(approx.power - exact.power) < 0.01
+    assert abs(approx.type_m - exact.type_m) < 0.02
+    assert "closed form" in approx.summary()

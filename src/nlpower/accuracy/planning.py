@@ -57,14 +57,33 @@ def _z(alpha: float) -> float:
     return float(stats.norm.isf(alpha / 2.0))
 
 
+def _normal_model(n: float, delta: float, var0: float, var1: float,
+                  alpha: float) -> tuple[float, float, float, float]:
+    """(power, rejection rate, Type-M, Type-S) when ``delta_hat ~ N(delta, var1 / n)`` and the
+    test rejects ``|delta_hat| > z_{1-alpha/2} sqrt(var0 / n)``.
+
+    Power is the sign-correct tail (R's ``power.prop.test`` and Connor's formula);
+    Type-M from ``E[X 1(X > t)] = mu Phi((mu - t)/s) + s phi((t - mu)/s)``.
+    """
+    mu = abs(delta)
+    t = _z(alpha) * math.sqrt(var0 / n)
+    if var1 <= 0.0:
+        hit = 1.0 if mu > t else 0.0
+        return hit, hit, (1.0 if hit else math.nan), (0.0 if hit else math.nan)
+    s = math.sqrt(var1 / n)
+    right = float(stats.norm.cdf((mu - t) / s))
+    wrong = float(stats.norm.cdf((-t - mu) / s))
+    reject = right + wrong
+    if reject <= 0.0 or mu == 0.0:
+        return right, reject, math.nan, math.nan
+    e_right = mu * right + s * float(stats.norm.pdf((t - mu) / s))
+    e_wrong = -mu * wrong + s * float(stats.norm.pdf((-t - mu) / s))
+    return right, reject, (e_right + e_wrong) / (mu * reject), wrong / reject
+
+
 def _connor_power(n: float, delta: float, psi: float, alpha: float) -> float:
     """Connor (1987): normal-approximation power of McNemar's test (sign-correct tail)."""
-    delta = abs(delta)
-    var = psi - delta * delta
-    num = math.sqrt(n) * delta - _z(alpha) * math.sqrt(psi)
-    if var <= 0.0:
-        return 1.0 if num > 0 else 0.0
-    return float(stats.norm.cdf(num / math.sqrt(var)))
+    return _normal_model(n, delta, psi, psi - delta * delta, alpha)[0]
 
 
 def _connor_n(delta: float, psi: float, alpha: float, target: float) -> float:
@@ -75,9 +94,12 @@ def _connor_n(delta: float, psi: float, alpha: float, target: float) -> float:
 
 def _prop_power(n: float, p1: float, p2: float, alpha: float) -> float:
     """R ``power.prop.test`` (two-sided, strict = FALSE): n per group."""
-    q1, q2 = 1.0 - p1, 1.0 - p2
-    num = math.sqrt(n) * abs(p1 - p2) - _z(alpha) * math.sqrt((p1 + p2) * (q1 + q2) / 2.0)
-    return float(stats.norm.cdf(num / math.sqrt(p1 * q1 + p2 * q2)))
+    return _normal_model(n, p2 - p1, *_prop_variances(p1, p2), alpha)[0]
+
+
+def _prop_variances(p1: float, p2: float) -> tuple[float, float]:
+    """Null (pooled) and alternative variances of the difference of two proportions (x n)."""
+    return (p1 + p2) * (2.0 - p1 - p2) / 2.0, p1 * (1.0 - p1) + p2 * (1.0 - p2)
 
 
 def lachenbruch_discordance(baseline: float, delta: float, bound: LachenbruchBound) -> float:
@@ -102,6 +124,22 @@ class _Plan:
         if self.agreement is None:
             return None
         return resolve_agreement(self.agreement, self.baseline, delta)[0]
+
+    def normal_model(self, n: float, delta: float) -> tuple[float, float, float, float]:
+        """(power, rejection rate, Type-M, Type-S) of a closed-form test."""
+        if self.test == "two-proportion":
+            assert self.baseline is not None
+            v0, v1 = _prop_variances(self.baseline, self.baseline + delta)
+        else:
+            if self.test == "lachenbruch":
+                assert self.baseline is not None and self.bound is not None
+                psi = lachenbruch_discordance(self.baseline, delta, self.bound)  # type: ignore[arg-type]
+            else:
+                pa = self.agreement_at(delta)
+                assert pa is not None
+                psi = 1.0 - pa
+            v0, v1 = psi, psi - delta * delta
+        return _normal_model(n, delta, v0, v1, self.alpha)
 
     def power(self, n: float, delta: float) -> float:
         if self.test == "two-proportion":
@@ -395,7 +433,8 @@ def closed_form_power(
 ) -> AccuracyPowerResult:
     """Power from a closed-form test (``"two-proportion"``, ``"lachenbruch"``, ``"mcnemar-normal"``).
 
-    Type-M and Type-S are not computed by these approximations (NaN).
+    The tests' normal model (``delta_hat ~ N(delta, var1 / n)``, rejection when
+    ``|delta_hat| > z sqrt(var0 / n)``) also gives Type-M and Type-S in closed form.
 
     Examples
     --------
@@ -412,15 +451,17 @@ def closed_form_power(
         (1 - pa + delta) / 2, (1 - pa - delta) / 2)
     if pa is not None:
         paired_table(delta, pa, baseline)
-    pw = plan.power(n, delta) if delta != 0 else math.nan
+    pw, reject, type_m, type_s = plan.normal_model(n, delta)
+    if delta == 0:
+        pw = math.nan
     return AccuracyPowerResult(
-        power=pw, se=0.0, ci=ConfidenceInterval(pw, pw), type_m=math.nan, type_s=math.nan,
-        rejection_rate=pw, n=n, delta=delta, agreement=math.nan if pa is None else pa,
+        power=pw, se=0.0, ci=ConfidenceInterval(pw, pw), type_m=type_m, type_s=type_s,
+        rejection_rate=reject, n=n, delta=delta, agreement=math.nan if pa is None else pa,
         only_new=cells[0], only_old=cells[1], test=plan.test if plan.bound is None
         else f"lachenbruch-{plan.bound}", alpha=plan.alpha, method="closed-form",
         baseline=plan.baseline,
         agreement_source="given" if not isinstance(agreement, str) else agreement,
-        notes=("closed-form approximation: Type-M and Type-S not computed",),
+        notes=("closed-form normal approximation",),
     )
 
 

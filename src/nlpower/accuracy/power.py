@@ -107,7 +107,7 @@ class AccuracyPowerResult:
         if self.delta == 0:
             lines.append(f"  delta is 0: rejection rate (size) {self.rejection_rate:.4f}")
         else:
-            unc = "exact" if self.exact else (
+            unc = "closed form" if self.method == "closed-form" else "exact" if self.exact else (
                 f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
             lines.append(f"  power   {self.power:.4f}  ({unc})")
             lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
