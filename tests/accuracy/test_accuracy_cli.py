@@ -75,3 +75,13 @@ def test_cli_estimate(capsys, tmp_path):
     assert main(["accuracy", "estimate", str(tmp_path / "nope.csv"), "--a", "x", "--b", "y",
                  "--labels", "z"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_power_closed_forms(capsys):
+    assert main(["accuracy", "power", "--n", "1725", "--delta", "0.024", "--baseline", "0.92",
+                 "--test", "two-proportion"]) == 0
+    out = capsys.readouterr().out
+    assert accuracy.closed_form_power(1725, 0.024, baseline=0.92).summary() in out
+    assert main(["accuracy", "power", "--n", "1725", "--delta", "0.024", "--baseline", "0.92",
+                 "--test", "lachenbruch"]) == 2
+    assert "needs bound=" in capsys.readouterr().err

@@ -98,12 +98,16 @@ class AccuracyPowerResult:
                ) if self.method != "closed-form" else "closed-form approximation"
         base = "" if self.baseline is None else f", baseline accuracy {self.baseline:g}"
         src = "" if self.agreement_source == "given" else f" ({self.agreement_source} prior)"
-        lines = [
-            f"McNemar power ({self.test} test, alpha {self.alpha:g}; {how})",
-            f"  n {self.n} paired items, delta {self.delta:g}, agreement {self.agreement:.4g}"
-            f"{src}{base}",
-            f"  p(only new correct) {self.only_new:.4g}, p(only old correct) {self.only_old:.4g}",
-        ]
+        title = "Two-proportion power" if self.test == "two-proportion" else "McNemar power"
+        lines = [f"{title} ({self.test} test, alpha {self.alpha:g}; {how})"]
+        if math.isnan(self.agreement):          # no agreement: unpaired or Lachenbruch bound
+            items = "items per group" if self.test == "two-proportion" else "paired items"
+            lines.append(f"  n {self.n} {items}, delta {self.delta:g}{base}")
+        else:
+            lines.append(f"  n {self.n} paired items, delta {self.delta:g}, agreement "
+                         f"{self.agreement:.4g}{src}{base}")
+            lines.append(f"  p(only new correct) {self.only_new:.4g}, p(only old correct) "
+                         f"{self.only_old:.4g}")
         if self.delta == 0:
             lines.append(f"  delta is 0: rejection rate (size) {self.rejection_rate:.4f}")
         else:

@@ -57,8 +57,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--bounds", action="store_true",
                    help="no agreement: power at the minimal and maximal agreement the two "
                         "accuracies allow (needs --baseline)")
-    p.add_argument("--test", choices=allowed(McNemarTest), default="exact",
-                   help="McNemar variant (default: exact, statsmodels' default, the paper's)")
+    p.add_argument("--test", choices=allowed(AccuracyPlanTest), default="exact",
+                   help="McNemar variant (default: exact, statsmodels' default, the paper's), or a "
+                        "closed form: mcnemar-normal, two-proportion, lachenbruch (with --bound)")
+    p.add_argument("--bound", choices=allowed(LachenbruchBound), default=None,
+                   help="Lachenbruch (1992) bound (--test lachenbruch)")
     p.add_argument("--method", choices=allowed(AccuracyMethod), default="exact",
                    help="exact enumeration (default) or the paper's simulation")
     p.add_argument("--n-sims", type=int, default=10_000, help="simulations (--method simulate)")
@@ -107,10 +110,14 @@ def run_power(args: argparse.Namespace) -> int:
     from .. import accuracy
     from ..errors import InputError
 
-    if args.bounds:
+    if args.test not in allowed(McNemarTest):
+        result: Any = accuracy.closed_form_power(
+            args.n, args.delta, baseline=args.baseline, agreement=args.agreement, test=args.test,
+            bound=args.bound, alpha=args.alpha)
+    elif args.bounds:
         if args.baseline is None or args.agreement is not None:
             raise InputError("--bounds needs --baseline and no --agreement.")
-        result: Any = accuracy.power_bounds(args.n, args.baseline, args.delta, alpha=args.alpha,
+        result = accuracy.power_bounds(args.n, args.baseline, args.delta, alpha=args.alpha,
                                             test=args.test, method=args.method,
                                             n_sims=args.n_sims, rng=args.seed)
     else:
