@@ -46,7 +46,6 @@ __all__ = [
     "table9",
 ]
 
-_MCNEMAR = ("exact", "mid-p", "chi2", "chi2-cc")
 _CLOSED = ("mcnemar-normal", "two-proportion", "lachenbruch")
 
 
@@ -81,20 +80,10 @@ def _normal_model(n: float, delta: float, var0: float, var1: float,
     return right, reject, (e_right + e_wrong) / (mu * reject), wrong / reject
 
 
-def _connor_power(n: float, delta: float, psi: float, alpha: float) -> float:
-    """Connor (1987): normal-approximation power of McNemar's test (sign-correct tail)."""
-    return _normal_model(n, delta, psi, psi - delta * delta, alpha)[0]
-
-
 def _connor_n(delta: float, psi: float, alpha: float, target: float) -> float:
     zb = float(stats.norm.ppf(target))
     return (_z(alpha) * math.sqrt(psi) + zb * math.sqrt(max(psi - delta * delta, 0.0))) ** 2 \
         / (delta * delta)
-
-
-def _prop_power(n: float, p1: float, p2: float, alpha: float) -> float:
-    """R ``power.prop.test`` (two-sided, strict = FALSE): n per group."""
-    return _normal_model(n, p2 - p1, *_prop_variances(p1, p2), alpha)[0]
 
 
 def _prop_variances(p1: float, p2: float) -> tuple[float, float]:
@@ -142,17 +131,10 @@ class _Plan:
         return _normal_model(n, delta, v0, v1, self.alpha)
 
     def power(self, n: float, delta: float) -> float:
-        if self.test == "two-proportion":
-            assert self.baseline is not None
-            return _prop_power(n, self.baseline, self.baseline + delta, self.alpha)
-        if self.test == "lachenbruch":
-            assert self.baseline is not None and self.bound is not None
-            psi = lachenbruch_discordance(self.baseline, delta, self.bound)  # type: ignore[arg-type]
-            return _connor_power(n, delta, psi, self.alpha)
+        if self.test in _CLOSED:
+            return self.normal_model(n, delta)[0]
         pa = self.agreement_at(delta)
         assert pa is not None
-        if self.test == "mcnemar-normal":
-            return _connor_power(n, delta, 1.0 - pa, self.alpha)
         return mcnemar_power(int(n), delta, pa, alpha=self.alpha, test=self.test).power  # type: ignore[arg-type]
 
     def max_delta(self) -> float:
@@ -392,7 +374,7 @@ def sample_size(
         p2 = plan.baseline + delta
         if not 0.0 < p2 < 1.0:
             raise InputError(f"baseline + delta = {p2:g} must lie in (0, 1).")
-        n = float(optimize.brentq(lambda m: _prop_power(m, plan.baseline, p2, alpha) - power,
+        n = float(optimize.brentq(lambda m: plan.power(m, delta) - power,
                                   2.0, 1e9, xtol=1e-10))
     elif plan.test in ("lachenbruch", "mcnemar-normal"):
         psi = (1.0 - pa) if pa is not None else lachenbruch_discordance(
@@ -444,7 +426,7 @@ def closed_form_power(
     n = check_int("n", n, min=1)
     delta = check_real("delta", delta, min=-1.0, max=1.0)
     plan = _validate(n, baseline, agreement, test, bound, alpha, 0.5)
-    if plan.test in _MCNEMAR:
+    if plan.test not in _CLOSED:
         raise InputError(f"test={test!r} is a McNemar test: use nlpower.accuracy.power(...).")
     pa = plan.agreement_at(delta)
     cells = (math.nan, math.nan) if pa is None else (
