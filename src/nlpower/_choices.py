@@ -47,6 +47,25 @@ RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 
+#: McNemar tests of a paired accuracy difference: exact conditional (statsmodels'
+#: ``mcnemar`` default, the paper's), mid-p, asymptotic chi-square without / with
+#: continuity correction.
+McNemarTest: TypeAlias = Literal["exact", "mid-p", "chi2", "chi2-cc"]
+#: How accuracy power is computed: exact enumeration of the table, or the paper's simulation.
+AccuracyMethod: TypeAlias = Literal["exact", "simulate"]
+#: Tests an accuracy MDE / sample size can be solved for: the McNemar tests (exact power),
+#: the normal-approximation McNemar power (Connor 1987), the unpaired two-proportion test
+#: (R ``power.prop.test``) and the no-prior Lachenbruch (1992) bounds.
+AccuracyPlanTest: TypeAlias = Literal[
+    "exact", "mid-p", "chi2", "chi2-cc", "mcnemar-normal", "two-proportion", "lachenbruch"
+]
+#: Which Lachenbruch (1992) bound: minimal, middle or maximal discordance.
+LachenbruchBound: TypeAlias = Literal["lower", "mid", "upper"]
+#: Regression priors for the agreement rate (Card et al. 2020, Tables 5 and 6).
+AgreementPrior: TypeAlias = Literal["glue", "squad"]
+#: Classification metrics with a paired randomization test (Card et al. 2020, App. F).
+ClassMetric: TypeAlias = Literal["f1", "macro-f1", "mcc", "accuracy"]
+
 # --- BLEU (randomization test) ----------------------------------------------------------
 
 #: How BLEU power tests each simulated comparison: the Monte Carlo randomization test

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import NlpowerError
-from . import bleu, compare, fit, power, replicability
+from . import accuracy, bleu, compare, fit, power, replicability
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, bleu, compare, replicability)
+COMMANDS = (fit, power, accuracy, bleu, compare, replicability)
 
 
 def build_parser() -> argparse.ArgumentParser:
