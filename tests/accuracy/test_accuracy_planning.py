@@ -140,8 +140,8 @@ def test_table9_regression_column_normal_approximation(t9, task):
 @pytest.mark.parametrize("task", [r for r in ROWS if r != "WNLI"])
 @pytest.mark.parametrize("column", ["lachenbruch", "lachenbruch_lower", "lachenbruch_upper"])
 def test_table9_lachenbruch_columns(t9, task, column):
-    if task == "QQP" and column == "lachenbruch_lower":
-        pytest.skip("printed 8.45e-5 % is not reproducible: see test_table9_qqp_lower_bound")
+    # QQP's lower bound: ours 0.0020 points vs printed 8.45e-5 -- within 0.03 points, though the
+    # printed value itself is off (test_table9_qqp_lower_bound)
     assert abs(t9.loc[task, column] - t9.loc[task, f"{column}_printed"]) < 0.03
 
 
