@@ -42,6 +42,7 @@ from ..errors import DesignError, FitError, InputError
 from ..params import LMMParams
 from ..simulation import simulate_y
 from . import fastpath as fp
+from .balanced_fit import fit_balanced, null_deviance
 from .analytic import analytic_power
 from .models import Params, build_model, check_design_params, check_test_options, effect_of
 from .result import ConfidenceInterval, PowerResult, Replicates, wilson_ci
@@ -112,10 +113,10 @@ def _fast_run(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.rando
         y = np.vstack([simulate_y(arrays, params, 1, g, likert=likert) for g in gens])
         # layout rows: item, then worker, then system
         st = fp.stats_from_ratings(y.reshape(len(gens), i, w, 2).transpose(0, 2, 1, 3))
-    fit = fp.fit_balanced(st, REML=REML, with_df=(test == "satterthwaite"))
+    fit = fit_balanced(st, REML=REML, with_df=(test == "satterthwaite"))
     scale = 2.0 / (params.x_values[1] - params.x_values[0])  # sum -> params' coding
     if test == "lrt":
-        lr = np.maximum(fp.null_deviance(st) - fit.deviance, 0.0)
+        lr = np.maximum(null_deviance(st) - fit.deviance, 0.0)
         stat = np.sign(fit.beta1) * np.sqrt(lr)
     else:
         stat = fit.t
