@@ -49,7 +49,7 @@ DESIGN_FIELDS = ("n_workers", "n_items", "systems", "workers_per_item", "items")
 #: Result columns of a ratings grid's frame, after the axis columns.
 RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
-    "n_failed", "n_singular", "n_sims", "n_rejected", "test", "engine",
+    "n_failed", "n_singular", "n_sims", "n_rejected", "test", "method", "engine",
     "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
 )
 
