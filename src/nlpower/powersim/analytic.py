@@ -63,7 +63,6 @@ from .options import check_test_options
 from .result import AnalyticPowerResult
 
 
-
 def balanced_moments(design: CrossedDesign, params: LMMParams) -> tuple[float, float]:
     """(Var(beta1_hat), EMS Satterthwaite df) on the +/-1 scale for the balanced design."""
     p = params.to_coding("sum")

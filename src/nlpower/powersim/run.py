@@ -149,7 +149,7 @@ def power(
     :func:`nlpower.power_grid`.
     """
     design, params = check_design_params(design, params)
-    kw = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
+    kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
           "keep_replicates": keep_replicates, "on_failure": on_failure}
     if options is None:
