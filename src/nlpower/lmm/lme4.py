@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
