@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ._choices import Coding, allowed, check_choice
 from .errors import InputError
@@ -33,7 +33,7 @@ _CODING_HELP = (
 )
 
 
-def check_coding(coding: Any, *, error: type[InputError] = InputError) -> str:
+def check_coding(coding: Any, *, error: type[InputError] = InputError) -> Coding:
     """``coding`` if it is one of :data:`~nlpower._choices.Coding`, else ``error`` saying what each means.
 
     The one check of ``coding=`` (parameters, designs, rating fits; ``error``
@@ -41,11 +41,11 @@ def check_coding(coding: Any, *, error: type[InputError] = InputError) -> str:
     :class:`~nlpower.errors.RatingsError`).
     """
     try:
-        return str(check_choice("coding", coding, Coding))
+        return cast(Coding, check_choice("coding", coding, Coding))
     except InputError as exc:
         raise error(f"{exc} Use {_CODING_HELP}.") from None
 
 
-def x_values(coding: str) -> tuple[float, float]:
+def x_values(coding: Coding) -> tuple[float, float]:
     """Numeric ``x`` of (baseline, other system) under ``coding``."""
     return X_VALUES[check_coding(coding)]

@@ -37,7 +37,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ._choices import ItemScheme, allowed
+from ._choices import Coding, ItemScheme, allowed
 from ._validation import check_columns, check_int
 from .coding import check_coding, x_values
 from .errors import DesignError, InputError
@@ -352,7 +352,7 @@ class CrossedDesign:
         """
         return _layout_arrays(self)
 
-    def layout(self, coding: str = "sum") -> pd.DataFrame:
+    def layout(self, coding: Coding = "sum") -> pd.DataFrame:
         """One row per rating: ``worker``, ``item``, ``system`` and, for 2 systems, ``x``.
 
         ``worker`` and ``item`` are zero-padded labels (``"w01"``, ``"i001"``)
@@ -373,7 +373,7 @@ class CrossedDesign:
                                                 ordered=True),
         })
         if self.n_systems == 2:
-            df["x"] = np.asarray(x_values(coding), dtype=float)[a.system]
+            df["x"] = np.array(x_values(coding))[a.system]
         return df
 
     def describe(self) -> str:

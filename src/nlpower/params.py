@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._choices import UnequalSDs, check_choice
+from ._choices import Coding, UnequalSDs, check_choice
 from ._validation import check_real
 from .coding import CODINGS, X_VALUES, check_coding, x_values
 from .errors import InputError, NlpowerWarning
@@ -121,7 +121,7 @@ class LMMParams:
     sd_item: float = 0.0
     sd_item_slope: float = 0.0
     sigma: float = 0.26
-    coding: str = "sum"
+    coding: Coding = "sum"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -175,7 +175,7 @@ class LMMParams:
         """A copy with another fixed effect (in this coding)."""
         return replace(self, effect=effect)
 
-    def to_coding(self, coding: str) -> LMMParams:
+    def to_coding(self, coding: Coding) -> LMMParams:
         """The same model re-expressed in another coding of ``x``.
 
         ``"sum"`` <-> ``"half"`` is exact: ``x_half = x_sum / 2``, so the effect
@@ -500,7 +500,7 @@ class MultiSystemParams:
         return len(self.effects) + 1
 
     @property
-    def coding(self) -> str:
+    def coding(self) -> Coding:
         """Always ``"sum"``: effects are deviations from the grand mean."""
         return "sum"
 
@@ -519,7 +519,7 @@ class MultiSystemParams:
         """A copy with other sum-contrast effects."""
         return replace(self, effects=tuple(effects))
 
-    def to_lmm_params(self, coding: str = "sum", *, exact: bool = True) -> LMMParams:
+    def to_lmm_params(self, coding: Coding = "sum", *, exact: bool = True) -> LMMParams:
         """Two systems only: the equivalent :class:`LMMParams` (:func:`pm1_random_effects`).
 
         The +-1 coded model has ``var(intercept) = s_0^2 + (s_A^2 + s_B^2)/4``,

@@ -40,6 +40,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import pandas as pd
 
+from ._choices import Coding
 from ._rng import as_generator
 from ._validation import check_int
 from .design import CrossedDesign, LayoutArrays
@@ -175,7 +176,7 @@ class SimulatedRatings:
     layout: pd.DataFrame
     y: np.ndarray
     likert: int | None = None
-    coding: str = "sum"
+    coding: Coding = "sum"
 
     @property
     def n_sims(self) -> int:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._choices import RatingsModel
+from .._choices import Coding, RatingsModel
 from .._validation import closest_name
 from ..coding import check_coding
 from ..errors import RatingsError
@@ -71,7 +71,7 @@ FORMULA = "rating ~ system + (system || worker) + (system || item)"
 GROUPS = ("worker", "item")
 
 
-def contrast_rows(coding: str, k: int) -> np.ndarray:
+def contrast_rows(coding: Coding, k: int) -> np.ndarray:
     """(K, K-1) contrast matrix of ``coding`` for K levels in fitted order."""
     if coding in ("sum", "half"):
         c = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
@@ -117,14 +117,14 @@ class ModelChoice:
     data: pd.DataFrame
     levels: tuple[str, ...]
     baseline: str
-    coding: str
+    coding: Coding
     pairs: dict[str, np.ndarray]
     reduced: tuple[str, ...]
     indicators: tuple[str, ...]
 
 
-def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: str = "sum",
-                 model: str = "auto") -> ModelChoice:
+def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Coding = "sum",
+                 model: RatingsModel = "auto") -> ModelChoice:
     """Level order, baseline and formula for ``ratings`` (module docstring).
 
     Raises

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._choices import Coding
 from .._validation import closest_name
 from ..coding import check_coding
 from ..errors import RatingsError
@@ -150,7 +151,7 @@ class RatingsFit:
     report: DesignReport
     systems: tuple[str, ...]
     baseline: str
-    coding: str
+    coding: Coding
     scale: tuple[float, float] | None
     fixef: pd.Series
     sigma: float
@@ -340,7 +341,7 @@ class RatingsFit:
             )
         return a, b
 
-    def to_params(self, contrast: Any = None, *, coding: str = "sum") -> LMMParams:
+    def to_params(self, contrast: Any = None, *, coding: Coding = "sum") -> LMMParams:
         """Two-system simulation parameters for the comparison ``contrast``.
 
         Parameters
