@@ -33,11 +33,12 @@ __all__ = ["RNGLike", "as_generator", "root_seed", "seed_record", "spawn"]
 def root_seed(rng: RNGLike = None) -> np.random.SeedSequence:
     """The root :class:`~numpy.random.SeedSequence` of a run, by the policy above.
 
-    A seed (``None``, int, ``SeedSequence``) is used as it is; a
-    ``Generator``/``BitGenerator`` is consumed (128 bits drawn from it).
+    A seed (``None``, int, ``SeedSequence``) is replayed (a ``SeedSequence``
+    is copied, so spawning children from the root never changes the caller's
+    object); a ``Generator``/``BitGenerator`` is consumed (128 bits drawn from it).
     """
-    if isinstance(rng, np.random.SeedSequence):
-        return rng
+    if isinstance(rng, np.random.SeedSequence):  # a copy, so spawning never changes the caller's
+        return np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key, pool_size=rng.pool_size)
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.SeedSequence(None if rng is None else int(rng))
     if isinstance(rng, np.random.BitGenerator):
@@ -69,8 +70,13 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.SeedSequence]:
     return root_seed(rng).spawn(n)
 
 
-def seed_record(seq: np.random.SeedSequence) -> dict[str, Any]:
-    """What a result stores so the run can be repeated: entropy and spawn key of its root."""
+def seed_record(seq: RNGLike) -> dict[str, Any]:
+    """What a result stores so the run can be repeated: entropy and spawn key of its root.
+
+    ``seq`` is the run's root (:func:`root_seed`), or a seed that gives it.
+    """
+    if not isinstance(seq, np.random.SeedSequence):
+        seq = root_seed(seq)
     entropy = seq.entropy
     return {"entropy": int(entropy) if isinstance(entropy, (int, np.integer)) else entropy,
             "spawn_key": tuple(int(k) for k in seq.spawn_key)}

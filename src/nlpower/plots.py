@@ -1,10 +1,13 @@
 """Figures (matplotlib, imported lazily).  A thin edge: no statistics here.
 
-:func:`plot_grid` draws the layout of Card et al. (2020), Figure 6 from the
-tidy frame of :meth:`nlpower.powersim.GridResult.to_frame`: facets scenario
-(rows) x number of workers (columns), one line per number of items, power
-with its Monte Carlo interval against the effect, and a dashed line at the
-target power (80%).
+:func:`plot_grid` draws any grid (:class:`nlpower.grid.GridResult` or its
+tidy frame): power (or Type-M / Type-S) with its Monte Carlo interval against
+one axis, one line per value of another, facets by the rest.  For the
+human-rating grid of Card et al. (2020), Figure 6 the defaults give the
+paper's layout: facets scenario (rows) x number of workers (columns), one
+line per number of items, power against the effect, and a dashed line at
+the target power (80%).  The accuracy and BLEU figures (Figs. 3, 4, 7, 8,
+17) are the same function with other axes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._validation import check_columns, check_real
+from ._validation import check_choice, check_columns, check_real
 from .errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +32,13 @@ _LABELS = {
     "effect": "effect",
     "workers_per_item": "workers per item",
     "scenario": "",
+    "n": "test items",
+    "delta": "Δ",
+    "agreement": "agreement",
 }
+
+_Y_LABELS = {"power": "power", "type_m": "Type-M (exaggeration)", "type_s": "Type-S (wrong sign)"}
+AUTO = "auto"
 
 
 def _pyplot() -> Any:
@@ -71,34 +80,60 @@ def _label(col: str, value: Any) -> str:
     return f"{value:g} {name}" if isinstance(value, float) else f"{value} {name}"
 
 
+def _auto_roles(data: Any) -> dict[str, str | None]:
+    """x, hue, cols, rows from a grid's varying axes (last = x); Figure 6 defaults for a frame."""
+    axes = getattr(data, "axes", None)
+    columns = getattr(data, "columns", None)
+    if not isinstance(axes, dict) or not isinstance(columns, tuple):
+        return {"x": "effect", "hue": "n_items", "cols": "n_workers", "rows": "scenario"}
+    varying = [c for c in columns if len(axes[c]) > 1] or list(columns[-1:])
+    numeric = [c for c in varying if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                          for v in axes[c])]
+    x = numeric[-1] if numeric else varying[-1]
+    rest = [c for c in varying if c != x]
+    roles: dict[str, str | None] = {"x": x, "hue": None, "cols": None, "rows": None}
+    for role in ("hue", "cols", "rows"):
+        roles[role] = rest.pop() if rest else None
+    return roles
+
+
 def plot_grid(
     data: Any,
     *,
-    x: str = "effect",
-    rows: str | None = "scenario",
-    cols: str | None = "n_workers",
-    hue: str | None = "n_items",
+    x: str = AUTO,
+    y: str = "power",
+    rows: str | None = AUTO,
+    cols: str | None = AUTO,
+    hue: str | None = AUTO,
     target: float | None = 0.8,
     errorbars: bool = True,
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
     sharex: bool = True,
 ) -> Figure:
-    """Power against effect in Figure 6's layout (Card et al. 2020, Fig. 6).
+    """Power (or Type-M / Type-S) of every grid cell against one axis.
+
+    With the defaults, a human-rating grid is drawn in Figure 6's layout
+    (Card et al. 2020, Fig. 6).
 
     Parameters
     ----------
     data : GridResult or DataFrame
-        A grid result or its ``to_frame()`` (columns ``power``, ``ci_low``,
+        A grid result or its ``to_frame()`` (columns ``y``, ``ci_low``,
         ``ci_high`` and the axis columns named below).
     x : str
-        Column on the horizontal axis (default ``"effect"``).
+        Column on the horizontal axis.  ``"auto"``: the grid's last varying
+        numeric axis (``"effect"`` for a frame).
+    y : {"power", "type_m", "type_s"}
+        What to draw; intervals and the target line are drawn for power only.
     rows, cols : str or None
-        Columns that facet the figure into rows (default ``"scenario"``) and
-        columns (default ``"n_workers"``).  A column absent from the frame, or
-        ``None``, gives a single row / column.
+        Columns that facet the figure into rows and columns.  ``"auto"``: the
+        grid's remaining varying axes (``"scenario"`` and ``"n_workers"`` for
+        a frame).  A column absent from the frame, or ``None``, gives a
+        single row / column.
     hue : str or None
-        One line per value of this column (default ``"n_items"``).
+        One line per value of this column (``"auto"``: the varying axis before
+        ``x``; ``"n_items"`` for a frame).
     target : float or None
         Draw a dashed horizontal line at this power (default 0.8); ``None``: none.
     errorbars : bool
@@ -115,13 +150,23 @@ def plot_grid(
         One axes per facet, in row-major order (``fig.axes``).
     """
     frame = _as_frame(data)
+    roles = _auto_roles(data)
+    x = roles["x"] or "effect" if x == AUTO else x
+    auto = {k for k, v in (("rows", rows), ("cols", cols), ("hue", hue)) if v == AUTO}
+    rows = roles["rows"] if rows == AUTO else rows
+    cols = roles["cols"] if cols == AUTO else cols
+    hue = roles["hue"] if hue == AUTO else hue
+    check_choice("y", y, tuple(_Y_LABELS))
+    if y != "power":
+        errorbars, target = False, None
     if target is not None:
         target = check_real("target", target, min=0.0, max=1.0)
-    optional = [c for c in (rows, cols) if c is not None and c not in frame.columns
-                and c in ("scenario", "n_workers")]
+    optional = [c for c in (rows, cols, hue) if c is not None and c not in frame.columns
+                and (c in ("scenario", "n_workers") or c in auto)]
     rows = None if rows in optional else rows
     cols = None if cols in optional else cols
-    needed = [x, "power"] + [c for c in (rows, cols, hue) if c is not None]
+    hue = None if hue in optional else hue
+    needed = [x, y] + [c for c in (rows, cols, hue) if c is not None]
     if errorbars:
         needed += ["ci_low", "ci_high"]
     check_columns("plot_grid", needed, list(frame.columns))
@@ -155,7 +200,7 @@ def plot_grid(
                     continue
                 label = None if hue is None else _label(hue, hv)
                 xs = line[x].to_numpy(dtype=float)
-                ys = line["power"].to_numpy(dtype=float)
+                ys = line[y].to_numpy(dtype=float)
                 if errorbars:
                     err = [ys - line["ci_low"].to_numpy(dtype=float),
                            line["ci_high"].to_numpy(dtype=float) - ys]
@@ -169,13 +214,14 @@ def plot_grid(
             xs_all = sorted(set(frame[x]))
             if len(xs_all) <= 8:
                 ax.set_xticks([float(v) for v in xs_all])
-            ax.set_ylim(-0.02, 1.02)
+            if y != "type_m":
+                ax.set_ylim(-0.02, 1.02)
             ax.grid(True, color="0.92")
             facet = [_label(k, v) for k, v in ((rows, rv), (cols, cv)) if k is not None]
             if facet:
                 ax.set_title(", ".join(facet), fontsize=10)
             if c == 0:
-                ax.set_ylabel("power")
+                ax.set_ylabel(_Y_LABELS[y])
             if r == len(row_levels) - 1:
                 ax.set_xlabel(_xlabel(frame, x))
     if hue is not None:
@@ -183,7 +229,7 @@ def plot_grid(
         if handles:
             fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue), frameon=False)
     if title is None:
-        title = _default_title(frame, target)
+        title = _default_title(frame, target) if y == "power" else ""
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 0.86 if hue is not None else 1, 1))

@@ -8,13 +8,17 @@ power curve.  See ``docs/power.md``.
 
 from __future__ import annotations
 
+from ..grid import GridResult
 from .analytic import analytic_power
+from .grid import RatingsProblem, power_grid
 from .planning import MDEResult, PlanResult, mde, plan
 from .replicate import power
 from .result import AnalyticPower, ConfidenceInterval, PowerResult, Replicates
 
 __all__ = [
     "AnalyticPower",
+    "GridResult",
+    "RatingsProblem",
     "ConfidenceInterval",
     "MDEResult",
     "PlanResult",
@@ -24,8 +28,5 @@ __all__ = [
     "mde",
     "plan",
     "power",
+    "power_grid",
 ]
-
-from .grid import GridResult, power_grid  # noqa: E402
-
-__all__ += ["GridResult", "power_grid"]

@@ -9,41 +9,32 @@ with one tidy row per cell.  This is the machinery behind Card et al.
 (2020), Figure 6 (App. H.3): two Table 16 scenarios x {3, 10} workers x
 {50, 100, 500} items x effects {0.05, 0.10, 0.15, 0.20}.
 
-Reproducibility: every cell draws from its own child
-:class:`~numpy.random.SeedSequence`, derived from the root seed (``rng``) and
-the cell's *key* (its axis values), never from its position or from the
-order in which cells finish.  Results are therefore identical for any
-``n_jobs``, for ``backend="loky"`` or ``"dask"``, after a resume from a
-checkpoint, and when axis values are added, removed or reordered.
+The grid itself -- key-derived seeds, backends, checkpoints, progress and
+the failure policy -- is the problem-agnostic runner :mod:`nlpower.grid`;
+this module only turns the human-rating arguments into a
+:class:`RatingsProblem` and its axes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import math
-import numbers
 import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import product
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
+from .._choices import Backend, OnError, check_choice
+from .._rng import RNGLike
+from .._validation import check_int, closest_name
+from ..design import CrossedDesign
+from ..errors import InputError
+from ..grid import GridResult, check_run_options, run_grid
+from ..grid.axes import axis_values, cell_keys, plain
+from .models import Params, check_test_options
+from .replicate import ENGINES, power
+from .result import PowerResult
 
-from .._rng import root_seed as as_seed_sequence
-from .._validation import check_choice, check_int, closest_name
-from ..errors import EngineUnavailableError, InputError
-from . import checkpoint as _ckpt
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-    from matplotlib.figure import Figure
-
-__all__ = ["FIGURE6_AXES", "GridCell", "GridResult", "cell_seed", "power_grid"]
+__all__ = ["FIGURE6_AXES", "RatingsProblem", "power_grid"]
 
 #: The axes of Card et al. (2020), Figure 6.
 FIGURE6_AXES: dict[str, tuple[Any, ...]] = {
@@ -53,251 +44,70 @@ FIGURE6_AXES: dict[str, tuple[Any, ...]] = {
 }
 
 DESIGN_FIELDS = ("n_workers", "n_items", "systems", "workers_per_item", "items")
-ENGINES = ("auto", "fast", "native", "analytic", "lme4")
-BACKENDS = ("loky", "dask")
 
-#: Result columns of :meth:`GridResult.to_frame`, after the axis columns.
+#: Result columns of a ratings grid's frame, after the axis columns.
 RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
     "n_failed", "n_singular", "n_sims", "n_rejected", "test", "engine",
     "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
 )
 
-CellFunction = Callable[..., Any]
+PowerFunction = Callable[..., PowerResult]
 
 
-# --------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class RatingsProblem:
+    """Power of a human-rating study (:func:`nlpower.power`) as a grid problem.
 
-
-@dataclass(frozen=True, repr=False)
-class GridCell:
-    """One finished cell: its key (axis values), child seed and result record."""
-
-    index: int
-    key: Mapping[str, Any]
-    spawn_key: tuple[int, ...]
-    record: Mapping[str, Any]
-    resumed: bool = False
-
-    def __repr__(self) -> str:
-        keys = ", ".join(f"{k}={v!r}" for k, v in self.key.items())
-        return f"GridCell({keys}: power={self.record.get('power', float('nan')):.3f})"
-
-
-@dataclass(frozen=True, repr=False)
-class GridResult:
-    """Power over a grid: one :class:`GridCell` per cell, in grid order.
-
-    Attributes
-    ----------
-    columns : tuple of str
-        Axis columns (``scenario`` first when present, then ``n_workers``,
-        ``n_items``, ``effect``, then further axes in the order given).
-    axes : dict
-        Every axis with its values (one value for fixed arguments).
-    cells : tuple of GridCell
-    n_sims, alpha, test, alternative, engine
-        The settings shared by every cell.
-    seed : dict
-        Root seed record (``entropy``, ``spawn_key``); with it, and the
-        cell keys, every cell can be recomputed (see :func:`cell_seed`).
-    version : str
-        nlpower version that computed the grid.
-    n_resumed : int
-        Cells read back from a checkpoint rather than computed in this call.
+    A cell's key holds ``scenario`` (when ``params`` named several), design
+    fields (``n_workers``, ``n_items``, ...) and parameter fields
+    (``effect``, ``sigma``, ...); the rest comes from the scenario's
+    parameters and the ``design`` template.
     """
 
-    columns: tuple[str, ...]
-    axes: Mapping[str, tuple[Any, ...]]
-    cells: tuple[GridCell, ...]
-    n_sims: int
-    alpha: float
-    test: str
-    alternative: str
-    engine: str
-    seed: Mapping[str, Any]
-    version: str
-    n_resumed: int = 0
-    checkpoint: str | None = field(default=None)
+    scenarios: Mapping[str, Params]
+    design: CrossedDesign | None
+    options: Mapping[str, Any]
+    power_fn: PowerFunction | None = None
+    effect_per_scenario: bool = False
 
-    def __len__(self) -> int:
-        return len(self.cells)
+    name = "ratings"
 
-    def __repr__(self) -> str:
-        shape = " x ".join(f"{c}[{len(self.axes[c])}]" for c in self.columns if len(self.axes[c]) > 1)
-        return (f"GridResult({len(self.cells)} cells: {shape or 'single cell'}; "
-                f"n_sims={self.n_sims}, test={self.test!r}, alternative={self.alternative!r})")
+    @property
+    def result_columns(self) -> tuple[str, ...]:
+        return ("effect", *RESULT_COLUMNS) if self.effect_per_scenario else RESULT_COLUMNS
 
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy frame, one row per cell: axis columns, then the result columns."""
-        import pandas as pd
+    def fingerprint(self) -> dict[str, Any]:
+        fn = self.power_fn or power
+        return {
+            "scenarios": {k: _params_dict(p) for k, p in self.scenarios.items()},
+            "design": None if self.design is None
+            else {f: plain(getattr(self.design, f, None)) for f in DESIGN_FIELDS},
+            **{k: v for k, v in self.options.items() if v is not None},
+            "power_fn": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}",
+        }
 
-        rows = []
-        for cell in self.cells:
-            row = {c: cell.key[c] for c in self.columns}
-            row.update({c: cell.record.get(c) for c in RESULT_COLUMNS})
-            rows.append(row)
-        return pd.DataFrame(rows, columns=[*self.columns, *RESULT_COLUMNS])
+    def cell(self, key: Mapping[str, Any]) -> tuple[CrossedDesign, Params]:
+        """The design and parameters of the cell ``key`` (errors name the cell)."""
+        scen = self.scenarios[key["scenario"]] if "scenario" in key else next(iter(self.scenarios.values()))
+        fields = {f.name for f in dataclasses.fields(scen)}
+        p_over = {k: v for k, v in key.items() if k in fields and k not in DESIGN_FIELDS}
+        d_over = {k: v for k, v in key.items() if k in DESIGN_FIELDS}
+        try:
+            params = dataclasses.replace(scen, **p_over) if p_over else scen
+            design = _build_design(self.design, d_over)
+        except InputError as exc:
+            where = ", ".join(f"{k}={v!r}" for k, v in key.items())
+            raise type(exc)(f"grid cell ({where}): {exc}") from exc
+        return design, params
 
-    def summary(self) -> str:
-        """Text table of power with Wilson 95% Monte Carlo intervals per cell."""
-        frame = self.to_frame()
-        varying = [c for c in self.columns if len(self.axes[c]) > 1] or list(self.columns)
-        fixed = [c for c in self.columns if c not in varying]
-        table = frame[varying].copy()
-        table["power"] = [f"{p:.3f}" for p in frame["power"]]
-        table["95% CI"] = [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)]
-        table["type_m"] = [f"{m:.2f}" if _finite(m) else "-" for m in frame["type_m"]]
-        table["type_s"] = [f"{s:.3f}" if _finite(s) else "-" for s in frame["type_s"]]
-        if not all(_finite(p) for p in frame["power"]):  # effect 0: the rejection rate is the Type I error
-            table["rejection rate"] = [f"{r:.3f}" for r in frame["rejection_rate"]]
-        codings = sorted({str(c) for c in frame["coding"].dropna()}) or ["?"]
-        engines = sorted({str(e) for e in frame["engine"].dropna()}) or [self.engine]
-        lines = [
-            f"Power grid: {len(self.cells)} cells, {self.n_sims} simulated experiments per cell",
-            f"test={self.test!r}, alternative={self.alternative!r}, alpha={self.alpha:g}, "
-            f"engine={'/'.join(engines)}, effect coding={'/'.join(codings)}",
-        ]
-        if fixed:
-            lines.append("fixed: " + ", ".join(f"{c}={self.axes[c][0]!r}" for c in fixed))
-        seed = f"seed: entropy={self.seed.get('entropy')!r}"
-        if self.seed.get("spawn_key"):
-            seed += f", spawn_key={tuple(self.seed['spawn_key'])}"
-        lines.append(f"{seed}; nlpower {self.version}")
-        if self.n_resumed:
-            lines.append(f"{self.n_resumed} of {len(self.cells)} cells read from checkpoint {self.checkpoint}")
-        lines.append("")
-        lines.append(table.to_string(index=False))
-        lines.append("")
-        lines.append(f"failed fits: {int(frame['n_failed'].fillna(0).sum())}, "
-                     f"singular fits: {int(frame['n_singular'].fillna(0).sum())} "
-                     f"(of {int(frame['n_sims'].fillna(0).sum())} simulated experiments)")
-        return "\n".join(lines)
+    def run_cell(self, key: Mapping[str, Any], rng: Any) -> PowerResult:
+        design, params = self.cell(key)
+        fn = self.power_fn or power
+        return fn(design, params, rng=rng, **{k: v for k, v in self.options.items() if v is not None})
 
-    def plot(self, **kwargs: Any) -> Figure:
-        """Figure 6 layout: see :func:`nlpower.plots.plot_grid`."""
-        from ..plots import plot_grid
-
-        return plot_grid(self, **kwargs)
-
-
-def _finite(x: Any) -> bool:
-    return x is not None and isinstance(x, numbers.Real) and math.isfinite(float(x))
-
-
-# --------------------------------------------------------------------------- seeds
-
-
-def _cell_token(key: Mapping[str, Any]) -> str:
-    """Canonical text of a cell key (sorted JSON)."""
-    return json.dumps(_ckpt.normalize(dict(key)), sort_keys=True, separators=(",", ":"))
-
-
-def _key_words(key: Mapping[str, Any]) -> tuple[int, ...]:
-    digest = hashlib.sha256(_cell_token(key).encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
-
-
-def cell_seed(rng: Any, key: Mapping[str, Any]) -> np.random.SeedSequence:
-    """The child seed of the grid cell with axis values ``key`` under root ``rng``.
-
-    ``SeedSequence(root.entropy, spawn_key=root.spawn_key + h)`` where ``h`` is
-    four 32-bit words of the SHA-256 of the canonical JSON of ``key``.  So
-    ``power(design, params, rng=cell_seed(2020, key), ...)`` reproduces one cell
-    of ``power_grid(..., rng=2020)`` on its own.
-    """
-    root = as_seed_sequence(rng)
-    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, *_key_words(key)))
-
-
-# --------------------------------------------------------------------------- cell execution
-
-
-def _get(res: Any, name: str, default: Any = None) -> Any:
-    if isinstance(res, Mapping):
-        return res.get(name, default)
-    return getattr(res, name, default)
-
-
-def _num(x: Any) -> float:
-    return float("nan") if x is None else float(x)
-
-
-def _record(res: Any) -> dict[str, Any]:
-    """Flat, JSON-friendly record of a PowerResult (or of a mapping with its fields)."""
-    ci = _get(res, "ci")
-    if callable(ci):
-        ci = ci()
-    if ci is None:
-        ci = (_get(res, "ci_low"), _get(res, "ci_high"))
-    lo, hi = (getattr(ci, "low", None), getattr(ci, "high", None)) if hasattr(ci, "low") else ci
-    engine = _get(res, "engine")
-    return {
-        "power": _num(_get(res, "power")),
-        "ci_low": _num(lo),
-        "ci_high": _num(hi),
-        "se": _num(_get(res, "se")),
-        "type_m": _num(_get(res, "type_m")),
-        "type_s": _num(_get(res, "type_s")),
-        "mean_estimate": _num(_get(res, "mean_estimate")),
-        "n_failed": int(_get(res, "n_failed", 0) or 0),
-        "n_singular": int(_get(res, "n_singular", 0) or 0),
-        "n_sims": int(_get(res, "n_sims")),
-        "n_rejected": int(_get(res, "n_rejected", -1)),
-        "test": str(_get(res, "test")),
-        "engine": None if engine is None else str(engine),
-        "alternative": str(_get(res, "alternative")),
-        "alpha": _num(_get(res, "alpha")),
-        "coding": _get(res, "coding"),
-        "n_nonconverged": int(_get(res, "n_nonconverged", 0) or 0),
-        "rejection_rate": _num(_get(res, "rejection_rate", _get(res, "power"))),
-    }
-
-
-def _run_cell(fn: CellFunction, index: int, design: Any, params: Any,
-              options: Mapping[str, Any], seed: np.random.SeedSequence) -> tuple[int, dict[str, Any]]:
-    """Run one cell (module level so loky and dask can pickle it)."""
-    return index, _record(fn(design, params, rng=seed, **options))
-
-
-def _default_power() -> CellFunction:
-    import importlib
-
-    fn: CellFunction = importlib.import_module("nlpower.powersim").power
-    return fn
-
-
-# --------------------------------------------------------------------------- axes
-
-
-def _is_axis(value: Any) -> bool:
-    if isinstance(value, (str, bytes, Mapping)):
-        return False
-    return isinstance(value, (Sequence, np.ndarray, range)) or (
-        isinstance(value, Iterable) and not isinstance(value, numbers.Number)
-    )
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _axis_values(name: str, value: Any) -> tuple[Any, ...]:
-    if not _is_axis(value):
-        return (_plain(value),)
-    values = tuple(_plain(v) for v in np.asarray(value, dtype=object).ravel()) \
-        if isinstance(value, np.ndarray) else tuple(_plain(v) for v in value)
-    if not values:
-        raise InputError(f"{name}: an axis needs at least one value; got an empty {type(value).__name__}. "
-                         f"Pass a list such as {name}=[...] or a single value.")
-    seen: list[Any] = []
-    for v in values:
-        if v in seen:
-            raise InputError(f"{name}: axis values must be distinct; {v!r} appears more than once in {list(values)!r}.")
-        seen.append(v)
-    return values
+    def from_record(self, record: Mapping[str, Any]) -> PowerResult:
+        return PowerResult.from_record(record)
 
 
 def _params_fields(params: Any) -> tuple[str, ...]:
@@ -332,32 +142,13 @@ def _scenarios(params: Any) -> tuple[dict[str, Any], bool]:
 
 
 def _params_dict(p: Any) -> dict[str, Any]:
-    return {f.name: _plain(getattr(p, f.name)) for f in dataclasses.fields(p)}
+    return {f.name: plain(getattr(p, f.name)) for f in dataclasses.fields(p)}
 
 
-def _build_design(template: Any, values: Mapping[str, Any]) -> Any:
-    if template is not None:
-        if dataclasses.is_dataclass(template) and not isinstance(template, type):
-            return dataclasses.replace(template, **values)
-        kw = {f: getattr(template, f) for f in DESIGN_FIELDS if hasattr(template, f)}
-        kw.update(values)
-        return type(template)(**kw)
-    from ..design import CrossedDesign
-
-    return CrossedDesign(**values)
-
-
-def _with_context(exc: InputError, key: Mapping[str, Any]) -> InputError:
-    where = ", ".join(f"{k}={v!r}" for k, v in key.items())
-    try:
-        new = type(exc)(f"grid cell ({where}): {exc}")
-    except TypeError:  # pragma: no cover - subclasses with other signatures
-        return exc
-    return new
-
-
-# --------------------------------------------------------------------------- the grid
-
+def _build_design(template: CrossedDesign | None, values: Mapping[str, Any]) -> CrossedDesign:
+    if template is None:
+        return CrossedDesign(**values)
+    return dataclasses.replace(template, **values)
 
 def power_grid(
     params: Any,
@@ -374,12 +165,13 @@ def power_grid(
     REML: bool | None = None,
     likert: int | None = None,
     n_jobs: int = 1,
-    backend: str = "loky",
+    backend: Backend = "loky",
     client: Any = None,
     checkpoint: str | os.PathLike[str] | None = None,
-    rng: Any = None,
+    rng: RNGLike = None,
     progress: bool = True,
-    power_fn: CellFunction | None = None,
+    on_error: OnError = "raise",
+    power_fn: PowerFunction | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -423,14 +215,19 @@ def power_grid(
         file from a different grid raises :class:`~nlpower.errors.CheckpointError`.
         With ``rng=None`` a resumed run reuses the seed stored in the file.
     rng : seed, optional
-        Root seed (anything ``numpy.random.default_rng`` accepts).  Each cell
-        gets ``cell_seed(rng, key)``, derived from the cell's axis values.
+        Root seed (``nlpower._rng`` policy: a Generator is consumed).  Each
+        cell gets ``nlpower.grid.cell_seed(rng, key)``, derived from the cell's
+        axis values.
     progress : bool
         Show a tqdm progress bar on stderr.
+    on_error : {"raise", "warn", "record"}
+        A cell that raises stops the grid (naming the cell), or is kept as a
+        failed cell (NaN power, its error in the frame), with a warning for
+        ``"warn"`` (:func:`nlpower.grid.run_grid`).
     power_fn : callable, optional
         Replaces :func:`nlpower.power` (same signature:
         ``fn(design, params, *, n_sims, alpha, test, alternative, engine, rng)``
-        returning a ``PowerResult`` or a mapping with its fields).  Must be
+        returning a ``PowerResult``).  Must be
         picklable for ``n_jobs > 1``.
     **axes
         Further axes or fixed values: any other design field
@@ -458,213 +255,61 @@ def power_grid(
     ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
     >>> grid.to_frame()  # doctest: +SKIP
     """
-    from .. import __version__
-
-    # ---- validate settings once, at the boundary
-    from .models import check_test_options  # the same checks as nlpower.power
-
     n_sims = check_int("n_sims", n_sims, min=1)
     alpha, test, alternative = check_test_options(alpha, test, alternative)
     check_choice("engine", engine, ENGINES)
-    check_choice("backend", backend, BACKENDS)
-    n_jobs = check_int("n_jobs", n_jobs, min=-1)
-    if n_jobs == 0:
-        raise InputError("n_jobs must be a positive number of parallel jobs, or -1 for all cores; got 0.")
-    if n_jobs == -1:
-        n_jobs = os.cpu_count() or 1
+    check_run_options(n_jobs, backend, client, on_error)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
-    if client is not None and backend != "dask":
-        raise InputError(f"client is only used with backend='dask'; got backend={backend!r}. "
-                         "Pass backend='dask' or drop client.")
 
     scenarios, has_scenario = _scenarios(params)
-    pfields = _params_fields(next(iter(scenarios.values())))
+    first = next(iter(scenarios.values()))
+    pfields = _params_fields(first)
     named: dict[str, Any] = {"n_workers": n_workers, "n_items": n_items, "effect": effect}
     for name, value in axes.items():
         if name not in DESIGN_FIELDS and name not in pfields:
-            allowed = [*DESIGN_FIELDS, *pfields]
-            close = closest_name(name, allowed)
+            close = closest_name(name, [*DESIGN_FIELDS, *pfields])
             raise InputError(
                 f"unknown grid axis {name}={value!r}. Axes can be design fields "
                 f"({', '.join(DESIGN_FIELDS)}) or parameter fields ({', '.join(pfields)})."
                 + (f" Did you mean {close!r}?" if close else "")
             )
         named[name] = value
-    if design is None:
-        for req in ("n_workers", "n_items"):
-            if named[req] is None:
+    for req in ("n_workers", "n_items"):
+        if named[req] is None:
+            if design is None:
                 raise InputError(f"{req} is required when design is None; pass e.g. {req}="
                                  f"{list(FIGURE6_AXES[req])!r}, or a CrossedDesign as design=.")
-    else:
-        for req in ("n_workers", "n_items"):
-            if named[req] is None:
-                named[req] = getattr(design, req)
-    has_effect = "effect" in pfields
-    if not has_effect:
+            named[req] = getattr(design, req)
+    effect_per_scenario = False
+    if "effect" not in pfields:
         if effect is not None:
             raise InputError(
-                f"effect={effect!r}: these parameters ({type(next(iter(scenarios.values()))).__name__}) "
+                f"effect={effect!r}: these parameters ({type(first).__name__}) "
                 "have no single 'effect' field; give their own fields as axes instead "
                 f"(one of {', '.join(pfields)})."
             )
         del named["effect"]
     elif named["effect"] is None:
-        effects = {_plain(p.effect) for p in scenarios.values()}
-        named["effect"] = effects.pop() if len(effects) == 1 else None
+        effects = {plain(p.effect) for p in scenarios.values()}
+        if len(effects) == 1:
+            named["effect"] = effects.pop()
+        else:  # each scenario keeps its own effect, reported as a result column
+            del named["effect"]
+            effect_per_scenario = True
 
-    axis_values: dict[str, tuple[Any, ...]] = {}
-    if has_scenario:
-        axis_values["scenario"] = tuple(scenarios)
-    for name, value in named.items():
-        if value is None:  # effect differs between scenarios: keep each scenario's own
-            continue
-        axis_values[name] = _axis_values(name, value)
-    columns = tuple(axis_values)
-    if has_effect and "effect" not in axis_values:
-        columns = (*columns, "effect")
-
-    # ---- cells, in deterministic Cartesian order
-    root = as_seed_sequence(rng)
-    header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
-    if rng is None and header is not None:
-        stored = header.get("fingerprint", {}).get("seed", {})
-        root = np.random.SeedSequence(stored.get("entropy"), spawn_key=tuple(stored.get("spawn_key", ())))
-    seed = {"entropy": root.entropy, "spawn_key": tuple(int(k) for k in root.spawn_key)}
-
-    combos = list(product(*axis_values.values()))
-    tasks: list[tuple[int, dict[str, Any], Any, Any]] = []
-    for index, combo in enumerate(combos):
-        key = dict(zip(axis_values, combo, strict=True))
-        scen = scenarios[key["scenario"]] if has_scenario else scenarios[""]
-        p_over = {k: v for k, v in key.items() if k in pfields and k not in DESIGN_FIELDS}
-        d_over = {k: v for k, v in key.items() if k in DESIGN_FIELDS}
-        try:
-            cell_params = dataclasses.replace(scen, **p_over) if p_over else scen
-            cell_design = _build_design(design, d_over)
-        except InputError as exc:
-            raise _with_context(exc, key) from exc
-        if has_effect and "effect" not in key:
-            key["effect"] = _plain(cell_params.effect)
-        key = {c: key[c] for c in columns}
-        tasks.append((index, key, cell_design, cell_params))
-
-    fn = power_fn if power_fn is not None else _default_power()
-    options: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
-                               "alternative": alternative, "engine": engine}
-    if REML is not None:
-        options["REML"] = REML
-    if likert is not None:
-        options["likert"] = likert
-    fingerprint = {
-        "axes": {k: list(v) for k, v in axis_values.items()},
-        "scenarios": {k: _params_dict(p) for k, p in scenarios.items()},
-        "design": None if design is None else {f: _plain(getattr(design, f, None)) for f in DESIGN_FIELDS},
-        "n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-        "engine": engine, "REML": REML, "likert": likert, "seed": seed, "version": __version__,
-        "power_fn": _fn_name(fn),
-    }
-
-    # ---- resume
-    finished: dict[int, GridCell] = {}
-    ckpt = None
-    if checkpoint is not None:
-        ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint)
-        for index, key, _, _ in tasks:
-            rec = done.get(_cell_token(key))
-            if rec is not None:
-                finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
-                                           rec["record"], resumed=True)
-    n_resumed = len(finished)
-    todo = [t for t in tasks if t[0] not in finished]
-    by_index = {t[0]: t for t in tasks}
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(tasks), initial=n_resumed, desc="power grid", unit="cell",
-               disable=not progress, file=sys.stderr)
-
-    def on_done(index: int, record: dict[str, Any]) -> None:
-        key = by_index[index][1]
-        cseed = cell_seed(root, key)
-        finished[index] = GridCell(index, key, tuple(cseed.spawn_key), record)
-        if ckpt is not None:
-            ckpt.append(_cell_token(key), index, list(cseed.spawn_key), record)
-        bar.update(1)
-
-    jobs = [(i, d, p, cell_seed(root, k)) for i, k, d, p in todo]
-    try:
-        if backend == "dask":
-            _run_dask(fn, jobs, options, n_jobs, client, on_done)
-        elif n_jobs == 1 or len(jobs) <= 1:
-            for i, d, p, s in jobs:
-                try:
-                    result = _run_cell(fn, i, d, p, options, s)
-                except Exception as exc:
-                    if hasattr(exc, "add_note"):  # Python >= 3.11
-                        where = ", ".join(f"{k}={v!r}" for k, v in by_index[i][1].items())
-                        exc.add_note(f"(in power_grid cell {where})")
-                    raise
-                on_done(*result)
-        else:
-            _run_loky(fn, jobs, options, n_jobs, on_done)
-    finally:
-        bar.close()
-        if ckpt is not None:
-            ckpt.close()
-
-    cells = tuple(finished[i] for i in range(len(tasks)))
-    engines = {str(c.record.get("engine")) for c in cells if c.record.get("engine") is not None}
-    return GridResult(
-        columns=columns,
-        axes={c: tuple(dict.fromkeys(cell.key[c] for cell in cells)) for c in columns},
-        cells=cells, n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
-        engine=engines.pop() if len(engines) == 1 else engine,
-        seed=seed, version=__version__, n_resumed=n_resumed,
-        checkpoint=None if checkpoint is None else str(Path(checkpoint)),
-    )
+    grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
+    grid_axes.update(named)
+    options = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
+               "engine": engine, "REML": REML, "likert": likert}
+    problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
+                             power_fn=power_fn, effect_per_scenario=effect_per_scenario)
+    _check_cells(problem, grid_axes)
+    return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
+                    checkpoint=checkpoint, progress=progress, on_error=on_error)
 
 
-def _fn_name(fn: CellFunction) -> str:
-    """Stable name of the cell function for the fingerprint (no memory addresses)."""
-    target = fn if hasattr(fn, "__qualname__") else type(fn)
-    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
-
-
-def _run_loky(fn: CellFunction, jobs: list[tuple[int, Any, Any, Any]], options: Mapping[str, Any],
-              n_jobs: int, on_done: Callable[[int, dict[str, Any]], None]) -> None:
-    from joblib import Parallel, delayed
-
-    par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
-    for index, record in par(delayed(_run_cell)(fn, i, d, p, options, s) for i, d, p, s in jobs):
-        on_done(index, record)
-
-
-def _run_dask(fn: CellFunction, jobs: list[tuple[int, Any, Any, Any]], options: Mapping[str, Any],
-              n_jobs: int, client: Any, on_done: Callable[[int, dict[str, Any]], None]) -> None:
-    try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - dask is installed in the dev env
-        raise EngineUnavailableError(
-            "backend='dask' needs dask.distributed, which is not installed. "
-            "Install it with: pip install 'nlpower[dask]' (or use backend='loky')."
-        ) from exc
-    own_client = own_cluster = None
-    if client is None:
-        try:
-            client = distributed.get_client()
-        except ValueError:
-            own_cluster = distributed.LocalCluster(n_workers=n_jobs, threads_per_worker=1,
-                                                   processes=True, dashboard_address=None)
-            client = own_client = distributed.Client(own_cluster)
-    futures = [client.submit(_run_cell, fn, i, d, p, options, s, pure=False) for i, d, p, s in jobs]
-    try:
-        for fut in distributed.as_completed(futures):
-            index, record = fut.result()
-            on_done(index, record)
-    finally:
-        client.cancel([f for f in futures if not f.done()])
-        if own_client is not None:
-            own_client.close()
-        if own_cluster is not None:
-            own_cluster.close()
+def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:
+    """Build every cell's design and parameters once, so a bad cell fails before any runs."""
+    for key in cell_keys({k: axis_values(k, v) for k, v in axes.items()}):
+        problem.cell(key)

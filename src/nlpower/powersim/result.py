@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._validation import check_probability
 from ..intervals import ConfidenceInterval, wilson_ci
@@ -188,16 +187,17 @@ class PowerResult:
         """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
         r = dict(record)
         lo, hi = r.pop("type1_ci_low", None), r.pop("type1_ci_high", None)
-        nan = float("nan")
-        return cls(
-            ci=ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high"))),
+        seed = r.pop("seed", None) or {}
+        fields: dict[str, Any] = {k: (math.nan if v is None and k in _FLOAT_FIELDS else v)
+                                  for k, v in r.items()}
+        fields.update(
+            ci=ConfidenceInterval(_num(fields.pop("ci_low")), _num(fields.pop("ci_high"))),
             type1_ci=None if lo is None else ConfidenceInterval(float(lo), float(hi)),
-            notes=tuple(r.pop("notes", ())),
-            seed={"entropy": r["seed"].get("entropy"),
-                  "spawn_key": tuple(r["seed"].get("spawn_key", ()))} if r.get("seed") else {},
-            **{k: (nan if v is None and k in _FLOAT_FIELDS else v)
-               for k, v in r.items() if k != "seed"},
+            notes=tuple(fields.pop("notes", ())),
+            seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))}
+            if seed else {},
         )
+        return cls(**fields)
 
     def __repr__(self) -> str:
         if self.effect != 0:

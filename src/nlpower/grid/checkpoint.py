@@ -1,4 +1,4 @@
-"""Checkpoint files for power grids: finished cells survive an interrupt.
+"""Checkpoint files for grids: finished cells survive an interrupt.
 
 A checkpoint is a JSON-lines file.  The first line is a header holding the
 *fingerprint* of the grid (axes, parameter sets, design template, ``n_sims``,

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import fake_power_result
 from nlpower import presets
 from nlpower.errors import CheckpointError, NlpowerWarning
-from nlpower.powersim import checkpoint as ck
+from nlpower.grid import checkpoint as ck
 from nlpower.powersim.grid import power_grid
 
 SCEN = {"low variance": presets.low_variance(), "high variance": presets.high_variance()}
@@ -29,10 +30,10 @@ class CountingPower:
         self.calls.append((params.sigma, design.n_workers, design.n_items, params.effect))
         g = np.random.default_rng(rng)
         k = int(g.binomial(n_sims, min(0.9, params.effect * design.n_workers)))
-        return {"power": k / n_sims, "ci": (0.0, 1.0), "se": 0.05, "type_m": float(g.uniform(1, 2)),
+        return fake_power_result(**{"power": k / n_sims, "ci": (0.0, 1.0), "se": 0.05, "type_m": float(g.uniform(1, 2)),
                 "type_s": 0.0, "mean_estimate": float(g.normal()), "n_failed": 0, "n_singular": 0,
                 "n_sims": n_sims, "n_rejected": k, "test": test, "engine": "fake",
-                "alternative": alternative, "alpha": alpha, "coding": "sum"}
+                "alternative": alternative, "alpha": alpha, "coding": "sum"})
 
 
 def run(fn, path, **kw):

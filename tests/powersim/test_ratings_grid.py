@@ -13,11 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import fake_power_result
 from nlpower import presets
 from nlpower.design import CrossedDesign
 from nlpower.errors import DesignError, InputError
+from nlpower.grid import GridResult, cell_seed
 from nlpower.params import LMMParams
-from nlpower.powersim.grid import FIGURE6_AXES, GridResult, cell_seed, power_grid
+from nlpower.powersim.grid import FIGURE6_AXES, power_grid
 
 CALLS: list[tuple] = []
 
@@ -29,11 +31,11 @@ def fake_power(design, params, *, n_sims, alpha, test, alternative, engine, rng)
     p = min(0.95, 0.02 + params.effect * design.n_workers * design.n_items / 300)
     k = int(g.binomial(n_sims, p))
     est = k / n_sims
-    return {"power": est, "ci": (max(0.0, est - 0.1), min(1.0, est + 0.1)), "se": 0.01,
+    return fake_power_result(**{"power": est, "ci": (max(0.0, est - 0.1), min(1.0, est + 0.1)), "se": 0.01,
             "type_m": 1.5, "type_s": 0.0, "mean_estimate": float(g.normal(params.effect, 0.01)),
             "n_failed": 0, "n_singular": int(g.integers(0, 3)), "n_sims": n_sims,
             "n_rejected": k, "test": test, "engine": "fake", "alternative": alternative,
-            "alpha": alpha, "coding": params.coding}
+            "alpha": alpha, "coding": params.coding, "effect": params.effect})
 
 
 SCEN = {"low variance": presets.low_variance(), "high variance": presets.high_variance()}
@@ -147,7 +149,7 @@ def test_cell_equals_a_direct_call_with_cell_seed():
     design = CrossedDesign(cell.key["n_workers"], cell.key["n_items"])
     direct = fake_power(design, params, n_sims=40, alpha=0.05, test="satterthwaite",
                         alternative="two-sided", engine="auto", rng=cell_seed(7, cell.key))
-    assert direct["power"] == cell.record["power"]
+    assert direct.power == cell.record["power"]
     assert cell.spawn_key == tuple(cell_seed(7, cell.key).spawn_key)
 
 

@@ -1,0 +1,158 @@
+"""``run_grid``: any :class:`PowerProblem` over a Cartesian grid of axes.
+
+Validate the run settings, derive every cell's seed from its key, read back
+what a checkpoint already holds, run the rest on the chosen backend with a
+progress bar, append each finished cell to the checkpoint, and assemble the
+:class:`GridResult`.  The problem computes; the runner only schedules.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .. import __version__
+from .._choices import Backend, OnError, check_choice
+from .._rng import RNGLike, root_seed, seed_record
+from .._validation import check_int
+from ..errors import InputError, NlpowerWarning
+from . import checkpoint as _ckpt
+from .axes import axis_values, cell_keys, cell_seed, cell_token
+from .problem import CellFailure, CellResult, PowerProblem
+from .result import GridCell, GridResult
+from .schedule import Job, run_jobs
+
+__all__ = ["check_run_options", "run_grid"]
+
+
+def check_run_options(n_jobs: Any, backend: Any, client: Any, on_error: Any) -> int:
+    """Validate the scheduling options shared by every grid; returns ``n_jobs`` resolved."""
+    check_choice("backend", backend, Backend)
+    check_choice("on_error", on_error, OnError)
+    n_jobs = check_int("n_jobs", n_jobs, min=-1)
+    if n_jobs == 0:
+        raise InputError("n_jobs must be a positive number of parallel jobs, or -1 for all cores; got 0.")
+    if client is not None and backend != "dask":
+        raise InputError(f"client is only used with backend='dask'; got backend={backend!r}. "
+                         "Pass backend='dask' or drop client.")
+    return (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+
+
+def run_grid(
+    problem: PowerProblem,
+    axes: Mapping[str, Any],
+    *,
+    rng: RNGLike = None,
+    n_jobs: int = 1,
+    backend: Backend = "loky",
+    client: Any = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    on_error: OnError = "raise",
+    desc: str = "power grid",
+) -> GridResult:
+    """Evaluate ``problem`` on every cell of the Cartesian product of ``axes``.
+
+    Parameters
+    ----------
+    problem : PowerProblem
+        What to compute per cell (picklable for ``n_jobs > 1`` or Dask).
+    axes : mapping of str to value or list of values
+        Ordered axes; a list makes an axis, a scalar a fixed column.  Cells
+        run in Cartesian order, the last axis varying fastest.
+    rng : RNGLike
+        Root seed (``nlpower._rng`` policy: a Generator is consumed).  Cell
+        ``key`` gets ``cell_seed(root, key)``, so results do not depend on
+        ``n_jobs``, ``backend``, resuming, or the order of axis values.
+    n_jobs : int
+        Cells run in parallel (``-1``: all cores).
+    backend : {"loky", "dask"}
+        joblib/loky processes, or Dask: ``client``, the current default
+        client, or a temporary ``LocalCluster`` of ``n_jobs`` worker processes.
+    client : distributed.Client, optional
+    checkpoint : path, optional
+        JSON-lines file to which each finished cell is appended (fsync'd).  If
+        it exists, its cells are read back and only the rest are run; a file
+        from another grid raises :class:`~nlpower.errors.CheckpointError`.
+        With ``rng=None`` a resumed run reuses the seed stored in the file.
+    progress : bool
+        A tqdm progress bar on stderr.
+    on_error : {"raise", "warn", "record"}
+        A cell that raises stops the grid (the error names the cell), or is
+        kept as a :class:`CellFailure` (NaN power, its error in the frame),
+        with a warning for ``"warn"``.  Failed cells are not checkpointed.
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    GridResult
+
+    Examples
+    --------
+    >>> from nlpower.accuracy import AccuracyProblem  # doctest: +SKIP
+    >>> run_grid(AccuracyProblem(), {"n": [500, 2000], "delta": 0.02, "agreement": 0.9}, rng=1)  # doctest: +SKIP
+    """
+    n_jobs = check_run_options(n_jobs, backend, client, on_error)
+    values = {name: axis_values(name, value) for name, value in axes.items()}
+    keys = cell_keys(values)
+
+    root = root_seed(rng)
+    header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
+    if rng is None and header is not None:
+        stored = header.get("fingerprint", {}).get("seed", {})
+        root = np.random.SeedSequence(stored.get("entropy"), spawn_key=tuple(stored.get("spawn_key", ())))
+    seed = seed_record(root)
+    fingerprint = {"problem": problem.name, "axes": {k: list(v) for k, v in values.items()},
+                   **problem.fingerprint(), "seed": seed, "version": __version__}
+
+    finished: dict[int, GridCell] = {}
+    ckpt = None
+    if checkpoint is not None:
+        ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint)
+        for index, key in enumerate(keys):
+            stored_cell = done.get(cell_token(key))
+            if stored_cell is not None:
+                finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
+                                           problem.from_record(stored_cell["record"]), resumed=True)
+    n_resumed = len(finished)
+
+    bar = tqdm(total=len(keys), initial=n_resumed, desc=desc, unit="cell",
+               disable=not progress, file=sys.stderr)
+
+    def on_done(index: int, result: CellResult) -> None:
+        key = keys[index]
+        spawn_key = tuple(cell_seed(root, key).spawn_key)
+        finished[index] = GridCell(index, key, spawn_key, result)
+        if isinstance(result, CellFailure):
+            if on_error == "warn":
+                where = ", ".join(f"{k}={v!r}" for k, v in key.items())
+                warnings.warn(f"grid cell ({where}) failed: {result.error}: {result.message}",
+                              NlpowerWarning, stacklevel=4)
+        elif ckpt is not None:
+            ckpt.append(cell_token(key), index, list(spawn_key), result.to_record())
+        bar.update(1)
+
+    jobs: Sequence[Job] = [(i, key, cell_seed(root, key)) for i, key in enumerate(keys) if i not in finished]
+    try:
+        run_jobs(problem, jobs, on_error=on_error, n_jobs=n_jobs, backend=backend, client=client,
+                 on_done=on_done)
+    finally:
+        bar.close()
+        if ckpt is not None:
+            ckpt.close()
+
+    cells = tuple(finished[i] for i in range(len(keys)))
+    return GridResult(
+        problem=problem.name, columns=tuple(values), axes=values, cells=cells,
+        result_columns=tuple(problem.result_columns), settings=problem.fingerprint(),
+        seed=seed, version=__version__, n_resumed=n_resumed,
+        checkpoint=None if checkpoint is None else str(Path(checkpoint)),
+    )
