@@ -51,7 +51,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 from scipy import stats
 
-from .._choices import AnalyticMethod, check_choice
+from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
 from ..errors import DesignError
 from ..lmm import single_threaded
@@ -329,9 +329,9 @@ def analytic_power(
     params: Params,
     *,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: AnalyticMethod = "auto",
     normal: bool = False,
 ) -> AnalyticPowerResult:
     """Power without simulation: noncentral t at the true parameters.

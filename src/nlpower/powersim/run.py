@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._choices import Alternative, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -60,16 +61,16 @@ def power(
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
-    engine: str = "native",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: PowerMethod = "auto",
+    engine: EngineName = "native",
     null: bool = False,
     rng: RNGLike = None,
     likert: int | None = None,
     keep_replicates: bool = True,
     REML: bool | None = None,
-    on_failure: str = "ignore",
+    on_failure: FailurePolicy = "ignore",
     options: PowerOptions | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
