@@ -15,12 +15,19 @@ from ._validation import check_choice as _check_values
 
 __all__ = [
     "Alternative",
+    "AnalyticMethod",
     "Backend",
     "Coding",
+    "Duplicates",
     "EngineName",
+    "FailurePolicy",
+    "ItemScheme",
+    "MDEMethod",
     "OnError",
     "PowerMethod",
+    "RatingsModel",
     "RatingsTest",
+    "UnequalSDs",
     "allowed",
     "check_choice",
 ]
@@ -38,12 +45,29 @@ Backend: TypeAlias = Literal["loky", "dask"]
 
 #: How the system indicator is coded: x = +-1 (the paper's), +-0.5, or 0/1.
 Coding: TypeAlias = Literal["sum", "half", "treatment"]
+#: How items relate to systems: each item rendered by every system, or one system's output.
+ItemScheme: TypeAlias = Literal["paired", "nested"]
+#: What read_ratings does with repeated (worker, item, system) ratings.
+Duplicates: TypeAlias = Literal["error", "keep", "mean"]
 #: Mixed-model fitters: the embedded native engine, or lme4 through rpy2.
 EngineName: TypeAlias = Literal["native", "lme4"]
 #: How power is computed: balanced fast path when exact, else simulate; or forced.
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model.
 RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
+#: What power() does when replicate fits fail: count them as non-detections (recorded in the
+#: result), also warn, or stop with an error naming the replicate (STYLE 6).
+FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]
+#: How analytic_power() gets the estimate's variance and df: expected mean squares of the
+#: balanced design, expected information of any design, or the first when it applies.
+AnalyticMethod: TypeAlias = Literal["auto", "balanced", "information"]
+#: How mde() answers: the analytic power curve alone, or also a simulation at the MDE.
+MDEMethod: TypeAlias = Literal["analytic", "simulation"]
+#: What a conversion to +-1 parameters does when the two systems' SDs differ
+#: (``nlpower.params.pm1_random_effects``): stop, warn when material, or drop silently.
+UnequalSDs: TypeAlias = Literal["raise", "warn", "ignore"]
+#: Which model ``fit_ratings`` fits: identified per-system variances for nested factors, or always the paper's.
+RatingsModel: TypeAlias = Literal["auto", "paper"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 
