@@ -116,7 +116,7 @@ def test_power_json_is_strict_at_effect_zero(tmp_path):
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
-    import nlpower.powersim.grid as grid_mod
+    import nlpower.cli.power as grid_mod
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -354,3 +354,18 @@ def test_effect_zero_cells_report_the_rejection_rate():
     # ML z rule with 3 workers: not below nominal size (anti-conservative), well under 0.5
     se = np.sqrt(0.05 * 0.95 / 200)
     assert 0.05 - 4 * se < zero.rejection_rate < 0.5
+
+
+@pytest.mark.requires_r
+def test_power_grid_runs_on_the_lme4_engine():
+    """The bug of issue 9: engine='lme4' was accepted by the grid but refused by power()."""
+    kw = dict(n_workers=3, n_items=[12, 16], effect=0.15, n_sims=6, test="z",
+              alternative="two-sided", method="simulate", rng=9, progress=False)
+    lme4 = power_grid(presets.high_variance(), engine="lme4", **kw)
+    native = power_grid(presets.high_variance(), engine="native", **kw)
+    assert lme4.n_failed_cells == 0 and (lme4.to_frame()["engine"] == "lme4").all()
+    assert all(c.result.n_failed == 0 for c in lme4.cells)
+    # the same replicates, fitted by two engines that agree: same estimates and decisions
+    np.testing.assert_allclose(lme4.to_frame()["mean_estimate"], native.to_frame()["mean_estimate"],
+                               rtol=1e-6)
+    assert list(lme4.to_frame()["n_rejected"]) == list(native.to_frame()["n_rejected"])

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import NlpowerError
 from . import accuracy, bleu, compare, fit, power, replicability
 
@@ -32,8 +33,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from .. import __version__
-
         print(__version__)
         return 0
     if args.command is None:

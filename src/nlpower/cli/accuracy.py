@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from .. import accuracy
 from .._choices import (
     AccuracyMethod,
     AccuracyPlanTest,
@@ -19,6 +22,7 @@ from .._choices import (
     McNemarTest,
     allowed,
 )
+from ..errors import InputError
 from .power import _jsonable, _no_nan
 
 
@@ -107,8 +111,6 @@ def _write_json(path: Path | None, frame: Any) -> None:
 
 
 def run_power(args: argparse.Namespace) -> int:
-    from .. import accuracy
-    from ..errors import InputError
 
     if args.test not in allowed(McNemarTest):
         result: Any = accuracy.closed_form_power(
@@ -133,8 +135,6 @@ def run_power(args: argparse.Namespace) -> int:
 
 
 def run_mde(args: argparse.Namespace) -> int:
-    from .. import accuracy
-    from ..errors import InputError
 
     if args.table9:
         frame = accuracy.table9(power=args.power, alpha=args.alpha)
@@ -152,10 +152,7 @@ def run_mde(args: argparse.Namespace) -> int:
 
 
 def run_estimate(args: argparse.Namespace) -> int:
-    import pandas as pd
 
-    from .. import accuracy
-    from ..errors import InputError
 
     if not args.file.exists():
         raise InputError(f"file {str(args.file)!r} does not exist.")

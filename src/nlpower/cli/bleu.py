@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import BleuMethod, BleuPreset, allowed
+from ..bleu import estimate, figure4, figure17, mde, power, power_grid, preset
 
 
 def _params(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
@@ -99,7 +100,6 @@ def _floats(kind: Any) -> Any:
 
 
 def _p0_b0(args: argparse.Namespace) -> tuple[float, float]:
-    from ..bleu import preset
 
     base = preset(args.preset)
     return (base.p0 if args.p0 is None else args.p0, base.b0 if args.b0 is None else args.b0)
@@ -115,7 +115,6 @@ def _write_json(path: Path | None, record: dict[str, Any]) -> None:
 
 
 def run_power(args: argparse.Namespace) -> int:
-    from ..bleu import power
 
     p0, b0 = _p0_b0(args)
     result = power(args.n, args.delta, p0, b0, n_sims=args.n_sims, n_permutations=args.n_permutations,
@@ -126,7 +125,6 @@ def run_power(args: argparse.Namespace) -> int:
 
 
 def run_mde(args: argparse.Namespace) -> int:
-    from ..bleu import mde
 
     p0, b0 = _p0_b0(args)
     result = mde(args.n, p0, b0, target_power=args.target_power, alpha=args.alpha, n_sims=args.n_sims,
@@ -137,7 +135,6 @@ def run_mde(args: argparse.Namespace) -> int:
 
 
 def run_grid(args: argparse.Namespace) -> int:
-    from ..bleu import figure4, figure17, power_grid, preset
 
     base = preset(args.preset)
     p0 = [base.p0] if args.p0 is None else args.p0
@@ -161,7 +158,6 @@ def run_grid(args: argparse.Namespace) -> int:
 
 
 def run_estimate(args: argparse.Namespace) -> int:
-    from ..bleu import estimate
 
     refs: Any = args.refs[0] if len(args.refs) == 1 else list(args.refs)
     result = estimate(args.hyps_a, args.hyps_b, refs, tokenize=args.tokenize,

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, EUStat, PairedTest, PairwiseAdjust, RetroPowerMethod, allowed
+from ..errors import InputError
+from ..paired import compare, pairwise, read_scores, retrospective_power
 
 
 def _columns(text: str) -> tuple[str, str]:
@@ -86,8 +88,6 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..paired import compare, pairwise, read_scores, retrospective_power
 
     files = args.files
     if len(files) >= 3:

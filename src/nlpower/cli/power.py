@@ -14,7 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import presets
 from .._choices import Alternative, EngineName, PowerMethod, RatingsTest, allowed
+from ..design import CrossedDesign
+from ..powersim import power
+from ..powersim.grid import power_grid
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -35,7 +39,6 @@ def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]
 
 
 def _scenarios(preset: str) -> dict[str, Any]:
-    from .. import presets
 
     table = {"high-variance": ("high variance", presets.high_variance),
              "low-variance": ("low variance", presets.low_variance)}
@@ -105,8 +108,6 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_power(args: argparse.Namespace) -> int:
-    from ..design import CrossedDesign
-    from ..powersim import power
 
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
     params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
@@ -146,7 +147,6 @@ def _jsonable(obj: Any) -> Any:
 
 
 def run_grid(args: argparse.Namespace) -> int:
-    from ..powersim.grid import power_grid
 
     result = power_grid(
         _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import ReplicabilityMethod, allowed
+from ..errors import InputError
+from ..partial_conjunction import parse_pvalues, read_pvalues, replicability
 
 
 def register(subparsers: Any) -> None:
@@ -33,8 +35,6 @@ def register(subparsers: Any) -> None:
 
 
 def run_replicability(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..partial_conjunction import parse_pvalues, read_pvalues, replicability
 
     if bool(args.pvalues) == (args.file is not None):
         raise InputError("give the p-values either on the command line or with --file "

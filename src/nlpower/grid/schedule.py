@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from .._choices import OnError
 from ..errors import EngineUnavailableError
@@ -50,8 +51,6 @@ def run_jobs(problem: PowerProblem, jobs: Sequence[Job], *, on_error: OnError, n
 
 def _run_loky(problem: PowerProblem, jobs: Sequence[Job], on_error: OnError, n_jobs: int,
               on_done: OnDone) -> None:
-    from joblib import Parallel, delayed
-
     par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
     for index, result in par(delayed(run_cell)(problem, i, k, s, on_error) for i, k, s in jobs):
         on_done(index, result)
