@@ -56,3 +56,16 @@ def test_power_grid_follows_the_policy():
     _check_policy(lambda r: nlpower.power_grid(presets.high_variance(0.1), n_workers=3, n_items=[20, 30],
                                                n_sims=20, test="z", rng=r, progress=False),
                   lambda grid: tuple(grid.to_frame()["mean_estimate"].round(12)))
+
+
+def test_the_add_ons_follow_the_same_policy():
+    from nlpower import accuracy, bleu, paired
+
+    _check_policy(lambda r: accuracy.power(300, 0.03, 0.9, method="simulate", n_sims=400, rng=r),
+                  lambda res: res.power)
+    _check_policy(lambda r: bleu.power(300, 1.0, 0.125, 25.8, n_sims=40, n_permutations=99, rng=r),
+                  lambda res: (res.power, res.mean_estimate))
+    scores = np.random.default_rng(0).normal(size=(2, 60))
+    _check_policy(lambda r: paired.compare(scores[0], scores[1] + 0.1, test="bootstrap_percentile",
+                                           n_resamples=500, rng=r),
+                  lambda res: (res.pvalue, tuple(res.ci)))
