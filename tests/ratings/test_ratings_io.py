@@ -372,3 +372,34 @@ def test_error_system_labels_collide():
     df = crossed(systems=(1, "1"))
     with pytest.raises(RatingsError, match="coincide as text"):
         read_ratings(df, scale=(1, 5))
+
+
+@pytest.mark.parametrize("sep, name, kind", [(";", "r.csv", "semicolon"), ("\t", "r.csv", "tab"),
+                                             ("|", "r.csv", "pipe"), (";", "r.tsv", "semicolon"),
+                                             (";", "r.csv.gz", "semicolon")])
+def test_error_wrong_separator_suggests_sep(tmp_path, sep, name, kind):
+    path = tmp_path / name
+    crossed().to_csv(path, index=False, sep=sep)
+    with pytest.raises(RatingsError) as exc:
+        read_ratings(path, scale=(1, 5))
+    msg = str(exc.value)
+    assert f"looks {kind}-separated" in msg
+    assert f"pass sep={sep!r}" in msg
+    assert "worker" in msg  # the header line is shown
+    assert read_ratings(path, scale=(1, 5), sep=sep).report.n_ratings == 24  # and the hint works
+
+
+def test_error_wrong_separator_with_decimal_commas(tmp_path):
+    # '3,5' ratings make the comma reader fail outright; the header still tells
+    path = tmp_path / "r.csv"
+    path.write_text("worker;item;system;rating\nw1;i1;A;3,5\nw1,x;i1;B;2\n")
+    with pytest.raises(RatingsError, match=r"looks semicolon-separated.*pass sep=';'"):
+        read_ratings(path)
+
+
+def test_no_separator_hint_for_a_misnamed_column(tmp_path):
+    path = tmp_path / "r.csv"
+    crossed().rename(columns={"worker": "annotator;id"}).to_csv(path, index=False)
+    with pytest.raises(RatingsError) as exc:
+        read_ratings(path, scale=(1, 5))
+    assert "separated" not in str(exc.value) and "Available columns" in str(exc.value)

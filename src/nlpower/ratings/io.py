@@ -8,6 +8,7 @@ Nothing is fitted here.
 
 from __future__ import annotations
 
+import gzip
 import os
 import warnings
 from dataclasses import dataclass
@@ -149,11 +150,44 @@ def _read_file(path: Path, sep: str | None) -> pd.DataFrame:
             "nlpower[parquet] or convert the file to CSV."
         ) from exc
     except Exception as exc:  # unreadable: permissions, bad encoding, malformed content
+        hint = _sep_hint(path, sep) or " (for a delimiter other than the default, pass sep=)"
         raise RatingsError(
             f"source: could not read {str(path)!r} as {kind.upper()}"
             f"{' (gzip)' if gz else ''}: {type(exc).__name__}: {exc}. Check that the file is "
-            f"a valid {kind.upper()} file (for a delimiter other than the default, pass sep=)."
+            f"a valid {kind.upper()} file.{hint}"
         ) from exc
+
+
+_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+def _delimiter(path: Path, sep: str | None) -> str | None:
+    """The delimiter a text file was (or will be) read with; None for JSON or Parquet."""
+    ext, _ = _suffixes(path)
+    kind = READERS.get(ext)
+    if kind not in ("csv", "tsv"):
+        return None
+    return sep if sep is not None else ("," if kind == "csv" else "\t")
+
+
+def _sep_hint(path: Path, sep: str | None) -> str:
+    """' The file looks semicolon-separated ...; pass sep=';'.' when its header says so, else ''."""
+    used = _delimiter(path, sep)
+    if used is None:
+        return ""
+    try:
+        _, gz = _suffixes(path)
+        with (gzip.open(path, "rt") if gz else open(path)) as fh:  # noqa: SIM115 - one line
+            header = fh.readline()
+    except (OSError, UnicodeDecodeError, EOFError):
+        return ""
+    counts = {c: header.count(c) for c in _SEPARATORS if c != used}
+    best = max(counts, key=lambda c: counts[c]) if counts else None
+    if best is None or counts[best] == 0 or header.count(used) >= counts[best]:
+        return ""
+    return (f" The file looks {_SEPARATORS[best]}-separated (its header line is "
+            f"{header.rstrip(chr(10) + chr(13))!r}) but was read with sep={used!r}: pass "
+            f"sep={best!r}.")
 
 
 def _check_scale(scale: Any) -> tuple[float, float]:
@@ -235,7 +269,10 @@ def read_ratings(
         raise (default), keep them all as independent replicates (the model
         has no worker x item x system term), or average them.
     sep : str, optional
-        Delimiter for text files (default ``,`` for CSV and tab for TSV).
+        Delimiter for text files (default ``,`` for CSV and tab for TSV).  When
+        the columns are not found (or the file cannot be parsed) and the header
+        line holds more ``;``, tabs or ``|`` than the delimiter used, the error
+        says so and which ``sep=`` to pass.
 
     Returns
     -------
@@ -281,6 +318,7 @@ def read_ratings(
     identity = isinstance(scale, str) and scale == "identity"
     lohi = None if (scale is None or identity) else _check_scale(scale)
 
+    path: Path | None = None
     if isinstance(source, pd.DataFrame):
         raw = source
         source_name = "<DataFrame>"
@@ -309,6 +347,11 @@ def read_ratings(
             close = closest_name(col, available)
             hint = f" (did you mean {close!r}? pass {arg}={close!r})" if close else ""
             parts.append(f"{arg}={col!r}{hint}")
+        sep_hint = _sep_hint(path, sep) if path is not None else ""
+        if sep_hint:  # one column holding the whole header: the delimiter is wrong, not the names
+            raise RatingsError(f"source: column{'s' if len(missing) > 1 else ''} "
+                               f"{', '.join(repr(c) for _, c in missing)} not found in "
+                               f"{source_name!r}.{sep_hint}")
         raise RatingsError(
             f"source: column{'s' if len(missing) > 1 else ''} not found: {'; '.join(parts)}. "
             f"Available columns: {', '.join(map(repr, available))}. Map your column names with "

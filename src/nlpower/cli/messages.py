@@ -1,0 +1,85 @@
+"""Library messages in the words of the command line: ``rating=`` becomes ``--rating``.
+
+The library's errors name keyword arguments (``pass sep=';'``, ``scale must be a
+pair (lo, hi)``); under ``nlpower fit`` the user typed flags, so
+:func:`speak_cli` rewrites the argument names that are flags of the chosen
+subcommand -- each optional action's ``dest`` to its first long option -- and
+leaves everything else as the library wrote it.  One generic rule for every
+subcommand (used by :func:`nlpower.cli.main`'s error handler), no statistics.
+
+Rewritten:
+
+* ``dest=value`` -> ``--flag value`` (``scale=(1, 5)`` -> ``--scale 1 5`` for a
+  flag taking several values; ``worker=, item=`` -> ``--worker, --item``);
+* the message's leading word when it is a dest (``scale must be ...``,
+  ``baseline 'Z' is not ...``), also after a ``where:`` prefix;
+* a dest quoted as an argument (```rating```, ``argument 'rating'``).
+
+Not rewritten: a dest inside a longer name or a path (``n_sims=`` in
+``my_n_sims=``, ``/tmp/worker=3.csv``), ``==``, and quoted *values*
+(``did you mean 'rating'?`` names a column, not the flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+__all__ = ["flag_names", "speak_cli", "subcommand_parser"]
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    """The subparser of ``command`` (None if ``parser`` has no such subcommand)."""
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices.get(command)
+            if isinstance(sub, argparse.ArgumentParser):
+                return sub
+    return None
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, tuple[str, bool]]:
+    """``{dest: (first long option, takes several values?)}`` of the optional actions."""
+    out: dict[str, tuple[str, bool]] = {}
+    for action in parser._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if not longs or action.dest in ("help", argparse.SUPPRESS):
+            continue
+        several = isinstance(action.nargs, int) and action.nargs > 1
+        out.setdefault(action.dest, (longs[0], several))
+    return out
+
+
+_BOUNDARY = r"(?<![\w./\\-])"
+
+
+def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
+    """``message`` with the argument names in ``flags`` written as command-line flags."""
+    if not flags:
+        return message
+    names = "|".join(sorted((re.escape(d) for d in flags), key=len, reverse=True))
+
+    def tuple_value(match: re.Match[str]) -> str:
+        flag, several = flags[match.group(1)]
+        inner = match.group(2)
+        if several:
+            return f"{flag} {' '.join(p.strip() for p in inner.split(','))}"
+        return f"{flag} ({inner})"
+
+    def assignment(match: re.Match[str]) -> str:
+        flag = flags[match.group(1)][0]
+        after = match.string[match.end():match.end() + 1]
+        return flag if after in ("", " ", ",", ";", ")", ".") else f"{flag} "
+
+    # scale=(1, 5) -> --scale 1 5 (several values) / --x (a, b)
+    text = re.sub(rf"{_BOUNDARY}({names})=\(([^()]*)\)", tuple_value, message)
+    # worker='rater' -> --worker 'rater'; worker=, -> --worker,
+    text = re.sub(rf"{_BOUNDARY}({names})=(?!=)", assignment, text)
+    # the leading word (after an optional "where: " prefix)
+    text = re.sub(rf"^((?:[\w.]+: )?)({names})(?=[ :])",
+                  lambda m: m.group(1) + flags[m.group(2)][0], text)
+    # `rating` and argument 'rating'
+    text = re.sub(rf"`({names})`", lambda m: f"`{flags[m.group(1)][0]}`", text)
+    text = re.sub(rf"\b(argument|parameter|option) '({names})'",
+                  lambda m: f"{m.group(1)} '{flags[m.group(2)][0]}'", text)
+    return text
