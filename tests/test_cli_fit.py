@@ -74,7 +74,8 @@ def test_fit_errors_are_reported_with_exit_code_2(tmp_path, capsys):
     assert main(["fit", str(PILOT), "--worker", "rater"]) == 2
     err = capsys.readouterr().err
     assert "nlpower fit: error:" in err and "did you mean 'rating'" not in err
-    assert "worker='rater'" in err
+    # changed with issue 14: the CLI names the flag (was: "worker='rater'")
+    assert "--worker 'rater'" in err and "worker='rater'" not in err
     assert main(["fit", str(PILOT), "--scale", "1", "5", "--baseline", "Z"]) == 2
     assert "baseline 'Z' is not one of the systems" in capsys.readouterr().err
     assert main(["fit", str(tmp_path / "missing.csv")]) == 2

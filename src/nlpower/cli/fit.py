@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from .._choices import Coding, Duplicates, EngineName, allowed
+from ..errors import InputError
 from ..ratings import fit_ratings, read_ratings
+from .messages import flag_names, speak_cli
 
 
 def register(subparsers: Any) -> None:
@@ -46,27 +48,52 @@ def register(subparsers: Any) -> None:
                    help="repeated (worker, item, system) ratings: error (default), keep or mean")
     p.add_argument("--engine", choices=allowed(EngineName), default="native",
                    help="mixed-model engine: native (default) or lme4 (R through rpy2, optional)")
-    p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
+    p.add_argument("--model", default="auto", metavar="auto|paper|FORMULA",
+                   help="auto (default: the paper's model, identified per-system variances for "
+                        "nested factors), paper (always the paper's formula), or an lme4 formula "
+                        "over rating, system, worker, item for a simpler model, e.g. "
+                        "'rating ~ system + (1|worker) + (1|item)'")
+    p.add_argument("--sep", default=None,
+                   help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
                    help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
     p.add_argument("--full", action="store_true",
                    help="print the full summary (identified quantities and lme4-style output)")
-    p.set_defaults(func=run_fit)
+    p.set_defaults(func=run_fit, flags=flag_names(p))
+
+
+def _separator(text: str | None) -> str | None:
+    """``--sep``: a typed backslash-t (or 'tab') means a tab."""
+    return "\t" if text in ("\\t", "tab") else text
+
+
+def _check_out_dir(path: str | None) -> None:
+    """``--json OUT``: the directory must exist (no silent mkdir)."""
+    if path is None or path == "-":
+        return
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise InputError(
+            f"--json {path!r}: the directory {str(parent)!r} does not exist. Create it first "
+            f"(mkdir -p {parent}) or write the JSON elsewhere."
+        )
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    _check_out_dir(args.json_out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(
             args.file, worker=args.worker, item=args.item, system=args.system,
             rating=args.rating, scale=tuple(args.scale) if args.scale else None,
-            duplicates=args.duplicates, sep=args.sep,
+            duplicates=args.duplicates, sep=_separator(args.sep),
         )
-        fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine)
+        fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
+                          model=args.model)
         text = fit.summary() if args.full else _brief(fit)
     out = sys.stdout if args.json_out != "-" else sys.stderr
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    for w in caught:  # library warnings name arguments (scale=); the user typed flags
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(text, file=out)
     if args.json_out:
         payload = json.dumps(fit.to_dict(), indent=2, default=_jsonable)
@@ -79,13 +106,15 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def _brief(fit: Any) -> str:
-    lines = [fit.report.summary(), "", f"Model: {fit.formula} (ML)", fit.legend(), ""]
+    lines = [fit.report.summary(), "", f"Model: {fit.formula} (ML)"]
+    lines += [f"  {note}" for note in fit.model_notes()]
+    lines += [fit.legend(), ""]
     for title, table in fit.tables().items():
         lines.append(f"{title}:")
-        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        lines.append(str(table))
         lines.append("")
-    for note in fit.identifiability_notes():
-        lines.append(f"note: {note}")
+    notes = fit.identifiability_notes() + [n for n in [fit.singular_note()] if n]
+    lines += [f"note: {note}" for note in notes]
     return "\n".join(lines)
 
 

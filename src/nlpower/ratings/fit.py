@@ -18,6 +18,7 @@ import pandas as pd
 from .._choices import Coding, EngineName, RatingsModel
 from ..errors import InputError, RatingsError
 from ..lmm import LmmFit, get_engine, model_frame, warn_diagnostics
+from ..lmm.structure import ModelSpec
 from .io import Ratings
 from .model import GROUPS, ModelChoice, choose_model
 from .result import RatingsFit
@@ -32,7 +33,7 @@ def fit_ratings(
     coding: Coding = "sum",
     REML: bool = False,
     engine: EngineName = "native",
-    model: RatingsModel = "auto",
+    model: RatingsModel | str = "auto",
     start: Any = None,
     control: dict[str, Any] | None = None,
 ) -> RatingsFit:
@@ -55,10 +56,15 @@ def fit_ratings(
         Maximum likelihood, like the paper.
     engine : {"native", "lme4"}
         The fitter (:func:`nlpower.lmm.get_engine`).
-    model : {"auto", "paper"}, default "auto"
+    model : {"auto", "paper"} or str, default "auto"
         ``"paper"``: always the formula above.  ``"auto"``: the same, except
         that a grouping factor nested in systems gets independent per-system
-        variances (module docstring, "Model choice").
+        variances.  Or an lme4 formula with response ``rating``, fixed part
+        ``system`` and random terms of the intercept and ``system`` by
+        ``worker``/``item``, e.g. ``"rating ~ system + (1 | worker) + (1 | item)"``
+        when the paper's model is too rich for the data; parts it leaves out
+        are reported as 0, marked as not in the model
+        (:mod:`nlpower.ratings.model`, "Model choice").
     start : array-like, optional
         Starting ``theta`` for the native engine (lme4's order).
     control : dict, optional
@@ -78,8 +84,16 @@ def fit_ratings(
     ------
     RatingsError
         ``ratings`` not a :class:`Ratings`, unknown baseline, unknown coding,
-        ``"half"`` with more than two systems, unknown engine or model,
-        ``start`` with ``engine="lme4"``, a model the data cannot support.
+        ``"half"`` with more than two systems, unknown engine or model, a
+        formula with other columns, grouping factors or response, or without
+        ``system``; ``start`` with ``engine="lme4"``, a model the data cannot
+        support (the message suggests a simpler ``model=`` formula).
+
+    Examples
+    --------
+    >>> from nlpower.ratings import fit_ratings, read_ratings
+    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))  # doctest: +SKIP
+    >>> fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")  # doctest: +SKIP
 
     Warns
     -----
@@ -102,13 +116,24 @@ def fit_ratings(
     if start is not None and eng.name != "native":
         raise RatingsError("start= is only supported with engine='native'.")
     choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
-    fit = _fit(choice, eng.name, REML=REML, start=start, control=control, model=model)
-    return _ratings_fit(ratings, choice, fit)
+    fit, loadings = _fit(choice, eng.name, REML=REML, start=start, control=control)
+    return _ratings_fit(ratings, choice, fit, loadings)
+
+
+def _simpler(choice: ModelChoice) -> str:
+    """The formula to suggest when a per-system term has more effects than there are ratings."""
+    n, k = len(choice.data), len(choice.levels)
+    parts = [f"(1 | {g})" if k * choice.data[g].nunique() >= n else f"(system || {g})"
+             for g in GROUPS]
+    return "rating ~ system + " + " + ".join(parts)
 
 
 def _fit(choice: ModelChoice, engine: EngineName, *, REML: bool, start: Any,
-         control: dict[str, Any] | None, model: str) -> LmmFit:
-    """The chosen model through the engine; input errors as RatingsError."""
+         control: dict[str, Any] | None) -> tuple[LmmFit, dict[tuple[str, tuple[str, ...]], np.ndarray]]:
+    """The chosen model through the engine, and each term's per-system loadings.
+
+    Input errors become RatingsError; the loadings are :func:`_loadings`.
+    """
     formula = choice.formula
     try:
         spec = model_frame(formula, choice.data, contrasts={"system": choice.coding})
@@ -119,41 +144,66 @@ def _fit(choice: ModelChoice, engine: EngineName, *, REML: bool, start: Any,
         if isinstance(exc, RatingsError):
             raise
         hint = (" With items or workers nested in systems, model='auto' fits the identified "
-                "per-system variances instead." if model == "paper" else "")
+                "per-system variances instead." if choice.model == "paper" else "")
+        if "simpler term" in str(exc):
+            hint += f" To fit a simpler model, pass a formula: model={_simpler(choice)!r}."
         raise RatingsError(f"fit_ratings: cannot fit {formula!r}: {exc}{hint}") from exc
     # singular fits are expected for this over-parameterised model: reported, not warned
     warn_diagnostics(fit, where="fit_ratings", singular=False, stacklevel=4)
-    return fit
+    return fit, _loadings(spec, choice)
 
 
-def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit) -> RatingsFit:
-    """Read the intercept SDs and per-system covariances out of the fit's terms."""
-    levels, reduced, indicators = choice.levels, choice.reduced, choice.indicators
+def _loadings(spec: ModelSpec, choice: ModelChoice) -> dict[tuple[str, tuple[str, ...]], np.ndarray]:
+    """``{(group, cnames): L}``: row k of the (K, q) matrix L is the term's Z row under system k.
+
+    A term's random effects b (covariance S) add ``L b`` to the ratings of a
+    worker / item under the K systems, so they contribute ``L S L'`` to the
+    total covariance of its per-system effects, whatever the term's columns
+    (intercept, contrasts, indicators).  Z depends only on ``system`` here.
+    """
+    codes = choice.data["system"].cat.codes.to_numpy()
+    first = np.array([int(np.flatnonzero(codes == j)[0]) for j in range(len(choice.levels))])
+    return {(t.group, tuple(t.cnames)): np.asarray(t.Z, dtype=float)[first] for t in spec.re_terms}
+
+
+def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
+                 loadings: dict[tuple[str, tuple[str, ...]], np.ndarray]) -> RatingsFit:
+    """Intercept SDs and per-system covariances from the fit's terms.
+
+    For each grouping factor: the ``(1 | g)`` terms give the intercept
+    variance ``s_0^2``; every other term adds ``L S L'`` (:func:`_loadings`)
+    to the per-system block ``Sigma``.  For the paper's model this is its
+    intercept and its K x K block as fitted; for the reduced model the
+    diagonal; for a formula given as ``model=`` whatever its terms imply, with
+    absent parts 0 and listed in ``not_modelled``.
+    """
+    levels = choice.levels
     k = len(levels)
     intercept_sd: dict[str, float] = {}
     system_cov: dict[str, pd.DataFrame] = {}
-    for g in GROUPS:
+    not_modelled: list[str] = []
+    for g, tag in zip(GROUPS, ("w", "i"), strict=True):
         terms = [t for t in fit.var_terms if t.group == g]
-        if g in reduced:
-            by_name = {t.cnames[0]: float(t.cov[0, 0]) for t in terms if len(t.cnames) == 1}
-            if sorted(by_name) != sorted(indicators):  # pragma: no cover - formula contract
-                raise RatingsError(f"internal error: unexpected terms for {g}: {sorted(by_name)}")
-            intercept_sd[g] = 0.0
-            cov = np.diag([by_name[n] for n in indicators])
-        else:
-            ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
-            blocks = [t for t in terms if len(t.cnames) == k]
-            if len(ints) != 1 or len(blocks) != 1:  # pragma: no cover - formula contract
-                raise RatingsError(
-                    f"internal error: unexpected random-effects terms for {g}: "
-                    f"{[tuple(t.cnames) for t in terms]}"
-                )
-            intercept_sd[g] = float(math.sqrt(max(float(ints[0].cov[0, 0]), 0.0)))
-            cov = np.asarray(blocks[0].cov, dtype=float)
+        ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
+        others = [t for t in terms if tuple(t.cnames) != ("(Intercept)",)]
+        s0sq = sum(float(t.cov[0, 0]) for t in ints)
+        cov = np.zeros((k, k))
+        for t in others:
+            L = loadings.get((g, tuple(t.cnames)))
+            if L is None:  # pragma: no cover - engines name terms as model_frame does
+                raise RatingsError(f"internal error: the fit's term {t.cnames} | {g} is not in "
+                                   "the model frame")
+            cov += L @ np.asarray(t.cov, dtype=float) @ L.T
+        intercept_sd[g] = float(math.sqrt(max(s0sq, 0.0)))
         system_cov[g] = pd.DataFrame(cov, index=list(levels), columns=list(levels))
+        if not ints:
+            not_modelled.append(f"sigma0{tag}")
+        if not others:
+            not_modelled += [f"sigma{j + 1}{tag}" for j in range(k)]
     return RatingsFit(
         fit=fit, report=ratings.report, systems=tuple(levels), baseline=choice.baseline,
         coding=choice.coding, scale=ratings.scale, fixef=fit.fixef.copy(), sigma=float(fit.sigma),
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=choice.pairs,
-        formula=choice.formula, reduced=reduced,
+        formula=choice.formula, reduced=choice.reduced, model=choice.model,
+        not_modelled=tuple(not_modelled),
     )

@@ -49,6 +49,15 @@ system.  That point is on the paper's model's ridge of equal likelihood (its
 maximum likelihood is the same), so the tables remain a valid ML fit of the
 paper's model.  ``model="paper"`` always fits the paper's formula (what lme4
 does with it), e.g. to compare with lme4 on nested data.
+
+``model="<formula>"`` fits an lme4 formula of your own, for when the paper's
+model is too rich for the data ("use a simpler term"): its response must be
+``rating``, its fixed part ``system`` (with the intercept), its random terms
+may use ``system`` and the intercept, grouped by ``worker`` or ``item``, e.g.
+``rating ~ system + (1 | worker) + (1 | item)`` or
+``rating ~ system + (1 | worker) + (system || item)``.  A grouping factor
+absent from the formula, or a part of it absent (no ``(1 | g)``, no per-system
+term), is reported in the tables as 0, marked as not in the model.
 """
 
 from __future__ import annotations
@@ -61,14 +70,77 @@ import pandas as pd
 from .._choices import Coding, RatingsModel
 from .._validation import closest_name
 from ..coding import check_coding
-from ..errors import RatingsError
+from ..errors import FormulaError, RatingsError
+from ..formula import Formula, parse
 from .io import Ratings, ratings_choice
 
-__all__ = ["FORMULA", "GROUPS", "ModelChoice", "choose_model", "contrast_rows",
+__all__ = ["FORMULA", "GROUPS", "ModelChoice", "check_formula", "choose_model", "contrast_rows",
            "identified_pairs"]
 
 FORMULA = "rating ~ system + (system || worker) + (system || item)"
 GROUPS = ("worker", "item")
+#: Columns of :attr:`Ratings.data` a formula given as ``model=`` may use.
+COLUMNS = ("rating", "system", "worker", "item")
+#: A simpler model to suggest when the paper's is too rich for the data.
+SIMPLE_FORMULA = "rating ~ system + (1 | worker) + (1 | item)"
+
+
+def check_formula(model: str) -> Formula:
+    """Parse and check a formula given as ``model=`` (module docstring, "Model choice").
+
+    Raises
+    ------
+    RatingsError
+        Unparseable formula, a response other than ``rating``, no ``system``
+        in the fixed part, other fixed terms or no intercept, unknown columns,
+        grouping factors other than ``worker`` and ``item``, no random term.
+    """
+    example = f" E.g. model={SIMPLE_FORMULA!r}."
+    try:
+        f = parse(model)
+    except FormulaError as exc:
+        raise RatingsError(f"model: cannot parse the formula {model!r}: {exc}") from None
+    unknown = [v for v in f.variables if v not in COLUMNS]
+    if unknown:
+        hints = [f"{v!r}" + (f" (did you mean {c!r}?)" if (c := closest_name(v, list(COLUMNS)))
+                             else "") for v in unknown]
+        raise RatingsError(
+            f"model: unknown column{'s' if len(unknown) > 1 else ''} {', '.join(hints)} in "
+            f"{model!r}. After read_ratings the columns are rating, system, worker and item, "
+            f"whatever they were called in the file.{example}"
+        )
+    if f.response != "rating":
+        raise RatingsError(f"model: the response must be rating (the rescaled ratings); got "
+                           f"{f.response!r} in {model!r}.{example}")
+    if ("system",) not in f.fixed.terms:
+        raise RatingsError(f"model: the fixed part must contain system (the comparison the fit "
+                           f"is for); got {model!r}.{example}")
+    if f.fixed.terms != (("system",),) or not f.fixed.intercept:
+        raise RatingsError(
+            f"model: the fixed part must be the intercept plus system ('rating ~ system + ...'), "
+            f"as in the paper's tables; got {f.fixed} in {model!r}.{example}"
+        )
+    if not f.random:
+        raise RatingsError(f"model: {model!r} has no random term; add (1 | worker) and/or "
+                           f"(1 | item).{example}")
+    for term in f.random:
+        if term.nested or len(term.group) != 1 or term.group[0] not in GROUPS:
+            raise RatingsError(
+                f"model: random term {term} in {model!r} is grouped by {term.group_name!r}; "
+                f"only worker and item are grouping factors of rating data.{example}"
+            )
+        if any(v != "system" for v in term.expr.variables):
+            raise RatingsError(
+                f"model: random term {term} in {model!r} uses "
+                f"{', '.join(repr(v) for v in term.expr.variables if v != 'system')}; a random "
+                f"term may hold the intercept and system only.{example}"
+            )
+    return f
+
+
+def is_formula(model: object) -> bool:
+    """True when ``model=`` is a formula rather than ``"auto"``/``"paper"``."""
+    return isinstance(model, str) and "~" in model
 
 
 def contrast_rows(coding: Coding, k: int) -> np.ndarray:
@@ -111,6 +183,8 @@ class ModelChoice:
         Grouping factors nested in systems, fitted with independent per-system variances.
     indicators : tuple of str
         ``is_sys1 .. is_sysK``.
+    model : str
+        ``"auto"``, ``"paper"`` or ``"formula"`` (a formula given as ``model=``).
     """
 
     formula: str
@@ -121,21 +195,26 @@ class ModelChoice:
     pairs: dict[str, np.ndarray]
     reduced: tuple[str, ...]
     indicators: tuple[str, ...]
+    model: str = "auto"
 
 
 def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Coding = "sum",
-                 model: RatingsModel = "auto") -> ModelChoice:
+                 model: RatingsModel | str = "auto") -> ModelChoice:
     """Level order, baseline and formula for ``ratings`` (module docstring).
 
     Raises
     ------
     RatingsError
-        Unknown baseline, coding or model; ``"half"`` with more than two systems.
+        Unknown baseline, coding or model; ``"half"`` with more than two systems;
+        a formula :func:`check_formula` refuses.
     """
     check_coding(coding, error=RatingsError)
-    ratings_choice("model", model, RatingsModel,
-                   " 'auto' is the paper's formula with identified per-system variances for "
-                   "nested factors.")
+    user_formula = check_formula(model).text if is_formula(model) else None
+    if user_formula is None:
+        ratings_choice("model", model, RatingsModel,
+                       " 'auto' is the paper's formula with identified per-system variances for "
+                       "nested factors; or pass an lme4 formula such as "
+                       f"{SIMPLE_FORMULA!r}.")
     labels = ratings.systems
     if baseline is None:
         baseline = labels[0]
@@ -163,6 +242,10 @@ def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Codin
     pairs = {g: identified_pairs(data, g, tuple(levels)) for g in GROUPS}
     offdiag = ~np.eye(k, dtype=bool)
     reduced = tuple(g for g in GROUPS if model == "auto" and not pairs[g][offdiag].any())
+    if user_formula is not None:
+        return ModelChoice(formula=user_formula, data=data, levels=tuple(levels),
+                           baseline=baseline, coding=coding, pairs=pairs, reduced=(),
+                           indicators=(), model="formula")
     indicators = tuple(f"is_sys{j + 1}" for j in range(k))
     if reduced:
         codes = data["system"].cat.codes.to_numpy()
@@ -172,4 +255,5 @@ def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Codin
              for g in GROUPS]
     formula = "rating ~ system + " + " + ".join(parts)
     return ModelChoice(formula=formula, data=data, levels=tuple(levels), baseline=baseline,
-                       coding=coding, pairs=pairs, reduced=reduced, indicators=indicators)
+                       coding=coding, pairs=pairs, reduced=reduced, indicators=indicators,
+                       model=str(model))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from ..errors import RatingsError
 from ..params import ConversionWarning, LMMParams, MultiSystemParams, pm1_random_effects
 from .model import FORMULA, GROUPS, contrast_rows
 from .report import DesignReport
+from .table import RatingsTable
 
 __all__ = ["IdentifiableEstimates", "RatingsFit", "RatingsFitWarning"]
 
@@ -145,6 +147,11 @@ class RatingsFit:
     reduced : tuple of str
         Grouping factors nested in systems that got independent per-system
         variances instead of ``(system || g)``.
+    model : str
+        ``"auto"``, ``"paper"`` or ``"formula"`` (a formula given as ``model=``).
+    not_modelled : tuple of str
+        Table columns (``sigma0w``, ``sigma1i``, ...) that are not parameters
+        of the fitted model: 0 in the values, ``-`` in the printed tables.
     """
 
     fit: Any
@@ -160,6 +167,8 @@ class RatingsFit:
     identified_pairs: dict[str, np.ndarray] = field(repr=False)
     formula: str = FORMULA
     reduced: tuple[str, ...] = ()
+    model: str = "auto"
+    not_modelled: tuple[str, ...] = ()
 
     # ----------------------------------------------------------- basic views
     @property
@@ -209,12 +218,21 @@ class RatingsFit:
         return "\n".join(lines)
 
     # ------------------------------------------------------------- tables
-    def table(self, name: str | None = None) -> pd.DataFrame:
-        """Tables 13, 14 and 15 side by side: one row.
+    def table(self, name: str | None = None) -> RatingsTable:
+        """Tables 13, 14 and 15 side by side: one row (named ``name``, default the file name).
 
         Columns ``beta0, beta1..beta{K-1}, sigma, sigma0w, sigma1w..sigma{K}w,
         sigma0i, sigma1i..sigma{K}i`` (fixed effects in the fit's coding, SDs on
-        the [0, 1] scale); see :meth:`legend` for which system is which.
+        the [0, 1] scale); see :meth:`legend` for which system is which.  A
+        :class:`~nlpower.ratings.table.RatingsTable`: the values keep full
+        precision, ``print`` shows every column rounded to 3 decimals and
+        ``-`` for parts not in the fitted model (:attr:`not_modelled`).
+
+        Examples
+        --------
+        >>> print(fit.table())  # doctest: +SKIP
+                           beta0  beta1  sigma sigma0w sigma1w sigma2w sigma0i sigma1i sigma2i
+        pilot_ratings.csv  0.552 -0.035  0.130   0.000   0.142   0.126   0.071   0.000   0.046
         """
         row: dict[str, float] = {}
         for j, v in enumerate(self.fixef.to_numpy()):
@@ -225,15 +243,18 @@ class RatingsFit:
             sds = np.sqrt(np.clip(np.diag(self.system_cov[g].to_numpy()), 0.0, None))
             for j, v in enumerate(sds):
                 row[f"sigma{j + 1}{tag}"] = float(v)
-        return pd.DataFrame([row], index=[name or self.report.source])
+        table = RatingsTable([row], index=[name or Path(self.report.source).name])
+        table.not_modelled = self.not_modelled
+        return table
 
-    def tables(self, name: str | None = None) -> dict[str, pd.DataFrame]:
+    def tables(self, name: str | None = None) -> dict[str, RatingsTable]:
         """The three tables separately, laid out as Tables 13, 14 and 15."""
         t = self.table(name)
         cols13 = [c for c in t.columns if c.startswith("beta")] + ["sigma"]
         cols14 = [c for c in t.columns if c.startswith("sigma") and c.endswith("w")]
         cols15 = [c for c in t.columns if c.startswith("sigma") and c.endswith("i") and c != "sigma"]
-        return {"Table 13": t[cols13], "Table 14": t[cols14], "Table 15": t[cols15]}
+        return {title: t.select(cols) for title, cols in
+                (("Table 13", cols13), ("Table 14", cols14), ("Table 15", cols15))}
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy: one row per table entry (``parameter``, ``group``, ``system``, ``estimate``)."""
@@ -445,9 +466,15 @@ class RatingsFit:
         )
 
     # ------------------------------------------------------------- text
+    def _both_parts(self) -> list[str]:
+        """Grouping factors fitted with an intercept *and* a per-system term (the ridge)."""
+        return [g for g, tag in zip(GROUPS, ("w", "i"), strict=True)
+                if f"sigma0{tag}" not in self.not_modelled
+                and f"sigma1{tag}" not in self.not_modelled]
+
     def identifiability_notes(self) -> list[str]:
         notes = []
-        if len(self.reduced) < len(GROUPS):
+        if self._both_parts():
             notes.append(
                 "(system || g) has an intercept plus an unstructured per-system block, so only "
                 "their sum s0^2 J + Sigma is identified: the split into sigma0 and sigma1..sigmaK "
@@ -469,6 +496,38 @@ class RatingsFit:
                 )
         return notes
 
+    def model_notes(self) -> list[str]:
+        """What a formula given as ``model=`` leaves out, and how its terms are tabled."""
+        if self.model != "formula":
+            return []
+        notes = []
+        for g, tag in zip(GROUPS, ("w", "i"), strict=True):
+            cols = [c for c in self.not_modelled if c.endswith(tag) and c != "sigma"]
+            if len(cols) == self.n_systems + 1:
+                notes.append(f"no {g} term in the model: every {g} SD is shown as - (0).")
+            elif f"sigma0{tag}" in cols:
+                notes.append(f"no (1 | {g}) term: sigma0{tag} is shown as - (0); the per-system "
+                             f"{g} SDs are those of the {g} terms' total per-system covariance.")
+            elif cols:
+                notes.append(f"no per-system {g} term: sigma1{tag}..sigma{self.n_systems}{tag} are "
+                             f"shown as - (0); {g}s shift all systems alike.")
+        return notes
+
+    def singular_note(self) -> str | None:
+        """One line on what a singular (boundary) fit means for the estimates; None if not singular."""
+        if not self.singular:
+            return None
+        row = self.table().iloc[0]
+        zeros = [c for c, v in row.items() if str(c).startswith("sigma") and c != "sigma"
+                 and c not in self.not_modelled and abs(float(v)) < 5e-4]
+        what = (", ".join(map(str, zeros)) + " at 0") if zeros else "a correlation at +-1"
+        one = len(zeros) <= 1
+        return (f"singular fit ({what}): the data cannot separate "
+                f"{'that variance component' if one else 'those variance components'} from the "
+                f"others, so {'its estimate is a lower bound' if one else 'their estimates are lower bounds'}"
+                ", not evidence of no variation; the fixed effects remain valid, but power "
+                f"computed from {'it' if one else 'them'} is optimistic.")
+
     def summary(self) -> str:
         """Design report, the three tables, identifiability notes and lme4's summary."""
         k = self.n_systems
@@ -479,6 +538,8 @@ class RatingsFit:
             lines.append(f"  {g}s are nested in systems: fitted the identified per-system variances "
                          f"(0 + is_sys1 + ... || {g}) instead of (system || {g}); is_sysk indicates "
                          "level k. Tables show intercept SD 0 and the per-system SDs.")
+        for n in self.model_notes():
+            lines.append(f"  {n}")
         lines.append(self.legend())
         lines.append("")
         for title, t in self.tables().items():
@@ -486,15 +547,15 @@ class RatingsFit:
                        "Table 14": "worker SDs (intercept, then per system)",
                        "Table 15": "item SDs (intercept, then per system)"}[title]
             lines.append(f"{title} layout -- {caption}:")
-            lines.append(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            lines.append(str(t))
             lines.append("")
         lines.append(self.identifiable().summary())
         lines.append("")
         for n in self.identifiability_notes():
             lines.append(f"note: {n}")
-        if self.singular:
-            lines.append("note: boundary (singular) fit -- some variance component is (near) zero, "
-                         "which is common for this over-parameterised model (the tables' zeros).")
+        singular = self.singular_note()
+        if singular:
+            lines.append(f"note: {singular}")
         if not self.converged:
             lines.append("WARNING: the optimiser did not converge; estimates may be inaccurate.")
         if k == 2:
@@ -520,6 +581,8 @@ class RatingsFit:
             "report": self.report.to_dict(),
             "formula": self.formula,
             "reduced": list(self.reduced),
+            "model": self.model,
+            "not_modelled": list(self.not_modelled),
             "REML": bool(self.fit.REML),
             "engine": self.fit.engine,
             "coding": self.coding,
@@ -538,5 +601,6 @@ class RatingsFit:
             "singular": self.singular,
             "deviance": float(self.fit.deviance),
             "loglik": float(self.fit.loglik),
-            "notes": self.identifiability_notes(),
+            "notes": self.model_notes() + self.identifiability_notes()
+            + ([n] if (n := self.singular_note()) else []),
         }
