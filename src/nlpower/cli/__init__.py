@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import NlpowerError
 from . import accuracy, bleu, compare, fit, power, replicability
-from .messages import flag_names, speak_cli, subcommand_parser
+from .messages import cli_flags, speak_cli
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
 COMMANDS = (fit, power, accuracy, bleu, compare, replicability)
@@ -43,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except NlpowerError as exc:
         # the library names keyword arguments (rating=); the user typed flags (--rating)
-        sub = subcommand_parser(parser, args.command)
-        message = speak_cli(str(exc), flag_names(sub)) if sub is not None else str(exc)
+        message = speak_cli(str(exc), cli_flags(parser, args))
         print(f"nlpower {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -11,8 +11,10 @@ Rewritten:
 
 * ``dest=value`` -> ``--flag value`` (``scale=(1, 5)`` -> ``--scale 1 5`` for a
   flag taking several values; ``worker=, item=`` -> ``--worker, --item``);
-* the message's leading word when it is a dest (``scale must be ...``,
-  ``baseline 'Z' is not ...``), also after a ``where:`` prefix;
+* the message's leading word when it is a dest followed by ``must``, ``is``,
+  ``has``, ``column``, a quoted value, ``(`` or ``:`` (``scale must be ...``,
+  ``baseline 'Z' is not ...``), also after a ``where:`` prefix -- so the
+  article in ``a formula ...`` stays an article even where ``--a`` is a flag;
 * a dest quoted as an argument (```rating```, ``argument 'rating'``).
 
 Not rewritten: a dest inside a longer name or a path (``n_sims=`` in
@@ -25,17 +27,34 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["flag_names", "speak_cli", "subcommand_parser"]
+__all__ = ["chosen_parsers", "cli_flags", "flag_names", "speak_cli"]
 
 
-def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
-    """The subparser of ``command`` (None if ``parser`` has no such subcommand)."""
-    for action in parser._actions:  # argparse keeps its subparsers only here
-        if isinstance(action, argparse._SubParsersAction):
-            sub = action.choices.get(command)
-            if isinstance(sub, argparse.ArgumentParser):
-                return sub
-    return None
+def chosen_parsers(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> list[argparse.ArgumentParser]:
+    """The subparsers ``args`` went through, outermost first (``accuracy``, then ``power``)."""
+    chain: list[argparse.ArgumentParser] = []
+    current: argparse.ArgumentParser | None = parser
+    while current is not None:
+        nxt = None
+        for action in current._actions:  # argparse keeps its subparsers only here
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(getattr(args, action.dest, None) or "")
+                if isinstance(sub, argparse.ArgumentParser):
+                    nxt = sub
+        if nxt is not None:
+            chain.append(nxt)
+        current = nxt
+    return chain
+
+
+def cli_flags(parser: argparse.ArgumentParser,
+              args: argparse.Namespace) -> dict[str, tuple[str, bool]]:
+    """:func:`flag_names` of the chosen subcommand(s); the innermost wins a shared dest."""
+    out: dict[str, tuple[str, bool]] = {}
+    for sub in chosen_parsers(parser, args):
+        out.update(flag_names(sub))
+    return out
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, tuple[str, bool]]:
@@ -76,7 +95,7 @@ def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
     # worker='rater' -> --worker 'rater'; worker=, -> --worker,
     text = re.sub(rf"{_BOUNDARY}({names})=(?!=)", assignment, text)
     # the leading word (after an optional "where: " prefix)
-    text = re.sub(rf"^((?:[\w.]+: )?)({names})(?=[ :])",
+    text = re.sub(rf"^((?:[\w.]+: )?)({names})(?=:| must | is | has | column | '| \"| \()",
                   lambda m: m.group(1) + flags[m.group(2)][0], text)
     # `rating` and argument 'rating'
     text = re.sub(rf"`({names})`", lambda m: f"`{flags[m.group(1)][0]}`", text)
