@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import nlpower.cli.fit as cli_fit
@@ -103,3 +104,81 @@ def test_fit_engine_option_reaches_fit_ratings(capsys, monkeypatch):
         main(["fit", str(PILOT), "--engine", "stan"])
     assert exc.value.code == 2
     assert "invalid choice: 'stan'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- issue 14
+NESTED = FIXTURES / "nested_4sys_ratings.csv"
+
+
+def test_fit_model_formula(capsys):
+    formula = "rating ~ system + (1|worker) + (system||item)"
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--model", formula]) == 0
+    out = capsys.readouterr().out
+    assert f"Model: {formula} (ML)" in out
+    assert "no per-system worker term" in out and "- : not in the fitted model" in out
+    lib = fit_ratings(read_ratings(PILOT, scale=(1, 5)), model=formula)
+    assert f"{lib.table()['sigma1i'].item():.3f}" in out
+
+
+def test_fit_model_errors_point_at_the_flag(capsys):
+    # the paper's model is too rich for the small nested fixture: the hint names --model
+    assert main(["fit", str(NESTED), "--scale", "1", "5", "--model", "paper"]) == 2
+    err = capsys.readouterr().err
+    assert "simpler term" in err
+    assert "--model 'auto'" in err and "pass a formula: --model 'rating ~ system +" in err
+    assert "model=" not in err
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--model", "rating ~ system + (1|rater)"]) == 2
+    err = capsys.readouterr().err
+    assert "--model: unknown column 'rater'" in err and "E.g. --model 'rating ~ system" in err
+
+
+def test_fit_brief_prints_the_singular_line(capsys):
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--model",
+                 "rating ~ system + (1|worker) + (1|item)"]) == 0
+    out = capsys.readouterr().out
+    assert "note: singular fit (sigma0w at 0)" in out and "lower bound" in out
+
+
+def test_fit_tables_print_rounded(capsys, lib_fit):
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--baseline", "B"]) == 0
+    out = capsys.readouterr().out
+    sigma = lib_fit.sigma
+    assert f"{sigma:.3f}" in out and f"{sigma:.5f}" not in out
+
+
+def test_fit_json_into_missing_directory_is_an_error(tmp_path, capsys):
+    out = tmp_path / "no" / "such" / "fit.json"
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--json {str(out)!r}: the directory {str(out.parent)!r} does not exist" in err
+    assert "Create it first" in err
+    assert not out.parent.exists()  # nothing created
+
+
+def test_fit_semicolon_file_gets_a_sep_hint(tmp_path, capsys):
+    src = tmp_path / "r.csv"
+    src.write_text(PILOT.read_text().replace(",", ";"))
+    assert main(["fit", str(src), "--scale", "1", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "looks semicolon-separated" in err and "pass --sep ';'" in err
+    assert main(["fit", str(src), "--scale", "1", "5", "--sep", ";"]) == 0
+
+
+def test_fit_tab_file_and_backslash_t(tmp_path, capsys):
+    src = tmp_path / "r.csv"
+    src.write_text(PILOT.read_text().replace(",", "\t"))
+    assert main(["fit", str(src), "--scale", "1", "5"]) == 2
+    assert "looks tab-separated" in capsys.readouterr().err
+    assert main(["fit", str(src), "--scale", "1", "5", "--sep", "\\t"]) == 0   # typed '\t'
+    capsys.readouterr()
+
+
+def test_fit_warnings_name_flags(tmp_path, capsys):
+    df = pd.read_csv(PILOT)
+    df["rating"] = df["rating"] + 1  # 2..6: the lowest rating is not 0 or 1, the inferred scale warns
+    src = tmp_path / "r.csv"
+    df.to_csv(src, index=False)
+    assert main(["fit", str(src)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: read_ratings: Likert scale inferred" in err
+    assert "pass --scale lo hi" in err and "scale=(" not in err
