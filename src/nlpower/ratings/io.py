@@ -177,7 +177,8 @@ def _sep_hint(path: Path, sep: str | None) -> str:
         return ""
     try:
         _, gz = _suffixes(path)
-        with (gzip.open(path, "rt") if gz else open(path)) as fh:  # noqa: SIM115 - one line
+        with (gzip.open(path, "rt", encoding="utf-8", errors="replace") if gz
+              else open(path, encoding="utf-8", errors="replace")) as fh:
             header = fh.readline()
     except (OSError, UnicodeDecodeError, EOFError):
         return ""

@@ -524,7 +524,7 @@ class RatingsFit:
         one = len(zeros) <= 1
         return (f"singular fit ({what}): the data cannot separate "
                 f"{'that variance component' if one else 'those variance components'} from the "
-                f"others, so {'its estimate is a lower bound' if one else 'their estimates are lower bounds'}"
+                f"other components and the residual, so {'its estimate is a lower bound' if one else 'their estimates are lower bounds'}"
                 ", not evidence of no variation; the fixed effects remain valid, but power "
                 f"computed from {'it' if one else 'them'} is optimistic.")
 
