@@ -19,7 +19,7 @@ import pytest
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.errors import RatingsError
 from nlpower.params import LMMParams, MultiSystemParams
-from nlpower.ratings import RatingsFit, fit_ratings, read_ratings
+from nlpower.ratings import fit_ratings, read_ratings
 from nlpower.ratings.result import RatingsFitWarning
 from nlpower.ratings.table import RatingsTable
 from ratings_helpers import FIXTURES, _check_pair_params, _read_sim
