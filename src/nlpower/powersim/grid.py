@@ -72,6 +72,7 @@ class RatingsProblem:
     power_fn: PowerFunction | None = None
     effect_per_scenario: bool = False
     validated: PowerOptions | None = None  # the options, validated once, for nlpower.power
+    replicate_progress: bool = False  # a per-replicate bar inside each cell (serial runs only)
 
     name = "ratings"
 
@@ -106,7 +107,8 @@ class RatingsProblem:
     def run_cell(self, key: Mapping[str, Any], rng: Any) -> PowerResult:
         design, params = self.cell(key)
         if self.power_fn is None and self.validated is not None:
-            return power(design, params, rng=rng, options=self.validated)
+            return power(design, params, rng=rng, options=self.validated,
+                         progress=self.replicate_progress)
         fn = self.power_fn or power
         return fn(design, params, rng=rng, **{k: v for k, v in self.options.items() if v is not None})
 
@@ -224,7 +226,9 @@ def power_grid(
         cell gets ``nlpower.grid.cell_seed(rng, key)``, derived from the cell's
         axis values.
     progress : bool
-        Show a tqdm progress bar on stderr.
+        Show a tqdm progress bar of cells on stderr (and, when cells run in this
+        process, a bar of replicates within each cell simulated with
+        ``method="simulate"``).
     on_error : {"raise", "warn", "record"}
         A cell that raises stops the grid (naming the cell), or is kept as a
         failed cell (NaN power, its error in the frame), with a warning for
@@ -311,7 +315,8 @@ def power_grid(
                "method": method, "engine": engine, "REML": REML, "likert": likert}
     problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
-                             validated=validated)
+                             validated=validated,
+                             replicate_progress=progress and n_jobs == 1 and backend == "loky")
     _check_cells(problem, grid_axes)
     return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
                     checkpoint=checkpoint, progress=progress, on_error=on_error)
