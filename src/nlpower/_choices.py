@@ -21,6 +21,7 @@ __all__ = [
     "OnError",
     "PowerMethod",
     "RatingsTest",
+    "AssuranceMethod",
     "allowed",
     "check_choice",
 ]
@@ -44,6 +45,11 @@ EngineName: TypeAlias = Literal["native", "lme4"]
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model.
 RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
+
+# --- pilot -> plan (nlpower.pilot) -------------------------------------------------------
+
+#: How a pilot's sampling distribution of variance components is described.
+AssuranceMethod: TypeAlias = Literal["bootstrap", "asymptotic"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 
