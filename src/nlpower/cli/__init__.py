@@ -15,6 +15,7 @@ from ..errors import NlpowerError
 
 def build_parser() -> argparse.ArgumentParser:
     from . import fit as fit_cmd
+    from . import plan as plan_cmd
     from . import power as power_cmd
 
     parser = argparse.ArgumentParser(
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     fit_cmd.register(sub)
     power_cmd.register(sub)
+    plan_cmd.register(sub)
     return parser
 
 

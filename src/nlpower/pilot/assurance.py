@@ -45,7 +45,7 @@ from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..intervals import ConfidenceInterval
 from ..params import LMMParams
-from ..powersim import PlanResult, analytic_power, plan, power
+from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.models import check_design_params, check_test_options
@@ -564,6 +564,12 @@ def plan_with_assurance(
         note = (f"no design in the searched range reaches the target at the upper bounds of the "
                 f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
                 "pilot, lower confidence_level, or raise max_workers / max_items.")
+    capped = [name for name, pl in (("point", point_plan), ("safeguard", safe_plan))
+              if pl is not None and pl.n_workers == max_workers]
+    if capped:
+        note = (note + " " if note else "") + (
+            f"the {' and '.join(capped)} plan uses max_workers={max_workers}, the edge of the "
+            "search: more workers (and fewer items) may be cheaper; raise max_workers.")
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
                            method=method, note=note)
