@@ -325,12 +325,24 @@ class _Pilot:
                 f"({2 * self.n_workers * self.n_items} ratings)")
 
 
-def _pilot_shape(fit: Any) -> tuple[int, int]:
+def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
+    if isinstance(fit, LMMParams):
+        if pilot is None:
+            raise InputError(
+                "pilot=(n_workers, n_items) is required with parameters: the size of the balanced "
+                "pilot the SDs were estimated from (their sampling distribution depends on it). "
+                "Or pass the pilot's RatingsFit (nlpower.fit_ratings)."
+            )
+        if not (isinstance(pilot, (tuple, list)) and len(pilot) == 2):
+            raise InputError(f"pilot must be a pair (n_workers, n_items); got {pilot!r}.")
+        w, i = check_int("pilot n_workers", pilot[0], min=2), check_int("pilot n_items", pilot[1], min=2)
+        return w, i
+    if pilot is not None:
+        raise InputError("pilot= is only for parameters; a RatingsFit knows its own design.")
     if not isinstance(fit, RatingsFit):
         raise InputError(
-            f"fit must be a RatingsFit (nlpower.fit_ratings) of the pilot; got "
-            f"{type(fit).__name__}. Assurance needs the pilot's design, which a RatingsFit keeps "
-            "(parameters have no sampling distribution)."
+            f"fit must be a RatingsFit (nlpower.fit_ratings) of the pilot, or LMMParams with "
+            f"pilot=(n_workers, n_items); got {type(fit).__name__}."
         )
     r = fit.report
     w, i = int(r.n_workers), int(r.n_items)
@@ -347,9 +359,11 @@ def _pilot_shape(fit: Any) -> tuple[int, int]:
     return w, i
 
 
-def _pilot(fit: Any, *, effect: Any, coding: str, contrast: Any, method: str, n_boot: int,
-           confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
-    w, i = _pilot_shape(fit)
+def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: str, contrast: Any, method: str,
+           n_boot: int, confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
+    w, i = _pilot_shape(fit, pilot)
+    if isinstance(fit, LMMParams) and effect is None:
+        raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
     point = as_params(fit, effect=effect, coding=coding, contrast=contrast)
     assert isinstance(point, LMMParams)  # two systems: _pilot_shape checked
     v_hat = variances_of(point)
@@ -408,9 +422,10 @@ def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot:
 
 
 def assurance(
-    fit: RatingsFit,
+    fit: RatingsFit | LMMParams,
     design: CrossedDesign,
     *,
+    pilot: tuple[int, int] | None = None,
     effect: float,
     coding: Coding = "sum",
     contrast: Any = None,
@@ -428,11 +443,14 @@ def assurance(
 
     Parameters
     ----------
-    fit : RatingsFit
+    fit : RatingsFit or LMMParams
         The pilot, from :func:`~nlpower.ratings.fit_ratings`: two systems,
-        every worker rating every item under both systems once.
+        every worker rating every item under both systems once.  Or
+        parameters estimated (by ML) from such a pilot, with ``pilot``.
     design : CrossedDesign
         The planned study (2 systems, paired items).
+    pilot : (n_workers, n_items), optional
+        Size of the balanced pilot that ``fit`` (parameters) came from.
     effect : float
         Smallest effect of interest, in ``coding`` (required; the pilot's own
         estimate is never used).
@@ -484,18 +502,19 @@ def assurance(
     alpha, test, alternative = check_test_options(alpha, test, alternative)
     seq = root_seed(rng)
     s_pilot, s_assess = seq.spawn(2)
-    pilot = _pilot(fit, effect=effect, coding=coding, contrast=contrast, method=method,
+    pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
                    n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot)
-    design, _ = check_design_params(design, pilot.point)
+    design, _ = check_design_params(design, pilot_.point)
     if design.n_systems != 2 or design.items != "paired":
         raise DesignError(f"assurance plans a paired two-system study; got {design!r}.")
-    return _assess(pilot, design, target_power=target_power, alpha=alpha, test=test,
+    return _assess(pilot_, design, target_power=target_power, alpha=alpha, test=test,
                    alternative=alternative, n_sims=n_sims, seq=s_assess, seed=seed_record(seq))
 
 
 def plan_with_assurance(
-    fit: RatingsFit,
+    fit: RatingsFit | LMMParams,
     *,
+    pilot: tuple[int, int] | None = None,
     effect: float,
     coding: Coding = "sum",
     contrast: Any = None,
@@ -542,23 +561,23 @@ def plan_with_assurance(
     alpha, test, alternative = check_test_options(alpha, test, alternative)
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
-    pilot = _pilot(fit, effect=effect, coding=coding, contrast=contrast, method=method,
+    pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
                    n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot)
     kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                               alternative=alternative, cost_per_rating=cost_per_rating,
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    point_plan = plan(pilot.point, pilot.point.effect, **kw)
+    point_plan = plan(pilot_.point, pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
-    point_a = _assess(pilot, point_plan.design, seq=s_point, **akw)
+    point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
     note = ""
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
     try:
-        safe_plan = plan(params_at(pilot.point, pilot.upper), pilot.point.effect, **kw)
-        safe_a = _assess(pilot, safe_plan.design, seq=s_safe, **akw)
+        safe_plan = plan(params_at(pilot_.point, pilot_.upper), pilot_.point.effect, **kw)
+        safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None
         note = (f"no design in the searched range reaches the target at the upper bounds of the "
