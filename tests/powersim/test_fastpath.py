@@ -33,7 +33,7 @@ def test_fast_path_equals_native_engine(params, seed, REML):
     y, st = _replicates(design, params, 10, seed)
     fit = bf.fit_balanced(st, REML=REML)
     dm = build_model(design, params)
-    model = NativeModel(dm.spec)
+    model = NativeModel(dm.spec.with_response(y[0]))
     L = np.array([0.0, 1.0])
     n_boundary = 0
     for k in range(y.shape[0]):
@@ -114,7 +114,7 @@ def test_null_deviance_is_fit_without_effect():
     design = CrossedDesign(4, 6)
     y, st = _replicates(design, HIGH, 4, 2)
     dm = build_model(design, HIGH)
-    model0 = NativeModel(dm.null_spec())
+    model0 = NativeModel(dm.null_spec().with_response(y[0]))
     d0 = bf.null_deviance(st)
     for k in range(4):
         core0 = model0.refit_core(y[k], REML=False, start=dm.theta)
@@ -138,7 +138,7 @@ def test_fast_path_on_likert_ratings_equals_native_engine():
     st = fp.stats_from_ratings(y.reshape(5, 10, 4, 2).transpose(0, 2, 1, 3))
     fit = bf.fit_balanced(st)
     dm = build_model(design, HIGH)
-    model = NativeModel(dm.spec)
+    model = NativeModel(dm.spec.with_response(y[0]))
     for k in range(5):
         core = model.refit_core(y[k], REML=False, start=dm.theta)
         assert -1e-8 <= core.deviance - fit.deviance[k] <= 2e-6
