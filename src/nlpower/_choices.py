@@ -18,13 +18,17 @@ __all__ = [
     "AnalyticMethod",
     "Backend",
     "Coding",
+    "Duplicates",
     "EngineName",
     "FailurePolicy",
+    "ItemScheme",
     "MDEMethod",
     "OnError",
     "PowerMethod",
+    "RatingsModel",
     "RatingsTest",
     "AssuranceMethod",
+    "UnequalSDs",
     "allowed",
     "check_choice",
 ]
@@ -42,6 +46,10 @@ Backend: TypeAlias = Literal["loky", "dask"]
 
 #: How the system indicator is coded: x = +-1 (the paper's), +-0.5, or 0/1.
 Coding: TypeAlias = Literal["sum", "half", "treatment"]
+#: How items relate to systems: each item rendered by every system, or one system's output.
+ItemScheme: TypeAlias = Literal["paired", "nested"]
+#: What read_ratings does with repeated (worker, item, system) ratings.
+Duplicates: TypeAlias = Literal["error", "keep", "mean"]
 #: Mixed-model fitters: the embedded native engine, or lme4 through rpy2.
 EngineName: TypeAlias = Literal["native", "lme4"]
 #: How power is computed: balanced fast path when exact, else simulate; or forced.
@@ -56,6 +64,11 @@ FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]
 AnalyticMethod: TypeAlias = Literal["auto", "balanced", "information"]
 #: How mde() answers: the analytic power curve alone, or also a simulation at the MDE.
 MDEMethod: TypeAlias = Literal["analytic", "simulation"]
+#: What a conversion to +-1 parameters does when the two systems' SDs differ
+#: (``nlpower.params.pm1_random_effects``): stop, warn when material, or drop silently.
+UnequalSDs: TypeAlias = Literal["raise", "warn", "ignore"]
+#: Which model ``fit_ratings`` fits: identified per-system variances for nested factors, or always the paper's.
+RatingsModel: TypeAlias = Literal["auto", "paper"]
 
 # --- pilot -> plan (nlpower.pilot) -------------------------------------------------------
 

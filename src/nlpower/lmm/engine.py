@@ -29,7 +29,7 @@ Engines
 from __future__ import annotations
 
 import warnings
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -115,7 +115,10 @@ class Lme4Engine:
         return "Lme4Engine()"
 
 
-_ENGINES: dict[str, Engine] = {"native": NativeEngine(), "lme4": Lme4Engine()}
+# each engine takes its own options (``mode=`` / ``data=``), which Engine's
+# ``**options`` cannot express to a type checker
+_ENGINES: dict[str, Engine] = {"native": cast(Engine, NativeEngine()),
+                               "lme4": cast(Engine, Lme4Engine())}
 
 
 def get_engine(name: EngineName) -> Engine:

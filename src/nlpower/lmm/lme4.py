@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,12 +80,25 @@ function(data, formula, REML, contrasts, control, start) {
 
 # lme4::refit(fit, newresp): the structure stays in R; only the response changes.
 # ``start`` (optional) replaces the previous fit's theta as the starting point.
+# lme4 1.1-31's refit() rebuilds the response module with REML = isREML(fit), i.e.
+# TRUE = 1 instead of the number of fixed effects, so a REML refit optimises the
+# wrong criterion when p > 1; REML fits are therefore redone with lmer() on the
+# fit's model frame (nothing sent from Python but y), from the previous theta.
 _R_REFIT = r"""
 function(fit, y, start) {
-  if (!is.null(start)) { pp <- fit@pp$copy(); pp$setTheta(start); fit@pp <- pp }
+  REML <- lme4::isREML(fit)
+  if (is.null(start)) start <- lme4::getME(fit, "theta")
   msgs <- character(0); warns <- character(0)
   new <- tryCatch(withCallingHandlers(
-    lme4::refit(fit, newresp = y),
+    if (REML) {
+      fr <- stats::model.frame(fit)
+      fr[[1L]] <- y
+      lme4::lmer(stats::formula(fit), data = fr, REML = TRUE, start = start,
+                 control = lme4::lmerControl(calc.derivs = FALSE))
+    } else {
+      pp <- fit@pp$copy(); pp$setTheta(start); fit@pp <- pp
+      lme4::refit(fit, newresp = y)
+    },
     message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") },
     warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") }),
     error = function(e) e)
@@ -267,9 +279,13 @@ class Lme4Model:
       which lme4 fits identically (same terms, same ``theta`` order); the
       result is renamed to the structure's names.
     * :meth:`refit`: the first call per ``REML`` fits with ``lme4::lmer``,
-      later calls use ``lme4::refit(fit, newresp = y)`` (no model rebuilt in
-      R).  ``start`` sets the starting ``theta`` (by default lme4 starts at
-      the previous fit's ``theta``).
+      later ML calls use ``lme4::refit(fit, newresp = y)`` (no model rebuilt
+      in R).  lme4 1.1-31's ``refit`` optimises the wrong criterion for REML
+      fits with more than one fixed effect (it rebuilds the response module
+      with ``REML = TRUE``, i.e. 1, instead of ``p``), so REML refits call
+      ``lme4::lmer`` again on the previous fit's model frame with the new
+      response.  ``start`` sets the starting ``theta`` (default: the previous
+      fit's ``theta``, as ``refit`` does).
     * :meth:`satterthwaite_df`: lmerTest's formula (:mod:`nlpower.lmm.satterthwaite`)
       evaluated by the native engine at lme4's estimates (``theta``,
       ``sigma``) and the same response -- the df are a function of those

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from native_specs import crossed_spec, nested_spec
 
+from lmm_specs import crossed_spec, nested_spec
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native.blocks import lme4_term_order, make_unique
 

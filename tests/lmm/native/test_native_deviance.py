@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from native_specs import SPEC_IDS, SPECS, crossed_spec, dense_deviance
 
+from lmm_specs import SPEC_IDS, SPECS, crossed_spec, dense_deviance
 from nlpower.lmm.native import NativeModel
 
 

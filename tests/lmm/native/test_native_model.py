@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from native_specs import _term, crossed_spec, dense_deviance
 
+from lmm_specs import _term, crossed_spec, dense_deviance
 from nlpower.errors import (
     InputError,
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from native_specs import _term, crossed_spec
 
 import nlpower.lmm
+from lmm_specs import _term, crossed_spec
 from nlpower.errors import (
     ConvergenceWarning,
     FitError,

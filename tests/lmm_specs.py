@@ -1,4 +1,4 @@
-"""Small model structures shared by the native engine's tests, and a brute-force deviance."""
+"""Small model structures shared by the mixed-model tests (tests/lmm), and a brute-force deviance."""
 
 from __future__ import annotations
 
