@@ -73,6 +73,7 @@ def test_lmmfit_of_the_papers_model(pilot_fit):
     assert a.sds == pytest.approx(b.sds, rel=1e-12) and a.sigma == pytest.approx(b.sigma)
 
 
+@pytest.mark.filterwarnings("ignore::nlpower.errors.SingularFitWarning")
 def test_lmmfit_of_another_model_is_refused():
     import pandas as pd
 

@@ -48,8 +48,9 @@ from ..params import LMMParams
 from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
-from ..powersim.models import check_design_params, check_test_options
-from ..ratings.fit import RatingsFit
+from ..powersim.options import check_test_options
+from ..ratings import RatingsFit
+from ..simulation import check_design_params
 from .convert import as_params
 from .draws import (
     SD_NAMES,

@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .._choices import Coding, check_choice
 from .._validation import check_real
 from ..errors import InputError
 from ..lmm.result import LmmFit
-from ..params import LMMParams, MultiSystemParams, x_values
-from ..ratings.fit import FORMULA, RatingsFit
+from ..params import LMMParams, MultiSystemParams, pm1_random_effects, x_values
+from ..ratings import FORMULA, RatingsFit
 
 __all__ = ["PilotLike", "as_params", "is_pilot_fit"]
 
@@ -123,7 +122,10 @@ def as_params(
             return obj
         return _set_effect(obj, effect, coding)
     if isinstance(obj, LmmFit):
-        obj = _ratings_view(obj)
+        if effect is None:
+            raise InputError(f"effect is required when planning from a fitted pilot: {_EFFECT_HELP}")
+        p = _lmmfit_params(obj, coding)
+        return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
     if not isinstance(obj, RatingsFit):
         raise InputError(
             f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
@@ -188,14 +190,16 @@ _PAPER = re.compile(r"^\s*(\w+)\s*~\s*(\w+)\s*\+\s*\(\s*\2\s*\|\|\s*(\w+)\s*\)\s
                     r"\(\s*\2\s*\|\|\s*(\w+)\s*\)\s*$")
 
 
-def _ratings_view(fit: LmmFit) -> RatingsFit:
-    """The :class:`RatingsFit` of an :class:`LmmFit` of the paper's two-system factor model.
+def _lmmfit_params(fit: LmmFit, coding: str) -> LMMParams:
+    """Sum-coded :class:`LMMParams` (effect 0) of an :class:`LmmFit` of the paper's two-system model.
 
-    Needs the formula ``y ~ f + (f || g1) + (f || g2)`` with a factor ``f`` of
-    two levels (as :func:`~nlpower.ratings.fit_ratings` fits it).  Every
-    worker and item is assumed to have rated both systems (a paired pilot):
-    the fit does not keep the data, so nestedness cannot be checked here; use
-    the :class:`RatingsFit` itself when items are nested in systems.
+    Needs ``y ~ f + (f || g1) + (f || g2)`` with a two-level factor ``f`` (as
+    :func:`~nlpower.ratings.fit_ratings` fits it: ``g1`` the workers, ``g2``
+    the items).  The per-system random effects are mapped to +-1 intercept
+    and slope SDs by :func:`nlpower.params.pm1_random_effects` (the same
+    conversion as :meth:`RatingsFit.to_params`).  The fit keeps no data, so
+    every worker and item is taken to have rated both systems; use the
+    :class:`RatingsFit` when items are nested in systems.
     """
     m = _PAPER.match(fit.formula)
     if m is None:
@@ -205,13 +209,11 @@ def _ratings_view(fit: LmmFit) -> RatingsFit:
             "nested designs) and pass its RatingsFit."
         )
     _, factor, g1, g2 = m.groups()
-    coding = fit.contrasts.get(factor, "sum")
-    if coding not in ("sum", "half", "treatment"):
+    fit_coding = fit.contrasts.get(factor, "sum")
+    if fit_coding not in ("sum", "half", "treatment"):
         raise InputError(f"LmmFit: contrasts for {factor!r} must be 'sum', 'half' or 'treatment'; "
-                         f"got {coding!r}.")
-    intercept_sd: dict[str, float] = {}
-    system_cov: dict[str, Any] = {}
-    levels: tuple[str, ...] | None = None
+                         f"got {fit_coding!r}.")
+    sds: dict[str, tuple[float, float]] = {}
     for group, name in ((g1, "worker"), (g2, "item")):
         terms = [t for t in fit.var_terms if t.group == group]
         ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
@@ -222,34 +224,18 @@ def _ratings_view(fit: LmmFit) -> RatingsFit:
                 f"{factor!r}; got terms {[tuple(t.cnames) for t in terms]}. Only two-system fits can "
                 "be converted from an LmmFit; for more systems use fit_ratings."
             )
-        intercept_sd[name] = math.sqrt(max(float(ints[0].cov[0, 0]), 0.0))
-        lv = tuple(c[len(factor):] if c.startswith(factor) else c for c in blocks[0].cnames)
-        levels = levels or lv
-        system_cov[name] = blocks[0].cov
-    assert levels is not None
-    return _make_ratings_fit(fit, levels, coding, intercept_sd, system_cov)
-
-
-def _make_ratings_fit(fit: LmmFit, levels: tuple[str, ...], coding: str,
-                      intercept_sd: dict[str, float], system_cov: dict[str, Any]) -> RatingsFit:
-
-    baseline = levels[-1] if coding in ("sum", "half") else levels[0]
-    report = _PairedReport(fit.nobs, levels)
-    return RatingsFit(
-        fit=fit, report=report,  # type: ignore[arg-type]  # only .n_ratings/.source are read
-        systems=levels, baseline=baseline, coding=coding, scale=None,
-        fixef=fit.fixef.copy(), sigma=float(fit.sigma), intercept_sd=intercept_sd,
-        system_cov={g: pd.DataFrame(np.asarray(c, dtype=float), index=list(levels),
-                                    columns=list(levels)) for g, c in system_cov.items()},
-        identified_pairs={g: np.ones((2, 2), dtype=bool) for g in ("worker", "item")},
-        formula=fit.formula,
-    )
-
-
-class _PairedReport:
-    """Stand-in for the design report of an LmmFit (which keeps no data)."""
-
-    def __init__(self, n_ratings: int, systems: tuple[str, ...]):
-        self.n_ratings = n_ratings
-        self.systems = systems
-        self.source = "<LmmFit>"
+        levels = [c[len(factor):] if c.startswith(factor) else c for c in blocks[0].cnames]
+        cov = np.asarray(blocks[0].cov, dtype=float)
+        # the baseline (x = -1) is R's last level under contr.sum, the first under contr.treatment
+        b, o = (1, 0) if fit_coding in ("sum", "half") else (0, 1)
+        sds[name] = pm1_random_effects(
+            math.sqrt(max(float(ints[0].cov[0, 0]), 0.0)), math.sqrt(max(cov[b, b], 0.0)),
+            math.sqrt(max(cov[o, o], 0.0)), float(cov[b, o]), group=name, unequal="warn",
+            systems=(levels[b], levels[o]), where="as_params")
+    b0, b1 = (float(v) for v in fit.fixef.to_numpy()[:2])
+    lo, hi = x_values(fit_coding)
+    mean_base, mean_other = b0 + lo * b1, b0 + hi * b1
+    return LMMParams(beta0=(mean_base + mean_other) / 2, effect=0.0,
+                     sd_worker=sds["worker"][0], sd_worker_slope=sds["worker"][1],
+                     sd_item=sds["item"][0], sd_item_slope=sds["item"][1],
+                     sigma=float(fit.sigma), coding="sum")
