@@ -360,7 +360,7 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
     return w, i
 
 
-def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: str, contrast: Any, method: str,
+def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, method: str,
            n_boot: int, confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
     w, i = _pilot_shape(fit, pilot)
     if isinstance(fit, LMMParams) and effect is None:
@@ -403,7 +403,7 @@ def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha:
 
 
 def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot: Any
-                  ) -> tuple[float, float, str, int]:
+                  ) -> tuple[float, float, AssuranceMethod, int]:
     t = check_real("target_power", target_power)
     if not 0.0 < t < 1.0:
         raise InputError(f"target_power must be strictly between 0 and 1; got {t}. The usual "
@@ -412,7 +412,7 @@ def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot:
     if not 0.5 <= c < 1.0:
         raise InputError(f"confidence_level must be in [0.5, 1) (the one-sided level of the SDs' "
                          f"upper bounds); got {c}. 0.8 is a common safeguard level.")
-    m = check_choice("method", method, AssuranceMethod)
+    m: AssuranceMethod = check_choice("method", method, AssuranceMethod)
     n = check_int("n_boot", n_boot, min=20)
     return t, c, m, n
 

@@ -43,12 +43,12 @@ def is_pilot_fit(obj: Any) -> bool:
     return isinstance(obj, (RatingsFit, LmmFit))
 
 
-def _span(coding: str) -> float:
+def _span(coding: Coding) -> float:
     lo, hi = x_values(coding)
     return hi - lo
 
 
-def _effect_in(params_coding: str, effect: float, coding: str) -> float:
+def _effect_in(params_coding: Coding, effect: float, coding: Coding) -> float:
     """``effect`` stated in ``coding``, re-expressed in ``params_coding`` (same mean difference)."""
     return effect * _span(coding) / _span(params_coding)
 
@@ -159,7 +159,7 @@ def _check_effect(effect: Any) -> float:
     return e
 
 
-def _set_effect(params: LMMParams | MultiSystemParams, effect: Any, coding: str
+def _set_effect(params: LMMParams | MultiSystemParams, effect: Any, coding: Coding
                 ) -> LMMParams | MultiSystemParams:
     if isinstance(params, LMMParams):
         return params.with_effect(_effect_in(params.coding, _check_effect(effect), coding))
@@ -190,7 +190,7 @@ _PAPER = re.compile(r"^\s*(\w+)\s*~\s*(\w+)\s*\+\s*\(\s*\2\s*\|\|\s*(\w+)\s*\)\s
                     r"\(\s*\2\s*\|\|\s*(\w+)\s*\)\s*$")
 
 
-def _lmmfit_params(fit: LmmFit, coding: str) -> LMMParams:
+def _lmmfit_params(fit: LmmFit, coding: Coding) -> LMMParams:
     """Sum-coded :class:`LMMParams` (effect 0) of an :class:`LmmFit` of the paper's two-system model.
 
     Needs ``y ~ f + (f || g1) + (f || g2)`` with a two-level factor ``f`` (as
@@ -209,10 +209,8 @@ def _lmmfit_params(fit: LmmFit, coding: str) -> LMMParams:
             "nested designs) and pass its RatingsFit."
         )
     _, factor, g1, g2 = m.groups()
-    fit_coding = fit.contrasts.get(factor, "sum")
-    if fit_coding not in ("sum", "half", "treatment"):
-        raise InputError(f"LmmFit: contrasts for {factor!r} must be 'sum', 'half' or 'treatment'; "
-                         f"got {fit_coding!r}.")
+    fit_coding: Coding = check_choice(f"LmmFit contrasts for {factor!r}",
+                                      fit.contrasts.get(factor, "sum"), Coding)
     sds: dict[str, tuple[float, float]] = {}
     for group, name in ((g1, "worker"), (g2, "item")):
         terms = [t for t in fit.var_terms if t.group == group]

@@ -72,7 +72,7 @@ def bootstrap_draws(v_hat: np.ndarray, n_workers: int, n_items: int,
     chunking.  Returns ``(n_boot, 5)`` variances, :data:`VARIANCES` order.
     """
     gens = [np.random.Generator(np.random.PCG64(s)) for s in seeds]
-    st = draw_stats(n_workers, n_items, 0.0, 0.0, np.asarray(v_hat, dtype=float), gens)
+    st = draw_stats(n_workers, n_items, 0.0, 0.0, np.asarray(v_hat, dtype=float).tolist(), gens)
     return np.asarray(fit_balanced(st, with_df=False).variances, dtype=float)
 
 
