@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                       rng=args.seed, progress=False)
     elapsed = time.perf_counter() - t0
     frame = grid.to_frame()
-    analytic = analytic_powers(frame, grid.alpha)
+    analytic = analytic_powers(frame, grid.settings["alpha"])
     if analytic is not None:
         frame["analytic"] = analytic
 

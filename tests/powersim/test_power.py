@@ -116,7 +116,7 @@ def test_lrt_and_pvalue_conventions():
     assert res.REML is False and 0 < res.power < 1
 
 
-def test_native_engine_on_general_designs():
+def test_simulate_method_on_general_designs():
     p = HIGH(0.15)
     for d in (CrossedDesign(6, 12, workers_per_item=3), CrossedDesign(4, 12, items="nested")):
         res = power(d, p, n_sims=8, rng=1)
@@ -129,8 +129,8 @@ def test_native_engine_on_general_designs():
     assert any("grand mean" in n for n in res.notes)
 
 
-def test_native_and_fast_engines_agree_statistically():
-    # same design, both engines: powers within MC error of each other
+def test_simulate_and_balanced_methods_agree_statistically():
+    # same design, both methods: powers within MC error of each other
     d = CrossedDesign(4, 10)
     p = HIGH(0.2)
     a = power(d, p, n_sims=60, rng=3, method="simulate", test="z")
@@ -139,12 +139,12 @@ def test_native_and_fast_engines_agree_statistically():
     assert abs(a.power - b.power) < 4 * se
 
 
-def test_likert_ratings_through_fast_path():
+def test_likert_ratings_through_the_balanced_path():
     res = power(CrossedDesign(5, 20), HIGH(0.1), n_sims=100, rng=6, likert=5)
     assert res.method == "balanced" and 0 < res.power < 1
 
 
-def test_analytic_engine_result():
+def test_analytic_method_result():
     res = power(CrossedDesign(10, 100), HIGH(0.1), method="analytic", null=True)
     assert res.method == "analytic" and 0 < res.power < 1 and res.type1 == pytest.approx(0.05)
 
@@ -170,7 +170,7 @@ def test_errors(kwargs, match):
         power(CrossedDesign(3, 10), HIGH(0.1), n_sims=kwargs.pop("n_sims", 5), **kwargs)
 
 
-def test_fast_engine_refused_where_not_exact():
+def test_balanced_method_refused_where_not_exact():
     with pytest.raises(DesignError, match="method='simulate'"):
         power(CrossedDesign(6, 10, workers_per_item=3), HIGH(0.1), n_sims=5, method="balanced")
     with pytest.raises(DesignError, match="nested"):

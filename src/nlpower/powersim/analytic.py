@@ -51,7 +51,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 from scipy import stats
 
-from .._choices import AnalyticMethod, check_choice
+from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
 from ..errors import DesignError
 from ..lmm import single_threaded
@@ -61,7 +61,6 @@ from .fastpath import stratum_eigenvalues
 from .models import Params, build_model, effect_of, true_sds
 from .options import check_test_options
 from .result import AnalyticPowerResult
-
 
 
 def balanced_moments(design: CrossedDesign, params: LMMParams) -> tuple[float, float]:
@@ -330,9 +329,9 @@ def analytic_power(
     params: Params,
     *,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: AnalyticMethod = "auto",
     normal: bool = False,
 ) -> AnalyticPowerResult:
     """Power without simulation: noncentral t at the true parameters.

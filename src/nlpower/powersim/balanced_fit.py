@@ -140,7 +140,7 @@ def _cholesky_solve(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarra
             for k in range(j):
                 acc = acc - L[i][k] * L[j][k]
             L[i].append(acc * inv)
-    z = []
+    z: list[np.ndarray] = []
     for j in range(_P):  # L z = g
         acc = g[:, j]
         for k in range(j):

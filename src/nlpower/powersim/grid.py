@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._choices import Backend, OnError
+from .._choices import Alternative, Backend, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
 from ..design import CrossedDesign
@@ -163,10 +163,10 @@ def power_grid(
     design: Any = None,
     n_sims: int = 200,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
-    engine: str = "native",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: PowerMethod = "auto",
+    engine: EngineName = "native",
     REML: bool | None = None,
     likert: int | None = None,
     n_jobs: int = 1,

@@ -93,7 +93,8 @@ def design_spec(design: CrossedDesign, params: Params) -> ModelSpec:
         x = np.asarray(params.x_values, dtype=float)[a.system]
         X = np.column_stack([np.ones(n), x])
         names: tuple[str, ...] = ("(Intercept)", "x")
-        slope, slope_names = x[:, None], ("x",)
+        slope = x[:, None]
+        slope_names: tuple[str, ...] = ("x",)
         contrasts: dict[str, str] = {}
         columns: tuple[str, ...] = ("rating", "x", "worker", "item")
     else:

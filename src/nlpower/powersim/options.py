@@ -114,15 +114,15 @@ def power_options(
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
-    engine: str = "native",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: PowerMethod = "auto",
+    engine: EngineName = "native",
     REML: bool | None = None,
     null: bool = False,
     likert: int | None = None,
     keep_replicates: bool = True,
-    on_failure: str = "ignore",
+    on_failure: FailurePolicy = "ignore",
 ) -> PowerOptions:
     """Validate the options of :func:`~nlpower.powersim.power` once.
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from .._choices import MDEMethod, check_choice
+from .._choices import Alternative, MDEMethod, RatingsTest, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_real
 from ..design import CrossedDesign
@@ -110,9 +110,9 @@ def mde(
     *,
     target_power: float = 0.8,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "analytic",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: MDEMethod = "analytic",
     n_sims: int = 1000,
     rng: RNGLike = None,
 ) -> MDEResult:
@@ -232,8 +232,8 @@ def plan(
     *,
     target_power: float = 0.8,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
     cost_per_rating: float = 1.0,
     cost_per_worker: float = 0.0,
     min_workers: int = 2,

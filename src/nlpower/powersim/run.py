@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._choices import Alternative, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -60,16 +61,16 @@ def power(
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
-    test: str = "satterthwaite",
-    alternative: str = "two-sided",
-    method: str = "auto",
-    engine: str = "native",
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    method: PowerMethod = "auto",
+    engine: EngineName = "native",
     null: bool = False,
     rng: RNGLike = None,
     likert: int | None = None,
     keep_replicates: bool = True,
     REML: bool | None = None,
-    on_failure: str = "ignore",
+    on_failure: FailurePolicy = "ignore",
     options: PowerOptions | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
@@ -149,7 +150,7 @@ def power(
     :func:`nlpower.power_grid`.
     """
     design, params = check_design_params(design, params)
-    kw = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
+    kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
           "keep_replicates": keep_replicates, "on_failure": on_failure}
     if options is None:
