@@ -116,7 +116,8 @@ def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
 
 
 def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, alpha: float,
-            test: str, alternative: str, n_sims: int, seq: np.random.SeedSequence) -> np.ndarray:
+            test: RatingsTest, alternative: Alternative, n_sims: int, seq: np.random.SeedSequence
+            ) -> np.ndarray:
     if n_sims == 0:
         se, df = _moments(design, point, variances)
         return power_at_moments(point.effect, se, df, alpha=alpha, test=test,
@@ -376,9 +377,9 @@ def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, 
     return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level)
 
 
-def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha: float, test: str,
-            alternative: str, n_sims: int, seq: np.random.SeedSequence, seed: dict[str, Any]
-            ) -> AssuranceResult:
+def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha: float,
+            test: RatingsTest, alternative: Alternative, n_sims: int,
+            seq: np.random.SeedSequence, seed: dict[str, Any]) -> AssuranceResult:
     s_point, s_draws, s_up = seq.spawn(3)
     kw: dict[str, Any] = dict(alpha=alpha, test=test, alternative=alternative, n_sims=n_sims)
     p_point = float(_powers(design, pilot.point, pilot.v_hat, seq=s_point, **kw)[0])
