@@ -1,16 +1,12 @@
-"""Every planning entry point accepts a fitted pilot (issue 14) -- WIRING TESTS FOR THE LEAD.
+"""Every planning entry point accepts a fitted pilot (issue 14).
 
-These tests state what ``nlpower.power``, ``mde``, ``plan``, ``power_grid`` and
-``nlpower power --ratings`` must do once they call :func:`nlpower.pilot.as_params`
-at their boundary.  Until that wiring is merged they are expected to fail
-(``xfail(strict=True)``: an unexpected pass is reported, so the marker cannot go
-stale); after it they run as ordinary tests.  Each compares the entry point on
-the fit with the same entry point on ``as_params(fit, effect=...)``.
+``nlpower.power``, ``mde``, ``plan``, ``power_grid`` and ``nlpower power --ratings``
+call :func:`nlpower.pilot.as_params` at their boundary.  Each test compares the
+entry point on the fit with the same entry point on ``as_params(fit, effect=...)``.
 """
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
@@ -23,12 +19,6 @@ from nlpower.ratings import fit_ratings, read_ratings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
-#: the lead's wiring adds effect= (and coding=) to power(); until then these tests xfail
-WIRED = "effect" in inspect.signature(nlpower.power).parameters
-needs_wiring = pytest.mark.xfail(
-    not WIRED, strict=True,
-    reason="needs the lead's wiring of nlpower.pilot.as_params into power/mde/plan/power_grid/CLI",
-)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +26,6 @@ def pilot_fit():
     return fit_ratings(read_ratings(FIXTURES / "pilot_ratings.csv", scale=(1, 5)))
 
 
-@needs_wiring
 def test_power_accepts_a_fit(pilot_fit):
     d = CrossedDesign(10, 100)
     got = nlpower.power(d, pilot_fit, effect=0.05, method="analytic")
@@ -46,13 +35,11 @@ def test_power_accepts_a_fit(pilot_fit):
     assert half.power == pytest.approx(ref.power, rel=1e-10)  # same mean difference
 
 
-@needs_wiring
 def test_power_on_a_fit_requires_the_effect(pilot_fit):
     with pytest.raises(InputError, match="effect is required.*smallest effect"):
         nlpower.power(CrossedDesign(10, 100), pilot_fit, method="analytic")
 
 
-@needs_wiring
 def test_mde_accepts_a_fit(pilot_fit):
     # the MDE needs no effect: the lead passes a placeholder effect to as_params
     d = CrossedDesign(10, 100)
@@ -61,14 +48,12 @@ def test_mde_accepts_a_fit(pilot_fit):
     assert got.effect == pytest.approx(ref.effect, rel=1e-10)
 
 
-@needs_wiring
 def test_plan_accepts_a_fit(pilot_fit):
     got = nlpower.plan(pilot_fit, 0.1, cost_per_worker=20)
     ref = nlpower.plan(as_params(pilot_fit, effect=0.1), 0.1, cost_per_worker=20)
     assert (got.n_workers, got.n_items) == (ref.n_workers, ref.n_items)
 
 
-@needs_wiring
 def test_power_grid_accepts_a_fit(pilot_fit):
     kw = dict(n_workers=[3, 10], n_items=[50], effect=[0.05, 0.1], method="analytic",
               progress=False)
@@ -77,7 +62,6 @@ def test_power_grid_accepts_a_fit(pilot_fit):
     assert list(got["power"]) == pytest.approx(list(ref["power"]), rel=1e-12)
 
 
-@needs_wiring
 def test_cli_power_accepts_a_rating_file(pilot_fit, capsys):
     from nlpower.cli import main
 

@@ -14,18 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
-
-DUPLICATES = ("error", "keep", "mean")
-
-
-def _scale(text: str) -> tuple[float, float]:
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        lo, hi = (float(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected the Likert range as LO,HI, e.g. --scale 1,5; got {text!r}") from None
-    return lo, hi
+from ..pilot import plan_with_assurance
+from .power import check_outputs
+from .ratings_args import add_ratings_arguments, fit_from_args
 
 
 def register(subparsers: Any) -> None:
@@ -40,19 +31,7 @@ def register(subparsers: Any) -> None:
             "distribution). The effect is yours, never the pilot's estimate."
         ),
     )
-    p.add_argument("--ratings", required=True, metavar="FILE",
-                   help="pilot rating file: CSV, TSV, JSON, JSON Lines or Parquet")
-    p.add_argument("--worker", default="worker", metavar="COL", help="worker id column (default: worker)")
-    p.add_argument("--item", default="item", metavar="COL", help="item id column (default: item)")
-    p.add_argument("--system", default="system", metavar="COL", help="system column (default: system)")
-    p.add_argument("--rating", default="rating", metavar="COL", help="rating column (default: rating)")
-    p.add_argument("--scale", type=_scale, default=None, metavar="LO,HI",
-                   help="Likert range, e.g. 1,5 (default: inferred from the data)")
-    p.add_argument("--duplicates", choices=DUPLICATES, default="error",
-                   help="repeated (worker, item, system) ratings: error (default), keep or mean")
-    p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
-    p.add_argument("--baseline", default=None, metavar="NAME",
-                   help="baseline system (default: the first label in sorted order)")
+    add_ratings_arguments(p, required=True)
     p.add_argument("--effect", type=float, required=True,
                    help="smallest effect worth detecting, in --coding (sum: half the mean difference "
                         "on the [0, 1] scale)")
@@ -84,15 +63,10 @@ def register(subparsers: Any) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from ..pilot import plan_with_assurance
-    from ..ratings import fit_ratings, read_ratings
-
+    check_outputs(args, {"json": "--json"})
+    fit = fit_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
-                               system=args.system, rating=args.rating, scale=args.scale,
-                               duplicates=args.duplicates, sep=args.sep)
-        fit = fit_ratings(ratings, baseline=args.baseline)
         result = plan_with_assurance(
             fit, effect=args.effect, coding=args.coding, target_power=args.target_power,
             cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import presets
-from .._choices import Alternative, EngineName, PowerMethod, RatingsTest, allowed
+from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..powersim import power
 from ..powersim.grid import power_grid
+from ..ratings.convert import as_params
+from .ratings_args import add_ratings_arguments, fit_from_args
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -73,12 +75,17 @@ def register(subparsers: Any) -> None:
         "power", help="power of one design (Card et al. 2020, App. H.3)",
         description="Simulated power of one crossed worker x item design under a Table 16 "
                     "scenario. Effects are beta1 in sum coding (x = +-1).")
-    p.add_argument("--preset", choices=PRESETS, required=True, help="Table 16 variance scenario")
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="Table 16 variance scenario (or give a pilot with --ratings)")
     p.add_argument("--workers", type=int, required=True, help="number of workers")
     p.add_argument("--items", type=int, required=True, help="number of items")
-    p.add_argument("--effect", type=float, required=True, help="beta1 (sum coding)")
+    p.add_argument("--effect", type=float, required=True,
+                   help="beta1 in --coding (default sum: half the mean difference on [0, 1])")
+    p.add_argument("--coding", choices=allowed(Coding), default="sum",
+                   help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the result as JSON")
+    add_ratings_arguments(p, required=False)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
     p.set_defaults(func=run_power)
@@ -124,8 +131,17 @@ def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
 
 def run_power(args: argparse.Namespace) -> int:
     check_outputs(args, {"json": "--json"})
+    if (args.preset is None) == (args.ratings is None):
+        raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
+                         "whose variance components are used), not both or neither.")
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
-    params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
+    if args.ratings is not None:
+        fit = fit_from_args(args)
+        params = as_params(fit, effect=args.effect, coding=args.coding)
+    else:
+        params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
+        if args.coding != params.coding:
+            params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
                    rng=args.seed, progress=not args.quiet)

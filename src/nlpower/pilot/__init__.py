@@ -10,8 +10,8 @@ variance components.
 
 from __future__ import annotations
 
+from ..ratings.convert import PilotLike, as_params, is_pilot_fit
 from .assurance import AssuranceResult, PilotPlanResult, assurance, plan_with_assurance
-from .convert import PilotLike, as_params, is_pilot_fit
 
 __all__ = ["AssuranceResult", "PilotLike", "PilotPlanResult", "as_params", "assurance",
            "is_pilot_fit", "plan_with_assurance"]

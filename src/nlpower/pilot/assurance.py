@@ -50,8 +50,8 @@ from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
 from ..ratings import RatingsFit
+from ..ratings.convert import as_params
 from ..simulation import check_design_params
-from .convert import as_params
 from .draws import (
     SD_NAMES,
     asymptotic_draws,

@@ -23,13 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._choices import Alternative, Backend, EngineName, OnError, PowerMethod, RatingsTest
+from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, check_run_options, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
+from ..ratings.convert import as_params, is_pilot_fit
 from .models import Params
 from .options import PowerOptions, power_options
 from .result import PowerResult
@@ -178,6 +179,8 @@ def power_grid(
     rng: RNGLike = None,
     progress: bool = True,
     on_error: OnError = "raise",
+    coding: Coding = "sum",
+    contrast: Any = None,
     power_fn: PowerFunction | None = None,
     **axes: Any,
 ) -> GridResult:
@@ -185,8 +188,10 @@ def power_grid(
 
     Parameters
     ----------
-    params : LMMParams, dict of {str: LMMParams} or list of LMMParams
-        Model parameters.  A dict (or list) adds a ``scenario`` axis named by
+    params : LMMParams, dict of {str: LMMParams}, list of LMMParams, or RatingsFit
+        Model parameters, or a fitted pilot whose variance components are used
+        (then ``effect`` is required, read in ``coding``; ``contrast`` picks
+        the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by
         its keys (``"params[0]"``, ... for a list), e.g.
         ``{"low variance": presets.low_variance(), "high variance": presets.high_variance()}``.
     n_workers, n_items, effect : int / float or list, optional
@@ -264,6 +269,9 @@ def power_grid(
     ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
     >>> grid.to_frame()  # doctest: +SKIP
     """
+    if is_pilot_fit(params):  # variances from the pilot; effects (in coding) from the user
+        head = effect[0] if isinstance(effect, (list, tuple)) and effect else effect
+        params = as_params(params, effect=head, coding=coding, contrast=contrast)
     validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
                               method=method, engine=engine, REML=REML, likert=likert,
                               keep_replicates=False)

@@ -23,7 +23,8 @@ from .._validation import check_real
 from ..errors import InputError
 from ..lmm.result import LmmFit
 from ..params import LMMParams, MultiSystemParams, pm1_random_effects, x_values
-from ..ratings import FORMULA, RatingsFit
+from .model import FORMULA
+from .result import RatingsFit
 
 __all__ = ["PilotLike", "as_params", "is_pilot_fit"]
 
