@@ -22,7 +22,7 @@ POWER = ["power", "--preset", "high-variance", "--workers", "3", "--items", "20"
 
 
 def test_grid_writes_the_library_result(tmp_path, capsys):
-    csv, png = tmp_path / "out" / "grid.csv", tmp_path / "grid.png"
+    csv, png = tmp_path / "grid.csv", tmp_path / "grid.png"
     assert main([*GRID, "--out", str(csv), "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert "Power grid: 4 cells" in out and f"wrote {csv}" in out and f"wrote {png}" in out
@@ -86,9 +86,9 @@ def test_bad_arguments_exit_2(argv, message, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        ([*GRID, "--n-sims", "0"], "n_sims must be >= 1"),
+        ([*GRID, "--n-sims", "0"], "--n-sims must be >= 1"),  # issue 14: CLI errors name flags
         ([*GRID, "--workers-per-item", "4"], "workers_per_item"),
-        ([*GRID, "--n-jobs", "0"], "n_jobs must be a positive number"),
+        ([*GRID, "--n-jobs", "0"], "--n-jobs must be a positive number"),
         ([*POWER, "--workers", "1"], "n_workers must be >= 2"),
     ],
 )
@@ -130,3 +130,13 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
         "run the same command again to resume."]
     assert main(GRID) == 130
     assert "nothing was saved (add --checkpoint FILE" in capsys.readouterr().err
+
+
+def test_outputs_into_a_missing_directory_are_refused_before_any_work(tmp_path, capsys):
+    missing = tmp_path / "no" / "such"
+    assert main([*GRID, "--out", str(missing / "grid.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {missing / 'grid.csv'}: the directory '{missing}' does not exist" in err
+    assert "Create it first" in err and not missing.exists()
+    assert main([*POWER, "--json", str(missing / "p.json")]) == 2
+    assert "--json" in capsys.readouterr().err and not missing.exists()

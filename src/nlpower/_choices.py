@@ -27,6 +27,7 @@ __all__ = [
     "PowerMethod",
     "RatingsModel",
     "RatingsTest",
+    "AssuranceMethod",
     "UnequalSDs",
     "allowed",
     "check_choice",
@@ -68,6 +69,11 @@ MDEMethod: TypeAlias = Literal["analytic", "simulation"]
 UnequalSDs: TypeAlias = Literal["raise", "warn", "ignore"]
 #: Which model ``fit_ratings`` fits: identified per-system variances for nested factors, or always the paper's.
 RatingsModel: TypeAlias = Literal["auto", "paper"]
+
+# --- pilot -> plan (nlpower.pilot) -------------------------------------------------------
+
+#: How a pilot's sampling distribution of variance components is described.
+AssuranceMethod: TypeAlias = Literal["bootstrap", "asymptotic"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 

@@ -369,3 +369,18 @@ def test_power_grid_runs_on_the_lme4_engine():
     np.testing.assert_allclose(lme4.to_frame()["mean_estimate"], native.to_frame()["mean_estimate"],
                                rtol=1e-6)
     assert list(lme4.to_frame()["n_rejected"]) == list(native.to_frame()["n_rejected"])
+
+
+def test_replicate_progress_inside_cells_and_single_runs(capsys):
+    from nlpower.powersim import power
+
+    kw = dict(n_workers=3, n_items=8, effect=0.2, n_sims=4, test="z", method="simulate", rng=1)
+    quiet = power_grid(presets.low_variance(), progress=False, **kw)
+    assert capsys.readouterr().err == ""
+    loud = power_grid(presets.low_variance(), progress=True, **kw)
+    err = capsys.readouterr().err
+    assert "replicates:" in err and "/4 " in err and "power grid" in err
+    pd.testing.assert_frame_equal(quiet.to_frame(), loud.to_frame())  # a bar changes no number
+    res = power(CrossedDesign(3, 8), presets.low_variance(0.2), n_sims=3, test="z",
+                method="simulate", rng=1, progress=True)
+    assert "/3 " in capsys.readouterr().err and res.n_sims == 3

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import NlpowerError
-from . import accuracy, bleu, compare, fit, power, replicability
+from . import accuracy, bleu, compare, fit, plan, power, replicability
 from .messages import cli_flags, speak_cli
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, accuracy, bleu, compare, replicability)
+COMMANDS = (fit, power, plan, accuracy, bleu, compare, replicability)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import presets
-from .._choices import Alternative, EngineName, PowerMethod, RatingsTest, allowed
+from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
 from ..design import CrossedDesign
+from ..errors import InputError
 from ..powersim import power
 from ..powersim.grid import power_grid
+from ..ratings.convert import as_params
+from .ratings_args import add_ratings_arguments, fit_from_args
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -72,12 +75,19 @@ def register(subparsers: Any) -> None:
         "power", help="power of one design (Card et al. 2020, App. H.3)",
         description="Simulated power of one crossed worker x item design under a Table 16 "
                     "scenario. Effects are beta1 in sum coding (x = +-1).")
-    p.add_argument("--preset", choices=PRESETS, required=True, help="Table 16 variance scenario")
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="Table 16 variance scenario (or give a pilot with --ratings)")
     p.add_argument("--workers", type=int, required=True, help="number of workers")
     p.add_argument("--items", type=int, required=True, help="number of items")
-    p.add_argument("--effect", type=float, required=True, help="beta1 (sum coding)")
+    p.add_argument("--effect", type=float, required=True,
+                   help="beta1 in --coding (default sum: half the mean difference on [0, 1])")
+    p.add_argument("--coding", choices=allowed(Coding), default="sum",
+                   help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the result as JSON")
+    add_ratings_arguments(p, required=False)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (shown per replicate with --method simulate)")
     p.set_defaults(func=run_power)
 
     g = subparsers.add_parser(
@@ -99,7 +109,7 @@ def register(subparsers: Any) -> None:
                    help="resume from / append finished cells to this file")
     g.add_argument("--out", type=Path, default=None, metavar="CSV", help="write the grid as CSV")
     g.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw Figure 6's layout")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--quiet", action="store_true", help="no progress bars")
     g.set_defaults(func=run_grid)
 
 
@@ -107,18 +117,38 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
 
 
-def run_power(args: argparse.Namespace) -> int:
+def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
+    """An output path (``--out``, ``--json``, ...) must be in an existing directory.
 
+    Checked before any work, so a typo costs nothing; nothing is created behind the user's back.
+    """
+    for dest, flag in flags.items():
+        path = getattr(args, dest, None)
+        if path is not None and str(path) != "-" and not Path(path).parent.is_dir():
+            raise InputError(f"{flag} {path}: the directory {str(Path(path).parent)!r} does not exist. "
+                             "Create it first (mkdir -p), or write somewhere else.")
+
+
+def run_power(args: argparse.Namespace) -> int:
+    check_outputs(args, {"json": "--json"})
+    if (args.preset is None) == (args.ratings is None):
+        raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
+                         "whose variance components are used), not both or neither.")
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
-    params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
+    if args.ratings is not None:
+        fit = fit_from_args(args)
+        params = as_params(fit, effect=args.effect, coding=args.coding)
+    else:
+        params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
+        if args.coding != params.coding:
+            params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed)
+                   rng=args.seed, progress=not args.quiet)
     print(result.summary())
     if args.json is not None:
         frame = result.to_frame()
         record = frame.iloc[0].to_dict() if len(frame) == 1 else frame.to_dict(orient="records")
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(_no_nan(record), indent=2, default=_jsonable,
                                         allow_nan=False) + "\n")
         print(f"wrote {args.json}")
@@ -147,7 +177,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def run_grid(args: argparse.Namespace) -> int:
-
+    check_outputs(args, {"out": "--out", "plot": "--plot", "checkpoint": "--checkpoint"})
     result = power_grid(
         _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
@@ -157,11 +187,9 @@ def run_grid(args: argparse.Namespace) -> int:
     )
     print(result.summary())
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         result.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")
     if args.plot is not None:
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
         fig = result.plot()
         fig.savefig(args.plot, dpi=150)
         print(f"wrote {args.plot}")

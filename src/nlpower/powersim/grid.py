@@ -23,13 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._choices import Alternative, Backend, EngineName, OnError, PowerMethod, RatingsTest
+from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, check_run_options, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
+from ..ratings.convert import as_params, is_pilot_fit
 from .models import Params
 from .options import PowerOptions, power_options
 from .result import PowerResult
@@ -72,6 +73,7 @@ class RatingsProblem:
     power_fn: PowerFunction | None = None
     effect_per_scenario: bool = False
     validated: PowerOptions | None = None  # the options, validated once, for nlpower.power
+    replicate_progress: bool = False  # a per-replicate bar inside each cell (serial runs only)
 
     name = "ratings"
 
@@ -106,7 +108,8 @@ class RatingsProblem:
     def run_cell(self, key: Mapping[str, Any], rng: Any) -> PowerResult:
         design, params = self.cell(key)
         if self.power_fn is None and self.validated is not None:
-            return power(design, params, rng=rng, options=self.validated)
+            return power(design, params, rng=rng, options=self.validated,
+                         progress=self.replicate_progress)
         fn = self.power_fn or power
         return fn(design, params, rng=rng, **{k: v for k, v in self.options.items() if v is not None})
 
@@ -176,6 +179,8 @@ def power_grid(
     rng: RNGLike = None,
     progress: bool = True,
     on_error: OnError = "raise",
+    coding: Coding = "sum",
+    contrast: Any = None,
     power_fn: PowerFunction | None = None,
     **axes: Any,
 ) -> GridResult:
@@ -183,8 +188,10 @@ def power_grid(
 
     Parameters
     ----------
-    params : LMMParams, dict of {str: LMMParams} or list of LMMParams
-        Model parameters.  A dict (or list) adds a ``scenario`` axis named by
+    params : LMMParams, dict of {str: LMMParams}, list of LMMParams, or RatingsFit
+        Model parameters, or a fitted pilot whose variance components are used
+        (then ``effect`` is required, read in ``coding``; ``contrast`` picks
+        the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by
         its keys (``"params[0]"``, ... for a list), e.g.
         ``{"low variance": presets.low_variance(), "high variance": presets.high_variance()}``.
     n_workers, n_items, effect : int / float or list, optional
@@ -224,7 +231,9 @@ def power_grid(
         cell gets ``nlpower.grid.cell_seed(rng, key)``, derived from the cell's
         axis values.
     progress : bool
-        Show a tqdm progress bar on stderr.
+        Show a tqdm progress bar of cells on stderr (and, when cells run in this
+        process, a bar of replicates within each cell simulated with
+        ``method="simulate"``).
     on_error : {"raise", "warn", "record"}
         A cell that raises stops the grid (naming the cell), or is kept as a
         failed cell (NaN power, its error in the frame), with a warning for
@@ -260,6 +269,9 @@ def power_grid(
     ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
     >>> grid.to_frame()  # doctest: +SKIP
     """
+    if is_pilot_fit(params):  # variances from the pilot; effects (in coding) from the user
+        head = effect[0] if isinstance(effect, (list, tuple)) and effect else effect
+        params = as_params(params, effect=head, coding=coding, contrast=contrast)
     validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
                               method=method, engine=engine, REML=REML, likert=likert,
                               keep_replicates=False)
@@ -311,7 +323,8 @@ def power_grid(
                "method": method, "engine": engine, "REML": REML, "likert": likert}
     problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
-                             validated=validated)
+                             validated=validated,
+                             replicate_progress=progress and n_jobs == 1 and backend == "loky")
     _check_cells(problem, grid_axes)
     return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
                     checkpoint=checkpoint, progress=progress, on_error=on_error)

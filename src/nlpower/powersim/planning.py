@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from .._choices import Alternative, MDEMethod, RatingsTest, check_choice
+from .._choices import Alternative, Coding, MDEMethod, RatingsTest, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
+from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments, power_from_moments
 from .models import Params, with_effect
@@ -115,11 +116,15 @@ def mde(
     method: MDEMethod = "analytic",
     n_sims: int = 1000,
     rng: RNGLike = None,
+    coding: Coding = "sum",
+    contrast: Any = None,
 ) -> MDEResult:
     """Minimum detectable (positive) effect of ``design`` at ``target_power``.
 
     Root of the analytic power curve in the effect (``params``' effect is
-    ignored; its variances and coding are used).  ``method="simulation"``
+    ignored; its variances and coding are used).  ``params`` may be a fitted
+    pilot (``RatingsFit``): its variance components are used and the MDE is
+    reported in ``coding`` (``contrast`` picks the comparison of a K-system fit).  ``method="simulation"``
     also simulates ``n_sims`` replicates at the MDE (``rng``) and reports
     that power with its CI in ``result.simulated``.
 
@@ -130,6 +135,8 @@ def mde(
     >>> round(m.mean_difference, 3) == round(2 * m.effect, 3)
     True
     """
+    if is_pilot_fit(params):  # variances from the pilot; the effect is what we solve for
+        params = as_params(params, effect=1.0, coding=coding, contrast=contrast)
     design, params = check_design_params(design, params)
     target_power = _check_target(target_power)
     alpha, test, alternative = check_test_options(alpha, test, alternative)
@@ -242,8 +249,14 @@ def plan(
     workers_per_item: int | None = None,
     n_sims: int = 500,
     rng: RNGLike = None,
+    coding: Coding = "sum",
+    contrast: Any = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
+
+    ``params`` may be a fitted pilot (``RatingsFit``): its variance components
+    are used and ``effect`` is read in ``coding`` (the smallest effect of
+    interest -- never the pilot's own estimate).
 
     For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items
     reaching the target are found by bisection (power increases with the
@@ -262,6 +275,8 @@ def plan(
     >>> p.power >= 0.8
     True
     """
+    if is_pilot_fit(params):  # variances from the pilot, the effect (in coding) from the user
+        params = as_params(params, effect=effect, coding=coding, contrast=contrast)
     if not isinstance(params, LMMParams):
         raise InputError(
             f"plan() searches 2-system designs and needs LMMParams; got {type(params).__name__}."

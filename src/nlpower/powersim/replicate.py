@@ -25,10 +25,12 @@ of a run of ``m``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
+from tqdm.auto import tqdm
 
 from ..design import CrossedDesign
 from ..errors import FitError, InputError
@@ -134,7 +136,7 @@ _FIT_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError
 
 
 def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.random.SeedSequence],
-                 opts: PowerOptions) -> Replicates:
+                 opts: PowerOptions, *, progress: bool = False, desc: str = "replicates") -> Replicates:
     """Replicates simulated and refitted with ``opts.engine`` (module docstring).
 
     A replicate whose fit raises is recorded as failed; with
@@ -158,7 +160,9 @@ def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.rando
     failed = np.zeros(r, dtype=bool)
     model: PreparedModel | None = None
     null_model: PreparedModel | None = None
-    for k, s in enumerate(seeds):
+    bar = tqdm(seeds, desc=desc, unit="replicate", disable=not progress, leave=False,
+               file=sys.stderr)
+    for k, s in enumerate(bar):
         y = response(s)
         try:
             if model is None:

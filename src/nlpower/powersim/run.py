@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._choices import Alternative, EngineName, FailurePolicy, PowerMethod, RatingsTest
+from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
+from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments
 from .models import Params, effect_of, mean_difference_of, with_effect
@@ -72,6 +73,10 @@ def power(
     REML: bool | None = None,
     on_failure: FailurePolicy = "ignore",
     options: PowerOptions | None = None,
+    progress: bool = False,
+    effect: float | None = None,
+    coding: Coding = "sum",
+    contrast: Any = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -124,6 +129,21 @@ def power(
         :func:`~nlpower.powersim.options.power_options` (what a grid passes
         to every cell); then the keyword options must be left at their
         defaults.
+    effect : float, optional
+        The effect to detect, in ``coding``: required when ``params`` is a
+        fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
+        the paper's model), whose variance components are used and whose own
+        effect estimate never is (:func:`nlpower.ratings.convert.as_params`);
+        with parameters it replaces their effect.
+    coding : {"sum", "half", "treatment"}, default "sum"
+        Coding of ``effect`` (and of the parameters taken from a fit).
+    contrast : str or (str, str), optional
+        With a fit of more than two systems: which comparison (see
+        :meth:`RatingsFit.to_params`).
+    progress : bool, default False
+        A per-replicate progress bar on stderr for ``method="simulate"`` (the
+        balanced and analytic paths take milliseconds and show none).  It
+        changes no number.
 
     Returns
     -------
@@ -149,6 +169,8 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    if effect is not None or is_pilot_fit(params):
+        params = as_params(params, effect=effect, coding=coding, contrast=contrast)
     design, params = check_design_params(design, params)
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
@@ -194,7 +216,8 @@ def power(
             assert isinstance(p, LMMParams)
             reps = run_balanced(design, p, seeds, opts)
         else:
-            reps = run_simulate(design, p, seeds, opts)
+            reps = run_simulate(design, p, seeds, opts, progress=progress,
+                                desc="replicates" if where == "main" else "replicates, effect 0")
         apply_failure_policy(reps, opts, where)
         return reps
 

@@ -1,0 +1,95 @@
+"""``nlpower plan``: from a pilot rating file to the cheapest design, with assurance.
+
+A thin edge: :func:`nlpower.ratings.read_ratings` -> :func:`nlpower.ratings.fit_ratings`
+-> :func:`nlpower.pilot.plan_with_assurance` -> print.  No statistics live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
+from ..pilot import plan_with_assurance
+from .power import check_outputs
+from .ratings_args import add_ratings_arguments, fit_from_args
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        help="cheapest design for a target power, from a pilot rating file (with assurance)",
+        description=(
+            "Fit Card et al.'s model to a pilot rating file (one row per rating), then find the "
+            "cheapest number of workers and items that detects --effect with --target-power: at "
+            "the pilot's estimated SDs, and at their upper confidence bounds (the safeguard "
+            "design), each with its assurance (mean power over the pilot's sampling "
+            "distribution). The effect is yours, never the pilot's estimate."
+        ),
+    )
+    add_ratings_arguments(p, required=True)
+    p.add_argument("--effect", type=float, required=True,
+                   help="smallest effect worth detecting, in --coding (sum: half the mean difference "
+                        "on the [0, 1] scale)")
+    p.add_argument("--coding", choices=allowed(Coding), default="sum",
+                   help="coding of --effect (default: sum, the paper's x = +-1)")
+    p.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
+    p.add_argument("--cost-per-rating", type=float, default=1.0, help="cost of one rating (default: 1)")
+    p.add_argument("--cost-per-worker", type=float, default=0.0,
+                   help="fixed cost per worker, e.g. recruiting (default: 0)")
+    p.add_argument("--min-workers", type=int, default=2, help="fewest workers searched (default: 2)")
+    p.add_argument("--max-workers", type=int, default=50, help="most workers searched (default: 50)")
+    p.add_argument("--max-items", type=int, default=5000, help="most items searched (default: 5000)")
+    p.add_argument("--workers-per-item", type=int, default=None, metavar="K",
+                   help="each item rated by K of the workers (default: all, fully crossed)")
+    p.add_argument("--confidence-level", type=float, default=0.8,
+                   help="one-sided level of the SDs' upper bounds for the safeguard design (default: 0.8)")
+    p.add_argument("--method", choices=allowed(AssuranceMethod), default="bootstrap",
+                   help="the pilot's sampling distribution: bootstrap (parametric, default) or asymptotic")
+    p.add_argument("--n-boot", type=int, default=200, help="bootstrap refits / draws (default: 200)")
+    p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
+                   help="test of the effect (default: satterthwaite; the paper: z)")
+    p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
+                   help="alternative hypothesis (default: two-sided)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write both plans and their assurance as JSON")
+    p.set_defaults(func=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    check_outputs(args, {"json": "--json"})
+    fit = fit_from_args(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = plan_with_assurance(
+            fit, effect=args.effect, coding=args.coding, target_power=args.target_power,
+            cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+            confidence_level=args.confidence_level, method=args.method, n_boot=args.n_boot,
+            alpha=args.alpha, test=args.test, alternative=args.alternative,
+            min_workers=args.min_workers, max_workers=args.max_workers, max_items=args.max_items,
+            workers_per_item=args.workers_per_item, rng=args.seed,
+        )
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    print(fit.report.summary())
+    print()
+    print(result.summary())
+    print(f"\nseed: {result.point_assurance.seed['entropy']} (repeat with --seed)")
+    if args.json is not None:
+        payload = {
+            "ratings": str(args.ratings),
+            "plans": result.to_frame().to_dict(orient="records"),
+            "point_assurance": result.point_assurance.to_record(),
+            "safeguard_assurance": (result.safeguard_assurance.to_record()
+                                    if result.safeguard_assurance is not None else None),
+            "note": result.note,
+        }
+        args.json.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,61 @@
+"""The rating-file options shared by ``nlpower plan`` and ``nlpower power --ratings``.
+
+A thin edge: parse the options, then :func:`nlpower.ratings.read_ratings` and
+:func:`nlpower.ratings.fit_ratings`; warnings are printed on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import Any
+
+from .._choices import Duplicates, allowed
+from ..ratings import RatingsFit, fit_ratings, read_ratings
+
+
+def parse_scale(text: str) -> tuple[float, float]:
+    """``LO,HI`` (as in ``--scale 1,5``) as a pair of floats."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        lo, hi = (float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected the Likert range as LO,HI, e.g. --scale 1,5; got {text!r}") from None
+    return lo, hi
+
+
+def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--ratings FILE`` and the column / scale / reading options."""
+    p.add_argument("--ratings", required=required, default=None, metavar="FILE",
+                   help="pilot rating file (one row per rating): CSV, TSV, JSON, JSON Lines or Parquet")
+    p.add_argument("--worker", default="worker", metavar="COL", help="worker id column (default: worker)")
+    p.add_argument("--item", default="item", metavar="COL", help="item id column (default: item)")
+    p.add_argument("--system", default="system", metavar="COL", help="system column (default: system)")
+    p.add_argument("--rating", default="rating", metavar="COL", help="rating column (default: rating)")
+    p.add_argument("--scale", type=parse_scale, default=None, metavar="LO,HI",
+                   help="Likert range, e.g. 1,5 (default: inferred from the data)")
+    p.add_argument("--duplicates", choices=allowed(Duplicates), default="error",
+                   help="repeated (worker, item, system) ratings: error (default), keep or mean")
+    p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
+    p.add_argument("--baseline", default=None, metavar="NAME",
+                   help="baseline system (default: the first label in sorted order)")
+    p.add_argument("--model", default="auto", metavar="auto|paper|FORMULA",
+                   help="model fitted to the pilot (as in nlpower fit; default: auto)")
+
+
+def fit_from_args(args: argparse.Namespace) -> RatingsFit:
+    """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
+                               system=args.system, rating=args.rating, scale=args.scale,
+                               duplicates=args.duplicates, sep=args.sep)
+        fit = fit_ratings(ratings, baseline=args.baseline, model=args.model)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return fit
+
+
+__all__: list[Any] = ["add_ratings_arguments", "fit_from_args", "parse_scale"]

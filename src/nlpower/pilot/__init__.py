@@ -1,0 +1,17 @@
+"""From a fitted pilot to power, plans and assurance (``docs/pilot.md``).
+
+:func:`as_params` is the one hand-off every planning entry point uses: it
+takes parameters or a fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or
+the :class:`~nlpower.lmm.LmmFit` of the paper's model) plus the user's
+effect, and returns simulation parameters.  :func:`assurance` and
+:func:`plan_with_assurance` account for the pilot's uncertainty about its
+variance components.
+"""
+
+from __future__ import annotations
+
+from ..ratings.convert import PilotLike, as_params, is_pilot_fit
+from .assurance import AssuranceResult, PilotPlanResult, assurance, plan_with_assurance
+
+__all__ = ["AssuranceResult", "PilotLike", "PilotPlanResult", "as_params", "assurance",
+           "is_pilot_fit", "plan_with_assurance"]

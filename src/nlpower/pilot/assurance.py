@@ -1,0 +1,596 @@
+"""Assurance: power averaged over what a pilot does not know about its variances.
+
+Power at a pilot's point estimates treats the estimated SDs as the truth.  A
+pilot of a few workers estimates the worker-slope SD very loosely, and ML
+estimates of variances are biased low, so that power is usually optimistic
+(``docs/pilot.md`` measures by how much).  Given the smallest effect of
+interest (never the pilot's own effect), this module reports for a design:
+
+* ``power``: the analytic power at the pilot's point estimates;
+* ``assurance``: the mean power over the pilot's sampling distribution of
+  the variance components (:mod:`nlpower.pilot.draws`: parametric bootstrap
+  of the pilot fit, or its asymptotic covariance), with its Monte Carlo SE
+  and the distribution's quantiles (O'Hagan & Stevens 2001 call the mean
+  "assurance");
+* ``safeguard_power``: power at one-sided upper confidence bounds of the
+  variances ("safeguard power analysis", Perugini, Gallucci & Costantini
+  2014, with the bound on the noise instead of the effect);
+
+and :func:`plan_with_assurance` gives the cheapest design at the point
+estimates and the cheapest design that reaches the target at the upper
+bounds (the *safeguard design*), each with its assurance.
+
+The inner power evaluations use the analytic tier
+(:func:`nlpower.powersim.analytic_power`: noncentral t with the
+Satterthwaite df), vectorised over the draws for fully crossed paired
+designs, so 200 bootstrap refits plus power take well under a second;
+``n_sims > 0`` simulates each draw's power instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import __version__
+from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
+from .._rng import root_seed, seed_record
+from .._validation import check_int, check_real
+from ..design import CrossedDesign
+from ..errors import DesignError, InputError
+from ..intervals import ConfidenceInterval
+from ..params import LMMParams
+from ..powersim import PlanResult, plan, power
+from ..powersim.analytic import information_moments
+from ..powersim.fastpath import stratum_eigenvalues
+from ..powersim.options import check_test_options
+from ..ratings import RatingsFit
+from ..ratings.convert import as_params
+from ..simulation import check_design_params
+from .draws import (
+    SD_NAMES,
+    asymptotic_draws,
+    bias_corrected,
+    bootstrap_draws,
+    params_at,
+    upper_bounds,
+    variances_of,
+)
+
+__all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]
+
+_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+# ------------------------------------------------------------------------------------
+# power of one design at many variance vectors
+# ------------------------------------------------------------------------------------
+
+
+def power_at_moments(effect: float, se: np.ndarray, df: np.ndarray, *, alpha: float, test: str,
+                     alternative: str) -> np.ndarray:
+    """Vectorised :func:`nlpower.powersim.analytic.power_from_moments` (non-zero effect).
+
+    Probability of a sign-correct rejection, ``P(T > c)`` with ``T`` noncentral
+    t (``"satterthwaite"``, ``"z"``) or normal (``"lrt"``).
+    """
+    se = np.asarray(se, dtype=float)
+    df = np.asarray(df, dtype=float)
+    allowed = alternative == "two-sided" or (alternative == "greater") == (effect > 0)
+    if not allowed:
+        return np.zeros_like(se)
+    q = 1.0 - alpha / 2.0 if alternative == "two-sided" else 1.0 - alpha
+    ncp = abs(effect) / se
+    crit = stats.t.ppf(q, df) if test == "satterthwaite" else np.full_like(se, stats.norm.ppf(q))
+    if test == "lrt":
+        return np.asarray(stats.norm.sf(crit - ncp))
+    finite = np.isfinite(df)
+    out = np.asarray(stats.norm.sf(crit - ncp), dtype=float)
+    if finite.any():
+        out[finite] = stats.nct.sf(crit[finite], df[finite], ncp[finite])
+    return out
+
+
+def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """SE (in ``point``'s coding) and Satterthwaite df of the effect at each variance row."""
+    v = np.atleast_2d(variances)
+    if design.is_balanced_crossed:  # analytic.balanced_moments, vectorised over rows
+        w, i = design.n_workers, design.n_items
+        lam = stratum_eigenvalues(w, i, v)
+        var = lam[:, 1] / (2.0 * w * i)
+        df = lam[:, 1] ** 2 / (lam[:, 3] ** 2 / (w - 1) + lam[:, 5] ** 2 / (i - 1)
+                               + lam[:, 6] ** 2 / (2.0 * (w - 1) * (i - 1)))
+        lo, hi = point.x_values
+        return np.sqrt(var) * 2.0 / (hi - lo), df
+    se, df = np.empty(len(v)), np.empty(len(v))
+    for r, row in enumerate(v):
+        var_r, df[r] = information_moments(design, params_at(point, row))
+        se[r] = math.sqrt(var_r)
+    return se, df
+
+
+def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, alpha: float,
+            test: RatingsTest, alternative: Alternative, n_sims: int, seq: np.random.SeedSequence
+            ) -> np.ndarray:
+    if n_sims == 0:
+        se, df = _moments(design, point, variances)
+        return power_at_moments(point.effect, se, df, alpha=alpha, test=test,
+                                alternative=alternative)
+    v = np.atleast_2d(variances)
+    seeds = seq.spawn(len(v))
+    return np.array([power(design, params_at(point, row), n_sims=n_sims, alpha=alpha, test=test,
+                           alternative=alternative, rng=s, keep_replicates=False).power
+                     for row, s in zip(v, seeds, strict=True)])
+
+
+# ------------------------------------------------------------------------------------
+# results
+# ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssuranceResult:
+    """Power of a design at a pilot's estimates and over its sampling distribution.
+
+    Attributes
+    ----------
+    power : float
+        Analytic power at the pilot's point estimates (what ``power`` /
+        ``analytic_power`` give for ``as_params(fit, effect=...)``).
+    assurance : float
+        Mean power over the ``n_boot`` draws of the variance components.
+    se, ci : float, ConfidenceInterval
+        Monte Carlo SE of ``assurance`` and its 95% normal interval.
+    quantiles : dict
+        Quantiles (5%, 25%, 50%, 75%, 95%) of power over the draws.
+    prob_target : float
+        Share of draws under which the design reaches ``target_power``.
+    safeguard_power : float
+        Power at the upper ``confidence_level`` bounds of the variances.
+    sd_point, sd_upper : dict
+        Point estimates and upper bounds of the SDs (+-1 scale, sum coding).
+    effect, coding : the effect planned for (the user's, never the pilot's).
+    power_draws : ndarray
+        Power under each draw (``to_frame()`` has the draws' SDs as well).
+    n_sims : int
+        Replicates per draw when power was simulated, 0 when analytic.
+    """
+
+    power: float
+    assurance: float
+    se: float
+    ci: ConfidenceInterval
+    quantiles: dict[float, float]
+    prob_target: float
+    safeguard_power: float
+    sd_point: dict[str, float]
+    sd_upper: dict[str, float]
+    effect: float
+    coding: str
+    target_power: float
+    confidence_level: float
+    design: str
+    pilot: str
+    test: str
+    alpha: float
+    alternative: str
+    method: str
+    n_boot: int
+    n_sims: int
+    seed: dict[str, Any] = field(repr=False)
+    version: str = field(default=__version__, repr=False)
+    power_draws: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    sd_draws: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)), repr=False)
+
+    def __repr__(self) -> str:
+        return (f"AssuranceResult(power={self.power:.3f}, assurance={self.assurance:.3f}, "
+                f"safeguard_power={self.safeguard_power:.3f}, method={self.method!r}, "
+                f"n_boot={self.n_boot})")
+
+    def summary(self) -> str:
+        q = self.quantiles
+        pw = "analytic" if self.n_sims == 0 else f"simulated, {self.n_sims} replicates per draw"
+        lines = [
+            f"Assurance of {self.design} for effect {self.effect:g} ({self.coding} coding), "
+            f"test {self.test!r} ({self.alternative}, alpha {self.alpha:g}); pilot {self.pilot}",
+            f"  power at the pilot's estimates:     {self.power:.3f}",
+            f"  assurance (mean power, {self.method}, {self.n_boot} draws, {pw}): "
+            f"{self.assurance:.3f} (MC SE {self.se:.3f})",
+            f"  power quantiles over the draws:     5% {q[0.05]:.3f}  25% {q[0.25]:.3f}  "
+            f"50% {q[0.5]:.3f}  75% {q[0.75]:.3f}  95% {q[0.95]:.3f}",
+            f"  P(power >= {self.target_power:g}) over the draws: {self.prob_target:.2f}",
+            f"  safeguard power (SDs at their upper {self.confidence_level:.0%} bounds): "
+            f"{self.safeguard_power:.3f}",
+            "  SD            estimate  upper bound",
+        ]
+        for k in SD_NAMES:
+            lines.append(f"  {k:<15} {self.sd_point[k]:8.4f}  {self.sd_upper[k]:8.4f}")
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per draw: the five SDs (+-1 scale) and the design's power."""
+        df = pd.DataFrame(np.sqrt(np.clip(self.sd_draws, 0.0, None)), columns=list(SD_NAMES))
+        df["power"] = self.power_draws
+        return df
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat, JSON-able summary (no per-draw arrays)."""
+        rec: dict[str, Any] = {
+            "power": self.power, "assurance": self.assurance, "se": self.se,
+            "ci_low": self.ci.low, "ci_high": self.ci.high, "prob_target": self.prob_target,
+            "safeguard_power": self.safeguard_power, "effect": self.effect, "coding": self.coding,
+            "target_power": self.target_power, "confidence_level": self.confidence_level,
+            "design": self.design, "pilot": self.pilot, "test": self.test, "alpha": self.alpha,
+            "alternative": self.alternative, "method": self.method, "n_boot": self.n_boot,
+            "n_sims": self.n_sims, "version": self.version,
+        }
+        rec.update({f"q{int(round(100 * k)):02d}": v for k, v in self.quantiles.items()})
+        rec.update({f"{k}_point": v for k, v in self.sd_point.items()})
+        rec.update({f"{k}_upper": v for k, v in self.sd_upper.items()})
+        return rec
+
+
+@dataclass(frozen=True)
+class PilotPlanResult:
+    """The cheapest design at a pilot's estimates and the safeguard design.
+
+    Attributes
+    ----------
+    point : PlanResult
+        Cheapest design reaching ``target_power`` at the point estimates.
+    safeguard : PlanResult or None
+        Cheapest design reaching it at the upper ``confidence_level`` bounds of
+        the SDs (None when no design in the searched range does; see ``note``).
+    point_assurance, safeguard_assurance : AssuranceResult
+        Assurance of each chosen design over the pilot's sampling distribution.
+    """
+
+    point: PlanResult
+    safeguard: PlanResult | None
+    point_assurance: AssuranceResult
+    safeguard_assurance: AssuranceResult | None
+    confidence_level: float
+    method: str
+    note: str = ""
+
+    def __repr__(self) -> str:
+        sg = (f"{self.safeguard.n_workers}x{self.safeguard.n_items}" if self.safeguard
+              else "none")
+        return (f"PilotPlanResult(point={self.point.n_workers}x{self.point.n_items}, "
+                f"safeguard={sg}, method={self.method!r})")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per plan: design, cost, power at the estimates, assurance, safeguard power."""
+        rows = []
+        for name, p, a in (("point", self.point, self.point_assurance),
+                           ("safeguard", self.safeguard, self.safeguard_assurance)):
+            if p is None or a is None:
+                continue
+            rows.append({"plan": name, "n_workers": p.n_workers, "n_items": p.n_items,
+                         "n_ratings": p.design.n_ratings, "cost": p.cost,
+                         "power_at_estimates": a.power, "assurance": a.assurance,
+                         "assurance_se": a.se, "prob_target": a.prob_target,
+                         "power_at_upper_sds": a.safeguard_power})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        a = self.point_assurance
+        lines = [
+            f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
+            f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
+            f"pilot {a.pilot}",
+            "",
+            f"SDs (+-1 scale)  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
+        ]
+        for k in SD_NAMES:
+            lines.append(f"  {k:<15} {a.sd_point[k]:8.4f}  {a.sd_upper[k]:8.4f}")
+        lines.append("")
+        frame = self.to_frame()
+        lines.append(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        lines.append("")
+        lines.append(
+            "power_at_estimates: analytic power if the pilot's SDs were the truth; assurance: "
+            f"mean power over the pilot's sampling distribution ({self.method}, "
+            f"{a.n_boot} draws); prob_target: share of draws reaching {a.target_power:g}; "
+            "power_at_upper_sds: power if every SD were at its upper bound."
+        )
+        if self.note:
+            lines.append(f"note: {self.note}")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------
+# the pilot's draws
+# ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pilot:
+    point: LMMParams
+    v_hat: np.ndarray
+    draws: np.ndarray
+    upper: np.ndarray
+    n_workers: int
+    n_items: int
+    method: str
+    confidence_level: float
+
+    @property
+    def label(self) -> str:
+        return (f"{self.n_workers} workers x {self.n_items} items x 2 systems, fully crossed "
+                f"({2 * self.n_workers * self.n_items} ratings)")
+
+
+def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
+    if isinstance(fit, LMMParams):
+        if pilot is None:
+            raise InputError(
+                "pilot=(n_workers, n_items) is required with parameters: the size of the balanced "
+                "pilot the SDs were estimated from (their sampling distribution depends on it). "
+                "Or pass the pilot's RatingsFit (nlpower.fit_ratings)."
+            )
+        if not (isinstance(pilot, (tuple, list)) and len(pilot) == 2):
+            raise InputError(f"pilot must be a pair (n_workers, n_items); got {pilot!r}.")
+        w, i = check_int("pilot n_workers", pilot[0], min=2), check_int("pilot n_items", pilot[1], min=2)
+        return w, i
+    if pilot is not None:
+        raise InputError("pilot= is only for parameters; a RatingsFit knows its own design.")
+    if not isinstance(fit, RatingsFit):
+        raise InputError(
+            f"fit must be a RatingsFit (nlpower.fit_ratings) of the pilot, or LMMParams with "
+            f"pilot=(n_workers, n_items); got {type(fit).__name__}."
+        )
+    r = fit.report
+    w, i = int(r.n_workers), int(r.n_items)
+    if not (r.n_systems == 2 and r.fully_crossed and r.n_ratings == 2 * w * i):
+        raise InputError(
+            f"assurance needs a balanced two-system pilot (every worker rated every item under "
+            f"both systems, once); this pilot has {r.n_systems} systems, {w} workers, {i} items, "
+            f"{r.n_ratings} ratings (fully crossed: {r.fully_crossed}). For other pilots plan at "
+            "the point estimates (nlpower.plan(as_params(fit, effect=...), ...)) and treat the "
+            "result as optimistic."
+        )
+    if w < 2 or i < 2:
+        raise InputError(f"assurance needs at least 2 workers and 2 items; the pilot has {w} x {i}.")
+    return w, i
+
+
+def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, method: str,
+           n_boot: int, confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
+    w, i = _pilot_shape(fit, pilot)
+    if isinstance(fit, LMMParams) and effect is None:
+        raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
+    point = as_params(fit, effect=effect, coding=coding, contrast=contrast)
+    assert isinstance(point, LMMParams)  # two systems: _pilot_shape checked
+    v_hat = variances_of(point)
+    if method == "bootstrap":
+        draws = bias_corrected(v_hat, bootstrap_draws(v_hat, w, i, seq.spawn(n_boot)))
+    else:
+        draws = asymptotic_draws(v_hat, w, i, n_boot, np.random.Generator(np.random.PCG64(seq)))
+    upper = upper_bounds(v_hat, draws, w, i, confidence_level, method)
+    return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level)
+
+
+def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha: float,
+            test: RatingsTest, alternative: Alternative, n_sims: int,
+            seq: np.random.SeedSequence, seed: dict[str, Any]) -> AssuranceResult:
+    s_point, s_draws, s_up = seq.spawn(3)
+    kw: dict[str, Any] = dict(alpha=alpha, test=test, alternative=alternative, n_sims=n_sims)
+    p_point = float(_powers(design, pilot.point, pilot.v_hat, seq=s_point, **kw)[0])
+    p_draws = _powers(design, pilot.point, pilot.draws, seq=s_draws, **kw)
+    p_up = float(_powers(design, pilot.point, pilot.upper, seq=s_up, **kw)[0])
+    n = len(p_draws)
+    mean = float(p_draws.mean())
+    se = float(p_draws.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    qs = np.quantile(p_draws, _QUANTILES)
+    sd = dict(zip(SD_NAMES, np.sqrt(pilot.v_hat).tolist(), strict=True))
+    up = dict(zip(SD_NAMES, np.sqrt(pilot.upper).tolist(), strict=True))
+    return AssuranceResult(
+        power=p_point, assurance=mean, se=se,
+        ci=ConfidenceInterval(max(0.0, mean - 1.96 * se), min(1.0, mean + 1.96 * se)),
+        quantiles=dict(zip(_QUANTILES, qs.tolist(), strict=True)),
+        prob_target=float(np.mean(p_draws >= target_power)), safeguard_power=p_up,
+        sd_point=sd, sd_upper=up, effect=pilot.point.effect, coding=pilot.point.coding,
+        target_power=target_power, confidence_level=pilot.confidence_level, design=repr(design),
+        pilot=pilot.label, test=test, alpha=alpha, alternative=alternative, method=pilot.method,
+        n_boot=n, n_sims=n_sims, seed=seed, power_draws=p_draws, sd_draws=pilot.draws,
+    )
+
+
+def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot: Any
+                  ) -> tuple[float, float, AssuranceMethod, int]:
+    t = check_real("target_power", target_power)
+    if not 0.0 < t < 1.0:
+        raise InputError(f"target_power must be strictly between 0 and 1; got {t}. The usual "
+                         "target is 0.8.")
+    c = check_real("confidence_level", confidence_level)
+    if not 0.5 <= c < 1.0:
+        raise InputError(f"confidence_level must be in [0.5, 1) (the one-sided level of the SDs' "
+                         f"upper bounds); got {c}. 0.8 is a common safeguard level.")
+    m: AssuranceMethod = check_choice("method", method, AssuranceMethod)
+    n = check_int("n_boot", n_boot, min=20)
+    return t, c, m, n
+
+
+# ------------------------------------------------------------------------------------
+# public entry points
+# ------------------------------------------------------------------------------------
+
+
+def assurance(
+    fit: RatingsFit | LMMParams,
+    design: CrossedDesign,
+    *,
+    pilot: tuple[int, int] | None = None,
+    effect: float,
+    coding: Coding = "sum",
+    contrast: Any = None,
+    target_power: float = 0.8,
+    n_boot: int = 200,
+    n_sims: int = 0,
+    method: AssuranceMethod = "bootstrap",
+    confidence_level: float = 0.8,
+    alpha: float = 0.05,
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    rng: Any = None,
+) -> AssuranceResult:
+    """Power of ``design`` at a pilot's estimates, averaged over their uncertainty, and safeguarded.
+
+    Parameters
+    ----------
+    fit : RatingsFit or LMMParams
+        The pilot, from :func:`~nlpower.ratings.fit_ratings`: two systems,
+        every worker rating every item under both systems once.  Or
+        parameters estimated (by ML) from such a pilot, with ``pilot``.
+    design : CrossedDesign
+        The planned study (2 systems, paired items).
+    pilot : (n_workers, n_items), optional
+        Size of the balanced pilot that ``fit`` (parameters) came from.
+    effect : float
+        Smallest effect of interest, in ``coding`` (required; the pilot's own
+        estimate is never used).
+    coding : {"sum", "half", "treatment"}, default "sum"
+        Coding of ``effect`` ("sum": half the mean difference, the paper's).
+    contrast : optional
+        Passed to :func:`~nlpower.pilot.as_params`.
+    target_power : float, default 0.8
+        For ``prob_target`` (share of draws whose power reaches it).
+    n_boot : int, default 200
+        Bootstrap refits (or asymptotic draws).
+    n_sims : int, default 0
+        0: analytic power per draw (fast); > 0: simulated power with that many
+        replicates per draw (:func:`nlpower.power`).
+    method : {"bootstrap", "asymptotic"}, default "bootstrap"
+        How the pilot's sampling distribution is described
+        (:mod:`nlpower.pilot.draws`).
+    confidence_level : float, default 0.8
+        One-sided level of the SDs' upper bounds (``safeguard_power``).
+    alpha, test, alternative
+        As in :func:`nlpower.power`.
+    rng : optional
+        Seed or stream (``docs/api.md``, "Randomness").
+
+    Returns
+    -------
+    AssuranceResult
+
+    Notes
+    -----
+    The bootstrap simulates Gaussian ratings from the pilot's estimates on
+    the pilot's design; discreteness of Likert pilots is ignored.  The
+    calibration of ``power``, ``assurance`` and ``safeguard_power`` against
+    the true power on simulated pilots is in ``docs/pilot.md``
+    (``benchmarks/assurance_calibration.py``).
+
+    Examples
+    --------
+    >>> from nlpower import CrossedDesign, read_ratings, fit_ratings
+    >>> from nlpower.pilot import assurance
+    >>> fit = fit_ratings(read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5)))
+    >>> res = assurance(fit, CrossedDesign(10, 100), effect=0.05, rng=1)
+    >>> 0 <= res.assurance <= 1 and res.safeguard_power <= res.power
+    True
+    """
+    target_power, confidence_level, method, n_boot = _check_common(
+        target_power, confidence_level, method, n_boot)
+    n_sims = check_int("n_sims", n_sims, min=0)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    seq = root_seed(rng)
+    s_pilot, s_assess = seq.spawn(2)
+    pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
+                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot)
+    design, _ = check_design_params(design, pilot_.point)
+    if design.n_systems != 2 or design.items != "paired":
+        raise DesignError(f"assurance plans a paired two-system study; got {design!r}.")
+    return _assess(pilot_, design, target_power=target_power, alpha=alpha, test=test,
+                   alternative=alternative, n_sims=n_sims, seq=s_assess, seed=seed_record(seq))
+
+
+def plan_with_assurance(
+    fit: RatingsFit | LMMParams,
+    *,
+    pilot: tuple[int, int] | None = None,
+    effect: float,
+    coding: Coding = "sum",
+    contrast: Any = None,
+    target_power: float = 0.8,
+    cost_per_rating: float = 1.0,
+    cost_per_worker: float = 0.0,
+    confidence_level: float = 0.8,
+    method: AssuranceMethod = "bootstrap",
+    n_boot: int = 200,
+    alpha: float = 0.05,
+    test: RatingsTest = "satterthwaite",
+    alternative: Alternative = "two-sided",
+    min_workers: int = 2,
+    max_workers: int = 50,
+    max_items: int = 5000,
+    workers_per_item: int | None = None,
+    rng: Any = None,
+) -> PilotPlanResult:
+    """The cheapest design at a pilot's estimates, and the safeguard design.
+
+    Both come from :func:`nlpower.plan` (same cost model and search range):
+    ``point`` at the pilot's estimated SDs, ``safeguard`` at their upper
+    ``confidence_level`` bounds.  Each chosen design gets its
+    :class:`AssuranceResult` (power at the estimates, mean power over the
+    pilot's sampling distribution, power at the upper bounds).
+
+    Parameters are those of :func:`assurance` and :func:`nlpower.plan`.
+
+    Returns
+    -------
+    PilotPlanResult
+
+    Examples
+    --------
+    >>> from nlpower import read_ratings, fit_ratings
+    >>> from nlpower.pilot import plan_with_assurance
+    >>> fit = fit_ratings(read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5)))
+    >>> res = plan_with_assurance(fit, effect=0.1, cost_per_worker=20, rng=1)
+    >>> res.safeguard.cost >= res.point.cost
+    True
+    """
+    target_power, confidence_level, method, n_boot = _check_common(
+        target_power, confidence_level, method, n_boot)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    seq = root_seed(rng)
+    s_pilot, s_point, s_safe = seq.spawn(3)
+    pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
+                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot)
+    kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
+                              alternative=alternative, cost_per_rating=cost_per_rating,
+                              cost_per_worker=cost_per_worker, min_workers=min_workers,
+                              max_workers=max_workers, max_items=max_items,
+                              workers_per_item=workers_per_item)
+    point_plan = plan(pilot_.point, pilot_.point.effect, **kw)
+    akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
+                               alternative=alternative, n_sims=0, seed=seed_record(seq))
+    point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
+    note = ""
+    safe_plan: PlanResult | None
+    safe_a: AssuranceResult | None
+    try:
+        safe_plan = plan(params_at(pilot_.point, pilot_.upper), pilot_.point.effect, **kw)
+        safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
+    except DesignError as exc:
+        safe_plan, safe_a = None, None
+        note = (f"no design in the searched range reaches the target at the upper bounds of the "
+                f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
+                "pilot, lower confidence_level, or raise max_workers / max_items.")
+    capped = [name for name, pl in (("point", point_plan), ("safeguard", safe_plan))
+              if pl is not None and pl.n_workers == max_workers]
+    if capped:
+        note = (note + " " if note else "") + (
+            f"the {' and '.join(capped)} plan uses max_workers={max_workers}, the edge of the "
+            "search: more workers (and fewer items) may be cheaper; raise max_workers.")
+    return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
+                           safeguard_assurance=safe_a, confidence_level=confidence_level,
+                           method=method, note=note)
