@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
             "Read a rating file (one row per rating: worker, item, system, rating), rescale "
             "ratings to [0, 1], print the design report and fit "
             "rating ~ system + (system || worker) + (system || item) by maximum likelihood "
-            "(Card et al. 2020, App. H.3; sum contrasts, the baseline gets -1)."
+            "(Card et al. 2020, App. H.3; sum contrasts, the baseline gets -1), or a simpler "
+            "formula given with --model."
         ),
     )
     p.add_argument("file", help="CSV, TSV, JSON, JSON Lines or Parquet file (.gz ok for text)")
