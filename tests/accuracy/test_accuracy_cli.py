@@ -51,7 +51,7 @@ def test_cli_mde_and_errors(capsys, tmp_path):
     assert json.loads(out.read_text())["test"] == "two-proportion"
     assert main(["accuracy", "mde", "--n", "1725", "--baseline", "0.92", "--test",
                  "lachenbruch"]) == 2
-    assert "needs bound=" in capsys.readouterr().err
+    assert "needs --bound" in capsys.readouterr().err  # issue 14: CLI errors name flags
     assert main(["accuracy", "mde", "--baseline", "0.92"]) == 2
     assert "--n is required" in capsys.readouterr().err
 
@@ -84,4 +84,4 @@ def test_cli_power_closed_forms(capsys):
     assert accuracy.closed_form_power(1725, 0.024, baseline=0.92).summary() in out
     assert main(["accuracy", "power", "--n", "1725", "--delta", "0.024", "--baseline", "0.92",
                  "--test", "lachenbruch"]) == 2
-    assert "needs bound=" in capsys.readouterr().err
+    assert "needs --bound" in capsys.readouterr().err  # issue 14: CLI errors name flags
