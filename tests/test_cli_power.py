@@ -136,7 +136,7 @@ def test_outputs_into_a_missing_directory_are_refused_before_any_work(tmp_path, 
     missing = tmp_path / "no" / "such"
     assert main([*GRID, "--out", str(missing / "grid.csv")]) == 2
     err = capsys.readouterr().err
-    assert f"--out {missing / 'grid.csv'}: the directory '{missing}' does not exist" in err
+    assert f"--out '{missing / 'grid.csv'}': the directory '{missing}' does not exist" in err
     assert "Create it first" in err and not missing.exists()
     assert main([*POWER, "--json", str(missing / "p.json")]) == 2
     assert "--json" in capsys.readouterr().err and not missing.exists()

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from .._choices import Coding, Duplicates, EngineName, allowed
-from ..errors import InputError
 from ..ratings import fit_ratings, read_ratings
-from .messages import flag_names, speak_cli
+from .messages import check_outputs, flag_names, speak_cli
 
 
 def register(subparsers: Any) -> None:
@@ -68,20 +67,8 @@ def _separator(text: str | None) -> str | None:
     return "\t" if text in ("\\t", "tab") else text
 
 
-def _check_out_dir(path: str | None) -> None:
-    """``--json OUT``: the directory must exist (no silent mkdir)."""
-    if path is None or path == "-":
-        return
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise InputError(
-            f"--json {path!r}: the directory {str(parent)!r} does not exist. Create it first "
-            f"(mkdir -p {parent}) or write the JSON elsewhere."
-        )
-
-
 def run_fit(args: argparse.Namespace) -> int:
-    _check_out_dir(args.json_out)
+    check_outputs(args, {"json_out": "--json"})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(

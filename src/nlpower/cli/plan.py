@@ -15,7 +15,7 @@ from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
 from ..pilot import plan_with_assurance
-from .power import check_outputs
+from .messages import check_outputs
 from .ratings_args import add_ratings_arguments, fit_from_args
 
 

@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..powersim import power
 from ..powersim.grid import power_grid
 from ..ratings.convert import as_params
+from .messages import check_outputs
 from .ratings_args import add_ratings_arguments, fit_from_args
 
 PRESETS = ("high-variance", "low-variance")
@@ -115,18 +116,6 @@ def register(subparsers: Any) -> None:
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
-
-
-def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
-    """An output path (``--out``, ``--json``, ...) must be in an existing directory.
-
-    Checked before any work, so a typo costs nothing; nothing is created behind the user's back.
-    """
-    for dest, flag in flags.items():
-        path = getattr(args, dest, None)
-        if path is not None and str(path) != "-" and not Path(path).parent.is_dir():
-            raise InputError(f"{flag} {path}: the directory {str(Path(path).parent)!r} does not exist. "
-                             "Create it first (mkdir -p), or write somewhere else.")
 
 
 def run_power(args: argparse.Namespace) -> int:
