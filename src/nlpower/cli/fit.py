@@ -18,6 +18,7 @@ import numpy as np
 from .._choices import Coding, Duplicates, EngineName, allowed
 from ..ratings import fit_ratings, read_ratings
 from .messages import check_outputs, flag_names, speak_cli
+from .ratings_args import add_scale_argument
 
 
 def register(subparsers: Any) -> None:
@@ -37,9 +38,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--item", default="item", metavar="COL", help="item id column (default: item)")
     p.add_argument("--system", default="system", metavar="COL", help="system column (default: system)")
     p.add_argument("--rating", default="rating", metavar="COL", help="rating column (default: rating)")
-    p.add_argument("--scale", nargs=2, type=float, metavar=("LO", "HI"), default=None,
-                   help="Likert range, e.g. --scale 1 5 (default: inferred from the data, with a warning "
-                        "if it looks odd)")
+    add_scale_argument(p)
     p.add_argument("--baseline", default=None, metavar="NAME",
                    help="baseline system (default: the first label in sorted order)")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",

@@ -26,6 +26,24 @@ def parse_scale(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+class ScaleAction(argparse.Action):
+    """``--scale 1,5`` or ``--scale 1 5``: the Likert range as (lo, hi)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        text = ",".join(values) if isinstance(values, list) else str(values)
+        try:
+            setattr(namespace, self.dest, parse_scale(text))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument --scale: {exc}")
+
+
+def add_scale_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scale", nargs="+", action=ScaleAction, default=None, metavar="LO,HI",
+                   help="Likert range, e.g. --scale 1,5 or --scale 1 5 (default: inferred from "
+                        "the data, with a warning if it looks odd)")
+
+
 def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
     """``--ratings FILE`` and the column / scale / reading options."""
     p.add_argument("--ratings", required=required, default=None, metavar="FILE",
@@ -34,8 +52,7 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
     p.add_argument("--item", default="item", metavar="COL", help="item id column (default: item)")
     p.add_argument("--system", default="system", metavar="COL", help="system column (default: system)")
     p.add_argument("--rating", default="rating", metavar="COL", help="rating column (default: rating)")
-    p.add_argument("--scale", type=parse_scale, default=None, metavar="LO,HI",
-                   help="Likert range, e.g. 1,5 (default: inferred from the data)")
+    add_scale_argument(p)
     p.add_argument("--duplicates", choices=allowed(Duplicates), default="error",
                    help="repeated (worker, item, system) ratings: error (default), keep or mean")
     p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
@@ -58,4 +75,5 @@ def fit_from_args(args: argparse.Namespace) -> RatingsFit:
     return fit
 
 
-__all__: list[Any] = ["add_ratings_arguments", "fit_from_args", "parse_scale"]
+__all__ = ["ScaleAction", "add_ratings_arguments", "add_scale_argument", "fit_from_args",
+           "parse_scale"]
