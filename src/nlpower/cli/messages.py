@@ -67,7 +67,7 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, tuple[str, bool]]:
         longs = [o for o in action.option_strings if o.startswith("--")]
         if not longs or action.dest in ("help", argparse.SUPPRESS):
             continue
-        several = isinstance(action.nargs, int) and action.nargs > 1
+        several = (isinstance(action.nargs, int) and action.nargs > 1) or action.nargs == "+"
         out.setdefault(action.dest, (longs[0], several))
     return out
 
