@@ -190,6 +190,9 @@ class GridResult:
             total = int(frame["n_sims"].fillna(0).sum())
             lines += ["", ", ".join(f"{c[2:].replace('_', ' ')} fits: {int(frame[c].fillna(0).sum())}"
                                     for c in counts) + f" (of {total} simulated experiments)"]
+        if "rejection_rate" in frame:
+            lines.append("power counts rejections whose estimate has the true sign; the rejection "
+                         "rate counts any p <= alpha (at effect 0: the Type I error)")
         if self.n_failed_cells:
             lines.append(f"{self.n_failed_cells} cells failed (see the error column; "
                          "a resumed run tries them again)")

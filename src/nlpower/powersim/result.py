@@ -150,6 +150,10 @@ class PowerResult:
                 f"{self.ci.high:.3f}); {self.n_rejected} sign-correct detections"
             )
             lines.append(f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
+            lines.append(
+                f"  power counts rejections whose estimate has the true sign (Card et al. Fig. 2); "
+                f"the rejection rate {self.rejection_rate:.3f} counts any p <= alpha"
+            )
         else:
             lines.append("  effect is 0: power, Type-M and Type-S are undefined")
         if self.type1 is not None and self.type1_ci is not None:
@@ -161,6 +165,11 @@ class PowerResult:
             f"  mean estimate {self.mean_estimate:.4g}; failed fits {self.n_failed}, "
             f"singular {self.n_singular}, not converged {self.n_nonconverged}"
         )
+        if self.n_singular:
+            lines.append(
+                "  singular fits put a variance component at 0 (common with few workers or items): "
+                "they are kept, but their SE of the effect can be too small, so they lean liberal"
+            )
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)
