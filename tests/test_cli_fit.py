@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import nlpower.cli.fit as cli_fit
 from nlpower.cli import main
 from nlpower.ratings import fit_ratings, read_ratings
 
@@ -85,3 +86,19 @@ def test_fit_bad_choice_is_an_argparse_error(capsys):
         main(["fit", str(PILOT), "--duplicates", "drop"])
     assert exc.value.code == 2
     assert "invalid choice: 'drop'" in capsys.readouterr().err
+
+
+def test_fit_engine_option_reaches_fit_ratings(capsys, monkeypatch):
+    seen = []
+
+    def spy(ratings, **kwargs):
+        seen.append(kwargs["engine"])
+        return fit_ratings(ratings, **{**kwargs, "engine": "native"})
+
+    monkeypatch.setattr(cli_fit, "fit_ratings", spy)
+    assert main(["fit", str(PILOT), "--scale", "1", "5", "--engine", "lme4"]) == 0
+    assert seen == ["lme4"]
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(PILOT), "--engine", "stan"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'stan'" in capsys.readouterr().err

@@ -111,3 +111,20 @@ def test_power_json_is_strict_at_effect_zero(tmp_path):
     assert "NaN" not in text
     record = json.loads(text)
     assert record["power"] is None and 0.0 <= record["rejection_rate"] <= 1.0
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
+    import nlpower.powersim.grid as grid_mod
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grid_mod, "power_grid", interrupted)
+    ckpt = tmp_path / "g.ckpt"
+    assert main([*GRID, "--checkpoint", str(ckpt)]) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"nlpower grid: interrupted. Finished cells are saved in {ckpt}; "
+        "run the same command again to resume."]
+    assert main(GRID) == 130
+    assert "nothing was saved (add --checkpoint FILE" in capsys.readouterr().err

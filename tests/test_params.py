@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlpower.errors import InputError
-from nlpower.params import CODINGS, LMMParams, MultiSystemParams, x_values
+from nlpower.params import (
+    CODINGS,
+    ConversionWarning,
+    LMMParams,
+    MultiSystemParams,
+    pm1_random_effects,
+    x_values,
+)
 
 sd = st.floats(0.0, 1.0)
 
@@ -252,3 +260,44 @@ def test_to_lmm_params_needs_two_systems():
 
 def test_multi_repr_single_effect_is_a_tuple():
     assert "effects=(0.1,)" in repr(_multi())
+
+
+# ------------------------------------------- the one per-system -> +-1 conversion and its policy
+def test_pm1_random_effects_algebra_and_policies():
+    # total covariance of the per-system effects: v_m = 0.02^2 + 0.1^2, v_p = 0.02^2 + 0.3^2,
+    # c = 0.02^2 + 0.01; the +-1 variances are (v_m + v_p +- 2c) / 4
+    vm, vp, c = 0.02**2 + 0.1**2, 0.02**2 + 0.3**2, 0.02**2 + 0.01
+    with pytest.warns(ConversionWarning, match=r"to_params: the item effects of 'B' and 'A' have "
+                                               r"different SDs \(0\.301 vs 0\.102\).*correlation"):
+        sd, slope = pm1_random_effects(0.02, 0.1, 0.3, 0.01, group="item", unequal="warn",
+                                       systems=("A", "B"), where="to_params")
+    assert sd**2 == pytest.approx((vm + vp + 2 * c) / 4) and slope**2 == pytest.approx((vm + vp - 2 * c) / 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pm1_random_effects(0.02, 0.1, 0.3, 0.01, group="item", unequal="ignore") == (sd, slope)
+        # not material: SDs 0.142 vs 0.126 (a ratio below ~1.3) do not warn
+        pm1_random_effects(0.0, 0.126, 0.142, 0.0, group="worker", unequal="warn")
+        # material ratio but a tiny absolute change (< 0.01 on the SD scale) does not warn either
+        pm1_random_effects(0.0, 0.001, 0.004, 0.0, group="worker", unequal="warn")
+    with pytest.raises(InputError, match=r"per-system worker SDs differ \(0\.1 vs 0\.3\)"):
+        pm1_random_effects(0.0, 0.1, 0.3, group="worker")
+    # equal SDs within 1e-12 pass the exact policy
+    assert pm1_random_effects(0.1, 0.2, 0.2 + 1e-13, group="worker")[1] == pytest.approx(0.2 / math.sqrt(2))
+
+
+def test_pm1_random_effects_unidentified_covariance():
+    nan = float("nan")
+    with pytest.warns(ConversionWarning, match=r"no item rated both 'B' and 'A'"):
+        sd, slope = pm1_random_effects(0.0, 0.1, 0.3, nan, group="item", unequal="warn",
+                                       systems=("A", "B"))
+    assert slope == 0.0 and sd**2 == pytest.approx((0.1**2 + 0.3**2) / 2)
+    with pytest.raises(InputError, match="not identified"):
+        pm1_random_effects(0.0, 0.1, 0.1, nan, group="item", unequal="raise")
+    with pytest.raises(InputError, match=r"unequal must be one of 'raise', 'warn', 'ignore'; got 'drop'"):
+        pm1_random_effects(0.0, 0.1, 0.1, group="item", unequal="drop")  # type: ignore[arg-type]
+
+
+def test_coding_errors_say_what_each_coding_means():
+    with pytest.raises(InputError, match=r"coding must be one of 'sum', 'half', 'treatment'; got 'summ'\. "
+                                         r"Did you mean 'sum'\? Use 'sum' \(x = -1"):
+        LMMParams(coding="summ")

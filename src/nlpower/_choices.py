@@ -17,10 +17,14 @@ __all__ = [
     "Alternative",
     "Backend",
     "Coding",
+    "Duplicates",
     "EngineName",
+    "ItemScheme",
     "OnError",
     "PowerMethod",
+    "RatingsModel",
     "RatingsTest",
+    "UnequalSDs",
     "allowed",
     "check_choice",
 ]
@@ -38,12 +42,21 @@ Backend: TypeAlias = Literal["loky", "dask"]
 
 #: How the system indicator is coded: x = +-1 (the paper's), +-0.5, or 0/1.
 Coding: TypeAlias = Literal["sum", "half", "treatment"]
+#: How items relate to systems: each item rendered by every system, or one system's output.
+ItemScheme: TypeAlias = Literal["paired", "nested"]
+#: What read_ratings does with repeated (worker, item, system) ratings.
+Duplicates: TypeAlias = Literal["error", "keep", "mean"]
 #: Mixed-model fitters: the embedded native engine, or lme4 through rpy2.
 EngineName: TypeAlias = Literal["native", "lme4"]
 #: How power is computed: balanced fast path when exact, else simulate; or forced.
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model.
 RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
+#: What a conversion to +-1 parameters does when the two systems' SDs differ
+#: (``nlpower.params.pm1_random_effects``): stop, warn when material, or drop silently.
+UnequalSDs: TypeAlias = Literal["raise", "warn", "ignore"]
+#: Which model ``fit_ratings`` fits: identified per-system variances for nested factors, or always the paper's.
+RatingsModel: TypeAlias = Literal["auto", "paper"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 

@@ -72,7 +72,7 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
 
 def closest_name(name: str, candidates: Sequence[str]) -> str | None:
     """The candidate closest to ``name`` (for 'did you mean' hints), or None."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     if close:
         return close[0]
     lowered = {c.lower(): c for c in candidates}

@@ -34,12 +34,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
+from ._choices import Coding, ItemScheme, allowed
 from ._validation import check_columns, check_int
+from .coding import check_coding, x_values
 from .errors import DesignError, InputError
-from .params import CODINGS, x_values
 
-ITEM_SCHEMES: tuple[str, ...] = ("paired", "nested")
+#: The item schemes (:data:`nlpower._choices.ItemScheme`).
+ITEM_SCHEMES: tuple[str, ...] = allowed(ItemScheme)
 
 
 def default_system_names(k: int) -> tuple[str, ...]:
@@ -329,9 +333,6 @@ class CrossedDesign:
         component, worker and item effects are confounded with differences
         between the groups.
         """
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
         iw = balanced_allocation(self.n_workers, self.n_items, self.raters_per_item)
         n, k = iw.shape
         size = self.n_workers + n
@@ -351,7 +352,7 @@ class CrossedDesign:
         """
         return _layout_arrays(self)
 
-    def layout(self, coding: str = "sum") -> pd.DataFrame:
+    def layout(self, coding: Coding = "sum") -> pd.DataFrame:
         """One row per rating: ``worker``, ``item``, ``system`` and, for 2 systems, ``x``.
 
         ``worker`` and ``item`` are zero-padded labels (``"w01"``, ``"i001"``)
@@ -361,11 +362,7 @@ class CrossedDesign:
         or ``"treatment"`` (0/1).  For K > 2 systems there is no single ``x``
         and the column is omitted.
         """
-        if not isinstance(coding, str) or coding not in CODINGS:
-            raise InputError(
-                f"coding must be one of {', '.join(map(repr, CODINGS))}; got {coding!r}. "
-                "'sum' is the paper's +-1 coding."
-            )
+        check_coding(coding)
         a = self.arrays()
         wl = np.asarray(_labels("w", self.n_workers), dtype=object)
         il = np.asarray(_labels("i", self.n_items), dtype=object)
@@ -376,7 +373,7 @@ class CrossedDesign:
                                                 ordered=True),
         })
         if self.n_systems == 2:
-            df["x"] = np.asarray(x_values(coding), dtype=float)[a.system]
+            df["x"] = np.array(x_values(coding))[a.system]
         return df
 
     def describe(self) -> str:

@@ -23,25 +23,17 @@ Two parameter classes, both accepted by :func:`nlpower.simulate`:
     paper reports only the SDs of the per-system indicators, so their
     correlations are taken to be zero.
 
-Relation between the two for two systems (checked algebraically, see
-``docs/model.md``): with per-system indicator effects ``u_A ~ N(0, s_A^2)``,
-``u_B ~ N(0, s_B^2)`` and an intercept ``u_0 ~ N(0, s_0^2)``, all independent,
-the +-1 coded intercept is ``c0 = u_0 + (u_A + u_B)/2`` and slope
-``c1 = (u_B - u_A)/2``, so::
-
-    var(c0) = s_0^2 + (s_A^2 + s_B^2)/4
-    var(c1) = (s_A^2 + s_B^2)/4
-    cov(c0, c1) = (s_B^2 - s_A^2)/4
-
-The uncorrelated two-SD form of :class:`LMMParams` is therefore exact only
-when ``s_A == s_B``; conversely an :class:`LMMParams` (sum coding) has the
-per-system form ``s_0^2 = sd^2 - sd_slope^2``, ``s_A^2 = s_B^2 =
-2 sd_slope^2``, which exists only when ``sd >= sd_slope``.
+Between the two (two systems): per-system effects -> +-1 coding is
+:func:`pm1_random_effects`, the package's one such conversion (exact only when
+the two systems' SDs are equal, its ``unequal=`` policy otherwise); the inverse
+is :meth:`LMMParams.to_multi_system` (exists only when ``sd >= sd_slope``).
+Algebra in ``docs/model.md``.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,29 +41,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_choice, check_real
-from .errors import InputError
-
-CODINGS: tuple[str, ...] = ("sum", "half", "treatment")
-
-# numeric value of x for (baseline, other system) under each coding
-_X_VALUES: dict[str, tuple[float, float]] = {
-    "sum": (-1.0, 1.0),
-    "half": (-0.5, 0.5),
-    "treatment": (0.0, 1.0),
-}
-
-_CODING_HELP = (
-    "'sum' (x = -1 for the baseline, +1 for the other system; Card et al.'s coding), "
-    "'half' (x = -0.5 / +0.5, effect = mean difference) or "
-    "'treatment' (x = 0 / 1, intercept = baseline mean)"
-)
-
-
-def x_values(coding: str) -> tuple[float, float]:
-    """Numeric ``x`` of (baseline, other system) under ``coding``."""
-    check_choice("coding", coding, CODINGS)
-    return _X_VALUES[coding]
+from ._choices import Coding, UnequalSDs, check_choice
+from ._validation import check_real
+from .coding import CODINGS, X_VALUES, check_coding, x_values
+from .errors import InputError, NlpowerWarning
 
 
 def _fmt(v: float) -> str:
@@ -148,7 +121,7 @@ class LMMParams:
     sd_item: float = 0.0
     sd_item_slope: float = 0.0
     sigma: float = 0.26
-    coding: str = "sum"
+    coding: Coding = "sum"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -157,11 +130,7 @@ class LMMParams:
         for name in ("sd_worker", "sd_worker_slope", "sd_item", "sd_item_slope"):
             set_(self, name, _check_sd(name, getattr(self, name)))
         set_(self, "sigma", _check_sigma(self.sigma))
-        if not isinstance(self.coding, str) or self.coding not in CODINGS:
-            raise InputError(
-                f"coding must be one of {', '.join(map(repr, CODINGS))}; got {self.coding!r}. "
-                f"Use {_CODING_HELP}."
-            )
+        check_coding(self.coding)
 
     # ------------------------------------------------------------------ views
     @property
@@ -172,7 +141,7 @@ class LMMParams:
     @property
     def x_values(self) -> tuple[float, float]:
         """``x`` of (baseline, other system) under this coding."""
-        return _X_VALUES[self.coding]
+        return X_VALUES[self.coding]
 
     @property
     def mean_difference(self) -> float:
@@ -206,7 +175,7 @@ class LMMParams:
         """A copy with another fixed effect (in this coding)."""
         return replace(self, effect=effect)
 
-    def to_coding(self, coding: str) -> LMMParams:
+    def to_coding(self, coding: Coding) -> LMMParams:
         """The same model re-expressed in another coding of ``x``.
 
         ``"sum"`` <-> ``"half"`` is exact: ``x_half = x_sum / 2``, so the effect
@@ -222,11 +191,7 @@ class LMMParams:
         InputError
             Unknown coding, or a treatment conversion that is not exact.
         """
-        if not isinstance(coding, str) or coding not in CODINGS:
-            raise InputError(
-                f"coding must be one of {', '.join(map(repr, CODINGS))}; got {coding!r}. "
-                f"Use {_CODING_HELP}."
-            )
+        check_coding(coding)
         if coding == self.coding:
             return self
         if "treatment" in (coding, self.coding) and (self.sd_worker_slope > 0 or self.sd_item_slope > 0):
@@ -238,7 +203,7 @@ class LMMParams:
                 "'sum' and 'half' only, or simulate directly with the coding you want."
             )
         lo, hi = self.x_values
-        nlo, nhi = _X_VALUES[coding]
+        nlo, nhi = X_VALUES[coding]
         # x_old = a + b * x_new with b = (hi - lo) / (nhi - nlo)
         b = (hi - lo) / (nhi - nlo)
         a = lo - b * nlo
@@ -329,6 +294,104 @@ class LMMParams:
             f"sd_item={_fmt(self.sd_item)}, sd_item_slope={_fmt(self.sd_item_slope)}, "
             f"sigma={_fmt(self.sigma)}, coding={self.coding!r})"
         )
+
+
+# --------------------------------------------------------------------------------------
+# per-system random effects -> the +-1 coded model (the one conversion, one policy)
+
+# the policies of pm1_random_effects: "raise" tolerance on the two SDs; "warn" when
+# each system's variance changes by >= MATERIAL_REL (SD ratio ~1.3) and >= MATERIAL_SD^2
+EXACT_SD_TOL = 1e-12
+MATERIAL_REL = 0.25
+MATERIAL_SD = 0.01
+
+
+class ConversionWarning(NlpowerWarning):
+    """A conversion to simulation parameters that loses information (see :func:`pm1_random_effects`)."""
+
+
+def pm1_random_effects(sd_intercept: float, sd_minus: float, sd_plus: float,
+                       cov: float = 0.0, *, group: str, unequal: UnequalSDs = "raise",
+                       systems: tuple[str, str] | None = None,
+                       where: str = "to_lmm_params") -> tuple[float, float]:
+    """``(sd, sd_slope)`` of a grouping factor in the +-1 coded model, from per-system effects.
+
+    A worker's (or item's) effects under the system coded x = -1 and x = +1
+    have total covariance ``v_m = sd_intercept^2 + sd_minus^2``, ``v_p =
+    sd_intercept^2 + sd_plus^2``, ``c = sd_intercept^2 + cov`` (lme4's
+    ``(system || g)``, Tables 14-15).  In +-1 coding (intercept ``(u_p + u_m)/2``,
+    slope ``(u_p - u_m)/2``)::
+
+        sd^2       = (v_m + v_p + 2 c) / 4
+        sd_slope^2 = (v_m + v_p - 2 c) / 4
+        cov(intercept, slope) = (v_p - v_m) / 4
+
+    :class:`LMMParams` has no intercept-slope covariance, so it is dropped
+    (each system's variance becomes ``(v_m + v_p) / 2``); when it is not zero
+    the policy ``unequal`` decides:
+
+    * ``"raise"``: :class:`~nlpower.errors.InputError` unless
+      ``|sd_minus - sd_plus| <= EXACT_SD_TOL`` (1e-12) --
+      :meth:`MultiSystemParams.to_lmm_params` with ``exact=True``;
+    * ``"warn"``: drop it, with a :class:`ConversionWarning` when that is
+      material: ``|v_p - v_m| / (v_p + v_m) >= MATERIAL_REL`` (0.25) and
+      ``sqrt(|v_p - v_m| / 2) >= MATERIAL_SD`` (0.01) --
+      :meth:`~nlpower.ratings.RatingsFit.to_params`;
+    * ``"ignore"``: drop it silently -- ``to_lmm_params(exact=False)``.
+
+    ``cov`` NaN means the covariance is not identified (no level of the
+    factor was rated under both systems): the whole variance ``(v_m + v_p) / 2``
+    goes to the intercept and ``sd_slope = 0`` (exact for simulating a design
+    with the factor nested in systems), with a :class:`ConversionWarning`
+    under ``"warn"`` and an error under ``"raise"``.
+
+    ``systems`` (x = -1, x = +1) and ``where`` (the caller) label the messages.
+
+    Examples
+    --------
+    >>> pm1_random_effects(0.0, 0.2, 0.2, group="item")   # equal SDs: exact
+    (0.14142135623730953, 0.14142135623730953)
+    """
+    check_choice("unequal", unequal, UnequalSDs)
+    s0, sm, sp = float(sd_intercept), float(sd_minus), float(sd_plus)
+    vm, vp, c = s0 * s0 + sm * sm, s0 * s0 + sp * sp, s0 * s0 + float(cov)
+    minus, plus = systems if systems is not None else ("the baseline", "the other system")
+    if not math.isfinite(c):
+        text = (f"{where}: no {group} rated both {plus!r} and {minus!r}, so how the {group} "
+                f"effect differs between the two systems is not identified; the {group} variance "
+                f"({(vm + vp) / 2:.4g}) is put in the intercept and sd_{group}_slope = 0. This is "
+                f"exact for simulating a design with {group}s nested in systems; for a paired "
+                f"design set sd_{group}_slope yourself.")
+        if unequal == "raise":
+            raise InputError(text)
+        if unequal == "warn":
+            warnings.warn(text, ConversionWarning, stacklevel=3)
+        return math.sqrt(max((vm + vp) / 2, 0.0)), 0.0
+    v_int = max((vm + vp + 2 * c) / 4, 0.0)
+    v_slope = max((vm + vp - 2 * c) / 4, 0.0)
+    if unequal == "raise" and not math.isclose(sm, sp, rel_tol=0.0, abs_tol=EXACT_SD_TOL):
+        raise InputError(
+            f"the per-system {group} SDs differ ({sm} vs {sp}), so the +-1 coded model has "
+            f"an intercept-slope covariance of {(sp**2 - sm**2) / 4:.4g}, which LMMParams "
+            "cannot represent. Pass exact=False to drop it, or simulate with "
+            "MultiSystemParams."
+        )
+    if unequal == "warn":
+        rel = abs(vp - vm) / (vp + vm) if vp + vm > 0 else 0.0
+        if rel >= MATERIAL_REL and math.sqrt(abs(vp - vm) / 2) >= MATERIAL_SD:
+            den = math.sqrt(v_int * v_slope)
+            rho = (vp - vm) / 4 / den if den > 0 else 0.0
+            warnings.warn(
+                f"{where}: the {group} effects of {plus!r} and {minus!r} have different SDs "
+                f"({math.sqrt(max(vp, 0)):.3f} vs {math.sqrt(max(vm, 0)):.3f}), which in +-1 "
+                f"coding is an intercept-slope correlation of {rho:.2f}; the paper's model "
+                f"(LMMParams) has none, so it is dropped and both systems get {group} SD "
+                f"{math.sqrt(max((vm + vp) / 2, 0)):.3f}. In a balanced, fully crossed "
+                "paired design the sampling variance of the effect depends only on the slope "
+                "SDs, which are kept; per-system variances are not.",
+                ConversionWarning, stacklevel=3,
+            )
+    return math.sqrt(v_int), math.sqrt(v_slope)
 
 
 def _check_sd_tuple(name: str, value: Any) -> tuple[float, ...]:
@@ -437,7 +500,7 @@ class MultiSystemParams:
         return len(self.effects) + 1
 
     @property
-    def coding(self) -> str:
+    def coding(self) -> Coding:
         """Always ``"sum"``: effects are deviations from the grand mean."""
         return "sum"
 
@@ -456,16 +519,15 @@ class MultiSystemParams:
         """A copy with other sum-contrast effects."""
         return replace(self, effects=tuple(effects))
 
-    def to_lmm_params(self, coding: str = "sum", *, exact: bool = True) -> LMMParams:
-        """Two systems only: the equivalent :class:`LMMParams`.
+    def to_lmm_params(self, coding: Coding = "sum", *, exact: bool = True) -> LMMParams:
+        """Two systems only: the equivalent :class:`LMMParams` (:func:`pm1_random_effects`).
 
-        With per-system SDs ``s_A, s_B`` and intercept SD ``s_0`` the +-1 coded
-        model has ``var(intercept) = s_0^2 + (s_A^2 + s_B^2)/4``,
+        The +-1 coded model has ``var(intercept) = s_0^2 + (s_A^2 + s_B^2)/4``,
         ``var(slope) = (s_A^2 + s_B^2)/4`` and an intercept-slope covariance
-        ``(s_B^2 - s_A^2)/4``.  LMMParams has no correlation, so by default the
-        conversion requires ``s_A == s_B`` (to 1e-12) for workers and items;
-        ``exact=False`` drops the covariance (the marginal variance of each
-        system's ratings is kept on average, but not per system).
+        ``(s_B^2 - s_A^2)/4``, which LMMParams cannot hold: ``exact=True``
+        requires ``s_A == s_B`` (to 1e-12; ``unequal="raise"``), ``exact=False``
+        drops the covariance (``unequal="ignore"``; each system's variance is
+        kept on average, not per system).
 
         Raises
         ------
@@ -477,18 +539,10 @@ class MultiSystemParams:
                 f"to_lmm_params needs exactly 2 systems; these parameters have K = {self.n_systems}. "
                 "Simulate with MultiSystemParams directly."
             )
-        vals: dict[str, tuple[float, float]] = {}
-        for who, s0, (sa, sb) in (("worker", self.sd_worker, self.sd_worker_systems),
-                                  ("item", self.sd_item, self.sd_item_systems)):
-            if exact and not math.isclose(sa, sb, rel_tol=0.0, abs_tol=1e-12):
-                raise InputError(
-                    f"the per-system {who} SDs differ ({sa} vs {sb}), so the +-1 coded model has "
-                    f"an intercept-slope covariance of {(sb**2 - sa**2) / 4:.4g}, which LMMParams "
-                    "cannot represent. Pass exact=False to drop it, or simulate with "
-                    "MultiSystemParams."
-                )
-            half = (sa**2 + sb**2) / 4.0
-            vals[who] = (math.sqrt(s0**2 + half), math.sqrt(half))
+        vals = {who: pm1_random_effects(s0, sa, sb, group=who,
+                                        unequal="raise" if exact else "ignore")
+                for who, s0, (sa, sb) in (("worker", self.sd_worker, self.sd_worker_systems),
+                                          ("item", self.sd_item, self.sd_item_systems))}
         p = LMMParams(
             beta0=self.beta0,
             effect=self.effects[0],
@@ -543,4 +597,5 @@ class MultiSystemParams:
         )
 
 
-__all__ = ["CODINGS", "LMMParams", "MultiSystemParams", "x_values"]
+__all__ = ["CODINGS", "ConversionWarning", "LMMParams", "MultiSystemParams", "check_coding",
+           "pm1_random_effects", "x_values"]

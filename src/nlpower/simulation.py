@@ -40,11 +40,13 @@ from typing import Any, Literal, overload
 import numpy as np
 import pandas as pd
 
+from ._choices import Coding
 from ._rng import as_generator
 from ._validation import check_int
 from .design import CrossedDesign, LayoutArrays
 from .errors import DesignError, InputError
 from .params import LMMParams, MultiSystemParams
+from .presets import DatasetPreset
 
 Params = LMMParams | MultiSystemParams
 
@@ -174,7 +176,7 @@ class SimulatedRatings:
     layout: pd.DataFrame
     y: np.ndarray
     likert: int | None = None
-    coding: str = "sum"
+    coding: Coding = "sum"
 
     @property
     def n_sims(self) -> int:
@@ -215,8 +217,6 @@ def check_design_params(design: object, params: object) -> tuple[CrossedDesign, 
             "CrossedDesign(n_workers, n_items, systems=2, workers_per_item=None)."
         )
     if not isinstance(params, (LMMParams, MultiSystemParams)):
-        from .presets import DatasetPreset
-
         hint = (" For a dataset preset pass its .params (and .design() for Table 12's size)."
                 if isinstance(params, DatasetPreset) else
                 " Build one with LMMParams(...) or take one from nlpower.presets.")

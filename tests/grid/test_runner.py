@@ -141,3 +141,17 @@ def test_plot_any_grid_and_y_choices():
     with pytest.raises(InputError, match="y must be one of 'power', 'type_m', 'type_s'"):
         res.plot(y="rate")
     plt.close("all")
+
+
+def test_wide_table_and_print():
+    res = run_grid(CoinProblem(), AXES, rng=4, progress=False)
+    wide = res.table()
+    frame = res.to_frame()
+    assert list(wide.columns) == [0.2, 0.4, 0.8] and list(wide.index) == [0.5, 1.0]
+    first = frame.iloc[0]
+    assert wide.loc[0.5, 0.2] == f"{first.power:.3f} [{first.ci_low:.3f}, {first.ci_high:.3f}]"
+    text = str(res)
+    assert "power [95% Monte Carlo interval]" in text and wide.loc[1.0, 0.8] in text
+    assert res.table(ci=False).loc[1.0, 0.8] == f"{frame.iloc[-1].power:.3f}"
+    with pytest.raises(InputError, match="value='rate' is not a column of this grid"):
+        res.table("rate")

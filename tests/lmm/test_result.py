@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_native_engine import crossed_spec
 
+from lmm_specs import crossed_spec
 from nlpower.errors import InputError
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.result import LmmFit

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_native_engine import _term, crossed_spec
 
+from lmm_specs import _term, crossed_spec
 from nlpower.errors import InputError
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.satterthwaite import hessian, jacobian

@@ -43,6 +43,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NlpowerError as exc:
         print(f"nlpower {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(_interrupted(args), file=sys.stderr)
+        return 130
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """One line after Ctrl-C: what was saved and how to go on."""
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is not None:
+        return (f"nlpower {args.command}: interrupted. Finished cells are saved in {checkpoint}; "
+                "run the same command again to resume.")
+    hint = " (add --checkpoint FILE to make a grid resumable)" if args.command == "grid" else ""
+    return f"nlpower {args.command}: interrupted; nothing was saved{hint}."
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,8 +13,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-DUPLICATES = ("error", "keep", "mean")
-CODINGS = ("sum", "half", "treatment")
+import numpy as np
+
+from .._choices import Coding, Duplicates, EngineName, allowed
+from ..ratings import fit_ratings, read_ratings
 
 
 def register(subparsers: Any) -> None:
@@ -38,10 +40,12 @@ def register(subparsers: Any) -> None:
                         "if it looks odd)")
     p.add_argument("--baseline", default=None, metavar="NAME",
                    help="baseline system (default: the first label in sorted order)")
-    p.add_argument("--coding", choices=CODINGS, default="sum",
+    p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="contrast for system (default: sum, the paper's)")
-    p.add_argument("--duplicates", choices=DUPLICATES, default="error",
+    p.add_argument("--duplicates", choices=allowed(Duplicates), default="error",
                    help="repeated (worker, item, system) ratings: error (default), keep or mean")
+    p.add_argument("--engine", choices=allowed(EngineName), default="native",
+                   help="mixed-model engine: native (default) or lme4 (R through rpy2, optional)")
     p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
                    help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
@@ -51,8 +55,6 @@ def register(subparsers: Any) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from ..ratings import fit_ratings, read_ratings
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(
@@ -60,7 +62,7 @@ def run_fit(args: argparse.Namespace) -> int:
             rating=args.rating, scale=tuple(args.scale) if args.scale else None,
             duplicates=args.duplicates, sep=args.sep,
         )
-        fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding)
+        fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine)
         text = fit.summary() if args.full else _brief(fit)
     out = sys.stdout if args.json_out != "-" else sys.stderr
     for w in caught:
@@ -88,8 +90,6 @@ def _brief(fit: Any) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    import numpy as np
-
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, float) and value != value:  # pragma: no cover - NaN handled upstream

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..errors import FormulaError
 from .lexer import Token, tokenize
 from .parser import ParsedFormula, parse_tokens
 from .terms import Formula, RandomTerm, Terms, build_formula, format_name
@@ -64,8 +65,6 @@ def parse(formula: str) -> Formula:
         On syntax errors, with a caret under the offending token.
     """
     if not isinstance(formula, str):
-        from ..errors import FormulaError
-
         raise FormulaError(
             f"formula must be a string such as 'rating ~ system + (1 | worker)'; "
             f"got {formula!r} ({type(formula).__name__})."

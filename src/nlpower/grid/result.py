@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..errors import InputError
 from .problem import CellFailure, CellResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,6 +114,43 @@ class GridResult:
             row.update({c: record.get(c) for c in columns[len(self.columns):]})
             rows.append(row)
         return pd.DataFrame(rows, columns=columns)
+
+    def table(self, value: str = "power", *, ci: bool = True, digits: int = 3) -> pd.DataFrame:
+        """Wide table: the last varying axis across, the other varying axes down.
+
+        Each entry is ``value`` (default power) with its 95% interval when
+        ``ci`` (power only) -- Figure 6 in numbers.  Fixed axes are left out
+        (see :meth:`summary`).
+        """
+        frame = self.to_frame()
+        if value not in frame:
+            raise InputError(f"value={value!r} is not a column of this grid; "
+                             f"choose one of {', '.join(map(repr, self.result_columns))}.")
+        varying = [c for c in self.columns if len(self.axes[c]) > 1] or list(self.columns[-1:])
+        across, down = varying[-1], varying[:-1]
+        with_ci = ci and value == "power"
+        frame["_entry"] = [
+            _fmt(v, f".{digits}f") + (f" [{_fmt(lo, f'.{digits}f')}, {_fmt(hi, f'.{digits}f')}]"
+                                      if with_ci and _finite(v) else "")
+            for v, lo, hi in zip(frame[value], frame["ci_low"], frame["ci_high"], strict=True)
+        ]
+        if not down:
+            return frame.set_index(across)[["_entry"]].T.rename(index={"_entry": value})
+        wide = frame.pivot_table(index=down, columns=across, values="_entry", aggfunc="first", sort=False)
+        wide.columns.name = across
+        return wide
+
+    def __str__(self) -> str:
+        lines = [repr(self)]
+        fixed = [c for c in self.columns if len(self.axes[c]) == 1]
+        if fixed:
+            lines.append("fixed: " + ", ".join(f"{c}={self.axes[c][0]!r}" for c in fixed))
+        lines.append("power [95% Monte Carlo interval]" if any(c.record.get("n_sims") for c in self.cells)
+                     else "power")
+        lines.append(self.table().to_string())
+        if self.n_failed_cells:
+            lines.append(f"{self.n_failed_cells} cells failed: see .to_frame()['error']")
+        return "\n".join(lines)
 
     def summary(self) -> str:
         """Text table of power with its 95% interval per cell, and the shared settings."""

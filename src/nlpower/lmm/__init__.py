@@ -1,25 +1,34 @@
-"""Linear mixed models with lme4 semantics: :func:`lmer` and its engines.
+"""Linear mixed models with lme4 semantics: :func:`lmer` and the engine protocol.
 
 ``lmer(formula, data)`` builds the model frame (:mod:`nlpower.lmm.frame`),
-fits it with the native engine (:class:`nlpower.lmm.native.NativeModel`,
-default) or with R's lme4 (``engine="lme4"``, optional) and returns an
-:class:`~nlpower.lmm.result.LmmFit`.
+prepares it with an engine from :func:`get_engine` (``"native"``, default, or
+``"lme4"``, optional) and returns an :class:`~nlpower.lmm.result.LmmFit`.
+Code that fits many responses on one structure (power simulations) uses the
+engine protocol directly (:mod:`nlpower.lmm.engine`)::
+
+    model = get_engine("native").prepare(spec)
+    core = model.refit(y, REML=False, start=theta0)
+    df = model.satterthwaite_df(core, L)
+
+The helpers the power layer needs from the native engine are public here:
+:func:`theta_layout` (lme4's order of the random-effects terms and ``theta``)
+and :func:`single_threaded` (small dense linear algebra without BLAS threads).
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import Any
 
-from .._validation import check_choice
-from ..errors import ConvergenceWarning, InputError, SingularFitWarning
+from .._choices import EngineName
+from ..errors import InputError
+from .engine import Engine, PreparedModel, get_engine, warn_diagnostics
+from .frame import model_frame
+from .native import ThetaLayout, single_threaded, theta_layout
 from .result import FitCore, LmmFit
+from .structure import ModelSpec, ReTerm
 
-ENGINES = ("native", "lme4")
 
-
-def lmer(formula: str, data: Any, *, REML: bool = True, engine: str = "native",
+def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "native",
          contrasts: dict[str, str] | None = None,
          control: dict[str, Any] | None = None) -> LmmFit:
     """Fit a linear mixed model, like lme4's ``lmer``.
@@ -36,13 +45,14 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: str = "native",
     engine : {"native", "lme4"}
         ``"native"``: the pure-Python engine (blocked Cholesky profiled
         deviance + NLopt BOBYQA, checked against lme4 1.1-31);
-        ``"lme4"``: R's lme4 through rpy2 (optional).
+        ``"lme4"``: R's lme4 through rpy2 (optional).  See :func:`get_engine`.
     contrasts : dict, optional
         Coding of factors in the fixed part, e.g. ``{"system": "sum"}``.
     control : dict, optional
-        Optimiser settings for the native engine: ``xtol_abs``, ``ftol_abs``,
+        Native engine: optimiser settings ``xtol_abs``, ``ftol_abs``,
         ``ftol_rel``, ``maxeval``, ``boundary_tol``, ``restart_edge``,
-        ``initial_step`` (defaults: lme4's ``nloptwrap``).
+        ``initial_step`` (defaults: lme4's ``nloptwrap``).  lme4 engine:
+        arguments of ``lme4::lmerControl``.
 
     Returns
     -------
@@ -60,31 +70,26 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: str = "native",
     >>> fit = lmer("Reaction ~ Days + (Days | Subject)", sleepstudy)   # doctest: +SKIP
     >>> fit.fixef                                                       # doctest: +SKIP
     """
-    check_choice("engine", engine, ENGINES)
+    eng = get_engine(engine)
     if not isinstance(REML, bool):
         raise InputError(f"REML must be True or False; got {REML!r}.")
-    if engine == "lme4":
-        mod = importlib.import_module("nlpower.lmm.lme4")
-        fit: LmmFit = mod.lmer(formula, data, REML=REML, contrasts=contrasts, control=control)
-        return fit
-    from .frame import model_frame
-    from .native import NativeModel
-
     spec = model_frame(formula, data, contrasts=contrasts)
-    fit = NativeModel(spec).fit(REML=REML, control=control)
-    if not fit.converged:
-        warnings.warn(
-            f"lmer: the optimiser did not converge ({fit.optinfo['message']}); "
-            "the estimates may be inaccurate. Try control={'maxeval': ...} or rescale predictors.",
-            ConvergenceWarning, stacklevel=2,
-        )
-    if fit.singular:
-        warnings.warn(
-            "lmer: boundary (singular) fit -- a variance component is estimated as (near) zero; "
-            "see fit.varcorr(). Consider simplifying the random-effects structure.",
-            SingularFitWarning, stacklevel=2,
-        )
+    options = {"data": data} if eng.name == "lme4" else {}
+    fit = eng.prepare(spec, **options).fit(REML=REML, control=control)
+    warn_diagnostics(fit, where="lmer", stacklevel=3)
     return fit
 
-
-__all__ = ["ENGINES", "FitCore", "LmmFit", "lmer"]
+__all__ = [
+    "Engine",
+    "FitCore",
+    "LmmFit",
+    "ModelSpec",
+    "PreparedModel",
+    "ReTerm",
+    "ThetaLayout",
+    "get_engine",
+    "lmer",
+    "model_frame",
+    "single_threaded",
+    "theta_layout",
+]

@@ -6,10 +6,10 @@ The stages, each a function that can be called and tested alone (lme4's
     parse(formula)                       nlpower.formula
     _frame_columns(formula, data)        used columns, NA rows dropped
     _response(formula, frame)            numeric, finite, not constant y
-    _variables(formula, frame)           numeric arrays / factor codes
+    _variables(formula, frame)           numeric arrays / factor codes   (columns.py)
     _contrasts(contrasts, variables)     coding of each factor
-    model_matrix(terms, variables, ...)  X and each term's Z, lme4 names
-    drop_aliased(X, names)               rank-deficient columns removed
+    model_matrix(terms, variables, ...)  X and each term's Z, lme4 names (model_matrix.py)
+    drop_aliased(X, names)               rank-deficient columns removed  (model_matrix.py)
     _re_term(...)                        grouping codes + lme4's checks
 
 Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
@@ -62,7 +62,6 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -70,7 +69,9 @@ import pandas as pd
 
 from .._validation import check_choice, closest_name
 from ..errors import FormulaError, InputError, NlpowerWarning
-from ..formula import Formula, RandomTerm, Terms, parse
+from ..formula import Formula, RandomTerm, parse
+from .columns import Factor, Variable, as_factor, as_numeric, combine, is_numeric, row_key
+from .model_matrix import CONTRASTS, contrast_matrix, drop_aliased, model_matrix
 from .structure import ModelSpec, ReTerm
 
 __all__ = [
@@ -81,321 +82,6 @@ __all__ = [
     "model_frame",
     "model_matrix",
 ]
-
-#: Contrast codings accepted in ``contrasts=``.
-CONTRASTS: tuple[str, ...] = ("treatment", "sum", "half")
-
-#: Relative tolerance of the rank check (R's ``qr`` default).
-RANK_TOL = 1e-7
-
-
-@dataclass(frozen=True)
-class Factor:
-    """A factor column: integer ``codes`` (0 .. K-1) and level labels."""
-
-    codes: np.ndarray
-    levels: tuple[str, ...]
-
-    @property
-    def n_levels(self) -> int:
-        return len(self.levels)
-
-
-Variable = np.ndarray | Factor
-
-
-# ---------------------------------------------------------------------------
-# contrasts
-
-
-def contrast_matrix(kind: str, levels: tuple[str, ...] | list[str]) -> tuple[np.ndarray, list[str]]:
-    """Coding matrix (K x m) and column-name suffixes for a factor.
-
-    ``kind`` is ``"treatment"``, ``"sum"``, ``"half"`` or ``"full"`` (one
-    indicator per level, used where R does not apply contrasts).  Numerically
-    equal to R's ``contr.treatment(K)``, ``contr.sum(K)``,
-    ``contr.sum(K) / 2`` and ``diag(K)``.
-
-    Examples
-    --------
-    >>> contrast_matrix("sum", ["A", "B", "C"])[0]
-    array([[ 1.,  0.],
-           [ 0.,  1.],
-           [-1., -1.]])
-    """
-    k = len(levels)
-    if kind == "full":
-        return np.eye(k), [str(lv) for lv in levels]
-    if k < 2:
-        raise InputError(
-            f"contrasts need a factor with at least 2 levels; got {k} level(s) {list(levels)}."
-        )
-    if kind == "treatment":
-        return np.eye(k)[:, 1:], [str(lv) for lv in levels[1:]]
-    if kind in ("sum", "half"):
-        m = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
-        if kind == "half":
-            m = 0.5 * m
-        return m, [str(j) for j in range(1, k)]
-    raise InputError(f"contrast must be one of {', '.join(map(repr, CONTRASTS))}; got {kind!r}.")
-
-
-# ---------------------------------------------------------------------------
-# model matrices
-
-
-def _codings(terms: Terms, variables: Mapping[str, Variable]) -> list[list[str | None]]:
-    """R's TermCode: per term and variable, "contrast", "full" or None (numeric)."""
-    out: list[list[str | None]] = []
-    sets = [frozenset(t) for t in terms.terms]
-    for j, term in enumerate(terms.terms):
-        codes: list[str | None] = []
-        for v in term:
-            if not isinstance(variables[v], Factor):
-                codes.append(None)
-                continue
-            rest = sets[j] - {v}
-            margin = not rest or any(rest <= s for s in sets[:j])
-            codes.append("contrast" if margin else "full")
-        out.append(codes)
-    if not terms.intercept:
-        # model.matrix: without an intercept the first factor is fully coded
-        for j, term in enumerate(terms.terms):
-            hit = [i for i, v in enumerate(term) if _n_levels(variables[v]) > 1]
-            if hit:
-                out[j][hit[0]] = "full"
-                break
-    return out
-
-
-def _n_levels(var: Variable) -> int:
-    return var.n_levels if isinstance(var, Factor) else 0
-
-
-def model_matrix(
-    terms: Terms,
-    variables: Mapping[str, Variable],
-    contrasts: Mapping[str, str],
-    n: int,
-) -> tuple[np.ndarray, list[str]]:
-    """Model matrix of ``terms`` with lme4/R column names.
-
-    Parameters
-    ----------
-    terms : Terms
-        Intercept flag and R-ordered terms (from :func:`nlpower.formula.parse`).
-    variables : mapping
-        Column name -> float array (numeric) or :class:`Factor`.
-    contrasts : mapping
-        Factor name -> ``"treatment"``, ``"sum"`` or ``"half"``; missing
-        factors use ``"treatment"``.
-    n : int
-        Number of rows.
-    """
-    blocks: list[np.ndarray] = []
-    names: list[str] = []
-    if terms.intercept:
-        blocks.append(np.ones((n, 1)))
-        names.append("(Intercept)")
-    for term, codes in zip(terms.terms, _codings(terms, variables), strict=True):
-        cols: np.ndarray | None = None  # None: the empty product (a column of ones)
-        cnames = [""]
-        for v, code in zip(term, codes, strict=True):
-            var = variables[v]
-            if isinstance(var, Factor):
-                kind = "full" if code == "full" else contrasts.get(v, "treatment")
-                try:
-                    mat, suffixes = contrast_matrix(kind, var.levels)
-                except InputError:
-                    raise InputError(
-                        f"factor {v!r} has only {var.n_levels} level ({var.levels[0]!r}) in the "
-                        "rows used, so it cannot be coded by contrasts. Drop it from the "
-                        "formula or check the data."
-                    ) from None
-                block = mat[var.codes]
-                bnames = [f"{v}{s}" for s in suffixes]
-            else:
-                block = var[:, None]
-                bnames = [v]
-            if cols is None:
-                cols = block
-            else:
-                m_prev, m_v = cols.shape[1], block.shape[1]
-                # first variable varies fastest: column index i + m_prev * j
-                cols = (cols[:, None, :] * block[:, :, None]).reshape(n, m_prev * m_v)
-            cnames = [f"{a}:{b}" if a else b for b in bnames for a in cnames]
-        assert cols is not None
-        blocks.append(cols)
-        names.extend(cnames)
-    mat = np.hstack(blocks) if blocks else np.zeros((n, 0))
-    return np.ascontiguousarray(mat, dtype=float), names
-
-
-def _gram_schmidt_keep(A: np.ndarray, tol: float) -> list[int]:
-    """Indices of columns of ``A`` that are not (near) combinations of earlier kept ones.
-
-    Classical Gram-Schmidt with re-orthogonalisation ("twice is enough"),
-    column by column in order, as R's limited-pivoting QR decides.
-    """
-    m, p = A.shape
-    A = np.asfortranarray(A, dtype=float)
-    basis = np.empty((m, p), order="F")
-    k = 0
-    keep: list[int] = []
-    for j in range(p):
-        x = A[:, j]
-        norm = float(np.sqrt(x @ x))
-        if norm == 0.0:
-            continue
-        r = x.copy()
-        if k:
-            for _ in range(2):
-                Bk = basis[:, :k]
-                r -= Bk @ (r @ Bk)
-        rn = float(np.sqrt(r @ r))
-        if rn <= tol * norm:
-            continue
-        basis[:, k] = r / rn
-        k += 1
-        keep.append(j)
-    return keep
-
-
-def drop_aliased(
-    X: np.ndarray,
-    names: list[str],
-    tol: float = RANK_TOL,
-    row_key: np.ndarray | None = None,
-) -> tuple[np.ndarray, list[str], list[str]]:
-    """Drop columns of ``X`` that are linear combinations of earlier columns.
-
-    A column is aliased when its residual after projection on the kept
-    columns has norm <= ``tol`` times its own norm (R's ``qr`` with limited
-    pivoting moves exactly these columns to the end; lme4 then drops them).
-
-    ``row_key`` (optional) gives equal integers to rows of ``X`` known to be
-    identical; the check then runs on the distinct rows weighted by the
-    square root of their counts, which has the same cross-product
-    ``X'X`` -- the same column lengths and angles -- at a fraction of the cost.
-
-    Returns ``(X_kept, kept_names, dropped_names)``.
-    """
-    n, p = X.shape
-    A = X
-    if row_key is not None and n > 4 * p:
-        uniq, first, counts = np.unique(row_key, return_index=True, return_counts=True)
-        if len(uniq) < n // 2:
-            A = X[first] * np.sqrt(counts)[:, None]
-    if A.shape[0] > 8 * p and A.shape[0] > 4096:
-        # A = QR with Q orthonormal, so the columns of R have the same lengths
-        # and angles as those of A: run the check on the small p x p matrix R.
-        A = np.asarray(np.linalg.qr(A, mode="r"))
-    keep = _gram_schmidt_keep(A, tol)
-    kept = set(keep)
-    dropped = [names[j] for j in range(p) if j not in kept]
-    if not dropped:
-        return X, list(names), []
-    return np.ascontiguousarray(X[:, keep]), [names[j] for j in keep], dropped
-
-
-# ---------------------------------------------------------------------------
-# columns -> variables
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _is_numeric(col: pd.Series) -> bool:
-    return (
-        pd.api.types.is_numeric_dtype(col.dtype)
-        and not pd.api.types.is_bool_dtype(col.dtype)
-        and not isinstance(col.dtype, pd.CategoricalDtype)
-        and not pd.api.types.is_complex_dtype(col.dtype)
-    )
-
-
-def _as_factor(col: pd.Series) -> Factor:
-    """Factor with R's level order (categorical order, else sorted unique)."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        cat = col.cat.remove_unused_categories()
-        return Factor(
-            np.asarray(cat.cat.codes, dtype=np.intp),
-            tuple(_label(c) for c in cat.cat.categories),
-        )
-    values = col.to_numpy()
-    if pd.api.types.is_bool_dtype(col.dtype):
-        values = values.astype(bool)
-    try:
-        codes, uniques = pd.factorize(values, sort=True)
-    except TypeError:  # mixed types that cannot be compared: order by label
-        codes, uniques = pd.factorize(values)
-        order = np.argsort([_label(u) for u in uniques], kind="stable")
-        remap = np.empty(len(order), dtype=np.intp)
-        remap[order] = np.arange(len(order))
-        codes, uniques = remap[codes], uniques[order]
-    labels = tuple(_label(u) for u in uniques)
-    if len(set(labels)) != len(labels):
-        raise InputError(
-            f"column {col.name!r} has distinct values with the same text label "
-            f"({list(uniques)[:6]}...); convert it to one type (e.g. .astype(str))."
-        )
-    return Factor(np.asarray(codes, dtype=np.intp), labels)
-
-
-def _as_numeric(col: pd.Series, role: str) -> np.ndarray:
-    values = col.to_numpy(dtype=float, na_value=np.nan)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise InputError(
-            f"{role} column {col.name!r} has {int(bad.sum())} infinite value(s) "
-            f"(first at row {col.index[int(np.argmax(bad))]!r}); remove or replace them."
-        )
-    return values
-
-
-def _row_key(variables: Mapping[str, Variable], names: tuple[str, ...], n: int) -> np.ndarray | None:
-    """Integer key equal for rows with equal values of ``names`` (None on overflow)."""
-    key = np.zeros(n, dtype=np.int64)
-    size = 1
-    for v in names:
-        var = variables[v]
-        if isinstance(var, Factor):
-            codes, k = var.codes, max(var.n_levels, 1)
-        else:
-            codes, uniques = pd.factorize(var)
-            k = max(len(uniques), 1)
-        size *= k
-        if size >= 2**62:
-            return None
-        key = key * k + codes
-    return key
-
-
-def _combine(factors: list[Factor]) -> Factor:
-    """Interaction factor ``a:b``: levels in lexicographic order, unused dropped."""
-    if len(factors) == 1:
-        return factors[0]
-    key = np.zeros(len(factors[0].codes), dtype=np.int64)
-    for f in factors:
-        key = key * f.n_levels + f.codes
-    uniq, codes = np.unique(key, return_inverse=True)
-    parts = []
-    rem = uniq.copy()
-    for f in reversed(factors):
-        parts.append(rem % f.n_levels)
-        rem = rem // f.n_levels
-    parts.reverse()
-    levels = tuple(
-        ":".join(f.levels[int(p[i])] for f, p in zip(factors, parts, strict=True))
-        for i in range(len(uniq))
-    )
-    return Factor(np.asarray(codes, dtype=np.intp).reshape(-1), levels)
-
 
 # ---------------------------------------------------------------------------
 # the public stage
@@ -487,7 +173,7 @@ def model_frame(
 
     X, names = model_matrix(f.fixed, variables, used_contrasts, n)
     X, names, dropped = drop_aliased(
-        X, names, row_key=_row_key(variables, f.fixed.variables, n)
+        X, names, row_key=row_key(variables, f.fixed.variables, n)
     )
     if dropped:
         warnings.warn(
@@ -499,7 +185,7 @@ def model_frame(
 
     _check_scale(X, names)
 
-    group_factors = {g: _as_factor(frame[g]) for g in f.grouping_variables}
+    group_factors = {g: as_factor(frame[g]) for g in f.grouping_variables}
     re_terms = tuple(
         _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
     )
@@ -594,12 +280,12 @@ def _response(f: Formula, frame: pd.DataFrame) -> np.ndarray:
             "model needs a numeric response. Convert it, e.g. data[col].astype(float) or map "
             "Likert labels to numbers."
         )
-    if not _is_numeric(ycol):
+    if not is_numeric(ycol):
         raise InputError(
             f"the response {f.response!r} must be numeric; got dtype {ycol.dtype} "
             f"(e.g. {ycol.iloc[0]!r}). Convert it with pandas.to_numeric(data[{f.response!r}])."
         )
-    y = _as_numeric(ycol, "response")
+    y = as_numeric(ycol, "response")
     if np.ptp(y) == 0.0:
         raise InputError(
             f"the response {f.response!r} is constant ({float(y[0])!r} in all {len(y)} rows): a mixed "
@@ -614,7 +300,7 @@ def _variables(f: Formula, frame: pd.DataFrame) -> dict[str, Variable]:
     for r in f.random:
         names.update(dict.fromkeys(r.expr.variables))
     return {
-        v: _as_numeric(frame[v], "predictor") if _is_numeric(frame[v]) else _as_factor(frame[v])
+        v: as_numeric(frame[v], "predictor") if is_numeric(frame[v]) else as_factor(frame[v])
         for v in names
     }
 
@@ -663,7 +349,7 @@ def _re_term(
 ) -> ReTerm:
     """One expanded random term: Z, grouping codes, lme4's level checks."""
     Z, cnames = model_matrix(rt.expr, variables, contrasts, n)
-    fac = _combine([group_factors[g] for g in rt.group])
+    fac = combine([group_factors[g] for g in rt.group])
     name = rt.group_name
     label = f"({rt.expr} | {name})"
     if fac.n_levels <= 1:

@@ -81,7 +81,7 @@ def information_moments(design: CrossedDesign, params: Params) -> tuple[float, f
     and low-rank products only, e.g. ~1 s for 6 000 ratings and ~10 s for
     20 000 ratings (50 workers, 3 334 items, 3 workers per item).
     """
-    from ..lmm.native._blas import single_threaded
+    from ..lmm import single_threaded
 
     with single_threaded(True):
         return _information_moments(design, params)

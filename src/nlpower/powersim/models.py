@@ -126,7 +126,7 @@ def build_model(design: CrossedDesign, params: Params) -> DesignModel:
     name = "x" if "x" in spec.fixef_names else "x1"
     idx = spec.fixef_names.index(name)
     # true theta in lme4's term order (terms sorted by decreasing number of levels)
-    from ..lmm.native.blocks import theta_layout
+    from ..lmm import theta_layout
 
     layout = theta_layout(spec.re_terms)
     theta = []

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._choices import Duplicates, check_choice
 from .._validation import closest_name
-from ..errors import NlpowerWarning, RatingsError
+from ..errors import InputError, NlpowerWarning, RatingsError
 from .report import DesignReport, design_report
 
 __all__ = ["Ratings", "RatingsWarning", "read_ratings", "READERS"]
@@ -40,8 +41,15 @@ READERS = {
     ".pq": "parquet",
 }
 
-_DUPLICATES = ("error", "keep", "mean")
 _MAX_SHOWN = 5
+
+
+def ratings_choice(name: str, value: Any, choices: Any, hint: str = "") -> Any:
+    """:func:`nlpower._choices.check_choice`, raising :class:`~nlpower.errors.RatingsError`."""
+    try:
+        return check_choice(name, value, choices)
+    except InputError as exc:
+        raise RatingsError(f"{exc}{hint}") from None
 
 
 @dataclass(frozen=True)
@@ -197,7 +205,7 @@ def read_ratings(
     system: str = "system",
     rating: str = "rating",
     scale: tuple[float, float] | str | None = None,
-    duplicates: str = "error",
+    duplicates: Duplicates = "error",
     sep: str | None = None,
 ) -> Ratings:
     """Read a rating file (or data frame) into a validated :class:`Ratings`.
@@ -259,10 +267,7 @@ def read_ratings(
     >>> r = read_ratings(df, worker="w", item="i", system="s", rating="r", scale=(1, 5),
     ...                  duplicates="error")  # doctest: +SKIP
     """
-    if duplicates not in _DUPLICATES:
-        raise RatingsError(
-            f"duplicates must be one of {', '.join(map(repr, _DUPLICATES))}; got {duplicates!r}."
-        )
+    ratings_choice("duplicates", duplicates, Duplicates)
     names = {"worker": worker, "item": item, "system": system, "rating": rating}
     for arg, col in names.items():
         if not isinstance(col, str):

@@ -17,6 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+# both BLAS copies (numpy's and scipy's) must be loaded before /proc/self/maps is read
+import numpy  # noqa: F401
+import scipy.linalg  # noqa: F401
+
 _NAMES = (
     ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
     ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
@@ -34,9 +38,6 @@ def _find() -> list[tuple[Any, Any]]:
         return _libs
     found: list[tuple[Any, Any]] = []
     try:
-        import numpy  # noqa: F401  (make sure both BLAS copies are loaded)
-        import scipy.linalg  # noqa: F401
-
         with open("/proc/self/maps") as fh:
             paths = sorted({ln.split()[-1] for ln in fh
                             if "openblas" in ln.lower() and ".so" in ln.split()[-1]})

@@ -9,7 +9,7 @@ Cholesky factor of
     [ y'Z Lambda               y'X          y'y        ]
 
 is computed block by block.  Block 1 is block diagonal (a batched Cholesky
-of ``(m1, q1, q1)`` matrices); the Schur complement of everything else
+of ``(m1, q1, q1)`` matrices, :mod:`.block1`); the Schur complement of everything else
 ("the rest", ``N2`` columns: other grouping factors, X, y) is dense and
 factored by LAPACK ``dpotrf``.  The last diagonal element of the factor is
 ``r``, the square root of the penalised residual sum of squares; the X block
@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .block1 import block1_factor, block1_reduced
 from .blocks import Blocks
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -207,107 +208,6 @@ class DevianceEvaluator:
         self._theta_ext = np.ones(k + 1)
 
     # -- the factorisation ---------------------------------------------------
-    def _block1(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """Block 1: ``L1`` (m1, q1, q1), ``K_l = Lambda1 L1_l^{-T}`` and ``log|L1|^2``."""
-        b = self.b
-        b1 = b.b1
-        lam1 = b1.lam(theta)
-        q1 = b1.q
-        A = b.A11
-        if q1 == 1:
-            l1 = lam1[0, 0]
-            d2 = l1 * l1 * A[:, 0, 0] + 1.0
-            d = np.sqrt(d2)
-            return d.reshape(-1, 1, 1), (l1 / d).reshape(-1, 1, 1), float(np.sum(np.log(d2)))
-        if b1.diagonal:
-            dl = np.diag(lam1)
-            B = A * (dl[:, None] * dl[None, :])
-        else:
-            B = lam1.T @ A @ lam1
-        if q1 == 2:
-            b00 = B[:, 0, 0] + 1.0
-            l00 = np.sqrt(b00)
-            l10 = B[:, 1, 0] / l00
-            s11 = B[:, 1, 1] + 1.0 - l10 * l10
-            if not np.all(s11 > 0):
-                return None
-            l11 = np.sqrt(s11)
-            L1 = np.zeros_like(B)
-            L1[:, 0, 0] = l00
-            L1[:, 1, 0] = l10
-            L1[:, 1, 1] = l11
-            LiT = np.zeros_like(B)                     # L^{-T}
-            LiT[:, 0, 0] = 1.0 / l00
-            LiT[:, 0, 1] = -l10 / (l00 * l11)
-            LiT[:, 1, 1] = 1.0 / l11
-            ld = 2.0 * float(np.sum(np.log(l00 * l11)))
-        else:
-            idx = np.arange(q1)
-            B[:, idx, idx] += 1.0
-            try:
-                L1 = np.linalg.cholesky(B)
-            except np.linalg.LinAlgError:
-                return None
-            ld = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-            LiT = np.swapaxes(np.linalg.inv(L1), 1, 2)
-        if b1.diagonal:
-            K = np.diag(lam1)[None, :, None] * LiT
-        else:
-            K = lam1 @ LiT
-        return L1, K, ld
-
-    def _block1_reduced(self, theta: np.ndarray
-                        ) -> tuple[np.ndarray, list[np.ndarray], float] | None:
-        """Block 1 through each level's active columns ``P`` only.
-
-        With ``Q = (Lambda1 Lambda1')[P, P]`` the push-through identity gives
-        ``W[P, P] = Lambda1 B^{-1} Lambda1'[P, P] = Q (I + A_PP Q)^{-1}`` and the
-        determinant lemma ``|B| = |I + A_PP Q|``: ``k x k`` work per level
-        (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1), the
-        per-pattern ``W[P, P]`` (m_g, k, k) and ``log|L1|^2``.
-        """
-        b = self.b
-        b1 = b.b1
-        assert b.patterns is not None
-        lam1 = b1.lam(theta)
-        LL = lam1 @ lam1.T
-        q1 = b1.q
-        Wf = np.zeros(b1.m * q1 * q1)
-        Wg: list[np.ndarray] = []
-        ld = 0.0
-        for _lev, cols, A, flat in b.patterns:
-            Q = LL[np.ix_(cols, cols)]
-            k = cols.size
-            if k == 1:
-                t = 1.0 + A[:, 0, 0] * Q[0, 0]
-                ld += float(np.sum(np.log(t)))
-                w = (Q[0, 0] / t).reshape(-1, 1, 1)
-                Wf[flat] = w.ravel()
-                Wg.append(w)
-                continue
-            T = A @ Q
-            T[:, np.arange(k), np.arange(k)] += 1.0
-            if k == 2:
-                det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
-                if not np.all(det > 0):
-                    return None
-                Ti = np.empty_like(T)
-                Ti[:, 0, 0] = T[:, 1, 1] / det
-                Ti[:, 1, 1] = T[:, 0, 0] / det
-                Ti[:, 0, 1] = -T[:, 0, 1] / det
-                Ti[:, 1, 0] = -T[:, 1, 0] / det
-                ld += float(np.sum(np.log(det)))
-            else:
-                sign, logdet = np.linalg.slogdet(T)
-                if not np.all(sign > 0):
-                    return None
-                ld += float(np.sum(logdet))
-                Ti = np.linalg.inv(T)
-            w = Q @ Ti
-            Wf[flat] = w.ravel()
-            Wg.append(w)
-        return Wf.reshape(b1.m, q1, q1), Wg, ld
-
     def factor(self, theta: np.ndarray) -> Factor:
         """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
         b = self.b
@@ -354,13 +254,13 @@ class DevianceEvaluator:
             M = b.Arr - G2 @ G2.T
             L1 = None
         elif b.patterns is not None:
-            rr = self._block1_reduced(theta)
+            rr = block1_reduced(self.b, theta)
             if rr is None:
                 return self._fail(theta)
             Wl, Wg, ld1 = rr
             L1 = None
         else:
-            r1 = self._block1(theta)
+            r1 = block1_factor(self.b, theta)
             if r1 is None:
                 return self._fail(theta)
             L1, K, ld1 = r1
@@ -526,7 +426,7 @@ class DevianceEvaluator:
     def _L1(self, f: Factor) -> np.ndarray:
         if f.L1 is not None:
             return f.L1
-        r1 = self._block1(f.theta)
+        r1 = block1_factor(self.b, f.theta)
         if r1 is None:
             raise np.linalg.LinAlgError("block 1 is not positive definite")
         return r1[0]

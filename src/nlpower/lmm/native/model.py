@@ -218,6 +218,26 @@ class NativeModel:
             res, fac = self._optimize(REML, start, control)
             return self._core(res, fac, REML)
 
+    def refit(self, y: Any, *, REML: bool = False, start: Any = None) -> FitCore:
+        """The engine protocol's light refit (:class:`nlpower.lmm.engine.PreparedModel`).
+
+        :meth:`refit_core` with NLopt's default settings, for power replicates:
+        ``y`` is checked with one ``min``/``max`` pass (the full checks and
+        their messages run only when that finds a constant or non-finite
+        response), nothing about the structure is re-validated.
+        """
+        yv = np.asarray(y, dtype=float)
+        if yv.shape != (self.spec.n,):
+            yv = self._check_y(yv)                  # raises with the full message
+        lo, hi = yv.min(), yv.max()
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+            yv = self._check_y(yv)
+        self._set_y(yv)
+        control = {"initial_step": WARM_START_STEP} if start is not None else None
+        with single_threaded(self._threads1):
+            res, fac = self._optimize(REML, start, control)
+            return self._core(res, fac, REML)
+
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
             control: dict[str, Any] | None = None) -> LmmFit:
         """Fit and build the full :class:`~nlpower.lmm.result.LmmFit` (``y=None``: ``spec.y``)."""
@@ -328,14 +348,18 @@ class NativeModel:
         with single_threaded(self._threads1):
             return satterthwaite_state(dev_vp, cov_vp, varpar)
 
-    def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
+    def satterthwaite_df(self, core: FitCore, L: Any, *, y: Any = None) -> float | np.ndarray:
         """Satterthwaite df of the contrast(s) ``L`` at the fit ``core``.
 
-        ``core`` must come from this model's latest :meth:`refit_core` (the
-        current response).  ``L``: a vector (one df) or a matrix with one
-        contrast per row (one df each).  lmerTest's method, see
-        :mod:`nlpower.lmm.satterthwaite`.
+        ``core`` must come from this model's latest :meth:`refit` /
+        :meth:`refit_core` (the current response), or ``y`` must be the
+        response ``core`` was fitted to (e.g. by another engine: the df are
+        then this formula evaluated at that engine's estimates).  ``L``: a
+        vector (one df) or a matrix with one contrast per row (one df each).
+        lmerTest's method, see :mod:`nlpower.lmm.satterthwaite`.
         """
+        if y is not None:
+            self._set_y(self._check_y(y))
         Lm = np.asarray(L, dtype=float)
         p = self.blocks.p
         if Lm.ndim not in (1, 2) or Lm.shape[-1] != p:

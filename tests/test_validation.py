@@ -1,0 +1,20 @@
+"""Validation helpers: 'did you mean' hints suggest only plausible names."""
+
+from __future__ import annotations
+
+import pytest
+
+from nlpower._validation import check_columns, closest_name
+from nlpower.errors import InputError
+
+
+def test_closest_name_suggests_only_plausible_names():
+    assert closest_name("n_wrokers", ["n_workers", "n_items"]) == "n_workers"
+    assert closest_name("Rating", ["worker", "item", "rating"]) == "rating"
+    # 'score' shares letters with 'worker' (ratio 0.55) but is not a plausible typo of it
+    assert closest_name("score", ["worker", "item", "system", "rating"]) is None
+
+
+def test_check_columns_lists_what_is_there():
+    with pytest.raises(InputError, match=r"column 'score' not found. Available columns: 'worker'"):
+        check_columns("read_ratings", ["score"], ["worker", "item", "system", "rating"])
