@@ -17,7 +17,7 @@ When the analytic tier of ``nlpower.power`` is available, each cell's
 simulated power is also compared with its analytic value (z-score in units
 of the Monte Carlo standard error).
 
-Run:  .venv/bin/python benchmarks/figure6.py [--n-sims 200] [--seed 2020] [--engine auto]
+Run:  .venv/bin/python benchmarks/figure6.py [--n-sims 200] [--seed 2020] [--method auto]
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 
 from nlpower import presets
+from nlpower.design import CrossedDesign
+from nlpower.powersim import power
 from nlpower.powersim.grid import FIGURE6_AXES, power_grid
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -40,19 +42,14 @@ def scenarios() -> dict:
 
 
 def analytic_powers(frame, alpha: float) -> list[float] | None:
-    """Analytic power per cell from nlpower.power(engine="analytic"), if available."""
-    try:
-        from nlpower.design import CrossedDesign
-        from nlpower.powersim import power
-    except ImportError:
-        return None
+    """Analytic power per cell from nlpower.power(method="analytic")."""
     scen = scenarios()
     out = []
     for row in frame.itertuples(index=False):
         try:
             res = power(CrossedDesign(int(row.n_workers), int(row.n_items)),
                         scen[row.scenario].with_effect(float(row.effect)), n_sims=1,
-                        alpha=alpha, test="z", alternative="two-sided", engine="analytic", rng=0)
+                        alpha=alpha, test="z", alternative="two-sided", method="analytic", rng=0)
         except Exception:  # the analytic tier may not cover this configuration
             return None
         out.append(float(res.power))
@@ -74,14 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n-sims", type=int, default=200)
     ap.add_argument("--seed", type=int, default=2020)
-    ap.add_argument("--engine", default="auto")
+    ap.add_argument("--method", default="auto", help="auto, balanced or simulate")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
     grid = power_grid(scenarios(), **FIGURE6_AXES, n_sims=args.n_sims, test="z",
-                      alternative="two-sided", engine=args.engine, n_jobs=args.n_jobs,
+                      alternative="two-sided", method=args.method, n_jobs=args.n_jobs,
                       rng=args.seed, progress=False)
     elapsed = time.perf_counter() - t0
     frame = grid.to_frame()
@@ -91,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"Card et al. (2020) Figure 6 -- {len(frame)} cells x {args.n_sims} simulated experiments, "
           f"ML fit, detection = t > 1.96 (test='z', two-sided, sign-correct), seed {args.seed}, "
-          f"engine {', '.join(sorted(set(frame.engine)))}; {elapsed:.1f} s")
+          f"method {', '.join(sorted(set(frame.method)))}; {elapsed:.1f} s")
     print("power [Wilson 95% Monte Carlo interval]; effect = beta1 in sum coding (x = +-1)\n")
     effects = FIGURE6_AXES["effect"]
     header = f"{'scenario':<14}{'workers':>8}{'items':>6}  " + "".join(f"{'beta1=' + format(e, 'g'):<24}" for e in effects)

@@ -82,10 +82,10 @@ def fake_power_result(**fields):
     record = {"power": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "se": 0.0,
               "type_m": float("nan"), "type_s": float("nan"), "mean_estimate": float("nan"),
               "n_failed": 0, "n_singular": 0, "n_sims": 0, "n_rejected": 0, "test": "z",
-              "engine": "fake", "alternative": "two-sided", "alpha": 0.05, "coding": "sum",
+              "method": "simulate", "engine": "fake", "alternative": "two-sided", "alpha": 0.05, "coding": "sum",
               "n_nonconverged": 0, "rejection_rate": float("nan"), "effect": 0.0,
               "mean_difference": 0.0, "type1": None, "n_type1": None, "n_type1_sims": None,
-              "design": "fake", "REML": False, "notes": [], "seed": None, "version": "0"}
+              "design": {"n_workers": 2, "n_items": 2}, "REML": False, "notes": [], "seed": None, "version": "0"}
     ci = fields.pop("ci", None)
     if ci is not None:
         fields["ci_low"], fields["ci_high"] = ci

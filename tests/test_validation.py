@@ -11,8 +11,11 @@ from nlpower.errors import InputError
 def test_closest_name_suggests_only_plausible_names():
     assert closest_name("n_wrokers", ["n_workers", "n_items"]) == "n_workers"
     assert closest_name("Rating", ["worker", "item", "rating"]) == "rating"
-    # 'score' shares letters with 'worker' (ratio 0.55) but is not a plausible typo of it
-    assert closest_name("score", ["worker", "item", "system", "rating"]) is None
+    # 'score' shares letters with 'worker' (ratio 0.55) but means the rating
+    assert closest_name("score", ["worker", "item", "system", "rating"]) == "rating"
+    assert closest_name("score", ["worker", "item", "system", "x"]) is None
+    assert closest_name("rater", ["worker", "item"]) == "worker"  # a synonym of the role
+    assert closest_name("zebra", ["worker", "item"]) is None
 
 
 def test_check_columns_lists_what_is_there():

@@ -15,11 +15,14 @@ from ._validation import check_choice as _check_values
 
 __all__ = [
     "Alternative",
+    "AnalyticMethod",
     "Backend",
     "Coding",
     "Duplicates",
     "EngineName",
+    "FailurePolicy",
     "ItemScheme",
+    "MDEMethod",
     "OnError",
     "PowerMethod",
     "RatingsModel",
@@ -52,6 +55,14 @@ EngineName: TypeAlias = Literal["native", "lme4"]
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model.
 RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
+#: What power() does when replicate fits fail: count them as non-detections (recorded in the
+#: result), also warn, or stop with an error naming the replicate (STYLE 6).
+FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]
+#: How analytic_power() gets the estimate's variance and df: expected mean squares of the
+#: balanced design, expected information of any design, or the first when it applies.
+AnalyticMethod: TypeAlias = Literal["auto", "balanced", "information"]
+#: How mde() answers: the analytic power curve alone, or also a simulation at the MDE.
+MDEMethod: TypeAlias = Literal["analytic", "simulation"]
 #: What a conversion to +-1 parameters does when the two systems' SDs differ
 #: (``nlpower.params.pm1_random_effects``): stop, warn when material, or drop silently.
 UnequalSDs: TypeAlias = Literal["raise", "warn", "ignore"]

@@ -70,13 +70,37 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
     return value
 
 
+#: Names that mean the same role in rating files (for 'did you mean' hints between them).
+SYNONYMS: tuple[frozenset[str], ...] = (
+    frozenset({"worker", "rater", "annotator", "judge", "participant", "subject", "worker_id",
+               "rater_id", "annotator_id", "workerid"}),
+    frozenset({"item", "input", "example", "prompt", "sentence", "document", "doc", "item_id",
+               "segment", "itemid"}),
+    frozenset({"system", "model", "condition", "method", "system_id", "systemid"}),
+    frozenset({"rating", "score", "response", "resp", "judgment", "judgement", "value", "label",
+               "answer"}),
+)
+
+
 def closest_name(name: str, candidates: Sequence[str]) -> str | None:
-    """The candidate closest to ``name`` (for 'did you mean' hints), or None."""
+    """The candidate ``name`` plausibly meant (for 'did you mean' hints), or None.
+
+    A close spelling (difflib ratio >= 0.6), the same name in other case, or a
+    synonym of the same role (``rater`` for ``worker``, ``score`` for
+    ``rating``, ...).  Names that merely share letters get no hint.
+    """
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     if close:
         return close[0]
     lowered = {c.lower(): c for c in candidates}
-    return lowered.get(name.lower())
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    for group in SYNONYMS:
+        if name.lower() in group:
+            for low, original in lowered.items():
+                if low in group:
+                    return original
+    return None
 
 
 def check_columns(name: str, columns: Iterable[str], available: Sequence[str]) -> None:

@@ -24,7 +24,7 @@ class CountingPower:
         self.stop_after = stop_after
         self.calls: list[tuple] = []
 
-    def __call__(self, design, params, *, n_sims, alpha, test, alternative, engine, rng):
+    def __call__(self, design, params, *, n_sims, alpha, test, alternative, method, engine, rng):
         if self.stop_after is not None and len(self.calls) >= self.stop_after:
             raise KeyboardInterrupt
         self.calls.append((params.sigma, design.n_workers, design.n_items, params.effect))

@@ -24,7 +24,7 @@ from nlpower.powersim.grid import FIGURE6_AXES, power_grid
 CALLS: list[tuple] = []
 
 
-def fake_power(design, params, *, n_sims, alpha, test, alternative, engine, rng):
+def fake_power(design, params, *, n_sims, alpha, test, alternative, engine, rng, method="auto"):
     """A deterministic stand-in for nlpower.power: Binomial(n_sims, p) from rng."""
     CALLS.append((design.n_workers, design.n_items, params.effect, params.sigma))
     g = np.random.default_rng(rng)
@@ -148,7 +148,7 @@ def test_cell_equals_a_direct_call_with_cell_seed():
     params = SCEN[cell.key["scenario"]].with_effect(cell.key["effect"])
     design = CrossedDesign(cell.key["n_workers"], cell.key["n_items"])
     direct = fake_power(design, params, n_sims=40, alpha=0.05, test="satterthwaite",
-                        alternative="two-sided", engine="auto", rng=cell_seed(7, cell.key))
+                        alternative="two-sided", engine="native", rng=cell_seed(7, cell.key))
     assert direct.power == cell.record["power"]
     assert cell.spawn_key == tuple(cell_seed(7, cell.key).spawn_key)
 
@@ -169,7 +169,7 @@ def test_real_power_parallel_matches_serial_and_direct_call():
     from nlpower.powersim import power
 
     kw = dict(n_workers=[3, 5], n_items=[20], effect=[0.1, 0.2], n_sims=30, test="z",
-              alternative="greater", engine="fast", rng=11, progress=False)
+              alternative="greater", method="balanced", rng=11, progress=False)
     serial = power_grid(SCEN, **kw)
     loky = power_grid(SCEN, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(serial.to_frame(), loky.to_frame())
@@ -181,7 +181,7 @@ def test_real_power_parallel_matches_serial_and_direct_call():
     cell = serial.cells[3]
     direct = power(CrossedDesign(cell.key["n_workers"], cell.key["n_items"]),
                    SCEN[cell.key["scenario"]].with_effect(cell.key["effect"]),
-                   n_sims=30, test="z", alternative="greater", engine="fast",
+                   n_sims=30, test="z", alternative="greater", method="balanced",
                    rng=cell_seed(11, cell.key))
     assert direct.power == cell.record["power"]
     assert direct.n_sims == 30
@@ -225,7 +225,7 @@ def test_plot_method_returns_figure():
         ({"alpha": 1.5}, "alpha must be strictly between 0 and 1"),
         ({"test": "wald"}, "test must be one of"),
         ({"alternative": "bigger"}, "alternative must be one of"),
-        ({"engine": "fastest"}, "engine must be one of.*Did you mean 'fast'"),
+        ({"engine": "nativ"}, "engine must be one of.*Did you mean 'native'"),
         ({"backend": "ray"}, "backend must be one of 'loky', 'dask'"),
         ({"n_jobs": 0}, "n_jobs must be a positive number"),
         ({"client": object()}, "client is only used with backend='dask'"),
@@ -325,7 +325,7 @@ def test_figure6_takeaways_hold_within_monte_carlo_error():
 
     4000 replicates per cell (fast path) so every comparison with 0.8 is > 4 MC SEs away.
     """
-    kw = dict(n_items=100, n_sims=4000, test="z", alternative="two-sided", engine="fast",
+    kw = dict(n_items=100, n_sims=4000, test="z", alternative="two-sided", method="balanced",
               rng=2020, progress=False)
     high = power_grid(presets.high_variance(), n_workers=3, effect=[0.05, 0.1, 0.15, 0.2], **kw)
     low = power_grid(presets.low_variance(), n_workers=[3, 10], effect=0.05, **kw)
@@ -345,7 +345,7 @@ def test_figure6_takeaways_hold_within_monte_carlo_error():
 @real_power
 def test_effect_zero_cells_report_the_rejection_rate():
     res = power_grid(presets.low_variance(), n_workers=3, n_items=20, effect=[0.0, 0.1], n_sims=200,
-                     test="z", engine="fast", rng=3, progress=False)
+                     test="z", method="balanced", rng=3, progress=False)
     frame = res.to_frame()
     zero, pos = frame.iloc[0], frame.iloc[1]
     assert np.isnan(zero.power) and 0.0 <= zero.rejection_rate <= 1.0

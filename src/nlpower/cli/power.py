@@ -14,10 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..powersim.models import ALTERNATIVES, TESTS
+from .._choices import Alternative, EngineName, PowerMethod, RatingsTest, allowed
 
 PRESETS = ("high-variance", "low-variance")
-ENGINES = ("auto", "fast", "native", "analytic")
 
 
 def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
@@ -47,15 +46,18 @@ def _scenarios(preset: str) -> dict[str, Any]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-sims", type=int, default=200, metavar="N",
                    help="simulated experiments per design (default: 200, as in the paper)")
-    p.add_argument("--test", choices=TESTS, default="satterthwaite",
+    p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
                    help="test of beta1 (default: satterthwaite, REML; the paper: z, ML fits)")
-    p.add_argument("--alternative", choices=ALTERNATIVES, default="two-sided",
+    p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (default: two-sided). Power counts only sign-correct "
                         "rejections, so --test z --alternative two-sided is the paper's t > 1.96 rule "
                         "(greater: t > 1.645 at alpha 0.05)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
-    p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help="auto (fast path when exact, else the native LMM engine), fast, native, analytic")
+    p.add_argument("--method", choices=allowed(PowerMethod), default="auto",
+                   help="how power is computed: auto (the exact balanced fast path when it applies, "
+                        "else simulate), balanced, simulate (refit every replicate), analytic")
+    p.add_argument("--engine", choices=allowed(EngineName), default="native",
+                   help="mixed-model fitter for --method simulate: native (default) or lme4 (needs R)")
     p.add_argument("--workers-per-item", type=int, default=None, metavar="K",
                    help="each item is rated by K of the workers (default: all, fully crossed)")
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
@@ -109,7 +111,8 @@ def run_power(args: argparse.Namespace) -> int:
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
     params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
-                   alternative=args.alternative, engine=args.engine, rng=args.seed)
+                   alternative=args.alternative, method=args.method, engine=args.engine,
+                   rng=args.seed)
     print(result.summary())
     if args.json is not None:
         frame = result.to_frame()
@@ -148,7 +151,8 @@ def run_grid(args: argparse.Namespace) -> int:
     result = power_grid(
         _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
-        engine=args.engine, n_jobs=args.n_jobs, backend=args.backend, checkpoint=args.checkpoint,
+        method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
+        checkpoint=args.checkpoint,
         rng=args.seed, progress=not args.quiet, **_design_kw(args),
     )
     print(result.summary())

@@ -1,9 +1,12 @@
 """Power by simulation for crossed worker x item designs (Card et al. 2020, Fig. 2, App. H.3).
 
-``power()`` runs simulate -> fit -> test for one design (exact balanced fast
-path, general native engine, or the analytic tier); ``analytic_power()``
+``power()`` is three stages -- validated options (:mod:`.options`), replicate
+runs (:mod:`.replicate`: the exact balanced fast path of :mod:`.fastpath` and
+:mod:`.balanced_fit`, or any design through the engine protocol), and the
+summary into a :class:`PowerResult` (:mod:`.summary`); ``analytic_power()``
 gives the noncentral-t approximation; ``mde()`` and ``plan()`` search the
-power curve.  See ``docs/power.md``.
+power curve; ``power_grid()`` runs ``power()`` over a grid.  See
+``docs/power.md``.
 """
 
 from __future__ import annotations
@@ -11,22 +14,25 @@ from __future__ import annotations
 from ..grid import GridResult
 from .analytic import analytic_power
 from .grid import RatingsProblem, power_grid
+from .options import PowerOptions, power_options
 from .planning import MDEResult, PlanResult, mde, plan
-from .replicate import power
-from .result import AnalyticPower, ConfidenceInterval, PowerResult, Replicates
+from .result import AnalyticPowerResult, ConfidenceInterval, PowerResult, Replicates
+from .run import power
 
 __all__ = [
-    "AnalyticPower",
-    "GridResult",
-    "RatingsProblem",
+    "AnalyticPowerResult",
     "ConfidenceInterval",
+    "GridResult",
     "MDEResult",
     "PlanResult",
+    "PowerOptions",
     "PowerResult",
+    "RatingsProblem",
     "Replicates",
     "analytic_power",
     "mde",
     "plan",
     "power",
     "power_grid",
+    "power_options",
 ]

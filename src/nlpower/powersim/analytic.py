@@ -1,6 +1,6 @@
 """Analytic power: noncentral t at the true parameters (no simulation).
 
-Two methods, both returning :class:`~nlpower.powersim.result.AnalyticPower`:
+Two methods, both returning :class:`~nlpower.powersim.result.AnalyticPowerResult`:
 
 ``"balanced"`` (fully crossed, paired, 2 systems)
     Westfall, Kenny & Judd (2014): the estimate's variance is
@@ -51,13 +51,16 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 from scipy import stats
 
+from .._choices import AnalyticMethod, check_choice
 from ..design import CrossedDesign
+from ..errors import DesignError
+from ..lmm import single_threaded
 from ..params import LMMParams
+from ..simulation import check_design_params
 from .fastpath import stratum_eigenvalues
-from .models import Params, build_model, check_design_params, check_test_options, effect_of
-from .result import AnalyticPower
-
-METHODS = ("auto", "balanced", "information")
+from .models import Params, build_model, effect_of, true_sds
+from .options import check_test_options
+from .result import AnalyticPowerResult
 
 
 def balanced_moments(design: CrossedDesign, params: LMMParams) -> tuple[float, float]:
@@ -81,8 +84,6 @@ def information_moments(design: CrossedDesign, params: Params) -> tuple[float, f
     and low-rank products only, e.g. ~1 s for 6 000 ratings and ~10 s for
     20 000 ratings (50 workers, 3 334 items, 3 workers per item).
     """
-    from ..lmm import single_threaded
-
     with single_threaded(True):
         return _information_moments(design, params)
 
@@ -99,7 +100,7 @@ def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, 
     term_cov: list[np.ndarray] = []
     rows = np.arange(n)
     for t in spec.re_terms:
-        sds = _term_sds(design, params, t.group, tuple(t.cnames))
+        sds = true_sds(design, params, t.group, tuple(t.cnames))
         ids = []
         for c in range(t.q):
             ids.append(len(blocks))
@@ -292,12 +293,6 @@ class _WoodburyBlocks:
         return float(np.trace(self.K2(ri, ci)))
 
 
-def _term_sds(design: CrossedDesign, params: Params, group: str, cnames: tuple[str, ...]) -> np.ndarray:
-    from .models import _true_sds
-
-    return np.asarray(_true_sds(design, params, group, cnames), dtype=float)
-
-
 def power_from_moments(effect: float, se: float, df: float, *, alpha: float, test: str,
                        alternative: str, normal: bool = False) -> float:
     """Probability of a sign-correct rejection given the estimate's SE and df.
@@ -338,7 +333,7 @@ def analytic_power(
     alternative: str = "two-sided",
     method: str = "auto",
     normal: bool = False,
-) -> AnalyticPower:
+) -> AnalyticPowerResult:
     """Power without simulation: noncentral t at the true parameters.
 
     Parameters
@@ -359,7 +354,7 @@ def analytic_power(
 
     Returns
     -------
-    AnalyticPower
+    AnalyticPowerResult
 
     Notes
     -----
@@ -378,16 +373,20 @@ def analytic_power(
     """
     design, params = check_design_params(design, params)
     alpha, test, alternative = check_test_options(alpha, test, alternative)
-    from .._validation import check_choice
+    method = check_choice("method", method, AnalyticMethod)
+    return analytic_moments(design, params, alpha=alpha, test=test, alternative=alternative,
+                            method=method, normal=bool(normal))
 
-    method = check_choice("method", method, METHODS)
+
+def analytic_moments(design: CrossedDesign, params: Params, *, alpha: float, test: str,
+                     alternative: str, method: str = "auto", normal: bool = False
+                     ) -> AnalyticPowerResult:
+    """:func:`analytic_power` on validated arguments (what ``power(method="analytic")`` calls)."""
     balanced_ok = design.is_balanced_crossed and isinstance(params, LMMParams) and \
         (params.coding != "treatment" or (params.sd_worker_slope == 0 and params.sd_item_slope == 0))
     if method == "auto":
         method = "balanced" if balanced_ok else "information"
     if method == "balanced" and not balanced_ok:
-        from ..errors import DesignError
-
         raise DesignError(
             f"method='balanced' needs a fully crossed, paired design with 2 systems and LMMParams "
             f"in 'sum' or 'half' coding; got {design!r} with {type(params).__name__}"
@@ -405,10 +404,10 @@ def analytic_power(
         se = math.sqrt(var)
     pw = power_from_moments(effect, se, df, alpha=alpha, test=test, alternative=alternative,
                             normal=normal)
-    return AnalyticPower(
+    return AnalyticPowerResult(
         power=pw, ncp=effect / se, df=df if test != "lrt" else math.inf, se=se, effect=effect,
         coding=params.coding, test=test, alpha=alpha, alternative=alternative, method=method,
-        design=repr(design),
+        design=design,
     )
 
 
@@ -418,5 +417,5 @@ def _coding_scale(params: LMMParams) -> float:
     return 2.0 / (hi - lo)
 
 
-__all__ = ["METHODS", "analytic_power", "balanced_moments", "information_moments",
+__all__ = ["analytic_moments", "analytic_power", "balanced_moments", "information_moments",
            "power_from_moments"]

@@ -23,16 +23,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._choices import Backend, OnError, check_choice
+from .._choices import Backend, OnError
 from .._rng import RNGLike
-from .._validation import check_int, closest_name
+from .._validation import closest_name
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, check_run_options, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
-from .models import Params, check_test_options
-from .replicate import ENGINES, power
+from .models import Params
+from .options import PowerOptions, power_options
 from .result import PowerResult
+from .run import power
 
 __all__ = ["FIGURE6_AXES", "RatingsProblem", "power_grid"]
 
@@ -48,7 +49,7 @@ DESIGN_FIELDS = ("n_workers", "n_items", "systems", "workers_per_item", "items")
 #: Result columns of a ratings grid's frame, after the axis columns.
 RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
-    "n_failed", "n_singular", "n_sims", "n_rejected", "test", "engine",
+    "n_failed", "n_singular", "n_sims", "n_rejected", "test", "method", "engine",
     "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
 )
 
@@ -70,6 +71,7 @@ class RatingsProblem:
     options: Mapping[str, Any]
     power_fn: PowerFunction | None = None
     effect_per_scenario: bool = False
+    validated: PowerOptions | None = None  # the options, validated once, for nlpower.power
 
     name = "ratings"
 
@@ -103,6 +105,8 @@ class RatingsProblem:
 
     def run_cell(self, key: Mapping[str, Any], rng: Any) -> PowerResult:
         design, params = self.cell(key)
+        if self.power_fn is None and self.validated is not None:
+            return power(design, params, rng=rng, options=self.validated)
         fn = self.power_fn or power
         return fn(design, params, rng=rng, **{k: v for k, v in self.options.items() if v is not None})
 
@@ -161,7 +165,8 @@ def power_grid(
     alpha: float = 0.05,
     test: str = "satterthwaite",
     alternative: str = "two-sided",
-    engine: str = "auto",
+    method: str = "auto",
+    engine: str = "native",
     REML: bool | None = None,
     likert: int | None = None,
     n_jobs: int = 1,
@@ -193,7 +198,7 @@ def power_grid(
         instance ``workers_per_item`` or ``items="nested"``).
     n_sims : int
         Simulated experiments per cell (the paper: 200).
-    alpha, test, alternative, engine
+    alpha, test, alternative, method, engine
         Passed to :func:`nlpower.power` for every cell.  The paper's rule is
         ``test="z", alternative="two-sided"``: power counts only sign-correct
         rejections, so a detection is t > 1.96 (App. H.3); ``"z"`` fits by ML.
@@ -226,7 +231,7 @@ def power_grid(
         ``"warn"`` (:func:`nlpower.grid.run_grid`).
     power_fn : callable, optional
         Replaces :func:`nlpower.power` (same signature:
-        ``fn(design, params, *, n_sims, alpha, test, alternative, engine, rng)``
+        ``fn(design, params, *, n_sims, alpha, test, alternative, method, engine, rng)``
         returning a ``PowerResult``).  Must be
         picklable for ``n_jobs > 1``.
     **axes
@@ -255,9 +260,11 @@ def power_grid(
     ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
     >>> grid.to_frame()  # doctest: +SKIP
     """
-    n_sims = check_int("n_sims", n_sims, min=1)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
-    check_choice("engine", engine, ENGINES)
+    validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
+                              method=method, engine=engine, REML=REML, likert=likert,
+                              keep_replicates=False)
+    n_sims, alpha, test, alternative = (validated.n_sims, validated.alpha, validated.test,
+                                        validated.alternative)
     check_run_options(n_jobs, backend, client, on_error)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
@@ -301,9 +308,10 @@ def power_grid(
     grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
     grid_axes.update(named)
     options = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-               "engine": engine, "REML": REML, "likert": likert}
+               "method": method, "engine": engine, "REML": REML, "likert": likert}
     problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
-                             power_fn=power_fn, effect_per_scenario=effect_per_scenario)
+                             power_fn=power_fn, effect_per_scenario=effect_per_scenario,
+                             validated=validated)
     _check_cells(problem, grid_axes)
     return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
                     checkpoint=checkpoint, progress=progress, on_error=on_error)

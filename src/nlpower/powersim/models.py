@@ -24,7 +24,10 @@ K > 2 systems (or ``MultiSystemParams``)  ``rating ~ x1 + ... + x{K-1} + (system
 =====================================  ==========================================================
 
 The structure (:class:`~nlpower.lmm.structure.ModelSpec`) is built once per
-design; replicates only swap the response.
+design, straight from the design's index arrays (:func:`design_spec`: no data
+frame and no response -- ``spec.y`` is zeros), and is the structure
+:func:`~nlpower.lmm.frame.model_frame` builds from the formula on the
+design's layout (tested); replicates only swap the response (STYLE 2).
 """
 
 from __future__ import annotations
@@ -33,13 +36,12 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from ..design import CrossedDesign
-from ..lmm.frame import model_frame
-from ..lmm.structure import ModelSpec
+from ..errors import InputError
+from ..lmm import theta_layout
+from ..lmm.structure import ModelSpec, ReTerm
 from ..params import LMMParams, MultiSystemParams
-from ..simulation import check_design_params
 
 Params = LMMParams | MultiSystemParams
 
@@ -56,6 +58,68 @@ def design_formula(design: CrossedDesign, params: Params | None = None) -> str:
     return f"rating ~ {fixed} + (system || worker) + {item}"
 
 
+def _labels(prefix: str, n: int) -> tuple[str, ...]:
+    """Level labels as in :meth:`CrossedDesign.layout` (zero-padded, so sorted = code order)."""
+    width = len(str(n))
+    return tuple(f"{prefix}{j + 1:0{width}d}" for j in range(n))
+
+
+def _check_identifiable(term: ReTerm, n: int) -> None:
+    """lme4's check that a term has fewer random effects than observations."""
+    n_re = term.q * term.n_levels
+    if n <= n_re:
+        raise InputError(
+            f"number of observations (={n}) <= number of random effects (={n_re}) for term "
+            f"({' + '.join(term.cnames)} | {term.group}); the random-effects parameters and the "
+            f"residual variance are probably unidentifiable. Use more workers per item or "
+            f"more items."
+        )
+
+
+def design_spec(design: CrossedDesign, params: Params) -> ModelSpec:
+    """The analysis model's structure for ``design``, from its index arrays (no response).
+
+    Equal to ``model_frame(design_formula(design, params), data)`` on the
+    design's layout with the ``x`` / ``x1 ...`` columns of the module
+    docstring (``tests/powersim/test_models.py``); ``y`` is zeros.
+    """
+    a = design.arrays()
+    n = a.n_ratings
+    multi = design.n_systems > 2 or isinstance(params, MultiSystemParams)
+    nested = design.items == "nested"
+    ones = np.ones((n, 1))
+    if not multi:
+        assert isinstance(params, LMMParams)
+        x = np.asarray(params.x_values, dtype=float)[a.system]
+        X = np.column_stack([np.ones(n), x])
+        names: tuple[str, ...] = ("(Intercept)", "x")
+        slope = x[:, None]
+        slope_names: tuple[str, ...] = ("x",)
+        contrasts: dict[str, str] = {}
+        columns: tuple[str, ...] = ("rating", "x", "worker", "item")
+    else:
+        k = design.n_systems
+        codes = a.system
+        xs = [np.where(codes == j, 1.0, np.where(codes == 0, -1.0, 0.0)) for j in range(1, k)]
+        X = np.column_stack([np.ones(n), *xs])
+        names = ("(Intercept)", *(f"x{j}" for j in range(1, k)))
+        slope = np.eye(k)[codes]
+        slope_names = tuple(f"system{s}" for s in design.system_names)
+        contrasts = {"system": "treatment"}
+        columns = ("rating", *names[1:], "system", "worker", "item")
+    wl, il = _labels("w", design.n_workers), _labels("i", design.n_items)
+    terms = [ReTerm("worker", a.worker, wl, ones, ("(Intercept)",)),
+             ReTerm("worker", a.worker, wl, slope, slope_names),
+             ReTerm("item", a.item, il, ones, ("(Intercept)",))]
+    if not nested:
+        terms.append(ReTerm("item", a.item, il, slope, slope_names))
+    for t in terms:
+        _check_identifiable(t, n)
+    return ModelSpec(formula=design_formula(design, params), response="rating", y=np.zeros(n),
+                     X=X, fixef_names=names, re_terms=tuple(terms), contrasts=contrasts,
+                     data_columns=columns)
+
+
 @dataclass(frozen=True, eq=False)
 class DesignModel:
     """Analysis model of a design: structure, tested column, true theta.
@@ -64,7 +128,7 @@ class DesignModel:
     ----------
     formula : str
     spec : ModelSpec
-        Structure built on the design's layout (response: zeros).
+        Structure of the design (:func:`design_spec`; response: zeros).
     effect_index : int
         Column of ``spec.X`` whose coefficient is tested.
     effect_name : str
@@ -88,18 +152,8 @@ class DesignModel:
                        fixef_names=tuple(self.spec.fixef_names[j] for j in keep))
 
 
-def _data(design: CrossedDesign, params: Params) -> pd.DataFrame:
-    coding = params.coding
-    lay = design.layout(coding=coding)
-    codes = design.arrays().system
-    for j in range(1, design.n_systems):
-        lay[f"x{j}"] = np.where(codes == j, 1.0, np.where(codes == 0, -1.0, 0.0))
-    lay["rating"] = np.linspace(0.0, 1.0, len(lay))  # placeholder response (non-constant)
-    return lay
-
-
-def _true_sds(design: CrossedDesign, params: Params, group: str, cnames: tuple[str, ...]) -> np.ndarray:
-    """True SD of each column of a random term (for the warm start)."""
+def true_sds(design: CrossedDesign, params: Params, group: str, cnames: tuple[str, ...]) -> np.ndarray:
+    """True SD of each column of a random term (warm start, analytic information)."""
     nested = design.items == "nested"
     if isinstance(params, LMMParams):
         x2 = float(np.mean(np.square(params.x_values)))
@@ -109,63 +163,50 @@ def _true_sds(design: CrossedDesign, params: Params, group: str, cnames: tuple[s
             sd0, sd1 = params.sd_item, params.sd_item_slope
             if nested:
                 return np.array([math.sqrt(sd0**2 + sd1**2 * x2)])
-        return np.array([sd0 if c == "(Intercept)" else sd1 for c in cnames])
+        return np.array([sd0 if c == "(Intercept)" else sd1 for c in cnames], dtype=float)
     sd0 = params.sd_worker if group == "worker" else params.sd_item
-    sds = np.asarray(params.sd_worker_systems if group == "worker" else params.sd_item_systems)
+    sds = np.asarray(params.sd_worker_systems if group == "worker" else params.sd_item_systems,
+                     dtype=float)
     if group == "item" and nested:
         return np.array([math.sqrt(sd0**2 + float(np.mean(sds**2)))])
     if cnames == ("(Intercept)",):
-        return np.array([sd0])
+        return np.array([sd0], dtype=float)
     return sds[: len(cnames)]
 
 
 def build_model(design: CrossedDesign, params: Params) -> DesignModel:
     """Build the analysis model of ``design`` (structure once per design)."""
-    formula = design_formula(design, params)
-    spec = model_frame(formula, _data(design, params))
+    spec = design_spec(design, params)
     name = "x" if "x" in spec.fixef_names else "x1"
     idx = spec.fixef_names.index(name)
     # true theta in lme4's term order (terms sorted by decreasing number of levels)
-    from ..lmm import theta_layout
-
     layout = theta_layout(spec.re_terms)
     theta = []
     for t in layout.terms:
-        sds = _true_sds(design, params, t.group, tuple(t.cnames)) / params.sigma
+        sds = true_sds(design, params, t.group, tuple(t.cnames)) / params.sigma
         for j in range(t.q):
             for i in range(j, t.q):
                 theta.append(float(sds[i]) if i == j else 0.0)
-    return DesignModel(formula, spec, idx, name, params.coding, np.asarray(theta))
-
-
-__all__ = ["ALTERNATIVES", "TESTS", "DesignModel", "build_model", "check_design_params",
-           "check_test_options", "design_formula", "effect_of"]
-
-
-# ----------------------------------------------------------------------------------------
-# validation shared by power(), analytic_power(), mde() and plan()
-# ----------------------------------------------------------------------------------------
-
-TESTS = ("satterthwaite", "z", "lrt")
-ALTERNATIVES = ("two-sided", "greater", "less")
-
-
-def check_test_options(alpha: object, test: object, alternative: object) -> tuple[float, str, str]:
-    """Validate ``alpha``, ``test`` and ``alternative``."""
-    from .._validation import check_choice, check_real
-    from ..errors import InputError
-
-    a = check_real("alpha", alpha)
-    if not 0.0 < a < 1.0:
-        raise InputError(
-            f"alpha must be strictly between 0 and 1 (the significance level); got {a}. "
-            "The usual value is 0.05."
-        )
-    t = check_choice("test", test, TESTS)
-    alt = check_choice("alternative", alternative, ALTERNATIVES)
-    return a, t, alt
+    return DesignModel(spec.formula, spec, idx, name, params.coding, np.asarray(theta))
 
 
 def effect_of(params: Params) -> float:
     """The tested effect in the parameters' coding."""
     return float(params.effect) if isinstance(params, LMMParams) else float(params.effects[0])
+
+
+def mean_difference_of(params: Params) -> float:
+    """The tested effect as a difference of system means (system 2 minus 1; K: minus the grand mean)."""
+    return float(params.mean_difference if isinstance(params, LMMParams)
+                 else params.mean_differences[0])
+
+
+def with_effect(params: Params, effect: float) -> Params:
+    """``params`` with the tested effect replaced (the other systems' effects kept)."""
+    if isinstance(params, LMMParams):
+        return params.with_effect(effect)
+    return params.with_effects((effect,) + tuple(params.effects[1:]))
+
+
+__all__ = ["DesignModel", "Params", "build_model", "design_formula", "design_spec", "effect_of",
+           "mean_difference_of", "true_sds", "with_effect"]

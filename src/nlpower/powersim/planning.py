@@ -15,14 +15,18 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from .._validation import check_choice, check_int, check_real
+from .._choices import MDEMethod, check_choice
+from .._rng import RNGLike
+from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
-from .analytic import analytic_power, power_from_moments
-from .models import Params, check_design_params, check_test_options
-from .replicate import _with_effect, power
+from ..simulation import check_design_params
+from .analytic import analytic_moments, power_from_moments
+from .models import Params, with_effect
+from .options import check_test_options
 from .result import PowerResult
+from .run import power
 
 
 def _check_target(target_power: Any) -> float:
@@ -54,6 +58,7 @@ class MDEResult:
         or system minus grand mean (K systems).
     se, df : float
         SE of the estimate and Satterthwaite df at the true variances.
+    design : CrossedDesign
     simulated : PowerResult or None
         Simulated power at ``effect`` (``method="simulation"``).
     """
@@ -68,12 +73,12 @@ class MDEResult:
     se: float
     df: float
     method: str
-    design: str
+    design: CrossedDesign
     simulated: PowerResult | None = field(default=None, repr=False)
 
     def summary(self) -> str:
         lines = [
-            f"Minimum detectable effect: {self.design}",
+            f"Minimum detectable effect: {self.design!r}",
             f"  {self.effect:.4g} ({self.coding} coding) = mean difference {self.mean_difference:.4g} "
             f"for power {self.target_power:g} (test {self.test!r}, {self.alternative}, "
             f"alpha {self.alpha:g}; analytic SE {self.se:.4g}, df {self.df:.1f})",
@@ -109,7 +114,7 @@ def mde(
     alternative: str = "two-sided",
     method: str = "analytic",
     n_sims: int = 1000,
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> MDEResult:
     """Minimum detectable (positive) effect of ``design`` at ``target_power``.
 
@@ -128,7 +133,7 @@ def mde(
     design, params = check_design_params(design, params)
     target_power = _check_target(target_power)
     alpha, test, alternative = check_test_options(alpha, test, alternative)
-    method = check_choice("method", method, ("analytic", "simulation"))
+    method = check_choice("method", method, MDEMethod)
     if alternative == "less":
         raise InputError(
             "alternative='less' detects negative effects; mde() reports the smallest positive "
@@ -136,8 +141,9 @@ def mde(
             "effect is the same in absolute value)."
         )
     n_sims = check_int("n_sims", n_sims, min=1)
-    ap = analytic_power(design, _with_effect(params, 1.0), alpha=alpha, test=test,
-                        alternative=alternative)
+    # SE and df do not depend on the effect: the moments at effect 1 give the whole curve
+    ap = analytic_moments(design, with_effect(params, 1.0), alpha=alpha, test=test,
+                          alternative=alternative)
     se, df = ap.se, ap.df
 
     def f(e: float) -> float:
@@ -155,11 +161,11 @@ def mde(
     eff = float(optimize.brentq(f, 1e-12 * se, hi, xtol=1e-10 * se))
     sim = None
     if method == "simulation":
-        sim = power(design, _with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
+        sim = power(design, with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
                     alternative=alternative, rng=rng, keep_replicates=False)
     return MDEResult(effect=eff, mean_difference=eff * _x_span(params), coding=params.coding,
                      target_power=target_power, alpha=alpha, test=test, alternative=alternative,
-                     se=se, df=df, method=method, design=repr(design), simulated=sim)
+                     se=se, df=df, method=method, design=design, simulated=sim)
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,7 @@ def plan(
     max_items: int = 5000,
     workers_per_item: int | None = None,
     n_sims: int = 500,
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
@@ -287,8 +293,8 @@ def plan(
         return CrossedDesign(w, i, workers_per_item=k)
 
     def pw(w: int, i: int) -> float:
-        return analytic_power(design_for(w, i), p, alpha=alpha, test=test,
-                              alternative=alternative).power
+        return analytic_moments(design_for(w, i), p, alpha=alpha, test=test,
+                                alternative=alternative).power
 
     rows = []
     for w in range(min_workers, max_workers + 1):

@@ -1,4 +1,9 @@
-"""``PowerResult``: one power estimate with its Monte Carlo uncertainty."""
+"""Results of the power layer: per-replicate records, ``PowerResult``, ``AnalyticPowerResult``.
+
+One rule for ``.design``: it is the :class:`~nlpower.design.CrossedDesign`
+object (``result.design.describe()`` for text); records store its
+constructor arguments.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_probability
+from ..design import CrossedDesign
 from ..intervals import ConfidenceInterval, wilson_ci
 
 
@@ -71,8 +77,15 @@ class PowerResult:
     effect : float
         True effect in ``coding``; ``mean_difference`` the implied difference
         between the system means.
-    test, alpha, alternative, engine, coding : str / float
-        What was computed; ``engine`` is the one actually used.
+    test, alpha, alternative, coding : str / float
+        What was computed.
+    method : str
+        How power was computed: ``"balanced"``, ``"simulate"`` or
+        ``"analytic"`` (``"auto"`` resolved).
+    engine : str or None
+        The fitter of ``method="simulate"`` (``"native"``, ``"lme4"``);
+        None for the balanced fast path and the analytic tier.
+    design : CrossedDesign
     seed : dict
         :func:`nlpower._rng.seed_record` of ``rng`` (entropy, spawn key).
     version : str
@@ -102,9 +115,10 @@ class PowerResult:
     test: str
     alpha: float
     alternative: str
-    engine: str
+    method: str
+    engine: str | None
     coding: str
-    design: str
+    design: CrossedDesign
     seed: dict[str, Any]
     version: str
     notes: tuple[str, ...] = ()
@@ -121,11 +135,13 @@ class PowerResult:
 
     def summary(self) -> str:
         """A short text report."""
-        lines = [f"Power simulation: {self.design}"]
+        lines = [f"Power simulation: {self.design!r}"]
         lines.append(
             f"  effect {self.effect:g} ({self.coding} coding; mean difference "
             f"{self.mean_difference:g}), test {self.test!r}, alternative {self.alternative!r}, "
-            f"alpha {self.alpha:g}, engine {self.engine!r}, {'REML' if self.REML else 'ML'} fits, "
+            f"alpha {self.alpha:g}, method {self.method!r}"
+            f"{'' if self.engine is None else f' (engine {self.engine!r})'}, "
+            f"{'REML' if self.REML else 'ML'} fits, "
             f"{self.n_sims} replicates"
         )
         if self.effect != 0:
@@ -160,7 +176,7 @@ class PowerResult:
             "n_singular": self.n_singular, "n_nonconverged": self.n_nonconverged,
             "type1": np.nan if self.type1 is None else self.type1,
             "test": self.test, "alpha": self.alpha, "alternative": self.alternative,
-            "engine": self.engine,
+            "method": self.method, "engine": self.engine,
         }])
 
     def to_record(self) -> dict[str, Any]:
@@ -169,14 +185,15 @@ class PowerResult:
             "power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high, "se": self.se,
             "type_m": self.type_m, "type_s": self.type_s, "mean_estimate": self.mean_estimate,
             "n_failed": self.n_failed, "n_singular": self.n_singular, "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "test": self.test, "engine": self.engine,
+            "n_rejected": self.n_rejected, "test": self.test, "method": self.method,
+            "engine": self.engine,
             "alternative": self.alternative, "alpha": self.alpha, "coding": self.coding,
             "n_nonconverged": self.n_nonconverged, "rejection_rate": self.rejection_rate,
             "effect": self.effect, "mean_difference": self.mean_difference,
             "type1": self.type1, "n_type1": self.n_type1, "n_type1_sims": self.n_type1_sims,
             "type1_ci_low": None if self.type1_ci is None else self.type1_ci.low,
             "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
-            "design": self.design, "REML": self.REML, "notes": list(self.notes),
+            "design": design_record(self.design), "REML": self.REML, "notes": list(self.notes),
             "seed": {"entropy": self.seed.get("entropy"),
                      "spawn_key": list(self.seed.get("spawn_key", ()))},
             "version": self.version,
@@ -188,6 +205,7 @@ class PowerResult:
         r = dict(record)
         lo, hi = r.pop("type1_ci_low", None), r.pop("type1_ci_high", None)
         seed = r.pop("seed", None) or {}
+        design = r.pop("design")
         fields: dict[str, Any] = {k: (math.nan if v is None and k in _FLOAT_FIELDS else v)
                                   for k, v in r.items()}
         fields.update(
@@ -196,6 +214,7 @@ class PowerResult:
             notes=tuple(fields.pop("notes", ())),
             seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))}
             if seed else {},
+            design=design if isinstance(design, CrossedDesign) else CrossedDesign(**design),
         )
         return cls(**fields)
 
@@ -206,7 +225,7 @@ class PowerResult:
             core = f"rejection_rate={self.rejection_rate:.3f} (effect 0)"
         t1 = "" if self.type1 is None or self.effect == 0 else f", type1={self.type1:.3f}"
         return (f"PowerResult({core}{t1}, n_sims={self.n_sims}, test={self.test!r}, "
-                f"engine={self.engine!r})")
+                f"method={self.method!r})")
 
 
 _FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
@@ -217,8 +236,15 @@ def _num(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
+def design_record(design: CrossedDesign) -> dict[str, Any]:
+    """The design's constructor arguments, JSON-able (``CrossedDesign(**record)`` rebuilds it)."""
+    return {"n_workers": design.n_workers, "n_items": design.n_items,
+            "systems": list(design.system_names), "workers_per_item": design.workers_per_item,
+            "items": design.items}
+
+
 @dataclass(frozen=True)
-class AnalyticPower:
+class AnalyticPowerResult:
     """Power from the analytic (noncentral-t) approximation.
 
     Attributes
@@ -246,10 +272,10 @@ class AnalyticPower:
     alpha: float
     alternative: str
     method: str
-    design: str
+    design: CrossedDesign
 
     def summary(self) -> str:
-        return (f"Analytic power ({self.method}): {self.design}\n"
+        return (f"Analytic power ({self.method}): {self.design!r}\n"
                 f"  effect {self.effect:g} ({self.coding} coding), test {self.test!r}, "
                 f"alternative {self.alternative!r}, alpha {self.alpha:g}\n"
                 f"  power {self.power:.3f}; SE(estimate) {self.se:.4g}, ncp {self.ncp:.3f}, "
@@ -263,8 +289,9 @@ class AnalyticPower:
         }])
 
     def __repr__(self) -> str:
-        return (f"AnalyticPower(power={self.power:.3f}, ncp={self.ncp:.3f}, df={self.df:.1f}, "
+        return (f"AnalyticPowerResult(power={self.power:.3f}, ncp={self.ncp:.3f}, df={self.df:.1f}, "
                 f"method={self.method!r})")
 
 
-__all__ = ["AnalyticPower", "ConfidenceInterval", "PowerResult", "Replicates", "wilson_ci"]
+__all__ = ["AnalyticPowerResult", "ConfidenceInterval", "PowerResult", "Replicates",
+           "design_record", "wilson_ci"]

@@ -101,7 +101,7 @@ def test_half_coding_same_power():
 def test_analytic_result_outputs():
     a = analytic_power(CrossedDesign(10, 100), presets.high_variance(0.1))
     assert a.method == "balanced" and "Analytic power" in a.summary()
-    assert a.to_frame()["power"].iloc[0] == a.power and repr(a).startswith("AnalyticPower(")
+    assert a.to_frame()["power"].iloc[0] == a.power and repr(a).startswith("AnalyticPowerResult(")
 
 
 def test_analytic_errors():
@@ -116,14 +116,14 @@ def test_analytic_errors():
 
 def _dense_reference(design, params):
     """Var and df by dense matrices from the model's own random-effect columns."""
-    from nlpower.powersim.models import _true_sds, build_model
+    from nlpower.powersim.models import build_model, true_sds
 
     dm = build_model(design, params)
     spec = dm.spec
     n = spec.n
     mats, vals = [np.eye(n)], [params.sigma**2]
     for t in spec.re_terms:
-        sds = _true_sds(design, params, t.group, tuple(t.cnames))
+        sds = true_sds(design, params, t.group, tuple(t.cnames))
         ind = np.eye(t.n_levels)[t.codes]
         cols = [ind * t.Z[:, [c]] for c in range(t.q)]
         for a in range(t.q):

@@ -1,0 +1,181 @@
+"""Stage 1 of :func:`~nlpower.powersim.power`: the run's options, validated once.
+
+:func:`power_options` checks every option at the public boundary and returns
+a frozen :class:`PowerOptions`; :func:`~nlpower.powersim.power` accepts it
+as ``options=`` and then validates nothing again.  A grid builds one
+``PowerOptions`` and passes it to every cell.
+
+``method=`` says *how* power is computed, ``engine=`` only *which fitter*
+refits the simulated data (``docs/api.md``, "Mixed-model engines"):
+
+=============  ==================================================================
+method         what runs
+=============  ==================================================================
+``"auto"``     ``"balanced"`` when it is exact for the design (and the engine is
+               the native one), else ``"simulate"``
+``"balanced"`` exact balanced fast path: sums of squares, closed-form / batched
+               ML and REML fits, no engine (:mod:`nlpower.powersim.fastpath`)
+``"simulate"`` simulate ratings, refit with ``engine`` through the engine protocol
+``"analytic"`` no simulation: noncentral t (:mod:`nlpower.powersim.analytic`)
+=============  ==================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._choices import (
+    Alternative,
+    EngineName,
+    FailurePolicy,
+    PowerMethod,
+    RatingsTest,
+    check_choice,
+)
+from .._validation import check_int, check_real
+from ..errors import InputError
+
+#: Old ``engine=`` values that named a way of computing power: what to pass instead.
+_RENAMED_ENGINES = {"fast": "method='balanced'", "auto": "method='auto'",
+                    "analytic": "method='analytic'"}
+
+
+@dataclass(frozen=True)
+class PowerOptions:
+    """Validated options of one power calculation (build with :func:`power_options`).
+
+    Attributes
+    ----------
+    n_sims : int
+    alpha : float
+    test : {"satterthwaite", "z", "lrt"}
+    alternative : {"two-sided", "greater", "less"}
+    method : {"auto", "balanced", "simulate", "analytic"}
+        As requested; :func:`~nlpower.powersim.power` resolves ``"auto"`` per design.
+    engine : {"native", "lme4"}
+        Fitter of ``method="simulate"``.
+    REML : bool
+        Fit criterion, resolved from ``test`` when not given.
+    null : bool
+    likert : int or None
+    keep_replicates : bool
+    on_failure : {"ignore", "warn", "raise"}
+    """
+
+    n_sims: int = 1000
+    alpha: float = 0.05
+    test: RatingsTest = "satterthwaite"
+    alternative: Alternative = "two-sided"
+    method: PowerMethod = "auto"
+    engine: EngineName = "native"
+    REML: bool = True
+    null: bool = False
+    likert: int | None = None
+    keep_replicates: bool = True
+    on_failure: FailurePolicy = "ignore"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as a JSON-able dict (what a grid stores in its fingerprint)."""
+        return {"n_sims": self.n_sims, "alpha": self.alpha, "test": self.test,
+                "alternative": self.alternative, "method": self.method, "engine": self.engine,
+                "REML": self.REML, "null": self.null, "likert": self.likert,
+                "keep_replicates": self.keep_replicates, "on_failure": self.on_failure}
+
+
+def check_test_options(alpha: object, test: object, alternative: object
+                       ) -> tuple[float, RatingsTest, Alternative]:
+    """Validate ``alpha``, ``test`` and ``alternative`` (shared by every power function)."""
+    a = check_real("alpha", alpha)
+    if not 0.0 < a < 1.0:
+        raise InputError(
+            f"alpha must be strictly between 0 and 1 (the significance level); got {a}. "
+            "The usual value is 0.05."
+        )
+    return a, check_choice("test", test, RatingsTest), check_choice("alternative", alternative,
+                                                                    Alternative)
+
+
+def check_engine(engine: object) -> EngineName:
+    """A fitter name; the old ``engine="fast"/"auto"/"analytic"`` get a pointer to ``method=``."""
+    if isinstance(engine, str) and engine in _RENAMED_ENGINES:
+        raise InputError(
+            f"engine={engine!r} is no longer a way of computing power: engine= only names the "
+            f"fitter ('native' or 'lme4'). Use {_RENAMED_ENGINES[engine]} (with the default "
+            "engine='native')."
+        )
+    name: EngineName = check_choice("engine", engine, EngineName)
+    return name
+
+
+def power_options(
+    *,
+    n_sims: int = 1000,
+    alpha: float = 0.05,
+    test: str = "satterthwaite",
+    alternative: str = "two-sided",
+    method: str = "auto",
+    engine: str = "native",
+    REML: bool | None = None,
+    null: bool = False,
+    likert: int | None = None,
+    keep_replicates: bool = True,
+    on_failure: str = "ignore",
+) -> PowerOptions:
+    """Validate the options of :func:`~nlpower.powersim.power` once.
+
+    Parameters are those of :func:`~nlpower.powersim.power`.  ``REML=None``
+    resolves to REML for ``test="satterthwaite"`` (lmerTest's default) and
+    ML for ``"z"`` (the paper) and ``"lrt"``.
+
+    Raises
+    ------
+    InputError
+        Any bad value; the message names the option, shows the value and
+        says what is allowed.
+
+    Examples
+    --------
+    >>> opts = power_options(n_sims=200, test="z")
+    >>> opts.REML, opts.method, opts.engine
+    (False, 'auto', 'native')
+    """
+    n_sims = check_int("n_sims", n_sims, min=1)
+    alpha, test_, alternative_ = check_test_options(alpha, test, alternative)
+    method_: PowerMethod = check_choice("method", method, PowerMethod)
+    engine_ = check_engine(engine)
+    if engine_ != "native" and method_ in ("balanced", "analytic"):
+        raise InputError(
+            f"method={method_!r} uses no mixed-model fitter, so engine={engine_!r} has no effect "
+            f"there. Use method='simulate' (or 'auto') to refit every replicate with "
+            f"engine={engine_!r}."
+        )
+    if likert is not None and (isinstance(likert, bool) or not isinstance(likert, (int, np.integer))
+                               or likert < 2):
+        raise InputError(
+            f"likert must be None (Gaussian ratings) or the number of scale points, an integer "
+            f">= 2; got {likert!r}."
+        )
+    if REML is None:
+        REML = test_ == "satterthwaite"
+    elif not isinstance(REML, (bool, np.bool_)):
+        raise InputError(f"REML must be True, False or None (default for the test); got {REML!r}.")
+    if REML and test_ == "lrt":
+        raise InputError(
+            "test='lrt' compares ML fits with and without the effect; REML likelihoods of models "
+            "with different fixed effects are not comparable. Use REML=False (or None)."
+        )
+    for name, flag in (("null", null), ("keep_replicates", keep_replicates)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise InputError(f"{name} must be True or False; got {flag!r}.")
+    return PowerOptions(
+        n_sims=n_sims, alpha=alpha, test=test_, alternative=alternative_, method=method_,
+        engine=engine_, REML=bool(REML), null=bool(null),
+        likert=None if likert is None else int(likert), keep_replicates=bool(keep_replicates),
+        on_failure=check_choice("on_failure", on_failure, FailurePolicy),
+    )
+
+
+__all__ = ["PowerOptions", "check_engine", "check_test_options", "power_options"]

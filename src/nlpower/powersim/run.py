@@ -1,0 +1,211 @@
+"""``power()``: options -> replicate runs -> summary (Card et al. 2020, Fig. 2).
+
+The stages, each a function that can be called and tested alone (STYLE 1):
+
+1. :func:`~nlpower.powersim.options.power_options` -- validate once, a frozen
+   :class:`~nlpower.powersim.options.PowerOptions` (a grid builds it once and
+   passes it to every cell as ``options=``);
+2. :func:`~nlpower.powersim.replicate.run_balanced` /
+   :func:`~nlpower.powersim.replicate.run_simulate` -- one child seed per
+   replicate, :class:`~nlpower.powersim.result.Replicates` back;
+3. :func:`~nlpower.powersim.summary.power_result` -- counts, Wilson CI,
+   Type-S/M, Type I error, diagnostics, failure policy.
+
+Randomness: ``rng`` gives the root :class:`~numpy.random.SeedSequence`
+(:func:`nlpower._rng.root_seed`); its first two children seed the main run
+and the ``null=True`` run; replicate ``r`` of a run uses child ``r`` of that
+run's sequence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._rng import RNGLike, root_seed, seed_record
+from ..design import CrossedDesign
+from ..errors import DesignError, InputError
+from ..params import LMMParams
+from ..simulation import check_design_params
+from .analytic import analytic_moments
+from .models import Params, effect_of, mean_difference_of, with_effect
+from .options import PowerOptions, power_options
+from .replicate import balanced_exact, run_balanced, run_simulate
+from .result import PowerResult, Replicates
+from .summary import analytic_power_result, apply_failure_policy, power_result
+
+#: Keyword defaults of :func:`power`'s options (checked when ``options=`` is also given).
+_DEFAULTS: dict[str, Any] = {
+    "n_sims": 1000, "alpha": 0.05, "test": "satterthwaite", "alternative": "two-sided",
+    "method": "auto", "engine": "native", "REML": None, "null": False, "likert": None,
+    "keep_replicates": True, "on_failure": "ignore",
+}
+
+
+def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
+    """``"balanced"``, ``"simulate"`` or ``"analytic"`` for this design (``"auto"`` resolved)."""
+    why = balanced_exact(design, params)
+    if opts.method == "balanced" and why is not None:
+        raise DesignError(
+            f"method='balanced' is exact only for a fully crossed, paired 2-system design; here "
+            f"{why}. Use method='simulate' (any design) or method='auto'."
+        )
+    if opts.method == "auto":
+        return "balanced" if why is None and opts.engine == "native" else "simulate"
+    return opts.method
+
+
+def power(
+    design: CrossedDesign,
+    params: Params,
+    *,
+    n_sims: int = 1000,
+    alpha: float = 0.05,
+    test: str = "satterthwaite",
+    alternative: str = "two-sided",
+    method: str = "auto",
+    engine: str = "native",
+    null: bool = False,
+    rng: RNGLike = None,
+    likert: int | None = None,
+    keep_replicates: bool = True,
+    REML: bool | None = None,
+    on_failure: str = "ignore",
+    options: PowerOptions | None = None,
+) -> PowerResult:
+    """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
+
+    Parameters
+    ----------
+    design : CrossedDesign
+        Who rates what.
+    params : LMMParams or MultiSystemParams
+        True model; the tested effect is ``params.effect`` (or ``effects[0]``,
+        the first non-baseline system against the grand mean, for K systems).
+    n_sims : int, default 1000
+        Replicates.
+    alpha : float, default 0.05
+    test : {"satterthwaite", "z", "lrt"}
+        ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
+        ``"z"``: Wald statistic against the normal -- the paper's rule (with
+        ``alternative="two-sided"``, counting only sign-correct rejections as
+        power always does here, it is the paper's ``t > 1.96``); ``"lrt"``:
+        likelihood ratio of ML fits with and without the effect (chi^2(1);
+        the sign comes from the estimate).
+    alternative : {"two-sided", "greater", "less"}
+        As in scipy.  Power counts only rejections whose estimate has the
+        sign of the true effect.
+    method : {"auto", "balanced", "simulate", "analytic"}
+        How power is computed (:mod:`nlpower.powersim.options`): ``"auto"``
+        takes the exact balanced fast path when it applies, else simulates.
+    engine : {"native", "lme4"}
+        The fitter that refits each replicate with ``method="simulate"``.
+    null : bool, default False
+        Also simulate the same design at effect 0 (own child seed) and report
+        its rejection rate as ``type1``.
+    rng : optional
+        Anything :func:`numpy.random.default_rng` accepts (``nlpower._rng``): a
+        seed is replayed, a ``Generator`` is consumed (128 bits drawn).
+    likert : int, optional
+        Simulate ``likert``-point ratings (:func:`nlpower.simulate`); the
+        analysis model stays the Gaussian LMM.
+    keep_replicates : bool, default True
+        Keep per-replicate arrays in ``result.replicates``.
+    REML : bool, optional
+        Fit criterion.  Default: REML for ``"satterthwaite"`` (lmerTest's
+        default; with ML the variance components of a factor with few
+        levels are biased down and the test is anti-conservative), ML for
+        ``"z"`` (the paper) and ``"lrt"`` (``REML=True`` is refused there).
+    on_failure : {"ignore", "warn", "raise"}
+        Failed replicate fits: count them as non-detections (``n_failed``,
+        a note), also warn, or raise :class:`~nlpower.errors.FitError`.
+    options : PowerOptions, optional
+        All of the options above, already validated by
+        :func:`~nlpower.powersim.options.power_options` (what a grid passes
+        to every cell); then the keyword options must be left at their
+        defaults.
+
+    Returns
+    -------
+    PowerResult
+
+    Raises
+    ------
+    InputError
+        Bad options (the message names the option).
+    DesignError
+        ``method="balanced"`` on a design where the fast path is not exact.
+    FitError
+        ``on_failure="raise"`` and a replicate fit failed.
+
+    Examples
+    --------
+    >>> from nlpower import CrossedDesign, presets
+    >>> res = power(CrossedDesign(3, 100), presets.high_variance(0.1), n_sims=200, rng=1)
+    >>> 0 <= res.power <= 1, res.method
+    (True, 'balanced')
+
+    The paper's rule (App. H.3: ML fits, a detection is ``t > 1.96`` in the
+    right direction) is ``test="z"``; the grid of Figure 6 is
+    :func:`nlpower.power_grid`.
+    """
+    design, params = check_design_params(design, params)
+    kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
+          "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
+          "keep_replicates": keep_replicates, "on_failure": on_failure}
+    if options is None:
+        opts = power_options(**kw)
+    elif not isinstance(options, PowerOptions):
+        raise InputError(f"options must be a PowerOptions from power_options(...); got "
+                         f"{type(options).__name__}.")
+    else:
+        changed = [k for k, v in kw.items() if not _same(v, _DEFAULTS[k])]
+        if changed:
+            raise InputError(
+                f"pass either options= (a PowerOptions) or keyword options, not both; got options= "
+                f"and {', '.join(changed)}. Build the options with power_options(...) instead."
+            )
+        opts = options
+    how = resolve_method(opts, design, params)
+    effect = effect_of(params)
+    mean_diff = mean_difference_of(params)
+    notes: list[str] = []
+    coding = params.coding if isinstance(params, LMMParams) else "sum"
+    if not isinstance(params, LMMParams):
+        notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
+                     "contrast x1)")
+    root = root_seed(rng)
+    seed = seed_record(root)
+    main_seq, null_seq = root.spawn(2)
+
+    if how == "analytic":
+        def analytic(p: Params) -> Any:
+            return analytic_moments(design, p, alpha=opts.alpha, test=opts.test,
+                                    alternative=opts.alternative)
+
+        ap = analytic(params)
+        type1 = analytic(with_effect(params, 0.0)).power if opts.null or effect == 0 else None
+        return analytic_power_result(ap, type1, mean_difference=mean_diff, design=design,
+                                     opts=opts, seed=seed, notes=notes)
+
+    def run(p: Params, seq: Any, where: str) -> Replicates:
+        seeds = seq.spawn(opts.n_sims)
+        if how == "balanced":
+            assert isinstance(p, LMMParams)
+            reps = run_balanced(design, p, seeds, opts)
+        else:
+            reps = run_simulate(design, p, seeds, opts)
+        apply_failure_policy(reps, opts, where)
+        return reps
+
+    main = run(params, main_seq, "main")
+    null_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)") \
+        if opts.null and effect != 0 else None
+    return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
+                        method=how, coding=coding, opts=opts, seed=seed, notes=notes)
+
+
+def _same(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+__all__ = ["power", "resolve_method"]

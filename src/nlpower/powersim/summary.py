@@ -1,0 +1,139 @@
+"""Stage 3 of :func:`~nlpower.powersim.power`: replicates -> :class:`PowerResult`.
+
+* **power** = mean(1[p <= alpha] * 1[sign(estimate) = sign(effect)]): only
+  sign-correct rejections count (Card et al. 2020, Fig. 2); failed fits are
+  non-detections (counted in ``n_failed``).
+* **Type-S**: share of significant replicates with the wrong sign; **Type-M**:
+  mean ``|estimate| / |effect|`` over significant replicates (Gelman & Carlin
+  2014).
+* At effect 0 power, Type-S and Type-M are undefined (NaN) and the rejection
+  rate is the Type I error.
+
+The failure policy (STYLE 6) is applied here: ``"ignore"`` records failed
+fits in the result, ``"warn"`` also warns, ``"raise"`` stops.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import __version__
+from ..design import CrossedDesign
+from ..errors import FitError, NlpowerWarning
+from ..intervals import ConfidenceInterval, wilson_ci
+from .options import PowerOptions
+from .result import AnalyticPowerResult, PowerResult, Replicates
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a run of replicates adds up to (before the power result is assembled)."""
+
+    n_rejected: int  # sign-correct rejections
+    n_sig: int  # any rejection
+    rejection_rate: float
+    mean_estimate: float
+    type_s: float
+    type_m: float
+    n_failed: int
+    n_singular: int
+    n_nonconverged: int
+
+
+def count(reps: Replicates, effect: float, alpha: float) -> Counts:
+    """Detections, Type-S/M and diagnostics of one run (module docstring)."""
+    sig = np.nan_to_num(reps.pvalue, nan=1.0) <= alpha
+    n = sig.shape[0]
+    sign_true = np.sign(effect)
+    correct = sig & (np.sign(reps.estimate) == sign_true) if effect != 0 else np.zeros(n, bool)
+    ok = ~reps.failed
+    if effect != 0 and sig.any():
+        type_s = float(np.mean(np.sign(reps.estimate[sig]) != sign_true))
+        type_m = float(np.mean(np.abs(reps.estimate[sig]) / abs(effect)))
+    else:
+        type_s = type_m = math.nan
+    return Counts(
+        n_rejected=int(correct.sum()), n_sig=int(sig.sum()), rejection_rate=int(sig.sum()) / n,
+        mean_estimate=float(np.mean(reps.estimate[ok])) if ok.any() else math.nan,
+        type_s=type_s, type_m=type_m, n_failed=int(reps.failed.sum()),
+        n_singular=int((reps.singular & ok).sum()),
+        n_nonconverged=int((~reps.converged & ok).sum()),
+    )
+
+
+def apply_failure_policy(reps: Replicates, opts: PowerOptions, where: str) -> None:
+    """Warn about or refuse failed replicate fits, as ``opts.on_failure`` says."""
+    n_failed = int(reps.failed.sum())
+    if n_failed == 0 or opts.on_failure == "ignore":
+        return
+    first = int(np.flatnonzero(reps.failed)[0])
+    message = (f"{n_failed} of {reps.failed.shape[0]} replicate fits failed in the {where} run "
+               f"(first: replicate {first}; no finite test statistic)")
+    if opts.on_failure == "raise":
+        raise FitError(f"{message}. on_failure='raise'; use 'ignore' or 'warn' to count failed fits "
+                       "as non-detections.")
+    warnings.warn(f"{message}; counted as non-detections.", NlpowerWarning, stacklevel=4)
+
+
+def power_result(main: Replicates, null: Replicates | None, *, effect: float, mean_difference: float,
+                 design: CrossedDesign, method: str, coding: str, opts: PowerOptions,
+                 seed: dict, notes: list[str]) -> PowerResult:
+    """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0)."""
+    n_sims = opts.n_sims
+    s = count(main, effect, opts.alpha)
+    notes = list(notes)
+    if effect != 0:
+        pw = s.n_rejected / n_sims
+        lo, hi = wilson_ci(s.n_rejected, n_sims)
+        se = math.sqrt(pw * (1 - pw) / n_sims)
+    else:
+        pw, lo, hi, se = math.nan, math.nan, math.nan, math.nan
+        notes.append("effect is 0: power, Type-M and Type-S are undefined; the rejection rate "
+                     "is the Type I error")
+    n_t1: int | None = None
+    if effect == 0:
+        n_t1 = s.n_sig
+    elif null is not None:
+        n_t1 = count(null, 0.0, opts.alpha).n_sig
+    type1 = None if n_t1 is None else n_t1 / n_sims
+    type1_ci = None if n_t1 is None else ConfidenceInterval(*wilson_ci(n_t1, n_sims))
+    if s.n_failed:
+        notes.append(f"{s.n_failed} replicate fit(s) failed; counted as non-detections")
+    return PowerResult(
+        power=pw, se=se, ci=ConfidenceInterval(lo, hi), n_sims=n_sims, n_rejected=s.n_rejected,
+        rejection_rate=s.rejection_rate, type_s=s.type_s, type_m=s.type_m,
+        mean_estimate=s.mean_estimate, n_failed=s.n_failed, n_singular=s.n_singular,
+        n_nonconverged=s.n_nonconverged, type1=type1, type1_ci=type1_ci, effect=effect,
+        mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
+        alternative=opts.alternative, method=method,
+        engine=opts.engine if method == "simulate" else None, coding=coding, design=design,
+        seed=seed, version=__version__, notes=tuple(notes),
+        replicates=main if opts.keep_replicates else None,
+        n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_sims, REML=opts.REML,
+    )
+
+
+def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_difference: float,
+                          design: CrossedDesign, opts: PowerOptions, seed: dict,
+                          notes: list[str]) -> PowerResult:
+    """An analytic power as a :class:`PowerResult` (no Monte Carlo error: zero-width CI)."""
+    effect = ap.effect
+    pw = ap.power if effect != 0 else math.nan
+    notes = [*notes, f"analytic ({ap.method}): ncp {ap.ncp:.3f}, df {ap.df:.1f}; no Monte Carlo "
+             "error"]
+    return PowerResult(
+        power=pw, se=0.0, ci=ConfidenceInterval(pw, pw), n_sims=0, n_rejected=0,
+        rejection_rate=ap.power, type_s=math.nan, type_m=math.nan, mean_estimate=effect,
+        n_failed=0, n_singular=0, n_nonconverged=0, type1=type1,
+        type1_ci=None if type1 is None else ConfidenceInterval(type1, type1), effect=effect,
+        mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
+        alternative=opts.alternative, method="analytic", engine=None, coding=ap.coding,
+        design=design, seed=seed, version=__version__, notes=tuple(notes),
+    )
+
+
+__all__ = ["Counts", "analytic_power_result", "apply_failure_policy", "count", "power_result"]
