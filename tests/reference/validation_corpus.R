@@ -80,6 +80,8 @@ fit_case <- function(cs) {
     time = tm,
     messages = msgs,
     optimizer_messages = m@optinfo$conv$lme4$messages,
+    gradient = as.vector(m@optinfo$derivs$gradient),
+    hessian = as.vector(m@optinfo$derivs$Hessian),
     ysum = sum(d[[all.vars(as.formula(cs$formula))[1]]])
   )
 }
