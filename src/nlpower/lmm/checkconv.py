@@ -27,7 +27,7 @@ or :class:`~nlpower.errors.SingularFitWarning`) and ``"error"``
 default for the singular check is ``"message"``; here it is ``"warning"``.
 
 Only what a policy asks for is computed: the gradient costs ``2k``
-deviance evaluations, the Hessian ``2k^2``.  When ``max|g| <= tol`` the
+deviance evaluations, the Hessian ``k(k-1)/2`` more (:func:`deriv12`).  When ``max|g| <= tol`` the
 gradient check passes without the Hessian (``min(|scaled|, |g|) <= |g|``),
 so a power simulation that checks only the gradient pays ``2k`` evaluations
 per replicate.
@@ -164,11 +164,17 @@ def gradient(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
 
 def deriv12(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
             delta: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient and Hessian by central differences, as ``lme4:::deriv12`` (no bounds).
+    """Gradient and Hessian by finite differences at ``lme4:::deriv12``'s step (no bounds).
 
-    Diagonal: ``(f(x+d) - 2 f(x) + f(x-d)) / d^2``; off-diagonal: the
-    four-point formula ``(f(++) - f(+-) - f(-+) + f(--)) / (4 d^2)``.
-    Costs ``2k + 2k(k-1)`` evaluations.
+    Gradient and Hessian diagonal: lme4's central formulas,
+    ``(f(x+d) - f(x-d)) / 2d`` and ``(f(x+d) - 2 f(x) + f(x-d)) / d^2``.
+    Off-diagonal: the forward formula
+    ``(f(x + d e_i + d e_j) - f(x + d e_i) - f(x + d e_j) + f(x)) / d^2``
+    (reusing the gradient's ``f(x + d e_i)``), where lme4 uses four points
+    per pair: ``2k + k(k-1)/2`` evaluations instead of ``2k + 2k(k-1)``
+    (275 instead of 968 for the 22 parameters of a 4-system paper model),
+    with an ``O(d)`` error (~1e-4 relative) that the eigenvalue and
+    scaled-gradient checks do not resolve.
     """
     x = np.asarray(x, dtype=float)
     k = x.size
@@ -177,13 +183,10 @@ def deriv12(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
     H[np.diag_indices(k)] = (fadd - 2.0 * fx + fsub) / delta**2
     for j in range(k):
         for i in range(j):
-            vals = []
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                xx = x.copy()
-                xx[i] += si * delta
-                xx[j] += sj * delta
-                vals.append(fn(xx))
-            H[i, j] = H[j, i] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4.0 * delta**2)
+            xx = x.copy()
+            xx[i] += delta
+            xx[j] += delta
+            H[i, j] = H[j, i] = (fn(xx) - fadd[i] - fadd[j] + fx) / delta**2
     return g, H
 
 
@@ -258,7 +261,7 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
     need_h = ctl.hess != "ignore" or (ctl.grad != "ignore" and np.max(np.abs(g)) > ctl.grad_tol)
     if need_h:
         g, H = deriv12(fn, th, fval)
-        n_evals += 2 * k + 2 * k * (k - 1)
+        n_evals += 2 * k + k * (k - 1) // 2
     if ctl.grad != "ignore":
         if H is None:
             max_grad = float(np.max(np.abs(g)))
@@ -304,6 +307,7 @@ def apply_policy(check: ConvCheck | Any, control: Any = None, *, where: str = "l
         messages = list(check.get("messages", []))
     else:
         messages = list(check)
+    cls: type[Warning]
     for msg in messages:
         if msg.startswith("boundary (singular)"):
             level, cls = ctl.singular, SingularFitWarning

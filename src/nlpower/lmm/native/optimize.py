@@ -56,7 +56,9 @@ POLISH_STEP = 1e-6      # central-difference step of the polish gradient (theta 
 POLISH_GTOL = 1e-4      # polish when the projected gradient exceeds this
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
-MAX_ROUNDS = 3          # polish/unfold rounds at most
+MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
+POLISH_FTOL = 1e-9      # L-BFGS-B stops when a step gains less (deviance units)
+POLISH_MAXITER = 8      # quasi-Newton iterations at most (each costs ~2k evaluations)
 
 _STATUS = {
     nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
@@ -161,7 +163,8 @@ def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
            lower: np.ndarray) -> tuple[np.ndarray, float, int]:
     """L-BFGS-B under the lower bounds with a finite-difference gradient; best point kept."""
     count = [0]
-    best = [x0.copy(), f0]
+    best_x = [x0.copy()]
+    best_f = [f0]
     lo = np.maximum(lower, -1e300)
 
     def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -170,8 +173,8 @@ def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
         count[0] += 1
         if not math.isfinite(fx):
             return 1e300, np.zeros_like(x)
-        if fx < best[1]:
-            best[0], best[1] = x.copy(), fx
+        if fx < best_f[0]:
+            best_x[0], best_f[0] = x.copy(), fx
         g, n = _fd_gradient(fn, x, fx, lower)
         count[0] += n
         return fx, g
@@ -179,11 +182,11 @@ def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
     bounds = [(float(v), None) if math.isfinite(v) else (None, None) for v in lower]
     try:
         minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                 options={"ftol": 1e-10 / max(abs(f0), 1.0), "gtol": 1e-7,
-                          "maxiter": 100})
+                 options={"ftol": POLISH_FTOL / max(abs(f0), 1.0), "gtol": 1e-7,
+                          "maxiter": POLISH_MAXITER})
     except (ValueError, FloatingPointError):       # pragma: no cover - numerical failure
         pass
-    return best[0], float(best[1]), count[0]
+    return best_x[0], float(best_f[0]), count[0]
 
 
 def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) -> np.ndarray | None:
@@ -226,27 +229,26 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
         ctl.update(control)
     res = _lme4_steps(fn, x0, lower, ctl)
     theta, fval, n_evals = res.theta, res.fval, res.n_evals
-    steps: list[str] = [f"bobyqa {fval:.10g}"]
+    steps: list[str] = [f"bobyqa {fval:.10g} ({n_evals} evaluations)"]
     if ctl.get("robust", 1):
         for _ in range(MAX_ROUNDS):
-            f_round = fval
             g, n = _fd_gradient(fn, theta, fval, lower)
             n_evals += n
             if np.max(np.abs(projected_gradient(g, theta, lower))) > POLISH_GTOL:
                 th2, f2, n = polish(fn, theta, fval, lower)
                 n_evals += n
-                steps.append(f"polish {f2:.10g}")
+                steps.append(f"polish {f2:.10g} ({n} evaluations)")
                 if f2 < fval:
                     theta, fval = th2, f2
             start = unfold(theta, terms, UNFOLD_DELTA)
-            if start is not None:
-                r2 = _lme4_steps(fn, start, lower, ctl)
-                n_evals += r2.n_evals
-                steps.append(f"unfold {r2.fval:.10g}")
-                if r2.fval < fval:
-                    theta, fval = r2.theta, r2.fval
-            if not fval < f_round - 1e-9:
+            if start is None:
                 break
+            r2 = _lme4_steps(fn, start, lower, ctl)
+            n_evals += r2.n_evals
+            steps.append(f"unfold {r2.fval:.10g} ({r2.n_evals} evaluations)")
+            if not r2.fval < fval - 1e-9:
+                break
+            theta, fval = r2.theta, r2.fval
     theta, fval, n = _check_boundary(fn, theta, fval, lower, ctl)
     n_evals += n
     return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps))
