@@ -379,6 +379,8 @@ def run(cases: list[Case], pinned: Path | None = None) -> list[dict[str, Any]]:
             sub = folder / "tight"
             sub.mkdir()
             tight = run_lme4([cases[i] for i in redo], sub, tight=True)
+            (OUT / "validation_corpus_lme4_tight.json").write_text(json.dumps(
+                {"cases": list(tight.values())}, indent=1))
             for i in redo:
                 data, nat = nats[i]
                 rows[i] = compare(cases[i], data, nat, l4[cases[i].name], tight[cases[i].name])

@@ -57,8 +57,8 @@ POLISH_GTOL = 1e-4      # polish when the projected gradient exceeds this
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
-POLISH_FTOL = 1e-9      # L-BFGS-B stops when a step gains less (deviance units)
-POLISH_MAXITER = 8      # quasi-Newton iterations at most (each costs ~2k evaluations)
+POLISH_FTOL = 1e-10     # L-BFGS-B stops when a step gains less (deviance units)
+POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs ~2k evaluations)
 
 _STATUS = {
     nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
