@@ -82,8 +82,8 @@ def _variances(params) -> list[float]:
 
 
 def _cell(k: int, n: int) -> str:
-    ci = wilson_ci(k, n)
-    return f"{k / n:.4f} ({ci.low:.3f}-{ci.high:.3f})"
+    lo, hi = wilson_ci(k, n)
+    return f"{k / n:.4f} ({lo:.3f}-{hi:.3f})"
 
 
 def containment(w: int, i: int, params, n_sims: int, seed: int) -> str:

@@ -24,7 +24,7 @@ from ..structure import ModelSpec
 from ._blas import single_threaded
 from .blocks import build_blocks, theta_layout
 from .deviance import DevianceEvaluator, Factor
-from .optimize import DEFAULT_CONTROL, optimize_theta
+from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
 # BOBYQA's initial trust-region radius for warm starts in refit_core
@@ -256,7 +256,9 @@ class NativeModel:
         if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
             yv = self._check_y(yv)
         self._set_y(yv)
-        control = {"initial_step": WARM_START_STEP} if start is not None else None
+        control = {"polish_gtol": REPLICATE_POLISH_GTOL}
+        if start is not None:
+            control["initial_step"] = WARM_START_STEP
         with single_threaded(self._threads1):
             res, fac = self._optimize(REML, start, control)
             return self._core(res, fac, REML, self._check(res, REML, REPLICATE_CHECKS))

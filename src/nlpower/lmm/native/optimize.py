@@ -50,10 +50,12 @@ DEFAULT_CONTROL: dict[str, float] = {
     "restart_edge": 1,
     "initial_step": 0.0,   # 0: NLopt's default; > 0: BOBYQA's initial trust-region radius
     "robust": 1,           # 1: polish + unfold restarts (see the module docstring); 0: lme4 only
+    "polish_gtol": 1e-4,   # polish when the projected gradient exceeds this (POLISH_GTOL)
 }
 
 POLISH_STEP = 1e-6      # central-difference step of the polish gradient (theta is O(1))
-POLISH_GTOL = 1e-4      # polish when the projected gradient exceeds this
+POLISH_GTOL = 1e-4      # polish when the projected gradient exceeds this (fits)
+REPLICATE_POLISH_GTOL = 2e-3   # power replicates: only past lme4's gradient tolerance
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
@@ -234,7 +236,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
         for _ in range(MAX_ROUNDS):
             g, n = _fd_gradient(fn, theta, fval, lower)
             n_evals += n
-            if np.max(np.abs(projected_gradient(g, theta, lower))) > POLISH_GTOL:
+            if np.max(np.abs(projected_gradient(g, theta, lower))) > ctl["polish_gtol"]:
                 th2, f2, n = polish(fn, theta, fval, lower)
                 n_evals += n
                 steps.append(f"polish {f2:.10g} ({n} evaluations)")
