@@ -235,6 +235,8 @@ class NativeModel:
         if start is not None and not (control and "initial_step" in control):
             # a warm start is close: a small first trust region saves ~1/3 of the evaluations
             control = {**(control or {}), "initial_step": WARM_START_STEP}
+        # a power replicate, like refit: polish only past lme4's gradient tolerance
+        control = {"polish_gtol": REPLICATE_POLISH_GTOL, **(control or {})}
         # the whole fit single-threaded: switching OpenBLAS back to its threads between
         # the optimiser and the final small solves costs milliseconds per refit
         with single_threaded(self._threads1):
