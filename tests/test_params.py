@@ -281,6 +281,10 @@ def test_pm1_random_effects_algebra_and_policies():
         pm1_random_effects(0.0, 0.001, 0.004, 0.0, group="worker", unequal="warn")
     with pytest.raises(InputError, match=r"per-system worker SDs differ \(0\.1 vs 0\.3\)"):
         pm1_random_effects(0.0, 0.1, 0.3, group="worker")
+    # a large shared intercept does not swamp tiny per-system SDs (hypothesis found
+    # s0 = 1, s = 5.8e-11 once: the slope variance must be s^2 / 2, not 0)
+    assert pm1_random_effects(1.0, 5.8e-11, 5.8e-11, group="worker")[1] == pytest.approx(
+        math.sqrt(5.8e-11**2 / 2), rel=1e-12)
     # equal SDs within 1e-12 pass the exact policy
     assert pm1_random_effects(0.1, 0.2, 0.2 + 1e-13, group="worker")[1] == pytest.approx(0.2 / math.sqrt(2))
 

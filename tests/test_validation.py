@@ -19,5 +19,5 @@ def test_closest_name_suggests_only_plausible_names():
 
 
 def test_check_columns_lists_what_is_there():
-    with pytest.raises(InputError, match=r"column 'score' not found. Available columns: 'worker'"):
+    with pytest.raises(InputError, match=r"column 'score' \(did you mean 'rating'\?\) not found. Available columns: 'worker'"):
         check_columns("read_ratings", ["score"], ["worker", "item", "system", "rating"])

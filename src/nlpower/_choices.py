@@ -71,9 +71,52 @@ RatingsModel: TypeAlias = Literal["auto", "paper"]
 
 # --- accuracy (McNemar) -----------------------------------------------------------------
 
+#: McNemar tests of a paired accuracy difference: exact conditional (statsmodels'
+#: ``mcnemar`` default, the paper's), mid-p, asymptotic chi-square without / with
+#: continuity correction.
+McNemarTest: TypeAlias = Literal["exact", "mid-p", "chi2", "chi2-cc"]
+#: How accuracy power is computed: exact enumeration of the table, or the paper's simulation.
+AccuracyMethod: TypeAlias = Literal["exact", "simulate"]
+#: Tests an accuracy MDE / sample size can be solved for: the McNemar tests (exact power),
+#: the normal-approximation McNemar power (Connor 1987), the unpaired two-proportion test
+#: (R ``power.prop.test``) and the no-prior Lachenbruch (1992) bounds.
+AccuracyPlanTest: TypeAlias = Literal[
+    "exact", "mid-p", "chi2", "chi2-cc", "mcnemar-normal", "two-proportion", "lachenbruch"
+]
+#: Which Lachenbruch (1992) bound: minimal, middle or maximal discordance.
+LachenbruchBound: TypeAlias = Literal["lower", "mid", "upper"]
+#: Regression priors for the agreement rate (Card et al. 2020, Tables 5 and 6).
+AgreementPrior: TypeAlias = Literal["glue", "squad"]
+#: Classification metrics with a paired randomization test (Card et al. 2020, App. F).
+ClassMetric: TypeAlias = Literal["f1", "macro-f1", "mcc", "accuracy"]
+
 # --- BLEU (randomization test) ----------------------------------------------------------
 
+#: How BLEU power tests each simulated comparison: the Monte Carlo randomization test
+#: (the paper's), or its normal limit (the permutation null's exact mean and variance).
+BleuMethod: TypeAlias = Literal["randomization", "normal"]
+#: sacrebleu's BLEU smoothing methods (``exp`` is sacrebleu's default for corpus BLEU).
+BleuSmooth: TypeAlias = Literal["exp", "floor", "add-k", "none"]
+#: Table 3 of Card et al. (2020): one row per MT comparison, and their average.
+BleuPreset: TypeAlias = Literal["TF19-TF18", "TF18-TF16", "TF16-Conv17", "TF16-Conv14", "average"]
+
 # --- paired score comparison and replicability -------------------------------------------
+
+#: Tests of two systems' paired scores (NLPStatTest, Zhu et al. 2020, sec. 3.2).
+PairedTest: TypeAlias = Literal[
+    "t", "wilcoxon", "sign", "bootstrap_t", "bootstrap_percentile", "permutation"]
+#: Tests that retrospective power can simulate (vectorised over replicates).
+PairedPowerTest: TypeAlias = Literal["t", "wilcoxon", "sign"]
+#: How an evaluation unit (EU) of m instances is summarised.
+EUStat: TypeAlias = Literal["mean", "median"]
+#: The central tendency a paired comparison is about.
+Center: TypeAlias = Literal["mean", "median"]
+#: Retrospective power: simulate from a normal, or resample the observed differences.
+RetroPowerMethod: TypeAlias = Literal["normal", "bootstrap"]
+#: Family-wise adjustment of many pairwise comparisons.
+PairwiseAdjust: TypeAlias = Literal["holm", "bonferroni", "none"]
+#: Partial-conjunction combination of per-dataset p-values (Dror et al. 2017).
+ReplicabilityMethod: TypeAlias = Literal["bonferroni", "fisher"]
 
 
 def allowed(choices: Any) -> tuple[Any, ...]:

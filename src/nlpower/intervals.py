@@ -25,7 +25,8 @@ def wilson_ci(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, fl
     den = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # the interval always contains p (rounding could leave it just outside at k = 0 or n)
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
 @dataclass(frozen=True)

@@ -353,10 +353,10 @@ def pm1_random_effects(sd_intercept: float, sd_minus: float, sd_plus: float,
     (0.14142135623730953, 0.14142135623730953)
     """
     check_choice("unequal", unequal, UnequalSDs)
-    s0, sm, sp = float(sd_intercept), float(sd_minus), float(sd_plus)
-    vm, vp, c = s0 * s0 + sm * sm, s0 * s0 + sp * sp, s0 * s0 + float(cov)
+    s0, sm, sp, cv = float(sd_intercept), float(sd_minus), float(sd_plus), float(cov)
+    vm, vp = s0 * s0 + sm * sm, s0 * s0 + sp * sp
     minus, plus = systems if systems is not None else ("the baseline", "the other system")
-    if not math.isfinite(c):
+    if not math.isfinite(cv):
         text = (f"{where}: no {group} rated both {plus!r} and {minus!r}, so how the {group} "
                 f"effect differs between the two systems is not identified; the {group} variance "
                 f"({(vm + vp) / 2:.4g}) is put in the intercept and sd_{group}_slope = 0. This is "
@@ -367,8 +367,10 @@ def pm1_random_effects(sd_intercept: float, sd_minus: float, sd_plus: float,
         if unequal == "warn":
             warnings.warn(text, ConversionWarning, stacklevel=3)
         return math.sqrt(max((vm + vp) / 2, 0.0)), 0.0
-    v_int = max((vm + vp + 2 * c) / 4, 0.0)
-    v_slope = max((vm + vp - 2 * c) / 4, 0.0)
+    # the formulas above with the shared s0^2 cancelled by hand: no loss of precision
+    # when s0 is much larger than the per-system SDs
+    v_int = max(s0 * s0 + (sm * sm + sp * sp + 2 * cv) / 4, 0.0)
+    v_slope = max((sm * sm + sp * sp - 2 * cv) / 4, 0.0)
     if unequal == "raise" and not math.isclose(sm, sp, rel_tol=0.0, abs_tol=EXACT_SD_TOL):
         raise InputError(
             f"the per-system {group} SDs differ ({sm} vs {sp}), so the +-1 coded model has "
@@ -377,10 +379,11 @@ def pm1_random_effects(sd_intercept: float, sd_minus: float, sd_plus: float,
             "MultiSystemParams."
         )
     if unequal == "warn":
-        rel = abs(vp - vm) / (vp + vm) if vp + vm > 0 else 0.0
-        if rel >= MATERIAL_REL and math.sqrt(abs(vp - vm) / 2) >= MATERIAL_SD:
+        diff = sp * sp - sm * sm                                 # v_p - v_m
+        rel = abs(diff) / (vp + vm) if vp + vm > 0 else 0.0
+        if rel >= MATERIAL_REL and math.sqrt(abs(diff) / 2) >= MATERIAL_SD:
             den = math.sqrt(v_int * v_slope)
-            rho = (vp - vm) / 4 / den if den > 0 else 0.0
+            rho = diff / 4 / den if den > 0 else 0.0
             warnings.warn(
                 f"{where}: the {group} effects of {plus!r} and {minus!r} have different SDs "
                 f"({math.sqrt(max(vp, 0)):.3f} vs {math.sqrt(max(vm, 0)):.3f}), which in +-1 "

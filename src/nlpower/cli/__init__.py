@@ -1,4 +1,4 @@
-"""Command-line interface: ``nlpower fit | power | grid``.
+"""Command-line interface: ``nlpower fit | power | grid | bleu | compare | replicability | ...``.
 
 A thin edge: each subcommand parses arguments, calls the library and
 prints or writes what it returns.  No statistics live here.
@@ -11,19 +11,20 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import NlpowerError
+from . import accuracy, bleu, compare, fit, power, replicability
+
+#: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
+COMMANDS = (fit, power, accuracy, bleu, compare, replicability)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import fit as fit_cmd
-    from . import power as power_cmd
-
     parser = argparse.ArgumentParser(
         prog="nlpower", description="Statistical power for NLP evaluation."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
-    fit_cmd.register(sub)
-    power_cmd.register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 

@@ -114,4 +114,5 @@ __all__ = [
     "model_frame",
     "single_threaded",
     "theta_layout",
+    "warn_diagnostics",
 ]

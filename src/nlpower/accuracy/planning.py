@@ -1,0 +1,480 @@
+"""Minimum detectable effect and sample size for accuracy comparisons (Card et al. 2020, App. E).
+
+One power function per planning test, each solved for delta (:func:`mde`) or
+for n (:func:`sample_size`):
+
+* the McNemar tests (``"exact"``, ``"mid-p"``, ``"chi2"``, ``"chi2-cc"``): exact
+  power by enumeration (:func:`nlpower.accuracy.power`) at an agreement that
+  is a number or a regression prior evaluated at each candidate delta;
+* ``"mcnemar-normal"``: Connor's (1987) normal approximation,
+  ``Phi((sqrt(n) |delta| - z_{1-alpha/2} sqrt(psi)) / sqrt(psi - delta^2))`` with
+  ``psi = 1 - agreement`` the discordant share (Connor 1987, eq. 3; Chow, Shao &
+  Wang 2008, section 4.5);
+* ``"lachenbruch"``: the same formula with ``psi`` at the lower, middle or
+  upper end of what the two accuracies allow -- ``|delta|`` (maximal agreement),
+  ``min(a2, 1 - a1) + min(a1, 1 - a2)`` (minimal agreement) or their midpoint --
+  the no-prior bounds of Lachenbruch (1992) that Card et al. took from
+  biostatUZH's ``sampleSizeMcNemar`` (App. E.3);
+* ``"two-proportion"``: unpaired samples, R's ``power.prop.test`` (n per group,
+  ``strict = FALSE``), App. E.5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from scipy import optimize, stats
+
+from .._choices import AccuracyPlanTest, AgreementPrior, LachenbruchBound, check_choice
+from .._validation import check_int, check_real
+from ..errors import InputError
+from ..intervals import ConfidenceInterval
+from .power import AccuracyPowerResult, resolve_agreement
+from .power import power as mcnemar_power
+from .priors import AGREEMENT_PRIORS, TABLE9, Table9Row, glue_effect, squad_effect
+from .table import paired_table
+
+__all__ = [
+    "AccuracyMDEResult",
+    "AccuracySampleSizeResult",
+    "closed_form_power",
+    "mde",
+    "sample_size",
+    "table9",
+]
+
+_CLOSED = ("mcnemar-normal", "two-proportion", "lachenbruch")
+
+
+# --- closed-form power ------------------------------------------------------------------
+
+
+def _z(alpha: float) -> float:
+    return float(stats.norm.isf(alpha / 2.0))
+
+
+def _normal_model(n: float, delta: float, var0: float, var1: float,
+                  alpha: float) -> tuple[float, float, float, float]:
+    """(power, rejection rate, Type-M, Type-S) when ``delta_hat ~ N(delta, var1 / n)`` and the
+    test rejects ``|delta_hat| > z_{1-alpha/2} sqrt(var0 / n)``.
+
+    Power is the sign-correct tail (R's ``power.prop.test`` and Connor's formula);
+    Type-M from ``E[X 1(X > t)] = mu Phi((mu - t)/s) + s phi((t - mu)/s)``.
+    """
+    mu = abs(delta)
+    t = _z(alpha) * math.sqrt(var0 / n)
+    if var1 <= 0.0:
+        hit = 1.0 if mu > t else 0.0
+        return hit, hit, (1.0 if hit else math.nan), (0.0 if hit else math.nan)
+    s = math.sqrt(var1 / n)
+    right = float(stats.norm.cdf((mu - t) / s))
+    wrong = float(stats.norm.cdf((-t - mu) / s))
+    reject = right + wrong
+    if reject <= 0.0 or mu == 0.0:
+        return right, reject, math.nan, math.nan
+    e_right = mu * right + s * float(stats.norm.pdf((t - mu) / s))
+    e_wrong = -mu * wrong + s * float(stats.norm.pdf((-t - mu) / s))
+    return right, reject, (e_right + e_wrong) / (mu * reject), wrong / reject
+
+
+def _connor_n(delta: float, psi: float, alpha: float, target: float) -> float:
+    zb = float(stats.norm.ppf(target))
+    return (_z(alpha) * math.sqrt(psi) + zb * math.sqrt(max(psi - delta * delta, 0.0))) ** 2 \
+        / (delta * delta)
+
+
+def _prop_variances(p1: float, p2: float) -> tuple[float, float]:
+    """Null (pooled) and alternative variances of the difference of two proportions (x n)."""
+    return (p1 + p2) * (2.0 - p1 - p2) / 2.0, p1 * (1.0 - p1) + p2 * (1.0 - p2)
+
+
+def lachenbruch_discordance(baseline: float, delta: float, bound: LachenbruchBound) -> float:
+    """Discordant share psi at Lachenbruch's (1992) lower / mid / upper bound."""
+    a1, a2 = baseline, baseline + delta
+    lo = abs(delta)
+    hi = min(a2, 1.0 - a1) + min(a1, 1.0 - a2)
+    return {"lower": lo, "upper": hi, "mid": (lo + hi) / 2.0}[bound]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated planning problem: power as a function of (n, delta)."""
+
+    test: str
+    baseline: float | None
+    agreement: float | str | None
+    bound: str | None
+    alpha: float
+
+    def agreement_at(self, delta: float) -> float | None:
+        if self.agreement is None:
+            return None
+        return resolve_agreement(self.agreement, self.baseline, delta)[0]
+
+    def normal_model(self, n: float, delta: float) -> tuple[float, float, float, float]:
+        """(power, rejection rate, Type-M, Type-S) of a closed-form test."""
+        if self.test == "two-proportion":
+            assert self.baseline is not None
+            v0, v1 = _prop_variances(self.baseline, self.baseline + delta)
+        else:
+            if self.test == "lachenbruch":
+                assert self.baseline is not None and self.bound is not None
+                psi = lachenbruch_discordance(self.baseline, delta, self.bound)  # type: ignore[arg-type]
+            else:
+                pa = self.agreement_at(delta)
+                assert pa is not None
+                psi = 1.0 - pa
+            v0, v1 = psi, psi - delta * delta
+        return _normal_model(n, delta, v0, v1, self.alpha)
+
+    def power(self, n: float, delta: float) -> float:
+        if self.test in _CLOSED:
+            return self.normal_model(n, delta)[0]
+        pa = self.agreement_at(delta)
+        assert pa is not None
+        return mcnemar_power(int(n), delta, pa, alpha=self.alpha, test=self.test).power  # type: ignore[arg-type]
+
+    def max_delta(self) -> float:
+        """Largest delta whose off-diagonal cells (or new accuracy) exist."""
+        if self.agreement is None:
+            assert self.baseline is not None
+            return 1.0 - self.baseline
+        if isinstance(self.agreement, str):
+            b0, b1, b2 = AGREEMENT_PRIORS[self.agreement]
+            assert self.baseline is not None
+            a0, k = b0 + b1 * self.baseline, -b2       # disc(delta) = 1 - a0 + k delta
+            cap = (1.0 - a0) / (1.0 - k) if k < 1.0 else 1.0
+            cap = min(cap, (a0 - 0.0) / k if k > 0 else 1.0, 1.0)  # agreement stays >= 0
+            return cap * (1.0 - 1e-12)
+        return 1.0 - float(self.agreement)
+
+
+def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: Any, alpha: Any,
+              target: Any) -> _Plan:
+    test = check_choice("test", test, AccuracyPlanTest)
+    alpha = check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True)
+    check_real("power", target, min=0.0, max=1.0, min_open=True, max_open=True)
+    if baseline is not None:
+        baseline = check_real("baseline", baseline, min=0.0, max=1.0, min_open=True, max_open=True)
+    if test in ("two-proportion", "lachenbruch"):
+        if baseline is None:
+            raise InputError(f"test={test!r} needs the baseline accuracy: pass baseline=....")
+        if agreement is not None:
+            raise InputError(
+                f"agreement={agreement!r} is not used by test={test!r}, which assumes "
+                f"{'unpaired samples' if test == 'two-proportion' else 'no prior on agreement'}; "
+                "drop agreement or use a McNemar test (test='exact', 'mid-p', 'mcnemar-normal', ...)."
+            )
+    elif agreement is None:
+        raise InputError(
+            f"test={test!r} needs the agreement rate: pass agreement=<number in [0, 1]> or a prior "
+            "name ('glue', 'squad'); with no prior use test='lachenbruch' and a bound."
+        )
+    elif isinstance(agreement, str):
+        check_choice("agreement", agreement, AgreementPrior)
+        if baseline is None:
+            raise InputError(f"agreement={agreement!r} is a regression prior and needs baseline=....")
+    else:
+        agreement = check_real("agreement", agreement, min=0.0, max=1.0, max_open=True)
+    if test == "lachenbruch":
+        if bound is None:
+            raise InputError("test='lachenbruch' needs bound='lower', 'mid' or 'upper'.")
+        bound = check_choice("bound", bound, LachenbruchBound)
+    elif bound is not None:
+        raise InputError(f"bound={bound!r} applies only to test='lachenbruch'; got test={test!r}.")
+    return _Plan(test, baseline, agreement, bound, alpha)
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AccuracyMDEResult:
+    """Smallest accuracy gain reaching the target power on ``n`` items."""
+
+    delta: float
+    n: int
+    baseline: float | None
+    agreement: float | None
+    agreement_source: str
+    target_power: float
+    achieved_power: float
+    test: str
+    bound: str | None
+    alpha: float
+    feasible: bool = True
+    notes: tuple[str, ...] = ()
+
+    @property
+    def new_accuracy(self) -> float | None:
+        return None if self.baseline is None else self.baseline + self.delta
+
+    def summary(self) -> str:
+        test = self.test + ("" if self.bound is None else f" ({self.bound} bound)")
+        lines = [f"Minimum detectable accuracy gain ({test} test, alpha {self.alpha:g}, "
+                 f"power {self.target_power:g})",
+                 f"  n {self.n}" + ("" if self.baseline is None else f", baseline {self.baseline:g}")]
+        lines.append(f"  MDE {self.delta:.5f} ({100 * self.delta:.3f} points)"
+                     + ("" if self.agreement is None else
+                        f" at agreement {self.agreement:.4g} ({self.agreement_source})"))
+        lines.append(f"  power at the MDE {self.achieved_power:.4f}")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{
+            "delta": self.delta, "n": self.n, "baseline": self.baseline,
+            "new_accuracy": self.new_accuracy, "agreement": self.agreement,
+            "agreement_source": self.agreement_source, "target_power": self.target_power,
+            "achieved_power": self.achieved_power, "test": self.test, "bound": self.bound,
+            "alpha": self.alpha, "feasible": self.feasible, "notes": "; ".join(self.notes)}])
+
+    def __repr__(self) -> str:
+        return (f"AccuracyMDEResult(delta={self.delta:.5f}, n={self.n}, test={self.test!r}"
+                + ("" if self.bound is None else f", bound={self.bound!r}") + ")")
+
+
+@dataclass(frozen=True)
+class AccuracySampleSizeResult:
+    """Test-set size reaching the target power (``n`` per group for two-proportion)."""
+
+    n: float
+    n_required: int
+    delta: float
+    baseline: float | None
+    agreement: float | None
+    target_power: float
+    achieved_power: float
+    test: str
+    bound: str | None
+    alpha: float
+
+    def summary(self) -> str:
+        test = self.test + ("" if self.bound is None else f" ({self.bound} bound)")
+        per = " per group" if self.test == "two-proportion" else " paired items"
+        return (f"Sample size ({test} test, alpha {self.alpha:g}, power {self.target_power:g})\n"
+                f"  delta {self.delta:g}" + ("" if self.agreement is None else
+                                              f", agreement {self.agreement:.4g}")
+                + f"\n  n = {self.n:.2f} -> {self.n_required}{per} "
+                  f"(power {self.achieved_power:.4f})")
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{k: getattr(self, k) for k in (
+            "n", "n_required", "delta", "baseline", "agreement", "target_power",
+            "achieved_power", "test", "bound", "alpha")}])
+
+    def __repr__(self) -> str:
+        return f"AccuracySampleSizeResult(n_required={self.n_required}, test={self.test!r})"
+
+
+# --- solvers ----------------------------------------------------------------------------
+
+
+def mde(
+    n: int,
+    baseline: float | None = None,
+    *,
+    agreement: float | AgreementPrior | None = None,
+    test: AccuracyPlanTest = "exact",
+    power: float = 0.8,
+    bound: LachenbruchBound | None = None,
+    alpha: float = 0.05,
+) -> AccuracyMDEResult:
+    """Smallest accuracy gain delta > 0 whose power reaches ``power`` on ``n`` items.
+
+    Parameters
+    ----------
+    n : int
+        Test-set size (per group for ``test="two-proportion"``).
+    baseline : float
+        Accuracy of the current model (SOTA).  Needed by the priors,
+        ``"two-proportion"`` and ``"lachenbruch"``.
+    agreement : float or {"glue", "squad"}, optional
+        For the McNemar tests: a fixed agreement, or a regression prior
+        re-evaluated at each candidate delta (Card et al. 2020, Tables 5-6).
+    test : str
+        ``"exact"``, ``"mid-p"``, ``"chi2"``, ``"chi2-cc"``, ``"mcnemar-normal"``,
+        ``"two-proportion"`` or ``"lachenbruch"`` (module docstring).
+    power : float
+        Target power.
+    bound : {"lower", "mid", "upper"}
+        Lachenbruch bound (``test="lachenbruch"`` only).
+
+    Examples
+    --------
+    Card et al. (2020), Table 9, MRPC (1,725 items, SOTA 92.0%), binomial column:
+
+    >>> round(100 * mde(1725, 0.92, test="two-proportion").delta, 2)
+    2.4
+    """
+    n = check_int("n", n, min=1)
+    plan = _validate(n, baseline, agreement, test, bound, alpha, power)
+    hi = plan.max_delta()
+    if hi <= 0:
+        raise InputError(f"no positive delta is possible with agreement={agreement!r}.")
+    top = plan.power(n, hi)
+    if top < power:
+        raise InputError(
+            f"no delta up to {hi:.4g} (the largest the table allows) reaches power={power:g} with "
+            f"n={n} and test={plan.test!r}: the power there is {top:.4f}. Increase n."
+        )
+    lo = min(1e-9, hi / 2)
+    delta = float(optimize.brentq(lambda x: plan.power(n, x) - power, lo, hi, xtol=1e-12))
+    pa = plan.agreement_at(delta)
+    feasible, notes = True, []
+    if pa is not None and baseline is not None:
+        try:
+            paired_table(delta, pa, baseline)
+        except InputError as exc:
+            feasible = False
+            notes.append(f"the 2x2 table at the MDE does not exist ({exc}); McNemar's test "
+                         "uses only the discordant cells, so the MDE is reported as the paper does")
+    source = agreement if isinstance(agreement, str) else "none" if agreement is None else "given"
+    return AccuracyMDEResult(delta, n, plan.baseline, pa, source, power, plan.power(n, delta),
+                             plan.test, plan.bound, plan.alpha, feasible, tuple(notes))
+
+
+def sample_size(
+    delta: float,
+    baseline: float | None = None,
+    *,
+    agreement: float | AgreementPrior | None = None,
+    test: AccuracyPlanTest = "exact",
+    power: float = 0.8,
+    bound: LachenbruchBound | None = None,
+    alpha: float = 0.05,
+    n_max: int = 10_000_000,
+) -> AccuracySampleSizeResult:
+    """Test-set size at which a gain ``delta`` reaches ``power``.
+
+    Closed-form tests return the continuous solution ``n`` (as R does) and
+    ``n_required = ceil(n)``; the exact McNemar tests bisect on integer n (their
+    power saw-tooths in n, so ``achieved_power`` is reported at ``n_required``).
+
+    Examples
+    --------
+    Chow, Shao & Wang (2008), section 4.5: p10 = 0.5, p01 = 0.2 (agreement 0.3) -> 59 pairs:
+
+    >>> sample_size(0.3, agreement=0.3, test="mcnemar-normal").n_required
+    59
+    """
+    delta = check_real("delta", delta, min=-1.0, max=1.0)
+    if delta == 0:
+        raise InputError("delta must be non-zero: no sample size detects a zero difference.")
+    plan = _validate(None, baseline, agreement, test, bound, alpha, power)
+    n_max = check_int("n_max", n_max, min=1)
+    pa = plan.agreement_at(delta)
+    if pa is not None:
+        paired_table(delta, pa, None)
+    if plan.test == "two-proportion":
+        assert plan.baseline is not None
+        p2 = plan.baseline + delta
+        if not 0.0 < p2 < 1.0:
+            raise InputError(f"baseline + delta = {p2:g} must lie in (0, 1).")
+        n = float(optimize.brentq(lambda m: plan.power(m, delta) - power,
+                                  2.0, 1e9, xtol=1e-10))
+    elif plan.test in ("lachenbruch", "mcnemar-normal"):
+        psi = (1.0 - pa) if pa is not None else lachenbruch_discordance(
+            plan.baseline, delta, plan.bound)  # type: ignore[arg-type]
+        n = _connor_n(delta, psi, alpha, power)
+    else:
+        n = float(_bisect_n(plan, delta, power, n_max))
+    n_required = max(int(math.ceil(n - 1e-9)), 1)
+    return AccuracySampleSizeResult(n, n_required, delta, plan.baseline, pa, power,
+                                    plan.power(n_required, delta), plan.test, plan.bound, alpha)
+
+
+def _bisect_n(plan: _Plan, delta: float, target: float, n_max: int) -> int:
+    hi = 16
+    while plan.power(hi, delta) < target:
+        if hi >= n_max:
+            raise InputError(f"no n up to n_max={n_max} reaches power={target:g}; raise n_max.")
+        hi = min(hi * 2, n_max)
+    lo = hi // 2 if hi > 16 else 0
+    while hi - lo > 1:                      # power(lo) < target <= power(hi)
+        mid = (lo + hi) // 2
+        if plan.power(mid, delta) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def closed_form_power(
+    n: int,
+    delta: float,
+    *,
+    baseline: float | None = None,
+    agreement: float | AgreementPrior | None = None,
+    test: AccuracyPlanTest = "two-proportion",
+    bound: LachenbruchBound | None = None,
+    alpha: float = 0.05,
+) -> AccuracyPowerResult:
+    """Power from a closed-form test (``"two-proportion"``, ``"lachenbruch"``, ``"mcnemar-normal"``).
+
+    The tests' normal model (``delta_hat ~ N(delta, var1 / n)``, rejection when
+    ``|delta_hat| > z sqrt(var0 / n)``) also gives Type-M and Type-S in closed form.
+
+    Examples
+    --------
+    >>> round(closed_form_power(1725, 0.024, baseline=0.92).power, 3)   # power.prop.test
+    0.8
+    """
+    n = check_int("n", n, min=1)
+    delta = check_real("delta", delta, min=-1.0, max=1.0)
+    plan = _validate(n, baseline, agreement, test, bound, alpha, 0.5)
+    if plan.test not in _CLOSED:
+        raise InputError(f"test={test!r} is a McNemar test: use nlpower.accuracy.power(...).")
+    pa = plan.agreement_at(delta)
+    cells = (math.nan, math.nan) if pa is None else (
+        (1 - pa + delta) / 2, (1 - pa - delta) / 2)
+    if pa is not None:
+        paired_table(delta, pa, baseline)
+    pw, reject, type_m, type_s = plan.normal_model(n, delta)
+    if delta == 0:
+        pw = math.nan
+    return AccuracyPowerResult(
+        power=pw, se=0.0, ci=ConfidenceInterval(pw, pw), type_m=type_m, type_s=type_s,
+        rejection_rate=reject, n=n, delta=delta, agreement=math.nan if pa is None else pa,
+        only_new=cells[0], only_old=cells[1], test=plan.test if plan.bound is None
+        else f"lachenbruch-{plan.bound}", alpha=plan.alpha, method="closed-form",
+        baseline=plan.baseline,
+        agreement_source="given" if not isinstance(agreement, str) else agreement,
+        notes=("closed-form normal approximation",),
+    )
+
+
+def table9(*, power: float = 0.8, alpha: float = 0.05,
+           regression_test: AccuracyPlanTest = "mid-p") -> pd.DataFrame:
+    """Card et al. (2020) Table 9 recomputed, beside the printed values (percentage points).
+
+    Columns ``binomial`` (``test="two-proportion"``), ``lachenbruch``,
+    ``lachenbruch_lower``, ``lachenbruch_upper`` (``test="lachenbruch"``),
+    ``regression`` (``regression_test`` at the task's agreement prior),
+    ``regression_normal`` (``test="mcnemar-normal"``) and ``delta_hat``
+    (Tables 7-8), each with ``*_printed``.  See ``docs/accuracy.md``.
+    """
+    rows: list[dict[str, Any]] = []
+    for t in TABLE9:
+        def m(row: Table9Row = t, **kw: Any) -> float:
+            return 100.0 * mde(row.n, row.sota, power=power, alpha=alpha, **kw).delta
+        dh = squad_effect(t.sota) if t.prior == "squad" else glue_effect(t.task, t.sota)
+        rows.append({
+            "task": t.task, "n": t.n, "sota": 100 * t.sota,
+            "binomial": m(test="two-proportion"), "binomial_printed": t.mde_binomial,
+            "lachenbruch": m(test="lachenbruch", bound="mid"),
+            "lachenbruch_printed": t.mde_lachenbruch,
+            "lachenbruch_lower": m(test="lachenbruch", bound="lower"),
+            "lachenbruch_lower_printed": t.mde_lachenbruch_lower,
+            "lachenbruch_upper": m(test="lachenbruch", bound="upper"),
+            "lachenbruch_upper_printed": t.mde_lachenbruch_upper,
+            "regression": m(test=regression_test, agreement=t.prior),
+            "regression_normal": m(test="mcnemar-normal", agreement=t.prior),
+            "regression_printed": t.mde_regression,
+            "delta_hat": 100 * dh, "delta_hat_printed": t.delta_hat,
+        })
+    return pd.DataFrame(rows)
+

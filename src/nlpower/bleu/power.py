@@ -1,0 +1,383 @@
+"""Power of the BLEU randomization test under the Delta–Laplace process (Card et al. 2020, §4).
+
+For each of ``n_sims`` replicates: draw ``n`` swap effects from the
+Delta–Laplace process (:mod:`nlpower.bleu.process`), compute the observed
+difference ``dB_hat = -sum(delta) / 2`` and test it with the randomization
+test in which swapping a subset changes the difference by the sum of its
+effects (:mod:`nlpower.bleu._kernels`).  Power counts rejections at ``alpha``
+whose ``dB_hat`` has the sign of ``dB`` (Fig. 2 of the paper).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from .._choices import BleuMethod, check_choice
+from .._rng import RNGLike, root_seed, seed_record
+from .._validation import check_int, check_probability, check_real
+from ..errors import InputError
+from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from . import _kernels
+from .process import draw_effects, draw_parts, laplace_location
+
+__all__ = ["BleuMDEResult", "BleuPowerResult", "mde", "power"]
+
+
+@dataclass(frozen=True)
+class BleuPowerResult:
+    """Power of a BLEU comparison by simulation (Card et al. 2020, §4, App. G.2).
+
+    Attributes
+    ----------
+    power : float
+        Share of replicates with ``p <= alpha`` and ``sign(dB_hat) == sign(dB)``
+        (NaN when ``delta == 0``; see ``rejection_rate``).
+    se, ci : float, ConfidenceInterval
+        Monte Carlo SE and 95% Wilson interval of ``power``.
+    n_sims, n_rejected : int
+        Replicates and sign-correct rejections.
+    rejection_rate : float
+        Share of replicates with ``p <= alpha`` (any sign): the Type I error when ``delta == 0``.
+    type_m, type_s : float
+        Mean ``|dB_hat| / |dB|`` and share of wrong-sign results among significant replicates.
+    mean_estimate : float
+        Mean ``dB_hat`` over replicates (``dB`` in expectation).
+    n, delta, p0, b0, alpha : problem settings (``delta`` is dB in BLEU points).
+    n_permutations : int
+        Swap sets per replicate (0 for ``method="normal"``).
+    method : str
+        ``"randomization"`` or ``"normal"``.
+    seed, version : dict, str
+        :func:`nlpower._rng.seed_record` of ``rng`` and the nlpower version.
+    normal_error_bound : float or None
+        For ``"normal"``: the largest Berry–Esseen bound on the CDF error over replicates.
+    estimates, pvalues : arrays or None
+        Per-replicate ``dB_hat`` and p-values (not kept in records).
+    """
+
+    power: float
+    se: float
+    ci: ConfidenceInterval
+    n_sims: int
+    n_rejected: int
+    rejection_rate: float
+    type_m: float
+    type_s: float
+    mean_estimate: float
+    n: int
+    delta: float
+    p0: float
+    b0: float
+    alpha: float
+    n_permutations: int
+    method: str
+    seed: dict[str, Any]
+    version: str
+    normal_error_bound: float | None = None
+    estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
+    pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return (f"BleuPowerResult(power={self.power:.3f}, ci=({self.ci.low:.3f}, {self.ci.high:.3f}), "
+                f"n={self.n}, delta={self.delta:g}, p0={self.p0:g}, b0={self.b0:g}, "
+                f"n_sims={self.n_sims}, method={self.method!r})")
+
+    def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Wilson interval of ``power`` (of the rejection rate when ``delta == 0``)."""
+        confidence_level = check_probability("confidence_level", confidence_level)
+        k = self.n_rejected if self.delta != 0 else round(self.rejection_rate * self.n_sims)
+        return ConfidenceInterval(*wilson_ci(k, self.n_sims, confidence_level))
+
+    def summary(self) -> str:
+        """A short text report."""
+        test = (f"randomization test, {self.n_permutations} swap sets" if self.method == "randomization"
+                else "normal limit of the randomization test")
+        lines = [
+            f"BLEU power: n = {self.n} sentences, dB = {self.delta:g} BLEU, P0 = {self.p0:g}, "
+            f"b0 = {self.b0:g}",
+            f"  {test}, alpha {self.alpha:g}, {self.n_sims} replicates",
+        ]
+        if self.delta != 0:
+            lines.append(f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
+                         f"{self.ci.high:.3f}); {self.n_rejected} sign-correct detections")
+            lines.append(f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
+        else:
+            ci = self.proportion_ci()
+            lines.append(f"  dB = 0: Type I error {self.rejection_rate:.3f} (95% CI {ci.low:.3f}-"
+                         f"{ci.high:.3f})")
+        lines.append(f"  mean dB_hat {self.mean_estimate:.4g} (dB_hat = -sum(delta) / 2)")
+        if self.normal_error_bound is not None:
+            lines.append(f"  normal limit: Berry-Esseen bound on the null CDF error <= "
+                         f"{self.normal_error_bound:.2g}")
+        return "\n".join(lines)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([self.to_record()]).drop(columns=["seed"])
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record (what a grid cell shows and checkpoints)."""
+        return {
+            "power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high, "se": self.se,
+            "type_m": self.type_m, "type_s": self.type_s, "n_sims": self.n_sims,
+            "n_rejected": self.n_rejected, "rejection_rate": self.rejection_rate,
+            "mean_estimate": self.mean_estimate, "n": self.n, "delta": self.delta,
+            "p0": self.p0, "b0": self.b0, "alpha": self.alpha,
+            "n_permutations": self.n_permutations, "method": self.method,
+            "normal_error_bound": self.normal_error_bound,
+            "seed": {"entropy": self.seed.get("entropy"),
+                     "spawn_key": list(self.seed.get("spawn_key", ()))},
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> BleuPowerResult:
+        """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
+        r = dict(record)
+        seed = r.pop("seed", None) or {}
+        ci = ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high")))
+        floats = ("power", "se", "type_m", "type_s", "rejection_rate", "mean_estimate")
+        fields: dict[str, Any] = {k: (_num(v) if k in floats else v) for k, v in r.items()}
+        return cls(ci=ci, seed={"entropy": seed.get("entropy"),
+                                "spawn_key": tuple(seed.get("spawn_key", ()))}, **fields)
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _check_problem(n: Any, delta: Any, p0: Any, b0: Any, alpha: Any) -> tuple[int, float, float, float, float]:
+    n = check_int("n", n, min=2)
+    delta = check_real("delta", delta)
+    p0 = check_real("p0", p0, min=0.0, max=1.0, max_open=True)
+    b0 = check_real("b0", b0, min=0.0, min_open=True)
+    alpha = check_probability("alpha", alpha)
+    return n, delta, p0, b0, alpha
+
+
+def summarise(estimates: np.ndarray, pvalues: np.ndarray, delta: float, alpha: float
+              ) -> dict[str, Any]:
+    """Power, its Wilson CI, Type-M and Type-S from per-replicate ``dB_hat`` and p-values."""
+    n_sims = estimates.size
+    significant = pvalues <= alpha
+    n_sig = int(significant.sum())
+    if delta != 0:
+        right = np.sign(estimates) == np.sign(delta)
+        n_rejected = int(np.count_nonzero(significant & right))
+        pw = n_rejected / n_sims
+        type_s = float(np.count_nonzero(significant & ~right) / n_sig) if n_sig else math.nan
+        type_m = float(np.mean(np.abs(estimates[significant])) / abs(delta)) if n_sig else math.nan
+        ci = ConfidenceInterval(*wilson_ci(n_rejected, n_sims))
+        se = mc_se(pw, n_sims)
+    else:
+        n_rejected, pw, type_s, type_m = 0, math.nan, math.nan, math.nan
+        ci, se = ConfidenceInterval(math.nan, math.nan), math.nan
+    return {"power": pw, "se": se, "ci": ci, "n_sims": n_sims, "n_rejected": n_rejected,
+            "rejection_rate": n_sig / n_sims, "type_m": type_m, "type_s": type_s,
+            "mean_estimate": float(np.mean(estimates))}
+
+
+def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
+          n_permutations: int = 1000, alpha: float = 0.05, method: BleuMethod = "randomization",
+          rng: RNGLike = None, keep_replicates: bool = True) -> BleuPowerResult:
+    """Power of the paired randomization test to detect a BLEU difference ``delta``.
+
+    Card et al. (2020), §4 and App. G.2: effects ``delta_i`` are 0 with
+    probability ``p0``, else Laplace(``mu``, ``b0 / n``) with
+    ``mu = -2 delta / (n (1 - p0))``; the observed difference is
+    ``dB_hat = -sum(delta_i) / 2`` (``delta`` > 0: system A is better).
+
+    Parameters
+    ----------
+    n : int
+        Test-set size (sentences).
+    delta : float
+        True BLEU difference dB (BLEU points, 0-100 scale).
+    p0, b0 : float
+        Share of zero-effect sentences and the size-free Laplace scale
+        (:func:`nlpower.bleu.preset` gives Table 3's values).
+    n_sims, n_permutations : int
+        Replicates, and swap sets per randomization test.
+    alpha : float
+        Two-sided level; only rejections with the sign of ``delta`` count.
+    method : {"randomization", "normal"}
+        The Monte Carlo randomization test (the paper's), or its normal limit
+        ``p = 2 Phi(-|sum delta| / sqrt(sum delta^2))`` (exact null mean and
+        variance; the reported Berry–Esseen bound says how far off it can be).
+    rng : seed or Generator
+        See :mod:`nlpower._rng`.
+    keep_replicates : bool
+        Keep per-replicate ``dB_hat`` and p-values on the result.
+
+    Examples
+    --------
+    >>> res = power(2000, 1.0, 0.125, 25.8, n_sims=200, n_permutations=500, rng=1)
+    >>> 0.6 < res.power < 0.9
+    True
+
+    Provenance: the paper reports about 0.75 at n = 2000, dB = 1 with the
+    Table 3 averages (Fig. 4); ``docs/bleu.md`` lists what this gives.
+    """
+    n, delta, p0, b0, alpha = _check_problem(n, delta, p0, b0, alpha)
+    n_sims = check_int("n_sims", n_sims, min=1)
+    method = check_choice("method", method, BleuMethod)
+    n_permutations = _check_permutations(n_permutations, alpha, method)
+    seq = root_seed(rng)
+    n_batches = -(-n_sims // _kernels.REPLICATE_BATCH)
+    estimates = np.empty(n_sims)
+    pvalues = np.empty(n_sims)
+    bound = 0.0
+    for i, child in enumerate(seq.spawn(n_batches)):
+        gen = np.random.Generator(np.random.PCG64(child))
+        lo = i * _kernels.REPLICATE_BATCH
+        hi = min(n_sims, lo + _kernels.REPLICATE_BATCH)
+        deltas = draw_effects(gen, hi - lo, n, delta, p0, b0)
+        estimates[lo:hi] = -0.5 * deltas.sum(axis=1)
+        if method == "randomization":
+            pvalues[lo:hi] = _kernels.randomization_pvalues(gen, deltas, n_permutations)
+        else:
+            pvalues[lo:hi], b = _kernels.normal_pvalues(deltas)
+            bound = max(bound, b)
+    return BleuPowerResult(
+        **summarise(estimates, pvalues, delta, alpha), n=n, delta=delta, p0=p0, b0=b0,
+        alpha=alpha, n_permutations=n_permutations if method == "randomization" else 0,
+        method=method, seed=seed_record(seq), version=__version__,
+        normal_error_bound=bound if method == "normal" else None,
+        estimates=estimates if keep_replicates else None,
+        pvalues=pvalues if keep_replicates else None,
+    )
+
+
+@dataclass(frozen=True)
+class BleuMDEResult:
+    """Minimum detectable BLEU difference for a test-set size.
+
+    ``mde`` is the smallest ``dB > 0`` (to ``tol``) whose simulated power
+    reaches ``target_power``, every candidate evaluated on the same draws
+    (common random numbers); ``power`` and ``ci`` are at ``mde``.
+    """
+
+    mde: float
+    target_power: float
+    power: float
+    ci: ConfidenceInterval
+    n: int
+    p0: float
+    b0: float
+    alpha: float
+    n_sims: int
+    n_permutations: int
+    method: str
+    tol: float
+    seed: dict[str, Any]
+    version: str
+
+    def __repr__(self) -> str:
+        return (f"BleuMDEResult(mde={self.mde:.3f}, target_power={self.target_power:g}, "
+                f"power={self.power:.3f}, n={self.n}, p0={self.p0:g}, b0={self.b0:g})")
+
+    def summary(self) -> str:
+        """A short text report."""
+        return "\n".join([
+            f"BLEU minimum detectable difference: n = {self.n}, P0 = {self.p0:g}, b0 = {self.b0:g}",
+            f"  {self.method} test, alpha {self.alpha:g}, {self.n_sims} replicates"
+            + (f" x {self.n_permutations} swap sets" if self.method == "randomization" else ""),
+            f"  MDE {self.mde:.3f} BLEU for power {self.target_power:g} (power there "
+            f"{self.power:.3f}, 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}; tolerance {self.tol:g})",
+        ])
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record."""
+        return {
+            "mde": self.mde, "target_power": self.target_power, "power": self.power,
+            "ci_low": self.ci.low, "ci_high": self.ci.high, "n": self.n, "p0": self.p0,
+            "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
+            "n_permutations": self.n_permutations, "method": self.method, "tol": self.tol,
+            "seed": {"entropy": self.seed.get("entropy"),
+                     "spawn_key": list(self.seed.get("spawn_key", ()))},
+            "version": self.version,
+        }
+
+
+#: Largest n_sims x n_permutations table of null statistics mde() keeps in memory.
+_MDE_MAX_NULL = 10_000_000  # two float64 tables: 160 MB at the limit
+
+
+def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float = 0.05,
+        n_sims: int = 1000, n_permutations: int = 1000, method: BleuMethod = "randomization",
+        tol: float = 1e-3, rng: RNGLike = None) -> BleuMDEResult:
+    """Smallest BLEU difference detected with ``target_power`` on a test set of ``n`` sentences.
+
+    The effects are ``nonzero * (mu + b L)`` with ``mu`` linear in dB, so one
+    set of draws and swap signs serves every candidate dB (common random
+    numbers): power(dB) is then computed in O(n_sims x n_permutations) and
+    bisected to ``tol``.
+
+    Examples
+    --------
+    >>> res = mde(2000, 0.125, 25.8, n_sims=300, method="normal", rng=3)
+    >>> 0.8 < res.mde < 1.6
+    True
+    """
+    n, _, p0, b0, alpha = _check_problem(n, 1.0, p0, b0, alpha)
+    target_power = check_probability("target_power", target_power)
+    n_sims = check_int("n_sims", n_sims, min=1)
+    method = check_choice("method", method, BleuMethod)
+    n_permutations = _check_permutations(n_permutations, alpha, method)
+    tol = check_real("tol", tol, min=0.0, min_open=True)
+    if method == "randomization" and n_sims * n_permutations > _MDE_MAX_NULL:
+        raise _too_big(n_sims, n_permutations)
+    seq = root_seed(rng)
+    gen = np.random.Generator(np.random.PCG64(seq))
+    nonzero, laplace = draw_parts(gen, n_sims, n, p0)
+    null = _kernels.AffineNull(nonzero, laplace, b0 / n, gen if method == "randomization" else None,
+                               n_permutations)
+
+    def power_at(d: float) -> float:
+        mu = laplace_location(n, d, p0)
+        hits = (null.pvalues(mu) <= alpha) & (null.observed(mu) > 0)
+        return float(np.count_nonzero(hits)) / n_sims
+
+    lo, hi = 0.0, 1.0
+    while power_at(hi) < target_power:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e4:
+            raise InputError(f"mde: target_power = {target_power:g} is not reached for any dB up "
+                             f"to 1e4 BLEU at n = {n}, P0 = {p0:g}, b0 = {b0:g}.")
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if power_at(mid) >= target_power else (mid, hi)
+    k = round(power_at(hi) * n_sims)
+    return BleuMDEResult(
+        mde=hi, target_power=target_power, power=k / n_sims,
+        ci=ConfidenceInterval(*wilson_ci(k, n_sims)), n=n, p0=p0, b0=b0, alpha=alpha,
+        n_sims=n_sims, n_permutations=n_permutations if method == "randomization" else 0,
+        method=method, tol=tol, seed=seed_record(seq), version=__version__)
+
+
+def _check_permutations(n_permutations: Any, alpha: float, method: str) -> int:
+    n_permutations = check_int("n_permutations", n_permutations, min=1)
+    if method == "randomization" and 1.0 / (n_permutations + 1) > alpha:
+        raise InputError(
+            f"n_permutations = {n_permutations} is too few for alpha = {alpha:g}: the smallest "
+            f"possible p-value is 1 / (n_permutations + 1) = {1 / (n_permutations + 1):.3g}, so "
+            f"nothing could be rejected. Use n_permutations >= {math.ceil(1 / alpha) - 1} "
+            "(the default is 1000).")
+    return n_permutations
+
+
+def _too_big(n_sims: int, n_permutations: int) -> InputError:
+    return InputError(
+        f"mde: n_sims x n_permutations = {n_sims} x {n_permutations} null statistics would be kept "
+        f"in memory (limit {_MDE_MAX_NULL}). Lower n_sims or n_permutations, or use method='normal'.")
