@@ -163,3 +163,18 @@ def test_fit_stopped_early_says_so():
             warnings.simplefilter("ignore")
             lmer("Reaction ~ Days + (Days | Subject)", data, REML=False, control=ctl,
                  checkconv="error")
+
+
+def test_power_replicate_fit_cut_short_is_flagged():
+    """refit_core (the power replicates' fit) folds lme4's gradient check into
+    FitCore.converged, which the power layer counts per cell (n_nonconverged)."""
+    from nlpower.lmm.frame import model_frame
+    from nlpower.lmm.native import NativeModel
+
+    data = _sleepstudy()
+    model = NativeModel(model_frame("Reaction ~ Days + (Days | Subject)", data))
+    y = data["Reaction"].to_numpy()
+    short = model.refit_core(y, control={"maxeval": 8, "robust": 0})
+    assert not short.converged and "Model failed to converge" in short.message
+    full = model.refit_core(y)
+    assert full.converged and "checkConv" not in full.message
