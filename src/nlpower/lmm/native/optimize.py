@@ -20,7 +20,8 @@ response scale (checked by ``benchmarks/validation_corpus.py``):
   ridges of ``(f || g)`` terms (intercept and per-level variances trade off)
   can be short of the optimum; the gradient step finishes the descent.  It
   runs only when the projected gradient at BOBYQA's optimum exceeds
-  ``POLISH_GTOL`` (``2k`` evaluations to find out).
+  ``POLISH_GTOL`` (``2k`` evaluations to find out) and stops after two
+  iterations that each gain less than ``POLISH_FTOL``.
 * **unfold restart**: when a diagonal element of a *multi-column* term's
   ``Lambda`` is at its bound, the fit may sit on a spurious optimum of the
   Cholesky parametrisation (a zero pivot freezes the columns after it; the
@@ -50,16 +51,16 @@ DEFAULT_CONTROL: dict[str, float] = {
     "restart_edge": 1,
     "initial_step": 0.0,   # 0: NLopt's default; > 0: BOBYQA's initial trust-region radius
     "robust": 1,           # 1: polish + unfold restarts (see the module docstring); 0: lme4 only
-    "polish_gtol": 1e-4,   # polish when the projected gradient exceeds this (POLISH_GTOL)
+    "polish_gtol": 1e-3,   # polish when the projected gradient exceeds this (POLISH_GTOL)
 }
 
 POLISH_STEP = 1e-6      # central-difference step of the polish gradient (theta is O(1))
-POLISH_GTOL = 1e-4      # polish when the projected gradient exceeds this (fits)
+POLISH_GTOL = 1e-3      # polish when the projected gradient exceeds this (fits)
 REPLICATE_POLISH_GTOL = 2e-3   # power replicates: only past lme4's gradient tolerance
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
-POLISH_FTOL = 1e-10     # L-BFGS-B stops when a step gains less (deviance units)
+POLISH_FTOL = 1e-9      # polish stops after two iterations that each gain less (deviance units)
 POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs ~2k evaluations)
 
 _STATUS = {
@@ -182,8 +183,21 @@ def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
         return fx, g
 
     bounds = [(float(v), None) if math.isfinite(v) else (None, None) for v in lower]
+    last = [f0]
+    stalls = [0]
+
+    def stop_when_stalled(xk: np.ndarray) -> None:
+        # L-BFGS-B's own ftol is relative to |f|; with a deviance of 1e5 (InstEval) it sits
+        # at rounding level and the iterations crawl on a noisy gradient: stop after two
+        # iterations that each gained less than POLISH_FTOL deviance units
+        stalls[0] = stalls[0] + 1 if last[0] - best_f[0] < POLISH_FTOL else 0
+        last[0] = best_f[0]
+        if stalls[0] >= 2:
+            raise StopIteration
+
     try:
         minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                 callback=stop_when_stalled,
                  options={"ftol": POLISH_FTOL / max(abs(f0), 1.0), "gtol": 1e-7,
                           "maxiter": POLISH_MAXITER})
     except (ValueError, FloatingPointError):       # pragma: no cover - numerical failure
