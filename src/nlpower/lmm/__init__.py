@@ -17,20 +17,21 @@ and :func:`single_threaded` (small dense linear algebra without BLAS threads).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .._choices import EngineName
 from ..errors import InputError
+from .checkconv import CheckConvControl, ConvergenceError, apply_policy
 from .engine import Engine, PreparedModel, get_engine, warn_diagnostics
 from .frame import model_frame
-from .native import ThetaLayout, single_threaded, theta_layout
+from .native import NativeModel, ThetaLayout, single_threaded, theta_layout
 from .result import FitCore, LmmFit
 from .structure import ModelSpec, ReTerm
 
 
 def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "native",
          contrasts: dict[str, str] | None = None,
-         control: dict[str, Any] | None = None) -> LmmFit:
+         control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
     """Fit a linear mixed model, like lme4's ``lmer``.
 
     Parameters
@@ -53,6 +54,13 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
         ``ftol_rel``, ``maxeval``, ``boundary_tol``, ``restart_edge``,
         ``initial_step`` (defaults: lme4's ``nloptwrap``).  lme4 engine:
         arguments of ``lme4::lmerControl``.
+    checkconv : str, dict or CheckConvControl, optional
+        Native engine: lme4's post-fit convergence checks (scaled gradient,
+        Hessian, singular fit; :mod:`nlpower.lmm.checkconv`) and what a
+        failure does: ``"ignore"``, ``"warning"`` (default) or ``"error"``,
+        for all three or per check, e.g. ``{"grad": "error", "hess":
+        "ignore"}``.  The outcome is ``fit.optinfo["checkconv"]``.  lme4
+        engine: lme4 runs its own checks (``control={"check.conv.grad": ...}``).
 
     Returns
     -------
@@ -65,6 +73,11 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
     SingularFitWarning
         A variance component is (near) zero (lme4's ``isSingular``).
 
+    Raises
+    ------
+    ConvergenceError
+        A check whose ``checkconv`` policy is ``"error"`` failed.
+
     Examples
     --------
     >>> fit = lmer("Reaction ~ Days + (Days | Subject)", sleepstudy)   # doctest: +SKIP
@@ -74,12 +87,21 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
     if not isinstance(REML, bool):
         raise InputError(f"REML must be True or False; got {REML!r}.")
     spec = model_frame(formula, data, contrasts=contrasts)
-    options = {"data": data} if eng.name == "lme4" else {}
-    fit = eng.prepare(spec, **options).fit(REML=REML, control=control)
-    warn_diagnostics(fit, where="lmer", stacklevel=3)
+    if eng.name == "lme4":
+        fit = eng.prepare(spec, data=data).fit(REML=REML, control=control)
+        warn_diagnostics(fit, where="lmer", stacklevel=3)
+        return fit
+    ctl = CheckConvControl.coerce(checkconv)
+    model = cast(NativeModel, eng.prepare(spec))
+    fit = model.fit(REML=REML, control=control, checkconv=ctl)
+    if not fit.optinfo["nlopt_converged"]:
+        warn_diagnostics(fit, where="lmer", singular=False, stacklevel=3)
+    apply_policy(fit.optinfo["checkconv"], ctl, where="lmer", stacklevel=3)
     return fit
 
 __all__ = [
+    "CheckConvControl",
+    "ConvergenceError",
     "Engine",
     "FitCore",
     "LmmFit",

@@ -17,13 +17,14 @@ import pandas as pd
 
 from ..._validation import check_choice
 from ...errors import FitError, InputError
+from ..checkconv import CheckConvControl, ConvCheck, check_conv
 from ..result import FitCore, LmmFit, VarTerm
 from ..satterthwaite import SatterthwaiteState, satterthwaite_state
 from ..structure import ModelSpec
 from ._blas import single_threaded
 from .blocks import build_blocks, theta_layout
 from .deviance import DevianceEvaluator, Factor
-from .optimize import DEFAULT_CONTROL, optimize_theta
+from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
 # BOBYQA's initial trust-region radius for warm starts in refit_core
@@ -41,6 +42,18 @@ def _check_finite(name: str, a: np.ndarray, what: str) -> None:
             f"{name} contains {int(bad.sum())} missing or infinite value(s) ({what}; "
             f"rows {shown}). Drop or impute those rows before fitting."
         )
+
+
+#: power replicates: lme4's gradient check (2k evaluations; the Hessian only when it fails)
+REPLICATE_CHECKS = CheckConvControl(singular="ignore", grad="warning", hess="ignore")
+
+
+def _message(message: str, check: ConvCheck | None) -> str:
+    """The optimiser's message, plus the failed post-fit checks."""
+    if check is None or check.ok:
+        return message
+    failed = [m for m in check.messages if not m.startswith("boundary")]
+    return f"{message}; checkConv: {'; '.join(failed)}"
 
 
 class NativeModel:
@@ -93,6 +106,8 @@ class NativeModel:
         check_choice("mode", mode, ("auto", "dense", "sparse"))
         self.spec = spec
         self.layout = theta_layout(spec.re_terms)
+        self._term_slices = tuple((off, t.q) for t, off in
+                                  zip(self.layout.terms, self.layout.term_offsets, strict=True))
         y = self._check_y(spec.y, "y (the response " + repr(spec.response) + ")")
         self.blocks = build_blocks(spec.with_response(y) if y is not spec.y else spec, self.layout,
                                    mode)
@@ -176,13 +191,19 @@ class NativeModel:
                 )
             ctl.update(control)
         with single_threaded(self._threads1):
-            res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl)
+            res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
+                                 terms=self._term_slices)
             fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")
         return res, fac
 
-    def _core(self, res: Any, fac: Factor, REML: bool) -> FitCore:
+    def _check(self, res: Any, REML: bool, control: CheckConvControl) -> ConvCheck:
+        """lme4's ``checkConv`` at the optimum (:mod:`nlpower.lmm.checkconv`)."""
+        return check_conv(lambda th: self.ev(th, REML), res.theta, res.fval, self.layout.lower,
+                          control)
+
+    def _core(self, res: Any, fac: Factor, REML: bool, check: ConvCheck | None = None) -> FitCore:
         n, p = self.blocks.n, self.blocks.p
         sigma2 = fac.r2 / (n - p if REML else n)
         beta = self.ev.beta(fac)
@@ -192,8 +213,10 @@ class NativeModel:
         singular = bool(np.any(theta[self.layout.diag] < SINGULAR_TOL))
         return FitCore(theta=theta, beta=beta, sigma=math.sqrt(sigma2), vcov_beta=vcov,
                        deviance=self.ev.objective(fac, REML), REML=REML,
-                       converged=res.converged, singular=singular, n_evals=res.n_evals,
-                       message=res.message)
+                       converged=res.converged and (check is None or check.ok),
+                       singular=singular,
+                       n_evals=res.n_evals + (0 if check is None else check.n_evals),
+                       message=_message(res.message, check))
 
     def refit_core(self, y: Any, *, REML: bool = False, start: Any = None,
                    control: dict[str, Any] | None = None) -> FitCore:
@@ -212,11 +235,13 @@ class NativeModel:
         if start is not None and not (control and "initial_step" in control):
             # a warm start is close: a small first trust region saves ~1/3 of the evaluations
             control = {**(control or {}), "initial_step": WARM_START_STEP}
+        # a power replicate, like refit: polish only past lme4's gradient tolerance
+        control = {"polish_gtol": REPLICATE_POLISH_GTOL, **(control or {})}
         # the whole fit single-threaded: switching OpenBLAS back to its threads between
         # the optimiser and the final small solves costs milliseconds per refit
         with single_threaded(self._threads1):
             res, fac = self._optimize(REML, start, control)
-            return self._core(res, fac, REML)
+            return self._core(res, fac, REML, self._check(res, REML, REPLICATE_CHECKS))
 
     def refit(self, y: Any, *, REML: bool = False, start: Any = None) -> FitCore:
         """The engine protocol's light refit (:class:`nlpower.lmm.engine.PreparedModel`).
@@ -233,23 +258,35 @@ class NativeModel:
         if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
             yv = self._check_y(yv)
         self._set_y(yv)
-        control = {"initial_step": WARM_START_STEP} if start is not None else None
+        control = {"polish_gtol": REPLICATE_POLISH_GTOL}
+        if start is not None:
+            control["initial_step"] = WARM_START_STEP
         with single_threaded(self._threads1):
             res, fac = self._optimize(REML, start, control)
-            return self._core(res, fac, REML)
+            return self._core(res, fac, REML, self._check(res, REML, REPLICATE_CHECKS))
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
-            control: dict[str, Any] | None = None) -> LmmFit:
-        """Fit and build the full :class:`~nlpower.lmm.result.LmmFit` (``y=None``: ``spec.y``)."""
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
+        """Fit and build the full :class:`~nlpower.lmm.result.LmmFit` (``y=None``: ``spec.y``).
+
+        ``checkconv``: policies of lme4's post-fit checks
+        (:class:`~nlpower.lmm.checkconv.CheckConvControl`, a dict, or one level
+        for all); their outcome is ``fit.optinfo["checkconv"]`` and a failed
+        gradient/Hessian check makes ``fit.converged`` False.  Never warns.
+        """
+        ctl = CheckConvControl.coerce(checkconv)
         y = self._check_y(self.spec.y if y is None else y,
                           "y" if y is not None else f"the response {self.spec.response!r}")
         self._set_y(y)
         with single_threaded(self._threads1):
             res, fac = self._optimize(REML, start, control)
-            core = self._core(res, fac, REML)
-        return self._build_fit(core, fac, y)
+            check = self._check(res, REML, ctl)
+            core = self._core(res, fac, REML, check)
+        return self._build_fit(core, fac, y, res, check, ctl)
 
-    def _build_fit(self, core: FitCore, fac: Factor, y: np.ndarray) -> LmmFit:
+    def _build_fit(self, core: FitCore, fac: Factor, y: np.ndarray, res: Any = None,
+                   check: ConvCheck | None = None,
+                   ctl: CheckConvControl | None = None) -> LmmFit:
         spec = self.spec
         lay = self.layout
         names = list(spec.fixef_names)
@@ -294,6 +331,13 @@ class NativeModel:
         optinfo = {"optimizer": "nlopt LN_BOBYQA", "n_evals": core.n_evals,
                    "message": core.message, "converged": core.converged,
                    "control": dict(DEFAULT_CONTROL)}
+        if res is not None:
+            optinfo["nlopt_converged"] = res.converged
+            optinfo["nlopt_message"] = res.message
+            optinfo["steps"] = list(res.steps)
+        if check is not None:
+            optinfo["checkconv"] = check.to_dict()
+            optinfo["checkconv_control"] = vars(ctl) if ctl is not None else None
         state_holder: dict[str, SatterthwaiteState] = {}
 
         def df_fn(L: np.ndarray) -> float:

@@ -1,0 +1,345 @@
+"""Post-fit convergence checks with lme4's semantics (``lme4:::checkConv``).
+
+After the optimiser, lme4 1.1-31 evaluates the gradient and Hessian of the
+profiled deviance at the optimum by central differences
+(``lme4:::deriv12``, step ``1e-4``) and runs three checks, each with its own
+action (``lmerControl(check.conv.*)``):
+
+* **singular** (``check.conv.singular``, tol ``1e-4``): a diagonal element of
+  ``theta`` (a relative SD) below ``tol``: a boundary fit.  lme4 skips the
+  two derivative checks for singular fits (the gradient need not vanish on a
+  bound) and so does this module.
+* **gradient** (``check.conv.grad``, tol ``2e-3``): the scaled gradient
+  ``H^{-1/2}``-style ``solve(chol(H), g)``; the check fails when
+  ``max_i min(|scaled_i|, |g_i|) > tol`` ("Model failed to converge with
+  max|grad| = ...") or when ``H`` has no Cholesky factor ("unable to evaluate
+  scaled gradient").
+* **Hessian** (``check.conv.hess``, tol ``1e-6``, ``lme4:::checkHess``):
+  eigenvalues of ``H``: negative ones (below ``-tol``) mean a saddle or an
+  unfinished fit; eigenvalues within ``tol`` of 0 mean a numerically singular
+  Hessian (parameters not uniquely determined); a very large eigenvalue
+  (``max * tol > 1``) or eigenvalue ratio (``min / max < tol``) means a
+  nearly unidentifiable model.
+
+Policies are ``"ignore"``, ``"warning"`` (:class:`~nlpower.errors.ConvergenceWarning`
+or :class:`~nlpower.errors.SingularFitWarning`) and ``"error"``
+(:class:`ConvergenceError`), lme4's ``"ignore"/"warning"/"stop"``.  lme4's
+default for the singular check is ``"message"``; here it is ``"warning"``.
+
+Only what a policy asks for is computed: the gradient costs ``2k``
+deviance evaluations, the Hessian ``2k^2`` (:func:`deriv12`).  When ``max|g| <= tol`` the
+gradient check passes without the Hessian (``min(|scaled|, |g|) <= |g|``),
+so a power simulation that checks only the gradient pays ``2k`` evaluations
+per replicate.
+
+The result (:class:`ConvCheck`) is recorded on a fit as
+``fit.optinfo["checkconv"]`` (a plain dict from :meth:`ConvCheck.to_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+
+from .._validation import check_choice
+from ..errors import ConvergenceWarning, FitError, InputError, SingularFitWarning
+
+#: What a failed check does: nothing, a warning, or an exception (lme4's "stop").
+CheckLevel: TypeAlias = Literal["ignore", "warning", "error"]
+CHECK_LEVELS: tuple[str, ...] = ("ignore", "warning", "error")
+
+#: lme4 1.1-31's ``lmerControl()`` tolerances.
+GRAD_TOL = 2e-3
+HESS_TOL = 1e-6
+SINGULAR_TOL = 1e-4
+DERIV_STEP = 1e-4
+
+
+class ConvergenceError(FitError):
+    """A convergence check with policy ``"error"`` failed (lme4's ``action = "stop"``)."""
+
+
+@dataclass(frozen=True)
+class CheckConvControl:
+    """Which checks run and what a failure does (lme4's ``check.conv.*``).
+
+    Examples
+    --------
+    >>> CheckConvControl(grad="error", hess="ignore").grad
+    'error'
+    """
+
+    singular: str = "warning"
+    grad: str = "warning"
+    hess: str = "warning"
+    grad_tol: float = GRAD_TOL
+    hess_tol: float = HESS_TOL
+    singular_tol: float = SINGULAR_TOL
+
+    def __post_init__(self) -> None:
+        for name in ("singular", "grad", "hess"):
+            check_choice(f"checkconv {name}", getattr(self, name), CHECK_LEVELS)
+        for name in ("grad_tol", "hess_tol", "singular_tol"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise InputError(f"checkconv {name} must be a positive number; got {v!r}.")
+
+    @classmethod
+    def coerce(cls, value: Any) -> CheckConvControl:
+        """From ``None`` (defaults), a level for all three checks, a dict, or an instance."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            check_choice("checkconv", value, CHECK_LEVELS)
+            return cls(singular=value, grad=value, hess=value)
+        if isinstance(value, dict):
+            unknown = set(value) - set(cls.__dataclass_fields__)
+            if unknown:
+                raise InputError(
+                    f"checkconv has unknown setting(s) {sorted(unknown)}; allowed: "
+                    f"{', '.join(cls.__dataclass_fields__)}.")
+            return cls(**value)
+        raise InputError(
+            f"checkconv must be None, one of {', '.join(map(repr, CHECK_LEVELS))}, a dict of "
+            f"settings or a CheckConvControl; got {value!r}.")
+
+
+#: Power simulations: the singular flag and lme4's gradient check, no Hessian (2k evaluations).
+REPLICATE_CONTROL = CheckConvControl(singular="ignore", grad="ignore", hess="ignore")
+
+
+@dataclass(frozen=True, eq=False)
+class ConvCheck:
+    """Outcome of the checks: ``ok`` unless a gradient or Hessian check failed.
+
+    ``code`` follows lme4: 0 fine, -1 gradient, -3 negative Hessian
+    eigenvalues, -4 singular Hessian, 2/3 nearly unidentifiable.
+    """
+
+    singular: bool
+    code: int
+    messages: tuple[str, ...]
+    max_grad: float                   # max_i min(|scaled_i|, |g_i|); nan when not computed
+    gradient: np.ndarray | None = field(default=None, repr=False)
+    hessian: np.ndarray | None = field(default=None, repr=False)
+    n_evals: int = 0
+    raw_grad_failed: bool = False      # no scaled gradient and max|g| > tol
+
+    @property
+    def ok(self) -> bool:
+        """The optimum is stationary: the gradient check passed (a ``converged`` fit).
+
+        The Hessian findings (negative or zero eigenvalues, near
+        unidentifiability) and a singular fit are reported in ``messages``
+        and warned about per policy, as lme4 does, but do not make a fit
+        "not converged": on the flat ridges of ``(f || g)`` terms the Hessian
+        is singular by construction and finite differences put its zero
+        eigenvalues on either side of 0.  Where the scaled gradient cannot be
+        formed (``H`` not positive definite) the raw gradient must be within
+        tolerance.
+        """
+        if self.code == -5:
+            return False
+        return not (any(m.startswith("Model failed to converge with") for m in self.messages)
+                    or self.raw_grad_failed)
+
+    @property
+    def grad_failed(self) -> bool:
+        return self.code == -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"singular": self.singular, "code": self.code, "raw_grad_failed": self.raw_grad_failed, "messages": list(self.messages),
+                "max_grad": self.max_grad, "ok": self.ok, "n_evals": self.n_evals,
+                "gradient": None if self.gradient is None else self.gradient.tolist()}
+
+
+def gradient(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
+             delta: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Central-difference gradient (lme4's ``deriv12`` step); also ``f(x +- delta e_j)``."""
+    k = x.size
+    fadd = np.empty(k)
+    fsub = np.empty(k)
+    for j in range(k):
+        xa = x.copy()
+        xa[j] += delta
+        xs = x.copy()
+        xs[j] -= delta
+        fadd[j] = fn(xa)
+        fsub[j] = fn(xs)
+    return (fadd - fsub) / (2.0 * delta), fadd, fsub
+
+
+def deriv12(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
+            delta: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and Hessian by central differences, as ``lme4:::deriv12`` (no bounds).
+
+    Diagonal: ``(f(x+d) - 2 f(x) + f(x-d)) / d^2``; off-diagonal: the
+    four-point formula ``(f(++) - f(+-) - f(-+) + f(--)) / (4 d^2)``.
+    Costs ``2k + 2k(k-1)`` evaluations.  (A forward off-diagonal formula
+    with ``k(k-1)/2`` evaluations was tried: its ``O(d)`` error produced
+    spurious negative eigenvalues on the flat ridges of ``(f || g)`` terms.)
+    """
+    x = np.asarray(x, dtype=float)
+    k = x.size
+    g, fadd, fsub = gradient(fn, x, fx, delta)
+    H = np.empty((k, k))
+    H[np.diag_indices(k)] = (fadd - 2.0 * fx + fsub) / delta**2
+    for j in range(k):
+        for i in range(j):
+            vals = []
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                xx = x.copy()
+                xx[i] += si * delta
+                xx[j] += sj * delta
+                vals.append(fn(xx))
+            H[i, j] = H[j, i] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4.0 * delta**2)
+    return g, H
+
+
+def _check_hess(H: np.ndarray, tol: float) -> tuple[int, list[str]]:
+    """``lme4:::checkHess``."""
+    if not np.all(np.isfinite(H)):
+        return -6, ["Problem with Hessian check (infinite or missing values?)"]
+    evd = np.linalg.eigvalsh(H)[::-1]
+    negative = int(np.sum(evd < -tol))
+    if negative:
+        return -3, [f"Model failed to converge: degenerate Hessian with {negative} negative "
+                    "eigenvalues"]
+    zero = int(np.sum(np.abs(evd) < tol))
+    try:
+        np.linalg.cholesky(H)
+        chol_ok = True
+    except np.linalg.LinAlgError:
+        chol_ok = False
+    if zero or not chol_ok:
+        return -4, ["Hessian is numerically singular: parameters are not uniquely determined"]
+    code, msgs = 0, []
+    if evd[0] * tol > 1:
+        code, msgs = 2, ["Model is nearly unidentifiable: very large eigenvalue - Rescale "
+                         "variables?"]
+    if evd[-1] / evd[0] < tol:
+        code = 3
+        msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
+    return code, msgs
+
+
+def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower: Any,
+               control: Any = None) -> ConvCheck:
+    """Run lme4's ``checkConv`` on the profiled deviance ``fn`` at its optimum ``theta``.
+
+    Parameters
+    ----------
+    fn : callable
+        The objective (ML deviance or REML criterion) as a function of ``theta``.
+    theta, fval : the optimum and ``fn(theta)``.
+    lower : lower bounds of ``theta`` (0 marks a diagonal element, an SD).
+    control : CheckConvControl, dict, level or None
+        Policies and tolerances (:meth:`CheckConvControl.coerce`).
+
+    Returns
+    -------
+    ConvCheck
+        Never raises or warns; :func:`apply_policy` does that.
+
+    Examples
+    --------
+    >>> f = lambda th: float((th[0] - 1.0) ** 2 + 3.0 * th[1] ** 2)
+    >>> check_conv(f, np.array([1.0, 0.0]), 0.0, np.array([0.0, -np.inf])).ok
+    True
+    """
+    ctl = CheckConvControl.coerce(control)
+    th = np.asarray(theta, dtype=float)
+    lo = np.asarray(lower, dtype=float)
+    bcoefs = lo == 0
+    singular = bool(np.any(th[bcoefs] < ctl.singular_tol))
+    code, msgs, max_grad = 0, [], math.nan
+    raw_failed = False
+    if singular:
+        msgs.append("boundary (singular) fit: see help('isSingular')")
+        return ConvCheck(singular, 0, tuple(msgs), max_grad)
+    if ctl.grad == "ignore" and ctl.hess == "ignore":
+        return ConvCheck(singular, 0, tuple(msgs), max_grad)
+    k = th.size
+    g, fadd, fsub = gradient(fn, th, fval)
+    n_evals = 2 * k
+    H: np.ndarray | None = None
+    if not np.all(np.isfinite(g)):
+        return ConvCheck(singular, -5, ("Gradient contains NAs",), math.nan, g, None, n_evals)
+    need_h = ctl.hess != "ignore" or (ctl.grad != "ignore" and np.max(np.abs(g)) > ctl.grad_tol)
+    if need_h:
+        g, H = deriv12(fn, th, fval)
+        n_evals += 2 * k + 2 * k * (k - 1)
+    if ctl.grad != "ignore":
+        if H is None:
+            max_grad = float(np.max(np.abs(g)))
+        else:
+            try:
+                R = np.linalg.cholesky(H).T          # R'R = H, R upper (R's chol)
+                scgrad = np.linalg.solve(R, g)
+            except np.linalg.LinAlgError:
+                scgrad = None
+            if scgrad is None or not np.all(np.isfinite(scgrad)):
+                code = -1
+                msgs.append("unable to evaluate scaled gradient")
+                max_grad = float(np.max(np.abs(g)))
+                raw_failed = max_grad > ctl.grad_tol
+            else:
+                mingrad = np.minimum(np.abs(scgrad), np.abs(g))
+                max_grad = float(np.max(mingrad))
+                if max_grad > ctl.grad_tol:
+                    code = -1
+                    msgs.append(f"Model failed to converge with max|grad| = {max_grad:.6g} "
+                                f"(tol = {ctl.grad_tol:g}, component {int(np.argmax(mingrad)) + 1})")
+    if ctl.hess != "ignore" and H is not None:
+        hcode, hmsgs = _check_hess(H, ctl.hess_tol)
+        if hcode != 0:
+            code = hcode if code == 0 or hcode < 0 else code
+            msgs.extend(hmsgs)
+    return ConvCheck(singular, code, tuple(msgs), max_grad, g, H, n_evals, raw_failed)
+
+
+def apply_policy(check: ConvCheck | Any, control: Any = None, *, where: str = "lmer",
+                 stacklevel: int = 3) -> None:
+    """Warn or raise for ``check`` as ``control`` says (lme4's ``switch(cc, warning=, stop=)``).
+
+    ``check``: a :class:`ConvCheck`, its :meth:`~ConvCheck.to_dict`, or its messages.
+
+    Raises
+    ------
+    ConvergenceError
+        A failed check whose policy is ``"error"``.
+    """
+    ctl = CheckConvControl.coerce(control)
+    if isinstance(check, ConvCheck):
+        messages = list(check.messages)
+    elif isinstance(check, dict):
+        messages = list(check.get("messages", []))
+    else:
+        messages = list(check)
+    cls: type[Warning]
+    for msg in messages:
+        if msg.startswith("boundary (singular)"):
+            level, cls = ctl.singular, SingularFitWarning
+        elif "Hessian" in msg or "unidentifiable" in msg:
+            level, cls = ctl.hess, ConvergenceWarning
+        else:
+            level, cls = ctl.grad, ConvergenceWarning
+        if level == "ignore":
+            continue
+        text = f"{where}: {msg}"
+        if level == "error":
+            raise ConvergenceError(text + " (policy 'error'; set checkconv={...: 'warning'} to "
+                                   "continue with this fit).")
+        warnings.warn(text, cls, stacklevel=stacklevel)
+
+
+__all__ = ["CHECK_LEVELS", "GRAD_TOL", "HESS_TOL", "REPLICATE_CONTROL", "SINGULAR_TOL",
+           "CheckConvControl", "CheckLevel", "ConvCheck", "ConvergenceError", "apply_policy",
+           "check_conv", "deriv12", "gradient"]
