@@ -20,7 +20,7 @@ Two more tests computed here from the same sufficient statistics
 * ``t, df = W-1``: the REML t statistic referred to t with the worker:system
   stratum's df (SAS's "containment" rule: the smallest df of the random
   terms that contain the system effect);
-* ``PB-LRT``: the parametric-bootstrap LRT (:mod:`nlpower.lmm.pblrt`,
+* ``PB-LRT``: the parametric-bootstrap LRT (:mod:`nlpower.powersim.pblrt`,
   ``B = 99`` null samples per replicate), with ``--pb-sims`` replicates
   (default 2,000: 99 x that many refits per cell) for the 3-worker cells only
   unless ``--pb-all``.
@@ -47,10 +47,10 @@ from nlpower.intervals import wilson_ci
 from nlpower.lmm import lmer
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.kenward_roger import kr_state
-from nlpower.lmm.pblrt import pb_lrt_pvalues
 from nlpower.powersim import power
 from nlpower.powersim.balanced_fit import fit_balanced
 from nlpower.powersim.fastpath import draw_stats
+from nlpower.powersim.pblrt import pb_lrt_pvalues
 
 WORKERS = (3, 5, 10)
 ITEMS = (50, 100)

@@ -1,4 +1,4 @@
-"""Parametric-bootstrap LRT on the balanced design (nlpower.lmm.pblrt)."""
+"""Parametric-bootstrap LRT on the balanced design (nlpower.powersim.pblrt)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from nlpower.lmm import lmer
-from nlpower.lmm.pblrt import lr_statistic, pb_lrt_pvalues
 from nlpower.powersim.fastpath import draw_stats, stats_from_ratings
+from nlpower.powersim.pblrt import lr_statistic, pb_lrt_pvalues
 
 V = [0.0676, 0.0001, 0.0121, 0.0016, 0.0196]        # Card et al. Table 16 "high variance"
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..powersim.balanced_fit import _minimise_ml, fit_balanced, null_deviance
-from ..powersim.fastpath import BalancedStats, design_matrix, stratum_dims
+from .balanced_fit import _minimise_ml, fit_balanced, null_deviance
+from .fastpath import BalancedStats, design_matrix, stratum_dims
 
 
 def lr_statistic(stats: BalancedStats) -> tuple[np.ndarray, np.ndarray]:
