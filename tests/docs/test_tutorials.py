@@ -34,3 +34,11 @@ def test_runner_catches_drift(tmp_path):
     assert tutorials.differences(page)
     tutorials.update(page)
     assert "```output\n2\n```" in page.read_text() and not tutorials.differences(page)
+
+
+def test_numbers_match_to_their_last_digit_only():
+    same = tutorials.same_output
+    assert same("sd(slope) = 0.0919   x", "sd(slope) = 0.09189 x")       # last digit, spacing
+    assert not same("sd(slope) = 0.0919", "sd(slope) = 0.0925")           # a real change
+    assert not same("power 0.80", "Power 0.80")                            # words must match
+    assert not same("a 1 2", "a 1")
