@@ -70,7 +70,7 @@ def same_output(expected: str, actual: str) -> bool:
     words_a, nums_a = split(actual)
     if words_e != words_a or len(nums_e) != len(nums_a):
         return False
-    return all(abs(e - a) <= REL_TOL * max(abs(e), abs(a)) for e, a in zip(nums_e, nums_a))
+    return all(abs(e - a) <= REL_TOL * max(abs(e), abs(a)) for e, a in zip(nums_e, nums_a, strict=True))
 
 
 def run_page(path: Path) -> list[Block]:
