@@ -35,13 +35,13 @@ Likert data less informative than the normal model suggests).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 import numpy as np
 import pandas as pd
 
 from ._choices import Coding
-from ._rng import as_generator
+from ._rng import RNGLike, as_generator
 from ._validation import check_int
 from .design import CrossedDesign, LayoutArrays
 from .errors import DesignError, InputError
@@ -73,7 +73,7 @@ def simulate_y(
     arrays: LayoutArrays,
     params: Params,
     n_sims: int,
-    rng: Any = None,
+    rng: RNGLike = None,
     *,
     likert: int | None = None,
 ) -> np.ndarray:
@@ -239,12 +239,12 @@ def check_design_params(design: object, params: object) -> tuple[CrossedDesign, 
 
 @overload
 def simulate(design: CrossedDesign, params: Params, *, n_sims: Literal[1] = 1,
-             likert: int | None = None, rng: Any = None) -> pd.DataFrame: ...
+             likert: int | None = None, rng: RNGLike = None) -> pd.DataFrame: ...
 
 
 @overload
 def simulate(design: CrossedDesign, params: Params, *, n_sims: int,
-             likert: int | None = None, rng: Any = None) -> pd.DataFrame | SimulatedRatings: ...
+             likert: int | None = None, rng: RNGLike = None) -> pd.DataFrame | SimulatedRatings: ...
 
 
 def simulate(
@@ -253,7 +253,7 @@ def simulate(
     *,
     n_sims: int = 1,
     likert: int | None = None,
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> pd.DataFrame | SimulatedRatings:
     """Simulate ratings of ``design`` under ``params`` (Card et al. 2020, eq. 5-10).
 

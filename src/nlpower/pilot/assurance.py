@@ -39,7 +39,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
-from .._rng import root_seed, seed_record
+from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -439,7 +439,7 @@ def assurance(
     alpha: float = 0.05,
     test: RatingsTest = "satterthwaite",
     alternative: Alternative = "two-sided",
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> AssuranceResult:
     """Power of ``design`` at a pilot's estimates, averaged over their uncertainty, and safeguarded.
 
@@ -533,7 +533,7 @@ def plan_with_assurance(
     max_workers: int = 50,
     max_items: int = 5000,
     workers_per_item: int | None = None,
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
 

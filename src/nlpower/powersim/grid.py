@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
@@ -105,7 +107,7 @@ class RatingsProblem:
             raise type(exc)(f"grid cell ({where}): {exc}") from exc
         return design, params
 
-    def run_cell(self, key: Mapping[str, Any], rng: Any) -> PowerResult:
+    def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> PowerResult:
         design, params = self.cell(key)
         if self.power_fn is None and self.validated is not None:
             return power(design, params, rng=rng, options=self.validated,
