@@ -127,6 +127,7 @@ class GroupBlock:
     Z: np.ndarray              # (n, q) raw columns of all the group's terms
     cnames: tuple[str, ...]
     term_index: tuple[int, ...]  # indices into ThetaLayout.terms
+    term_q: tuple[int, ...]    # columns of each of those terms (consecutive in Z)
     lam_idx: np.ndarray
     theta_idx: np.ndarray
     diagonal: bool             # every term is scalar -> Lambda is diagonal
@@ -176,6 +177,7 @@ def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
             Z=np.column_stack([np.asarray(layout.terms[k].Z, dtype=float) for k in idx]),
             cnames=tuple(c for k in idx for c in layout.terms[k].cnames),
             term_index=tuple(idx),
+            term_q=tuple(layout.terms[k].q for k in idx),
             lam_idx=np.array(lam_idx, dtype=np.intp),
             theta_idx=np.array(theta_idx, dtype=np.intp),
             diagonal=all(layout.terms[k].q == 1 for k in idx),

@@ -330,7 +330,13 @@ class DevianceEvaluator:
                 L1: np.ndarray | None) -> Factor:
         """Factor the rest ``M`` (overwritten) and collect the log-determinants."""
         nre2 = self.b.nre2
-        Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+        if M.flags.f_contiguous:
+            Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+        else:
+            # C order: factor the transpose (the same symmetric matrix) in place as U'U,
+            # U = L' -- no copy into Fortran order
+            U, info = lapack.dpotrf(M.T, lower=0, clean=1, overwrite_a=1)
+            Lrr = U.T
         if info != 0:
             return self._fail(theta)
         # a successful dpotrf has a positive diagonal: the logs are finite

@@ -17,16 +17,19 @@ import pandas as pd
 
 from ..._validation import check_choice
 from ...errors import FitError, InputError
-from ..checkconv import CheckConvControl, ConvCheck, check_conv
+from ..checkconv import DERIV_STEP, CheckConvControl, ConvCheck, check_conv
 from ..result import FitCore, LmmFit, VarTerm
 from ..satterthwaite import SatterthwaiteState, satterthwaite_state
 from ..structure import ModelSpec
 from ._blas import single_threaded
 from .blocks import build_blocks, theta_layout
 from .deviance import DevianceEvaluator, Factor
+from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
+# a zero pivot is raised to this for the gradient of its term (value_and_gradient)
+SINGULAR_PIVOT = 1e-7
 # BOBYQA's initial trust-region radius for warm starts in refit_core
 WARM_START_STEP = 0.1
 # below this many dense columns, BLAS threads cost more than they bring
@@ -170,7 +173,37 @@ class NativeModel:
                              f"({', '.join(self.layout.names)}); got shape {th.shape}.")
         return self.ev(th, REML)
 
-    # -- fitting -------------------------------------------------------------------
+    def value_and_gradient(self, theta: np.ndarray, REML: bool = False
+                           ) -> tuple[float, np.ndarray, int]:
+        """Criterion, its gradient in ``theta`` and the evaluations spent.
+
+        Analytic (:func:`.gradient.theta_gradient`).  The formula needs each
+        term's factor to be invertible; for a multi-column term with a zero
+        pivot the components of that term are taken at the pivot raised to
+        ``SINGULAR_PIVOT`` (the gradient is continuous: an ``O(1e-7)`` error,
+        one more factorisation) -- the one-sided derivative at the bound.
+        """
+        f = self.ev.factor(theta)
+        val = self.ev.objective(f, REML)
+        if not math.isfinite(val):
+            return val, np.zeros_like(theta), 1
+        g, exact = theta_gradient(self.ev, f, REML)
+        if exact.all():
+            return val, g, 1
+        lay = self.layout
+        th = theta.copy()
+        for off, q in self._term_slices:
+            s = slice(off, off + q * (q + 1) // 2)
+            if not exact[s].all():
+                d = np.flatnonzero(lay.diag[s]) + off
+                th[d] = np.maximum(th[d], SINGULAR_PIVOT)
+        f2 = self.ev.factor(th)
+        if f2.ok:
+            g2, _ = theta_gradient(self.ev, f2, REML)
+            g[~exact] = g2[~exact]
+        return val, g, 2
+
+    # -- fitting    # -- fitting -------------------------------------------------------------------
     def _optimize(self, REML: bool, start: Any, control: dict[str, Any] | None):
         x0 = self._start(start)
         f0 = self.ev(x0, REML)
@@ -192,7 +225,8 @@ class NativeModel:
             ctl.update(control)
         with single_threaded(self._threads1):
             res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
-                                 terms=self._term_slices)
+                                 terms=self._term_slices,
+                                 fg=lambda th: self.value_and_gradient(th, REML))
             fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")
@@ -200,8 +234,12 @@ class NativeModel:
 
     def _check(self, res: Any, REML: bool, control: CheckConvControl) -> ConvCheck:
         """lme4's ``checkConv`` at the optimum (:mod:`nlpower.lmm.checkconv`)."""
+        H = None
+        if res.hessian is not None and np.max(np.abs(res.hessian[0] - res.theta)) <= DERIV_STEP:
+            H = res.hessian[1]
         return check_conv(lambda th: self.ev(th, REML), res.theta, res.fval, self.layout.lower,
-                          control)
+                          control, grad=lambda th: self.value_and_gradient(th, REML)[1],
+                          hessian=H)
 
     def _core(self, res: Any, fac: Factor, REML: bool, check: ConvCheck | None = None) -> FitCore:
         n, p = self.blocks.n, self.blocks.p

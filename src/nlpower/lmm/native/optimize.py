@@ -42,6 +42,8 @@ import nlopt
 import numpy as np
 from scipy.optimize import minimize
 
+from ..checkconv import hessian_from_gradient
+
 DEFAULT_CONTROL: dict[str, float] = {
     "xtol_abs": 1e-8,
     "ftol_abs": 1e-8,
@@ -57,11 +59,16 @@ DEFAULT_CONTROL: dict[str, float] = {
 POLISH_STEP = 1e-6      # central-difference step of the polish gradient (theta is O(1))
 POLISH_GTOL = 1e-3      # polish when the projected gradient exceeds this (fits)
 REPLICATE_POLISH_GTOL = 2e-3   # power replicates: only past lme4's gradient tolerance
+NEWTON_MAX_K = 12       # Newton steps (instead of the polish) up to this many parameters
+NEWTON_ITER = 3         # Newton steps at most
+NEWTON_MAX_GAIN = 1e-2  # ... only where the predicted gain is below this (near the optimum)
+NEWTON_GAIN_TOL = 1e-9  # stop when the predicted gain is below this
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
 POLISH_FTOL = 1e-9      # polish stops after two iterations that each gain less (deviance units)
-POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs ~2k evaluations)
+POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs one gradient)
+UNFOLD_MAXITER = 1000   # ... from an unfolded start (a descent from a new point)
 
 _STATUS = {
     nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
@@ -73,6 +80,10 @@ _STATUS = {
 }
 
 
+#: ``x -> (f(x), gradient at x, evaluations spent)``
+ValueGrad = Callable[[np.ndarray], tuple[float, np.ndarray, int]]
+
+
 @dataclass(frozen=True, eq=False)
 class OptResult:
     theta: np.ndarray
@@ -81,6 +92,7 @@ class OptResult:
     converged: bool
     message: str
     steps: tuple[str, ...] = ()          # what ran after BOBYQA, with the deviance it reached
+    hessian: tuple[np.ndarray, np.ndarray] | None = None   # (where, H) of the last Newton step
 
 
 def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
@@ -162,24 +174,35 @@ def projected_gradient(g: np.ndarray, x: np.ndarray, lower: np.ndarray) -> np.nd
     return pg
 
 
-def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
-           lower: np.ndarray) -> tuple[np.ndarray, float, int]:
-    """L-BFGS-B under the lower bounds with a finite-difference gradient; best point kept."""
+def fd_value_and_gradient(fn: Callable[[np.ndarray], float], lower: np.ndarray) -> ValueGrad:
+    """``x -> (f(x), gradient, evaluations)`` by :func:`_fd_gradient` (no analytic gradient)."""
+
+    def fg(x: np.ndarray) -> tuple[float, np.ndarray, int]:
+        fx = fn(x)
+        if not math.isfinite(fx):
+            return fx, np.zeros_like(x), 1
+        g, n = _fd_gradient(fn, x, fx, lower)
+        return fx, g, 1 + n
+
+    return fg
+
+
+def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
+           maxiter: int = POLISH_MAXITER) -> tuple[np.ndarray, float, int]:
+    """L-BFGS-B under the lower bounds from ``fg`` (value and gradient); best point kept."""
     count = [0]
     best_x = [x0.copy()]
     best_f = [f0]
     lo = np.maximum(lower, -1e300)
 
-    def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
+    def fgrad(x: np.ndarray) -> tuple[float, np.ndarray]:
         x = np.maximum(x, lo)
-        fx = fn(x)
-        count[0] += 1
+        fx, g, n = fg(x)
+        count[0] += n
         if not math.isfinite(fx):
             return 1e300, np.zeros_like(x)
         if fx < best_f[0]:
             best_x[0], best_f[0] = x.copy(), fx
-        g, n = _fd_gradient(fn, x, fx, lower)
-        count[0] += n
         return fx, g
 
     bounds = [(float(v), None) if math.isfinite(v) else (None, None) for v in lower]
@@ -196,13 +219,54 @@ def polish(fn: Callable[[np.ndarray], float], x0: np.ndarray, f0: float,
             raise StopIteration
 
     try:
-        minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+        minimize(fgrad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                  callback=stop_when_stalled,
                  options={"ftol": POLISH_FTOL / max(abs(f0), 1.0), "gtol": 1e-7,
-                          "maxiter": POLISH_MAXITER})
+                          "maxiter": maxiter})
     except (ValueError, FloatingPointError):       # pragma: no cover - numerical failure
         pass
     return best_x[0], float(best_f[0]), count[0]
+
+
+def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.ndarray
+           ) -> tuple[bool, np.ndarray, float, int, tuple[np.ndarray, np.ndarray] | None]:
+    """Newton steps from an interior optimum of a well-conditioned problem.
+
+    Where BOBYQA stopped at an interior point of a small problem (at most
+    ``NEWTON_MAX_K`` parameters, every diagonal element away from its bound)
+    with a positive definite Hessian, its remaining error is what a Newton
+    step removes: at most ``NEWTON_ITER`` steps (each ``2k + 1`` gradient
+    calls).  ``done`` is False -- and the quasi-Newton polish runs instead --
+    when the problem is larger, on a bound, not positive definite (the ridge
+    of ``(f || g)`` terms) or when the predicted gain exceeds
+    ``NEWTON_MAX_GAIN`` (far from the optimum).  Also returns the last
+    Hessian and where it was computed (the convergence check reuses it).
+    """
+    n = 0
+    if x.size > NEWTON_MAX_K or np.any(x - lower < UNFOLD_TOL):
+        return False, x, fx, n, None
+    hess = None
+    for _ in range(NEWTON_ITER):
+        H = hessian_from_gradient(lambda t: fg(t)[1], x)
+        n += 2 * x.size
+        hess = (x.copy(), H)
+        try:
+            R = np.linalg.cholesky(H)
+            step = np.linalg.solve(R.T, np.linalg.solve(R, g))
+        except np.linalg.LinAlgError:
+            return False, x, fx, n, None
+        gain = 0.5 * float(g @ step)
+        if not 0.0 <= gain <= NEWTON_MAX_GAIN:
+            return False, x, fx, n, None
+        x2 = np.maximum(x - step, lower)
+        f2, g2, m = fg(x2)
+        n += m
+        if not f2 < fx:
+            break
+        x, fx, g = x2, f2, g2
+        if gain < NEWTON_GAIN_TOL:
+            break
+    return True, x, fx, n, hess
 
 
 def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) -> np.ndarray | None:
@@ -234,40 +298,53 @@ def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) 
 
 def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
                    control: dict[str, float] | None = None, *,
-                   terms: tuple[tuple[int, int], ...] = ()) -> OptResult:
+                   terms: tuple[tuple[int, int], ...] = (),
+                   fg: ValueGrad | None = None) -> OptResult:
     """BOBYQA plus lme4's ``restart_edge`` and ``check.boundary`` steps, then the safeguards.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
     ``theta`` (for the unfold restart; without it only the polish runs).
+    ``fg``: ``x -> (f, gradient, evaluations)``, e.g. the analytic gradient
+    of :mod:`.gradient`; default: central differences of ``fn``.
     """
+    if fg is None:
+        fg = fd_value_and_gradient(fn, lower)
     ctl = dict(DEFAULT_CONTROL)
     if control:
         ctl.update(control)
     res = _lme4_steps(fn, x0, lower, ctl)
     theta, fval, n_evals = res.theta, res.fval, res.n_evals
     steps: list[str] = [f"bobyqa {fval:.10g} ({n_evals} evaluations)"]
+    hess: tuple[np.ndarray, np.ndarray] | None = None
     if ctl.get("robust", 1):
         for _ in range(MAX_ROUNDS):
-            g, n = _fd_gradient(fn, theta, fval, lower)
+            _, g, n = fg(theta)
             n_evals += n
             if np.max(np.abs(projected_gradient(g, theta, lower))) > ctl["polish_gtol"]:
-                th2, f2, n = polish(fn, theta, fval, lower)
+                done, th2, f2, n, hess = newton(fg, theta, fval, g, lower)
+                kind = "newton"
+                if not done:
+                    th2, f2, n2 = polish(fg, theta, fval, lower)
+                    n, kind = n + n2, "polish"
                 n_evals += n
-                steps.append(f"polish {f2:.10g} ({n} evaluations)")
+                steps.append(f"{kind} {f2:.10g} ({n} evaluations)")
                 if f2 < fval:
                     theta, fval = th2, f2
             start = unfold(theta, terms, UNFOLD_DELTA)
             if start is None:
                 break
-            r2 = _lme4_steps(fn, start, lower, ctl)
-            n_evals += r2.n_evals
-            steps.append(f"unfold {r2.fval:.10g} ({r2.n_evals} evaluations)")
-            if not r2.fval < fval - 1e-9:
+            # a descent from the unfolded start: every pivot is away from 0 there, so the
+            # gradient is analytic and a quasi-Newton run is far cheaper than BOBYQA
+            f_start = fn(start)
+            th2, f2, n = polish(fg, start, f_start, lower, UNFOLD_MAXITER)
+            n_evals += n + 1
+            steps.append(f"unfold {f2:.10g} ({n + 1} evaluations)")
+            if not f2 < fval - 1e-9:
                 break
-            theta, fval = r2.theta, r2.fval
+            theta, fval = th2, f2
     theta, fval, n = _check_boundary(fn, theta, fval, lower, ctl)
     n_evals += n
-    return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps))
+    return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps), hess)
 
 
 def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
