@@ -271,38 +271,53 @@ _SPARSE_MAX_NNZ = 4e7
 def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
     """Precompute ``V`` (see :class:`Blocks`) from the pairs."""
     q1, N2 = out.b1.q, out.N2
+    # within a level the pairs are in increasing rest row (CSR order, stable sort), so the
+    # products with row(p1) >= row(p2) are the lower triangle ia >= ib of each level
     order = np.argsort(out.pair_lev, kind="stable")
     lev_sorted = out.pair_lev[order]
     _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
-    sq = sizes.astype(np.int64) ** 2
-    T = int(sq.sum())
-    grp = np.repeat(np.arange(sizes.size), sq)
-    offs = np.arange(T, dtype=np.int64) - np.repeat(np.cumsum(sq) - sq, sq)
-    ia = offs // sizes[grp]
-    ib = offs % sizes[grp]
-    p1 = order[starts[grp] + ia]
-    p2 = order[starts[grp] + ib]
-    keep = out.pair_row[p1] >= out.pair_row[p2]
-    p1, p2 = p1[keep], p2[keep]
-    # expand over (a, b) and drop structural zeros
-    a = np.repeat(np.arange(q1), q1)
-    b = np.tile(np.arange(q1), q1)
-    P1 = np.repeat(p1, q1 * q1)
-    P2 = np.repeat(p2, q1 * q1)
-    A = np.tile(a, p1.size)
-    B = np.tile(b, p1.size)
-    nz = structural[P1, A] & structural[P2, B]
-    P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
+    tri = sizes.astype(np.int64) * (sizes + 1) // 2
+    T = int(tri.sum())
+    grp = np.repeat(np.arange(sizes.size), tri)
+    offs = np.arange(T, dtype=np.int64) - np.repeat(np.cumsum(tri) - tri, tri)
+    ia = ((np.sqrt(8.0 * offs + 1.0) - 1.0) // 2).astype(np.int64)
+    ia -= ia * (ia + 1) // 2 > offs                   # guard the float square root
+    ia += (ia + 1) * (ia + 2) // 2 <= offs
+    ib = offs - ia * (ia + 1) // 2
+    base = starts[grp]
+    p1 = order[base + ia]
+    p2 = order[base + ib]
+    if q1 == 1:
+        P1, P2 = p1, p2
+        A = B = np.zeros(p1.size, dtype=np.int64)
+    else:
+        # expand over (a, b) and drop structural zeros
+        a = np.repeat(np.arange(q1), q1)
+        b = np.tile(np.arange(q1), q1)
+        P1 = np.repeat(p1, q1 * q1)
+        P2 = np.repeat(p2, q1 * q1)
+        A = np.tile(a, p1.size)
+        B = np.tile(b, p1.size)
+        nz = structural[P1, A] & structural[P2, B]
+        P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
     r1 = out.pair_row[P1].astype(np.int64)
     r2 = out.pair_row[P2].astype(np.int64)
     key = r1 * N2 + r2
-    ukey, rowid = np.unique(key, return_inverse=True)
     col = out.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
-    srt = np.lexsort((col, rowid))
-    P1, P2, A, B, rowid, col = P1[srt], P2[srt], A[srt], B[srt], rowid[srt], col[srt]
+    # CSR over all N2^2 entries of S by a counting sort (no comparison sort: InstEval has
+    # ~10^6 products); the data carry the products' positions, then empty rows are dropped
+    # (positions from 1: the conversion drops explicit zeros)
+    big = sp.csr_matrix((np.arange(1, key.size + 1, dtype=float), (key, col)),
+                        shape=(N2 * N2, out.b1.m * q1 * q1))
+    perm = big.data.astype(np.int64) - 1
+    used = np.flatnonzero(np.diff(big.indptr))
+    indptr = np.concatenate([[0], np.cumsum(np.diff(big.indptr)[used])])
+    ukey = used
+    P1, P2 = P1[perm], P2[perm]
+    if q1 > 1:
+        A, B = A[perm], B[perm]
     data = out.C[P1, A] * out.C[P2, B]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rowid, minlength=ukey.size))])
-    out.V = sp.csr_matrix((data, col, indptr), shape=(ukey.size, out.b1.m * q1 * q1))
+    out.V = sp.csr_matrix((data, big.indices, indptr), shape=(ukey.size, out.b1.m * q1 * q1))
     out.V_p1, out.V_a, out.V_p2, out.V_b = P1, A, P2, B
     yrow = N2 - 1
     out.V_ypos = np.flatnonzero((out.pair_row[P1] == yrow) | (out.pair_row[P2] == yrow))

@@ -29,6 +29,8 @@ criterion is even in its ``theta``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
@@ -40,6 +42,7 @@ __all__ = ["theta_gradient"]
 
 _PIVOT_TOL = 1e-10     # a diagonal of L_t below this: the term is singular (no inverse)
 _CHUNK = 4_000_000     # numbers of G (block-1 levels x rows of the factor) per chunk
+_DENSE_E = 2_000_000   # E as a dense array up to this many numbers (rest rows x block-1 columns)
 
 
 def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -58,29 +61,47 @@ def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.cs
     return sp.block_diag(parts, format="csr")
 
 
-def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Es: sp.csr_matrix,
+def _lambda_t_rows(ev: DevianceEvaluator, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``Lambda_r' X`` for the first ``X.shape[0]`` rest rows (identity on the X rows)."""
+    out = X.copy()
+    for blk, off in ev.b.rest:
+        s = slice(off, off + blk.m * blk.q)
+        sub = X[s].reshape(blk.m, blk.q, -1)
+        out[s] = np.matmul(blk.lam(theta).T, sub).reshape(blk.m * blk.q, -1)
+    return out
+
+
+def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: Any,
                           Nr: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """Sums of the diagonal blocks of ``A~^{-1}``: block 1's and each rest block's.
 
     ``T = L22^{-1}``: a rest block's sum is ``sum_l T_l'T_l``; block 1's
     ``sum_l L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = T L21_l``.
+    ``E`` (``W'Z1 Lambda1 L1^{-T}``, rest rows x block-1 columns) is a dense
+    array for small structures, else sparse (then ``G`` is built in chunks).
     """
     b = ev.b
-    q1 = b.b1.q
+    q1, m1 = b.b1.q, b.b1.m
     T, info = lapack.dtrtri(f.Lrr[:Nr, :Nr], lower=1) if Nr else (np.zeros((0, 0)), 0)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
     L1inv = np.linalg.inv(L1)
-    L21 = (_lambda_rows(ev, f.theta, Nr) @ Es[:Nr, :]).tocsc()   # (Nr, m1 q1)
     D1 = np.zeros((q1, q1))
-    per = max(1, _CHUNK // max(Nr * q1, 1))
-    for s0 in range(0, b.b1.m, per):
-        s1 = min(b.b1.m, s0 + per)
-        G = (L21[:, s0 * q1:s1 * q1].T @ T.T).reshape(s1 - s0, q1, Nr)   # rows (l, a)
-        H = np.einsum("lan,lbn->lab", G, G)
+    if isinstance(E, np.ndarray):
+        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])).reshape(Nr, m1, q1)
+        H = np.einsum("nla,nlb->lab", G, G)
         H[:, np.arange(q1), np.arange(q1)] += 1.0
-        Li = L1inv[s0:s1]
-        D1 += np.einsum("lca,lcd,ldb->ab", Li, H, Li)
+        D1 = np.einsum("lca,lcd,ldb->ab", L1inv, H, L1inv)
+    else:
+        L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsc()   # (Nr, m1 q1)
+        per = max(1, _CHUNK // max(Nr * q1, 1))
+        for s0 in range(0, m1, per):
+            s1 = min(m1, s0 + per)
+            G = (L21[:, s0 * q1:s1 * q1].T @ T.T).reshape(s1 - s0, q1, Nr)   # rows (l, a)
+            H = np.einsum("lan,lbn->lab", G, G)
+            H[:, np.arange(q1), np.arange(q1)] += 1.0
+            Li = L1inv[s0:s1]
+            D1 += np.einsum("lca,lcd,ldb->ab", Li, H, Li)
     rest = []
     for blk, off in b.rest:
         Tb = T[:, off:off + blk.m * blk.q].reshape(Nr * blk.m, blk.q)
@@ -149,8 +170,15 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     for blk, off in b.rest:
         s = slice(off, off + blk.m * blk.q)
         z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
-    Es = sp.csr_matrix((ev.E(f).ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
-    t = np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ z
+    Ep = ev.E(f)                                             # (pairs, q1)
+    E: Any
+    if b.N2 * b1.m * b1.q <= _DENSE_E:
+        E = np.zeros((b.N2, b1.m * b1.q))
+        E[b.pair_row[:, None], b.pair_lev[:, None] * b1.q + np.arange(b1.q)] = Ep
+        t = E[-1] - E[:-1].T @ z
+    else:
+        E = sp.csr_matrix((Ep.ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
+        t = np.asarray(E[-1, :].toarray()).ravel() - E[:-1, :].T @ z
     u1 = np.linalg.solve(np.swapaxes(L1, 1, 2), t.reshape(b1.m, b1.q)[:, :, None])[:, :, 0]
     b1m = u1 @ b1.lam(theta).T
     res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
@@ -160,7 +188,7 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     if b.V is not None and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, f, L1, Nr)
     else:
-        D1, rest_D = _inverse_blocks_dense(ev, f, L1, Es, Nr)
+        D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
     groups.append((b1, D1, _group_sums(b1, res).T @ u1))
     for (blk, off), D in zip(b.rest, rest_D, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)

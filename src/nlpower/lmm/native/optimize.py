@@ -62,7 +62,7 @@ REPLICATE_POLISH_GTOL = 2e-3   # power replicates: only past lme4's gradient tol
 NEWTON_MAX_K = 12       # Newton steps (instead of the polish) up to this many parameters
 NEWTON_ITER = 3         # Newton steps at most
 NEWTON_MAX_GAIN = 1e-2  # ... only where the predicted gain is below this (near the optimum)
-NEWTON_GAIN_TOL = 1e-9  # stop when the predicted gain is below this
+NEWTON_GAIN_TOL = 1e-6  # no further step after one that was predicted to gain less
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
@@ -304,9 +304,11 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
     ``theta`` (for the unfold restart; without it only the polish runs).
-    ``fg``: ``x -> (f, gradient, evaluations)``, e.g. the analytic gradient
-    of :mod:`.gradient`; default: central differences of ``fn``.
+    ``fg``: ``x -> (f, gradient, evaluations)``, the analytic gradient of
+    :mod:`.gradient` (then Newton steps may replace the polish); default:
+    central differences of ``fn``.
     """
+    analytic = fg is not None
     if fg is None:
         fg = fd_value_and_gradient(fn, lower)
     ctl = dict(DEFAULT_CONTROL)
@@ -321,8 +323,10 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
             _, g, n = fg(theta)
             n_evals += n
             if np.max(np.abs(projected_gradient(g, theta, lower))) > ctl["polish_gtol"]:
-                done, th2, f2, n, hess = newton(fg, theta, fval, g, lower)
-                kind = "newton"
+                done, kind, n = False, "polish", 0
+                if analytic:                # a Hessian from 2k gradients (not 4k^2 values)
+                    done, th2, f2, n, hess = newton(fg, theta, fval, g, lower)
+                    kind = "newton"
                 if not done:
                     th2, f2, n2 = polish(fg, theta, fval, lower)
                     n, kind = n + n2, "polish"
