@@ -21,6 +21,7 @@ from nlpower.lmm.checkconv import (
     apply_policy,
     check_conv,
     deriv12,
+    hessian_from_gradient,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "reference" / "data"
@@ -41,6 +42,32 @@ def test_deriv12_matches_analytic_derivatives():
     h11 = 2 + 6 * np.sin(a) * np.cos(a) ** 2 - 3 * np.sin(a) ** 3
     np.testing.assert_allclose(g, g_true, atol=1e-7)
     np.testing.assert_allclose(H, [[h11, 1.0], [1.0, 6.0]], atol=1e-5)
+
+
+def quad_grad(th: np.ndarray) -> np.ndarray:
+    a, b = th[0] - 1.0, th[1] - 0.5
+    return np.array([2 * a + b + 3 * np.sin(a) ** 2 * np.cos(a), a + 6 * b])
+
+
+def test_hessian_from_an_analytic_gradient_matches_deriv12():
+    x = np.array([1.3, 0.2])
+    H = hessian_from_gradient(quad_grad, x)
+    np.testing.assert_allclose(H, deriv12(quad, x, quad(x))[1], atol=1e-5)
+    assert np.array_equal(H, H.T)
+
+
+def test_check_with_an_analytic_gradient_costs_2k_plus_1_calls_and_agrees():
+    for x in (np.array([1.0, 0.5]), np.array([1.05, 0.5])):
+        ref = check_conv(quad, x, quad(x), LOWER2)
+        cc = check_conv(quad, x, quad(x), LOWER2, grad=quad_grad)
+        assert cc.ok == ref.ok and cc.code == ref.code
+        assert cc.max_grad == pytest.approx(ref.max_grad, rel=1e-4, abs=1e-7)
+        assert cc.n_evals == 1 + 2 * 2
+    # a Hessian handed in (the optimiser's last Newton step) is used as it is
+    x = np.array([1.05, 0.5])
+    cc = check_conv(quad, x, quad(x), LOWER2, grad=quad_grad, hessian=-np.eye(2))
+    assert not cc.ok and "unable to evaluate scaled gradient" in cc.messages
+    assert any("2 negative eigenvalues" in m for m in cc.messages)
 
 
 def test_optimum_passes_and_records_gradient():

@@ -59,3 +59,46 @@ def test_fit_error_when_deviance_not_finite_at_start():
     bad = ModelSpec(spec.formula, "y", spec.y, X, ("(Intercept)", "x", "x2"), spec.re_terms)
     with pytest.raises(FitError, match="not finite at the starting theta"):
         NativeModel(bad).refit_core(spec.y)
+
+
+def _bowl(x: np.ndarray) -> tuple[float, np.ndarray, int]:
+    """f = (x - c)' A (x - c) / 2 + a small cubic; minimum near c = (0.7, 0.3, -0.2)."""
+    A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    d = x - np.array([0.7, 0.3, -0.2])
+    return float(0.5 * d @ A @ d + 0.1 * d[0] ** 3), A @ d + np.array([0.3 * d[0] ** 2, 0, 0]), 1
+
+
+def test_newton_finishes_an_interior_optimum_and_hands_over_its_hessian():
+    from nlpower.lmm.native.optimize import newton
+
+    lower = np.array([0.0, 0.0, -np.inf])
+    x = np.array([0.71, 0.29, -0.19])
+    f, g, _ = _bowl(x)
+    done, x2, f2, n, hess = newton(_bowl, x, f, g, lower)
+    assert done and f2 < f and n >= 7
+    assert np.max(np.abs(_bowl(x2)[1])) < 1e-6
+    assert hess is not None and np.allclose(hess[1], hess[1].T)
+
+
+@pytest.mark.parametrize("x, why", [
+    (np.array([0.0, 0.29, -0.19]), "on a bound"),
+    (np.array([3.0, 3.0, 3.0]), "far from the optimum (predicted gain above NEWTON_MAX_GAIN)"),
+])
+def test_newton_declines_where_the_polish_is_needed(x, why):
+    from nlpower.lmm.native.optimize import newton
+
+    lower = np.array([0.0, 0.0, -np.inf])
+    f, g, _ = _bowl(x)
+    done, x2, *_ = newton(_bowl, x, f, g, lower)
+    assert not done and np.array_equal(x2, x), why
+
+
+def test_saddle_is_not_given_a_newton_step():
+    from nlpower.lmm.native.optimize import newton
+
+    def saddle(x):
+        return float(x[0] ** 2 - x[1] ** 2), np.array([2 * x[0], -2 * x[1]]), 1
+
+    x = np.array([0.5, 0.5])
+    done, *_ = newton(saddle, x, saddle(x)[0], saddle(x)[1], np.array([-np.inf, -np.inf]))
+    assert not done

@@ -42,7 +42,8 @@ __all__ = ["theta_gradient"]
 
 _PIVOT_TOL = 1e-10     # a diagonal of L_t below this: the term is singular (no inverse)
 _CHUNK = 4_000_000     # numbers of G (block-1 levels x rows of the factor) per chunk
-_DENSE_E = 2_000_000   # E as a dense array up to this many numbers (rest rows x block-1 columns)
+_DENSE_E = 200_000     # E as a dense array up to this many numbers (rest rows x block-1 columns)
+_DENSE_FILL = 0.25     # ... or when at least this share of it is filled
 
 
 def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -88,20 +89,20 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     L1inv = np.linalg.inv(L1)
     D1 = np.zeros((q1, q1))
     if isinstance(E, np.ndarray):
-        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])).reshape(Nr, m1, q1)
-        H = np.einsum("nla,nlb->lab", G, G)
+        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])).reshape(Nr, m1, q1).transpose(1, 2, 0)
+        H = G @ np.swapaxes(G, 1, 2)                                 # (m1, q1, q1): G_l'G_l
         H[:, np.arange(q1), np.arange(q1)] += 1.0
-        D1 = np.einsum("lca,lcd,ldb->ab", L1inv, H, L1inv)
+        D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     else:
         L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsc()   # (Nr, m1 q1)
         per = max(1, _CHUNK // max(Nr * q1, 1))
         for s0 in range(0, m1, per):
             s1 = min(m1, s0 + per)
             G = (L21[:, s0 * q1:s1 * q1].T @ T.T).reshape(s1 - s0, q1, Nr)   # rows (l, a)
-            H = np.einsum("lan,lbn->lab", G, G)
+            H = G @ np.swapaxes(G, 1, 2)
             H[:, np.arange(q1), np.arange(q1)] += 1.0
             Li = L1inv[s0:s1]
-            D1 += np.einsum("lca,lcd,ldb->ab", Li, H, Li)
+            D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
     rest = []
     for blk, off in b.rest:
         Tb = T[:, off:off + blk.m * blk.q].reshape(Nr * blk.m, blk.q)
@@ -172,7 +173,8 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
     Ep = ev.E(f)                                             # (pairs, q1)
     E: Any
-    if b.N2 * b1.m * b1.q <= _DENSE_E:
+    size = b.N2 * b1.m * b1.q
+    if size <= _DENSE_E or Ep.size > _DENSE_FILL * size:
         E = np.zeros((b.N2, b1.m * b1.q))
         E[b.pair_row[:, None], b.pair_lev[:, None] * b1.q + np.arange(b1.q)] = Ep
         t = E[-1] - E[:-1].T @ z
