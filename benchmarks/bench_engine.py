@@ -25,8 +25,12 @@ Cases (all fitted by maximum likelihood, REML = FALSE):
       ~19,000 ratings of the brief with the paper's worker and item counts.
       Parameters: presets.dataset("dathathri-pplm").  Model, sum contrasts:
       ``rating ~ system + (system || item) + (system || worker)``.
+(iv)  ``sparse4``: a sparse crowd study -- 225 workers, 100 items, 4 systems
+      paired (every item under every system), each item rated by 5 workers
+      (2,000 ratings: CrossedDesign(225, 100, 4, workers_per_item=5)),
+      presets.dataset("hashimoto-reddit"); the formula of (iii).
 
-Data for (i) and (iii) come from ``nlpower.simulate`` (fixed seeds); if the
+Data for (i), (iii) and (iv) come from ``nlpower.simulate`` (fixed seeds); if the
 simulator cannot be imported, from a small numpy generator of the same model.
 Every engine fits the same CSV (written to benchmarks/out/data/).
 
@@ -40,7 +44,7 @@ pinned to ``--threads`` (default 1) so that engines compare like for like.
 
 Agreement between engines: max abs difference in objective (ML deviance),
 fixed effects (matched by position: R and nlpower name sum contrasts
-``system1..3``, mixedlm ``system.1..3``) and SDs.  For (iii) the individual
+``system1..3``, mixedlm ``system.1..3``) and SDs.  For (iii) and (iv) the individual
 SDs of ``(system || g)`` = ``(1|g) + (0 + system|g)`` are not identified
 (``s0^2 + Sigma`` is all the likelihood sees), so the per-system SDs
 ``sqrt(s0^2 + Sigma[k, k])`` are compared instead.
@@ -95,6 +99,14 @@ CASES: dict[str, dict[str, Any]] = {
         "factors": ["worker", "item", "system"],
         "contrasts": {"system": "sum"},
     },
+    "iv": {
+        "name": "sparse4",
+        "formula": "rating ~ system + (system || item) + (system || worker)",
+        "mixedlm": ("rating ~ system + (1 | item) + (0 + system | item) + (1 | worker) "
+                    "+ (0 + system | worker)"),
+        "factors": ["worker", "item", "system"],
+        "contrasts": {"system": "sum"},
+    },
 }
 ENGINES = ("native", "lme4", "mixedlm")
 
@@ -114,11 +126,16 @@ def make_data(case: str, path: Path) -> None:
 
         if case == "i":
             df = simulate(CrossedDesign(10, 500, 2), presets.high_variance(effect=0.1), rng=20201116)
+        elif case == "iv":
+            design = CrossedDesign(225, 100, 4, workers_per_item=5)
+            df = simulate(design, presets.dataset("hashimoto-reddit").params, rng=20201118)
         else:
             design = CrossedDesign(15, 1360, 4, workers_per_item=14, items="nested")
             df = simulate(design, presets.dataset("dathathri-pplm").params, rng=20201117)
         df = df[["worker", "item", "system", *(["x"] if case == "i" else []), "rating"]]
     except ImportError:                                   # simulator not available
+        if case == "iv":
+            raise
         df = _numpy_data(case, np.random.default_rng(20201116 if case == "i" else 20201117))
     df.to_csv(path, index=False)
 
@@ -178,7 +195,7 @@ def identified_sds(case: str, rows: list[tuple[str, str | None, str | None, floa
         if v2 is None and v1 is not None and grp != "Residual":
             var[(base_grp(grp), v1)] = float(vc)
     out: dict[str, float] = {"Residual": sigma}
-    if case == "iii":
+    if case in ("iii", "iv"):
         for g in ("item", "worker"):
             s0 = var.get((g, "(Intercept)"), 0.0)
             cols = sorted(c for (gg, c) in var if gg == g and c != "(Intercept)")
@@ -350,7 +367,7 @@ def max_abs_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", default="i,ii,iii", help="comma-separated subset of i,ii,iii")
+    ap.add_argument("--cases", default="i,ii,iii,iv", help="comma-separated subset of i,ii,iii,iv")
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget", type=float, default=120.0,
