@@ -27,7 +27,9 @@ or :class:`~nlpower.errors.SingularFitWarning`) and ``"error"``
 default for the singular check is ``"message"``; here it is ``"warning"``.
 
 Only what a policy asks for is computed: the gradient costs ``2k``
-deviance evaluations, the Hessian ``2k^2`` (:func:`deriv12`).  When ``max|g| <= tol`` the
+deviance evaluations, the Hessian ``2k^2`` (:func:`deriv12`) -- or, given an
+analytic gradient (``grad=``), one call and ``2k`` calls
+(:func:`hessian_from_gradient`).  When ``max|g| <= tol`` the
 gradient check passes without the Hessian (``min(|scaled|, |g|) <= |g|``),
 so a power simulation that checks only the gradient pays ``2k`` evaluations
 per replicate.

@@ -13,23 +13,25 @@ On top of lme4's steps (``robust=1``, the default), two safeguards make the
 native optimum at least as good as lme4's whatever the level order, coding or
 response scale (checked by ``benchmarks/validation_corpus.py``):
 
-* **polish**: a quasi-Newton run under bounds (scipy's L-BFGS-B) from
-  BOBYQA's optimum, with an accurate numerical gradient of the profiled
-  deviance (central differences, step ``POLISH_STEP``; one-sided at a bound).
-  BOBYQA stops when its quadratic model stops improving, which on the flat
-  ridges of ``(f || g)`` terms (intercept and per-level variances trade off)
-  can be short of the optimum; the gradient step finishes the descent.  It
-  runs only when the projected gradient at BOBYQA's optimum exceeds
-  ``POLISH_GTOL`` (``2k`` evaluations to find out) and stops after two
-  iterations that each gain less than ``POLISH_FTOL``.
+* **Newton steps or polish**: when the projected gradient at BOBYQA's
+  optimum exceeds ``POLISH_GTOL``, :func:`newton` steps (small interior
+  problems with a positive definite Hessian from differences of the analytic
+  gradient) or else :func:`polish`, a quasi-Newton run under bounds
+  (scipy's L-BFGS-B) with the gradient ``fg`` -- analytic
+  (:mod:`.gradient`) or central differences (step ``POLISH_STEP``;
+  one-sided at a bound).  BOBYQA stops when its quadratic model stops
+  improving, which on the flat ridges of ``(f || g)`` terms (intercept and
+  per-level variances trade off) can be short of the optimum; the gradient
+  steps finish the descent.  The polish stops after two iterations that
+  each gain less than ``POLISH_FTOL``.
 * **unfold restart**: when a diagonal element of a *multi-column* term's
   ``Lambda`` is at its bound, the fit may sit on a spurious optimum of the
   Cholesky parametrisation (a zero pivot freezes the columns after it; the
-  same covariance with the levels in another order is reachable).  The
-  optimiser restarts BOBYQA from ``chol(Lambda Lambda' + delta I)`` (every
-  pivot away from 0, the covariance barely changed) and keeps the better
-  optimum.  Singular multi-column terms are the diagnostic that asks for the
-  second start; other fits pay nothing.
+  same covariance with the levels in another order is reachable).  A
+  quasi-Newton descent restarts from ``chol(Lambda Lambda' + delta I)``
+  (every pivot away from 0, the covariance barely changed) and the better
+  optimum is kept.  Singular multi-column terms are the diagnostic that asks
+  for the second start; other fits pay nothing.
 """
 
 from __future__ import annotations
