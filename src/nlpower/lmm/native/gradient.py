@@ -125,12 +125,11 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Nr:
     b1 = b.b1
     m1, q1, N2 = b1.m, b1.q, b.N2
     assert b.V is not None and b.S_lo is not None and ev._scale_idx is not None
+    # only the lower triangle of S^{-1} is formed and read (V's rows are i >= k)
     if Nr:
         Si, info = lapack.dpotri(f.Lrr[:Nr, :Nr], lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
-        Si = np.tril(Si)
-        Si = Si + np.tril(Si, -1).T
     else:
         Si = np.zeros((0, 0))
     te = np.append(f.theta, 1.0)
@@ -149,7 +148,9 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Nr:
     rest = []
     for blk, off in b.rest:
         idx = off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
-        rest.append(Si[idx[:, :, None], idx[:, None, :]].sum(axis=0))
+        hi = np.maximum(idx[:, :, None], idx[:, None, :])
+        lo = np.minimum(idx[:, :, None], idx[:, None, :])
+        rest.append(Si[hi, lo].sum(axis=0))
     return D1, rest
 
 
