@@ -63,9 +63,14 @@ def test_check_with_an_analytic_gradient_costs_2k_plus_1_calls_and_agrees():
         assert cc.ok == ref.ok and cc.code == ref.code
         assert cc.max_grad == pytest.approx(ref.max_grad, rel=1e-4, abs=1e-7)
         assert cc.n_evals == 1 + 2 * 2
+    # a gradient and Hessian handed in (the optimiser's last Newton step) are used as they are
+    x = np.array([1.0, 0.5])
+    cc = check_conv(quad, x, quad(x), LOWER2, grad=quad_grad, given_gradient=quad_grad(x),
+                    given_hessian=deriv12(quad, x, quad(x))[1])
+    assert cc.ok and cc.n_evals == 0
     # a Hessian handed in (the optimiser's last Newton step) is used as it is
     x = np.array([1.05, 0.5])
-    cc = check_conv(quad, x, quad(x), LOWER2, grad=quad_grad, hessian=-np.eye(2))
+    cc = check_conv(quad, x, quad(x), LOWER2, grad=quad_grad, given_hessian=-np.eye(2))
     assert not cc.ok and "unable to evaluate scaled gradient" in cc.messages
     assert any("2 negative eigenvalues" in m for m in cc.messages)
 

@@ -249,7 +249,8 @@ def hessian_from_gradient(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarra
 def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower: Any,
                control: Any = None, *,
                grad: Callable[[np.ndarray], np.ndarray] | None = None,
-               hessian: np.ndarray | None = None) -> ConvCheck:
+               given_gradient: np.ndarray | None = None,
+               given_hessian: np.ndarray | None = None) -> ConvCheck:
     """Run lme4's ``checkConv`` on the profiled deviance ``fn`` at its optimum ``theta``.
 
     Parameters
@@ -265,9 +266,10 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
         ``grad(theta)`` and the Hessian central differences of ``grad``
         (:func:`hessian_from_gradient`, ``2k`` calls instead of ``2k^2``
         evaluations); ``n_evals`` then counts gradient calls.
-    hessian : array, optional
-        A Hessian already computed at (or within ``DERIV_STEP`` of) ``theta``
-        -- the optimiser's last Newton step -- used instead of a new one.
+    given_gradient, given_hessian : array, optional
+        The gradient at ``theta`` and a Hessian computed at (or within
+        ``DERIV_STEP`` of) it -- the optimiser's last Newton step -- used
+        instead of new ones.
 
     Returns
     -------
@@ -293,7 +295,10 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
     if ctl.grad == "ignore" and ctl.hess == "ignore":
         return ConvCheck(singular, 0, tuple(msgs), max_grad)
     k = th.size
-    if grad is not None:
+    if given_gradient is not None:
+        g = np.asarray(given_gradient, dtype=float)
+        n_evals = 0
+    elif grad is not None:
         g = np.asarray(grad(th), dtype=float)
         n_evals = 1
     else:
@@ -303,8 +308,8 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
     if not np.all(np.isfinite(g)):
         return ConvCheck(singular, -5, ("Gradient contains NAs",), math.nan, g, None, n_evals)
     need_h = ctl.hess != "ignore" or (ctl.grad != "ignore" and np.max(np.abs(g)) > ctl.grad_tol)
-    if need_h and hessian is not None:
-        H = np.asarray(hessian, dtype=float)
+    if need_h and given_hessian is not None:
+        H = np.asarray(given_hessian, dtype=float)
     elif need_h and grad is not None:
         H = hessian_from_gradient(grad, th)
         n_evals += 2 * k

@@ -260,12 +260,17 @@ class NativeModel:
 
     def _check(self, res: Any, REML: bool, control: CheckConvControl) -> ConvCheck:
         """lme4's ``checkConv`` at the optimum (:mod:`nlpower.lmm.checkconv`)."""
-        H = None
-        if res.hessian is not None and np.max(np.abs(res.hessian[0] - res.theta)) <= DERIV_STEP:
-            H = res.hessian[1]
         grad = (lambda th: self.value_and_gradient(th, REML)[1]) if self._analytic else None
+        g = H = None
+        if res.derivatives is not None and grad is not None:
+            # the last Newton step computed them at (or within DERIV_STEP of) the optimum
+            x_g, g, x_h, H = res.derivatives
+            if not np.array_equal(x_g, res.theta):
+                g = None
+            if np.max(np.abs(x_h - res.theta)) > DERIV_STEP:
+                H = None
         return check_conv(lambda th: self.ev(th, REML), res.theta, res.fval, self.layout.lower,
-                          control, grad=grad, hessian=H)
+                          control, grad=grad, given_gradient=g, given_hessian=H)
 
     def _core(self, res: Any, fac: Factor, REML: bool, check: ConvCheck | None = None) -> FitCore:
         n, p = self.blocks.n, self.blocks.p

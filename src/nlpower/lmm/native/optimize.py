@@ -44,7 +44,7 @@ import nlopt
 import numpy as np
 from scipy.optimize import minimize
 
-from ..checkconv import hessian_from_gradient
+from ..checkconv import DERIV_STEP
 
 DEFAULT_CONTROL: dict[str, float] = {
     "xtol_abs": 1e-8,
@@ -94,7 +94,9 @@ class OptResult:
     converged: bool
     message: str
     steps: tuple[str, ...] = ()          # what ran after BOBYQA, with the deviance it reached
-    hessian: tuple[np.ndarray, np.ndarray] | None = None   # (where, H) of the last Newton step
+    # from the last Newton step, for the convergence check: (theta, gradient there,
+    # where the Hessian was computed, Hessian)
+    derivatives: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
@@ -230,28 +232,43 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
     return best_x[0], float(best_f[0]), count[0]
 
 
+def forward_hessian(fg: ValueGrad, x: np.ndarray, g: np.ndarray,
+                    h: float = DERIV_STEP) -> np.ndarray:
+    """Hessian by forward differences of the gradient (``k`` calls of ``fg``), symmetrised."""
+    k = x.size
+    H = np.empty((k, k))
+    for j in range(k):
+        xa = x.copy()
+        xa[j] += h
+        H[:, j] = (fg(xa)[1] - g) / h
+    return 0.5 * (H + H.T)
+
+
 def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.ndarray
-           ) -> tuple[bool, np.ndarray, float, int, tuple[np.ndarray, np.ndarray] | None]:
+           ) -> tuple[bool, np.ndarray, float, int,
+                      tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]:
     """Newton steps from an interior optimum of a well-conditioned problem.
 
     Where BOBYQA stopped at an interior point of a small problem (at most
     ``NEWTON_MAX_K`` parameters, every diagonal element away from its bound)
     with a positive definite Hessian, its remaining error is what a Newton
-    step removes: at most ``NEWTON_ITER`` steps (each ``2k + 1`` gradient
-    calls).  ``done`` is False -- and the quasi-Newton polish runs instead --
-    when the problem is larger, on a bound, not positive definite (the ridge
-    of ``(f || g)`` terms) or when the predicted gain exceeds
-    ``NEWTON_MAX_GAIN`` (far from the optimum).  Also returns the last
-    Hessian and where it was computed (the convergence check reuses it).
+    step removes: at most ``NEWTON_ITER`` steps (each ``k + 1`` gradient
+    calls: the Hessian by forward differences of the gradient).  ``done`` is
+    False -- and the quasi-Newton polish runs instead -- when the problem is
+    larger, on a bound, not positive definite (the ridge of ``(f || g)``
+    terms) or when the predicted gain exceeds ``NEWTON_MAX_GAIN`` (far from
+    the optimum).  Also returns ``(x, gradient at x, where the Hessian was
+    computed, Hessian)`` for the convergence check, which would compute the
+    same things.
     """
     n = 0
     if x.size > NEWTON_MAX_K or np.any(x - lower < UNFOLD_TOL):
         return False, x, fx, n, None
-    hess = None
+    derivs = None
     for _ in range(NEWTON_ITER):
-        H = hessian_from_gradient(lambda t: fg(t)[1], x)
-        n += 2 * x.size
-        hess = (x.copy(), H)
+        H = forward_hessian(fg, x, g)
+        n += x.size
+        xH = x.copy()
         try:
             R = np.linalg.cholesky(H)
             step = np.linalg.solve(R.T, np.linalg.solve(R, g))
@@ -264,11 +281,13 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
         f2, g2, m = fg(x2)
         n += m
         if not f2 < fx:
+            derivs = (x.copy(), g, xH, H)
             break
         x, fx, g = x2, f2, g2
+        derivs = (x.copy(), g, xH, H)
         if gain < NEWTON_GAIN_TOL:
             break
-    return True, x, fx, n, hess
+    return True, x, fx, n, derivs
 
 
 def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) -> np.ndarray | None:
@@ -319,7 +338,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     res = _lme4_steps(fn, x0, lower, ctl)
     theta, fval, n_evals = res.theta, res.fval, res.n_evals
     steps: list[str] = [f"bobyqa {fval:.10g} ({n_evals} evaluations)"]
-    hess: tuple[np.ndarray, np.ndarray] | None = None
+    derivs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     if ctl.get("robust", 1):
         for _ in range(MAX_ROUNDS):
             _, g, n = fg(theta)
@@ -327,7 +346,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
             if np.max(np.abs(projected_gradient(g, theta, lower))) > ctl["polish_gtol"]:
                 done, kind, n = False, "polish", 0
                 if analytic:                # a Hessian from 2k gradients (not 4k^2 values)
-                    done, th2, f2, n, hess = newton(fg, theta, fval, g, lower)
+                    done, th2, f2, n, derivs = newton(fg, theta, fval, g, lower)
                     kind = "newton"
                 if not done:
                     th2, f2, n2 = polish(fg, theta, fval, lower)
@@ -350,7 +369,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
             theta, fval = th2, f2
     theta, fval, n = _check_boundary(fn, theta, fval, lower, ctl)
     n_evals += n
-    return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps), hess)
+    return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps), derivs)
 
 
 def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
