@@ -28,10 +28,12 @@ from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
-# the start is shrunk towards 0 when better (_scaled_start) from this many dense columns
+# an evaluation factors a dense rest of this many columns or more: "costly"
 COSTLY_N2 = 500
-# the analytic gradient from this many theta parameters (or from COSTLY_N2 dense columns)
+# the analytic gradient from this many theta parameters (or for costly evaluations)
 ANALYTIC_MIN_K = 8
+# costly models with at most SCALED_START_MAX_K parameters start from the best of
+# START_SCALES * lme4's start (_scaled_start)
 START_SCALES = (1.0, 0.5, 0.25, 0.125)
 SCALED_START_MAX_K = 4
 # a zero pivot is raised to this for the gradient of its term (value_and_gradient)
@@ -212,7 +214,7 @@ class NativeModel:
             g[~exact] = g2[~exact]
         return val, g, 2
 
-    # -- fitting    # -- fitting -------------------------------------------------------------------
+    # -- fitting -------------------------------------------------------------------
     def _scaled_start(self, REML: bool) -> np.ndarray:
         """lme4's start, or a shrunken copy of it when that is better and evaluations are costly.
 
@@ -220,7 +222,7 @@ class NativeModel:
         116 from lme4's ``theta = 1``, 54 from 0.5).  Where one evaluation
         factors a dense rest of ``COSTLY_N2`` columns or more and there are at
         most ``SCALED_START_MAX_K`` parameters, the start is the best of
-        ``c * start`` for ``c`` in ``START_SCALES`` (three more evaluations);
+        ``c * start`` for ``c`` in ``START_SCALES`` (four evaluations);
         elsewhere it is lme4's.  (With many parameters BOBYQA's path is not
         shortened: 535 -> 808 evaluations on a 22-parameter 4-system model.)
         """
