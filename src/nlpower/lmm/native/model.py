@@ -253,8 +253,10 @@ class NativeModel:
             ctl.update(control)
         with single_threaded(self._threads1):
             fg = (lambda th: self.value_and_gradient(th, REML)) if self._analytic else None
+            # many parameters: a gradient descent brings BOBYQA near the optimum first
+            first = start is None and self.layout.size >= ANALYTIC_MIN_K
             res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
-                                 terms=self._term_slices, fg=fg)
+                                 terms=self._term_slices, fg=fg, descent_first=first)
             fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")

@@ -71,6 +71,7 @@ MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after a
 POLISH_FTOL = 1e-9      # polish stops after two iterations that each gain less (deviance units)
 POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs one gradient)
 UNFOLD_MAXITER = 1000   # ... from an unfolded start (a descent from a new point)
+DESCENT_STEP = 0.01     # BOBYQA's initial trust-region radius after a first descent
 
 _STATUS = {
     nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
@@ -232,6 +233,40 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
     return best_x[0], float(best_f[0]), count[0]
 
 
+def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
+                ) -> tuple[np.ndarray, float, int]:
+    """A quasi-Newton descent with the bounded (diagonal) parameters on the log scale.
+
+    ``theta_i = exp(phi_i)`` where ``lower_i = 0``: no bounds, and a gradient
+    that vanishes towards 0, so the descent stays interior -- on the flat
+    ridge of ``(f || g)`` terms it does not run into a zero variance that
+    BOBYQA from lme4's start would not reach (a spurious "singular" fit).
+    Where a variance really is 0 the descent stops near it and BOBYQA, under
+    the bounds, finishes.  Returns ``(theta, f, evaluations)``.
+    """
+    pos = lower == 0
+    if np.any(x0[pos] <= 0):
+        return x0, f0, 0
+    free = np.full(x0.size, -np.inf)
+
+    def to_theta(phi: np.ndarray) -> np.ndarray:
+        th = phi.copy()
+        th[pos] = np.exp(np.minimum(phi[pos], 50.0))
+        return th
+
+    def fg_log(phi: np.ndarray) -> tuple[float, np.ndarray, int]:
+        th = to_theta(phi)
+        fx, g, n = fg(th)
+        g = g.copy()
+        g[pos] *= th[pos]
+        return fx, g, n
+
+    phi0 = x0.copy()
+    phi0[pos] = np.log(x0[pos])
+    phi, fx, n = polish(fg_log, phi0, f0, free, UNFOLD_MAXITER)
+    return to_theta(phi), fx, n
+
+
 def forward_hessian(fg: ValueGrad, x: np.ndarray, g: np.ndarray,
                     h: float = DERIV_STEP) -> np.ndarray:
     """Hessian by forward differences of the gradient (``k`` calls of ``fg``), symmetrised."""
@@ -320,14 +355,18 @@ def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) 
 def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
                    control: dict[str, float] | None = None, *,
                    terms: tuple[tuple[int, int], ...] = (),
-                   fg: ValueGrad | None = None) -> OptResult:
+                   fg: ValueGrad | None = None, descent_first: bool = False) -> OptResult:
     """BOBYQA plus lme4's ``restart_edge`` and ``check.boundary`` steps, then the safeguards.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
     ``theta`` (for the unfold restart; without it only the polish runs).
     ``fg``: ``x -> (f, gradient, evaluations)``, the analytic gradient of
     :mod:`.gradient` (then Newton steps may replace the polish); default:
-    central differences of ``fn``.
+    central differences of ``fn``.  ``descent_first`` (with ``fg``): a
+    quasi-Newton descent from ``x0`` first, and BOBYQA from where it stops
+    with the initial trust-region radius ``DESCENT_STEP`` (unless the control
+    sets one) -- with many parameters BOBYQA needs hundreds of evaluations to
+    travel from lme4's start, the gradient a few dozen calls.
     """
     analytic = fg is not None
     if fg is None:
@@ -335,9 +374,18 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     ctl = dict(DEFAULT_CONTROL)
     if control:
         ctl.update(control)
+    steps: list[str] = []
+    n_evals = 0
+    if descent_first and analytic:
+        x0, f_d, n = log_descent(fg, x0, fn(x0), lower)
+        n_evals += n + 1
+        steps.append(f"descent {f_d:.10g} ({n + 1} evaluations)")
+        if not ctl.get("initial_step"):
+            ctl["initial_step"] = DESCENT_STEP
     res = _lme4_steps(fn, x0, lower, ctl)
-    theta, fval, n_evals = res.theta, res.fval, res.n_evals
-    steps: list[str] = [f"bobyqa {fval:.10g} ({n_evals} evaluations)"]
+    theta, fval = res.theta, res.fval
+    n_evals += res.n_evals
+    steps.append(f"bobyqa {fval:.10g} ({res.n_evals} evaluations)")
     derivs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     if ctl.get("robust", 1):
         for _ in range(MAX_ROUNDS):
