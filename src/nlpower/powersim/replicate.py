@@ -41,7 +41,7 @@ from ..lmm.structure import ModelSpec
 from ..params import LMMParams
 from ..simulation import simulate_y
 from . import fastpath as fp
-from .balanced_fit import fit_balanced, null_deviance
+from .balanced_fit import fit_balanced, kr_df, null_deviance
 from .models import Params, build_model
 from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 from .options import PowerOptions
@@ -118,7 +118,7 @@ def run_balanced(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.ra
         # layout rows: item, then worker, then system
         st = fp.stats_from_ratings(y.reshape(len(gens), i, w, 2).transpose(0, 2, 1, 3))
     t_df = opts.test in ("satterthwaite", "kenward-roger")
-    fit = fit_balanced(st, REML=opts.REML, with_df=t_df)
+    fit = fit_balanced(st, REML=opts.REML, with_df=opts.test == "satterthwaite")
     scale = 2.0 / (params.x_values[1] - params.x_values[0])  # sum -> params' coding
     p_boot = None
     if opts.test == "pblrt":  # the bootstrap continues each replicate's stream
@@ -129,9 +129,12 @@ def run_balanced(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.ra
         stat = np.sign(fit.beta1) * np.sqrt(lr)
     else:
         stat = fit.t
-    # Kenward-Roger = Satterthwaite here: on the balanced design pbkrtest's adjusted covariance
-    # equals the unadjusted one and the KR df the Satterthwaite df (kenward_roger module docstring)
-    df = fit.df if t_df else np.full(st.n_sims, np.inf)
+    # Kenward-Roger: pbkrtest's adjusted covariance equals the unadjusted one on this design, and
+    # its df is the expected-mean-square df at the fitted variances (balanced_fit.kr_df)
+    if opts.test == "kenward-roger":
+        df = kr_df(fit.variances, w, i)
+    else:
+        df = fit.df if t_df else np.full(st.n_sims, np.inf)
     return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
                        np.zeros(st.n_sims, dtype=bool), opts, p_boot)
 
