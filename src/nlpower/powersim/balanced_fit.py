@@ -281,8 +281,14 @@ def starts_ml(mom: np.ndarray, reml: np.ndarray, n_workers: int, n_items: int,
 
 
 def _minimise_ml(ss: np.ndarray, ss_sys: np.ndarray, n_workers: int, n_items: int,
-                 thorough: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Global ML over the variances per replicate; returns (v, deviance, converged)."""
+                 thorough: bool = False, only_extra: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Global ML over the variances per replicate; returns (v, deviance, converged).
+
+    ``only_extra=True`` runs only the starts that ``thorough=True`` adds to
+    the two default ones (so a caller that already has the default result
+    completes the thorough search by taking the smaller deviance).
+    """
     m5 = stratum_dims(n_workers, n_items)
     m7 = _m7(n_workers, n_items, REML=False)
     A = design_matrix(n_workers, n_items)
@@ -298,7 +304,9 @@ def _minimise_ml(ss: np.ndarray, ss_sys: np.ndarray, n_workers: int, n_items: in
     mom = _mom_start(ms, n_workers, n_items)
     mom[:, 0] = np.maximum(mom[:, 0], 1e-3)
     reml, _, _ = _minimise_reml(ss / c[:, None], n_workers, n_items)
-    starts = starts_ml(mom, reml, n_workers, n_items, thorough)
+    starts = starts_ml(mom, reml, n_workers, n_items, thorough or only_extra)
+    if only_extra:
+        starts = starts[1:-1]  # thorough = [mom, *extra, reml]
     k = len(starts)
     v, f, done = _projected_newton(np.maximum(np.vstack(starts), lb), np.tile(ss7s, (k, 1)), m7, A, lb)
     best = np.argmin(f.reshape(k, r), axis=0)  # the first start reaching the minimum
