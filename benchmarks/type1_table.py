@@ -42,8 +42,8 @@ from scipy import stats
 
 from nlpower import CrossedDesign, presets
 from nlpower.intervals import wilson_ci
-from nlpower.powersim import power
 from nlpower.powersim import balanced_fit as bf
+from nlpower.powersim import power
 from nlpower.powersim.fastpath import BalancedStats, design_matrix, draw_stats, stratum_dims
 from nlpower.powersim.pblrt import lr_statistic
 

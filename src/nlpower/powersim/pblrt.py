@@ -112,14 +112,14 @@ def pb_lrt_pvalues(stats: BalancedStats, n_boot: int,
     lr, v0 = lr_statistic(stats)
     lam = v0 @ A.T                                        # (R, 7) null stratum eigenvalues
     R = stats.n_sims
-    per_replicate = not isinstance(rng, np.random.Generator)
-    if per_replicate and len(rng) != R:  # type: ignore[arg-type]
+    streams = None if isinstance(rng, np.random.Generator) else list(rng)
+    if streams is not None and len(streams) != R:
         raise ValueError(f"rng: one generator per replicate ({R}) or a single Generator")
     exceed = np.zeros(R)
     per = max(1, chunk // max(n_boot, 1))
     for s in range(0, R, per):
         rows = np.arange(s, min(R, s + per))
-        gens = [rng[k] for k in rows] if per_replicate else rng  # type: ignore[index]
+        gens = rng if streams is None else streams[s:s + rows.size]
         ss, b1 = _null_draws(lam[rows], m, n, n_boot, gens)
         ss = ss.reshape(-1, 5)
         b1 = b1.ravel()

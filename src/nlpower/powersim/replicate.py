@@ -43,8 +43,8 @@ from ..simulation import simulate_y
 from . import fastpath as fp
 from .balanced_fit import fit_balanced, kr_df, null_deviance
 from .models import Params, build_model
-from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 from .options import PowerOptions
+from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 from .result import Replicates
 
 # ----------------------------------------------------------------------------------------
