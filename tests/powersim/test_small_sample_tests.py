@@ -17,6 +17,7 @@ from nlpower.errors import InputError
 from nlpower.lmm import lmer
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.kenward_roger import kr_state
+from nlpower.pilot.assurance import power_at_moments
 from nlpower.powersim import analytic_power, power
 from nlpower.powersim.balanced_fit import fit_balanced, kr_df
 from nlpower.powersim.fastpath import stats_from_ratings
@@ -71,6 +72,15 @@ def test_analytic_refuses_pblrt_and_treats_kr_as_satterthwaite():
     kr = analytic_power(CrossedDesign(3, 50), HIGH(0.1), test="kenward-roger")
     satt = analytic_power(CrossedDesign(3, 50), HIGH(0.1), test="satterthwaite")
     assert kr.power == satt.power and kr.df == satt.df
+
+
+def test_assurance_moments_treat_kr_as_satterthwaite_and_pblrt_as_lrt():
+    se, df = np.array([0.04, 0.05]), np.array([2.5, 8.0])
+    kw = {"alpha": 0.05, "alternative": "two-sided"}
+    np.testing.assert_array_equal(power_at_moments(0.1, se, df, test="kenward-roger", **kw),
+                                  power_at_moments(0.1, se, df, test="satterthwaite", **kw))
+    np.testing.assert_array_equal(power_at_moments(0.1, se, df, test="pblrt", **kw),
+                                  power_at_moments(0.1, se, df, test="lrt", **kw))
 
 
 # ----------------------------------------------------------------------------------------

@@ -17,6 +17,14 @@ p-value, flags per replicate):
     (:func:`nlpower.lmm.get_engine`), each replicate swaps the response and
     refits (warm start at the true theta).
 
+Tests: ``"satterthwaite"``/``"z"`` from the fit, ``"lrt"`` from the null
+fit too; ``"kenward-roger"`` in closed form on the balanced path
+(:func:`~nlpower.powersim.balanced_fit.kr_df`) and through
+:func:`~nlpower.lmm.kenward_roger.kr_state` on the general one
+(:class:`KRTest`); ``"pblrt"`` by :mod:`nlpower.powersim.pblrt` (vectorised
+on the balanced path, ``2 n_boot`` refits per replicate on the general one;
+the bootstrap continues the replicate's own random stream).
+
 Replicate ``r`` draws from child ``r`` of the run's seed, so results do not
 depend on chunking, and the first ``m`` replicates of a run of ``N`` are those
 of a run of ``m``.
