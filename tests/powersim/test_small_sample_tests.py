@@ -7,6 +7,7 @@ tests/reference/kenward_roger.R).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ from nlpower.powersim.balanced_fit import fit_balanced, kr_df
 from nlpower.powersim.fastpath import stats_from_ratings
 from nlpower.powersim.grid import power_grid
 from nlpower.powersim.options import power_options
+from nlpower.powersim.pblrt import GeneralPBLRT
 from nlpower.powersim.result import PowerResult
 
 HIGH = presets.high_variance
@@ -196,3 +198,14 @@ def test_default_test_holds_alpha_with_ten_workers():
         res = power(CrossedDesign(10, 50), preset(0.0), n_sims=n, rng=31)
         assert res.test == "satterthwaite"
         assert abs(res.rejection_rate - 0.05) < 3 * se
+
+
+def test_general_pblrt_screen_changes_no_pvalue(monkeypatch):
+    """The exact bound LR* <= n log(1 + z*^2/n) only skips null refits that cannot exceed."""
+    design, params = CrossedDesign(6, 12, workers_per_item=3), HIGH(0.0)
+    kw = {"n_sims": 5, "rng": 3, "test": "pblrt", "n_boot": 19, "method": "simulate"}
+    screened = power(design, params, **kw).replicates.pvalue
+    build = GeneralPBLRT.build
+    monkeypatch.setattr(GeneralPBLRT, "build", classmethod(
+        lambda cls, full, null, j: dataclasses.replace(build(full, null, j), screen=False)))
+    np.testing.assert_array_equal(power(design, params, **kw).replicates.pvalue, screened)

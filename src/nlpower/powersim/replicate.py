@@ -228,7 +228,7 @@ def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.rando
                 model = prepare(opts.engine, dm.spec.with_response(y))
                 if opts.test == "pblrt":
                     assert null_model is not None
-                    boot = GeneralPBLRT.build(model, null_model)
+                    boot = GeneralPBLRT.build(model, null_model, j)
             core = model.refit(y, REML=opts.REML, start=dm.theta)
             b = float(core.beta[j])
             sd = math.sqrt(float(core.vcov_beta[j, j]))
