@@ -135,8 +135,9 @@ def power(
         Bootstrap samples per replicate of ``test="pblrt"`` (p-value
         ``(1 + #{LR* >= LR}) / (1 + n_boot)``; at least ``1/alpha - 1``).
         On the balanced fast path they cost about 1e-4 s each; with
-        ``method="simulate"`` each is two engine refits, so a replicate
-        costs ``2 n_boot + 2`` fits -- keep ``n_sims`` small there.
+        ``method="simulate"`` each is up to two engine refits, so a
+        replicate costs up to ``2 n_boot + 2`` fits -- keep ``n_sims``
+        small there.
     options : PowerOptions, optional
         All of the options above, already validated by
         :func:`~nlpower.powersim.options.power_options` (what a grid passes
