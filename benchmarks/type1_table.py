@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=src nice -n 10 .venv/bin/python benchmarks/type1_table.py          # the doc's table
     PYTHONPATH=src .venv/bin/python benchmarks/type1_table.py --n-sims 2000 --variants 4000
+    PYTHONPATH=src .venv/bin/python benchmarks/type1_table.py --general-cost   # method="simulate"
 
 For 3, 5, 10 workers x 50, 100 items (every worker rates every item under both
 systems) and both Table 16 scenarios (``presets.high_variance(0.0)``,
@@ -147,12 +148,34 @@ def variants(w: int, i: int, params, n_sims: int, seed: int, B: int = 99) -> dic
     return out
 
 
+def general_cost() -> list[str]:
+    """Milliseconds per replicate of each test with ``method="simulate"`` (native engine)."""
+    tests = (("satterthwaite", 20), ("kenward-roger", 20), ("lrt", 20), ("pblrt", 10))
+    rows = ["| design | " + " | ".join(t for t, _ in tests) + " |", "|---|" + "---|" * len(tests)]
+    for design in (CrossedDesign(3, 50), CrossedDesign(6, 50, workers_per_item=3)):
+        cells = []
+        for test, n in tests:
+            kw = {"test": test, "method": "simulate"}
+            power(design, presets.high_variance(0.0), n_sims=1, rng=0, n_boot=19, **kw)  # warm-up
+            t0 = time.perf_counter()
+            power(design, presets.high_variance(0.0), n_sims=n, rng=1, **kw)
+            cells.append(f"{(time.perf_counter() - t0) / n * 1e3:.0f} ms")
+        rows.append(f"| {design!r} | " + " | ".join(cells) + " |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-sims", type=int, default=10_000)
     ap.add_argument("--variants", type=int, default=0, metavar="R",
                     help="also the bootstrap variants at 3 workers, R replicates each")
+    ap.add_argument("--general-cost", action="store_true",
+                    help="only the per-replicate cost of each test on the general path")
     args = ap.parse_args(argv)
+    if args.general_cost:
+        print("\n".join(general_cost()))
+        return 0
     start = time.perf_counter()
     names = [*TESTS, "t, df = W-1"]
     rows = [f"| scenario | workers | items | {' | '.join(names)} |",
