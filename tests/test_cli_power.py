@@ -140,3 +140,29 @@ def test_outputs_into_a_missing_directory_are_refused_before_any_work(tmp_path, 
     assert "Create it first" in err and not missing.exists()
     assert main([*POWER, "--json", str(missing / "p.json")]) == 2
     assert "--json" in capsys.readouterr().err and not missing.exists()
+
+
+def test_power_pblrt_passes_n_boot(capsys):
+    from nlpower.powersim import power
+
+    argv = [*POWER[:POWER.index("--test")], "--test", "pblrt", "--n-boot", "19",
+            "--method", "balanced", "--seed", "4"]
+    assert main(argv) == 0
+    expected = power(CrossedDesign(3, 20), presets.high_variance(0.1), n_sims=30, test="pblrt",
+                     n_boot=19, method="balanced", rng=4)
+    out = capsys.readouterr().out
+    assert expected.summary() in out and "x 19 bootstrap samples" in out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--test", "pblrt", "--n-boot", "5"], "--n-boot 5 cannot reject at --alpha 0.05"),
+        (["--test", "pblrt", "--n-boot", "19", "--alternative", "greater"],
+         "--test 'pblrt' is two-sided"),
+    ],
+)
+def test_pblrt_option_errors_exit_2(extra, message, capsys):
+    argv = [*POWER[:POWER.index("--test")], "--method", "balanced", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

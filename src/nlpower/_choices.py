@@ -54,8 +54,9 @@ Duplicates: TypeAlias = Literal["error", "keep", "mean"]
 EngineName: TypeAlias = Literal["native", "lme4"]
 #: How power is computed: balanced fast path when exact, else simulate; or forced.
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
-#: Tests of the system effect in a mixed model.
-RatingsTest: TypeAlias = Literal["satterthwaite", "z", "lrt"]
+#: Tests of the system effect in a mixed model: Wald t with Satterthwaite or Kenward-Roger df
+#: (REML), Wald z, likelihood ratio against chi^2_1, parametric-bootstrap likelihood ratio (ML).
+RatingsTest: TypeAlias = Literal["satterthwaite", "kenward-roger", "z", "lrt", "pblrt"]
 #: What power() does when replicate fits fail: count them as non-detections (recorded in the
 #: result), also warn, or stop with an error naming the replicate (STYLE 6).
 FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from nlpower.lmm import lmer
-from nlpower.powersim.fastpath import draw_stats, stats_from_ratings
-from nlpower.powersim.pblrt import lr_statistic, pb_lrt_pvalues
+from nlpower.powersim.balanced_fit import _minimise_ml
+from nlpower.powersim.fastpath import design_matrix, draw_stats, stats_from_ratings, stratum_dims
+from nlpower.powersim.pblrt import TIE, _null_draws, lr_statistic, pb_lrt_pvalues
 
 V = [0.0676, 0.0001, 0.0121, 0.0016, 0.0196]        # Card et al. Table 16 "high variance"
 
@@ -46,3 +47,20 @@ def test_huge_effect_gets_the_smallest_pvalue():
     st = draw_stats(5, 30, 0.5, 2.0, V, gens)                   # beta1 = 2: LR enormous
     p, _ = pb_lrt_pvalues(st, 19, np.random.default_rng(2))
     np.testing.assert_allclose(p, 1 / 20)
+
+
+def test_shortcuts_give_the_brute_force_pvalues():
+    """Wald bound + two-stage null fit = full and five-start null fits of every bootstrap sample."""
+    w, i, B = 3, 20, 49
+    for beta1 in (0.0, 0.08):
+        st = draw_stats(w, i, 0.5, beta1, V, [np.random.default_rng(k) for k in range(40)])
+        p, lr = pb_lrt_pvalues(st, B, np.random.default_rng(5))
+        _, v0 = lr_statistic(st)
+        n = 2.0 * w * i
+        ss, b1 = _null_draws(v0 @ design_matrix(w, i).T, stratum_dims(w, i), n, B,
+                             np.random.default_rng(5))
+        ss, b1 = ss.reshape(-1, 5), b1.ravel()
+        _, dev1, _ = _minimise_ml(ss, np.zeros(b1.size), w, i)
+        _, dev0, _ = _minimise_ml(ss, n * b1**2, w, i, thorough=True)
+        hit = (dev0 - dev1).reshape(40, B) >= lr[:, None] * (1 - TIE)
+        np.testing.assert_array_equal(p, (1 + hit.sum(axis=1)) / (1 + B))

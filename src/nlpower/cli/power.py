@@ -54,7 +54,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-sims", type=int, default=200, metavar="N",
                    help="simulated experiments per design (default: 200, as in the paper)")
     p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
-                   help="test of beta1 (default: satterthwaite, REML; the paper: z, ML fits)")
+                   help="test of beta1 (default: satterthwaite, REML; the paper: z, ML fits; "
+                        "kenward-roger: REML, KR df; pblrt: parametric-bootstrap LRT, ML)")
+    p.add_argument("--n-boot", type=int, default=99, metavar="B",
+                   help="bootstrap samples per replicate for --test pblrt (default: 99)")
     p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (default: two-sided). Power counts only sign-correct "
                         "rejections, so --test z --alternative two-sided is the paper's t > 1.96 rule "
@@ -133,7 +136,7 @@ def run_power(args: argparse.Namespace) -> int:
             params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet)
+                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot)
     print(result.summary())
     if args.json is not None:
         frame = result.to_frame()
@@ -171,7 +174,7 @@ def run_grid(args: argparse.Namespace) -> int:
         _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
-        checkpoint=args.checkpoint,
+        checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
         rng=args.seed, progress=not args.quiet, **_design_kw(args),
     )
     print(result.summary())

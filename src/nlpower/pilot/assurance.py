@@ -86,8 +86,9 @@ def power_at_moments(effect: float, se: np.ndarray, df: np.ndarray, *, alpha: fl
         return np.zeros_like(se)
     q = 1.0 - alpha / 2.0 if alternative == "two-sided" else 1.0 - alpha
     ncp = abs(effect) / se
-    crit = stats.t.ppf(q, df) if test == "satterthwaite" else np.full_like(se, stats.norm.ppf(q))
-    if test == "lrt":
+    t_df = test in ("satterthwaite", "kenward-roger")  # KR: the same expected moments and df
+    crit = stats.t.ppf(q, df) if t_df else np.full_like(se, stats.norm.ppf(q))
+    if test in ("lrt", "pblrt"):  # pblrt: its chi^2 approximation (no bootstrap without data)
         return np.asarray(stats.norm.sf(crit - ncp))
     finite = np.isfinite(df)
     out = np.asarray(stats.norm.sf(crit - ncp), dtype=float)

@@ -53,7 +53,7 @@ from scipy import stats
 
 from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
-from ..errors import DesignError
+from ..errors import DesignError, InputError
 from ..lmm import single_threaded
 from ..params import LMMParams
 from ..simulation import check_design_params
@@ -302,8 +302,9 @@ def power_from_moments(effect: float, se: float, df: float, *, alpha: float, tes
     ncp = effect / se
     two = alternative == "two-sided"
     q = 1.0 - alpha / 2.0 if two else 1.0 - alpha
-    use_t = test == "satterthwaite" or (test == "z" and not normal)
-    if test == "satterthwaite":
+    t_df = test in ("satterthwaite", "kenward-roger")  # KR: the same expected moments and df
+    use_t = t_df or (test == "z" and not normal)
+    if t_df:
         crit = float(stats.t.ppf(q, df))
     else:
         crit = float(stats.norm.ppf(q))
@@ -341,7 +342,7 @@ def analytic_power(
     design : CrossedDesign
     params : LMMParams or MultiSystemParams
     alpha : float, default 0.05
-    test : {"satterthwaite", "z", "lrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt"}
         Which test's power to approximate (module docstring).
     alternative : {"two-sided", "greater", "less"}
     method : {"auto", "balanced", "information"}
@@ -382,6 +383,11 @@ def analytic_moments(design: CrossedDesign, params: Params, *, alpha: float, tes
                      alternative: str, method: str = "auto", normal: bool = False
                      ) -> AnalyticPowerResult:
     """:func:`analytic_power` on validated arguments (what ``power(method="analytic")`` calls)."""
+    if test == "pblrt":
+        raise InputError(
+            "test='pblrt' (parametric-bootstrap LRT) has no analytic approximation. Use "
+            "power(..., test='pblrt') (simulation), or test='lrt' for the chi^2 approximation."
+        )
     balanced_ok = design.is_balanced_crossed and isinstance(params, LMMParams) and \
         (params.coding != "treatment" or (params.sd_worker_slope == 0 and params.sd_item_slope == 0))
     if method == "auto":

@@ -281,8 +281,14 @@ def starts_ml(mom: np.ndarray, reml: np.ndarray, n_workers: int, n_items: int,
 
 
 def _minimise_ml(ss: np.ndarray, ss_sys: np.ndarray, n_workers: int, n_items: int,
-                 thorough: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Global ML over the variances per replicate; returns (v, deviance, converged)."""
+                 thorough: bool = False, only_extra: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Global ML over the variances per replicate; returns (v, deviance, converged).
+
+    ``only_extra=True`` runs only the starts that ``thorough=True`` adds to
+    the two default ones (so a caller that already has the default result
+    completes the thorough search by taking the smaller deviance).
+    """
     m5 = stratum_dims(n_workers, n_items)
     m7 = _m7(n_workers, n_items, REML=False)
     A = design_matrix(n_workers, n_items)
@@ -298,7 +304,9 @@ def _minimise_ml(ss: np.ndarray, ss_sys: np.ndarray, n_workers: int, n_items: in
     mom = _mom_start(ms, n_workers, n_items)
     mom[:, 0] = np.maximum(mom[:, 0], 1e-3)
     reml, _, _ = _minimise_reml(ss / c[:, None], n_workers, n_items)
-    starts = starts_ml(mom, reml, n_workers, n_items, thorough)
+    starts = starts_ml(mom, reml, n_workers, n_items, thorough or only_extra)
+    if only_extra:
+        starts = starts[1:-1]  # thorough = [mom, *extra, reml]
     k = len(starts)
     v, f, done = _projected_newton(np.maximum(np.vstack(starts), lb), np.tile(ss7s, (k, 1)), m7, A, lb)
     best = np.argmin(f.reshape(k, r), axis=0)  # the first start reaching the minimum
@@ -395,6 +403,29 @@ def ems_df(ms_ws: np.ndarray, ms_is: np.ndarray, ms_e: np.ndarray, n_workers: in
         return np.asarray(num / den)
 
 
+def kr_df(variances: np.ndarray, n_workers: int, n_items: int) -> np.ndarray:
+    """Kenward-Roger df of ``beta1`` at REML fits of the balanced design (pbkrtest's ``Lb_ddf``).
+
+    Here ``X`` spans the mean and system strata, so pbkrtest's adjusted
+    covariance equals the unadjusted one, and for one contrast its df is
+    ``2 / A1 = Var^2 / (g' IE2^-1 g)`` -- Satterthwaite's formula with the
+    *expected* REML information of the variances ``IE2_rs = sum_k m_k A_kr
+    A_ks / lambda_k^2`` (random strata).  Since ``lambda_sys = lambda_WS +
+    lambda_IS - lambda_E`` this is::
+
+        (l_WS + l_IS - l_E)^2 / (l_WS^2/(W-1) + l_IS^2/(I-1) + l_E^2/(2(W-1)(I-1)))
+
+    at the *fitted* eigenvalues: the expected-mean-square df (:func:`ems_df`)
+    at an interior fit, where ``lambda_k = MS_k`` and it equals lmerTest's
+    Satterthwaite df.  At a boundary fit the two differ: lmerTest's
+    observed-Hessian df in ``(theta, sigma)`` drops a variance estimated at 0,
+    KR keeps it (``tests/powersim/test_kr_balanced.py`` checks both cases
+    against :func:`nlpower.lmm.kenward_roger.kr_state`).
+    """
+    lam = np.asarray(variances, dtype=float) @ design_matrix(n_workers, n_items).T
+    return ems_df(lam[:, 3], lam[:, 5], lam[:, 6], n_workers, n_items)
+
+
 def fit_balanced(stats: BalancedStats, *, REML: bool = False, with_df: bool = True) -> BalancedFit:
     """ML (lme4 ``REML = FALSE``, default) or REML fit of every replicate in ``stats``.
 
@@ -442,4 +473,4 @@ def null_deviance(stats: BalancedStats) -> np.ndarray:
     return dev
 
 
-__all__ = ["BalancedFit", "ems_df", "fit_balanced", "null_deviance"]
+__all__ = ["BalancedFit", "ems_df", "fit_balanced", "kr_df", "null_deviance"]

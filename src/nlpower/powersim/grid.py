@@ -174,6 +174,7 @@ def power_grid(
     engine: EngineName = "native",
     REML: bool | None = None,
     likert: int | None = None,
+    n_boot: int | None = None,
     n_jobs: int = 1,
     backend: Backend = "loky",
     client: Any = None,
@@ -212,9 +213,10 @@ def power_grid(
         ``test="z", alternative="two-sided"``: power counts only sign-correct
         rejections, so a detection is t > 1.96 (App. H.3); ``"z"`` fits by ML.
         (``alternative="greater"`` would be t > 1.645 at ``alpha=0.05``.)
-    REML, likert : optional
+    REML, likert, n_boot : optional
         Passed to :func:`nlpower.power` when given (fit criterion; Likert
-        ratings with that many points).
+        ratings with that many points; bootstrap samples per replicate of
+        ``test="pblrt"``, default 99).
     n_jobs : int
         Cells run in parallel (``-1``: all cores).  Results do not depend on it.
     backend : {"loky", "dask"}
@@ -276,7 +278,7 @@ def power_grid(
         params = as_params(params, effect=head, coding=coding, contrast=contrast)
     validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
                               method=method, engine=engine, REML=REML, likert=likert,
-                              keep_replicates=False)
+                              keep_replicates=False, n_boot=99 if n_boot is None else n_boot)
     n_sims, alpha, test, alternative = (validated.n_sims, validated.alpha, validated.test,
                                         validated.alternative)
     check_run_options(n_jobs, backend, client, on_error)
@@ -322,7 +324,8 @@ def power_grid(
     grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
     grid_axes.update(named)
     options = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-               "method": method, "engine": engine, "REML": REML, "likert": likert}
+               "method": method, "engine": engine, "REML": REML, "likert": likert,
+               "n_boot": n_boot}
     problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
                              validated=validated,

@@ -22,6 +22,7 @@ method         what runs
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,7 @@ class PowerOptions:
     ----------
     n_sims : int
     alpha : float
-    test : {"satterthwaite", "z", "lrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt"}
     alternative : {"two-sided", "greater", "less"}
     method : {"auto", "balanced", "simulate", "analytic"}
         As requested; :func:`~nlpower.powersim.power` resolves ``"auto"`` per design.
@@ -59,6 +60,8 @@ class PowerOptions:
         Fitter of ``method="simulate"``.
     REML : bool
         Fit criterion, resolved from ``test`` when not given.
+    n_boot : int
+        Bootstrap samples per replicate of ``test="pblrt"`` (unused by the other tests).
     null : bool
     likert : int or None
     keep_replicates : bool
@@ -76,13 +79,15 @@ class PowerOptions:
     likert: int | None = None
     keep_replicates: bool = True
     on_failure: FailurePolicy = "ignore"
+    n_boot: int = 99
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a JSON-able dict (what a grid stores in its fingerprint)."""
         return {"n_sims": self.n_sims, "alpha": self.alpha, "test": self.test,
                 "alternative": self.alternative, "method": self.method, "engine": self.engine,
                 "REML": self.REML, "null": self.null, "likert": self.likert,
-                "keep_replicates": self.keep_replicates, "on_failure": self.on_failure}
+                "keep_replicates": self.keep_replicates, "on_failure": self.on_failure,
+                "n_boot": self.n_boot}
 
 
 def check_test_options(alpha: object, test: object, alternative: object
@@ -110,6 +115,28 @@ def check_engine(engine: object) -> EngineName:
     return name
 
 
+def _check_pblrt(n_boot: int, alpha: float, alternative: str, method: str) -> None:
+    """``test="pblrt"``: enough bootstrap samples to reject, two-sided, simulated."""
+    if (1.0 / (n_boot + 1.0)) > alpha:
+        need = math.ceil(1.0 / alpha - 1.0 - 1e-9)
+        raise InputError(
+            f"n_boot={n_boot} cannot reject at alpha={alpha:g}: the smallest parametric-bootstrap "
+            f"p-value is 1/(n_boot + 1) = {1.0 / (n_boot + 1.0):.4g}. Use n_boot >= {need} "
+            "(99 or more recommended)."
+        )
+    if alternative != "two-sided":
+        raise InputError(
+            f"test='pblrt' is two-sided (the likelihood ratio has no sign, as in pbkrtest's "
+            f"PBmodcomp); got alternative={alternative!r}. Use alternative='two-sided' (power "
+            "still counts only sign-correct rejections)."
+        )
+    if method == "analytic":
+        raise InputError(
+            "test='pblrt' has no analytic approximation; got method='analytic'. Use "
+            "method='auto' (the balanced fast path when exact) or 'simulate'."
+        )
+
+
 def power_options(
     *,
     n_sims: int = 1000,
@@ -123,12 +150,14 @@ def power_options(
     likert: int | None = None,
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
+    n_boot: int = 99,
 ) -> PowerOptions:
     """Validate the options of :func:`~nlpower.powersim.power` once.
 
     Parameters are those of :func:`~nlpower.powersim.power`.  ``REML=None``
     resolves to REML for ``test="satterthwaite"`` (lmerTest's default) and
-    ML for ``"z"`` (the paper) and ``"lrt"``.
+    ``"kenward-roger"`` (which needs a REML fit, as in pbkrtest) and to ML
+    for ``"z"`` (the paper), ``"lrt"`` and ``"pblrt"``.
 
     Raises
     ------
@@ -158,15 +187,23 @@ def power_options(
             f"likert must be None (Gaussian ratings) or the number of scale points, an integer "
             f">= 2; got {likert!r}."
         )
+    n_boot = check_int("n_boot", n_boot, min=1)
     if REML is None:
-        REML = test_ == "satterthwaite"
+        REML = test_ in ("satterthwaite", "kenward-roger")
     elif not isinstance(REML, (bool, np.bool_)):
         raise InputError(f"REML must be True, False or None (default for the test); got {REML!r}.")
-    if REML and test_ == "lrt":
+    if REML and test_ in ("lrt", "pblrt"):
         raise InputError(
-            "test='lrt' compares ML fits with and without the effect; REML likelihoods of models "
-            "with different fixed effects are not comparable. Use REML=False (or None)."
+            f"test={test_!r} compares ML fits with and without the effect; REML likelihoods of "
+            "models with different fixed effects are not comparable. Use REML=False (or None)."
         )
+    if not REML and test_ == "kenward-roger":
+        raise InputError(
+            "test='kenward-roger' is defined at a REML fit (pbkrtest refuses ML fits); got "
+            "REML=False. Use REML=True (or None), or test='satterthwaite' for ML fits."
+        )
+    if test_ == "pblrt":
+        _check_pblrt(n_boot, alpha, alternative_, method_)
     for name, flag in (("null", null), ("keep_replicates", keep_replicates)):
         if not isinstance(flag, (bool, np.bool_)):
             raise InputError(f"{name} must be True or False; got {flag!r}.")
@@ -174,7 +211,7 @@ def power_options(
         n_sims=n_sims, alpha=alpha, test=test_, alternative=alternative_, method=method_,
         engine=engine_, REML=bool(REML), null=bool(null),
         likert=None if likert is None else int(likert), keep_replicates=bool(keep_replicates),
-        on_failure=check_choice("on_failure", on_failure, FailurePolicy),
+        on_failure=check_choice("on_failure", on_failure, FailurePolicy), n_boot=n_boot,
     )
 
 

@@ -94,6 +94,9 @@ class PowerResult:
         Per-replicate estimate, SE, statistic, df, p-value and flags.
     REML : bool
         Whether the replicates were fitted by REML (else ML).
+    n_boot : int or None
+        Bootstrap samples per replicate of ``test="pblrt"`` (None for the
+        other tests).
     """
 
     power: float
@@ -126,6 +129,7 @@ class PowerResult:
     n_type1: int | None = None
     n_type1_sims: int | None = None
     REML: bool = False
+    n_boot: int | None = None
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Wilson interval of ``power`` (or of the rejection rate when the effect is 0)."""
@@ -143,6 +147,7 @@ class PowerResult:
             f"{'' if self.engine is None else f' (engine {self.engine!r})'}, "
             f"{'REML' if self.REML else 'ML'} fits, "
             f"{self.n_sims} replicates"
+            f"{'' if self.n_boot is None else f' x {self.n_boot} bootstrap samples'}"
         )
         if self.effect != 0:
             lines.append(
@@ -202,7 +207,8 @@ class PowerResult:
             "type1": self.type1, "n_type1": self.n_type1, "n_type1_sims": self.n_type1_sims,
             "type1_ci_low": None if self.type1_ci is None else self.type1_ci.low,
             "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
-            "design": design_record(self.design), "REML": self.REML, "notes": list(self.notes),
+            "design": design_record(self.design), "REML": self.REML, "n_boot": self.n_boot,
+            "notes": list(self.notes),
             "seed": {"entropy": self.seed.get("entropy"),
                      "spawn_key": list(self.seed.get("spawn_key", ()))},
             "version": self.version,

@@ -39,7 +39,7 @@ from .summary import analytic_power_result, apply_failure_policy, power_result
 _DEFAULTS: dict[str, Any] = {
     "n_sims": 1000, "alpha": 0.05, "test": "satterthwaite", "alternative": "two-sided",
     "method": "auto", "engine": "native", "REML": None, "null": False, "likert": None,
-    "keep_replicates": True, "on_failure": "ignore",
+    "keep_replicates": True, "on_failure": "ignore", "n_boot": 99,
 }
 
 
@@ -72,6 +72,7 @@ def power(
     keep_replicates: bool = True,
     REML: bool | None = None,
     on_failure: FailurePolicy = "ignore",
+    n_boot: int = 99,
     options: PowerOptions | None = None,
     progress: bool = False,
     effect: float | None = None,
@@ -90,13 +91,19 @@ def power(
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "z", "lrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt"}
         ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
-        ``"z"``: Wald statistic against the normal -- the paper's rule (with
-        ``alternative="two-sided"``, counting only sign-correct rejections as
-        power always does here, it is the paper's ``t > 1.96``); ``"lrt"``:
-        likelihood ratio of ML fits with and without the effect (chi^2(1);
-        the sign comes from the estimate).
+        ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
+        (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
+        balanced fast path identical to ``"satterthwaite"``, see
+        ``docs/power.md``); ``"z"``: Wald statistic against the normal -- the
+        paper's rule (with ``alternative="two-sided"``, counting only
+        sign-correct rejections as power always does here, it is the paper's
+        ``t > 1.96``); ``"lrt"``: likelihood ratio of ML fits with and
+        without the effect (chi^2(1); the sign comes from the estimate);
+        ``"pblrt"``: the same likelihood ratio referred to ``n_boot``
+        parametric-bootstrap samples from the null fit (pbkrtest's
+        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only).
     alternative : {"two-sided", "greater", "less"}
         As in scipy.  Power counts only rejections whose estimate has the
         sign of the true effect.
@@ -124,6 +131,13 @@ def power(
     on_failure : {"ignore", "warn", "raise"}
         Failed replicate fits: count them as non-detections (``n_failed``,
         a note), also warn, or raise :class:`~nlpower.errors.FitError`.
+    n_boot : int, default 99
+        Bootstrap samples per replicate of ``test="pblrt"`` (p-value
+        ``(1 + #{LR* >= LR}) / (1 + n_boot)``; at least ``1/alpha - 1``).
+        On the balanced fast path they cost about 1e-4 s each; with
+        ``method="simulate"`` each is up to two engine refits, so a
+        replicate costs up to ``2 n_boot + 2`` fits -- keep ``n_sims``
+        small there.
     options : PowerOptions, optional
         All of the options above, already validated by
         :func:`~nlpower.powersim.options.power_options` (what a grid passes
@@ -174,7 +188,7 @@ def power(
     design, params = check_design_params(design, params)
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
-          "keep_replicates": keep_replicates, "on_failure": on_failure}
+          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_boot": n_boot}
     if options is None:
         opts = power_options(**kw)
     elif not isinstance(options, PowerOptions):
