@@ -300,10 +300,8 @@ def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
         B = np.tile(b, p1.size)
         nz = structural[P1, A] & structural[P2, B]
         P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
-    r1 = out.pair_row[P1].astype(np.int64)
-    r2 = out.pair_row[P2].astype(np.int64)
-    key = r1 * N2 + r2
-    col = out.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
+    key = out.pair_row[P1].astype(np.int64) * N2 + out.pair_row[P2]
+    col = out.pair_lev[P1] if q1 == 1 else out.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
     # CSR over all N2^2 entries of S by a counting sort (no comparison sort: InstEval has
     # ~10^6 products); the data carry the products' positions, then empty rows are dropped
     # (positions from 1: the conversion drops explicit zeros)
@@ -316,7 +314,10 @@ def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
     P1, P2 = P1[perm], P2[perm]
     if q1 > 1:
         A, B = A[perm], B[perm]
-    data = out.C[P1, A] * out.C[P2, B]
+        data = out.C[P1, A] * out.C[P2, B]
+    else:
+        c0 = out.C[:, 0]
+        data = c0[P1] * c0[P2]
     out.V = sp.csr_matrix((data, big.indices, indptr), shape=(ukey.size, out.b1.m * q1 * q1))
     out.V_p1, out.V_a, out.V_p2, out.V_b = P1, A, P2, B
     yrow = N2 - 1
