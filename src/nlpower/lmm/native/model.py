@@ -215,8 +215,8 @@ class NativeModel:
         return val, g, 2
 
     # -- fitting -------------------------------------------------------------------
-    def _scaled_start(self, REML: bool) -> np.ndarray:
-        """lme4's start, or a shrunken copy of it when that is better and evaluations are costly.
+    def _scaled_start(self, REML: bool) -> tuple[np.ndarray, float]:
+        """lme4's start (and the criterion there), or a shrunken copy when better and costly.
 
         BOBYQA's evaluations grow with the distance from the start (InstEval:
         116 from lme4's ``theta = 1``, 54 from 0.5).  Where one evaluation
@@ -228,13 +228,17 @@ class NativeModel:
         """
         x0 = self.layout.start.copy()
         if self.blocks.N2 < COSTLY_N2 or x0.size > SCALED_START_MAX_K:
-            return x0
+            return x0, self.ev(x0, REML)
         vals = [self.ev(c * x0, REML) for c in START_SCALES]
-        return START_SCALES[int(np.argmin(vals))] * x0
+        best = int(np.argmin(vals))
+        return START_SCALES[best] * x0, vals[best]
 
     def _optimize(self, REML: bool, start: Any, control: dict[str, Any] | None):
-        x0 = self._start(start) if start is not None else self._scaled_start(REML)
-        f0 = self.ev(x0, REML)
+        if start is None:
+            x0, f0 = self._scaled_start(REML)
+        else:
+            x0 = self._start(start)
+            f0 = self.ev(x0, REML)
         if not math.isfinite(f0):
             raise FitError(
                 f"the {'REML criterion' if REML else 'deviance'} is not finite at the starting "
