@@ -72,6 +72,8 @@ POLISH_FTOL = 1e-9      # polish stops after two iterations that each gain less 
 POLISH_MAXITER = 100    # quasi-Newton iterations at most (each costs one gradient)
 UNFOLD_MAXITER = 1000   # ... from an unfolded start (a descent from a new point)
 DESCENT_STEP = 0.01     # BOBYQA's initial trust-region radius after a first descent
+DESCENT_MAXITER = 60    # the first descent only brings BOBYQA near: at most this many
+DESCENT_FTOL = 1e-6     # iterations, stopping after two that each gain less than this
 
 _STATUS = {
     nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
@@ -193,7 +195,8 @@ def fd_value_and_gradient(fn: Callable[[np.ndarray], float], lower: np.ndarray) 
 
 
 def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
-           maxiter: int = POLISH_MAXITER) -> tuple[np.ndarray, float, int]:
+           maxiter: int = POLISH_MAXITER, ftol: float = POLISH_FTOL
+           ) -> tuple[np.ndarray, float, int]:
     """L-BFGS-B under the lower bounds from ``fg`` (value and gradient); best point kept."""
     count = [0]
     best_x = [x0.copy()]
@@ -218,7 +221,7 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
         # L-BFGS-B's own ftol is relative to |f|; with a deviance of 1e5 (InstEval) it sits
         # at rounding level and the iterations crawl on a noisy gradient: stop after two
         # iterations that each gained less than POLISH_FTOL deviance units
-        stalls[0] = stalls[0] + 1 if last[0] - best_f[0] < POLISH_FTOL else 0
+        stalls[0] = stalls[0] + 1 if last[0] - best_f[0] < ftol else 0
         last[0] = best_f[0]
         if stalls[0] >= 2:
             raise StopIteration
@@ -226,7 +229,7 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
     try:
         minimize(fgrad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                  callback=stop_when_stalled,
-                 options={"ftol": POLISH_FTOL / max(abs(f0), 1.0), "gtol": 1e-7,
+                 options={"ftol": ftol / max(abs(f0), 1.0), "gtol": 1e-7,
                           "maxiter": maxiter})
     except (ValueError, FloatingPointError):       # pragma: no cover - numerical failure
         pass
@@ -263,7 +266,7 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
 
     phi0 = x0.copy()
     phi0[pos] = np.log(x0[pos])
-    phi, fx, n = polish(fg_log, phi0, f0, free, UNFOLD_MAXITER)
+    phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL)
     return to_theta(phi), fx, n
 
 
