@@ -209,3 +209,16 @@ def test_general_pblrt_screen_changes_no_pvalue(monkeypatch):
     monkeypatch.setattr(GeneralPBLRT, "build", classmethod(
         lambda cls, full, null, j: dataclasses.replace(build(full, null, j), screen=False)))
     np.testing.assert_array_equal(power(design, params, **kw).replicates.pvalue, screened)
+
+
+def test_general_path_kenward_roger_warns_about_its_cost_on_large_designs(monkeypatch):
+    # kr_state is dense n x n: a large design gets a warning with the expected cost before
+    # any replicate runs (the threshold is lowered so that the test stays fast)
+    import nlpower.powersim.replicate as rep
+    from nlpower.errors import NlpowerWarning
+
+    monkeypatch.setattr(rep, "KR_DENSE_WARN_N", 100)
+    design = CrossedDesign(6, 20, workers_per_item=3)           # n = 120 > 100
+    with pytest.warns(NlpowerWarning, match=r"dense n x n algebra .* n = 120 ratings"):
+        power(design, presets.high_variance(0.1), method="simulate", test="kenward-roger",
+              n_sims=1, rng=1, progress=False)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,7 +42,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ..design import CrossedDesign
-from ..errors import FitError, InputError
+from ..errors import FitError, InputError, NlpowerWarning
 from ..lmm import PreparedModel, get_engine, theta_layout
 from ..lmm.kenward_roger import covariance_basis, kr_state
 from ..lmm.result import FitCore
@@ -160,6 +161,10 @@ def prepare(engine: str, spec: ModelSpec) -> PreparedModel:
 _FIT_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError)
 
 
+#: above this many ratings the general-path Kenward-Roger test warns about its cost
+KR_DENSE_WARN_N = 1000
+
+
 class KRTest:
     """Kenward-Roger t test of one coefficient at REML fits of a fixed structure.
 
@@ -170,6 +175,14 @@ class KRTest:
     """
 
     def __init__(self, spec: ModelSpec) -> None:
+        if spec.n > KR_DENSE_WARN_N:
+            # measured: ~1 s per replicate at n = 300 on one core, growing as n^3
+            warnings.warn(
+                f"test='kenward-roger' on the general path uses dense n x n algebra "
+                f"(kr_state) with n = {spec.n} ratings: expect about "
+                f"{(spec.n / 300) ** 3:.0f} s per replicate. Where the REML fit is interior "
+                "Kenward-Roger equals test='satterthwaite', which costs milliseconds.",
+                NlpowerWarning, stacklevel=4)
         self.spec = spec
         self.basis = covariance_basis(spec)
         layout = theta_layout(spec.re_terms)
