@@ -276,17 +276,15 @@ def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
     order = np.argsort(out.pair_lev, kind="stable")
     lev_sorted = out.pair_lev[order]
     _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
-    tri = sizes.astype(np.int64) * (sizes + 1) // 2
-    T = int(tri.sum())
-    grp = np.repeat(np.arange(sizes.size), tri)
-    offs = np.arange(T, dtype=np.int64) - np.repeat(np.cumsum(tri) - tri, tri)
-    ia = ((np.sqrt(8.0 * offs + 1.0) - 1.0) // 2).astype(np.int64)
-    ia -= ia * (ia + 1) // 2 > offs                   # guard the float square root
-    ia += (ia + 1) * (ia + 2) // 2 <= offs
-    ib = offs - ia * (ia + 1) // 2
-    base = starts[grp]
-    p1 = order[base + ia]
-    p2 = order[base + ib]
+    # levels grouped by their number of pairs: one tril_indices per distinct size
+    p1_parts, p2_parts = [], []
+    for size in np.unique(sizes):
+        base = starts[sizes == size][:, None]
+        ii, kk = np.tril_indices(int(size))
+        p1_parts.append(order[(base + ii).ravel()])
+        p2_parts.append(order[(base + kk).ravel()])
+    p1 = np.concatenate(p1_parts)
+    p2 = np.concatenate(p2_parts)
     if q1 == 1:
         P1, P2 = p1, p2
         A = B = np.zeros(p1.size, dtype=np.int64)
