@@ -233,13 +233,20 @@ def _check_hess(H: np.ndarray, tol: float) -> tuple[int, list[str]]:
 
 
 def hessian_from_gradient(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
-                          delta: float = DERIV_STEP) -> np.ndarray:
-    """Hessian by central differences of an analytic gradient (``2k`` gradient calls), symmetrised."""
+                          delta: float = DERIV_STEP, g: np.ndarray | None = None) -> np.ndarray:
+    """Hessian by differences of an analytic gradient, symmetrised.
+
+    Central differences (``2k`` gradient calls); forward differences from
+    ``g``, the gradient at ``x``, when it is given (``k`` calls).
+    """
     k = x.size
     H = np.empty((k, k))
     for j in range(k):
         xa = x.copy()
         xa[j] += delta
+        if g is not None:
+            H[:, j] = (grad(xa) - g) / delta
+            continue
         xs = x.copy()
         xs[j] -= delta
         H[:, j] = (grad(xa) - grad(xs)) / (2.0 * delta)

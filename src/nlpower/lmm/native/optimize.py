@@ -44,7 +44,7 @@ import nlopt
 import numpy as np
 from scipy.optimize import minimize
 
-from ..checkconv import DERIV_STEP
+from ..checkconv import DERIV_STEP, hessian_from_gradient
 
 DEFAULT_CONTROL: dict[str, float] = {
     "xtol_abs": 1e-8,
@@ -270,18 +270,6 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
     return to_theta(phi), fx, n
 
 
-def forward_hessian(fg: ValueGrad, x: np.ndarray, g: np.ndarray,
-                    h: float = DERIV_STEP) -> np.ndarray:
-    """Hessian by forward differences of the gradient (``k`` calls of ``fg``), symmetrised."""
-    k = x.size
-    H = np.empty((k, k))
-    for j in range(k):
-        xa = x.copy()
-        xa[j] += h
-        H[:, j] = (fg(xa)[1] - g) / h
-    return 0.5 * (H + H.T)
-
-
 def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.ndarray
            ) -> tuple[bool, np.ndarray, float, int,
                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]:
@@ -304,7 +292,7 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
         return False, x, fx, n, None
     derivs = None
     for _ in range(NEWTON_ITER):
-        H = forward_hessian(fg, x, g)
+        H = hessian_from_gradient(lambda t: fg(t)[1], x, DERIV_STEP, g)
         n += x.size
         xH = x.copy()
         try:
