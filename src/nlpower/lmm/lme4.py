@@ -383,16 +383,7 @@ class Lme4Model:
         return out
 
     def _start(self, start: Any) -> np.ndarray | None:
-        if start is None:
-            return None
-        k = self.layout.size
-        s = np.asarray(start, dtype=float).ravel()
-        if s.shape != (k,) or not np.all(np.isfinite(s)):
-            raise InputError(
-                f"start must be {k} finite theta values in lme4's order "
-                f"({', '.join(self.layout.names)}); got {np.asarray(start)!r}."
-            )
-        return np.maximum(s, self.layout.lower)
+        return None if start is None else self.layout.check_start(start)
 
     # -- the power replicate's path -------------------------------------------------
     def refit(self, y: Any, *, REML: bool = False, start: Any = None) -> FitCore:

@@ -23,10 +23,12 @@ A new response changes only the ``y`` row of ``C``, the ``y`` row/column of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from ...errors import InputError
 from ..structure import ModelSpec, ReTerm
 
 
@@ -52,6 +54,16 @@ class ThetaLayout:
     @property
     def size(self) -> int:
         return int(self.lower.size)
+
+    def check_start(self, start: Any) -> np.ndarray:
+        """A user's starting ``theta`` (lme4's order) validated and moved onto the bounds."""
+        s = np.asarray(start, dtype=float).ravel()
+        if s.shape != (self.size,) or not np.all(np.isfinite(s)):
+            raise InputError(
+                f"start must be {self.size} finite theta values in lme4's order "
+                f"({', '.join(self.names)}); got {np.asarray(start)!r}."
+            )
+        return np.maximum(s, self.lower)
 
 
 def lme4_term_order(nl: list[int]) -> list[int]:

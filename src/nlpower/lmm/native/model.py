@@ -149,18 +149,6 @@ class NativeModel:
         self.blocks.set_response(y)
         self._satt = None
 
-    def _start(self, start: Any) -> np.ndarray:
-        k = self.layout.size
-        if start is None:
-            return self.layout.start.copy()
-        s = np.asarray(start, dtype=float).ravel()
-        if s.shape != (k,) or not np.all(np.isfinite(s)):
-            raise InputError(
-                f"start must be {k} finite theta values in lme4's order "
-                f"({', '.join(self.layout.names)}); got {np.asarray(start)!r}."
-            )
-        return np.maximum(s, self.layout.lower)
-
     # -- deviance ----------------------------------------------------------------
     @property
     def theta_names(self) -> tuple[str, ...]:
@@ -237,7 +225,7 @@ class NativeModel:
         if start is None:
             x0, f0 = self._scaled_start(REML)
         else:
-            x0 = self._start(start)
+            x0 = self.layout.check_start(start)
             f0 = self.ev(x0, REML)
         if not math.isfinite(f0):
             raise FitError(
