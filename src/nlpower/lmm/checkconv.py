@@ -238,6 +238,13 @@ def hessian_from_gradient(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarra
 
     Central differences (``2k`` gradient calls); forward differences from
     ``g``, the gradient at ``x``, when it is given (``k`` calls).
+
+    Examples
+    --------
+    >>> grad = lambda x: np.array([2 * x[0] + x[1], x[0] + 6 * x[1]])   # f = x0^2 + x0 x1 + 3 x1^2
+    >>> np.round(hessian_from_gradient(grad, np.array([0.3, -0.2])), 6)
+    array([[2., 1.],
+           [1., 6.]])
     """
     k = x.size
     H = np.empty((k, k))

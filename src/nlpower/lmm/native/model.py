@@ -181,6 +181,18 @@ class NativeModel:
         pivot the components of that term are taken at the pivot raised to
         ``SINGULAR_PIVOT`` (the gradient is continuous: an ``O(1e-7)`` error,
         one more factorisation) -- the one-sided derivative at the bound.
+
+        Examples
+        --------
+        >>> from nlpower import CrossedDesign, presets, simulate
+        >>> from nlpower.lmm.frame import model_frame
+        >>> df = simulate(CrossedDesign(6, 20), presets.high_variance(0.1), rng=1)
+        >>> m = NativeModel(model_frame("rating ~ x + (1 + x || worker) + (1 + x || item)", df))
+        >>> th = np.array([0.5, 0.4, 0.3, 0.2])
+        >>> f, g, n = m.value_and_gradient(th)
+        >>> e = np.array([1e-6, 0, 0, 0])
+        >>> bool(abs(g[0] - (m.deviance(th + e) - m.deviance(th - e)) / 2e-6) < 1e-4)
+        True
         """
         f = self.ev.factor(theta)
         val = self.ev.objective(f, REML)
