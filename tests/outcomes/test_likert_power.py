@@ -79,7 +79,7 @@ def test_several_analyses_share_replicates():
 @pytest.mark.parametrize("kwargs,err,match", [
     ({"analysis": "glm"}, InputError, "not available"),
     ({"analysis": ["lmm", "lmm"]}, InputError, "twice"),
-    ({"test": "kenward-roger"}, InputError, "not a test"),
+    ({"test": "pblrt"}, InputError, "not a test"),
     ({"alternative": "up"}, InputError, "alternative"),
 ])
 def test_bad_options(kwargs, err, match):

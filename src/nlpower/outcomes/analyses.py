@@ -19,7 +19,6 @@ and Type I error.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -28,11 +27,12 @@ from ..design import CrossedDesign
 from ..errors import FitError
 from ..params import LMMParams
 from ..powersim import fastpath as fp
-from ..powersim.balanced_fit import fit_balanced, null_deviance
+from ..powersim.balanced_fit import fit_balanced
 from ..powersim.models import build_model
 from ..powersim.options import PowerOptions
 from ..powersim.replicate import _FIT_FAILURES, _replicates, balanced_exact, prepare
 from ..powersim.result import Replicates
+from ..powersim.rules import GeneralState, get_test
 
 __all__ = ["ANALYSES", "lmm_replicates"]
 
@@ -54,14 +54,10 @@ def _lmm_balanced(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     w, i, r = design.n_workers, design.n_items, y01.shape[0]
     # layout rows: item, then worker, then system
     st = fp.stats_from_ratings(y01.reshape(r, i, w, 2).transpose(0, 2, 1, 3))
-    fit = fit_balanced(st, REML=opts.REML, with_df=opts.test == "satterthwaite")
+    rule = get_test(opts.test)
+    fit = fit_balanced(st, REML=opts.REML, with_df=rule.df_method == "satterthwaite")
     scale = 2.0 / (proxy.x_values[1] - proxy.x_values[0])  # sum -> the proxy's coding
-    if opts.test == "lrt":
-        lr = np.maximum(null_deviance(st) - fit.deviance, 0.0)
-        stat = np.sign(fit.beta1) * np.sqrt(lr)
-    else:
-        stat = fit.t
-    df = fit.df if opts.test == "satterthwaite" else np.full(r, np.inf)
+    stat, df, _ = rule.balanced(st, fit, [], opts.n_boot)
     return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
                        np.zeros(r, dtype=bool), opts)
 
@@ -70,33 +66,23 @@ def _lmm_general(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
                  opts: PowerOptions) -> Replicates:
     dm = build_model(design, proxy)
     r = y01.shape[0]
-    j = dm.effect_index
-    L = np.zeros(dm.spec.p)
-    L[j] = 1.0
+    rule = get_test(opts.test)
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    model = null_model = None
+    state: GeneralState | None = None
+    gen = np.random.Generator(np.random.PCG64(0))     # unused: no bootstrap tests here
     for k in range(r):
         y = y01[k]
         try:
-            if model is None:
+            if state is None:
+                null_model = (prepare(opts.engine, dm.null_spec().with_response(y))
+                              if rule.needs_null else None)
                 model = prepare(opts.engine, dm.spec.with_response(y))
-                if opts.test == "lrt":
-                    null_model = prepare(opts.engine, dm.null_spec().with_response(y))
-            core = model.refit(y, REML=opts.REML, start=dm.theta)
-            b = float(core.beta[j])
-            sd = math.sqrt(float(core.vcov_beta[j, j]))
-            est[k], se[k] = b, sd
+                state = rule.general_state(dm.spec, model, null_model, dm.effect_index,
+                                           dm.theta, opts.n_boot)
+            core = state.model.refit(y, REML=opts.REML, start=dm.theta)
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
-            if null_model is not None:
-                core0 = null_model.refit(y, REML=False, start=dm.theta)
-                stat[k] = math.copysign(math.sqrt(max(float(core0.deviance - core.deviance),
-                                                      0.0)), b)
-                df[k] = math.inf
-            else:
-                stat[k] = b / sd
-                df[k] = (float(model.satterthwaite_df(core, L)) if opts.test == "satterthwaite"
-                         else math.inf)
+            est[k], se[k], stat[k], df[k], _ = rule.general(state, core, y, gen, _FIT_FAILURES)
         except _FIT_FAILURES as exc:
             if opts.on_failure == "raise":
                 raise FitError(f"replicate {k} of {r} failed to fit (LMM of Likert ratings): "

@@ -37,8 +37,8 @@ from .likert import LikertParams, simulate_likert_y
 __all__ = ["AnalysisComparison", "likert_power", "resolve_analyses"]
 
 #: Tests each analysis offers (the first is its default).
-ANALYSIS_TESTS: dict[str, tuple[str, ...]] = {"lmm": ("satterthwaite", "z", "lrt"),
-                                              "clmm": ("z", "lrt")}
+ANALYSIS_TESTS: dict[str, tuple[str, ...]] = {
+    "lmm": ("satterthwaite", "z", "lrt", "kenward-roger"), "clmm": ("z", "lrt")}
 
 
 def resolve_analyses(analysis: Any) -> tuple[str, ...]:
@@ -170,7 +170,8 @@ def likert_power(
     n_sims : int, default 1000
     alpha : float, default 0.05
     test : str, optional
-        ``"satterthwaite"`` (default), ``"z"`` or ``"lrt"`` for the LMM.  With
+        ``"satterthwaite"`` (default), ``"z"``, ``"lrt"`` or ``"kenward-roger"`` for
+        the LMM (:mod:`nlpower.powersim.rules`; no bootstrap tests).  With
         several analyses each uses its default unless ``test`` is one all accept.
     alternative : {"two-sided", "greater", "less"}
     null : bool, default False
