@@ -54,6 +54,7 @@ RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
     "n_failed", "n_singular", "n_sims", "n_rejected", "test", "method", "engine",
     "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
+    "type_s_ci_low", "type_s_ci_high", "type_m_ci_low", "type_m_ci_high",
 )
 
 PowerFunction = Callable[..., PowerResult]
