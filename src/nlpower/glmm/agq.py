@@ -10,8 +10,10 @@ contributes ``-2 log`` of
 
 times the Laplace terms, where ``devc_l(u)`` is the level's sum of the unit
 terms of ``-2 log p(y | u)`` plus ``u^2`` and ``(z_k, w_k)`` the Gauss-Hermite rule for the
-standard normal density (lme4's ``GHrule``).  ``nAGQ = 1`` is the Laplace
-approximation exactly.  The same construction as lme4 1.1-31's
+standard normal density (lme4's ``GHrule``).  ``nAGQ = 1`` would give the
+Laplace deviance exactly; as lme4, the ``nAGQ > 1`` deviance is on the scale of
+the deviance residuals: it leaves out the saturated model's ``-2 log p(y | mu = y)``
+(so its ``logLik`` is not comparable with a Laplace fit's, as in lme4).  The same construction as lme4 1.1-31's
 ``glmerAGQ``, checked against it on ``cbpp`` (``nAGQ = 9, 25``).
 """
 
@@ -58,4 +60,6 @@ def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
             mult += wk
             continue
         mult += wk * np.exp(0.5 * zk * zk - 0.5 * (devc(u0 + zk * sd) - dc0))
-    return float(np.sum(dc0) - 2.0 * np.sum(np.log(sd * mult)) + pirls._const)
+    # lme4's nAGQ > 1 deviance leaves out the saturated model's -2 log-likelihood (it is
+    # built from deviance residuals); kept so logLik compares one to one with lme4's
+    return float(np.sum(dc0) - 2.0 * np.sum(np.log(sd * mult)) + pirls._const - pirls.saturated)

@@ -131,6 +131,8 @@ class Pirls:
                       1e-8, None)
         eta0 = self.link.linkfun(mu0)
         self._const = cond_m2loglik(self.family, y, mu0, wt) - float(np.sum(self.working(eta0)[2]))
+        #: -2 log p(y | mu = y), the saturated model (lme4's nAGQ > 1 deviance leaves it out)
+        self.saturated = cond_m2loglik(self.family, y, y, wt)
 
     def set_theta(self, theta: np.ndarray) -> None:
         """``Z Lambda`` per slot and the cross-product multipliers for ``theta``."""
