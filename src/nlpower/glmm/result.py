@@ -20,12 +20,13 @@ import pandas as pd
 from scipy import stats
 
 from ..lmm.checkconv import CheckConvControl, ConvCheck
+from ..lmm.native.blocks import ThetaLayout
 from ..lmm.result import VarTerm, varcorr_frame
 
 if TYPE_CHECKING:
     from .model import GlmmModel
 
-__all__ = ["GlmmCore", "GlmmFit", "build_fit"]
+__all__ = ["GlmmCore", "GlmmFit", "build_fit", "var_terms_from_theta"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -223,13 +224,9 @@ class GlmmFit:
         return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
 
 
-def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | None, vcov_how: str,
-              *, ctl: CheckConvControl | None = None) -> GlmmFit:
-    """The full result from a core at the optimum (the model's PIRLS state at that optimum)."""
-    spec = model.spec
-    lay = model.layout
-    theta = core.theta
-    var_terms = []
+def var_terms_from_theta(lay: ThetaLayout, theta: np.ndarray) -> tuple[VarTerm, ...]:
+    """Each term's covariance ``Lambda Lambda'`` (a GLMM has no residual scale)."""
+    out = []
     for t, off, grp in zip(lay.terms, lay.term_offsets, lay.grp_names, strict=True):
         lam = np.zeros((t.q, t.q))
         k = off
@@ -237,7 +234,17 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
             for i in range(j, t.q):
                 lam[i, j] = theta[k]
                 k += 1
-        var_terms.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames), cov=lam @ lam.T))
+        out.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames), cov=lam @ lam.T))
+    return tuple(out)
+
+
+def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | None, vcov_how: str,
+              *, ctl: CheckConvControl | None = None) -> GlmmFit:
+    """The full result from a core at the optimum (the model's PIRLS state at that optimum)."""
+    spec = model.spec
+    lay = model.layout
+    theta = core.theta
+    var_terms = var_terms_from_theta(lay, theta)
     pir = model.pirls
     mode = pir.run(theta, core.beta, model._u, update_beta=nAGQ == 0)
     b = np.zeros(pir.q)
@@ -270,5 +277,5 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
         theta=theta.copy(), theta_names=lay.names, loglik=-core.deviance / 2.0,
         deviance=core.deviance, nobs=spec.n, ngrps={g: len(ranef[g]) for g in order},
         converged=core.converged, singular=core.singular, optinfo=optinfo,
-        contrasts=dict(spec.contrasts), var_terms=tuple(var_terms), ranef_tables=ranef,
+        contrasts=dict(spec.contrasts), var_terms=var_terms, ranef_tables=ranef,
         eta=mode.eta.copy(), model=model)

@@ -36,6 +36,7 @@ import numpy as np
 from .._choices import EngineName, check_choice
 from ..errors import ConvergenceWarning, SingularFitWarning
 from . import lme4 as _lme4
+from .family import get_family
 from .native import NativeModel
 from .result import FitCore, LmmFit
 from .structure import ModelSpec
@@ -86,8 +87,16 @@ class NativeEngine:
 
     name: EngineName = "native"
 
-    def prepare(self, spec: ModelSpec, *, mode: str = "auto") -> NativeModel:
-        """``NativeModel(spec, mode=mode)``: validates the structure and builds the blocks once."""
+    def prepare(self, spec: ModelSpec, *, mode: str = "auto", family: Any = None,
+                **glmm: Any) -> Any:
+        """``NativeModel(spec, mode=mode)``: validates the structure and builds the blocks once.
+
+        A non-Gaussian ``family`` gives :class:`nlpower.glmm.GlmmModel` (keywords
+        ``weights=``, ``offset=``) -- the family slot.
+        """
+        if family is not None and not get_family(family).is_gaussian:
+            from ..glmm.model import GlmmModel
+            return GlmmModel(spec, get_family(family), **glmm)
         return NativeModel(spec, mode=mode)
 
     def __repr__(self) -> str:
@@ -99,7 +108,8 @@ class Lme4Engine:
 
     name: EngineName = "lme4"
 
-    def prepare(self, spec: ModelSpec, *, data: Any = None) -> _lme4.Lme4Model:
+    def prepare(self, spec: ModelSpec, *, data: Any = None, family: Any = None,
+                **glmm: Any) -> Any:
         """An :class:`~nlpower.lmm.lme4.Lme4Model` for ``spec``.
 
         ``data``: the user's data frame behind ``spec`` (as given to
@@ -107,8 +117,13 @@ class Lme4Engine:
         ``y=None`` sends the formula and those columns to ``lme4::lmer``
         unchanged (lme4's own names and contrasts).  Without ``data`` the
         model is sent as its matrices (``X``, each term's ``Z`` and grouping
-        codes), which lme4 fits identically.  R is not started here.
+        codes), which lme4 fits identically.  R is not started here.  A
+        non-Gaussian ``family`` gives :class:`nlpower.glmm.lme4.Lme4GlmmModel`
+        (lme4's ``glmer``; keywords ``weights=``, ``offset=``).
         """
+        if family is not None and not get_family(family).is_gaussian:
+            from ..glmm.lme4 import Lme4GlmmModel
+            return Lme4GlmmModel(spec, get_family(family), data=data, **glmm)
         return _lme4.Lme4Model(spec, data=data)
 
     def __repr__(self) -> str:
