@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .._choices import EngineName
-from ..errors import ConvergenceWarning, InputError, SingularFitWarning
+from ..errors import ConvergenceWarning, InputError, NlpowerWarning, SingularFitWarning
 from ..formula import parse
 from ..lmm.checkconv import CheckConvControl, apply_policy
 from ..lmm.family import Family, get_family
@@ -131,6 +131,15 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
     ctl = CheckConvControl.coerce(checkconv)
     model = GlmmModel(spec, fam, weights=wt, offset=off)
     fit = model.fit(start=start, nAGQ=int(nAGQ), control=control, checkconv=ctl)
+    if fit.optinfo.get("separation"):
+        warnings.warn(
+            "glmer: fitted probabilities numerically 0 or 1 occurred -- complete or quasi-complete "
+            "separation (a predictor, or a combination of predictors, predicts the outcome "
+            "perfectly in part of the data). The affected fixed effects and their standard "
+            "errors are not meaningful. Remove or merge the offending predictor levels, pool "
+            "sparse cells, or use a penalised (bias-reduced or Bayesian) fit.",
+            NlpowerWarning, stacklevel=2)
+        return fit
     if not fit.optinfo["nlopt_converged"]:
         _warn(fit, singular=False)
     if "checkconv" in fit.optinfo:

@@ -37,7 +37,9 @@ from .response import cond_m2loglik
 
 #: PIRLS stops when the penalised deviance changes by less than this (relative)
 PIRLS_TOL = 1e-12
-PIRLS_MAXIT = 60
+#: ... and the largest change of u (and beta) is below this (relative)
+STEP_TOL = 1e-9
+PIRLS_MAXIT = 200
 #: step halvings before PIRLS gives up on a step
 MAX_HALVINGS = 30
 
@@ -301,7 +303,11 @@ class Pirls:
                 beta = cand[self.q:]
                 fixed = fx
             eta, mu, w = eta_c, mu_c, w_c
-            done = abs(pd_old - pd_c) < PIRLS_TOL * (0.1 + abs(pd_c))
+            # converged in u (and beta), not just in the penalised deviance: log|L| depends on u
+            # to first order, and for non-canonical links PIRLS converges only linearly
+            moved = step * float(np.max(np.abs(delta))) if delta.size else 0.0
+            done = (abs(pd_old - pd_c) < PIRLS_TOL * (0.1 + abs(pd_c))
+                    and moved < STEP_TOL * (1.0 + float(np.max(np.abs(cand)))))
             pd_old = pd_c
             if done:
                 break

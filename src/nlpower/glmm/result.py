@@ -267,6 +267,9 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
                                "message": core.message, "converged": core.converged,
                                "vcov": vcov_how, "nlopt_converged": core.message == "converged"
                                or core.message.startswith("roundoff") or nAGQ == 0}
+    if model.family.name == "binomial":
+        mu = model.family.link.linkinv(mode.eta)
+        optinfo["separation"] = bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))
     if check is not None:
         optinfo["checkconv"] = check.to_dict()
         optinfo["checkconv_control"] = vars(ctl) if ctl is not None else None
