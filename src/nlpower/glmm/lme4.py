@@ -23,7 +23,7 @@ from ..errors import FitError
 from ..lmm import lme4 as _l
 from ..lmm.family import Family
 from ..lmm.structure import ModelSpec
-from .model import GlmmModel
+from .model import GlmmModel, start_parts
 from .result import GlmmCore, GlmmFit, var_terms_from_theta
 
 __all__ = ["Lme4GlmmModel"]
@@ -31,7 +31,8 @@ __all__ = ["Lme4GlmmModel"]
 _R_GLMER = r"""
 function(data, formula, family, link, nAGQ, control, theta, beta) {
   fam <- get(family, mode = "function")(link = link)
-  start <- if (is.null(theta)) NULL else list(theta = theta, fixef = beta)
+  start <- if (is.null(theta)) NULL else if (is.null(beta)) list(theta = theta) else
+    list(theta = theta, fixef = beta)
   msgs <- character(0); warns <- character(0)
   fit <- tryCatch(withCallingHandlers(
     lme4::glmer(stats::as.formula(formula), data = data, family = fam, weights = .w,
@@ -95,8 +96,7 @@ class Lme4GlmmModel:
             cols[".off"] = ro.FloatVector(self.native.offset)
             theta = beta = ro.NULL
             if start is not None:
-                th = start["theta"] if isinstance(start, dict) else start.theta
-                be = start["beta"] if isinstance(start, dict) else getattr(start, "beta", None)
+                th, be = start_parts(start)
                 theta = ro.FloatVector(np.asarray(th, dtype=float))
                 if be is not None:
                     beta = ro.FloatVector(np.asarray(be, dtype=float))

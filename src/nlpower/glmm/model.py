@@ -77,6 +77,18 @@ def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
     return np.asarray(best[1], dtype=float), float(best[0]), count[0], converged, msg
 
 
+def start_parts(start: Any) -> tuple[Any, Any]:
+    """``(theta, beta)`` of a start: a dict, a fit or core (``theta`` and ``fixef``/``beta``), or theta."""
+    if isinstance(start, dict):
+        return start.get("theta"), start.get("beta")
+    if hasattr(start, "theta"):
+        be = getattr(start, "beta", None)
+        if be is None and getattr(start, "fixef", None) is not None:
+            be = np.asarray(start.fixef, dtype=float)
+        return start.theta, be
+    return start, None
+
+
 class GlmmModel:
     """A GLMM structure prepared once; responses are swapped per fit.
 
@@ -199,12 +211,7 @@ class GlmmModel:
     def _start(self, start: Any, nAGQ: int) -> tuple[np.ndarray, int, bool]:
         """``(theta, beta)`` to start stage 2 from; runs stage 1 unless a full start is given."""
         if start is not None:
-            th = getattr(start, "theta", None)
-            be = getattr(start, "beta", None)
-            if isinstance(start, dict):
-                th, be = start.get("theta"), start.get("beta")
-            if th is None and be is None:
-                th = start
+            th, be = start_parts(start)
             theta = self.layout.check_start(th)
             if be is not None:
                 b = np.asarray(be, dtype=float).ravel()
