@@ -8,7 +8,7 @@ the glmer arguments, exactly as the R script.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
 LME4_UNCONVERGED = {"verbagg_slope"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def dataset(name: str) -> pd.DataFrame:
     import numpy as np
     d = pd.read_csv(DATA / f"{name}.csv", dtype=_DTYPES.get(name))

@@ -45,7 +45,7 @@ STAGE2 = {"xtol_abs": 1e-7, "ftol_abs": 1e-10, "maxeval": 20000, "step": 0.1}
 def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
             ctl: dict[str, float]) -> tuple[np.ndarray, float, int, bool, str]:
     """NLopt BOBYQA (best point kept on round-off); never raises for non-convergence."""
-    best = [math.inf, x0.copy()]
+    best_f, best_x = [math.inf], [x0.copy()]
     count = [0]
 
     def f(x: np.ndarray, grad: np.ndarray) -> float:
@@ -53,8 +53,8 @@ def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
         v = fn(x)
         if not math.isfinite(v):
             return 1e300
-        if v < best[0]:
-            best[0], best[1] = v, x.copy()
+        if v < best_f[0]:
+            best_f[0], best_x[0] = v, x.copy()
         return float(v)
 
     opt = nlopt.opt(nlopt.LN_BOBYQA, x0.size)
@@ -74,7 +74,7 @@ def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
         msg = "roundoff limited (best point kept)"
     except (RuntimeError, ValueError) as exc:
         converged, msg = False, f"NLopt failure: {exc}"
-    return np.asarray(best[1], dtype=float), float(best[0]), count[0], converged, msg
+    return np.asarray(best_x[0], dtype=float), float(best_f[0]), count[0], converged, msg
 
 
 def start_parts(start: Any) -> tuple[Any, Any]:

@@ -106,7 +106,7 @@ class Pirls:
         self.s1 = self.q1
         self.sr = self.colsr.shape[1]
         # targets of the Z-Z cross-products: D (m1 q1 q1) | C (qr x n1) | R (qr x qr)
-        q1, sr = self.q1, self.sr
+        q1 = self.q1
         code1 = b1.codes[:, None, None]
         tD = code1 * q1 * q1 + np.arange(q1)[None, :, None] * q1 + np.arange(q1)[None, None, :]
         offC = self.m1 * q1 * q1
@@ -208,8 +208,7 @@ class Pirls:
             ld1 = 2.0 * float(np.sum(np.log(d1)))
             Ct = (C / d1[None, :]).T                             # (n1, qr)
         else:
-            D = D + np.eye(q1)[None, :, :]
-            L1 = np.linalg.cholesky(D)
+            L1 = np.linalg.cholesky(D + np.eye(q1)[None, :, :])
             ld1 = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
             Cb = C.reshape(qr, m1, q1).transpose(1, 2, 0)        # (m1, q1, qr)
             Ct = np.linalg.solve(L1, Cb).reshape(n1, qr)
@@ -270,7 +269,7 @@ class Pirls:
         pd_old = float(unit.sum()) + float(u @ u)
         ok = math.isfinite(pd_old)
         it = 0
-        for it in range(1, PIRLS_MAXIT + 1):
+        for it in range(1, PIRLS_MAXIT + 1):  # noqa: B007  (it: reported in the Mode)
             # working response: eta - offset + (y - mu) / mu_eta  (mu_eta = w / (wt * dmu/deta))
             z = eta - self.offset + (self.y - mu) / self._mu_eta(eta, mu)
             try:
