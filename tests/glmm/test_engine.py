@@ -20,15 +20,17 @@ def cbpp_fit():
 
 
 def test_family_slot_returns_glmm_model() -> None:
-    d = dataset("cbpp")
-    spec = model_frame("prop ~ period + (1 | herd)", d)
-    model = get_engine("native").prepare(spec, family=Binomial(), weights=d["size"].to_numpy())
+    d = dataset("glmm_crossed")
+    spec = model_frame("y ~ x + (1 | worker) + (1 | item)", d)
+    model = get_engine("native").prepare(spec, family=Binomial())
     assert isinstance(model, GlmmModel)
     assert model.family == Binomial()
-    lme = get_engine("lme4").prepare(spec, family="binomial", weights=d["size"].to_numpy())
+    lme = get_engine("lme4").prepare(spec, data=d, family="binomial")
     assert isinstance(lme, Lme4GlmmModel)            # R is not started by prepare
-    fit = model.fit()
-    assert fit.loglik == pytest.approx(-92.02628, abs=1e-3)
+    direct = glmer("y ~ x + (1 | worker) + (1 | item)", d)
+    assert model.fit().loglik == pytest.approx(direct.loglik, abs=1e-8)
+    core = model.refit(spec.y, start=direct)
+    assert core.deviance == pytest.approx(direct.deviance, abs=1e-6)
 
 
 def test_gaussian_family_keeps_lmm_engine() -> None:

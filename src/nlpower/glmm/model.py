@@ -101,6 +101,8 @@ class GlmmModel:
         :class:`~nlpower.lmm.family.Binomial` or :class:`~nlpower.lmm.family.Poisson`.
     weights, offset : array, optional
         Prior weights (binomial: numbers of trials) and the linear predictor's offset.
+    data : ignored
+        The engine protocol passes the user's data frame; the native fitter needs only ``spec``.
 
     Examples
     --------
@@ -115,7 +117,8 @@ class GlmmModel:
 
     engine = "native"
 
-    def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None):
+    def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
+                 data: Any = None):
         if family.name not in ("binomial", "poisson"):
             raise InputError(f"GlmmModel fits the binomial and Poisson families; got {family!r}. "
                              "Use lmer for Gaussian responses.")
