@@ -207,7 +207,7 @@ def test_a_family_without_a_fitter_fails_with_what_the_engine_fits(spec):
     from nlpower.errors import InputError
 
     with pytest.raises(InputError, match="engine='native' has no fitter for the ordinal family "
-                                         r"\(it fits: gaussian"):
+                                         r"\(it fits: binomial, gaussian, poisson\)"):
         get_engine("native").prepare(spec, family="ordinal")
 
 
