@@ -83,7 +83,7 @@ def agq_loglik(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     x, wq = special.roots_hermite(n_agq)
     ustar = inner.u
     g = inner.factor.g1_diag
-    if g is None:
+    if g.size != blk.L:
         raise ValueError("adaptive Gauss-Hermite needs a single scalar random-effect term")
     s = 1.0 / np.sqrt(g)                                  # (L,)
     nodes = ustar[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]   # (L, K)

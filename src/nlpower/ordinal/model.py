@@ -264,7 +264,6 @@ class ClmmModel:
     def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
                 hessian: bool) -> ClmmCore:
         f = self.nll(x)
-        u = self._u.copy()
         dev = lambda z: 2.0 * self.nll(z)  # noqa: E731  lme4's checkConv scale
         k = x.size
         ctl = CheckConvControl.coerce(checkconv)
@@ -280,12 +279,33 @@ class ClmmModel:
                 free[self.n_alpha + self.p:] &= x[self.n_alpha + self.p:] != 0.0
             xf = x[free]
 
+            x0 = x.copy()
+
             def devf(zf: np.ndarray) -> float:
-                z = x.copy()
+                z = x0.copy()
                 z[free] = zf
                 return dev(z)
 
             g, H = deriv12(devf, xf, 2.0 * f)
+            for _ in range(2):        # Newton polish of the optimiser's end point
+                if np.max(np.abs(g)) < 1e-7:
+                    break
+                try:
+                    step = np.linalg.solve(H, g)
+                except np.linalg.LinAlgError:
+                    break
+                xn = xf - step
+                lo = self.lower[free]
+                if np.any(xn[lo == 0.0] < 0.0):
+                    break
+                fn = devf(xn) / 2.0
+                if not fn < f:
+                    break
+                xf, f = xn, fn
+                x = x.copy()
+                x[free] = xf
+                opt_ok = True
+                g, H = deriv12(devf, xf, 2.0 * f)
             check = check_conv(devf, xf, 2.0 * f, self.lower[free], ctl, given_gradient=g,
                                given_hessian=H)
             if singular:
@@ -300,7 +320,8 @@ class ClmmModel:
                 cond = float(ev[-1] / ev[0]) if ev[0] > 0 else math.inf
             except np.linalg.LinAlgError:
                 pass
-            self.nll(x)
+        self.nll(x)
+        u = self._u.copy()
         converged = opt_ok and (check is None or check.ok)
         a, p = self.n_alpha, self.p
         return ClmmCore(alpha=x[:a], thresholds=self.thr.theta(x[:a]), beta=x[a:a + p],

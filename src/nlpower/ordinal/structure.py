@@ -121,7 +121,10 @@ class ReStructure:
         """``A u``."""
         out = np.zeros(self.n)
         for b, ZL, ub in zip(self.blocks, self._ZL, self.split(u), strict=True):
-            out += np.einsum("ij,ij->i", ZL, ub[b.codes])
+            if b.q == 1:
+                out += ZL[:, 0] * ub[b.codes, 0]
+            else:
+                out += np.einsum("ij,ij->i", ZL, ub[b.codes])
         return out
 
     def At(self, v: np.ndarray) -> np.ndarray:
@@ -159,10 +162,10 @@ class HFactor:
         ZL1 = rs._ZL[0]
         G = _diag_blocks(b1.codes, ZL1, w, b1.L)
         self.q1 = b1.q
+        self.G1inv: sp.csr_matrix | None = None
         if b1.q == 1:
             g = G[:, 0, 0]
             self.logdet = float(np.sum(np.log(g)))
-            self.G1inv = sp.diags(1.0 / g)
             self.g1_diag = g
         else:
             C = np.linalg.cholesky(G)
@@ -170,7 +173,7 @@ class HFactor:
             Ginv = np.linalg.inv(G)
             self.G1inv = sp.bsr_matrix((Ginv, np.arange(b1.L), np.arange(b1.L + 1)),
                                        shape=(b1.L * b1.q, b1.L * b1.q)).tocsr()
-            self.g1_diag = None
+            self.g1_diag = np.empty(0)
         self.Q1 = b1.L * b1.q
         self.Q2 = rs.n_u - self.Q1
         self.chol2: np.ndarray | None = None
@@ -201,20 +204,26 @@ class HFactor:
         H12 = sp.csr_matrix((np.concatenate(vals12),
                              (np.concatenate(rows12), np.concatenate(cols12))),
                             shape=(self.Q1, Q2))
-        M = self.G1inv @ H12
+        M = (sp.diags(1.0 / self.g1_diag) @ H12 if self.G1inv is None
+             else self.G1inv @ H12)
         S = H22 - (H12.T @ M).toarray()
         self.chol2 = sla.cholesky(S, lower=True, check_finite=False)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
         self.H12 = H12
         self.M = M
 
+    def _solve1(self, r1: np.ndarray) -> np.ndarray:
+        if self.G1inv is None:
+            return r1 / self.g1_diag
+        return np.asarray(self.G1inv @ r1)
+
     def solve(self, r: np.ndarray) -> np.ndarray:
         """``H^{-1} r``."""
         r1 = r[:self.Q1]
         if self.chol2 is None:
-            return np.asarray(self.G1inv @ r1)
+            return self._solve1(r1)
         r2 = r[self.Q1:]
-        x1p = self.G1inv @ r1
+        x1p = self._solve1(r1)
         x2 = sla.cho_solve((self.chol2, True), r2 - self.H12.T @ x1p, check_finite=False)
         x1 = x1p - self.M @ x2
         return np.concatenate([x1, x2])
