@@ -80,7 +80,8 @@ def test_cloglog_is_the_integrated_cloglog_likelihood() -> None:
     x = np.array([*bad["alpha"].values(), *bad["beta"].values(), bad["sd"]])
     m = prepare_clmm(c["formula"], pd.read_csv(REFERENCE / "data" / "clmm_sim1.csv"),
                      link="cloglog", nAGQ=25)
-    assert -m.nll(x) == pytest.approx(bad["integrated_loglik"], abs=1e-3)
+    # R's integrate() is good to ~0.05 over 40 workers; the discrepancy it exposes is 50
+    assert -m.nll(x) == pytest.approx(bad["integrated_loglik"], abs=0.05)
     assert abs(bad["reported_loglik"] - bad["integrated_loglik"]) > 10   # ordinal's swap
     f = _fit(c)
     assert f.loglik == pytest.approx(c["loglik"], abs=1e-4)
