@@ -43,7 +43,10 @@ def _check(name: str) -> None:
     np.testing.assert_allclose(f.fixef.to_numpy(), list(c["beta"].values()), atol=1e-3)
     if "r_link" not in c:     # ordinal's Hessian of the swapped-link fit is not comparable
         se = f.coef_table()["se"].to_numpy()
-        np.testing.assert_allclose(se, list(c["se"].values()), rtol=1e-2)
+        # sim1: ordinal stops 3e-4 short of the maximum and its threshold SEs come from a
+        # finite-difference Hessian there (they move by 15% between its optimisers)
+        rtol = 5e-2 if name == "sim1_laplace" else 1e-2
+        np.testing.assert_allclose(se, list(c["se"].values()), rtol=rtol)
     if "sd" in c:
         vc = f.varcorr()
         sd = vc[vc.var2.isna() & ~vc.grp.str.startswith("Residual")].sdcor.to_numpy()
@@ -87,3 +90,14 @@ def test_cloglog_is_the_integrated_cloglog_likelihood() -> None:
     assert f.loglik == pytest.approx(c["loglik"], abs=1e-4)
     # Laplace vs the exact integral at our estimates: a small approximation error
     assert abs(f.loglik - c["integrated_loglik"]) < 0.5
+
+
+def test_vcov_is_the_inverse_hessian_of_the_laplace_likelihood() -> None:
+    """The Hessian from differences of the analytic gradient = second differences of -loglik."""
+    from nlpower.lmm.checkconv import deriv12
+    m = prepare_clmm("rating ~ system + x + (1|worker)",
+                     pd.read_csv(REFERENCE / "data" / "clmm_sim1.csv"))
+    c = m.refit()
+    _, H = deriv12(m.nll, c.params, -c.loglik, 1e-3)
+    np.testing.assert_allclose(np.sqrt(np.diag(np.linalg.inv(H))), np.sqrt(np.diag(c.vcov)),
+                               rtol=2e-3)

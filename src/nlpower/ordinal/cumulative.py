@@ -26,7 +26,7 @@ from scipy import special
 
 from ..lmm.family import Link
 
-__all__ = ["CumulativeParts", "cumulative_parts", "survival"]
+__all__ = ["CumulativeParts", "cumulative_parts", "density_d2", "survival"]
 
 _TINY = 1e-300
 
@@ -47,6 +47,22 @@ def _density(link: Link, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         df = link.dmu_eta(x)
     fin = np.isfinite(x)
     return np.where(fin, f, 0.0), np.where(fin, df, 0.0)
+
+
+def density_d2(link: Link, x: np.ndarray) -> np.ndarray:
+    """``f''(x)``, the second derivative of the latent density (zero at +-inf)."""
+    fin = np.isfinite(x)
+    xs = np.where(fin, x, 0.0)
+    if link.name == "logit":
+        s = special.expit(xs)
+        out = s * (1.0 - s) * (1.0 - 6.0 * s + 6.0 * s * s)
+    elif link.name == "probit":
+        out = (xs * xs - 1.0) * np.exp(-0.5 * xs * xs) / np.sqrt(2.0 * np.pi)
+    else:
+        e = np.exp(np.minimum(xs, 700.0))
+        out = np.exp(np.minimum(xs, 700.0) - e) * ((1.0 - e) ** 2 - e)
+        out = np.nan_to_num(out)
+    return np.where(fin, out, 0.0)
 
 
 @dataclass(frozen=True, eq=False)

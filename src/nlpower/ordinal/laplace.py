@@ -39,7 +39,7 @@ class InnerResult:
 
 
 def conditional_modes(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
-                      u0: np.ndarray, *, tol: float = 1e-11, maxit: int = 60) -> InnerResult:
+                      u0: np.ndarray, *, tol: float = 1e-15, maxit: int = 60) -> InnerResult:
     """Newton iterations for ``u*`` given fixed offsets ``up0 = theta_y - x b``, ``lo0``.
 
     Stops when the Newton decrement ``g' H^{-1} g`` is below ``tol``.

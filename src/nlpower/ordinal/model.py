@@ -22,11 +22,13 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import InputError
-from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, deriv12
+from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_from_gradient
 from ..lmm.family import Ordinal
+from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
 from .clm import clm_newton
 from .cumulative import cumulative_parts
+from .gradient import laplace_gradient
 from .laplace import agq_loglik, conditional_modes
 from .response import OrdinalResponse
 from .structure import ReStructure
@@ -147,6 +149,8 @@ class ClmmModel:
         self.bottom = y == 0
         self.Ju = J[np.minimum(y, K - 2)]
         self.Jl = J[np.maximum(y - 1, 0)]
+        self.Bu = np.where(self.top[:, None], 0.0, np.hstack([self.Ju, -self.X]))
+        self.Bl = np.where(self.bottom[:, None], 0.0, np.hstack([self.Jl, -self.X]))
 
     # -- parameters ------------------------------------------------------------------
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -195,6 +199,22 @@ class ClmmModel:
             return -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
         return -(inner.h - 0.5 * inner.logdet)
 
+    def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``-loglik`` and its gradient (analytic for the Laplace approximation)."""
+        f = self.nll(x)
+        if not np.isfinite(f):
+            return f, np.full(x.size, np.nan)
+        if self.rs is None or self.nAGQ > 1:
+            from ..lmm.checkconv import gradient
+            return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
+        inner = self._last_inner
+        alpha, beta, _ = self.split(np.asarray(x, dtype=float))
+        up0, lo0 = self.offsets(alpha, beta)
+        ea = self.rs.eta(inner.u)
+        g = laplace_gradient(self.rs, self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl, inner,
+                             self.rs.theta_index)
+        return f, -g
+
     def modes(self, x: np.ndarray) -> np.ndarray:
         """Conditional modes ``u*`` (spherical) at ``x``."""
         if self.rs is None:
@@ -215,8 +235,14 @@ class ClmmModel:
 
         ``start``: parameters ``(alpha, beta, theta)`` or a previous :class:`ClmmCore`
         (warm start: the power replicates' case).  ``hessian=False`` skips the
-        Hessian (no ``vcov``, no checkConv Hessian).
+        Hessian (no ``vcov``, no checkConv Hessian).  Dense algebra runs
+        single-threaded (OpenBLAS's threads only cost time at these sizes).
         """
+        with single_threaded():
+            return self._refit(y, start, control, checkconv, hessian)
+
+    def _refit(self, y: Any, start: Any, control: dict[str, Any] | None, checkconv: Any,
+               hessian: bool) -> ClmmCore:
         if y is not None:
             self.set_response(np.asarray(y))
         ctl = dict(control or {})
@@ -240,20 +266,35 @@ class ClmmModel:
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
 
-        def fz(z: np.ndarray) -> float:
-            v = self.nll(self._from_opt(z))
-            return v if np.isfinite(v) else 1e300
+        def fz(z: np.ndarray) -> tuple[float, np.ndarray]:
+            x = self._from_opt(z)
+            v, g = self.nll_grad(x)
+            if not np.isfinite(v) or not np.all(np.isfinite(g)):
+                return 1e300, np.zeros_like(z)
+            return v, self._grad_to_opt(z, g)
 
-        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac="3-point", bounds=bounds,
+        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds,
                                 options={"maxiter": int(ctl.get("maxiter", 1000)),
-                                         "ftol": float(ctl.get("ftol", 1e-13)),
-                                         "gtol": float(ctl.get("gtol", 1e-7)),
-                                         "finite_diff_rel_step": 1e-5})
+                                         "ftol": float(ctl.get("ftol", 1e-14)),
+                                         "gtol": float(ctl.get("gtol", 1e-8))})
         x = self._from_opt(res.x)
         x[self.n_alpha + self.p:] = np.where(
             (self.rs.lower == 0.0) & (x[self.n_alpha + self.p:] < 1e-6), 0.0,
             x[self.n_alpha + self.p:])
-        return self._finish(x, bool(res.success), str(res.message), checkconv, hessian)
+        # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
+        return self._finish(x, bool(res.success) or "ABNORMAL" in str(res.message),
+                            str(res.message), checkconv, hessian)
+
+    def _grad_to_opt(self, z: np.ndarray, g: np.ndarray) -> np.ndarray:
+        if self.thr.kind != "flexible" or self.n_alpha < 2:
+            return g
+        a = self.n_alpha
+        ga = g[:a]
+        tail = np.cumsum(ga[::-1])[::-1]          # sum_{j >= k} g_alpha_j
+        gz = g.copy()
+        gz[0] = tail[0]
+        gz[1:a] = np.exp(np.minimum(z[1:a], 50.0)) * tail[1:]
+        return gz
 
     def _refit_clm(self, checkconv: Any) -> ClmmCore:
         alpha, beta, ok = clm_newton(self.link, self.thr, self.y, self.X)
@@ -264,7 +305,6 @@ class ClmmModel:
     def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
                 hessian: bool) -> ClmmCore:
         f = self.nll(x)
-        dev = lambda z: 2.0 * self.nll(z)  # noqa: E731  lme4's checkConv scale
         k = x.size
         ctl = CheckConvControl.coerce(checkconv)
         vcov = np.full((k, k), np.nan)
@@ -277,50 +317,51 @@ class ClmmModel:
                 free = ~((self.lower == 0.0) & (x < 1e-4))
                 # a zero SD: its term's other parameters are not identified either
                 free[self.n_alpha + self.p:] &= x[self.n_alpha + self.p:] != 0.0
-            xf = x[free]
-
             x0 = x.copy()
 
-            def devf(zf: np.ndarray) -> float:
+            def full(zf: np.ndarray) -> np.ndarray:
                 z = x0.copy()
                 z[free] = zf
-                return dev(z)
+                return z
 
-            g, H = deriv12(devf, xf, 2.0 * f)
-            for _ in range(2):        # Newton polish of the optimiser's end point
-                if np.max(np.abs(g)) < 1e-7:
+            def devgrad(zf: np.ndarray) -> np.ndarray:        # lme4's checkConv scale
+                return 2.0 * self.nll_grad(full(zf))[1][free]
+
+            xf = x[free]
+            g = devgrad(xf)
+            H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+            for _ in range(3):        # Newton polish of the optimiser's end point
+                if np.max(np.abs(g)) < 1e-8:
                     break
                 try:
                     step = np.linalg.solve(H, g)
                 except np.linalg.LinAlgError:
                     break
                 xn = xf - step
-                lo = self.lower[free]
-                if np.any(xn[lo == 0.0] < 0.0):
+                if np.any(xn[self.lower[free] == 0.0] < 0.0):
                     break
-                fn = devf(xn) / 2.0
-                if not fn < f:
+                fn = self.nll(full(xn))
+                if not fn <= f + 1e-10:
                     break
                 xf, f = xn, fn
-                x = x.copy()
-                x[free] = xf
+                x = full(xf)
                 opt_ok = True
-                g, H = deriv12(devf, xf, 2.0 * f)
-            check = check_conv(devf, xf, 2.0 * f, self.lower[free], ctl, given_gradient=g,
-                               given_hessian=H)
+                g = devgrad(xf)
+                H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+            check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
+                               self.lower[free], ctl, given_gradient=g, given_hessian=H)
             if singular:
                 check = ConvCheck(True, check.code, ("boundary (singular) fit: see "
                                                      "help('isSingular')", *check.messages),
                                   check.max_grad, g, H, check.n_evals, check.raw_grad_failed)
             Hn = 0.5 * H
             try:
-                sub = np.linalg.inv(Hn)
-                vcov[np.ix_(free, free)] = sub
+                vcov[np.ix_(free, free)] = np.linalg.inv(Hn)
                 ev = np.linalg.eigvalsh(Hn)
                 cond = float(ev[-1] / ev[0]) if ev[0] > 0 else math.inf
             except np.linalg.LinAlgError:
                 pass
-        self.nll(x)
+        f = self.nll(x)
         u = self._u.copy()
         converged = opt_ok and (check is None or check.ok)
         a, p = self.n_alpha, self.p

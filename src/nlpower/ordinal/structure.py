@@ -81,6 +81,15 @@ class ReStructure:
         for t in terms:
             lower.extend(0.0 if i == j else -np.inf for j in range(t.q) for i in range(j, t.q))
         self.lower = np.array(lower, dtype=float)
+        # each theta element's (block, row, column) in its block's Lambda
+        self.theta_index: list[tuple[int, int, int]] = [(0, 0, 0)] * self.n_theta
+        for bi, blk in enumerate(blocks):
+            for k, c in zip(blk.terms, blk.cols, strict=True):
+                pos = self.theta_slices[k].start
+                for j in range(terms[k].q):
+                    for i in range(j, terms[k].q):
+                        self.theta_index[pos] = (bi, c.start + i, c.start + j)
+                        pos += 1
         self.offsets = np.cumsum([0] + [b.L * b.q for b in self.blocks])
         self.n_u = int(self.offsets[-1])
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
@@ -167,10 +176,12 @@ class HFactor:
             g = G[:, 0, 0]
             self.logdet = float(np.sum(np.log(g)))
             self.g1_diag = g
+            self.Ginv_blocks = (1.0 / g)[:, None, None]
         else:
             C = np.linalg.cholesky(G)
             self.logdet = float(2.0 * np.sum(np.log(np.diagonal(C, axis1=1, axis2=2))))
             Ginv = np.linalg.inv(G)
+            self.Ginv_blocks = Ginv
             self.G1inv = sp.bsr_matrix((Ginv, np.arange(b1.L), np.arange(b1.L + 1)),
                                        shape=(b1.L * b1.q, b1.L * b1.q)).tocsr()
             self.g1_diag = np.empty(0)
