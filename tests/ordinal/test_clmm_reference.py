@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlpower.ordinal import clmm, prepare_clmm
-
 from conftest import REFERENCE
+from nlpower.ordinal import clmm, prepare_clmm
 
 REF = json.loads((REFERENCE / "clmm_reference.json").read_text())["cases"]
 
