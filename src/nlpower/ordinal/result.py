@@ -291,7 +291,7 @@ class ClmmFit:
         ct = self.coef_table().reset_index(names="term")
         vc = self.varcorr()
         vc = vc[~vc["grp"].str.startswith("Residual")]
-        rows = [{"term": (f"sd__{r.var1}" if r.var2 is None else f"cor__{r.var1}.{r.var2}"),
+        rows = [{"term": (f"sd__{r.var1!s}" if r.var2 is None else f"cor__{r.var1!s}.{r.var2!s}"),
                  "group": r.grp, "estimate": r.sdcor, "kind": "random"}
                 for r in vc.itertuples()]
         return pd.concat([ct.assign(group=None), pd.DataFrame(rows)], ignore_index=True)

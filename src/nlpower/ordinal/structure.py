@@ -77,7 +77,7 @@ class ReStructure:
         sizes = [t.q * (t.q + 1) // 2 for t in terms]
         self.theta_slices = tuple(slice(sum(sizes[:k]), sum(sizes[:k + 1])) for k in range(len(terms)))
         self.n_theta = sum(sizes)
-        lower = []
+        lower: list[float] = []
         for t in terms:
             lower.extend(0.0 if i == j else -np.inf for j in range(t.q) for i in range(j, t.q))
         self.lower = np.array(lower, dtype=float)
@@ -192,7 +192,7 @@ class HFactor:
             return
         Q2 = self.Q2
         off = rs.offsets - self.Q1
-        H22 = np.zeros(Q2 * Q2)
+        H22flat = np.zeros(Q2 * Q2)
         rows12, cols12, vals12 = [], [], []
         rest = range(1, len(rs.blocks))
         for c in rest:
@@ -208,9 +208,9 @@ class HFactor:
                     bd, ZLd = rs.blocks[d], rs._ZL[d]
                     for m in range(bd.q):
                         rowd = off[d] + bd.codes * bd.q + m
-                        H22 += np.bincount(rowd * Q2 + colc, weights=wz * ZLd[:, m],
+                        H22flat += np.bincount(rowd * Q2 + colc, weights=wz * ZLd[:, m],
                                            minlength=Q2 * Q2)
-        H22 = H22.reshape(Q2, Q2)
+        H22 = H22flat.reshape(Q2, Q2)
         H22[np.diag_indices(Q2)] += 1.0
         H12 = sp.csr_matrix((np.concatenate(vals12),
                              (np.concatenate(rows12), np.concatenate(cols12))),
