@@ -198,3 +198,18 @@ def test_bad_threshold_and_columns() -> None:
         clmm("rating ~ (1 | worker)", d.to_dict())
     with pytest.raises(InputError, match="control"):
         clmm("rating ~ (1 | worker)", d, control={"maxeval": 3})
+
+
+def test_engine_family_slot(crossed: pd.DataFrame) -> None:
+    from nlpower.lmm import get_engine
+    from nlpower.lmm.family import Ordinal
+    from nlpower.lmm.frame import model_frame
+    from nlpower.ordinal import ClmmModel
+    spec = model_frame("rating ~ system + (1 | worker) + (1 | item)", crossed)
+    model = get_engine("native").prepare(spec, family=Ordinal())
+    assert isinstance(model, ClmmModel)
+    core = model.refit(model.y)
+    direct = _fit("rating ~ system + (1 | worker) + (1 | item)", crossed)
+    assert core.loglik == pytest.approx(direct.loglik, abs=1e-6)
+    assert core.se.shape == core.beta.shape == (1,)
+    assert core.thresholds.size == 4

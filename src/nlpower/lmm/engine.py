@@ -86,8 +86,17 @@ class NativeEngine:
 
     name: EngineName = "native"
 
-    def prepare(self, spec: ModelSpec, *, mode: str = "auto") -> NativeModel:
-        """``NativeModel(spec, mode=mode)``: validates the structure and builds the blocks once."""
+    def prepare(self, spec: ModelSpec, *, mode: str = "auto", family: Any = None,
+                **options: Any) -> Any:
+        """``NativeModel(spec, mode=mode)``: validates the structure and builds the blocks once.
+
+        ``family``: ``None`` or Gaussian -> :class:`NativeModel`; an
+        :class:`~nlpower.lmm.family.Ordinal` family -> :class:`nlpower.ordinal.ClmmModel`
+        (``options``: ``nAGQ``).
+        """
+        if family is not None and getattr(family, "name", "gaussian") == "ordinal":
+            from ..ordinal.api import prepare_spec  # lazy: the ordinal fitter
+            return prepare_spec(spec, family, **options)
         return NativeModel(spec, mode=mode)
 
     def __repr__(self) -> str:

@@ -8,11 +8,11 @@ quadrature for one scalar term.  See ``docs/ordinal.md``.
 
 from __future__ import annotations
 
-from .api import clmm, prepare_clmm
+from .api import clmm, prepare_clmm, prepare_spec
 from .model import ClmmCore, ClmmModel
 from .response import OrdinalResponse, ordinal_response
 from .result import ClmmFit
 from .thresholds import Thresholds, make_thresholds
 
 __all__ = ["ClmmCore", "ClmmFit", "ClmmModel", "OrdinalResponse", "Thresholds", "clmm",
-           "make_thresholds", "ordinal_response", "prepare_clmm"]
+           "make_thresholds", "ordinal_response", "prepare_clmm", "prepare_spec"]

@@ -13,10 +13,11 @@ from ..errors import InputError
 from ..formula import parse
 from ..lmm.family import Ordinal
 from ..lmm.frame import model_frame
+from ..lmm.structure import ModelSpec
 from .model import ClmmModel
 from .response import OrdinalResponse, ordinal_response
 
-__all__ = ["clmm", "prepare_clmm"]
+__all__ = ["clmm", "prepare_clmm", "prepare_spec"]
 
 ENGINES = ("native", "ordinal")
 
@@ -47,6 +48,23 @@ def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
     model = ClmmModel(spec, family, r, nAGQ=nAGQ)
     model.data = data.loc[complete, cols].reset_index(drop=True)
     return model
+
+
+def prepare_spec(spec: ModelSpec, family: Ordinal, *, nAGQ: int = 1) -> ClmmModel:
+    """The :class:`~.model.ClmmModel` of a structure whose ``y`` holds integer scores.
+
+    The engine protocol's entry (``get_engine("native").prepare(spec, family=Ordinal())``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nlpower.lmm.frame import model_frame
+    >>> d = pd.DataFrame({"y": [1, 2, 3, 2, 3, 1, 2, 3], "g": list("aabbccdd")})
+    >>> prepare_spec(model_frame("y ~ (1 | g)", d), Ordinal()).levels
+    ('1', '2', '3')
+    """
+    r = ordinal_response(np.asarray(spec.y), spec.response)
+    return ClmmModel(spec.with_response(r.codes.astype(float)), family, r, nAGQ=nAGQ)
 
 
 def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: str = "flexible",
