@@ -17,7 +17,7 @@ from ..lmm.structure import ModelSpec
 from .model import ClmmModel
 from .response import OrdinalResponse, ordinal_response
 
-__all__ = ["clmm", "prepare_clmm", "prepare_spec"]
+__all__ = ["clmm", "native_ordinal", "prepare_clmm", "prepare_spec"]
 
 ENGINES = ("native", "ordinal")
 
@@ -65,6 +65,12 @@ def prepare_spec(spec: ModelSpec, family: Ordinal, *, nAGQ: int = 1) -> ClmmMode
     """
     r = ordinal_response(np.asarray(spec.y), spec.response)
     return ClmmModel(spec.with_response(r.codes.astype(float)), family, r, nAGQ=nAGQ)
+
+
+def native_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None = None,
+                   nAGQ: int = 1) -> ClmmModel:
+    """The native engine's fitter for the ordinal family (the engine registry's entry)."""
+    return prepare_spec(spec, family if family is not None else Ordinal(), nAGQ=nAGQ)
 
 
 def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: str = "flexible",
