@@ -100,6 +100,7 @@ _FITTERS: dict[tuple[str, str], str] = {
     ("native", "poisson"): "nlpower.glmm.model:GlmmModel",
     ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
 }
 
 
