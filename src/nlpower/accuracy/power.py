@@ -216,8 +216,10 @@ def power(
         Accuracy of the old model; checks the whole 2x2 table exists.
     alpha : float
         Significance level of the two-sided test.
-    test : {"exact", "mid-p", "chi2", "chi2-cc"}
-        McNemar variant; ``"exact"`` is statsmodels' ``mcnemar`` default (the paper's).
+    test : {"exact", "mid-p", "chi2", "chi2-cc", "exact-unconditional"}
+        McNemar variant; ``"exact"`` is statsmodels' ``mcnemar`` default (the paper's
+        notebook), ``"exact-unconditional"`` Suissa & Shuster (1991), the test behind
+        the paper's Table 9 regression column (MESS).
     method : {"exact", "simulate"}
         Enumerate (no Monte Carlo error) or simulate ``n_sims`` test sets.
     n_sims : int
@@ -260,7 +262,7 @@ def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> 
         d_hi = int(stats.binom.isf(_TAIL, n, disc)) if disc < 1.0 else n
         d = np.arange(max(d_lo, 0), min(d_hi, n) + 1)
         w = stats.binom.pmf(d, n, disc)
-        c = rejection_thresholds(int(d[-1]), test, alpha)[d]     # type: ignore[arg-type]
+        c = rejection_thresholds(int(d[-1]), test, alpha, n=n)[d]     # type: ignore[arg-type]
         q = min(max(table.only_new / disc, 0.0), 1.0)
         # "up": few items only the old model gets right (C <= c_d), i.e. the new model wins
         up = stats.binom.cdf(c, d, 1.0 - q)
@@ -302,7 +304,10 @@ def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
     probs = [table.only_new, table.only_old, max(1.0 - table.discordant, 0.0)]
     counts = gen.multinomial(n, probs, size=n_sims)
     b, c = counts[:, 0], counts[:, 1]
-    sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
+    if test == "exact-unconditional":
+        sig = np.minimum(b, c) <= rejection_thresholds(n, "exact-unconditional", alpha, n=n)[b + c]
+    else:
+        sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
     est = (b - c) / n
     sign = np.sign(table.delta)
     n_right = int(np.sum(sig & (np.sign(est) == sign))) if sign != 0 else 0
