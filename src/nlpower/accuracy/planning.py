@@ -43,6 +43,7 @@ from .._choices import (
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval
+from .fitprior import AgreementPriorFit
 from .power import AccuracyPowerResult, resolve_agreement
 from .power import power as mcnemar_power
 from .priors import AGREEMENT_PRIORS, TABLE9, Table9Row, glue_effect, squad_effect
@@ -140,7 +141,7 @@ class _Plan:
 
     test: str
     baseline: float | None
-    agreement: float | str | None
+    agreement: float | str | AgreementPriorFit | None
     bound: str | None
     alpha: float
     formula: str = "biostatuzh"
@@ -181,8 +182,9 @@ class _Plan:
         if self.agreement is None:
             assert self.baseline is not None
             return 1.0 - self.baseline
-        if isinstance(self.agreement, str):
-            b0, b1, b2 = AGREEMENT_PRIORS[self.agreement]
+        if isinstance(self.agreement, (str, AgreementPriorFit)):
+            b0, b1, b2 = (self.agreement.coefficients if isinstance(self.agreement, AgreementPriorFit)
+                          else AGREEMENT_PRIORS[self.agreement])
             assert self.baseline is not None
             a0, k = b0 + b1 * self.baseline, -b2       # disc(delta) = 1 - a0 + k delta
             cap = (1.0 - a0) / (1.0 - k) if k < 1.0 else 1.0
@@ -219,8 +221,9 @@ def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: A
             f"test={test!r} needs the agreement rate: pass agreement=<number in [0, 1]> or a prior "
             "name ('glue', 'squad'); with no prior use test='lachenbruch' and a bound."
         )
-    elif isinstance(agreement, str):
-        check_choice("agreement", agreement, AgreementPrior)
+    elif isinstance(agreement, (str, AgreementPriorFit)):
+        if isinstance(agreement, str):
+            check_choice("agreement", agreement, AgreementPrior)
         if baseline is None:
             raise InputError(f"agreement={agreement!r} is a regression prior and needs baseline=....")
     else:
@@ -383,7 +386,9 @@ def mde(
             feasible = False
             notes.append(f"the 2x2 table at the MDE does not exist ({exc}); McNemar's test "
                          "uses only the discordant cells, so the MDE is reported as the paper does")
-    source = agreement if isinstance(agreement, str) else "none" if agreement is None else "given"
+    source = (agreement if isinstance(agreement, str) else "none" if agreement is None
+              else f"prior ({agreement.name})" if isinstance(agreement, AgreementPriorFit)
+              else "given")
     return AccuracyMDEResult(delta, n, plan.baseline, pa, source, target_power, plan.power(n, delta),
                              plan.test, plan.bound, plan.alpha, feasible, tuple(notes))
 

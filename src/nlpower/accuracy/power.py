@@ -33,6 +33,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from .fitprior import AgreementPriorFit
 from .mcnemar import _pvalue, rejection_thresholds
 from .priors import agreement_prior
 from .table import PairedTable, agreement_bounds, paired_table
@@ -175,9 +176,16 @@ def _none_nan(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-def resolve_agreement(agreement: float | str, baseline: float | None,
+def resolve_agreement(agreement: Any, baseline: float | None,
                       delta: float) -> tuple[float, str]:
-    """(agreement, source): a number as given, or a named prior evaluated at (baseline, delta)."""
+    """(agreement, source): a number as given, or a named or fitted prior
+    (:func:`~nlpower.accuracy.fit_agreement_prior`) evaluated at (baseline, delta)."""
+    if isinstance(agreement, AgreementPriorFit):
+        if baseline is None:
+            raise InputError("a fitted agreement prior needs the baseline accuracy; pass "
+                             "baseline=....")
+        return agreement.agreement(check_real("baseline", baseline, min=0.0, max=1.0), delta), \
+            f"prior ({agreement.name})"
     if isinstance(agreement, str):
         check_choice("agreement", agreement, AgreementPrior)
         if baseline is None:
@@ -209,9 +217,10 @@ def power(
         Test-set size (items scored by both models).
     delta : float
         Expected accuracy gain of the new model over the old one.
-    agreement : float or {"glue", "squad"}
+    agreement : float, {"glue", "squad"} or AgreementPriorFit
         Expected share of items with the same outcome (Pa), or a regression
-        prior (Card et al. 2020, Tables 5-6; needs ``baseline``).
+        prior (Card et al. 2020, Tables 5-6, or refitted with
+        :func:`~nlpower.accuracy.fit_agreement_prior`; needs ``baseline``).
     baseline : float, optional
         Accuracy of the old model; checks the whole 2x2 table exists.
     alpha : float
