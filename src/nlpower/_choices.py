@@ -56,7 +56,8 @@ EngineName: TypeAlias = Literal["native", "lme4"]
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model: Wald t with Satterthwaite or Kenward-Roger df
 #: (REML), Wald z, likelihood ratio against chi^2_1, parametric-bootstrap likelihood ratio (ML).
-RatingsTest: TypeAlias = Literal["satterthwaite", "kenward-roger", "z", "lrt", "pblrt"]
+#: ``"calibrated"``: Satterthwaite prepivoted by a bootstrap from the REML null fit.
+RatingsTest: TypeAlias = Literal["satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"]
 #: What power() does when replicate fits fail: count them as non-detections (recorded in the
 #: result), also warn, or stop with an error naming the replicate (STYLE 6).
 FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]
