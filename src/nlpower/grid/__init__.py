@@ -13,7 +13,7 @@ from __future__ import annotations
 from .axes import cell_seed
 from .problem import CellFailure, CellResult, PowerProblem
 from .result import GridCell, GridResult
-from .runner import check_run_options, run_grid
+from .runner import RunOptions, check_run_options, run_grid
 
 __all__ = [
     "CellFailure",
@@ -21,6 +21,7 @@ __all__ = [
     "GridCell",
     "GridResult",
     "PowerProblem",
+    "RunOptions",
     "cell_seed",
     "check_run_options",
     "run_grid",

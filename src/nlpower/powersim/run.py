@@ -19,6 +19,7 @@ run's sequence.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
@@ -37,13 +38,6 @@ from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
 from .rules import get_test
 from .summary import analytic_power_result, apply_failure_policy, count, power_result
-
-#: Keyword defaults of :func:`power`'s options (checked when ``options=`` is also given).
-_DEFAULTS: dict[str, Any] = {
-    "n_sims": 1000, "alpha": 0.05, "test": "satterthwaite", "alternative": "two-sided",
-    "method": "auto", "engine": "native", "REML": None, "null": False, "likert": None,
-    "keep_replicates": True, "on_failure": "ignore", "n_boot": 99,
-}
 
 
 def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
@@ -201,7 +195,7 @@ def power(
         raise InputError(f"options must be a PowerOptions from power_options(...); got "
                          f"{type(options).__name__}.")
     else:
-        changed = [k for k, v in kw.items() if not _same(v, _DEFAULTS[k])]
+        changed = [k for k, v in kw.items() if not _same(v, _keyword_default(k))]
         if changed:
             raise InputError(
                 f"pass either options= (a PowerOptions) or keyword options, not both; got options= "
@@ -255,6 +249,11 @@ def power(
         notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes)
+
+
+def _keyword_default(name: str) -> Any:
+    """The default of :func:`power`'s keyword ``name`` (its signature is the one source)."""
+    return inspect.signature(power).parameters[name].default
 
 
 def _same(value: Any, default: Any) -> bool:
