@@ -32,7 +32,8 @@ from ._rng import RNGLike, root_seed, seed_record
 from ._validation import check_int, check_real
 from .errors import InputError
 from .grid import GridResult, check_run_options, run_grid
-from .intervals import ConfidenceInterval, mc_se, wilson_ci
+from .intervals import ConfidenceInterval, wilson_ci
+from .montecarlo import MonteCarloSummary
 
 __all__ = ["SimulatedPowerResult", "SimulationProblem", "simulate_power", "simulate_power_grid"]
 
@@ -51,7 +52,7 @@ class SimulatedPowerResult:
         Share of simulations with ``p <= alpha`` and an estimate of the sign of
         ``effect``; its MC standard error and Wilson interval (NaN at effect 0).
     type_m, type_m_ci : float, ConfidenceInterval
-        Mean ``|estimate| / |effect|`` over significant simulations; normal
+        Mean ``|estimate| / |effect|`` over significant simulations; t
         interval from their standard deviation.
     type_s, type_s_ci : float, ConfidenceInterval
         Share of significant simulations with the wrong sign; Wilson interval.
@@ -64,6 +65,8 @@ class SimulatedPowerResult:
     estimates, pvalues : ndarray or None
         Per-simulation values (``keep_draws=True``), for :meth:`plot`.
     seed, version : provenance.
+    mc : MonteCarloSummary
+        The counts behind these numbers (:mod:`nlpower.montecarlo`).
     """
 
     power: float
@@ -86,6 +89,7 @@ class SimulatedPowerResult:
     pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
     seed: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> str:
         """A short text report."""
@@ -225,36 +229,18 @@ def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mappi
 def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float, alpha: float,
               params: Mapping[str, Any], seed: dict[str, Any],
               keep_draws: bool) -> SimulatedPowerResult:
-    """Sign-correct power, Type-M/S and their MC intervals from per-simulation values."""
-    n = est.shape[0]
+    """Sign-correct power, Type-M/S and their MC intervals from per-simulation values
+    (through :class:`nlpower.montecarlo.MonteCarloSummary`, as every power in nlpower)."""
     sig = np.nan_to_num(pval, nan=1.0) <= alpha
-    n_sig = int(sig.sum())
-    sign = np.sign(effect)
-    right = sig & (np.sign(est) == sign) if effect != 0 else np.zeros(n, bool)
-    n_right = int(right.sum())
-    if effect != 0:
-        pw = n_right / n
-        ci = ConfidenceInterval(*wilson_ci(n_right, n))
-        se = mc_se(pw, n)
-    else:
-        pw, se, ci = math.nan, math.nan, ConfidenceInterval(math.nan, math.nan)
-    nan_ci = ConfidenceInterval(math.nan, math.nan)
-    if effect != 0 and n_sig:
-        ratio = np.abs(est[sig]) / abs(effect)
-        type_m = float(ratio.mean())
-        half = 1.959964 * float(ratio.std(ddof=1)) / math.sqrt(n_sig) if n_sig > 1 else math.nan
-        type_m_ci = ConfidenceInterval(type_m - half, type_m + half)
-        n_wrong = int((sig & (np.sign(est) == -sign)).sum())
-        type_s = n_wrong / n_sig
-        type_s_ci = ConfidenceInterval(*wilson_ci(n_wrong, n_sig))
-    else:
-        type_m, type_m_ci, type_s, type_s_ci = math.nan, nan_ci, math.nan, nan_ci
+    mc = MonteCarloSummary.from_draws(est, sig, effect=effect)
     return SimulatedPowerResult(
-        power=pw, se=se, ci=ci, type_m=type_m, type_m_ci=type_m_ci, type_s=type_s,
-        type_s_ci=type_s_ci, rejection_rate=n_sig / n,
-        rejection_ci=ConfidenceInterval(*wilson_ci(n_sig, n)), n_sims=n, n_rejected=n_right,
-        n_significant=n_sig, n_failed=n_failed, effect=effect, alpha=alpha, params=dict(params),
+        power=mc.power, se=mc.se, ci=mc.ci, type_m=mc.type_m, type_m_ci=mc.type_m_ci,
+        type_s=mc.type_s, type_s_ci=mc.type_s_ci, rejection_rate=mc.rejection_rate,
+        rejection_ci=ConfidenceInterval(*wilson_ci(mc.n_significant, mc.n_sims)),
+        n_sims=mc.n_sims, n_rejected=mc.n_rejected, n_significant=mc.n_significant,
+        n_failed=n_failed, effect=effect, alpha=alpha, params=dict(params),
         estimates=est if keep_draws else None, pvalues=pval if keep_draws else None, seed=seed,
+        mc=mc,
     )
 
 
