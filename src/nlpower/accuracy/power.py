@@ -33,6 +33,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..montecarlo import MonteCarloSummary
 from .fitprior import AgreementPriorFit
 from .mcnemar import _pvalue, rejection_thresholds
 from .priors import agreement_prior
@@ -88,6 +89,7 @@ class AccuracyPowerResult:
     seed: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
     notes: tuple[str, ...] = ()
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     @property
     def exact(self) -> bool:
@@ -115,7 +117,8 @@ class AccuracyPowerResult:
             unc = "closed form" if self.method == "closed-form" else "exact" if self.exact else (
                 f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
             lines.append(f"  power   {self.power:.4f}  ({unc})")
-            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
+            lines.append(f"  {self.mc.describe()}" if self.mc is not None else
+                         f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -318,20 +321,15 @@ def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
     else:
         sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
     est = (b - c) / n
-    sign = np.sign(table.delta)
-    n_right = int(np.sum(sig & (np.sign(est) == sign))) if sign != 0 else 0
-    n_sig = int(sig.sum())
-    n_wrong = n_sig - n_right - int(np.sum(sig & (est == 0)))
-    mean_abs = float(np.abs(est[sig]).sum() / n_sims)
-    pw, tm, ts = _summaries(table.delta, n_right / n_sims, n_sig / n_sims,
-                            n_wrong / n_sims, mean_abs)
-    k = n_right if table.delta != 0 else n_sig
+    mc = MonteCarloSummary.from_draws(est, sig, effect=table.delta)   # b == c never rejects
+    k = mc.n_rejected if table.delta != 0 else mc.n_significant
     return AccuracyPowerResult(
-        power=pw, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
-        type_m=tm, type_s=ts, rejection_rate=n_sig / n_sims, n=n, delta=table.delta,
-        agreement=table.agreement, only_new=table.only_new, only_old=table.only_old, test=test,
-        alpha=alpha, method="simulate", n_sims=n_sims, n_rejected=n_right,
-        baseline=table.baseline, agreement_source=source, seed=seed_record(seq),
+        power=mc.power, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
+        type_m=mc.type_m, type_s=mc.type_s, rejection_rate=mc.rejection_rate, n=n,
+        delta=table.delta, agreement=table.agreement, only_new=table.only_new,
+        only_old=table.only_old, test=test, alpha=alpha, method="simulate", n_sims=n_sims,
+        n_rejected=mc.n_rejected, baseline=table.baseline, agreement_source=source,
+        seed=seed_record(seq), mc=mc,
     )
 
 
