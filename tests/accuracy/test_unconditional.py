@@ -133,3 +133,13 @@ def test_mess_exact_power_region_is_mid_p():
         region = _mess_region(d, 0.05)
         mid_p = {m for m in range(d + 1) if min(m, d - m) <= c[d]}
         assert region == mid_p, d
+
+
+def test_estimate_runs_the_unconditional_test_on_all_items():
+    from nlpower.accuracy import estimate
+    y = np.ones(21, dtype=int)
+    a = np.array([1] * 1 + [0] * 7 + [1] * 12 + [0] * 1)     # old model
+    b = np.array([0] * 1 + [1] * 7 + [1] * 12 + [0] * 1)     # new: 7 only new, 1 only old
+    est = estimate(a, b, y, test="exact-unconditional")
+    assert (est.only_new, est.only_old) == (7, 1)
+    assert est.mcnemar.pvalue == pytest.approx(unconditional_pvalue(7, 1, 21))
