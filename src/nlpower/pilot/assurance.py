@@ -40,6 +40,7 @@ from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
+from ..convert import as_params
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..intervals import ConfidenceInterval
@@ -50,7 +51,6 @@ from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
 from ..powersim.rules import get_test
 from ..ratings import RatingsFit
-from ..ratings.convert import as_params
 from ..simulation import check_design_params
 from .draws import (
     SD_NAMES,

@@ -28,11 +28,11 @@ import numpy as np
 from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
-from ..ratings.convert import as_params, is_pilot_fit
 from .models import Params
 from .options import PowerOptions, power_options
 from .result import PowerResult

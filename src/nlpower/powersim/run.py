@@ -24,11 +24,11 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..lmm import get_engine
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments
 from .models import Params, effect_of, mean_difference_of, with_effect
@@ -145,7 +145,7 @@ def power(
         The effect to detect, in ``coding``: required when ``params`` is a
         fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
         the paper's model), whose variance components are used and whose own
-        effect estimate never is (:func:`nlpower.ratings.convert.as_params`);
+        effect estimate never is (:func:`nlpower.convert.as_params`);
         with parameters it replaces their effect.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` (and of the parameters taken from a fit).
