@@ -330,7 +330,7 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
             f"assurance needs a balanced two-system pilot (every worker rated every item under "
             f"both systems, once); this pilot has {r.n_systems} systems, {w} workers, {i} items, "
             f"{r.n_ratings} ratings (fully crossed: {r.fully_crossed}). For other pilots plan at "
-            "the point estimates (nlpower.plan(as_params(fit, effect=...), ...)) and treat the "
+            "the point estimates (nlpower.plan(as_params(fit, effect=...), effect=...)) and treat the "
             "result as optimistic."
         )
     if w < 2 or i < 2:
@@ -547,7 +547,7 @@ def plan_with_assurance(
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    point_plan = plan(pilot_.point, pilot_.point.effect, **kw)
+    point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
     point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
@@ -555,7 +555,7 @@ def plan_with_assurance(
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
     try:
-        safe_plan = plan(params_at(pilot_.point, pilot_.upper), pilot_.point.effect, **kw)
+        safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect, **kw)
         safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None

@@ -235,8 +235,8 @@ class PlanResult:
 
 def plan(
     params: Params,
-    effect: float,
     *,
+    effect: float,
     target_power: float = 0.8,
     alpha: float = 0.05,
     test: RatingsTest = "satterthwaite",
@@ -271,7 +271,7 @@ def plan(
     Examples
     --------
     >>> from nlpower import presets
-    >>> p = plan(presets.high_variance(), 0.1, max_workers=20)
+    >>> p = plan(presets.high_variance(), effect=0.1, max_workers=20)
     >>> p.power >= 0.8
     True
     """
