@@ -37,6 +37,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "presets": ("nlpower.presets", None),
     "simulate": ("nlpower.simulation", "simulate"),
     "lmer": ("nlpower.lmm", "lmer"),
+    "glmer": ("nlpower.glmm", "glmer"),
+    "clmm": ("nlpower.ordinal", "clmm"),
     "LmmFit": ("nlpower.lmm.result", "LmmFit"),
     "read_ratings": ("nlpower.ratings", "read_ratings"),
     "fit_ratings": ("nlpower.ratings", "fit_ratings"),
