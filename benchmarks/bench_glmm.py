@@ -117,7 +117,8 @@ def run_lme4(case: str, repeats: int) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip()[-500:])
     r = json.loads(proc.stdout)
-    r["times"] = r["times"] if isinstance(r["times"], list) else [r["times"]]
+    for key in ("times", "fixef", "sds"):        # toJSON unboxes length-1 vectors
+        r[key] = r[key] if isinstance(r[key], list) else [r[key]]
     return r  # type: ignore[no-any-return]
 
 
