@@ -76,6 +76,9 @@ def power(
     effect: float | None = None,
     coding: Coding = "sum",
     contrast: Any = None,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: str = "lmm",
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -152,6 +155,18 @@ def power(
     contrast : str or (str, str), optional
         With a fit of more than two systems: which comparison (see
         :meth:`RatingsFit.to_params`).
+    outcome : {"gaussian", "likert"}, default "gaussian"
+        What is rated.  ``"likert"``: ``levels``-point ratings from the latent
+        threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
+        :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
+        ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
+        LMM on [0, 1]); then ``method``, ``likert``, ``options``, ``effect``,
+        ``coding``, ``contrast``, ``REML`` and ``n_boot`` keep their defaults.
+    levels : int, optional
+        Likert points for ``outcome="likert"``.
+    analysis : str, default "lmm"
+        The analysis of ``outcome="likert"`` (several on the same replicates:
+        :func:`nlpower.outcomes.likert_power` with a list).
     progress : bool, default False
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
@@ -181,6 +196,19 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    if outcome != "gaussian":
+        from ..outcomes.api import outcome_power
+        fixed = {"method": method != "auto", "likert": likert is not None, "options": options is
+                 not None, "effect": effect is not None, "coding": coding != "sum",
+                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99}
+        if any(fixed.values()):
+            raise InputError(f"outcome={outcome!r} does not take "
+                             f"{', '.join(k for k, v in fixed.items() if v)}; leave them at their "
+                             "defaults (the analysis chooses its fit and the effect is in params).")
+        return outcome_power(design, params, outcome=outcome, levels=levels, analysis=analysis,
+                             test=None if test == "satterthwaite" else test, n_sims=n_sims,
+                             alpha=alpha, alternative=alternative, null=null, engine=engine,
+                             rng=rng, keep_replicates=keep_replicates, on_failure=on_failure)
     if effect is not None or is_pilot_fit(params):
         params = as_params(params, effect=effect, coding=coding, contrast=contrast)
     design, params = check_design_params(design, params)

@@ -205,5 +205,5 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
         coding=choice.coding, scale=ratings.scale, fixef=fit.fixef.copy(), sigma=float(fit.sigma),
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=choice.pairs,
         formula=choice.formula, reduced=choice.reduced, model=choice.model,
-        not_modelled=tuple(not_modelled),
+        not_modelled=tuple(not_modelled), data=getattr(choice, "data", None),
     )
