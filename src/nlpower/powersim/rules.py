@@ -25,6 +25,7 @@ rule               statistic  df              reference    null fit   families
 ``z``              Wald z     --              normal       no         any
 ``lrt``            signed LR  --              normal       yes        any
 ``pblrt``          signed LR  --              bootstrap    yes        any
+``calibrated``     Wald t     Satterthwaite   bootstrap    no         Gaussian
 =================  =========  ==============  ===========  =========  ==============
 """
 
@@ -350,6 +351,16 @@ TESTS: dict[str, TestRule] = {
                       analytic=None, approximation="lrt", two_sided_only=True,
                       doc="parametric-bootstrap likelihood ratio (pbkrtest's PBmodcomp)"),
 }
+
+
+def _register_calibrated() -> None:
+    """The size-calibrated test lives in its own module (it subclasses TestRule)."""
+    from .calibrated import CALIBRATED
+    rule: TestRule = CALIBRATED
+    TESTS[rule.name] = rule
+
+
+_register_calibrated()
 
 
 def get_test(name: Any) -> TestRule:

@@ -31,11 +31,13 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
-from .summary import analytic_power_result, apply_failure_policy, power_result
+from .rules import get_test
+from .summary import analytic_power_result, apply_failure_policy, count, power_result
 
 
 def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
@@ -229,6 +231,7 @@ def power(
             )
         opts = options
     how = resolve_method(opts, design, params)
+    check_path(opts.test, how)
     effect = effect_of(params)
     mean_diff = mean_difference_of(params)
     notes: list[str] = []
@@ -264,6 +267,14 @@ def power(
     main = run(params, main_seq, "main")
     null_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)") \
         if opts.null and effect != 0 else None
+    size_reps = main if effect == 0 else null_reps
+    if size_reps is None and how == "balanced" and design.n_workers < FEW_WORKERS \
+            and not get_test(opts.test).bootstrap:       # few workers: measure the Type I error
+        size_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)")
+    if size_reps is not None:
+        msg = size_check(opts.test, opts.alpha, design.n_workers,
+                         count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
+        notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes)
 
