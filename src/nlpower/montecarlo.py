@@ -96,6 +96,12 @@ class MonteCarloSummary:
         return cls(n, int(correct.sum()), n_sig, int(np.sum(np.sign(est[sig]) != sign)),
                    float(effect), float(np.mean(ratio)), sd)
 
+    @staticmethod
+    def spread(ratios: Any) -> float:
+        """SD (``ddof=1``) of the rejections' ``|estimate| / |effect|`` (NaN for fewer than 2)."""
+        r = np.asarray(ratios, dtype=float)
+        return float(np.std(r, ddof=1)) if r.size > 1 else math.nan
+
     # -- power ---------------------------------------------------------------------------
     @property
     def power(self) -> float:

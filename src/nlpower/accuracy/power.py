@@ -136,6 +136,7 @@ class AccuracyPowerResult:
             "seed_entropy": self.seed.get("entropy"),
             "seed_spawn_key": list(self.seed.get("spawn_key", ())),
             "version": self.version, "notes": list(self.notes),
+            **({} if self.mc is None else self.mc.to_record()),
         }
 
     @classmethod
@@ -154,6 +155,7 @@ class AccuracyPowerResult:
             method=r["method"], n_sims=int(r["n_sims"]), n_rejected=r.get("n_rejected"),
             baseline=r.get("baseline"), agreement_source=r.get("agreement_source", "given"),
             seed=seed, version=r.get("version", __version__), notes=tuple(r.get("notes", ())),
+            mc=MonteCarloSummary.from_record(r, effect=float(r["delta"])),
         )
 
     def to_frame(self) -> pd.DataFrame:

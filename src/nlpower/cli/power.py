@@ -22,6 +22,7 @@ from ..powersim import power
 from ..powersim.grid import power_grid
 from ..ratings.convert import as_params
 from .messages import check_outputs
+from .outcome_args import add_outcome_arguments, outcome_kwargs, run_preference
 from .ratings_args import add_ratings_arguments, fit_from_args
 
 PRESETS = ("high-variance", "low-variance")
@@ -81,10 +82,12 @@ def register(subparsers: Any) -> None:
                     "scenario. Effects are beta1 in sum coding (x = +-1).")
     p.add_argument("--preset", choices=PRESETS, default=None,
                    help="Table 16 variance scenario (or give a pilot with --ratings)")
-    p.add_argument("--workers", type=int, required=True, help="number of workers")
-    p.add_argument("--items", type=int, required=True, help="number of items")
-    p.add_argument("--effect", type=float, required=True,
-                   help="beta1 in --coding (default sum: half the mean difference on [0, 1])")
+    p.add_argument("--workers", type=int, default=None, help="number of workers (required)")
+    p.add_argument("--items", type=int, default=None, help="number of items (required)")
+    p.add_argument("--effect", type=float, default=None,
+                   help="beta1 in --coding (default sum: half the mean difference on [0, 1]; "
+                        "required)")
+    add_outcome_arguments(p)
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
@@ -92,7 +95,7 @@ def register(subparsers: Any) -> None:
     add_ratings_arguments(p, required=False)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
-    p.set_defaults(func=run_power)
+    p.set_defaults(func=run_power, parser=p)
 
     g = subparsers.add_parser(
         "grid", help="power over workers x items x effects (Card et al. 2020, Figure 6)",
@@ -123,6 +126,11 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_power(args: argparse.Namespace) -> int:
     check_outputs(args, {"json": "--json"})
+    if args.outcome == "preference":
+        return run_preference(args)
+    missing = [f"--{k}" for k in ("workers", "items", "effect") if getattr(args, k) is None]
+    if missing:
+        args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     if (args.preset is None) == (args.ratings is None):
         raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
                          "whose variance components are used), not both or neither.")
@@ -136,7 +144,8 @@ def run_power(args: argparse.Namespace) -> int:
             params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot)
+                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot,
+                   **outcome_kwargs(args))
     print(result.summary())
     if args.json is not None:
         frame = result.to_frame()

@@ -147,6 +147,7 @@ class GlmmModel:
         self.lower = np.concatenate([self.layout.lower, np.full(self.p, -np.inf)])
         self._u: np.ndarray | None = None
         self._beta = np.zeros(self.p)
+        self._maxeval = int(STAGE2["maxeval"])
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
 
     # -- objectives -----------------------------------------------------------------
@@ -197,7 +198,7 @@ class GlmmModel:
         if step is None:
             se = self._se_rx(x0)
             step = np.concatenate([np.full(self.k, STAGE2["step"]), np.maximum(0.2 * se, 1e-3)])
-        return _bobyqa(self._f2(nAGQ), x0, self.lower, step, STAGE2)
+        return _bobyqa(self._f2(nAGQ), x0, self.lower, step, {**STAGE2, "maxeval": self._maxeval})
 
     def _se_rx(self, x: np.ndarray) -> np.ndarray:
         return np.sqrt(np.diag(self.vcov_rx(x)))
@@ -291,7 +292,12 @@ class GlmmModel:
             bad = set(control) - {"maxeval"}
             if bad:
                 raise InputError(f"control keys {sorted(bad)} are not known; use 'maxeval'.")
-            STAGE2["maxeval"] = int(control["maxeval"])
+            maxeval = control["maxeval"]
+            if not isinstance(maxeval, int | np.integer) or maxeval < 10:
+                raise InputError(f"control['maxeval'] must be an integer >= 10; got {maxeval!r}.")
+            self._maxeval = int(maxeval)
+        else:
+            self._maxeval = int(STAGE2["maxeval"])
         ctl = CheckConvControl.coerce(checkconv)
         if y is not None:
             self.set_response(y)

@@ -145,8 +145,11 @@ def run_grid(
 
     Examples
     --------
-    >>> from nlpower.accuracy import AccuracyProblem  # doctest: +SKIP
-    >>> run_grid(AccuracyProblem(), {"n": [500, 2000], "delta": 0.02, "agreement": 0.9}, rng=1)  # doctest: +SKIP
+    >>> from nlpower.accuracy import AccuracyProblem
+    >>> res = run_grid(AccuracyProblem(), {"n": [500, 2000], "delta": 0.02, "agreement": 0.9},
+    ...                rng=1, run=RunOptions(progress=False))
+    >>> res.to_frame()["power"].round(3).tolist()
+    [0.249, 0.791]
     """
     if run is None:
         unknown = set(options) - set(RunOptions.__dataclass_fields__)

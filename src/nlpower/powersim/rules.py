@@ -205,7 +205,7 @@ class TestRule:
         Examples
         --------
         >>> round(get_test("lrt").power(0.2, 0.1, np.inf, alpha=0.05, alternative="two-sided"), 4)
-        0.5159
+        0.516
         """
         scalar = np.ndim(se) == 0 and np.ndim(df) == 0
         se_a = np.atleast_1d(np.asarray(se, dtype=float))

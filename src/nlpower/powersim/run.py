@@ -24,11 +24,11 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..lmm import get_engine
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments
 from .calibrated import FEW_WORKERS, check_path, size_check
@@ -78,6 +78,9 @@ def power(
     effect: float | None = None,
     coding: Coding = "sum",
     contrast: Any = None,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: str = "lmm",
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -147,13 +150,25 @@ def power(
         The effect to detect, in ``coding``: required when ``params`` is a
         fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
         the paper's model), whose variance components are used and whose own
-        effect estimate never is (:func:`nlpower.ratings.convert.as_params`);
+        effect estimate never is (:func:`nlpower.convert.as_params`);
         with parameters it replaces their effect.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` (and of the parameters taken from a fit).
     contrast : str or (str, str), optional
         With a fit of more than two systems: which comparison (see
         :meth:`RatingsFit.to_params`).
+    outcome : {"gaussian", "likert"}, default "gaussian"
+        What is rated.  ``"likert"``: ``levels``-point ratings from the latent
+        threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
+        :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
+        ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
+        LMM on [0, 1]); then ``method``, ``likert``, ``options``, ``effect``,
+        ``coding``, ``contrast``, ``REML`` and ``n_boot`` keep their defaults.
+    levels : int, optional
+        Likert points for ``outcome="likert"``.
+    analysis : str, default "lmm"
+        The analysis of ``outcome="likert"`` (several on the same replicates:
+        :func:`nlpower.outcomes.likert_power` with a list).
     progress : bool, default False
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
@@ -183,6 +198,19 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    if outcome != "gaussian":
+        from ..outcomes.api import outcome_power
+        fixed = {"method": method != "auto", "likert": likert is not None, "options": options is
+                 not None, "effect": effect is not None, "coding": coding != "sum",
+                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99}
+        if any(fixed.values()):
+            raise InputError(f"outcome={outcome!r} does not take "
+                             f"{', '.join(k for k, v in fixed.items() if v)}; leave them at their "
+                             "defaults (the analysis chooses its fit and the effect is in params).")
+        return outcome_power(design, params, outcome=outcome, levels=levels, analysis=analysis,
+                             test=None if test == "satterthwaite" else test, n_sims=n_sims,
+                             alpha=alpha, alternative=alternative, null=null, engine=engine,
+                             rng=rng, keep_replicates=keep_replicates, on_failure=on_failure)
     if effect is not None or is_pilot_fit(params):
         params = as_params(params, effect=effect, coding=coding, contrast=contrast)
     design, params = check_design_params(design, params)
