@@ -57,6 +57,8 @@ def cli_flags(parser: argparse.ArgumentParser,
     out: dict[str, tuple[str, bool]] = {}
     for sub in chosen_parsers(parser, args):
         out.update(flag_names(sub))
+    if "seed" in out:  # the library's rng= is the command line's --seed
+        out.setdefault("rng", out["seed"])
     return out
 
 
