@@ -6,6 +6,8 @@ Each cause was found by a trial of 363 bad inputs; every test here failed
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,29 @@ def test_check_real_finite_uses_no_numpy():
     from nlpower._validation import check_real
     with pytest.raises(InputError, match="must be finite"):
         check_real("x", np.float64("nan"))
+
+
+# --- item 4: an unreachable target is said in words, not with scipy's root-finder error ----
+
+
+def test_mde_below_the_null_rejection_rate():
+    with pytest.raises(InputError, match=r"target_power=0\.01 is reached with no effect at all "
+                                         r"\(power at effect 0 is 0\.05\)"):
+        nlpower.mde(DESIGN, presets.high_variance(), target_power=0.01)
+
+
+def _target_keyword(func) -> str:
+    """``target_power`` (issue 18's one name) or the older ``power``, whichever ``func`` takes."""
+    return "target_power" if "target_power" in inspect.signature(func).parameters else "power"
+
+
+def test_accuracy_mde_below_the_null_rejection_rate():
+    with pytest.raises(InputError, match=r"reached with no difference at all"):
+        nlpower.accuracy.mde(500, agreement=0.9, **{_target_keyword(nlpower.accuracy.mde): 0.01})
+
+
+def test_cli_accuracy_mde_unreachable_target(capsys):
+    flag = "--" + _target_keyword(nlpower.accuracy.mde).replace("_", "-")
+    assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", flag, "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert "reached with no difference at all" in err and "f(a) and f(b)" not in err
