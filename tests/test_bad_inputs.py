@@ -114,3 +114,45 @@ def test_cli_accuracy_mde_unreachable_target(capsys):
     assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", flag, "0.01"]) == 2
     err = capsys.readouterr().err
     assert "reached with no difference at all" in err and "f(a) and f(b)" not in err
+
+
+# --- item 5: counts, starting values, differences and sizes --------------------------------
+
+
+def test_mcnemar_pvalue_refuses_nan_counts():
+    with pytest.raises(InputError, match=r"b must hold counts >= 0 \(finite numbers\); got nan"):
+        nlpower.accuracy.mcnemar_pvalue(float("nan"), 3)
+    with pytest.raises(InputError, match=r"c must hold counts"):
+        nlpower.accuracy.mcnemar_pvalue([1, 2], [3, -1])
+
+
+def test_fit_ratings_start_that_is_not_numbers():
+    data = nlpower.simulate(CrossedDesign(4, 10), presets.high_variance(0.1), rng=1)
+    ratings = nlpower.read_ratings(data, scale="identity")
+    with pytest.raises(InputError, match=r"start must be 8 finite theta values.*got \[-1, 'a'\]"):
+        nlpower.fit_ratings(ratings, start=[-1, "a"])
+
+
+def test_accuracy_power_of_a_huge_test_set_is_fast():
+    """n = 1e9 ran for minutes (thresholds for every d up to n); now only its window is used."""
+    import time
+    start = time.perf_counter()
+    result = nlpower.accuracy.power(10**9, 0.0001, 0.9, test="chi2")
+    assert result.power > 0.999 and time.perf_counter() - start < 30
+
+
+def test_compare_refuses_identical_scores():
+    a = np.arange(30.0)
+    with pytest.raises(InputError, match=r"A and B have the same score on every evaluation unit"):
+        nlpower.paired.compare(a, a)
+    with pytest.raises(InputError, match=r"every difference is 0"):
+        nlpower.paired.compare(a + 1e-14, a)  # rounding noise only
+    nlpower.paired.compare(a + 1 + 1e-3 * np.arange(30), a, rng=1)  # varied: fine
+
+
+def test_cli_compare_of_one_file_with_itself(tmp_path, capsys):
+    path = tmp_path / "a.txt"
+    path.write_text("\n".join(str(v) for v in range(20)) + "\n")
+    assert main(["compare", str(path), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not the same file" in err and "Traceback" not in err
