@@ -7,15 +7,13 @@ A thin edge: :func:`nlpower.ratings.read_ratings` -> :func:`nlpower.ratings.fit_
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
-from ..pilot import plan_with_assurance
-from .messages import check_outputs
+from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 
 
@@ -58,12 +56,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                   help="also write both plans and their assurance as JSON")
+                   help="also write both plans and their assurance as JSON ('-' = stdout)")
     p.set_defaults(func=run_plan)
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    check_outputs(args, {"json": "--json"})
+    from ..pilot import plan_with_assurance
+
     fit = fit_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -80,7 +79,7 @@ def run_plan(args: argparse.Namespace) -> int:
     print(fit.report.summary())
     print()
     print(result.summary())
-    print(f"\nseed: {result.point_assurance.seed['entropy']} (repeat with --seed)")
+    print()
     if args.json is not None:
         payload = {
             "ratings": str(args.ratings),
@@ -90,6 +89,5 @@ def run_plan(args: argparse.Namespace) -> int:
                                     if result.safeguard_assurance is not None else None),
             "note": result.note,
         }
-        args.json.write_text(json.dumps(payload, indent=2, default=float) + "\n")
-        print(f"wrote {args.json}")
+        write_json(args, payload)
     return 0

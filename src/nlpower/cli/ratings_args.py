@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._choices import Duplicates, allowed
-from ..ratings import RatingsFit, fit_ratings, read_ratings
+
+if TYPE_CHECKING:
+    from ..ratings import RatingsFit
 
 
 def parse_scale(text: str) -> tuple[float, float]:
@@ -64,6 +66,8 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
 
 def fit_from_args(args: argparse.Namespace) -> RatingsFit:
     """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
+    from ..ratings import fit_ratings, read_ratings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
