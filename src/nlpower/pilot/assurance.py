@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
@@ -49,6 +48,7 @@ from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
+from ..powersim.rules import get_test
 from ..ratings import RatingsFit
 from ..ratings.convert import as_params
 from ..simulation import check_design_params
@@ -70,31 +70,6 @@ _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 # ------------------------------------------------------------------------------------
 # power of one design at many variance vectors
 # ------------------------------------------------------------------------------------
-
-
-def power_at_moments(effect: float, se: np.ndarray, df: np.ndarray, *, alpha: float, test: str,
-                     alternative: str) -> np.ndarray:
-    """Vectorised :func:`nlpower.powersim.analytic.power_from_moments` (non-zero effect).
-
-    Probability of a sign-correct rejection, ``P(T > c)`` with ``T`` noncentral
-    t (``"satterthwaite"``, ``"z"``) or normal (``"lrt"``).
-    """
-    se = np.asarray(se, dtype=float)
-    df = np.asarray(df, dtype=float)
-    allowed = alternative == "two-sided" or (alternative == "greater") == (effect > 0)
-    if not allowed:
-        return np.zeros_like(se)
-    q = 1.0 - alpha / 2.0 if alternative == "two-sided" else 1.0 - alpha
-    ncp = abs(effect) / se
-    t_df = test in ("satterthwaite", "kenward-roger")  # KR: the same expected moments and df
-    crit = stats.t.ppf(q, df) if t_df else np.full_like(se, stats.norm.ppf(q))
-    if test in ("lrt", "pblrt"):  # pblrt: its chi^2 approximation (no bootstrap without data)
-        return np.asarray(stats.norm.sf(crit - ncp))
-    finite = np.isfinite(df)
-    out = np.asarray(stats.norm.sf(crit - ncp), dtype=float)
-    if finite.any():
-        out[finite] = stats.nct.sf(crit[finite], df[finite], ncp[finite])
-    return out
 
 
 def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
@@ -121,8 +96,9 @@ def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, a
             ) -> np.ndarray:
     if n_sims == 0:
         se, df = _moments(design, point, variances)
-        return power_at_moments(point.effect, se, df, alpha=alpha, test=test,
-                                alternative=alternative)
+        # PB-LRT: its chi^2 approximation (no bootstrap without data)
+        return np.asarray(get_test(test).approximate().power(
+            point.effect, se, df, alpha=alpha, alternative=alternative))
     v = np.atleast_2d(variances)
     seeds = seq.spawn(len(v))
     return np.array([power(design, params_at(point, row), n_sims=n_sims, alpha=alpha, test=test,

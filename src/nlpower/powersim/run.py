@@ -25,6 +25,7 @@ from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMeth
 from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
+from ..lmm import get_engine
 from ..params import LMMParams
 from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
@@ -52,7 +53,10 @@ def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) ->
             f"{why}. Use method='simulate' (any design) or method='auto'."
         )
     if opts.method == "auto":
-        return "balanced" if why is None and opts.engine == "native" else "simulate"
+        # the balanced closed-form fits stand in for refits only for an engine that says
+        # they give its numbers (the native one); other engines refit every replicate
+        shortcut = get_engine(opts.engine).balanced_shortcut
+        return "balanced" if why is None and shortcut else "simulate"
     return opts.method
 
 
