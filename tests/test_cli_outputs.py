@@ -223,3 +223,26 @@ def test_cli_imports_no_numpy_until_a_command_runs():
             "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("python, cli", [
+    ("read RatingsFit.identifiable()", "see the identified quantities (nlpower fit --full)"),
+    ("plan with an expected delta via nlpower.accuracy.power.",
+     "plan with an expected delta with nlpower accuracy power --delta D."),
+    ("test='z' is a McNemar test: use nlpower.accuracy.power(...).",
+     "test='z' is a McNemar test: use nlpower accuracy power."),
+    ("plan at the point estimates (nlpower.plan(as_params(fit, effect=...), ...)) and treat",
+     "plan at the point estimates (nlpower mde --ratings FILE, or nlpower power --ratings FILE) "
+     "and treat"),
+    ("(NaN in identifiable()).", "(NaN among the identified quantities of nlpower fit --full)."),
+])
+def test_python_advice_is_said_as_commands(python, cli):
+    from nlpower.cli.messages import cli_words, speak_cli
+    assert cli_words(python) == cli and speak_cli(python, {}) == cli
+
+
+def test_fit_notes_speak_cli(capsys):
+    nested = PILOT.with_name("nested_4sys_ratings.csv")
+    assert main(["fit", str(nested)]) == 0
+    out = capsys.readouterr().out
+    assert "identifiable()" not in out and "(nlpower fit --full)" in out

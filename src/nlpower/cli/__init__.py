@@ -77,11 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     args.argv = argv
+    args.flags = cli_flags(parser, args)
     if "seed" in vars(args) and args.seed is None:
         args.seed = fresh_seed()
     to_stdout = any(str(getattr(args, d, None)) == "-" for d in ("json", "json_out"))
     try:
-        check_output_paths(args, cli_flags(parser, args))
+        check_output_paths(args, args.flags)
         if not to_stdout:
             return _run(args)
         args.stdout = sys.stdout  # the JSON alone on standard output; the rest on stderr

@@ -77,7 +77,7 @@ def run_fit(args: argparse.Namespace) -> int:
         text = fit.summary() if args.full else _brief(fit)
     for w in caught:  # library warnings name arguments (scale=); the user typed flags
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
-    print(text)
+    print(speak_cli(text, args.flags))
     if args.json_out:
         record = fit.to_record() if hasattr(fit, "to_record") else fit.to_dict()
         write_json(args, record, path=args.json_out)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
+from .messages import speak_cli
 from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 
@@ -75,8 +76,8 @@ def run_plan(args: argparse.Namespace) -> int:
             workers_per_item=args.workers_per_item, rng=args.seed,
         )
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    print(fit.report.summary())
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    print(speak_cli(fit.report.summary(), args.flags))
     print()
     print(result.summary())
     print()

@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from .._choices import Duplicates, allowed
+from .messages import speak_cli
 
 if TYPE_CHECKING:
     from ..ratings import RatingsFit
@@ -75,7 +76,7 @@ def fit_from_args(args: argparse.Namespace) -> RatingsFit:
                                duplicates=args.duplicates, sep=args.sep)
         fit = fit_ratings(ratings, baseline=args.baseline, model=args.model)
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
     return fit
 
 
