@@ -246,3 +246,31 @@ def test_fit_notes_speak_cli(capsys):
     assert main(["fit", str(nested)]) == 0
     out = capsys.readouterr().out
     assert "identifiable()" not in out and "(nlpower fit --full)" in out
+
+
+def test_plan_from_a_preset(capsys):
+    assert main(["plan", "--preset", "high-variance", "--effect", "0.1", "--json", "-"]) == 0
+    cap = capsys.readouterr()
+    payload = json.loads(cap.out)
+    assert payload["preset"] == "high-variance" and payload["plans"][0]["n_workers"] >= 2
+    assert "Cheapest design for power 0.8" in cap.err
+
+
+def test_plan_needs_a_preset_or_a_pilot(capsys):
+    assert main(["plan", "--effect", "0.1"]) == 2
+    assert "give either --ratings FILE" in capsys.readouterr().err
+
+
+def test_compare_planned_effect_flag_the_note_asks_for(tmp_path, capsys):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(str(0.1 * i + 0.05 * (i % 4)) for i in range(40)) + "\n")
+    b.write_text("\n".join(str(0.1 * i) for i in range(40)) + "\n")
+    base = ["compare", str(a), str(b), "--power", "normal", "--n-sims", "50", "--n-resamples", "99"]
+    assert main(base) == 0
+    assert "pass --planned-effect with an effect chosen in advance" in capsys.readouterr().out
+    assert main([*base, "--planned-effect", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "effect 0.05" in out and "the effect simulated is the observed one" not in out
+    assert "retrospective_power" not in out and "--planned-effect D" in out
+    assert main([*base[:3], "--planned-effect", "0.05"]) == 2
+    assert "--planned-effect needs --power normal" in capsys.readouterr().err

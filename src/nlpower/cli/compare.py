@@ -12,6 +12,7 @@ from typing import Any
 
 from .._choices import Alternative, EUStat, PairedTest, PairwiseAdjust, RetroPowerMethod, allowed
 from ..errors import InputError
+from .messages import speak_cli
 from .output import save_figure, write_json
 
 
@@ -56,6 +57,9 @@ def register(subparsers: Any) -> None:
                    help="with 3+ files: family-wise adjustment (default: holm)")
     p.add_argument("--power", choices=allowed(RetroPowerMethod), default=None,
                    help="also estimate retrospective power vs sample size by this method")
+    p.add_argument("--planned-effect", dest="mean", type=float, default=None, metavar="D",
+                   help="with --power normal: the difference A - B to simulate, chosen in advance "
+                        "(default: the observed one, which makes the curve observed power)")
     p.add_argument("--n-sims", type=int, default=1000, metavar="N",
                    help="simulations per sample size for --power (default: 1000)")
     p.add_argument("--plot", type=Path, default=None, metavar="PNG",
@@ -86,7 +90,7 @@ def run_compare(args: argparse.Namespace) -> int:
         res = pairwise(systems, test=args.test, adjust=args.adjust, alternative=args.alternative,
                        alpha=args.alpha, eu_size=args.eu_size, eu_stat=args.eu_stat,
                        shuffle=args.shuffle, n_resamples=args.n_resamples, rng=args.seed)
-        print(res.summary())
+        print(speak_cli(res.summary(), args.flags))
         if args.plot is not None:
             _save(res.plot(), args.plot)
         if args.json is not None:
@@ -97,17 +101,19 @@ def run_compare(args: argparse.Namespace) -> int:
                      alpha=args.alpha, eu_size=args.eu_size, eu_stat=args.eu_stat,
                      shuffle=args.shuffle, n_resamples=args.n_resamples, rng=args.seed,
                      delta=args.delta, names=scores.names)
-    print(result.summary())
+    print(speak_cli(result.summary(), args.flags))
     curve = None
     if args.power is not None:
-        curve = retrospective_power(result, method=args.power, n_sims=args.n_sims, rng=args.seed)
+        curve = retrospective_power(result, method=args.power, n_sims=args.n_sims, rng=args.seed,
+                                    mean=args.mean)
         print()
-        print(curve.summary())
-    elif args.power_plot is not None:
-        raise InputError("--power-plot needs --power normal or --power bootstrap.")
+        print(speak_cli(curve.summary(), args.flags))
+    elif args.power_plot is not None or args.mean is not None:
+        raise InputError(f"{'--power-plot' if args.mean is None else '--planned-effect'} needs "
+                         "--power normal or --power bootstrap.")
     print()
     print("Report (what NLPStatTest says to report):")
-    print(result.report(curve))
+    print(speak_cli(result.report(curve), args.flags))
     if args.plot is not None:
         _save(result.plot(), args.plot)
     if curve is not None and args.power_plot is not None:

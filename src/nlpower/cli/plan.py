@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
+from ..errors import InputError
 from .messages import speak_cli
 from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
@@ -30,7 +31,10 @@ def register(subparsers: Any) -> None:
             "distribution). The effect is yours, never the pilot's estimate."
         ),
     )
-    add_ratings_arguments(p, required=True)
+    p.add_argument("--preset", choices=("high-variance", "low-variance"), default=None,
+                   help="plan under a Table 16 scenario instead of a pilot (the cheapest design "
+                        "at those SDs; no assurance)")
+    add_ratings_arguments(p, required=False)
     p.add_argument("--effect", type=float, required=True,
                    help="smallest effect worth detecting, in --coding (sum: half the mean difference "
                         "on the [0, 1] scale)")
@@ -64,6 +68,11 @@ def register(subparsers: Any) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     from ..pilot import plan_with_assurance
 
+    if (args.preset is None) == (args.ratings is None):
+        raise InputError("give either --ratings FILE (a pilot: plans with assurance) or --preset "
+                         "(a Table 16 scenario), not both or neither.")
+    if args.preset is not None:
+        return _plan_preset(args)
     fit = fit_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -91,4 +100,22 @@ def run_plan(args: argparse.Namespace) -> int:
             "note": result.note,
         }
         write_json(args, payload)
+    return 0
+
+
+def _plan_preset(args: argparse.Namespace) -> int:
+    """``--preset``: the cheapest design at a Table 16 scenario's SDs (:func:`nlpower.plan`)."""
+    from ..powersim import plan
+    from .power import _scenarios
+
+    params = next(iter(_scenarios(args.preset).values()))
+    result = plan(params, effect=args.effect, coding=args.coding, target_power=args.target_power,
+                  cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+                  alpha=args.alpha, test=args.test, alternative=args.alternative,
+                  min_workers=args.min_workers, max_workers=args.max_workers,
+                  max_items=args.max_items, workers_per_item=args.workers_per_item)
+    print(f"preset {args.preset}: {params!r}")
+    print(result.summary())
+    record = result.to_frame().to_dict(orient="records")
+    write_json(args, {"preset": args.preset, "plans": record})
     return 0
