@@ -23,6 +23,7 @@ from ..powersim.grid import power_grid
 from ..ratings.convert import as_params
 from .messages import check_outputs
 from .ratings_args import add_ratings_arguments, fit_from_args
+from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -114,7 +115,9 @@ def register(subparsers: Any) -> None:
     g.add_argument("--out", type=Path, default=None, metavar="CSV", help="write the grid as CSV")
     g.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw Figure 6's layout")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_shard_argument(g)
     g.set_defaults(func=run_grid)
+    register_merge(g)
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,14 +173,16 @@ def _jsonable(obj: Any) -> Any:
 
 def run_grid(args: argparse.Namespace) -> int:
     check_outputs(args, {"out": "--out", "plot": "--plot", "checkpoint": "--checkpoint"})
+    check_shard(args)
     result = power_grid(
         _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
-        rng=args.seed, progress=not args.quiet, **_design_kw(args),
+        rng=args.seed, progress=not args.quiet, shard=args.shard, **_design_kw(args),
     )
     print(result.summary())
+    print_shard_note(args, result)
     if args.out is not None:
         result.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")

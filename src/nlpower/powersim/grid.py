@@ -185,6 +185,7 @@ def power_grid(
     coding: Coding = "sum",
     contrast: Any = None,
     power_fn: PowerFunction | None = None,
+    shard: str | tuple[int, int] | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -247,6 +248,10 @@ def power_grid(
         ``fn(design, params, *, n_sims, alpha, test, alternative, method, engine, rng)``
         returning a ``PowerResult``).  Must be
         picklable for ``n_jobs > 1``.
+    shard : "i/N", optional
+        Run only shard ``i`` of ``N`` (one cluster array job); needs
+        ``checkpoint`` and a fixed ``rng``; :func:`nlpower.grid.merge` joins
+        the shard files (:func:`nlpower.grid.run_grid`, ``docs/grids.md``).
     **axes
         Further axes or fixed values: any other design field
         (``workers_per_item``, ``items``, ``systems``) or parameter field
@@ -332,7 +337,7 @@ def power_grid(
                              replicate_progress=progress and n_jobs == 1 and backend == "loky")
     _check_cells(problem, grid_axes)
     return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
-                    checkpoint=checkpoint, progress=progress, on_error=on_error)
+                    checkpoint=checkpoint, progress=progress, on_error=on_error, shard=shard)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:
