@@ -18,6 +18,7 @@ from ..errors import InputError
 from .outcome_args import add_outcome_arguments, outcome_kwargs, run_preference
 from .output import save_figure, write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
+from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -116,7 +117,9 @@ def register(subparsers: Any) -> None:
                    help="also write the grid as JSON records ('-' = stdout)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ratings_arguments(g, required=False)
+    add_shard_argument(g)
     g.set_defaults(func=run_grid)
+    register_merge(g)
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -173,6 +176,7 @@ def run_power(args: argparse.Namespace) -> int:
 
 
 def run_grid(args: argparse.Namespace) -> int:
+    check_shard(args)
     from ..powersim.grid import power_grid
 
     if args.preset is not None and args.ratings is not None:
@@ -185,9 +189,10 @@ def run_grid(args: argparse.Namespace) -> int:
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
-        rng=args.seed, progress=not args.quiet, **_design_kw(args),
+        rng=args.seed, progress=not args.quiet, shard=args.shard, **_design_kw(args),
     )
     print(result.summary())
+    print_shard_note(args, result)
     if args.out is not None:
         result.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")
