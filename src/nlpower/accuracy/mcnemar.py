@@ -55,6 +55,9 @@ def mcnemar_pvalue(b: Any, c: Any, test: McNemarTest = "exact", *,
     """
     b = np.asarray(b, dtype=float)
     c = np.asarray(c, dtype=float)
+    for name, v in (("b", b), ("c", c)):
+        if not np.all(np.isfinite(v) & (v >= 0)):
+            raise InputError(f"{name} must hold counts >= 0 (finite numbers); got {v.tolist()!r}.")
     if test == "exact-unconditional":
         if n is None:
             raise InputError("test='exact-unconditional' needs n, the number of paired items "
@@ -101,7 +104,12 @@ def rejection_thresholds(d_max: int, test: McNemarTest = "exact", alpha: float =
 
 @lru_cache(maxsize=32)
 def _thresholds(test: str, alpha: float, size: int) -> np.ndarray:
-    d = np.arange(size + 1)
+    return thresholds_at(np.arange(size + 1), test, alpha)
+
+
+def thresholds_at(d: np.ndarray, test: str, alpha: float) -> np.ndarray:
+    """``c_d`` for the given numbers discordant only (a window of a huge n: no 0..d_max array)."""
+    d = np.asarray(d, dtype=np.int64)
     lo = np.full(d.shape, -1, dtype=np.int64)           # p(-1) is "0": always <= alpha
     hi = np.maximum((d - 1) // 2, -1)                   # largest m with m < d/2
     while True:

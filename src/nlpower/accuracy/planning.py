@@ -376,6 +376,11 @@ def mde(
             f"n={n} and test={plan.test!r}: the power there is {top:.4f}. Increase n."
         )
     lo = min(1e-9, hi / 2)
+    if plan.power(n, lo) >= target_power:  # reached with no effect: alpha/2 sign-correct rejections
+        raise InputError(
+            f"target_power={target_power:g} is reached with no difference at all (power at delta 0 is "
+            f"{plan.power(n, lo):.3g}), so there is no smallest detectable delta. Choose a target "
+            "power above alpha, e.g. 0.8.")
     delta = float(optimize.brentq(lambda x: plan.power(n, x) - target_power, lo, hi, xtol=1e-12))
     pa = plan.agreement_at(delta)
     feasible, notes = True, []

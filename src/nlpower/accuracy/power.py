@@ -35,7 +35,7 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from .fitprior import AgreementPriorFit
-from .mcnemar import _pvalue, rejection_thresholds
+from .mcnemar import _pvalue, rejection_thresholds, thresholds_at
 from .priors import agreement_prior
 from .table import PairedTable, agreement_bounds, paired_table
 
@@ -276,7 +276,9 @@ def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> 
         d_hi = int(stats.binom.isf(_TAIL, n, disc)) if disc < 1.0 else n
         d = np.arange(max(d_lo, 0), min(d_hi, n) + 1)
         w = stats.binom.pmf(d, n, disc)
-        c = rejection_thresholds(int(d[-1]), test, alpha, n=n)[d]     # type: ignore[arg-type]
+        c = (rejection_thresholds(int(d[-1]), test, alpha, n=n)[d]   # type: ignore[arg-type]
+             if d[-1] <= 1 << 14 or test == "exact-unconditional"
+             else thresholds_at(d, test, alpha))  # large n: its window only
         q = min(max(table.only_new / disc, 0.0), 1.0)
         # "up": few items only the old model gets right (C <= c_d), i.e. the new model wins
         up = stats.binom.cdf(c, d, 1.0 - q)

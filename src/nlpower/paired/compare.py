@@ -329,12 +329,23 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
                          resample_seq=resample_seq, seed=seed_record(seq), convention=convention)
 
 
+def _check_differ(units: EvaluationUnits, names: tuple[str, str]) -> None:
+    """Identical scores (every difference zero within rounding) leave t, p and d undefined."""
+    scale = max(float(np.max(np.abs(units.a), initial=0.0)), float(np.max(np.abs(units.b), initial=0.0)))
+    if units.diff.size and float(np.max(np.abs(units.diff))) <= 1e-12 * scale:
+        raise InputError(
+            f"{names[0]} and {names[1]} have the same score on every evaluation unit (every "
+            "difference is 0): there is nothing to test (t, p and Cohen's d are undefined). "
+            "Check that the two inputs are not the same file.")
+
+
 def compare_units(units: EvaluationUnits, *, test: str | None, alternative: Alternative,
                   alpha: float, n_resamples: int, delta: float, center: Center | None,
                   normality_alpha: float, names: tuple[str, str],
                   resample_seq: np.random.SeedSequence, seed: dict[str, Any],
                   convention: EffectConvention = "nlpower") -> CompareResult:
     """:func:`compare` on units already formed and validated (used by ``pairwise``)."""
+    _check_differ(units, names)
     analysis = analyze_units(units.a, units.b, normality_alpha=normality_alpha, names=names)
     chosen = test if test is not None else analysis.recommendation.tests[0]
     loc = center if center is not None else analysis.center
