@@ -38,6 +38,7 @@ from ..errors import EngineUnavailableError, FitError, InputError
 from .checkconv import CheckConvControl
 from .columns import as_factor, is_numeric
 from .ddf import kenward_roger_fn
+from .draw import GaussianSimulator
 from .family import Family, Gaussian
 from .native import NativeModel, make_unique, theta_layout
 from .result import FitCore, LmmFit, VarTerm
@@ -314,6 +315,19 @@ class Lme4Model:
 
     def __repr__(self) -> str:
         return f"Lme4Model({self.spec.formula!r}, n={self.spec.n})"
+
+    _simulator: GaussianSimulator | None = None
+
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
+                 ) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
+
+        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
+        """
+        if self._simulator is None:
+            self._simulator = GaussianSimulator.from_spec(self.spec)
+        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
+                                    float(sigma), int(n), rng=rng)
 
     # -- full fits ----------------------------------------------------------------
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
