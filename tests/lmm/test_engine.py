@@ -226,10 +226,10 @@ def test_register_fitter_is_one_registration(monkeypatch, spec):
 
 
 def test_lme4_checkconv_maps_to_lmercontrol():
-    from nlpower.lmm.lme4 import _with_checkconv
+    from nlpower.lmm.checkconv import lmer_control_checks
 
-    assert _with_checkconv({}, None) == {}
-    got = _with_checkconv({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
+    assert lmer_control_checks({}, None) == {}
+    got = lmer_control_checks({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
     assert got["check.conv.grad"] == {"action": "warning", "tol": 2e-3}
     assert got["check.conv.singular"] == {"action": "ignore", "tol": 1e-4}
     assert got["check.conv.hess"] == "ignore"          # the user's own setting wins
