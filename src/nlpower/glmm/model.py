@@ -7,14 +7,16 @@ lme4's ``theta`` layout and grouping blocks (shared with the LMM engine) ->
 
 1. stage 1 (lme4's ``nAGQ = 0``): ``beta`` updated inside PIRLS with ``u``,
    BOBYQA over ``theta``;
-2. stage 2: BOBYQA over ``(theta, beta)`` on the Laplace (or adaptive
-   Gauss-Hermite) deviance, PIRLS over ``u`` only, from stage 1's optimum;
-   then one Newton step on the finite-difference Hessian when it lowers the
-   deviance (that Hessian is also lme4's ``vcov`` and ``checkConv`` input).
+2. stage 2: ``(theta, beta)`` on the Laplace (or adaptive Gauss-Hermite)
+   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton steps on
+   a finite-difference Hessian updated by BFGS (:meth:`GlmmModel._newton_stage`),
+   BOBYQA when that fails; then the derivatives at the optimum (lme4's
+   ``vcov`` and ``checkConv`` input) and Newton steps while the gradient is
+   not small.
 
 :meth:`GlmmModel.refit` is the power replicates' light path: stage 2 only
 when a warm start is given, the fixed-effects covariance from the PIRLS
-factor (lme4's ``use.hessian = FALSE``), no Hessian.
+factor (lme4's ``use.hessian = FALSE``), no Hessian at the optimum.
 """
 
 from __future__ import annotations
