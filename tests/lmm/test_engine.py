@@ -208,7 +208,7 @@ def test_a_family_without_a_fitter_fails_with_what_the_engine_fits(spec):
 
     # (the native engine fits the ordinal family since nlpower.ordinal; lme4's engine does not)
     with pytest.raises(InputError, match="engine='lme4' has no fitter for the ordinal family "
-                                         r"\(it fits: gaussian"):
+                                         r"\(it fits: binomial, gaussian, poisson\)"):
         get_engine("lme4").prepare(spec, family="ordinal")
 
 

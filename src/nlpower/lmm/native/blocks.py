@@ -57,11 +57,14 @@ class ThetaLayout:
 
     def check_start(self, start: Any) -> np.ndarray:
         """A user's starting ``theta`` (lme4's order) validated and moved onto the bounds."""
-        s = np.asarray(start, dtype=float).ravel()
+        try:
+            s = np.asarray(start, dtype=float).ravel()
+        except (TypeError, ValueError):  # e.g. ['a']: shown by the message below
+            s = np.full(0, np.nan)
         if s.shape != (self.size,) or not np.all(np.isfinite(s)):
             raise InputError(
                 f"start must be {self.size} finite theta values in lme4's order "
-                f"({', '.join(self.names)}); got {np.asarray(start)!r}."
+                f"({', '.join(self.names)}); got {start!r}."
             )
         return np.maximum(s, self.lower)
 
