@@ -130,7 +130,7 @@ def run_mde(args: argparse.Namespace) -> int:
     from .. import accuracy
 
     if args.table9:
-        frame = accuracy.table9(power=args.power, alpha=args.alpha)
+        frame = accuracy.table9(target_power=args.power, alpha=args.alpha)
         print("Card et al. (2020) Table 9, recomputed (percentage points; *_printed: the paper)")
         print(frame.round(3).to_string(index=False))
         _write_json(args, frame)
@@ -138,7 +138,7 @@ def run_mde(args: argparse.Namespace) -> int:
     if args.n is None:
         raise InputError("--n is required (or pass --table9).")
     result = accuracy.mde(args.n, args.baseline, agreement=args.agreement, test=args.test,
-                          power=args.power, bound=args.bound, alpha=args.alpha)
+                          target_power=args.power, bound=args.bound, alpha=args.alpha)
     print(result.summary())
     _write_json(args, result.to_frame())
     return 0

@@ -15,8 +15,10 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
 from ..errors import InputError
+from .outcome_args import add_outcome_arguments, outcome_kwargs, run_preference
 from .output import save_figure, write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
+from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -76,10 +78,12 @@ def register(subparsers: Any) -> None:
                     "scenario. Effects are beta1 in sum coding (x = +-1).")
     p.add_argument("--preset", choices=PRESETS, default=None,
                    help="Table 16 variance scenario (or give a pilot with --ratings)")
-    p.add_argument("--workers", type=int, required=True, help="number of workers")
-    p.add_argument("--items", type=int, required=True, help="number of items")
-    p.add_argument("--effect", type=float, required=True,
-                   help="beta1 in --coding (default sum: half the mean difference on [0, 1])")
+    p.add_argument("--workers", type=int, default=None, help="number of workers (required)")
+    p.add_argument("--items", type=int, default=None, help="number of items (required)")
+    p.add_argument("--effect", type=float, default=None,
+                   help="beta1 in --coding (default sum: half the mean difference on [0, 1]; "
+                        "required)")
+    add_outcome_arguments(p)
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
@@ -88,7 +92,7 @@ def register(subparsers: Any) -> None:
     add_ratings_arguments(p, required=False)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
-    p.set_defaults(func=run_power)
+    p.set_defaults(func=run_power, parser=p)
 
     g = subparsers.add_parser(
         "grid", help="power over workers x items x effects (Card et al. 2020, Figure 6)",
@@ -113,7 +117,9 @@ def register(subparsers: Any) -> None:
                    help="also write the grid as JSON records ('-' = stdout)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ratings_arguments(g, required=False)
+    add_shard_argument(g)
     g.set_defaults(func=run_grid)
+    register_merge(g)
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -137,6 +143,12 @@ def run_power(args: argparse.Namespace) -> int:
     from ..design import CrossedDesign
     from ..powersim import power
 
+
+    if args.outcome == "preference":
+        return run_preference(args)
+    missing = [f"--{k}" for k in ("workers", "items", "effect") if getattr(args, k) is None]
+    if missing:
+        args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     if (args.preset is None) == (args.ratings is None):
         raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
                          "whose variance components are used), not both or neither.")
@@ -149,7 +161,8 @@ def run_power(args: argparse.Namespace) -> int:
             params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot)
+                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot,
+                   **outcome_kwargs(args))
     print(result.summary())
     frame = result.to_frame()
     record: dict[Any, Any] = (frame.iloc[0].to_dict() if len(frame) == 1
@@ -163,6 +176,7 @@ def run_power(args: argparse.Namespace) -> int:
 
 
 def run_grid(args: argparse.Namespace) -> int:
+    check_shard(args)
     from ..powersim.grid import power_grid
 
     if args.preset is not None and args.ratings is not None:
@@ -175,9 +189,10 @@ def run_grid(args: argparse.Namespace) -> int:
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
-        rng=args.seed, progress=not args.quiet, **_design_kw(args),
+        rng=args.seed, progress=not args.quiet, shard=args.shard, **_design_kw(args),
     )
     print(result.summary())
+    print_shard_note(args, result)
     if args.out is not None:
         result.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")

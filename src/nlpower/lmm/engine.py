@@ -96,6 +96,11 @@ Fitter: TypeAlias = Callable[..., PreparedModel]
 _FITTERS: dict[tuple[str, str], str] = {
     ("native", "gaussian"): "nlpower.lmm.engine:native_gaussian",
     ("lme4", "gaussian"): "nlpower.lmm.lme4:Lme4Model",
+    ("native", "binomial"): "nlpower.glmm.model:GlmmModel",
+    ("native", "poisson"): "nlpower.glmm.model:GlmmModel",
+    ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
 }
 
 

@@ -92,8 +92,11 @@ def fit_ratings(
     Examples
     --------
     >>> from nlpower.ratings import fit_ratings, read_ratings
-    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))  # doctest: +SKIP
-    >>> fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")  # doctest: +SKIP
+    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))
+    >>> fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
+    RatingsFit(systems=['B', 'A'], baseline='A', coding='sum', beta0=0.4937, sigma=0.2883, n=640)
+
+    (Paths are relative to the repository root, where ``fixtures/`` is.)
 
     Warns
     -----
@@ -202,5 +205,5 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
         coding=choice.coding, scale=ratings.scale, fixef=fit.fixef.copy(), sigma=float(fit.sigma),
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=choice.pairs,
         formula=choice.formula, reduced=choice.reduced, model=choice.model,
-        not_modelled=tuple(not_modelled),
+        not_modelled=tuple(not_modelled), data=getattr(choice, "data", None),
     )
