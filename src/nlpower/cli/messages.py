@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 
-from ..errors import InputError
-
-__all__ = ["PYTHON_TO_CLI", "check_outputs", "chosen_parsers", "cli_flags", "cli_words",
+__all__ = ["PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_words",
            "flag_names", "speak_cli"]
 
 #: Advice written for Python users, in the words of the command line (applied first).
@@ -140,15 +137,3 @@ def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
                   lambda m: f"{m.group(1)} '{flags[m.group(2)][0]}'", text)
     return text
 
-
-def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
-    """An output path (``--out``, ``--json``, ...) must be in an existing directory.
-
-    Checked before any work, so a typo costs nothing; nothing is created behind the user's back.
-    """
-    for dest, flag in flags.items():
-        path = getattr(args, dest, None)
-        if path is not None and str(path) != "-" and not Path(path).parent.is_dir():
-            parent = Path(path).parent
-            raise InputError(f"{flag} {str(path)!r}: the directory {str(parent)!r} does not exist. "
-                             f"Create it first (mkdir -p {parent}), or write somewhere else.")

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..grid import GridResult, merge
-from .messages import check_outputs
+from .output import save_figure
+
+if TYPE_CHECKING:
+    from ..grid import GridResult
 
 __all__ = ["add_shard_argument", "check_shard", "print_shard_note", "register_merge", "run_merge"]
 
@@ -68,7 +71,8 @@ def register_merge(grid_parser: argparse.ArgumentParser) -> None:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    check_outputs(args, {"out": "--out", "plot": "--plot", "checkpoint": "--checkpoint"})
+    from ..grid import merge
+
     result = merge(args.shards, out=args.checkpoint)
     print(f"merged {len(args.shards)} checkpoint files: {len(result.cells)} cells")
     print(result.summary())
@@ -78,7 +82,6 @@ def run_merge(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         print(f"wrote {args.checkpoint}")
     if args.plot is not None:
-        result.plot().savefig(args.plot, dpi=150)
-        print(f"wrote {args.plot}")
+        save_figure(result.plot(), args.plot)
     sys.stdout.flush()
     return 0
