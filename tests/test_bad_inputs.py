@@ -6,8 +6,6 @@ Each cause was found by a trial of 363 bad inputs; every test here failed
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -99,19 +97,13 @@ def test_mde_below_the_null_rejection_rate():
         nlpower.mde(DESIGN, presets.high_variance(), target_power=0.01)
 
 
-def _target_keyword(func) -> str:
-    """``target_power`` (issue 18's one name) or the older ``power``, whichever ``func`` takes."""
-    return "target_power" if "target_power" in inspect.signature(func).parameters else "power"
-
-
 def test_accuracy_mde_below_the_null_rejection_rate():
     with pytest.raises(InputError, match=r"reached with no difference at all"):
-        nlpower.accuracy.mde(500, agreement=0.9, **{_target_keyword(nlpower.accuracy.mde): 0.01})
+        nlpower.accuracy.mde(500, agreement=0.9, target_power=0.01)
 
 
 def test_cli_accuracy_mde_unreachable_target(capsys):
-    flag = "--" + _target_keyword(nlpower.accuracy.mde).replace("_", "-")
-    assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", flag, "0.01"]) == 2
+    assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", "--target-power", "0.01"]) == 2
     err = capsys.readouterr().err
     assert "reached with no difference at all" in err and "f(a) and f(b)" not in err
 
