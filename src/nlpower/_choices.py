@@ -9,9 +9,9 @@ boundary.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias
 
-from ._validation import check_choice as _check_values
+from ._validation import allowed, check_choice
 
 __all__ = [
     "Alternative",
@@ -124,18 +124,3 @@ RetroPowerMethod: TypeAlias = Literal["normal", "bootstrap"]
 PairwiseAdjust: TypeAlias = Literal["holm", "bonferroni", "none"]
 #: Partial-conjunction combination of per-dataset p-values (Dror et al. 2017).
 ReplicabilityMethod: TypeAlias = Literal["bonferroni", "fisher"]
-
-
-def allowed(choices: Any) -> tuple[Any, ...]:
-    """The allowed values of a ``Literal`` type (or of any iterable) as a tuple."""
-    args = get_args(choices)
-    return tuple(args) if args else tuple(choices)
-
-
-def check_choice(name: str, value: Any, choices: Any) -> Any:
-    """``value`` if it is one of ``choices`` (a ``Literal`` type or an iterable).
-
-    Otherwise an :class:`~nlpower.errors.InputError` that names ``name``, shows
-    the value, lists what is allowed and suggests the closest one.
-    """
-    return _check_values(name, value, allowed(choices))

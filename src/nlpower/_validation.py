@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -55,17 +55,33 @@ def check_probability(name: str, value: Any, *, open: bool = True) -> float:
     return check_real(name, value, min=0.0, max=1.0, min_open=open, max_open=open)
 
 
-def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
-    """``value`` if it is one of ``allowed``; otherwise an error listing them."""
-    allowed = tuple(allowed)
-    if value not in allowed:
+def allowed(choices: Any) -> tuple[Any, ...]:
+    """The allowed values of a ``Literal`` type (or of any iterable) as a tuple."""
+    args = get_args(choices)
+    return tuple(args) if args else tuple(choices)
+
+
+def check_choice(name: str, value: Any, choices: Any) -> Any:
+    """``value`` if it is one of ``choices`` (a ``Literal`` type or an iterable).
+
+    Otherwise an :class:`~nlpower.errors.InputError` that names ``name``, shows
+    the value, lists what is allowed and suggests the closest one (the one
+    check of string options; :mod:`nlpower._choices` re-exports it).
+
+    Examples
+    --------
+    >>> check_choice("alternative", "less", ("two-sided", "greater", "less"))
+    'less'
+    """
+    allowed_ = allowed(choices)
+    if value not in allowed_:
         hint = ""
         if isinstance(value, str):
-            close = difflib.get_close_matches(value, [a for a in allowed if isinstance(a, str)], n=1)
+            close = difflib.get_close_matches(value, [a for a in allowed_ if isinstance(a, str)], n=1)
             if close:
                 hint = f" Did you mean {close[0]!r}?"
         raise InputError(
-            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}.{hint}"
+            f"{name} must be one of {', '.join(repr(a) for a in allowed_)}; got {value!r}.{hint}"
         )
     return value
 

@@ -192,3 +192,44 @@ def test_lme4_fit_from_matrices_equals_fit_from_the_data(spec, sims):
         other = from_matrices.ranef()[g]
         assert list(other.index) == list(tab.index) and list(other.columns) == list(tab.columns)
         np.testing.assert_allclose(other.to_numpy(), tab.to_numpy(), atol=1e-4)
+
+
+# ----------------------------------------------------------------- the family slot
+def test_prepare_takes_data_and_family_on_every_engine(spec):
+    from nlpower.lmm.family import Gaussian
+
+    for name in ("native", "lme4"):
+        model = get_engine(name).prepare(spec, data=None, family="gaussian")
+        assert isinstance(model, PreparedModel) and model.family == Gaussian()
+
+
+def test_a_family_without_a_fitter_fails_with_what_the_engine_fits(spec):
+    from nlpower.errors import InputError
+
+    # (the native engine fits the ordinal family since nlpower.ordinal; lme4's engine does not)
+    with pytest.raises(InputError, match="engine='lme4' has no fitter for the ordinal family "
+                                         r"\(it fits: binomial, gaussian, poisson\)"):
+        get_engine("lme4").prepare(spec, family="ordinal")
+
+
+def test_register_fitter_is_one_registration(monkeypatch, spec):
+    import nlpower.lmm.engine as eng
+    from nlpower.errors import InputError
+    from nlpower.lmm import register_fitter
+
+    monkeypatch.setattr(eng, "_FITTERS", dict(eng._FITTERS))
+    register_fitter("native", "poisson", "nlpower.lmm.engine:native_gaussian")
+    model = get_engine("native").prepare(spec, family="poisson")
+    assert model.engine == "native"
+    with pytest.raises(InputError, match="package.module:callable"):
+        register_fitter("native", "poisson", "no_colon")
+
+
+def test_lme4_checkconv_maps_to_lmercontrol():
+    from nlpower.lmm.lme4 import _with_checkconv
+
+    assert _with_checkconv({}, None) == {}
+    got = _with_checkconv({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
+    assert got["check.conv.grad"] == {"action": "warning", "tol": 2e-3}
+    assert got["check.conv.singular"] == {"action": "ignore", "tol": 1e-4}
+    assert got["check.conv.hess"] == "ignore"          # the user's own setting wins

@@ -144,8 +144,10 @@ def test_lme4_engine_result_has_the_native_shape() -> None:
     assert a.converged and a.optinfo["conv_messages"] == []
     tab = a.coef_table("normal")
     assert list(tab.index) == ["(Intercept)", "Days"]
-    with pytest.raises(InputError, match="Satterthwaite df are not available for engine='lme4'"):
-        a.coef_table("satterthwaite")
+    # lmerTest's and pbkrtest's df at lme4's estimates: those of the native fit (same optimum)
+    for ddf in ("satterthwaite", "kenward-roger"):
+        np.testing.assert_allclose(a.coef_table(ddf)["df"], b.coef_table(ddf)["df"], rtol=1e-3)
+    assert "df" in a.summary() and a.optsum.optimizer.startswith("lme4")
 
 
 @pytest.mark.requires_r

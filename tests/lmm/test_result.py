@@ -10,13 +10,14 @@ import pytest
 
 from lmm_specs import crossed_spec
 from nlpower.errors import InputError
+from nlpower.lmm import get_engine
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.result import LmmFit
 
 
 @pytest.fixture(scope="module")
 def fits() -> dict[str, LmmFit]:
-    model = NativeModel(crossed_spec(corr=True))
+    model = get_engine("native").prepare(crossed_spec(corr=True))
     return {"ML": model.fit(REML=False), "REML": model.fit(REML=True)}
 
 
@@ -100,7 +101,10 @@ def test_fitcore_repr_and_se():
 
 def test_errors(fits):
     fit = fits["ML"]
-    with pytest.raises(InputError, match="ddf must be one of 'satterthwaite', 'normal'"):
+    with pytest.raises(InputError,
+                       match="ddf must be one of 'satterthwaite', 'kenward-roger', 'normal'"):
+        fit.coef_table("residual")
+    with pytest.raises(InputError, match="kenward-roger' is defined at a REML fit"):
         fit.coef_table("kenward-roger")
     with pytest.raises(InputError, match=r"one entry per fixed effect \(2: \(Intercept\), x\)"):
         fit.contrast_df([1, 0, 0])
@@ -109,3 +113,27 @@ def test_errors(fits):
     with pytest.raises(InputError, match="Satterthwaite df are not available for engine='lme4'"):
         no_df.coef_table("satterthwaite")
     assert "Pr(>|z|)" in no_df.summary()
+
+
+def test_coef_table_kenward_roger_is_pbkrtests_at_the_reml_fit(fits):
+    from nlpower.lmm.ddf import term_covariances, term_slots
+    from nlpower.lmm.kenward_roger import kr_state
+
+    fit = fits["REML"]
+    spec = crossed_spec(corr=True)
+    tab = fit.coef_table("kenward-roger")
+    covs = term_covariances(term_slots(spec), fit.theta, fit.sigma)
+    st = kr_state(spec, fit.fixef.to_numpy(), covs, fit.sigma)
+    for i in range(fit.fixef.size):
+        _, se, df, p = st.t_test(np.eye(fit.fixef.size)[i])
+        assert tab["std_error"].iloc[i] == pytest.approx(se, rel=1e-12)
+        assert tab["df"].iloc[i] == pytest.approx(df, rel=1e-12)
+        assert tab["p"].iloc[i] == pytest.approx(p, rel=1e-10)
+    assert "df" in fit.summary(ddf="kenward-roger")
+
+
+def test_optsum_is_the_typed_optimiser_summary(fits):
+    opt = fits["ML"].optsum
+    assert opt.optimizer == "nlopt LN_BOBYQA" and opt.n_evals > 0
+    assert opt.converged == fits["ML"].converged and opt.optimizer_converged
+    assert isinstance(opt.check_messages, tuple)

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["nlpower.ratings.convert", "nlpower.pilot.assurance"])
+@pytest.mark.parametrize("name", ["nlpower.convert", "nlpower.pilot.assurance"])
 def test_docstring_examples(name, monkeypatch):
     # import_module: nlpower.pilot.assurance the attribute is the function, not the module
     module = importlib.import_module(name)

@@ -18,7 +18,6 @@ from nlpower.errors import InputError
 from nlpower.lmm import lmer
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.kenward_roger import kr_state
-from nlpower.pilot.assurance import power_at_moments
 from nlpower.powersim import analytic_power, power
 from nlpower.powersim.balanced_fit import fit_balanced, kr_df
 from nlpower.powersim.fastpath import stats_from_ratings
@@ -26,6 +25,7 @@ from nlpower.powersim.grid import power_grid
 from nlpower.powersim.options import power_options
 from nlpower.powersim.pblrt import GeneralPBLRT
 from nlpower.powersim.result import PowerResult
+from nlpower.powersim.rules import get_test
 
 HIGH = presets.high_variance
 # interior fits are common with these (every SD well above 0)
@@ -79,10 +79,11 @@ def test_analytic_refuses_pblrt_and_treats_kr_as_satterthwaite():
 def test_assurance_moments_treat_kr_as_satterthwaite_and_pblrt_as_lrt():
     se, df = np.array([0.04, 0.05]), np.array([2.5, 8.0])
     kw = {"alpha": 0.05, "alternative": "two-sided"}
-    np.testing.assert_array_equal(power_at_moments(0.1, se, df, test="kenward-roger", **kw),
-                                  power_at_moments(0.1, se, df, test="satterthwaite", **kw))
-    np.testing.assert_array_equal(power_at_moments(0.1, se, df, test="pblrt", **kw),
-                                  power_at_moments(0.1, se, df, test="lrt", **kw))
+    def pw(test):
+        return get_test(test).approximate().power(0.1, se, df, **kw)
+
+    np.testing.assert_array_equal(pw("kenward-roger"), pw("satterthwaite"))
+    np.testing.assert_array_equal(pw("pblrt"), pw("lrt"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def test_general_pblrt_screen_changes_no_pvalue(monkeypatch):
 def test_general_path_kenward_roger_warns_about_its_cost_on_large_designs(monkeypatch):
     # kr_state is dense n x n: a large design gets a warning with the expected cost before
     # any replicate runs (the threshold is lowered so that the test stays fast)
-    import nlpower.powersim.replicate as rep
+    import nlpower.powersim.rules as rep
     from nlpower.errors import NlpowerWarning
 
     monkeypatch.setattr(rep, "KR_DENSE_WARN_N", 100)

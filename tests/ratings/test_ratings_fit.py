@@ -139,8 +139,6 @@ def test_error_bad_coding_engine_reml_start():
         fit_ratings(r, engine="stan")
     with pytest.raises(RatingsError, match="REML must be True or False; got 1"):
         fit_ratings(r, REML=1)  # type: ignore[arg-type]
-    with pytest.raises(RatingsError, match="start= is only supported with engine='native'"):
-        fit_ratings(r, engine="lme4", start=[1.0])
 
 
 # ----------------------------------------------------------------- InstEval vs lme4

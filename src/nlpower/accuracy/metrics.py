@@ -29,6 +29,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..montecarlo import MonteCarloSummary
 
 __all__ = ["MetricPowerResult", "confusion_metric", "metric_power"]
 
@@ -64,6 +65,11 @@ def confusion_metric(conf: np.ndarray, metric: ClassMetric) -> np.ndarray:
     return np.nan_to_num(out)
 
 
+#: the Monte Carlo summary's record keys that are not fields of the result
+_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
+            "type_m_ci_low", "type_m_ci_high")
+
+
 @dataclass(frozen=True)
 class MetricPowerResult:
     """Power of a paired randomization test on a classification metric (App. F)."""
@@ -84,6 +90,7 @@ class MetricPowerResult:
     method: str = "simulate"
     seed: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> str:
         return "\n".join([
@@ -92,7 +99,8 @@ class MetricPowerResult:
             f"  true difference new - old {self.true_difference:+.4f}",
             f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
             f"{self.ci.high:.3f})",
-            f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}",
+            f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}" if self.mc is None
+            else f"  {self.mc.describe()}",
         ])
 
     def to_record(self) -> dict[str, Any]:
@@ -102,16 +110,21 @@ class MetricPowerResult:
         rec.update(ci_low=self.ci.low, ci_high=self.ci.high,
                    seed_entropy=self.seed.get("entropy"),
                    seed_spawn_key=list(self.seed.get("spawn_key", ())))
+        if self.mc is not None:
+            rec.update(self.mc.to_record())
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> MetricPowerResult:
         r = dict(record)
+        mc = MonteCarloSummary.from_record(r, effect=float(r["true_difference"]))
+        for key in _MC_KEYS:
+            r.pop(key, None)
         seed = {"entropy": r.pop("seed_entropy"), "spawn_key": tuple(r.pop("seed_spawn_key"))}
         ci = ConfidenceInterval(r.pop("ci_low"), r.pop("ci_high"))
         for k in ("type_m", "type_s"):
             r[k] = math.nan if r[k] is None else r[k]
-        return cls(ci=ci, seed=seed, **r)
+        return cls(ci=ci, seed=seed, mc=mc, **r)
 
     def to_frame(self) -> pd.DataFrame:
         rec = self.to_record()
@@ -220,7 +233,11 @@ def metric_power(
     pw = n_right / n_sims
     type_m = float(np.abs(obs[sig]).mean() / abs(true_diff)) if n_sig else math.nan
     type_s = float(np.sum(sig & (np.sign(obs) != np.sign(true_diff))) / n_sig) if n_sig else math.nan
+    mc = MonteCarloSummary(n_sims, n_right, n_sig,
+                           int(np.sum(sig & (np.sign(obs) != np.sign(true_diff)))), true_diff,
+                           type_m, MonteCarloSummary.spread(np.abs(obs[sig]) / abs(true_diff)))
     return MetricPowerResult(
+        mc=mc,
         power=pw, se=mc_se(pw, n_sims), ci=ConfidenceInterval(*wilson_ci(n_right, n_sims)),
         type_m=type_m, type_s=type_s, rejection_rate=n_sig / n_sims, true_difference=true_diff,
         metric=metric, n=n, alpha=alpha, n_sims=n_sims, n_permutations=n_permutations,

@@ -33,6 +33,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..montecarlo import MonteCarloSummary
 from .mcnemar import _pvalue, rejection_thresholds
 from .priors import agreement_prior
 from .table import PairedTable, agreement_bounds, paired_table
@@ -87,6 +88,8 @@ class AccuracyPowerResult:
     seed: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
     notes: tuple[str, ...] = ()
+    #: the Monte Carlo summary of a simulated result (None when exact or closed-form)
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     @property
     def exact(self) -> bool:
@@ -114,7 +117,8 @@ class AccuracyPowerResult:
             unc = "closed form" if self.method == "closed-form" else "exact" if self.exact else (
                 f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
             lines.append(f"  power   {self.power:.4f}  ({unc})")
-            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
+            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}"
+                         if self.mc is None else f"  {self.mc.describe()}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -132,6 +136,7 @@ class AccuracyPowerResult:
             "seed_entropy": self.seed.get("entropy"),
             "seed_spawn_key": list(self.seed.get("spawn_key", ())),
             "version": self.version, "notes": list(self.notes),
+            **({} if self.mc is None else self.mc.to_record()),
         }
 
     @classmethod
@@ -150,6 +155,7 @@ class AccuracyPowerResult:
             method=r["method"], n_sims=int(r["n_sims"]), n_rejected=r.get("n_rejected"),
             baseline=r.get("baseline"), agreement_source=r.get("agreement_source", "given"),
             seed=seed, version=r.get("version", __version__), notes=tuple(r.get("notes", ())),
+            mc=MonteCarloSummary.from_record(r, effect=float(r["delta"])),
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -312,7 +318,11 @@ def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
     pw, tm, ts = _summaries(table.delta, n_right / n_sims, n_sig / n_sims,
                             n_wrong / n_sims, mean_abs)
     k = n_right if table.delta != 0 else n_sig
+    mc = MonteCarloSummary(n_sims, n_right, n_sig, n_wrong, table.delta, tm,
+                           MonteCarloSummary.spread(np.abs(est[sig]) / abs(table.delta))
+                           if table.delta != 0 else math.nan)
     return AccuracyPowerResult(
+        mc=mc,
         power=pw, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
         type_m=tm, type_s=ts, rejection_rate=n_sig / n_sims, n=n, delta=table.delta,
         agreement=table.agreement, only_new=table.only_new, only_old=table.only_old, test=test,

@@ -13,7 +13,7 @@ from .._choices import Backend, BleuMethod, OnError, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
-from ..grid import GridResult, check_run_options, run_grid
+from ..grid import GridResult, RunOptions, run_grid
 from .power import BleuPowerResult, _check_permutations, power
 
 __all__ = ["BleuProblem", "power_grid"]
@@ -91,7 +91,6 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
     problem = BleuProblem(n_sims=check_int("n_sims", n_sims, min=1),
                           n_permutations=_check_permutations(n_permutations, alpha, method),
                           alpha=alpha, method=method)
-    check_run_options(n_jobs, backend, client, on_error)
-    return run_grid(problem, axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
-                    checkpoint=checkpoint, progress=progress, on_error=on_error, desc="BLEU power grid",
-                    shard=shard)
+    run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
+                     progress=progress, on_error=on_error, shard=shard)
+    return run_grid(problem, axes, rng=rng, run=run, desc="BLEU power grid")

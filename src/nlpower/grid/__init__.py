@@ -15,7 +15,7 @@ from .axes import cell_seed
 from .merge import merge
 from .problem import CellFailure, CellResult, PowerProblem
 from .result import GridCell, GridResult
-from .runner import check_run_options, parse_shard, run_grid
+from .runner import RunOptions, check_run_options, parse_shard, run_grid
 
 __all__ = [
     "CellFailure",
@@ -23,6 +23,7 @@ __all__ = [
     "GridCell",
     "GridResult",
     "PowerProblem",
+    "RunOptions",
     "cell_seed",
     "check_run_options",
     "merge",

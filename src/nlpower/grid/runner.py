@@ -12,6 +12,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from .problem import CellFailure, CellResult, PowerProblem
 from .result import GridCell, GridResult
 from .schedule import Job, run_jobs
 
-__all__ = ["check_run_options", "parse_shard", "run_grid"]
+__all__ = ["RunOptions", "check_run_options", "parse_shard", "run_grid"]
 
 
 def check_run_options(n_jobs: Any, backend: Any, client: Any, on_error: Any) -> int:
@@ -60,19 +61,79 @@ def parse_shard(shard: Any) -> tuple[int, int] | None:
     return i, n
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a grid's cells are scheduled: the options every grid front end shares.
+
+    Validated once, when built (:func:`check_run_options`); a front end builds
+    one and passes it to :func:`run_grid` as ``run=``.  None of them changes a
+    number: cell seeds derive from the cells' keys.
+
+    Attributes
+    ----------
+    n_jobs : int
+        Cells run in parallel (``-1``: all cores; :attr:`workers` resolves it).
+    backend : {"loky", "dask"}
+    client : distributed.Client, optional
+        Only with ``backend="dask"``.
+    checkpoint : path, optional
+        JSON-lines file of finished cells (resumed when it exists).
+    progress : bool
+        A tqdm progress bar on stderr.
+    on_error : {"raise", "warn", "record"}
+        What a cell that raises does to the grid.
+    shard : "i/N" or (i, N), optional
+        Run only shard ``i`` of ``N`` (``1 <= i <= N``): the cells whose
+        index in Cartesian order is ``i - 1`` modulo ``N`` (one array job of
+        a cluster).  Needs a ``checkpoint`` (the shard's output) and a fixed
+        ``rng``; every cell keeps its key-derived seed, so
+        :func:`nlpower.grid.merge` of the ``N`` shard files is the
+        single-machine grid, bit for bit.  Stored as ``(i, N)``.
+
+    Examples
+    --------
+    >>> RunOptions(n_jobs=2, progress=False).backend
+    'loky'
+    """
+
+    n_jobs: int = 1
+    backend: Backend = "loky"
+    client: Any = None
+    checkpoint: str | os.PathLike[str] | None = None
+    progress: bool = True
+    on_error: OnError = "raise"
+    shard: str | tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        check_run_options(self.n_jobs, self.backend, self.client, self.on_error)
+        part = parse_shard(self.shard)
+        if part is not None and self.checkpoint is None:
+            raise InputError(
+                f"shard={self.shard!r} needs checkpoint= (the file this shard writes, one per "
+                "shard). Merge the shard files afterwards with nlpower.grid.merge "
+                "(CLI: nlpower grid merge)."
+            )
+        object.__setattr__(self, "shard", part)
+
+    @property
+    def workers(self) -> int:
+        """``n_jobs`` with ``-1`` resolved to the number of cores."""
+        return (os.cpu_count() or 1) if self.n_jobs == -1 else int(self.n_jobs)
+
+    @property
+    def in_process(self) -> bool:
+        """Cells run in this process (serial loky), so per-cell progress bars can show."""
+        return self.n_jobs == 1 and self.backend == "loky"
+
+
 def run_grid(
     problem: PowerProblem,
     axes: Mapping[str, Any],
     *,
     rng: RNGLike = None,
-    n_jobs: int = 1,
-    backend: Backend = "loky",
-    client: Any = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    progress: bool = True,
-    on_error: OnError = "raise",
+    run: RunOptions | None = None,
     desc: str = "power grid",
-    shard: str | tuple[int, int] | None = None,
+    **options: Any,
 ) -> GridResult:
     """Evaluate ``problem`` on every cell of the Cartesian product of ``axes``.
 
@@ -87,32 +148,29 @@ def run_grid(
         Root seed (``nlpower._rng`` policy: a Generator is consumed).  Cell
         ``key`` gets ``cell_seed(root, key)``, so results do not depend on
         ``n_jobs``, ``backend``, resuming, or the order of axis values.
-    n_jobs : int
-        Cells run in parallel (``-1``: all cores).
-    backend : {"loky", "dask"}
-        joblib/loky processes, or Dask: ``client``, the current default
-        client, or a temporary ``LocalCluster`` of ``n_jobs`` worker processes.
-    client : distributed.Client, optional
-    checkpoint : path, optional
-        JSON-lines file to which each finished cell is appended (fsync'd).  If
-        it exists, its cells are read back and only the rest are run; a file
-        from another grid raises :class:`~nlpower.errors.CheckpointError`.
-        With ``rng=None`` a resumed run reuses the seed stored in the file.
-    progress : bool
-        A tqdm progress bar on stderr.
-    on_error : {"raise", "warn", "record"}
-        A cell that raises stops the grid (the error names the cell), or is
-        kept as a :class:`CellFailure` (NaN power, its error in the frame),
-        with a warning for ``"warn"``.  Failed cells are not checkpointed.
+    run : RunOptions, optional
+        The scheduling options (validated once, when built).
     desc : str
         Label of the progress bar.
-    shard : "i/N" or (i, N), optional
-        Run only shard ``i`` of ``N`` (``1 <= i <= N``): the cells whose
-        index in Cartesian order is ``i - 1`` modulo ``N``.  Needs a
-        ``checkpoint`` (the shard's output) and a fixed ``rng``; every cell
-        keeps its key-derived seed, so :func:`nlpower.grid.merge` of the
-        ``N`` shard files is the single-machine grid, bit for bit.  The
-        returned result holds only this shard's cells.
+    **options
+        Or the fields of :class:`RunOptions` as keywords (not together with
+        ``run``):
+
+        ``n_jobs`` -- cells run in parallel (``-1``: all cores);
+        ``backend`` -- ``"loky"`` (joblib processes) or ``"dask"``
+        (``client``, the current default client, or a temporary
+        ``LocalCluster`` of ``n_jobs`` worker processes);
+        ``checkpoint`` -- JSON-lines file to which each finished cell is
+        appended (fsync'd); if it exists, its cells are read back and only the
+        rest are run; a file from another grid raises
+        :class:`~nlpower.errors.CheckpointError`; with ``rng=None`` a resumed
+        run reuses the seed stored in the file; ``progress`` -- a tqdm bar on
+        stderr; ``on_error`` -- a cell that raises stops the grid (the error
+        names the cell), or is kept as a :class:`CellFailure` (NaN power, its
+        error in the frame), with a warning for ``"warn"``; failed cells are
+        not checkpointed; ``shard`` -- ``"i/N"``: only that part of the
+        cells (needs ``checkpoint`` and a fixed ``rng``; the result holds only
+        the shard's cells; :func:`nlpower.grid.merge` joins the shards).
 
     Returns
     -------
@@ -120,21 +178,34 @@ def run_grid(
 
     Examples
     --------
-    >>> from nlpower.accuracy import AccuracyProblem  # doctest: +SKIP
-    >>> run_grid(AccuracyProblem(), {"n": [500, 2000], "delta": 0.02, "agreement": 0.9}, rng=1)  # doctest: +SKIP
+    >>> from nlpower.accuracy import AccuracyProblem
+    >>> res = run_grid(AccuracyProblem(), {"n": [500, 2000], "delta": 0.02, "agreement": 0.9},
+    ...                rng=1, run=RunOptions(progress=False))
+    >>> res.to_frame()["power"].round(3).tolist()
+    [0.249, 0.791]
     """
-    n_jobs = check_run_options(n_jobs, backend, client, on_error)
-    part = parse_shard(shard)
+    if run is None:
+        unknown = set(options) - set(RunOptions.__dataclass_fields__)
+        if unknown:
+            raise InputError(f"run_grid got unknown option(s) {sorted(unknown)}; allowed: "
+                             f"{', '.join(RunOptions.__dataclass_fields__)}.")
+        run = RunOptions(**options)
+    elif options:
+        raise InputError(f"pass run= (a RunOptions) or the options {sorted(options)} as keywords, "
+                         "not both.")
+    elif not isinstance(run, RunOptions):
+        raise InputError(f"run must be a RunOptions; got {type(run).__name__}.")
+    checkpoint, on_error = run.checkpoint, run.on_error
+    part = run.shard if isinstance(run.shard, tuple) else None
     values = {name: axis_values(name, value) for name, value in axes.items()}
     keys = cell_keys(values)
 
     header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
-    if part is not None and (checkpoint is None or (rng is None and header is None)):
+    if part is not None and rng is None and header is None:
         raise InputError(
-            f"shard={shard!r} needs checkpoint= (the file this shard writes, one per shard) and a "
-            "fixed seed rng= shared by every shard; got "
-            + ("no checkpoint." if checkpoint is None else "rng=None.")
-            + " Merge the shard files afterwards with nlpower.grid.merge (CLI: nlpower grid merge)."
+            f"shard='{part[0]}/{part[1]}' needs a fixed seed rng= shared by every shard; got "
+            "rng=None. Merge the shard files afterwards with nlpower.grid.merge "
+            "(CLI: nlpower grid merge)."
         )
     root = root_seed(rng)
     if rng is None and header is not None:
@@ -162,7 +233,7 @@ def run_grid(
     n_resumed = len(finished)
 
     bar = tqdm(total=len(mine), initial=n_resumed, desc=desc, unit="cell",
-               disable=not progress, file=sys.stderr)
+               disable=not run.progress, file=sys.stderr)
 
     def on_done(index: int, result: CellResult) -> None:
         key = keys[index]
@@ -179,8 +250,8 @@ def run_grid(
 
     jobs: Sequence[Job] = [(i, keys[i], cell_seed(root, keys[i])) for i in mine if i not in finished]
     try:
-        run_jobs(problem, jobs, on_error=on_error, n_jobs=n_jobs, backend=backend, client=client,
-                 on_done=on_done)
+        run_jobs(problem, jobs, on_error=on_error, n_jobs=run.workers, backend=run.backend,
+                 client=run.client, on_done=on_done)
     finally:
         bar.close()
         if ckpt is not None:

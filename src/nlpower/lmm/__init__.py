@@ -6,7 +6,7 @@ prepares it with an engine from :func:`get_engine` (``"native"``, default, or
 Code that fits many responses on one structure (power simulations) uses the
 engine protocol directly (:mod:`nlpower.lmm.engine`)::
 
-    model = get_engine("native").prepare(spec)
+    model = get_engine("native").prepare(spec)        # family=None: Gaussian
     core = model.refit(y, REML=False, start=theta0)
     df = model.satterthwaite_df(core, L)
 
@@ -17,15 +17,16 @@ and :func:`single_threaded` (small dense linear algebra without BLAS threads).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from .._choices import EngineName
 from ..errors import InputError
 from .checkconv import CheckConvControl, ConvergenceError, apply_policy
-from .engine import Engine, PreparedModel, get_engine, warn_diagnostics
+from .engine import Engine, PreparedModel, get_engine, register_fitter, warn_diagnostics
+from .family import Family, get_family
 from .frame import model_frame
-from .native import NativeModel, ThetaLayout, single_threaded, theta_layout
-from .result import FitCore, LmmFit
+from .native import ThetaLayout, single_threaded, theta_layout
+from .result import FitCore, LmmFit, OptSummary
 from .structure import ModelSpec, ReTerm
 
 
@@ -55,12 +56,12 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
         ``initial_step`` (defaults: lme4's ``nloptwrap``).  lme4 engine:
         arguments of ``lme4::lmerControl``.
     checkconv : str, dict or CheckConvControl, optional
-        Native engine: lme4's post-fit convergence checks (scaled gradient,
-        Hessian, singular fit; :mod:`nlpower.lmm.checkconv`) and what a
-        failure does: ``"ignore"``, ``"warning"`` (default) or ``"error"``,
-        for all three or per check, e.g. ``{"grad": "error", "hess":
-        "ignore"}``.  The outcome is ``fit.optinfo["checkconv"]``.  lme4
-        engine: lme4 runs its own checks (``control={"check.conv.grad": ...}``).
+        lme4's post-fit convergence checks (scaled gradient, Hessian,
+        singular fit; :mod:`nlpower.lmm.checkconv`) and what a failure does:
+        ``"ignore"``, ``"warning"`` (default) or ``"error"``, for all three or
+        per check, e.g. ``{"grad": "error", "hess": "ignore"}``.  Every engine
+        takes it (lme4: mapped to ``lmerControl``'s ``check.conv.*``); the
+        findings are ``fit.optsum.check_messages``.
 
     Returns
     -------
@@ -80,24 +81,25 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
 
     Examples
     --------
-    >>> fit = lmer("Reaction ~ Days + (Days | Subject)", sleepstudy)   # doctest: +SKIP
-    >>> fit.fixef                                                       # doctest: +SKIP
+    >>> from nlpower import CrossedDesign, presets, simulate
+    >>> df = simulate(CrossedDesign(6, 20), presets.high_variance(0.1), rng=1)
+    >>> fit = lmer("rating ~ x + (1 | worker) + (1 | item)", df, REML=False)
+    >>> fit.fixef.round(3).to_dict()
+    {'(Intercept)': 0.461, 'x': 0.132}
+    >>> fit.optsum.optimizer_converged
+    True
     """
     eng = get_engine(engine)
     if not isinstance(REML, bool):
         raise InputError(f"REML must be True or False; got {REML!r}.")
-    spec = model_frame(formula, data, contrasts=contrasts)
-    if eng.name == "lme4":
-        fit = eng.prepare(spec, data=data).fit(REML=REML, control=control)
-        warn_diagnostics(fit, where="lmer", stacklevel=3)
-        return fit
     ctl = CheckConvControl.coerce(checkconv)
-    model = cast(NativeModel, eng.prepare(spec))
-    fit = model.fit(REML=REML, control=control, checkconv=ctl)
-    if not fit.optinfo["nlopt_converged"]:
+    spec = model_frame(formula, data, contrasts=contrasts)
+    fit = eng.prepare(spec, data=data).fit(REML=REML, control=control, checkconv=ctl)
+    if not fit.optsum.optimizer_converged:
         warn_diagnostics(fit, where="lmer", singular=False, stacklevel=3)
-    apply_policy(fit.optinfo["checkconv"], ctl, where="lmer", stacklevel=3)
+    apply_policy(fit.optsum.check_messages, ctl, where="lmer", stacklevel=3)
     return fit
+
 
 __all__ = [
     "CheckConvControl",
@@ -108,8 +110,12 @@ __all__ = [
     "ModelSpec",
     "PreparedModel",
     "ReTerm",
+    "Family",
+    "OptSummary",
     "ThetaLayout",
     "get_engine",
+    "get_family",
+    "register_fitter",
     "lmer",
     "model_frame",
     "single_threaded",

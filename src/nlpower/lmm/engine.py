@@ -1,41 +1,52 @@
-"""The mixed-model engine protocol and the one registry of engine names.
+"""The mixed-model engine protocol, the one registry of engine names and the family slot.
 
 An *engine* turns a model structure (:class:`~nlpower.lmm.structure.ModelSpec`)
-into a *prepared model*: the structure built once, the response swapped per
-fit (STYLE 2; MixedModels.jl's ``refit!``).  Everything that fits a mixed
-model -- :func:`nlpower.lmm.lmer`, :func:`nlpower.ratings.fit_ratings`, the
-power replicates -- goes through :func:`get_engine`::
+and an outcome *family* (:mod:`nlpower.lmm.family`) into a *prepared model*:
+the structure built once, the response swapped per fit (STYLE 2;
+MixedModels.jl's ``refit!``).  Everything that fits a mixed model --
+:func:`nlpower.lmm.lmer`, :func:`nlpower.ratings.fit_ratings`, the power
+replicates -- goes through :func:`get_engine`::
 
-    model = get_engine("native").prepare(spec)      # structure once
+    model = get_engine("native").prepare(spec)      # structure once (family: Gaussian)
     core = model.refit(y, REML=False)               # light FitCore, per replicate
     df = model.satterthwaite_df(core, L)            # lmerTest's df at that fit
-    fit = model.fit(REML=True)                      # full LmmFit (y=None: spec.y)
+    fit = model.fit(REML=True, checkconv="warning")  # full LmmFit (y=None: spec.y)
+
+Every engine fills the protocol the same way: ``prepare(spec, *, data=None,
+family=None)`` looks the family up in the engine's table of *fitters*
+(:func:`register_fitter`; dotted paths imported on first use), so a new
+outcome family is one registration, not a branch.  Nothing outside an engine
+branches on its name.
 
 Engines
 -------
 ``"native"``
-    :class:`~nlpower.lmm.native.NativeModel` (blocked-Cholesky profiled
-    deviance + NLopt BOBYQA, checked against lme4 1.1-31).  ``prepare``
-    builds the cross-products once; ``refit`` recomputes only the
-    response's O(n) cross-products and skips input validation (the power
-    layer's responses come from the simulator).
+    Gaussian: :class:`~nlpower.lmm.native.NativeModel` (blocked-Cholesky
+    profiled deviance + NLopt BOBYQA, checked against lme4 1.1-31).
+    ``prepare`` builds the cross-products once; ``refit`` recomputes only
+    the response's O(n) cross-products.  ``data`` is not needed.
 ``"lme4"``
-    R's lme4 through rpy2 (:mod:`nlpower.lmm.lme4`), imported lazily: R
-    starts on the first fit, and a missing rpy2/R/lme4 raises
+    Gaussian: R's lme4 through rpy2 (:mod:`nlpower.lmm.lme4`), imported
+    lazily: R starts on the first fit, and a missing rpy2/R/lme4 raises
     :class:`~nlpower.errors.EngineUnavailableError` with install
-    instructions.  ``refit`` is ``lme4::refit(fit, newresp)``.
+    instructions.  ``refit`` is ``lme4::refit(fit, newresp)``; ``data`` (the
+    user's frame behind ``spec``) sends lme4 the formula unchanged.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
-from typing import Any, Protocol, cast, runtime_checkable
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import numpy as np
 
 from .._choices import EngineName, check_choice
-from ..errors import ConvergenceWarning, SingularFitWarning
-from . import lme4 as _lme4
+from ..errors import ConvergenceWarning, InputError, SingularFitWarning
+from .ddf import kenward_roger_fn
+from .family import Family, Gaussian, get_family
 from .native import NativeModel
 from .result import FitCore, LmmFit
 from .structure import ModelSpec
@@ -44,8 +55,10 @@ __all__ = [
     "Engine",
     "Lme4Engine",
     "NativeEngine",
+    "NativeGaussianModel",
     "PreparedModel",
     "get_engine",
+    "register_fitter",
     "warn_diagnostics",
 ]
 
@@ -56,14 +69,19 @@ class PreparedModel(Protocol):
 
     engine: EngineName
     spec: ModelSpec
+    family: Family
 
     def refit(self, y: Any, *, REML: bool = False, start: Any = None) -> FitCore:
         """Fit response ``y`` (same length as ``spec.y``); the light result."""
         ...
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
-            control: dict[str, Any] | None = None) -> LmmFit:
-        """Fit ``y`` (``None``: ``spec.y``) and build the full :class:`LmmFit` (no warnings)."""
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
+        """Fit ``y`` (``None``: ``spec.y``) and build the full :class:`LmmFit` (no warnings).
+
+        ``checkconv``: lme4's post-fit checks (:class:`~nlpower.lmm.checkconv.CheckConvControl`);
+        their findings are ``fit.optsum.check_messages``.
+        """
         ...
 
     def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
@@ -71,54 +89,126 @@ class PreparedModel(Protocol):
         ...
 
 
-@runtime_checkable
-class Engine(Protocol):
-    """A fitter: builds :class:`PreparedModel` objects from model structures."""
+#: A fitter: ``(spec, *, data, family) -> PreparedModel``.
+Fitter: TypeAlias = Callable[..., PreparedModel]
+
+# (engine, family name) -> "module:callable", imported on first use
+_FITTERS: dict[tuple[str, str], str] = {
+    ("native", "gaussian"): "nlpower.lmm.engine:native_gaussian",
+    ("lme4", "gaussian"): "nlpower.lmm.lme4:Lme4Model",
+    ("native", "binomial"): "nlpower.glmm.model:GlmmModel",
+    ("native", "poisson"): "nlpower.glmm.model:GlmmModel",
+    ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
+}
+
+
+def register_fitter(engine: EngineName, family: str, target: str) -> None:
+    """Make ``get_engine(engine).prepare(spec, family=...)`` use ``target`` for ``family``.
+
+    ``target`` is ``"package.module:callable"``, imported on first use; it is
+    called as ``target(spec, data=data, family=family)`` and returns a
+    :class:`PreparedModel`.  This is how ``glmer`` and ``clmm`` plug in.
+
+    Examples
+    --------
+    >>> register_fitter("native", "gaussian", "nlpower.lmm.engine:native_gaussian")
+    """
+    check_choice("engine", engine, EngineName)
+    if ":" not in target:
+        raise InputError(f"target must be 'package.module:callable'; got {target!r}.")
+    _FITTERS[(engine, family)] = target
+
+
+def _fitter(engine: str, family: Family) -> Fitter:
+    target = _FITTERS.get((engine, family.name))
+    if target is None:
+        have = sorted(f for e, f in _FITTERS if e == engine)
+        raise InputError(
+            f"engine={engine!r} has no fitter for the {family.name} family (it fits: "
+            f"{', '.join(have)}). Use another engine or family.")
+    module, _, name = target.partition(":")
+    return cast(Fitter, getattr(importlib.import_module(module), name))
+
+
+class NativeGaussianModel(NativeModel):
+    """:class:`~nlpower.lmm.native.NativeModel` in the protocol: family slot, Kenward-Roger df.
+
+    The fitter of ``("native", "gaussian")``; its :meth:`fit` adds
+    ``coef_table(ddf="kenward-roger")`` to the fit.
+    """
+
+    family: Family = Gaussian()
+
+    def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
+        """:meth:`NativeModel.fit`, with Kenward-Roger df on the result."""
+        fit = super().fit(y, REML=REML, start=start, control=control, checkconv=checkconv)
+        kr = kenward_roger_fn(self.spec, fit.theta, fit.sigma, fit.fixef.to_numpy(), REML=fit.REML)
+        return replace(fit, kr_fn=kr, _cache={})
+
+
+def native_gaussian(spec: ModelSpec, *, data: Any = None, family: Family | None = None
+                    ) -> NativeGaussianModel:
+    """The native engine's Gaussian fitter (``data`` is not needed: the spec has it all)."""
+    return NativeGaussianModel(spec)
+
+
+class _Engine:
+    """An engine: a name and the fitters registered for it."""
 
     name: EngineName
+    #: the balanced closed-form fits of :mod:`nlpower.powersim.balanced_fit` give this
+    #: engine's numbers, so ``power(method="auto")`` may use them instead of refits
+    balanced_shortcut: bool = False
 
-    def prepare(self, spec: ModelSpec, **options: Any) -> PreparedModel:
-        ...
+    def prepare(self, spec: ModelSpec, *, data: Any = None,
+                family: Family | str | None = None) -> PreparedModel:
+        """A :class:`PreparedModel` of ``spec`` for ``family`` (``None``: Gaussian).
 
+        ``data``: the user's data frame behind ``spec`` (as given to
+        :func:`~nlpower.lmm.frame.model_frame`); R-backed fitters send it to R
+        unchanged, native ones ignore it.
 
-class NativeEngine:
-    """The embedded engine: :class:`~nlpower.lmm.native.NativeModel`."""
-
-    name: EngineName = "native"
-
-    def prepare(self, spec: ModelSpec, *, mode: str = "auto") -> NativeModel:
-        """``NativeModel(spec, mode=mode)``: validates the structure and builds the blocks once."""
-        return NativeModel(spec, mode=mode)
+        Raises
+        ------
+        InputError
+            No fitter for ``family`` on this engine, or a bad structure.
+        """
+        fam = get_family(family)
+        return _fitter(self.name, fam)(spec, data=data, family=fam)
 
     def __repr__(self) -> str:
-        return "NativeEngine()"
+        return f"{type(self).__name__}()"
 
 
-class Lme4Engine:
-    """R's lme4 through rpy2 (optional extra ``nlpower[r]``)."""
+class NativeEngine(_Engine):
+    """The embedded engine (no R)."""
+
+    name: EngineName = "native"
+    balanced_shortcut = True
+
+
+class Lme4Engine(_Engine):
+    """R's lme4 through rpy2 (optional extra ``nlpower[r]``); R starts on the first fit."""
 
     name: EngineName = "lme4"
 
-    def prepare(self, spec: ModelSpec, *, data: Any = None) -> _lme4.Lme4Model:
-        """An :class:`~nlpower.lmm.lme4.Lme4Model` for ``spec``.
 
-        ``data``: the user's data frame behind ``spec`` (as given to
-        :func:`~nlpower.lmm.frame.model_frame`); then :meth:`fit` with
-        ``y=None`` sends the formula and those columns to ``lme4::lmer``
-        unchanged (lme4's own names and contrasts).  Without ``data`` the
-        model is sent as its matrices (``X``, each term's ``Z`` and grouping
-        codes), which lme4 fits identically.  R is not started here.
-        """
-        return _lme4.Lme4Model(spec, data=data)
+@runtime_checkable
+class Engine(Protocol):
+    """A fitter family: builds :class:`PreparedModel` objects from model structures."""
 
-    def __repr__(self) -> str:
-        return "Lme4Engine()"
+    name: EngineName
+    balanced_shortcut: bool
+
+    def prepare(self, spec: ModelSpec, *, data: Any = None,
+                family: Family | str | None = None) -> PreparedModel:
+        ...
 
 
-# each engine takes its own options (``mode=`` / ``data=``), which Engine's
-# ``**options`` cannot express to a type checker
-_ENGINES: dict[str, Engine] = {"native": cast(Engine, NativeEngine()),
-                               "lme4": cast(Engine, Lme4Engine())}
+_ENGINES: dict[str, Engine] = {"native": NativeEngine(), "lme4": Lme4Engine()}
 
 
 def get_engine(name: EngineName) -> Engine:
@@ -145,17 +235,13 @@ def warn_diagnostics(fit: LmmFit, *, where: str = "lmer", singular: bool = True,
     :func:`~nlpower.ratings.fit_ratings`) call this; engines never warn, the
     diagnostics are in the result (STYLE 6).
     """
-    lme4 = fit.engine == "lme4"
-    tag = f"{where} (lme4)" if lme4 else where
+    tag = f"{where} ({fit.engine})"
     if not fit.converged:
-        if lme4:
-            why = "; ".join(dict.fromkeys(list(fit.optinfo.get("conv_messages", []))
-                                          + list(fit.optinfo.get("warnings", []))))
-            hint = ("Try another optimiser or more evaluations, e.g. control={'optimizer': "
-                    "'bobyqa', 'optCtrl': {'maxfun': 100000}}, or rescale predictors.")
-        else:
-            why = str(fit.optinfo.get("message", ""))
-            hint = "Try control={'maxeval': ...} or rescale predictors."
+        opt = fit.optsum
+        why = "; ".join(m for m in dict.fromkeys([opt.message, *opt.check_messages, *opt.warnings])
+                        if m)
+        hint = ("Try more evaluations or another optimiser through control= (the engine's "
+                "settings, see lmer), or rescale predictors.")
         warnings.warn(
             f"{tag}: the optimiser did not converge ({why}); the estimates may be inaccurate. "
             f"{hint}", ConvergenceWarning, stacklevel=stacklevel)

@@ -113,6 +113,8 @@ def model_frame(
     formula: str | Formula,
     data: pd.DataFrame,
     contrasts: Mapping[str, str] | None = None,
+    *,
+    allow_n: bool = False,
 ) -> ModelSpec:
     """Build the model structure of an lme4 formula on a data frame.
 
@@ -187,7 +189,7 @@ def model_frame(
 
     group_factors = {g: as_factor(frame[g]) for g in f.grouping_variables}
     re_terms = tuple(
-        _re_term(rt, variables, used_contrasts, group_factors, n) for rt in f.expanded_random()
+        _re_term(rt, variables, used_contrasts, group_factors, n, allow_n) for rt in f.expanded_random()
     )
     return ModelSpec(
         formula=f.text,
@@ -346,8 +348,13 @@ def _re_term(
     contrasts: Mapping[str, str],
     group_factors: Mapping[str, Factor],
     n: int,
+    allow_n: bool = False,
 ) -> ReTerm:
-    """One expanded random term: Z, grouping codes, lme4's level checks."""
+    """One expanded random term: Z, grouping codes, lme4's level checks.
+
+    ``allow_n``: a model without a residual variance (a GLMM) may have one level
+    (or random effect) per observation, as lme4's ``glmer`` checks.
+    """
     Z, cnames = model_matrix(rt.expr, variables, contrasts, n)
     fac = combine([group_factors[g] for g in rt.group])
     name = rt.group_name
@@ -358,7 +365,7 @@ def _re_term(
             f"{fac.n_levels} level ({fac.levels[0]!r}) in the rows used, in term {label}. "
             "Remove the term or check the data."
         )
-    if fac.n_levels >= n:
+    if fac.n_levels > n or (fac.n_levels == n and not allow_n):
         raise InputError(
             f"number of levels of each grouping factor must be < number of observations: "
             f"{name!r} has {fac.n_levels} levels for {n} observations in term {label} "
@@ -366,7 +373,7 @@ def _re_term(
             "Remove the term."
         )
     n_re = Z.shape[1] * fac.n_levels
-    if n <= n_re:
+    if n < n_re or (n == n_re and not allow_n):
         raise InputError(
             f"number of observations (={n}) <= number of random effects (={n_re}) for term "
             f"{label}; the random-effects parameters and the residual variance are probably "

@@ -28,13 +28,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
+from .checkconv import CheckConvControl
 from .columns import as_factor, is_numeric
+from .ddf import kenward_roger_fn
+from .family import Family, Gaussian
 from .native import NativeModel, make_unique, theta_layout
 from .result import FitCore, LmmFit, VarTerm
 from .structure import ModelSpec
@@ -295,8 +299,9 @@ class Lme4Model:
     """
 
     engine = "lme4"
+    family: Family = Gaussian()
 
-    def __init__(self, spec: ModelSpec, *, data: Any = None):
+    def __init__(self, spec: ModelSpec, *, data: Any = None, family: Family | None = None):
         if data is not None and not isinstance(data, pd.DataFrame):
             raise InputError(f"data must be the pandas DataFrame the model was built from; got "
                              f"{type(data).__name__}.")
@@ -312,12 +317,19 @@ class Lme4Model:
 
     # -- full fits ----------------------------------------------------------------
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
-            control: dict[str, Any] | None = None) -> LmmFit:
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
         """Fit with ``lme4::lmer``; the same :class:`LmmFit` as the native engine (no warnings).
 
         ``control``: arguments of ``lme4::lmerControl`` (e.g.
-        ``{"optimizer": "bobyqa"}``).  The result has no Satterthwaite df
-        (``coef_table(ddf="normal")`` works; ``summary()`` falls back to it).
+        ``{"optimizer": "bobyqa"}``).  ``checkconv``: the policies of
+        :class:`~nlpower.lmm.checkconv.CheckConvControl`, sent as
+        ``lmerControl``'s ``check.conv.grad``, ``check.conv.hess`` and
+        ``check.conv.singular`` (``"ignore"`` skips a check; ``"warning"``
+        and ``"error"`` record its findings in ``fit.optsum.check_messages``,
+        the caller warns or raises); a ``check.conv.*`` key in ``control``
+        wins.  The result has Satterthwaite df (lmerTest's formula at lme4's
+        estimates, see the class docstring) and, for REML fits, Kenward-Roger
+        df (``coef_table(ddf=...)``).
 
         Raises
         ------
@@ -326,7 +338,7 @@ class Lme4Model:
         FitError
             lme4 stopped with an error (its message is included).
         """
-        ctrl = _check_control(control)
+        ctrl = _with_checkconv(_check_control(control), checkconv)
         REML = bool(REML)
         if y is None and start is None and self.data is not None:
             spec = self.spec
@@ -340,12 +352,28 @@ class Lme4Model:
                     else ro.ListVector({})
                 out = _call(r["fit"], spec.formula, rdata, spec.formula, REML, rctr,
                             _r_value(ctrl, ro), ro.NULL)
-            return _build_fit(out, spec.formula, REML, dict(spec.contrasts))
+            return self._with_ddf(_build_fit(out, spec.formula, REML, dict(spec.contrasts)),
+                                  out, REML, spec.y)
         yv = self.spec.y if y is None else _check_response(y, self.spec.n)
         th = self._start(start)
         with _LOCK:
             out = self._fit_matrices(yv, REML, th, ctrl)
-        return _build_fit(self._rename(out), self.spec.formula, REML, dict(self.spec.contrasts))
+        return self._with_ddf(_build_fit(self._rename(out), self.spec.formula, REML,
+                                         dict(self.spec.contrasts)), out, REML, yv)
+
+    def _with_ddf(self, fit: LmmFit, out: dict[str, Any], REML: bool, y: np.ndarray) -> LmmFit:
+        """The fit with Satterthwaite and Kenward-Roger df at lme4's estimates (built lazily)."""
+        core = _core(out, REML)
+        holder: dict[str, NativeModel] = {}
+
+        def df_fn(L: np.ndarray) -> float:
+            if "m" not in holder:
+                holder["m"] = NativeModel(self.spec.with_response(y))
+            return float(holder["m"].satterthwaite_df(core, L))
+
+        kr = kenward_roger_fn(self.spec.with_response(y), core.theta, core.sigma, core.beta,
+                              REML=REML)
+        return replace(fit, df_fn=df_fn, kr_fn=kr, _cache={})
 
     def _fit_matrices(self, y: np.ndarray, REML: bool, start: np.ndarray | None,
                       ctrl: dict[str, Any]) -> dict[str, Any]:
@@ -413,6 +441,28 @@ class Lme4Model:
         if self._native is None:
             self._native = NativeModel(self.spec)
         return self._native.satterthwaite_df(core, L, y=self._last[1])
+
+
+_CHECKS = (("grad", "check.conv.grad", "grad_tol"), ("hess", "check.conv.hess", "hess_tol"),
+           ("singular", "check.conv.singular", "singular_tol"))
+
+
+def _with_checkconv(ctrl: dict[str, Any], checkconv: Any) -> dict[str, Any]:
+    """``lmerControl`` arguments with the ``check.conv.*`` of ``checkconv`` (None: lme4's own).
+
+    lme4 records a check's findings only when it runs, and stops on
+    ``"stop"``; so ``"error"`` is sent as ``"warning"`` and the caller
+    raises (:func:`nlpower.lmm.checkconv.apply_policy`), as for the native engine.
+    """
+    if checkconv is None:
+        return ctrl
+    cc = CheckConvControl.coerce(checkconv)
+    out = dict(ctrl)
+    for field_, key, tol in _CHECKS:
+        level = getattr(cc, field_)
+        out.setdefault(key, {"action": "ignore" if level == "ignore" else "warning",
+                             "tol": float(getattr(cc, tol))})
+    return out
 
 
 def _check_response(y: Any, n: int) -> np.ndarray:

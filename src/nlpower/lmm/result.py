@@ -108,6 +108,70 @@ def _fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}" if math.isfinite(x) else "NaN"
 
 
+@dataclass(frozen=True)
+class OptSummary:
+    """What the optimiser and the post-fit checks found (MixedModels.jl's ``OptSummary``).
+
+    Every engine's fit has one (:attr:`LmmFit.optsum`); code reads these
+    typed fields, never the engine's ``optinfo`` dict.
+
+    Attributes
+    ----------
+    optimizer : str
+        E.g. ``"nlopt LN_BOBYQA"`` or ``"lme4 nloptwrap"``.
+    n_evals : int
+        Objective evaluations.
+    message : str
+        The optimiser's message.
+    optimizer_converged : bool
+        The optimiser met its own tolerances.
+    converged : bool
+        ``optimizer_converged`` and the gradient check passed (``fit.converged``).
+    check_messages : tuple of str
+        Findings of lme4's ``checkConv`` (gradient, Hessian, singular fit), in
+        lme4's wording; :func:`nlpower.lmm.checkconv.apply_policy` warns or
+        raises on them.
+    warnings : tuple of str
+        Other warnings the engine reported (lme4: R's warnings).
+    max_grad : float
+        ``max_i min(|scaled_i|, |g_i|)`` at the optimum (nan when not computed).
+
+    Examples
+    --------
+    >>> OptSummary.from_optinfo({"optimizer": "nlopt LN_BOBYQA", "n_evals": 40, "message": "ok",
+    ...                          "converged": True}).optimizer_converged
+    True
+    """
+
+    optimizer: str
+    n_evals: int
+    message: str
+    optimizer_converged: bool
+    converged: bool
+    check_messages: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    max_grad: float = math.nan
+
+    @classmethod
+    def from_optinfo(cls, optinfo: dict[str, Any]) -> OptSummary:
+        """From an engine's ``optinfo`` (the one place its keys are read)."""
+        check = optinfo.get("checkconv") or {}
+        conv_messages = tuple(str(m) for m in optinfo.get("conv_messages", ()))
+        messages = tuple(str(m) for m in check.get("messages", ())) + conv_messages
+        warns = tuple(str(w) for w in optinfo.get("warnings", ()) if w not in conv_messages)
+        converged = bool(optinfo.get("converged", True))
+        if "nlopt_converged" in optinfo:
+            opt_ok = bool(optinfo["nlopt_converged"])
+        else:  # lme4: an optimiser warning that is not one of checkConv's messages
+            opt_ok = not any("converge" in w for w in warns)
+        mg = check.get("max_grad", math.nan)
+        return cls(optimizer=str(optinfo.get("optimizer", "")),
+                   n_evals=int(optinfo.get("n_evals", 0)), message=str(optinfo.get("message", "")),
+                   optimizer_converged=opt_ok, converged=converged,
+                   check_messages=messages, warnings=warns,
+                   max_grad=float(mg) if mg is not None else math.nan)
+
+
 @dataclass(frozen=True, eq=False)
 class LmmFit:
     """A fitted linear mixed model with lme4 semantics.
@@ -129,7 +193,8 @@ class LmmFit:
     loglik, deviance, reml_criterion : likelihood criteria (``reml_criterion``
         is ``None`` for ML fits).
     nobs : number of observations.  ngrps : levels per grouping factor.
-    converged, singular : diagnostics (``optinfo`` has the details).
+    converged, singular : diagnostics (``optsum`` has the details; ``optinfo``
+        the engine's raw record).
     contrasts : coding of each factor in the fixed part.
     """
 
@@ -154,9 +219,17 @@ class LmmFit:
     ranef_tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     df_fn: Callable[[np.ndarray], float] | None = field(default=None, repr=False)
+    kr_fn: Callable[[np.ndarray], tuple[float, float]] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- derived quantities ----------------------------------------------------
+    @property
+    def optsum(self) -> OptSummary:
+        """The typed optimiser summary (:class:`OptSummary`)."""
+        if "optsum" not in self._cache:
+            self._cache["optsum"] = OptSummary.from_optinfo(self.optinfo)
+        return self._cache["optsum"]  # type: ignore[no-any-return]
+
     @property
     def se(self) -> pd.Series:
         """Standard errors of the fixed effects."""
@@ -209,27 +282,54 @@ class LmmFit:
         return float(self.df_fn(Lv))
 
     def coef_table(self, ddf: str = "satterthwaite") -> pd.DataFrame:
-        """Fixed-effects table: estimate, std_error, df, t, p.
+        """Fixed-effects table: estimate, std_error, df, t, p (lmerTest's ``summary``).
 
         Parameters
         ----------
-        ddf : {"satterthwaite", "normal"}
+        ddf : {"satterthwaite", "kenward-roger", "normal"}
             ``"satterthwaite"``: lmerTest's Satterthwaite df (Kuznetsova et
-            al. 2017) and t-distribution p-values; ``"normal"``: df = inf
-            (z-tests, as the t > 1.96 rule of Card et al. 2020).
+            al. 2017) and t-distribution p-values; ``"kenward-roger"``:
+            pbkrtest's adjusted standard errors and df (REML fits only);
+            ``"normal"``: df = inf (z-tests, as the t > 1.96 rule of Card et
+            al. 2020).  Every engine's fit supports all three.
+
+        Raises
+        ------
+        InputError
+            Unknown ``ddf``; ``"kenward-roger"`` on an ML fit; a df method
+            this fit was built without.
+
+        Examples
+        --------
+        >>> from nlpower import CrossedDesign, presets, simulate
+        >>> from nlpower.lmm import lmer
+        >>> df = simulate(CrossedDesign(6, 20), presets.high_variance(0.1), rng=1)
+        >>> fit = lmer("rating ~ x + (1 | worker) + (1 | item)", df)
+        >>> list(fit.coef_table("kenward-roger").columns)
+        ['estimate', 'std_error', 'df', 't', 'p']
         """
-        check_choice("ddf", ddf, ("satterthwaite", "normal"))
+        check_choice("ddf", ddf, ("satterthwaite", "kenward-roger", "normal"))
         key = f"coef_{ddf}"
         if key in self._cache:
             return self._cache[key].copy()
         est = self.fixef.to_numpy()
         se = self.se.to_numpy()
-        t = est / se
         p = est.size
         if ddf == "normal":
+            t = est / se
             df = np.full(p, np.inf)
             pv = 2.0 * stats.norm.sf(np.abs(t))
+        elif ddf == "kenward-roger":
+            if self.kr_fn is None:
+                raise InputError(f"Kenward-Roger df are not available for this {self.engine!r} "
+                                 "fit; use coef_table(ddf='satterthwaite').")
+            se_df = [self.kr_fn(np.eye(p)[i]) for i in range(p)]
+            se = np.array([v[0] for v in se_df])
+            df = np.array([v[1] for v in se_df])
+            t = est / se
+            pv = 2.0 * stats.t.sf(np.abs(t), df)
         else:
+            t = est / se
             df = np.array([self.contrast_df(np.eye(p)[i]) for i in range(p)])
             pv = 2.0 * stats.t.sf(np.abs(t), df)
         out = pd.DataFrame({"estimate": est, "std_error": se, "df": df, "t": t, "p": pv},
@@ -269,7 +369,11 @@ class LmmFit:
         return pd.DataFrame(rows)
 
     def summary(self, ddf: str = "satterthwaite") -> str:
-        """Text in the layout of lme4's ``summary(lmerMod)`` (lmerTest's df and p)."""
+        """Text in the layout of lme4's ``summary(lmerMod)`` (lmerTest's df and p).
+
+        ``ddf`` as in :meth:`coef_table`.
+        """
+        check_choice("ddf", ddf, ("satterthwaite", "kenward-roger", "normal"))
         lines = []
         how = "REML" if self.REML else "maximum likelihood"
         tag = " ['lmerModLmerTest']" if ddf == "satterthwaite" and self.df_fn is not None else ""
@@ -302,15 +406,15 @@ class LmmFit:
             ddf = "normal"
         tab = self.coef_table(ddf)
         shown = pd.DataFrame({"Estimate": tab["estimate"], "Std. Error": tab["std_error"]})
-        if ddf == "satterthwaite":
+        if ddf != "normal":
             shown["df"] = tab["df"]
         shown["t value"] = tab["t"]
-        shown["Pr(>|t|)" if ddf == "satterthwaite" else "Pr(>|z|)"] = tab["p"]
+        shown["Pr(>|t|)" if ddf != "normal" else "Pr(>|z|)"] = tab["p"]
         lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}") if len(shown)
                      else "(no fixed effects)")
         lines.append("")
         if not self.converged:
-            lines.append(f"optimizer (nlopt BOBYQA) did not converge: {self.optinfo.get('message', '')}")
+            lines.append(f"optimizer ({self.optsum.optimizer}) did not converge: {self.optsum.message}")
         if self.singular:
             lines.append("boundary (singular) fit: see help('isSingular')")
         return "\n".join(lines)

@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
+from ..convert import as_params
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..intervals import ConfidenceInterval
@@ -49,8 +49,8 @@ from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
+from ..powersim.rules import get_test
 from ..ratings import RatingsFit
-from ..ratings.convert import as_params
 from ..simulation import check_design_params
 from .draws import (
     SD_NAMES,
@@ -70,31 +70,6 @@ _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 # ------------------------------------------------------------------------------------
 # power of one design at many variance vectors
 # ------------------------------------------------------------------------------------
-
-
-def power_at_moments(effect: float, se: np.ndarray, df: np.ndarray, *, alpha: float, test: str,
-                     alternative: str) -> np.ndarray:
-    """Vectorised :func:`nlpower.powersim.analytic.power_from_moments` (non-zero effect).
-
-    Probability of a sign-correct rejection, ``P(T > c)`` with ``T`` noncentral
-    t (``"satterthwaite"``, ``"z"``) or normal (``"lrt"``).
-    """
-    se = np.asarray(se, dtype=float)
-    df = np.asarray(df, dtype=float)
-    allowed = alternative == "two-sided" or (alternative == "greater") == (effect > 0)
-    if not allowed:
-        return np.zeros_like(se)
-    q = 1.0 - alpha / 2.0 if alternative == "two-sided" else 1.0 - alpha
-    ncp = abs(effect) / se
-    t_df = test in ("satterthwaite", "kenward-roger")  # KR: the same expected moments and df
-    crit = stats.t.ppf(q, df) if t_df else np.full_like(se, stats.norm.ppf(q))
-    if test in ("lrt", "pblrt"):  # pblrt: its chi^2 approximation (no bootstrap without data)
-        return np.asarray(stats.norm.sf(crit - ncp))
-    finite = np.isfinite(df)
-    out = np.asarray(stats.norm.sf(crit - ncp), dtype=float)
-    if finite.any():
-        out[finite] = stats.nct.sf(crit[finite], df[finite], ncp[finite])
-    return out
 
 
 def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
@@ -121,8 +96,9 @@ def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, a
             ) -> np.ndarray:
     if n_sims == 0:
         se, df = _moments(design, point, variances)
-        return power_at_moments(point.effect, se, df, alpha=alpha, test=test,
-                                alternative=alternative)
+        # PB-LRT: its chi^2 approximation (no bootstrap without data)
+        return np.asarray(get_test(test).approximate().power(
+            point.effect, se, df, alpha=alpha, alternative=alternative))
     v = np.atleast_2d(variances)
     seeds = seq.spawn(len(v))
     return np.array([power(design, params_at(point, row), n_sims=n_sims, alpha=alpha, test=test,
@@ -354,7 +330,7 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
             f"assurance needs a balanced two-system pilot (every worker rated every item under "
             f"both systems, once); this pilot has {r.n_systems} systems, {w} workers, {i} items, "
             f"{r.n_ratings} ratings (fully crossed: {r.fully_crossed}). For other pilots plan at "
-            "the point estimates (nlpower.plan(as_params(fit, effect=...), ...)) and treat the "
+            "the point estimates (nlpower.plan(as_params(fit, effect=...), effect=...)) and treat the "
             "result as optimistic."
         )
     if w < 2 or i < 2:
@@ -571,7 +547,7 @@ def plan_with_assurance(
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    point_plan = plan(pilot_.point, pilot_.point.effect, **kw)
+    point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
     point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
@@ -579,7 +555,7 @@ def plan_with_assurance(
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
     try:
-        safe_plan = plan(params_at(pilot_.point, pilot_.upper), pilot_.point.effect, **kw)
+        safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect, **kw)
         safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None

@@ -45,11 +45,11 @@ approximation).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
-from scipy import stats
 
 from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
@@ -61,6 +61,7 @@ from .fastpath import stratum_eigenvalues
 from .models import Params, build_model, effect_of, true_sds
 from .options import check_test_options
 from .result import AnalyticPowerResult
+from .rules import get_test
 
 
 def balanced_moments(design: CrossedDesign, params: LMMParams) -> tuple[float, float]:
@@ -293,36 +294,22 @@ class _WoodburyBlocks:
         return float(np.trace(self.K2(ri, ci)))
 
 
-def power_from_moments(effect: float, se: float, df: float, *, alpha: float, test: str,
-                       alternative: str, normal: bool = False) -> float:
+def power_from_moments(effect: float, se: Any, df: Any, *, alpha: float, test: str,
+                       alternative: str, normal: bool = False) -> Any:
     """Probability of a sign-correct rejection given the estimate's SE and df.
 
-    At ``effect == 0`` the probability of any rejection (the size).
+    The test rule's :meth:`~nlpower.powersim.rules.TestRule.power` (the one
+    implementation; ``se`` and ``df`` may be arrays).  At ``effect == 0`` the
+    probability of any rejection (the size).
+
+    Examples
+    --------
+    >>> round(power_from_moments(0.1, 0.04, 20.0, alpha=0.05, test="satterthwaite",
+    ...                          alternative="two-sided"), 4)
+    0.6623
     """
-    ncp = effect / se
-    two = alternative == "two-sided"
-    q = 1.0 - alpha / 2.0 if two else 1.0 - alpha
-    t_df = test in ("satterthwaite", "kenward-roger")  # KR: the same expected moments and df
-    use_t = t_df or (test == "z" and not normal)
-    if t_df:
-        crit = float(stats.t.ppf(q, df))
-    else:
-        crit = float(stats.norm.ppf(q))
-
-    def upper(nc: float) -> float:  # P(T > crit)
-        if use_t and math.isfinite(df):
-            return float(stats.nct.sf(crit, df, nc)) if nc != 0 else float(stats.t.sf(crit, df))
-        return float(stats.norm.sf(crit - nc))
-
-    if effect == 0:
-        if two:
-            return 2.0 * upper(0.0)
-        return upper(0.0)
-    sign = 1.0 if effect > 0 else -1.0
-    allowed = two or (alternative == "greater" and sign > 0) or (alternative == "less" and sign < 0)
-    if not allowed:
-        return 0.0
-    return upper(abs(ncp))
+    return get_test(test).power(effect, se, df, alpha=alpha, alternative=alternative,
+                                normal=normal)
 
 
 def analytic_power(
@@ -383,10 +370,11 @@ def analytic_moments(design: CrossedDesign, params: Params, *, alpha: float, tes
                      alternative: str, method: str = "auto", normal: bool = False
                      ) -> AnalyticPowerResult:
     """:func:`analytic_power` on validated arguments (what ``power(method="analytic")`` calls)."""
-    if test == "pblrt":
+    rule = get_test(test)
+    if rule.analytic is None:
         raise InputError(
-            "test='pblrt' (parametric-bootstrap LRT) has no analytic approximation. Use "
-            "power(..., test='pblrt') (simulation), or test='lrt' for the chi^2 approximation."
+            f"test={test!r} has no analytic approximation. Use power(..., test={test!r}) "
+            f"(simulation), or test={rule.approximate().name!r} for its approximation."
         )
     balanced_ok = design.is_balanced_crossed and isinstance(params, LMMParams) and \
         (params.coding != "treatment" or (params.sd_worker_slope == 0 and params.sd_item_slope == 0))
@@ -411,7 +399,7 @@ def analytic_moments(design: CrossedDesign, params: Params, *, alpha: float, tes
     pw = power_from_moments(effect, se, df, alpha=alpha, test=test, alternative=alternative,
                             normal=normal)
     return AnalyticPowerResult(
-        power=pw, ncp=effect / se, df=df if test != "lrt" else math.inf, se=se, effect=effect,
+        power=pw, ncp=effect / se, df=df if rule.statistic == "wald" else math.inf, se=se, effect=effect,
         coding=params.coding, test=test, alpha=alpha, alternative=alternative, method=method,
         design=design,
     )

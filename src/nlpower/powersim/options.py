@@ -22,7 +22,6 @@ method         what runs
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +37,7 @@ from .._choices import (
 )
 from .._validation import check_int, check_real
 from ..errors import InputError
+from .rules import get_test
 
 #: Old ``engine=`` values that named a way of computing power: what to pass instead.
 _RENAMED_ENGINES = {"fast": "method='balanced'", "auto": "method='auto'",
@@ -99,8 +99,8 @@ def check_test_options(alpha: object, test: object, alternative: object
             f"alpha must be strictly between 0 and 1 (the significance level); got {a}. "
             "The usual value is 0.05."
         )
-    return a, check_choice("test", test, RatingsTest), check_choice("alternative", alternative,
-                                                                    Alternative)
+    return a, get_test(test).name, check_choice("alternative", alternative,  # type: ignore[return-value]
+                                                Alternative)
 
 
 def check_engine(engine: object) -> EngineName:
@@ -113,28 +113,6 @@ def check_engine(engine: object) -> EngineName:
         )
     name: EngineName = check_choice("engine", engine, EngineName)
     return name
-
-
-def _check_pblrt(n_boot: int, alpha: float, alternative: str, method: str) -> None:
-    """``test="pblrt"``: enough bootstrap samples to reject, two-sided, simulated."""
-    if (1.0 / (n_boot + 1.0)) > alpha:
-        need = math.ceil(1.0 / alpha - 1.0 - 1e-9)
-        raise InputError(
-            f"n_boot={n_boot} cannot reject at alpha={alpha:g}: the smallest parametric-bootstrap "
-            f"p-value is 1/(n_boot + 1) = {1.0 / (n_boot + 1.0):.4g}. Use n_boot >= {need} "
-            "(99 or more recommended)."
-        )
-    if alternative != "two-sided":
-        raise InputError(
-            f"test='pblrt' is two-sided (the likelihood ratio has no sign, as in pbkrtest's "
-            f"PBmodcomp); got alternative={alternative!r}. Use alternative='two-sided' (power "
-            "still counts only sign-correct rejections)."
-        )
-    if method == "analytic":
-        raise InputError(
-            "test='pblrt' has no analytic approximation; got method='analytic'. Use "
-            "method='auto' (the balanced fast path when exact) or 'simulate'."
-        )
 
 
 def power_options(
@@ -155,9 +133,10 @@ def power_options(
     """Validate the options of :func:`~nlpower.powersim.power` once.
 
     Parameters are those of :func:`~nlpower.powersim.power`.  ``REML=None``
-    resolves to REML for ``test="satterthwaite"`` (lmerTest's default) and
-    ``"kenward-roger"`` (which needs a REML fit, as in pbkrtest) and to ML
-    for ``"z"`` (the paper), ``"lrt"`` and ``"pblrt"``.
+    resolves to the test rule's default (:mod:`nlpower.powersim.rules`):
+    REML for ``test="satterthwaite"`` (lmerTest's default) and
+    ``"kenward-roger"`` (which needs a REML fit, as in pbkrtest), ML for
+    ``"z"`` (the paper), ``"lrt"`` and ``"pblrt"``.
 
     Raises
     ------
@@ -188,22 +167,9 @@ def power_options(
             f">= 2; got {likert!r}."
         )
     n_boot = check_int("n_boot", n_boot, min=1)
-    if REML is None:
-        REML = test_ in ("satterthwaite", "kenward-roger")
-    elif not isinstance(REML, (bool, np.bool_)):
-        raise InputError(f"REML must be True, False or None (default for the test); got {REML!r}.")
-    if REML and test_ in ("lrt", "pblrt"):
-        raise InputError(
-            f"test={test_!r} compares ML fits with and without the effect; REML likelihoods of "
-            "models with different fixed effects are not comparable. Use REML=False (or None)."
-        )
-    if not REML and test_ == "kenward-roger":
-        raise InputError(
-            "test='kenward-roger' is defined at a REML fit (pbkrtest refuses ML fits); got "
-            "REML=False. Use REML=True (or None), or test='satterthwaite' for ML fits."
-        )
-    if test_ == "pblrt":
-        _check_pblrt(n_boot, alpha, alternative_, method_)
+    rule = get_test(test_)
+    REML = rule.resolve_REML(REML)
+    rule.check(alpha=alpha, alternative=alternative_, method=method_, n_boot=n_boot)
     for name, flag in (("null", null), ("keep_replicates", keep_replicates)):
         if not isinstance(flag, (bool, np.bool_)):
             raise InputError(f"{name} must be True or False; got {flag!r}.")

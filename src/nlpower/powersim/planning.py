@@ -18,10 +18,10 @@ from scipy import optimize
 from .._choices import Alternative, Coding, MDEMethod, RatingsTest, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_real
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments, power_from_moments
 from .models import Params, with_effect
@@ -235,8 +235,8 @@ class PlanResult:
 
 def plan(
     params: Params,
-    effect: float,
     *,
+    effect: float,
     target_power: float = 0.8,
     alpha: float = 0.05,
     test: RatingsTest = "satterthwaite",
@@ -271,7 +271,7 @@ def plan(
     Examples
     --------
     >>> from nlpower import presets
-    >>> p = plan(presets.high_variance(), 0.1, max_workers=20)
+    >>> p = plan(presets.high_variance(), effect=0.1, max_workers=20)
     >>> p.power >= 0.8
     True
     """

@@ -19,14 +19,16 @@ run's sequence.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
+from ..lmm import get_engine
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments
 from .models import Params, effect_of, mean_difference_of, with_effect
@@ -34,13 +36,6 @@ from .options import PowerOptions, power_options
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
 from .summary import analytic_power_result, apply_failure_policy, power_result
-
-#: Keyword defaults of :func:`power`'s options (checked when ``options=`` is also given).
-_DEFAULTS: dict[str, Any] = {
-    "n_sims": 1000, "alpha": 0.05, "test": "satterthwaite", "alternative": "two-sided",
-    "method": "auto", "engine": "native", "REML": None, "null": False, "likert": None,
-    "keep_replicates": True, "on_failure": "ignore", "n_boot": 99,
-}
 
 
 def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
@@ -52,7 +47,10 @@ def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) ->
             f"{why}. Use method='simulate' (any design) or method='auto'."
         )
     if opts.method == "auto":
-        return "balanced" if why is None and opts.engine == "native" else "simulate"
+        # the balanced closed-form fits stand in for refits only for an engine that says
+        # they give its numbers (the native one); other engines refit every replicate
+        shortcut = get_engine(opts.engine).balanced_shortcut
+        return "balanced" if why is None and shortcut else "simulate"
     return opts.method
 
 
@@ -147,7 +145,7 @@ def power(
         The effect to detect, in ``coding``: required when ``params`` is a
         fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
         the paper's model), whose variance components are used and whose own
-        effect estimate never is (:func:`nlpower.ratings.convert.as_params`);
+        effect estimate never is (:func:`nlpower.convert.as_params`);
         with parameters it replaces their effect.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` (and of the parameters taken from a fit).
@@ -195,7 +193,7 @@ def power(
         raise InputError(f"options must be a PowerOptions from power_options(...); got "
                          f"{type(options).__name__}.")
     else:
-        changed = [k for k, v in kw.items() if not _same(v, _DEFAULTS[k])]
+        changed = [k for k, v in kw.items() if not _same(v, _keyword_default(k))]
         if changed:
             raise InputError(
                 f"pass either options= (a PowerOptions) or keyword options, not both; got options= "
@@ -240,6 +238,11 @@ def power(
         if opts.null and effect != 0 else None
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes)
+
+
+def _keyword_default(name: str) -> Any:
+    """The default of :func:`power`'s keyword ``name`` (its signature is the one source)."""
+    return inspect.signature(power).parameters[name].default
 
 
 def _same(value: Any, default: Any) -> bool:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._choices import Coding, EngineName, RatingsModel
 from ..errors import InputError, RatingsError
-from ..lmm import LmmFit, get_engine, model_frame, warn_diagnostics
+from ..lmm import Engine, LmmFit, get_engine, model_frame, warn_diagnostics
 from ..lmm.structure import ModelSpec
 from .io import Ratings
 from .model import GROUPS, ModelChoice, choose_model
@@ -66,9 +66,9 @@ def fit_ratings(
         are reported as 0, marked as not in the model
         (:mod:`nlpower.ratings.model`, "Model choice").
     start : array-like, optional
-        Starting ``theta`` for the native engine (lme4's order).
+        Starting ``theta`` (lme4's order).
     control : dict, optional
-        Optimiser settings for the native engine (see :func:`nlpower.lmm.lmer`).
+        The engine's optimiser settings (see :func:`nlpower.lmm.lmer`).
 
     Returns
     -------
@@ -86,14 +86,17 @@ def fit_ratings(
         ``ratings`` not a :class:`Ratings`, unknown baseline, unknown coding,
         ``"half"`` with more than two systems, unknown engine or model, a
         formula with other columns, grouping factors or response, or without
-        ``system``; ``start`` with ``engine="lme4"``, a model the data cannot
+        ``system``; a model the data cannot
         support (the message suggests a simpler ``model=`` formula).
 
     Examples
     --------
     >>> from nlpower.ratings import fit_ratings, read_ratings
-    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))  # doctest: +SKIP
-    >>> fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")  # doctest: +SKIP
+    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))
+    >>> fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
+    RatingsFit(systems=['B', 'A'], baseline='A', coding='sum', beta0=0.4937, sigma=0.2883, n=640)
+
+    (Paths are relative to the repository root, where ``fixtures/`` is.)
 
     Warns
     -----
@@ -113,10 +116,8 @@ def fit_ratings(
         raise RatingsError(str(exc)) from None
     if not isinstance(REML, bool):
         raise RatingsError(f"REML must be True or False; got {REML!r}.")
-    if start is not None and eng.name != "native":
-        raise RatingsError("start= is only supported with engine='native'.")
     choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
-    fit, loadings = _fit(choice, eng.name, REML=REML, start=start, control=control)
+    fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
     return _ratings_fit(ratings, choice, fit, loadings)
 
 
@@ -128,7 +129,7 @@ def _simpler(choice: ModelChoice) -> str:
     return "rating ~ system + " + " + ".join(parts)
 
 
-def _fit(choice: ModelChoice, engine: EngineName, *, REML: bool, start: Any,
+def _fit(choice: ModelChoice, engine: Engine, *, REML: bool, start: Any,
          control: dict[str, Any] | None) -> tuple[LmmFit, dict[tuple[str, tuple[str, ...]], np.ndarray]]:
     """The chosen model through the engine, and each term's per-system loadings.
 
@@ -137,9 +138,8 @@ def _fit(choice: ModelChoice, engine: EngineName, *, REML: bool, start: Any,
     formula = choice.formula
     try:
         spec = model_frame(formula, choice.data, contrasts={"system": choice.coding})
-        options = {"data": choice.data} if engine == "lme4" else {}
-        fit = get_engine(engine).prepare(spec, **options).fit(REML=REML, start=start,
-                                                              control=control)
+        fit = engine.prepare(spec, data=choice.data).fit(REML=REML, start=start,
+                                                         control=control)
     except InputError as exc:
         if isinstance(exc, RatingsError):
             raise

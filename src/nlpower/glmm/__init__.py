@@ -1,0 +1,157 @@
+"""Generalised linear mixed models with lme4's semantics: :func:`glmer`.
+
+``glmer(formula, data, family="binomial")`` builds the model frame with the
+LMM engine's formula layer (lme4 syntax: crossed and nested terms, random
+slopes, ``||``), turns the response into the family's form
+(:mod:`.response`), prepares a :class:`~nlpower.glmm.model.GlmmModel` (or
+lme4's ``glmer`` through rpy2 with ``engine="lme4"``) and returns a
+:class:`~nlpower.glmm.result.GlmmFit`.  See ``docs/glmm.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._choices import EngineName
+from ..errors import ConvergenceWarning, InputError, NlpowerWarning, SingularFitWarning
+from ..formula import parse
+from ..lmm.checkconv import CheckConvControl, apply_policy
+from ..lmm.family import Family, get_family
+from ..lmm.frame import model_frame
+from .model import GlmmModel
+from .response import binary_response, offset_vector, prior_weights
+from .result import GlmmCore, GlmmFit
+
+__all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
+
+
+def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,
+               contrasts: dict[str, str] | None = None) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(spec, weights, offset)``: the model frame with the response in the family's form."""
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"data must be a pandas DataFrame with one row per observation; got "
+                         f"{type(data).__name__}.")
+    f = parse(formula)
+    resp = f.response
+    d = data
+    if resp in data.columns and family.name == "binomial":
+        col = data[resp]
+        keep = col.notna()
+        y = np.full(len(data), np.nan)
+        y[keep.to_numpy()] = binary_response(col[keep], resp)
+        d = data.assign(**{resp: y})
+    elif resp in data.columns and not pd.api.types.is_numeric_dtype(data[resp].dtype):
+        raise InputError(f"a Poisson response must be numeric counts; {resp!r} has dtype "
+                         f"{data[resp].dtype}.")
+    wt_all = prior_weights(weights, data, len(data), None)
+    off_all = offset_vector(offset, data, len(data), None)
+    used = [c for c in map(str, data.columns) if c in f.variables]
+    keep_rows = ~d[used].isna().any(axis=1).to_numpy() if used else np.ones(len(d), bool)
+    with warnings.catch_warnings():
+        # a 0/1 response without variation is reported by the GLMM's own check
+        spec = model_frame(formula, d, contrasts=contrasts, allow_n=True) if np.ptp(
+            np.asarray(d[resp], dtype=float)[keep_rows]) > 0 else None
+    if spec is None:
+        from .response import check_response
+        check_response(family, np.asarray(d[resp], dtype=float)[keep_rows], wt_all[keep_rows], resp)
+        raise InputError(f"the response {resp!r} is constant; a GLMM cannot be fitted.")
+    return spec, wt_all[keep_rows], off_all[keep_rows]
+
+
+def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: str | None = None,
+          weights: Any = None, offset: Any = None, nAGQ: int = 1, engine: EngineName = "native",
+          start: Any = None, control: dict[str, Any] | None = None,
+          contrasts: dict[str, str] | None = None, checkconv: Any = None) -> GlmmFit:
+    """Fit a generalised linear mixed model, like lme4's ``glmer``.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 syntax, e.g. ``"win ~ system + (1 | worker) + (1 | item)"``.
+    data : pandas.DataFrame
+        One row per observation.
+    family : {"binomial", "poisson"} or Family
+        Binomial (logit, probit, cloglog links) or Poisson (log).
+    link : str, optional
+        The link (default: the family's canonical one).
+    weights : str or array, optional
+        Prior weights; for a binomial response given as proportions, the
+        numbers of trials (R's ``cbind(k, n - k)`` is ``k / n`` with ``weights=n``).
+    offset : str or array, optional
+        A known term of the linear predictor (e.g. ``log(exposure)``).
+    nAGQ : int, default 1
+        1: Laplace approximation; 0: lme4's fast ``nAGQ = 0`` (``beta`` in
+        PIRLS); > 1: adaptive Gauss-Hermite quadrature, for a single scalar
+        random-effects term.
+    engine : {"native", "lme4"}
+        The native engine (default) or lme4's ``glmer`` through rpy2.
+    start : dict, optional
+        ``{"theta": ..., "beta": ...}`` (or a previous fit): start stage 2 there.
+    control : dict, optional
+        Native: ``{"maxeval": ...}``; lme4: arguments of ``glmerControl``.
+    contrasts : dict, optional
+        Coding of factors, as :func:`nlpower.lmm.lmer`.
+    checkconv : str, dict or CheckConvControl, optional
+        lme4's post-fit checks and what a failure does (as :func:`~nlpower.lmm.lmer`).
+
+    Returns
+    -------
+    GlmmFit
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> cbpp = pd.read_csv("tests/reference/data/cbpp.csv", dtype={"period": str, "herd": str})
+    >>> fit = glmer("prop ~ period + (1 | herd)", cbpp, "binomial", weights="size")
+    >>> fit.fixef.round(3).tolist()
+    [-1.398, -0.992, -1.128, -1.58]
+    >>> round(fit.loglik, 3)
+    -92.027
+    """
+    fam = get_family(family, link)
+    if fam.name not in ("binomial", "poisson"):
+        raise InputError(f"glmer fits the 'binomial' and 'poisson' families; got {fam.name!r}. "
+                         "Use nlpower.lmm.lmer for Gaussian responses.")
+    if not isinstance(nAGQ, int | np.integer) or isinstance(nAGQ, bool) or not 0 <= nAGQ <= 100:
+        raise InputError(f"nAGQ must be an integer from 0 to 100 (1 = Laplace); got {nAGQ!r}.")
+    from ..lmm.engine import get_engine
+    eng = get_engine(engine)
+    spec, wt, off = glmm_frame(formula, data, fam, weights=weights, offset=offset,
+                               contrasts=contrasts)
+    if eng.name == "lme4":
+        from .lme4 import Lme4GlmmModel
+        fit = Lme4GlmmModel(spec, fam, weights=wt, offset=off, data=data).fit(
+            nAGQ=int(nAGQ), control=control, start=start)
+        _warn(fit)
+        return fit
+    ctl = CheckConvControl.coerce(checkconv)
+    model = GlmmModel(spec, fam, weights=wt, offset=off)
+    fit = model.fit(start=start, nAGQ=int(nAGQ), control=control, checkconv=ctl)
+    if fit.optinfo.get("separation"):
+        warnings.warn(
+            "glmer: fitted probabilities numerically 0 or 1 occurred -- complete or quasi-complete "
+            "separation (a predictor, or a combination of predictors, predicts the outcome "
+            "perfectly in part of the data). The affected fixed effects and their standard "
+            "errors are not meaningful. Remove or merge the offending predictor levels, pool "
+            "sparse cells, or use a penalised (bias-reduced or Bayesian) fit.",
+            NlpowerWarning, stacklevel=2)
+        return fit
+    if not fit.optinfo["nlopt_converged"]:
+        _warn(fit, singular=False)
+    if "checkconv" in fit.optinfo:
+        apply_policy(fit.optinfo["checkconv"], ctl, where="glmer", stacklevel=3)
+    return fit
+
+
+def _warn(fit: GlmmFit, singular: bool = True) -> None:
+    if not fit.converged:
+        warnings.warn(f"glmer ({fit.engine}): the optimiser did not converge "
+                      f"({fit.optinfo.get('message', '')}); try control={{'maxeval': ...}} or "
+                      "rescale predictors.", ConvergenceWarning, stacklevel=3)
+    if singular and fit.singular:
+        warnings.warn(f"glmer ({fit.engine}): boundary (singular) fit; see fit.varcorr().",
+                      SingularFitWarning, stacklevel=3)

@@ -1,0 +1,373 @@
+"""``GlmmModel``: the native GLMM engine's prepared model (lme4's ``glmer`` semantics).
+
+Pipeline (lme4's ``glFormula -> mkGlmerDevfun -> optimizeGlmer`` twice ->
+``checkConv -> mkMerMod``): :class:`~nlpower.lmm.structure.ModelSpec` ->
+lme4's ``theta`` layout and grouping blocks (shared with the LMM engine) ->
+:class:`~nlpower.glmm.pirls.Pirls` (conditional modes, Laplace deviance) ->
+
+1. stage 1 (lme4's ``nAGQ = 0``): ``beta`` updated inside PIRLS with ``u``,
+   BOBYQA over ``theta``;
+2. stage 2: BOBYQA over ``(theta, beta)`` on the Laplace (or adaptive
+   Gauss-Hermite) deviance, PIRLS over ``u`` only, from stage 1's optimum;
+   then one Newton step on the finite-difference Hessian when it lowers the
+   deviance (that Hessian is also lme4's ``vcov`` and ``checkConv`` input).
+
+:meth:`GlmmModel.refit` is the power replicates' light path: stage 2 only
+when a warm start is given, the fixed-effects covariance from the PIRLS
+factor (lme4's ``use.hessian = FALSE``), no Hessian.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import nlopt
+import numpy as np
+
+from ..errors import FitError, InputError
+from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, deriv12, gradient
+from ..lmm.family import Family
+from ..lmm.native import single_threaded
+from ..lmm.native.blocks import group_blocks, theta_layout
+from ..lmm.structure import ModelSpec
+from .agq import agq_deviance
+from .pirls import Mode, Pirls
+from .response import check_response
+from .result import GlmmCore, GlmmFit, build_fit
+
+SINGULAR_TOL = 1e-4
+#: BOBYQA settings of the two stages (tighter than lme4's, so the optimum is reached)
+STAGE1 = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
+STAGE2 = {"xtol_abs": 1e-7, "ftol_abs": 1e-10, "maxeval": 20000, "step": 0.1}
+
+
+def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
+            ctl: dict[str, float]) -> tuple[np.ndarray, float, int, bool, str]:
+    """NLopt BOBYQA (best point kept on round-off); never raises for non-convergence."""
+    best_f, best_x = [math.inf], [x0.copy()]
+    count = [0]
+
+    def f(x: np.ndarray, grad: np.ndarray) -> float:
+        count[0] += 1
+        v = fn(x)
+        if not math.isfinite(v):
+            return 1e300
+        if v < best_f[0]:
+            best_f[0], best_x[0] = v, x.copy()
+        return float(v)
+
+    opt = nlopt.opt(nlopt.LN_BOBYQA, x0.size)
+    opt.set_min_objective(f)
+    opt.set_lower_bounds(lower)
+    opt.set_xtol_abs(ctl["xtol_abs"])
+    opt.set_ftol_abs(ctl["ftol_abs"])
+    opt.set_maxeval(int(ctl["maxeval"]))
+    opt.set_initial_step(step)
+    converged, msg = True, "converged"
+    try:
+        opt.optimize(np.maximum(x0, lower))
+        status = opt.last_optimize_result()
+        if status == nlopt.MAXEVAL_REACHED:
+            converged, msg = False, "maximum number of evaluations reached"
+    except nlopt.RoundoffLimited:
+        msg = "roundoff limited (best point kept)"
+    except (RuntimeError, ValueError) as exc:
+        converged, msg = False, f"NLopt failure: {exc}"
+    return np.asarray(best_x[0], dtype=float), float(best_f[0]), count[0], converged, msg
+
+
+def start_parts(start: Any) -> tuple[Any, Any]:
+    """``(theta, beta)`` of a start: a dict, a fit or core (``theta`` and ``fixef``/``beta``), or theta."""
+    if isinstance(start, dict):
+        return start.get("theta"), start.get("beta")
+    if hasattr(start, "theta"):
+        be = getattr(start, "beta", None)
+        if be is None and getattr(start, "fixef", None) is not None:
+            be = np.asarray(start.fixef, dtype=float)
+        return start.theta, be
+    return start, None
+
+
+class GlmmModel:
+    """A GLMM structure prepared once; responses are swapped per fit.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The design (:func:`nlpower.lmm.frame.model_frame`; for the binomial,
+        ``spec.y`` holds 0/1 or proportions).
+    family : Family
+        :class:`~nlpower.lmm.family.Binomial` or :class:`~nlpower.lmm.family.Poisson`.
+    weights, offset : array, optional
+        Prior weights (binomial: numbers of trials) and the linear predictor's offset.
+    data : ignored
+        The engine protocol passes the user's data frame; the native fitter needs only ``spec``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nlpower.lmm.frame import model_frame
+    >>> from nlpower.lmm.family import Binomial
+    >>> d = pd.read_csv("tests/reference/data/cbpp.csv", dtype={"period": str, "herd": str})
+    >>> m = GlmmModel(model_frame("prop ~ period + (1 | herd)", d), Binomial(), weights=d["size"])
+    >>> round(m.fit().loglik, 2)
+    -92.03
+    """
+
+    engine = "native"
+
+    def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
+                 data: Any = None):
+        if family.name not in ("binomial", "poisson"):
+            raise InputError(f"GlmmModel fits the binomial and Poisson families; got {family!r}. "
+                             "Use lmer for Gaussian responses.")
+        if not spec.re_terms:
+            raise InputError(f"formula {spec.formula!r} has no random-effects terms; a GLMM needs "
+                             "at least one term like (1 | worker). For a GLM use statsmodels.")
+        n = spec.n
+        self.spec = spec
+        self.family = family
+        self.wt = np.ones(n) if weights is None else np.asarray(weights, dtype=float).ravel()
+        self.offset = np.zeros(n) if offset is None else np.asarray(offset, dtype=float).ravel()
+        for name, arr in (("weights", self.wt), ("offset", self.offset)):
+            if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+                raise InputError(f"{name} must be {n} finite values (one per row of the model); "
+                                 f"got shape {arr.shape}.")
+        if np.any(self.wt < 0):
+            raise InputError("weights must be non-negative (numbers of trials).")
+        self.layout = theta_layout(spec.re_terms)
+        self.blocks = group_blocks(self.layout)
+        X = np.ascontiguousarray(spec.X, dtype=float)
+        y = np.asarray(spec.y, dtype=float)
+        check_response(family, y, self.wt, spec.response)
+        self.pirls = Pirls(X, self.blocks, self.layout.size, family, y, self.wt, self.offset)
+        self.k = self.layout.size
+        self.p = spec.p
+        self.lower = np.concatenate([self.layout.lower, np.full(self.p, -np.inf)])
+        self._u: np.ndarray | None = None
+        self._beta = np.zeros(self.p)
+        self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
+
+    # -- objectives -----------------------------------------------------------------
+    def _mode(self, theta: np.ndarray, beta: np.ndarray, update_beta: bool) -> Mode:
+        mode = self.pirls.run(theta, beta, self._u, update_beta=update_beta)
+        if mode.ok and math.isfinite(mode.deviance):
+            self._u = mode.u
+            if update_beta:
+                self._beta = mode.beta
+        return mode
+
+    def deviance(self, theta: Any, beta: Any = None, *, nAGQ: int = 1) -> float:
+        """lme4's deviance ``-2 logLik`` at ``theta`` and ``beta`` (``beta=None``: PIRLS's, nAGQ=0)."""
+        th = np.asarray(theta, dtype=float).ravel()
+        if th.shape != (self.k,):
+            raise InputError(f"theta must have {self.k} values ({', '.join(self.layout.names)}).")
+        if beta is None:
+            return self._mode(th, self._beta, True).deviance
+        b = np.asarray(beta, dtype=float).ravel()
+        mode = self._mode(th, b, False)
+        if nAGQ > 1 and mode.ok:
+            return agq_deviance(self.pirls, mode, nAGQ)
+        return mode.deviance
+
+    def _f2(self, nAGQ: int) -> Any:
+        k = self.k
+
+        def f(x: np.ndarray) -> float:
+            return self.deviance(x[:k], x[k:], nAGQ=nAGQ)
+        return f
+
+    # -- stages ---------------------------------------------------------------------
+    def _stage1(self, theta0: np.ndarray) -> tuple[np.ndarray, float, int]:
+        self._u = None
+        self._beta = np.zeros(self.p)
+        self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
+        self._u = None
+
+        def f(th: np.ndarray) -> float:
+            return self.deviance(th)
+        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, STAGE1["step"]),
+                                  STAGE1)
+        self.deviance(th)                                        # leave beta and u at the optimum
+        return th, fv, n + 2
+
+    def _stage2(self, x0: np.ndarray, nAGQ: int, step: np.ndarray | None = None
+                ) -> tuple[np.ndarray, float, int, bool, str]:
+        if step is None:
+            se = self._se_rx(x0)
+            step = np.concatenate([np.full(self.k, STAGE2["step"]), np.maximum(0.2 * se, 1e-3)])
+        return _bobyqa(self._f2(nAGQ), x0, self.lower, step, STAGE2)
+
+    def _se_rx(self, x: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.diag(self.vcov_rx(x)))
+
+    def vcov_rx(self, x: np.ndarray) -> np.ndarray:
+        """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
+        mode = self._mode(x[:self.k], x[self.k:], False)
+        _, _, L2, _ = self.pirls.factor(mode.w, True)
+        assert L2 is not None
+        Lx = L2[self.pirls.qr:, self.pirls.qr:]
+        Li = np.linalg.inv(Lx)
+        return Li.T @ Li
+
+    def _start(self, start: Any, nAGQ: int) -> tuple[np.ndarray, int, bool]:
+        """``(theta, beta)`` to start stage 2 from; runs stage 1 unless a full start is given."""
+        if start is not None:
+            th, be = start_parts(start)
+            theta = self.layout.check_start(th)
+            if be is not None:
+                b = np.asarray(be, dtype=float).ravel()
+                if b.shape != (self.p,) or not np.all(np.isfinite(b)):
+                    raise InputError(f"start beta must be {self.p} finite values "
+                                     f"({', '.join(self.spec.fixef_names)}); got {be!r}.")
+                return np.concatenate([theta, b]), 0, True
+        else:
+            theta = self.layout.start.copy()
+        th, _, n = self._stage1(theta)
+        return np.concatenate([th, self._beta]), n, False
+
+    def set_response(self, y: Any) -> np.ndarray:
+        """Swap the response (checked); the structure is kept."""
+        yv = np.asarray(y, dtype=float).ravel()
+        if yv.shape != (self.spec.n,):
+            raise InputError(f"y must have {self.spec.n} values (one per row); got shape {yv.shape}.")
+        check_response(self.family, yv, self.wt, "y")
+        self.pirls.set_response(yv, self.wt, self.offset)
+        self._u = None
+        return yv
+
+    # -- fits -----------------------------------------------------------------------
+    def _optimize(self, nAGQ: int, start: Any) -> tuple[np.ndarray, float, int, bool, str, bool]:
+        if nAGQ > 1 and not self._scalar_single:
+            raise InputError(
+                f"nAGQ={nAGQ} (adaptive Gauss-Hermite quadrature) needs a single scalar "
+                "random-effects term such as (1 | herd), as lme4; use nAGQ=1 (Laplace).")
+        x0, n1, warm = self._start(start, nAGQ)
+        if nAGQ == 0:
+            fv = self.deviance(x0[:self.k])
+            return x0, fv, n1, True, "stage 1 (nAGQ = 0)", warm
+        step = None
+        if warm:
+            step = np.concatenate([np.full(self.k, 0.05), np.maximum(0.1 * self._se_rx(x0), 1e-3)])
+        x, fv, n2, ok, msg = self._stage2(x0, nAGQ, step)
+        return x, fv, n1 + n2, ok, msg, warm
+
+    def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1) -> GlmmCore:
+        """Fit a new response on the same structure: the light core (power replicates).
+
+        ``start``: the truth or a previous fit (anything with ``theta`` and
+        ``beta``, or a dict); then stage 1 is skipped.  The covariance of
+        ``beta`` is PIRLS's (``RX``-based), no Hessian is computed.
+        """
+        self.set_response(y)
+        with single_threaded():          # small dense factors: BLAS threads only cost
+            x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
+            return self._core(x, fv, n, ok, msg, self.vcov_rx(x))
+
+    def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
+              check: ConvCheck | None = None) -> GlmmCore:
+        theta, beta = x[:self.k], x[self.k:]
+        if not math.isfinite(fv):
+            raise FitError("the GLMM deviance is not finite at the optimum; the model cannot be "
+                           "fitted to these data (check for complete separation).")
+        singular = bool(np.any(theta[self.layout.diag] < SINGULAR_TOL))
+        conv = ok and (check is None or check.ok or check.singular)
+        return GlmmCore(theta=theta.copy(), beta=beta.copy(), vcov_beta=vcov, deviance=fv,
+                        converged=conv, singular=singular, n_evals=n, message=msg)
+
+    def fit(self, y: Any = None, *, start: Any = None, nAGQ: int = 1,
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
+        """Fit (``y=None``: ``spec.y``) and build the full :class:`GlmmFit` (never warns).
+
+        After stage 2, lme4's derivatives at the optimum (``deriv12`` over
+        ``(theta, beta)``): a Newton step is taken when it lowers the
+        deviance, the Hessian gives ``vcov`` (lme4's default for GLMMs) and
+        ``checkConv``'s gradient and Hessian checks.
+        """
+        if not isinstance(nAGQ, int | np.integer) or nAGQ < 0 or nAGQ > 100:
+            raise InputError(f"nAGQ must be an integer from 0 to 100; got {nAGQ!r}.")
+        if control:
+            bad = set(control) - {"maxeval"}
+            if bad:
+                raise InputError(f"control keys {sorted(bad)} are not known; use 'maxeval'.")
+            STAGE2["maxeval"] = int(control["maxeval"])
+        ctl = CheckConvControl.coerce(checkconv)
+        if y is not None:
+            self.set_response(y)
+        with single_threaded():          # small dense factors: BLAS threads only cost
+            return self._fit(int(nAGQ), start, ctl)
+
+    def _fit(self, nAGQ: int, start: Any, ctl: CheckConvControl) -> GlmmFit:
+        x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
+        if nAGQ == 0:
+            return build_fit(self, self._core(x, fv, n, ok, msg, self.vcov_rx(x)), nAGQ, None, "rx")
+        f = self._f2(nAGQ)
+        g, H = deriv12(f, x, fv)
+        n += 2 * x.size * x.size
+        x2 = self._newton(x, g, H)
+        if x2 is not None:
+            f2 = f(x2)
+            n += 1
+            if f2 < fv:
+                x, fv = x2, f2
+                g = gradient(f, x, fv)[0]                        # the Hessian barely moves
+                n += 2 * x.size
+        f(x)                                                     # modes at the optimum
+        check = check_conv(f, x, fv, self.lower, ctl, given_gradient=g, given_hessian=H)
+        vcov, how = self._vcov_hess(H, x)
+        return build_fit(self, self._core(x, fv, n, ok, msg, vcov, check), nAGQ, check, how, ctl=ctl)
+
+    def _newton(self, x: np.ndarray, g: np.ndarray, H: np.ndarray) -> np.ndarray | None:
+        free = ~((self.lower == 0) & (x < 1e-6))
+        if not np.any(free):
+            return None
+        try:
+            step = np.linalg.solve(H[np.ix_(free, free)], g[free])
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(step)) or np.max(np.abs(step)) > 0.1:
+            return None
+        out = x.copy()
+        out[free] -= step
+        return np.maximum(out, self.lower)
+
+    def _vcov_hess(self, H: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, str]:
+        """lme4's Hessian-based ``vcov``: ``2 H^{-1}``'s fixed-effects block; PIRLS's if not PD."""
+        k = self.k
+        try:
+            np.linalg.cholesky(H)
+            Hi = np.linalg.inv(H)
+            V = Hi[k:, k:] + Hi[k:, k:].T
+            if np.all(np.isfinite(V)) and np.all(np.diag(V) > 0):
+                return V, "hessian"
+        except np.linalg.LinAlgError:
+            pass
+        return self.vcov_rx(x), "rx"
+
+    # -- simulation -----------------------------------------------------------------
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None
+                 ) -> np.ndarray:
+        """``n`` new responses drawn from the model at ``theta``/``beta`` (shape ``(n, nobs)``).
+
+        New random effects each time (lme4's ``simulate(use.u = FALSE)``);
+        binomial responses are proportions of ``weights`` trials.
+        """
+        from .._rng import as_generator
+        gen = as_generator(rng)
+        th = np.asarray(theta, dtype=float)
+        be = np.asarray(beta, dtype=float)
+        self.pirls.set_theta(th)
+        fixed = self.spec.X @ be + self.offset
+        out = np.empty((int(n), self.spec.n))
+        for i in range(int(n)):
+            u = gen.standard_normal(self.pirls.q)
+            mu = self.family.link.linkinv(fixed + self.pirls.zu(u))
+            if self.family.name == "binomial":
+                m = np.round(self.wt).astype(np.int64)
+                k = gen.binomial(m, np.clip(mu, 0.0, 1.0))
+                out[i] = np.divide(k, m, out=np.zeros(self.spec.n), where=m > 0)
+            else:
+                out[i] = gen.poisson(mu)
+        self.pirls._theta = None
+        return out

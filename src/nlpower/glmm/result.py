@@ -1,0 +1,284 @@
+"""GLMM fit results: the light :class:`GlmmCore` and the lme4-like :class:`GlmmFit`.
+
+Conventions of lme4 1.1-31 for ``glmerMod``: ``loglik`` is ``-deviance / 2``
+with the deviance lme4 optimises (Laplace or adaptive quadrature;
+``-2 logLik`` including the binomial coefficients / ``log y!``), ``aic`` /
+``bic`` count ``p + length(theta)`` parameters (no residual variance), the
+Wald tests are ``z`` tests, ``varcorr()`` has no ``Residual`` row, and
+``vcov`` is lme4's default: from the finite-difference Hessian of the
+deviance over ``(theta, beta)`` (``optinfo["vcov"]`` says which was used).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..lmm.checkconv import CheckConvControl, ConvCheck
+from ..lmm.native.blocks import ThetaLayout
+from ..lmm.result import VarTerm, varcorr_frame
+
+if TYPE_CHECKING:
+    from .model import GlmmModel
+
+__all__ = ["GlmmCore", "GlmmFit", "build_fit", "var_terms_from_theta"]
+
+
+@dataclass(frozen=True, eq=False)
+class GlmmCore:
+    """The essentials of one GLMM fit (the power simulations' hot path).
+
+    Attributes
+    ----------
+    theta, beta : estimates (``theta`` in lme4's order).
+    vcov_beta : covariance of ``beta``.
+    deviance : lme4's ``-2 logLik`` at the optimum.
+    converged, singular : diagnostics.  n_evals, message : the optimiser's.
+    """
+
+    theta: np.ndarray
+    beta: np.ndarray
+    vcov_beta: np.ndarray
+    deviance: float
+    converged: bool
+    singular: bool
+    n_evals: int
+    message: str
+
+    @property
+    def se(self) -> np.ndarray:
+        """Standard errors of ``beta``."""
+        return np.sqrt(np.diag(self.vcov_beta))
+
+    @property
+    def zvalues(self) -> np.ndarray:
+        return self.beta / self.se
+
+    def __repr__(self) -> str:
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return (f"GlmmCore(deviance={self.deviance:.4f}, "
+                f"beta={np.array2string(self.beta, precision=4)}{flags})")
+
+
+@dataclass(frozen=True, eq=False)
+class GlmmFit:
+    """A fitted generalised linear mixed model with lme4's semantics.
+
+    Attributes
+    ----------
+    formula, family, link, nAGQ, engine : the model and how it was fitted.
+    fixef : Series.  vcov : DataFrame.  theta, theta_names : lme4's ``theta``.
+    loglik, deviance : ``deviance = -2 loglik`` (lme4's ``-2*logLik(fit)``).
+    nobs, ngrps, converged, singular, optinfo : as :class:`~nlpower.lmm.result.LmmFit`.
+    """
+
+    formula: str
+    family: str
+    link: str
+    nAGQ: int
+    engine: str
+    fixef: pd.Series
+    vcov: pd.DataFrame
+    theta: np.ndarray
+    theta_names: tuple[str, ...]
+    loglik: float
+    deviance: float
+    nobs: int
+    ngrps: dict[str, int]
+    converged: bool
+    singular: bool
+    optinfo: dict[str, Any]
+    contrasts: dict[str, str] = field(default_factory=dict)
+    var_terms: tuple[VarTerm, ...] = field(default=(), repr=False)
+    ranef_tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    eta: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    model: Any = field(default=None, repr=False)
+
+    # -- derived ----------------------------------------------------------------
+    @property
+    def se(self) -> pd.Series:
+        """Standard errors of the fixed effects."""
+        return pd.Series(np.sqrt(np.diag(self.vcov.to_numpy())), index=self.fixef.index, name="se")
+
+    @property
+    def zvalues(self) -> pd.Series:
+        return pd.Series(self.fixef.to_numpy() / self.se.to_numpy(), index=self.fixef.index, name="z")
+
+    @property
+    def n_params(self) -> int:
+        """lme4's ``attr(logLik(m), "df")``: fixed effects plus ``theta``."""
+        return int(self.fixef.size + self.theta.size)
+
+    @property
+    def aic(self) -> float:
+        return -2.0 * self.loglik + 2.0 * self.n_params
+
+    @property
+    def bic(self) -> float:
+        return -2.0 * self.loglik + math.log(self.nobs) * self.n_params
+
+    def varcorr(self) -> pd.DataFrame:
+        """``as.data.frame(VarCorr(fit))``: ``grp, var1, var2, vcov, sdcor`` (no Residual row)."""
+        vc = varcorr_frame(list(self.var_terms), 1.0)
+        return vc[vc["grp"] != "Residual"].reset_index(drop=True)
+
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        """Conditional modes of the random effects, one DataFrame per grouping factor."""
+        return {k: v.copy() for k, v in self.ranef_tables.items()}
+
+    def coef_table(self) -> pd.DataFrame:
+        """Fixed effects: ``estimate, std_error, z, p`` (Wald z tests, two-sided; lme4's summary)."""
+        est = self.fixef.to_numpy()
+        se = self.se.to_numpy()
+        z = est / se
+        return pd.DataFrame({"estimate": est, "std_error": se, "z": z,
+                             "p": 2.0 * stats.norm.sf(np.abs(z))}, index=self.fixef.index)
+
+    def predict(self, type: str = "link") -> np.ndarray:
+        """Fitted values of the data: linear predictor (``"link"``) or mean (``"response"``).
+
+        Includes the conditional modes of the random effects and the offset
+        (lme4's ``predict(fit, type=...)`` without ``newdata``).
+        """
+        from .._validation import check_choice
+        check_choice("type", type, ("link", "response"))
+        if type == "link":
+            return self.eta.copy()
+        from ..lmm.family import get_family
+        return np.asarray(get_family(self.family, self.link).link.linkinv(self.eta))
+
+    def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
+        """``n`` responses from the fitted model (new random effects), shape ``(n, nobs)``."""
+        return self.model.simulate(n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy())
+
+    def refit(self, y: Any) -> GlmmFit:
+        """The same model fitted to a new response, warm-started at this fit."""
+        return self.model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()},
+                              nAGQ=self.nAGQ)
+
+    # -- presentation -------------------------------------------------------------
+    def __repr__(self) -> str:
+        fx = ", ".join(f"{k}={v:.4g}" for k, v in self.fixef.items())
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return (f"GlmmFit({self.family}({self.link}), {self.engine}: {fx}; "
+                f"logLik={self.loglik:.4f}; n={self.nobs}{flags})")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: fixed effects (``statistic`` = z), then SDs and correlations (broom.mixed style)."""
+        tab = self.coef_table()
+        rows: list[dict[str, Any]] = [
+            {"effect": "fixed", "group": None, "term": str(k), "estimate": float(r.estimate),
+             "std_error": float(r.std_error), "statistic": float(r.z), "p_value": float(r.p)}
+            for k, r in tab.iterrows()]
+        for grp, v1, v2, sdcor in self.varcorr()[["grp", "var1", "var2", "sdcor"]].itertuples(index=False):
+            term = f"sd__{v1}" if v2 is None or pd.isna(v2) else f"cor__{v1}.{v2}"
+            rows.append({"effect": "ran_pars", "group": grp, "term": term, "estimate": float(sdcor),
+                         "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        """Text in the layout of lme4's ``summary(glmerMod)``."""
+        how = ("Laplace Approximation" if self.nAGQ == 1 else
+               f"Adaptive Gauss-Hermite Quadrature (nAGQ = {self.nAGQ})" if self.nAGQ > 1 else
+               "the nAGQ = 0 approximation (beta in PIRLS)")
+        lines = [f"Generalized linear mixed model fit by maximum likelihood ({how}) "
+                 f"['glmerMod'] (engine: {self.engine})",
+                 f" Family: {self.family}  ( {self.link} )", f"Formula: {self.formula}"]
+        if self.contrasts:
+            lines.append("Contrasts: " + ", ".join(f"{k}={v}" for k, v in self.contrasts.items()))
+        lines.append("")
+        crit = pd.DataFrame([[self.aic, self.bic, self.loglik, self.deviance,
+                              self.nobs - self.n_params]],
+                            columns=["AIC", "BIC", "logLik", "deviance", "df.resid"])
+        lines.append(crit.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        lines += ["", "Random effects:", self._re_table()]
+        ng = ", ".join(f"{k}, {v}" for k, v in self.ngrps.items())
+        lines += [f"Number of obs: {self.nobs}, groups:  {ng}", "", "Fixed effects:"]
+        tab = self.coef_table()
+        shown = pd.DataFrame({"Estimate": tab["estimate"], "Std. Error": tab["std_error"],
+                              "z value": tab["z"], "Pr(>|z|)": tab["p"]})
+        lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
+        if not self.converged:
+            lines += ["", f"convergence: {self.optinfo.get('message', '')}"]
+        if self.singular:
+            lines += ["", "boundary (singular) fit: see help('isSingular')"]
+        return "\n".join(lines)
+
+    def _re_table(self) -> str:
+        rows = []
+        for t in self.var_terms:
+            sd = np.sqrt(np.diag(t.cov))
+            for i, c in enumerate(t.cnames):
+                cors = [f"{t.cov[i, j] / (sd[i] * sd[j]):.2f}" if sd[i] * sd[j] > 0 else "NaN"
+                        for j in range(i)]
+                rows.append([t.grp if i == 0 else "", c, f"{t.cov[i, i]:.4g}", f"{sd[i]:.4g}",
+                             " ".join(cors)])
+        df = pd.DataFrame(rows, columns=["Groups", "Name", "Variance", "Std.Dev.", "Corr"])
+        if not any(r[4] for r in rows):
+            df = df.drop(columns="Corr")
+        return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
+
+
+def var_terms_from_theta(lay: ThetaLayout, theta: np.ndarray) -> tuple[VarTerm, ...]:
+    """Each term's covariance ``Lambda Lambda'`` (a GLMM has no residual scale)."""
+    out = []
+    for t, off, grp in zip(lay.terms, lay.term_offsets, lay.grp_names, strict=True):
+        lam = np.zeros((t.q, t.q))
+        k = off
+        for j in range(t.q):
+            for i in range(j, t.q):
+                lam[i, j] = theta[k]
+                k += 1
+        out.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames), cov=lam @ lam.T))
+    return tuple(out)
+
+
+def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | None, vcov_how: str,
+              *, ctl: CheckConvControl | None = None) -> GlmmFit:
+    """The full result from a core at the optimum (the model's PIRLS state at that optimum)."""
+    spec = model.spec
+    lay = model.layout
+    theta = core.theta
+    var_terms = var_terms_from_theta(lay, theta)
+    pir = model.pirls
+    mode = pir.run(theta, core.beta, model._u, update_beta=nAGQ == 0)
+    b = np.zeros(pir.q)
+    b_u = mode.u
+    # b = Lambda u per grouping block (block 1 first, then the rest, as Pirls's columns)
+    ranef: dict[str, pd.DataFrame] = {}
+    off = 0
+    for blk in model.blocks:
+        m, q = blk.m, blk.q
+        ub = b_u[off:off + m * q].reshape(m, q)
+        bb = ub @ blk.lam(theta).T
+        b[off:off + m * q] = bb.ravel()
+        ranef[blk.group] = pd.DataFrame(bb, index=pd.Index(blk.levels, name=blk.group),
+                                        columns=list(blk.cnames))
+        off += m * q
+    order = list(dict.fromkeys(t.group for t in lay.terms))
+    ranef = {g: ranef[g] for g in order}
+    names = list(spec.fixef_names)
+    optinfo: dict[str, Any] = {"optimizer": "nlopt LN_BOBYQA (two stages)", "n_evals": core.n_evals,
+                               "message": core.message, "converged": core.converged,
+                               "vcov": vcov_how, "nlopt_converged": core.message == "converged"
+                               or core.message.startswith("roundoff") or nAGQ == 0}
+    if model.family.name == "binomial":
+        mu = model.family.link.linkinv(mode.eta)
+        optinfo["separation"] = bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))
+    if check is not None:
+        optinfo["checkconv"] = check.to_dict()
+        optinfo["checkconv_control"] = vars(ctl) if ctl is not None else None
+    return GlmmFit(
+        formula=spec.formula, family=model.family.name, link=model.family.link.name, nAGQ=nAGQ,
+        engine="native", fixef=pd.Series(core.beta, index=names, name="fixef"),
+        vcov=pd.DataFrame(core.vcov_beta, index=names, columns=names),
+        theta=theta.copy(), theta_names=lay.names, loglik=-core.deviance / 2.0,
+        deviance=core.deviance, nobs=spec.n, ngrps={g: len(ranef[g]) for g in order},
+        converged=core.converged, singular=core.singular, optinfo=optinfo,
+        contrasts=dict(spec.contrasts), var_terms=var_terms, ranef_tables=ranef,
+        eta=mode.eta.copy(), model=model)

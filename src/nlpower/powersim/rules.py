@@ -1,0 +1,365 @@
+"""Tests of the system effect as objects: the one registry of test rules.
+
+A :class:`TestRule` says everything the four power pipelines need about a
+test -- whether it needs a fit of the null model, its df method, its
+reference distribution (critical value, p-value), which REML setting it
+needs, which outcome families it is defined for -- and computes its
+statistic on each path:
+
+* the balanced fast path (:meth:`TestRule.balanced`, from the balanced
+  fits of all replicates at once);
+* the simulate path (:meth:`TestRule.general`, per replicate, from the
+  prepared models of :mod:`nlpower.lmm.engine`);
+* the analytic path and assurance (:meth:`TestRule.power`, the probability
+  of a sign-correct rejection given the estimate's SE and df).
+
+``get_test(name)`` is the only place a test name is looked up; the
+pipelines call the rule's methods and never compare names.  Adding a test is
+adding one rule to :data:`TESTS`.
+
+=================  =========  ==============  ===========  =========  ==============
+rule               statistic  df              reference    null fit   families
+=================  =========  ==============  ===========  =========  ==============
+``satterthwaite``  Wald t     Satterthwaite   t            no         Gaussian
+``kenward-roger``  Wald t     Kenward-Roger   t            no         Gaussian
+``z``              Wald z     --              normal       no         any
+``lrt``            signed LR  --              normal       yes        any
+``pblrt``          signed LR  --              bootstrap    yes        any
+=================  =========  ==============  ===========  =========  ==============
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats
+
+from .._validation import check_choice
+from ..errors import InputError, NlpowerWarning
+from ..lmm import PreparedModel
+from ..lmm.ddf import term_covariances, term_slots
+from ..lmm.kenward_roger import covariance_basis, kr_state
+from ..lmm.result import FitCore
+from ..lmm.structure import ModelSpec
+from .balanced_fit import BalancedFit, kr_df, null_deviance
+from .fastpath import BalancedStats
+from .pblrt import GeneralPBLRT, pb_lrt_pvalues
+
+__all__ = ["TESTS", "GeneralState", "TestRule", "get_test"]
+
+#: above this many ratings the general-path Kenward-Roger test warns about its cost
+KR_DENSE_WARN_N = 1000
+
+
+@dataclass
+class GeneralState:
+    """What a rule keeps across the replicates of one simulate-path run."""
+
+    model: PreparedModel
+    null_model: PreparedModel | None
+    j: int
+    L: np.ndarray
+    start: np.ndarray
+    n_boot: int
+    boot: GeneralPBLRT | None = None
+    kr: KRTest | None = None
+
+
+@dataclass(frozen=True)
+class TestRule:
+    """One test of a fixed effect (``beta_j = 0``).
+
+    Attributes
+    ----------
+    name : str
+        The ``test=`` value.
+    statistic : {"wald", "lr"}
+        Wald ``beta / se``, or the signed root of the likelihood ratio.
+    df_method : {"satterthwaite", "kenward-roger", "none"}
+        The denominator df of a Wald t statistic (``"none"``: df = inf).
+    reference : {"t", "normal", "bootstrap"}
+        The distribution p-values and critical values come from.
+    default_REML : bool
+        The fit criterion when ``REML=None``.
+    REML : {"either", "required", "refused"}
+    families : tuple of str, optional
+        Outcome families the test is defined for (``None``: any).
+    analytic : {"nct", "normal"} or None
+        The analytic power approximation's distribution of the statistic
+        (noncentral t with the df, or normal); ``None``: none (then
+        ``approximation`` names the rule assurance uses instead).
+
+    Examples
+    --------
+    >>> rule = get_test("z")
+    >>> rule.needs_null, rule.reference
+    (False, 'normal')
+    >>> round(float(rule.pvalue(np.array([1.96]), np.array([np.inf]), "two-sided")[0]), 4)
+    0.05
+    """
+
+    name: str
+    statistic: Literal["wald", "lr"]
+    df_method: Literal["satterthwaite", "kenward-roger", "none"]
+    reference: Literal["t", "normal", "bootstrap"]
+    default_REML: bool
+    REML: Literal["either", "required", "refused"] = "either"
+    families: tuple[str, ...] | None = None
+    analytic: Literal["nct", "normal"] | None = "nct"
+    approximation: str | None = None
+    two_sided_only: bool = False
+    doc: str = field(default="", repr=False)
+
+    @property
+    def needs_null(self) -> bool:
+        """The statistic needs a fit of the model without the effect."""
+        return self.statistic == "lr"
+
+    @property
+    def bootstrap(self) -> bool:
+        return self.reference == "bootstrap"
+
+    # -- validation ----------------------------------------------------------------------
+    def resolve_REML(self, REML: Any) -> bool:
+        """``REML`` (``None``: the rule's default), checked against what the test needs."""
+        if REML is None:
+            return self.default_REML
+        if not isinstance(REML, (bool, np.bool_)):
+            raise InputError(f"REML must be True, False or None (default for the test); got "
+                             f"{REML!r}.")
+        if REML and self.REML == "refused":
+            raise InputError(
+                f"test={self.name!r} compares ML fits with and without the effect; REML "
+                "likelihoods of models with different fixed effects are not comparable. Use "
+                "REML=False (or None).")
+        if not REML and self.REML == "required":
+            raise InputError(
+                f"test={self.name!r} is defined at a REML fit (pbkrtest refuses ML fits); got "
+                "REML=False. Use REML=True (or None), or test='satterthwaite' for ML fits.")
+        return bool(REML)
+
+    def check(self, *, alpha: float, alternative: str, method: str, n_boot: int) -> None:
+        """Options this test cannot run with (the message says what to use instead)."""
+        if self.bootstrap and (1.0 / (n_boot + 1.0)) > alpha:
+            need = math.ceil(1.0 / alpha - 1.0 - 1e-9)
+            raise InputError(
+                f"n_boot={n_boot} cannot reject at alpha={alpha:g}: the smallest parametric-"
+                f"bootstrap p-value is 1/(n_boot + 1) = {1.0 / (n_boot + 1.0):.4g}. Use "
+                f"n_boot >= {need} (99 or more recommended).")
+        if self.two_sided_only and alternative != "two-sided":
+            raise InputError(
+                f"test={self.name!r} is two-sided (the likelihood ratio has no sign, as in "
+                f"pbkrtest's PBmodcomp); got alternative={alternative!r}. Use "
+                "alternative='two-sided' (power still counts only sign-correct rejections).")
+        if self.analytic is None and method == "analytic":
+            raise InputError(
+                f"test={self.name!r} has no analytic approximation; got method='analytic'. Use "
+                "method='auto' (the balanced fast path when exact) or 'simulate'.")
+
+    def check_family(self, family: Any) -> None:
+        """Raise :class:`~nlpower.errors.InputError` if the test is not defined for ``family``."""
+        name = getattr(family, "name", family)
+        if self.families is not None and name not in self.families:
+            others = [r.name for r in TESTS.values() if r.families is None]
+            raise InputError(
+                f"test={self.name!r} is defined for the {', '.join(self.families)} family only "
+                f"(its df come from the linear mixed model); got the {name} family. Use one of "
+                f"{', '.join(map(repr, others))}.")
+
+    # -- the reference distribution ---------------------------------------------------------
+    def pvalue(self, statistic: np.ndarray, df: np.ndarray, alternative: str) -> np.ndarray:
+        """p-values of the statistics (t with ``df`` or standard normal).
+
+        ``"lr"`` statistics are signed roots, so the two-sided p is the
+        chi^2(1) p-value.  Bootstrap p-values come from the bootstrap; here
+        they are the chi^2 ones.
+        """
+        s = np.asarray(statistic, dtype=float)
+        if self.reference == "t":
+            dist_sf = lambda v: stats.t.sf(v, np.asarray(df, dtype=float))  # noqa: E731
+        else:
+            dist_sf = stats.norm.sf
+        with np.errstate(invalid="ignore"):
+            if alternative == "two-sided":
+                return np.minimum(1.0, 2.0 * dist_sf(np.abs(s)))
+            if alternative == "greater":
+                return np.asarray(dist_sf(s))
+            return np.asarray(dist_sf(-s))
+
+    def power(self, effect: float, se: Any, df: Any, *, alpha: float, alternative: str,
+              normal: bool = False) -> Any:
+        """Probability of a sign-correct rejection given the estimate's SE and df.
+
+        ``P(T > c)`` with ``c`` the critical value of the test and ``T``
+        noncentral t (``analytic="nct"``; normal where ``df`` is infinite or
+        ``normal=True`` for a normal-reference test) or ``N(ncp, 1)``; at
+        ``effect == 0`` the probability of any rejection (the size).  ``se``
+        and ``df`` may be arrays (one power each).
+
+        Examples
+        --------
+        >>> round(get_test("lrt").power(0.2, 0.1, np.inf, alpha=0.05, alternative="two-sided"), 4)
+        0.516
+        """
+        scalar = np.ndim(se) == 0 and np.ndim(df) == 0
+        se_a = np.atleast_1d(np.asarray(se, dtype=float))
+        df_a = np.broadcast_to(np.asarray(df, dtype=float), se_a.shape)
+        two = alternative == "two-sided"
+        q = 1.0 - alpha / 2.0 if two else 1.0 - alpha
+        crit = (stats.t.ppf(q, df_a) if self.reference == "t"
+                else np.full(se_a.shape, stats.norm.ppf(q)))
+        use_t = self.analytic == "nct" and (self.reference == "t" or not normal)
+        nct = np.isfinite(df_a) if use_t else np.zeros(se_a.shape, dtype=bool)
+        if effect == 0:
+            out = np.asarray(stats.norm.sf(crit), dtype=float)
+            if nct.any():
+                out[nct] = stats.t.sf(crit[nct], df_a[nct])
+            out = 2.0 * out if two else out
+        elif not (two or (alternative == "greater") == (effect > 0)):
+            out = np.zeros(se_a.shape)
+        else:
+            ncp = abs(effect) / se_a
+            out = np.asarray(stats.norm.sf(crit - ncp), dtype=float)
+            if nct.any():
+                out[nct] = stats.nct.sf(crit[nct], df_a[nct], ncp[nct])
+        return float(out[0]) if scalar else out
+
+    def approximate(self) -> TestRule:
+        """The rule whose :meth:`power` approximates this one (itself, or e.g. LRT for PB-LRT)."""
+        return self if self.approximation is None else get_test(self.approximation)
+
+    # -- the balanced fast path -------------------------------------------------------------
+    def balanced(self, st: BalancedStats, fit: BalancedFit,
+                 gens: Sequence[np.random.Generator], n_boot: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(statistic, df, bootstrap p or None)`` of every replicate from the balanced fits.
+
+        Kenward-Roger: pbkrtest's adjusted covariance equals the unadjusted one
+        on this design, and its df is the expected-mean-square df at the fitted
+        variances (:func:`~nlpower.powersim.balanced_fit.kr_df`).  PB-LRT's
+        bootstrap continues each replicate's stream.
+        """
+        p_boot = None
+        if self.bootstrap:
+            p_boot, lr = pb_lrt_pvalues(st, n_boot, gens)
+            stat = np.sign(fit.beta1) * np.sqrt(lr)
+        elif self.statistic == "lr":
+            lr = np.maximum(null_deviance(st) - fit.deviance, 0.0)
+            stat = np.sign(fit.beta1) * np.sqrt(lr)
+        else:
+            stat = fit.t
+        if self.df_method == "kenward-roger":
+            df = kr_df(fit.variances, st.n_workers, st.n_items)
+        elif self.df_method == "satterthwaite":
+            df = fit.df
+        else:
+            df = np.full(st.n_sims, np.inf)
+        return stat, df, p_boot
+
+    # -- the simulate path ------------------------------------------------------------------
+    def general_state(self, spec: ModelSpec, model: PreparedModel,
+                      null_model: PreparedModel | None, j: int, start: np.ndarray, n_boot: int
+                      ) -> GeneralState:
+        """What :meth:`general` keeps across one run's replicates (built once; ``spec``: the model's)."""
+        L = np.zeros(spec.p)
+        L[j] = 1.0
+        st = GeneralState(model, null_model, j, L, start, n_boot)
+        if self.bootstrap:
+            assert null_model is not None
+            st.boot = GeneralPBLRT.build(model, null_model, j)
+        if self.df_method == "kenward-roger":
+            st.kr = KRTest(spec)
+        return st
+
+    def general(self, state: GeneralState, core: FitCore, y: np.ndarray,
+                gen: np.random.Generator, failures: tuple[type[BaseException], ...]
+                ) -> tuple[float, float, float, float, float]:
+        """``(estimate, se, statistic, df, bootstrap p or nan)`` of one replicate's fit ``core``."""
+        j = state.j
+        b = float(core.beta[j])
+        sd = math.sqrt(float(core.vcov_beta[j, j]))
+        p_boot = math.nan
+        if self.statistic == "lr":
+            assert state.null_model is not None
+            core0 = state.null_model.refit(y, REML=False, start=state.start)
+            lr = max(float(core0.deviance - core.deviance), 0.0)
+            if state.boot is not None:
+                p_boot = state.boot.pvalue(lr, core0, state.n_boot, gen, failures)
+            return b, sd, math.copysign(math.sqrt(lr), b), math.inf, p_boot
+        if state.kr is not None:
+            est, se, df = state.kr.test(core, j)
+            return est, se, est / se, df, p_boot
+        df = (float(state.model.satterthwaite_df(core, state.L))
+              if self.df_method == "satterthwaite" else math.inf)
+        return b, sd, b / sd, df, p_boot
+
+
+class KRTest:
+    """Kenward-Roger t test of one coefficient at REML fits of a fixed structure.
+
+    The covariance basis (:func:`nlpower.lmm.kenward_roger.covariance_basis`)
+    and the terms' slots in ``theta`` are built once; :meth:`test` turns a
+    fit's ``theta`` and ``sigma`` into each term's covariance
+    (:func:`nlpower.lmm.ddf.term_covariances`) and runs
+    :func:`~nlpower.lmm.kenward_roger.kr_state` (dense ``n x n`` algebra).
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        if spec.n > KR_DENSE_WARN_N:
+            # measured: ~1 s per replicate at n = 300 on one core, growing as n^3
+            warnings.warn(
+                f"test='kenward-roger' on the general path uses dense n x n algebra "
+                f"(kr_state) with n = {spec.n} ratings: expect about "
+                f"{(spec.n / 300) ** 3:.0f} s per replicate. Where the REML fit is interior "
+                "Kenward-Roger equals test='satterthwaite', which costs milliseconds.",
+                NlpowerWarning, stacklevel=5)
+        self.spec = spec
+        self.basis = covariance_basis(spec)
+        self.slots = term_slots(spec)
+
+    def test(self, core: FitCore, j: int) -> tuple[float, float, float]:
+        """``(estimate, KR standard error, KR df)`` of coefficient ``j`` at the REML fit ``core``."""
+        covs = term_covariances(self.slots, core.theta, core.sigma)
+        state = kr_state(self.spec, core.beta, covs, core.sigma, self.basis)
+        Lj = np.zeros(self.spec.p)
+        Lj[j] = 1.0
+        est, se, df, _ = state.t_test(Lj)
+        return est, se, df
+
+
+_GAUSSIAN = ("gaussian",)
+
+#: The registry: every ``test=`` of the mixed-model power functions.
+TESTS: dict[str, TestRule] = {
+    "satterthwaite": TestRule("satterthwaite", "wald", "satterthwaite", "t", default_REML=True,
+                              families=_GAUSSIAN,
+                              doc="Wald t with Satterthwaite df (lmerTest)"),
+    "kenward-roger": TestRule("kenward-roger", "wald", "kenward-roger", "t", default_REML=True,
+                              REML="required", families=_GAUSSIAN,
+                              doc="Wald t on the KR-adjusted covariance with KR df (pbkrtest)"),
+    "z": TestRule("z", "wald", "none", "normal", default_REML=False,
+                  doc="Wald z, the paper's t > 1.96 rule"),
+    "lrt": TestRule("lrt", "lr", "none", "normal", default_REML=False, REML="refused",
+                    analytic="normal", doc="likelihood ratio against chi^2_1"),
+    "pblrt": TestRule("pblrt", "lr", "none", "bootstrap", default_REML=False, REML="refused",
+                      analytic=None, approximation="lrt", two_sided_only=True,
+                      doc="parametric-bootstrap likelihood ratio (pbkrtest's PBmodcomp)"),
+}
+
+
+def get_test(name: Any) -> TestRule:
+    """The :class:`TestRule` called ``name`` (did-you-mean on a misspelling).
+
+    Examples
+    --------
+    >>> get_test("kenward-roger").df_method
+    'kenward-roger'
+    """
+    if isinstance(name, TestRule):
+        return name
+    return TESTS[check_choice("test", name, tuple(TESTS))]
