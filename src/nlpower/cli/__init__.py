@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,7 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    code = int(args.func(args) or 0)
+    with warnings.catch_warnings():
+        # a warning is one line in the words of the command line, without the source path
+        warnings.showwarning = lambda message, *rest, **kw: print(
+            f"warning: {speak_cli(str(message), args.flags)}", file=sys.stderr)
+        code = int(args.func(args) or 0)
     seed: Any = vars(args).get("seed")
     if seed is not None:
         print(f"seed: {seed} (repeat with --seed {seed})")

@@ -162,13 +162,16 @@ def power(
     contrast : str or (str, str), optional
         With a fit of more than two systems: which comparison (see
         :meth:`RatingsFit.to_params`).
-    outcome : {"gaussian", "likert"}, default "gaussian"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
         What is rated.  ``"likert"``: ``levels``-point ratings from the latent
         threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
         :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
         ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
-        LMM on [0, 1]); then ``method``, ``likert``, ``options``, ``effect``,
-        ``coding``, ``contrast``, ``REML`` and ``n_boot`` keep their defaults.
+        LMM on [0, 1]; ``"clmm"``: cumulative link mixed model).
+        ``"preference"``: repeated head-to-head judgements (``params`` a
+        ``HeadToHeadParams``, ``analysis="glmer"``).  Then ``method``,
+        ``likert``, ``options``, ``effect``, ``coding``, ``contrast``, ``REML``
+        and ``n_boot`` keep their defaults.
     levels : int, optional
         Likert points for ``outcome="likert"``.
     analysis : str, default "lmm"
