@@ -39,3 +39,19 @@ def test_record_round_trip_and_effect_zero():
     assert math.isnan(z.power) and z.rejection_rate == 0.5 and math.isnan(z.type_s)
     assert tuple(z.proportion_ci()) == wilson_ci(1, 2)
     assert math.isnan(z.type_m_ci.low)
+
+
+def test_every_simulated_result_composes_the_summary():
+    from nlpower.accuracy import power as accuracy_power
+    from nlpower.bleu import power as bleu_power
+    from nlpower.paired import retrospective_power
+
+    acc = accuracy_power(400, 0.03, agreement=0.9, method="simulate", n_sims=300, rng=1)
+    assert acc.mc is not None and acc.mc.power == acc.power and acc.mc.type_s_ci.high <= 1
+    assert type(acc).from_record(acc.to_record()).mc == acc.mc
+    bl = bleu_power(500, 1.0, 0.125, 25.8, n_sims=100, method="normal", rng=1)
+    assert bl.mc is not None and bl.mc.power == bl.power
+    assert type(bl).from_record(bl.to_record()).mc == bl.mc
+    curve = retrospective_power(np.random.default_rng(2).normal(0.2, 1.0, 40), sizes=[20, 80],
+                                n_sims=200, rng=3)
+    assert all(r.mc is not None and r.mc.n_sims == 200 for r in curve.results)

@@ -184,7 +184,7 @@ def test_unbalanced_pilot_takes_the_general_path_only_with_the_bootstrap():
 
 def test_plan_with_assurance(pilot_fit):
     res = plan_with_assurance(pilot_fit, effect=0.1, cost_per_worker=20, rng=1)
-    ref = plan(as_params(pilot_fit, effect=0.1), 0.1, cost_per_worker=20)
+    ref = plan(as_params(pilot_fit, effect=0.1), effect=0.1, cost_per_worker=20)
     assert (res.point.n_workers, res.point.n_items) == (ref.n_workers, ref.n_items)
     assert res.safeguard is not None and res.safeguard.cost >= res.point.cost
     assert res.safeguard_assurance.safeguard_power >= 0.8 - 1e-9
@@ -204,7 +204,7 @@ def test_plan_with_assurance_when_the_safeguard_is_out_of_reach(pilot_fit):
 def test_point_power_is_optimistic_and_safeguard_is_not_for_small_pilots():
     """Fast version of benchmarks/assurance_calibration.py (3 workers x 50 items pilots)."""
     truth = presets.high_variance(0.1)
-    target = CrossedDesign(21, 33)  # plan(truth, 0.1): true power 0.80
+    target = CrossedDesign(21, 33)  # plan(truth, effect=0.1): true power 0.80
     true_power = analytic_power(target, truth).power
     v = variances_of(truth)
     n = 100

@@ -10,10 +10,9 @@ head-to-head test (:func:`nlpower.preference.power`) from ``--judges``,
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from ..preference import power as preference_power
+from .output import write_json
 
 OUTCOMES = ("gaussian", "likert", "preference")
 
@@ -51,10 +50,10 @@ def run_preference(args: argparse.Namespace) -> int:
     """``nlpower power --outcome preference``: exact one-judgement head-to-head power."""
     if args.judges is None or args.p_win is None:
         args.parser.error("--outcome preference needs --judges N and --p-win P")
+    from ..preference import power as preference_power
+
     res = preference_power(args.judges, args.p_win, p_draw=args.p_draw, ties=args.ties,
                            alpha=args.alpha, alternative=args.alternative)
     print(res.summary())
-    if args.json is not None:
-        args.json.write_text(json.dumps(res.to_record(), indent=2) + "\n")
-        print(f"wrote {args.json}")
+    write_json(args, res.to_record())
     return 0

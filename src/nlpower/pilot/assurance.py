@@ -40,6 +40,7 @@ from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
+from ..convert import as_params
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..intervals import ConfidenceInterval
@@ -50,7 +51,6 @@ from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
 from ..powersim.rules import get_test
 from ..ratings import RatingsFit
-from ..ratings.convert import as_params
 from ..simulation import check_design_params
 from .draws import (
     SD_NAMES,
@@ -550,7 +550,7 @@ def plan_with_assurance(
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    point_plan = plan(pilot_.point, pilot_.point.effect, **kw)
+    point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
     point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
@@ -558,7 +558,7 @@ def plan_with_assurance(
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
     try:
-        safe_plan = plan(params_at(pilot_.point, pilot_.upper), pilot_.point.effect, **kw)
+        safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect, **kw)
         safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None

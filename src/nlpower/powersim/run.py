@@ -24,18 +24,20 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..lmm import get_engine
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
-from .summary import analytic_power_result, apply_failure_policy, power_result
+from .rules import get_test
+from .summary import analytic_power_result, apply_failure_policy, count, power_result
 
 
 def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
@@ -92,7 +94,7 @@ def power(
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}
         ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
         ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
         (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
@@ -104,7 +106,12 @@ def power(
         without the effect (chi^2(1); the sign comes from the estimate);
         ``"pblrt"``: the same likelihood ratio referred to ``n_boot``
         parametric-bootstrap samples from the null fit (pbkrtest's
-        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only).
+        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only);
+        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_boot``
+        bootstrap draws from the REML null fit (balanced fast path only,
+        :mod:`nlpower.powersim.calibrated`).  On a balanced design with fewer
+        than 10 workers ``power`` also measures the Type I error at effect 0
+        and warns when the test does not hold ``alpha`` there.
     alternative : {"two-sided", "greater", "less"}
         As in scipy.  Power counts only rejections whose estimate has the
         sign of the true effect.
@@ -148,7 +155,7 @@ def power(
         The effect to detect, in ``coding``: required when ``params`` is a
         fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
         the paper's model), whose variance components are used and whose own
-        effect estimate never is (:func:`nlpower.ratings.convert.as_params`);
+        effect estimate never is (:func:`nlpower.convert.as_params`);
         with parameters it replaces their effect.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` (and of the parameters taken from a fit).
@@ -232,6 +239,7 @@ def power(
             )
         opts = options
     how = resolve_method(opts, design, params)
+    check_path(opts.test, how)
     effect = effect_of(params)
     mean_diff = mean_difference_of(params)
     notes: list[str] = []
@@ -267,6 +275,14 @@ def power(
     main = run(params, main_seq, "main")
     null_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)") \
         if opts.null and effect != 0 else None
+    size_reps = main if effect == 0 else null_reps
+    if size_reps is None and how == "balanced" and design.n_workers < FEW_WORKERS \
+            and not get_test(opts.test).bootstrap:       # few workers: measure the Type I error
+        size_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)")
+    if size_reps is not None:
+        msg = size_check(opts.test, opts.alpha, design.n_workers,
+                         count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
+        notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes)
 
