@@ -99,6 +99,21 @@ def _lmm_general(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
 
 
 
+#: Random-effect SDs of a warm start are raised to at least this (latent units; a replicate
+#: whose fit put an SD at 0 must not pin the next replicate's start on the boundary).
+_SD_FLOOR = 0.1
+
+
+def _warm(model: Any, prev: Any) -> Any:
+    """The previous replicate's estimates as a start, SDs lifted off 0 (``None``: cold start)."""
+    if prev is None:
+        return None
+    x = np.asarray(prev.params, dtype=float).copy()
+    bounded = np.asarray(getattr(model, "lower", np.full(x.size, -np.inf))) == 0.0
+    x[bounded] = np.maximum(x[bounded], _SD_FLOOR)
+    return x
+
+
 def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                     opts: PowerOptions) -> Replicates:
     """The cumulative link mixed model (``ordinal::clmm``) of the integer ratings, per replicate.
@@ -108,7 +123,11 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
     thresholds and the parameters' link, fitted by Laplace through the engine
     protocol's ordinal family (:mod:`nlpower.ordinal`); the structure is
     prepared once for all ``K`` categories, each replicate refits from the
-    previous fit (warm start).  A replicate that leaves a category unused is
+    previous fit with its SDs lifted to at least 0.1 (a warm start that never
+    starts on the boundary: with starts taken unchanged from the previous fit a
+    Type I error of 0.28 was measured at 10 workers x 50 items over 300
+    replicates, against 0.06-0.075 in short runs -- suspected: SDs that a
+    singular fit put at 0 staying there).  A replicate that leaves a category unused is
     fitted with that category dropped (as ``ordinal`` does).  Tests: Wald z,
     or the likelihood ratio against the fit without ``x``.
     """
@@ -136,7 +155,7 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                 models[used] = (m, m0)
             m, m0 = models[used]
             codes = np.searchsorted(np.asarray(used), y[k])
-            core = m.refit(codes, start=starts.get(used))
+            core = m.refit(codes, start=_warm(m, starts.get(used)))
             starts[used] = core
             b, s = float(core.beta[j]), float(core.se[j])
             est[k], se[k] = b, s
