@@ -378,7 +378,8 @@ class ClmmModel:
                 x = full(xf)
                 opt_ok = True
                 g = devgrad(xf)
-                H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+                if np.max(np.abs(step)) > 1e-3:     # a small step leaves H as it was
+                    H = hessian_from_gradient(devgrad, xf, delta=1e-4)
             check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
                                self.lower[free], ctl, given_gradient=g, given_hessian=H)
             if singular:
