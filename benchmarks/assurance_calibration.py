@@ -55,7 +55,7 @@ def run(n_pilots: int, n_plans: int, n_boot: int, seed: int) -> tuple[pd.DataFra
     rows, plan_rows = [], []
     for scen, (make, effect) in SCENARIOS.items():
         truth = make(effect)
-        target = plan(truth, effect).design
+        target = plan(truth, effect=effect).design
         true_power = analytic_power(target, truth).power
         for w, i in SIZES:
             t0 = time.time()

@@ -5,6 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_engine.py                  # all cases, 3 repeats
     .venv/bin/python benchmarks/bench_engine.py --cases i,iii --repeats 5
     .venv/bin/python benchmarks/bench_engine.py --engines native,lme4
+    .venv/bin/python benchmarks/bench_engine.py --cases none --ordinal   # clmm vs ordinal::clmm
 
 Cases (all fitted by maximum likelihood, REML = FALSE):
 
@@ -385,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop repeating an engine/case once its fits took this many seconds")
     ap.add_argument("--threads", default="1", help="BLAS/OpenMP/Rayon threads (default 1)")
     ap.add_argument("--out", default=str(OUT / "bench_engine.json"))
+    ap.add_argument("--ordinal", action="store_true",
+                    help="also the ordinal cases: nlpower.clmm vs ordinal::clmm (bench_ordinal.py)")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "RAYON_NUM_THREADS", "POLARS_MAX_THREADS"):
         os.environ[var] = args.threads
 
-    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    cases = [c.strip() for c in args.cases.split(",") if c.strip() and c.strip() != "none"]
     glmm_cases = [c for c in cases if c in GLMM_CASES]
     cases = [c for c in cases if c not in GLMM_CASES]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -455,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"fixef {d['fixef']:.2e}, SD {d['sd']:.2e}", flush=True)
         report["cases"][c] = {"name": spec["name"], "formula": spec["formula"],
                               "results": res, "summary": summary}
+    if args.ordinal:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_ordinal import run_all  # the cumulative link cases, same run
+        print("\n== ordinal: nlpower.clmm vs ordinal::clmm", flush=True)
+        report["ordinal"] = run_all(args.repeats)
     if glmm_cases:              # nlpower.glmer vs lme4::glmer (mixedlm fits no GLMMs)
         report["glmm"] = run_glmm(glmm_cases, args.repeats,
                                   [e for e in engines if e in ("native", "lme4")])

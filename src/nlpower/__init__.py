@@ -38,6 +38,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "simulate": ("nlpower.simulation", "simulate"),
     "lmer": ("nlpower.lmm", "lmer"),
     "glmer": ("nlpower.glmm", "glmer"),
+    "clmm": ("nlpower.ordinal", "clmm"),
     "LmmFit": ("nlpower.lmm.result", "LmmFit"),
     "read_ratings": ("nlpower.ratings", "read_ratings"),
     "fit_ratings": ("nlpower.ratings", "fit_ratings"),
@@ -49,7 +50,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PowerResult": ("nlpower.powersim", "PowerResult"),
     "GridResult": ("nlpower.grid", "GridResult"),
     "run_grid": ("nlpower.grid", "run_grid"),
-    "as_params": ("nlpower.ratings.convert", "as_params"),
+    "as_params": ("nlpower.convert", "as_params"),
     "assurance": ("nlpower.pilot", "assurance"),
     "plan_with_assurance": ("nlpower.pilot", "plan_with_assurance"),
     "pilot": ("nlpower.pilot", None),
@@ -57,6 +58,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "bleu": ("nlpower.bleu", None),
     "paired": ("nlpower.paired", None),
     "replicability": ("nlpower.partial_conjunction", "replicability"),
+    "simulate_power": ("nlpower.simpower", "simulate_power"),
+    "simulate_power_grid": ("nlpower.simpower", "simulate_power_grid"),
 }
 
 

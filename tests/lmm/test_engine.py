@@ -206,9 +206,10 @@ def test_prepare_takes_data_and_family_on_every_engine(spec):
 def test_a_family_without_a_fitter_fails_with_what_the_engine_fits(spec):
     from nlpower.errors import InputError
 
-    with pytest.raises(InputError, match="engine='native' has no fitter for the ordinal family "
+    # (the native engine fits the ordinal family since nlpower.ordinal; lme4's engine does not)
+    with pytest.raises(InputError, match="engine='lme4' has no fitter for the ordinal family "
                                          r"\(it fits: binomial, gaussian, poisson\)"):
-        get_engine("native").prepare(spec, family="ordinal")
+        get_engine("lme4").prepare(spec, family="ordinal")
 
 
 def test_register_fitter_is_one_registration(monkeypatch, spec):
@@ -225,10 +226,22 @@ def test_register_fitter_is_one_registration(monkeypatch, spec):
 
 
 def test_lme4_checkconv_maps_to_lmercontrol():
-    from nlpower.lmm.lme4 import _with_checkconv
+    from nlpower.lmm.checkconv import lmer_control_checks
 
-    assert _with_checkconv({}, None) == {}
-    got = _with_checkconv({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
+    assert lmer_control_checks({}, None) == {}
+    got = lmer_control_checks({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
     assert got["check.conv.grad"] == {"action": "warning", "tol": 2e-3}
     assert got["check.conv.singular"] == {"action": "ignore", "tol": 1e-4}
     assert got["check.conv.hess"] == "ignore"          # the user's own setting wins
+
+
+def test_gaussian_prepared_models_simulate_at_given_parameters(spec):
+    native = get_engine("native").prepare(spec)
+    core = native.refit(spec.y)
+    a = native.simulate(4, rng=7, theta=core.theta, beta=core.beta, sigma=core.sigma)
+    b = get_engine("lme4").prepare(spec).simulate(4, rng=7, theta=core.theta, beta=core.beta,
+                                                  sigma=core.sigma)
+    assert a.shape == (4, spec.n)
+    np.testing.assert_array_equal(a, b)              # same structure, same stream: same draws
+    big = native.simulate(400, rng=1, theta=core.theta, beta=core.beta, sigma=core.sigma)
+    np.testing.assert_allclose(big.mean(axis=0).mean(), (spec.X @ core.beta).mean(), atol=0.05)

@@ -167,21 +167,24 @@ def test_errors(pilot_fit):
         assurance("pilot.csv", d, effect=0.05)  # type: ignore[arg-type]
 
 
-def test_unbalanced_pilot_is_refused():
+def test_unbalanced_pilot_takes_the_general_path_only_with_the_bootstrap():
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit4 = fit_ratings(read_ratings(FIXTURES / "nested_4sys_ratings.csv", scale=(1, 5)))
-        with pytest.raises(InputError, match="balanced two-system pilot"):
-            assurance(fit4, CrossedDesign(10, 100), effect=0.05, contrast="B")
+        with pytest.raises(InputError, match="method='bootstrap'"):
+            assurance(fit4, CrossedDesign(10, 100), effect=0.05, contrast="B",
+                      method="asymptotic")
+        with pytest.raises(InputError, match="pass contrast"):
+            assurance(fit4, CrossedDesign(10, 100), effect=0.05)
 
 
 # ---------------------------------------------------------------- plans
 
 def test_plan_with_assurance(pilot_fit):
     res = plan_with_assurance(pilot_fit, effect=0.1, cost_per_worker=20, rng=1)
-    ref = plan(as_params(pilot_fit, effect=0.1), 0.1, cost_per_worker=20)
+    ref = plan(as_params(pilot_fit, effect=0.1), effect=0.1, cost_per_worker=20)
     assert (res.point.n_workers, res.point.n_items) == (ref.n_workers, ref.n_items)
     assert res.safeguard is not None and res.safeguard.cost >= res.point.cost
     assert res.safeguard_assurance.safeguard_power >= 0.8 - 1e-9
@@ -201,7 +204,7 @@ def test_plan_with_assurance_when_the_safeguard_is_out_of_reach(pilot_fit):
 def test_point_power_is_optimistic_and_safeguard_is_not_for_small_pilots():
     """Fast version of benchmarks/assurance_calibration.py (3 workers x 50 items pilots)."""
     truth = presets.high_variance(0.1)
-    target = CrossedDesign(21, 33)  # plan(truth, 0.1): true power 0.80
+    target = CrossedDesign(21, 33)  # plan(truth, effect=0.1): true power 0.80
     true_power = analytic_power(target, truth).power
     v = variances_of(truth)
     n = 100

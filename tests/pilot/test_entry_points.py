@@ -49,8 +49,8 @@ def test_mde_accepts_a_fit(pilot_fit):
 
 
 def test_plan_accepts_a_fit(pilot_fit):
-    got = nlpower.plan(pilot_fit, 0.1, cost_per_worker=20)
-    ref = nlpower.plan(as_params(pilot_fit, effect=0.1), 0.1, cost_per_worker=20)
+    got = nlpower.plan(pilot_fit, effect=0.1, cost_per_worker=20)
+    ref = nlpower.plan(as_params(pilot_fit, effect=0.1), effect=0.1, cost_per_worker=20)
     assert (got.n_workers, got.n_items) == (ref.n_workers, ref.n_items)
 
 

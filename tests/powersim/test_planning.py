@@ -33,7 +33,7 @@ def test_mde_confirmed_by_simulation():
 
 def test_plan_finds_cheapest_design():
     p = presets.high_variance()
-    res = plan(p, 0.1, max_workers=12, max_items=2000)
+    res = plan(p, effect=0.1, max_workers=12, max_items=2000)
     assert res.power >= 0.8
     # each frontier entry is the fewest items reaching the target for its number of workers
     for w, i in zip(res.frontier["n_workers"], res.frontier["n_items"], strict=True):
@@ -48,15 +48,15 @@ def test_plan_finds_cheapest_design():
 
 def test_plan_worker_cost_moves_choice_to_fewer_workers():
     p = presets.low_variance()
-    cheap = plan(p, 0.05, max_workers=20, max_items=3000)
-    costly = plan(p, 0.05, max_workers=20, max_items=3000, cost_per_worker=500.0)
+    cheap = plan(p, effect=0.05, max_workers=20, max_items=3000)
+    costly = plan(p, effect=0.05, max_workers=20, max_items=3000, cost_per_worker=500.0)
     assert costly.n_workers <= cheap.n_workers
     assert costly.cost == pytest.approx(2 * costly.n_workers * costly.n_items + 500 * costly.n_workers)
 
 
 def test_plan_simulation_confirmation_and_subsets():
     p = presets.low_variance()
-    res = plan(p, 0.15, max_workers=4, max_items=120, workers_per_item=3, rng=1, n_sims=10)
+    res = plan(p, effect=0.15, max_workers=4, max_items=120, workers_per_item=3, rng=1, n_sims=10)
     assert res.design.raters_per_item == 3 and res.simulated is not None
     assert "Cheapest design" in res.summary()
 
@@ -75,7 +75,7 @@ def test_plan_simulation_confirmation_and_subsets():
 def test_plan_errors(kwargs, err, match):
     effect = kwargs.pop("effect", 0.1)
     with pytest.raises(err, match=match):
-        plan(presets.high_variance(), effect, **kwargs)
+        plan(presets.high_variance(), effect=effect, **kwargs)
 
 
 def test_mde_errors():
@@ -87,4 +87,4 @@ def test_mde_errors():
     with pytest.raises(InputError, match="target_power"):
         mde(d, presets.high_variance(), target_power=0)
     with pytest.raises(InputError, match="LMMParams"):
-        plan(object(), 0.1)
+        plan(object(), effect=0.1)

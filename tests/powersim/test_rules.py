@@ -32,7 +32,7 @@ def test_df_rules_are_gaussian_only(name):
 
 
 def test_rules_say_their_fit_and_reference():
-    assert [r.needs_null for r in TESTS.values()] == [False, False, False, True, True]
+    assert [r.needs_null for r in TESTS.values()] == [False, False, False, True, True, False]
     assert get_test("kenward-roger").resolve_REML(None) is True
     assert get_test("lrt").resolve_REML(None) is False
     with pytest.raises(InputError, match="REML likelihoods"):
@@ -49,3 +49,13 @@ def test_power_is_vectorised_and_gives_the_size_at_zero():
     assert got.shape == (2,) and got[0] > got[1]
     assert rule.power(0.0, 0.1, 8.0, alpha=0.05, alternative="two-sided") == pytest.approx(0.05)
     assert rule.power(-0.1, 0.1, 8.0, alpha=0.05, alternative="greater") == 0.0
+
+
+def test_power_layer_does_not_import_the_ratings_package():
+    import subprocess
+    import sys
+
+    code = ("import sys, nlpower.powersim, nlpower.powersim.grid, nlpower.powersim.planning; "
+            "print([m for m in sys.modules if m.startswith('nlpower.ratings')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -25,15 +25,18 @@ def test_only_sign_correct_rejections_are_power():
     # significant: 0.3 (right sign), -0.2 (wrong sign); 0.5 not significant; one failed fit
     r = _reps([0.3, -0.2, 0.5, np.nan], [0.01, 0.02, 0.2, np.nan], failed=[0, 0, 0, 1])
     c = count(r, effect=0.1, alpha=0.05)
-    assert (c.n_rejected, c.n_sig, c.rejection_rate) == (1, 2, 0.5)
-    assert c.type_s == pytest.approx(0.5)  # one of the two significant estimates is wrong-signed
-    assert c.type_m == pytest.approx((0.3 / 0.1 + 0.2 / 0.1) / 2)
+    assert (c.mc.n_rejected, c.n_sig, c.mc.rejection_rate) == (1, 2, 0.5)
+    assert c.mc.type_s == pytest.approx(0.5)  # one of the two significant estimates is wrong-signed
+    assert c.mc.type_m == pytest.approx((0.3 / 0.1 + 0.2 / 0.1) / 2)
+    # Type-S and Type-M carry Monte Carlo intervals (Wilson; t over the rejections)
+    assert c.mc.type_s_ci.low < 0.5 < c.mc.type_s_ci.high
+    assert c.mc.type_m_ci.low < c.mc.type_m < c.mc.type_m_ci.high
     assert c.mean_estimate == pytest.approx((0.3 - 0.2 + 0.5) / 3) and c.n_failed == 1
 
 
 def test_effect_zero_and_diagnostics():
     r = _reps([0.1, -0.1, 0.2], [0.01, 0.5, 0.04], singular=[1, 0, 1], converged=[1, 0, 1])
     c = count(r, effect=0.0, alpha=0.05)
-    assert c.n_rejected == 0 and c.n_sig == 2
-    assert math.isnan(c.type_s) and math.isnan(c.type_m)
+    assert c.mc.n_rejected == 0 and c.n_sig == 2
+    assert math.isnan(c.mc.type_s) and math.isnan(c.mc.type_m)
     assert (c.n_singular, c.n_nonconverged) == (2, 1)

@@ -134,7 +134,7 @@ def test_tables_print_rounded_and_keep_precision(pilot_ratings):
     beta1 = t["beta1"].item()
     assert f"{beta1:.3f}" in text and f"{beta1:.6f}" not in text
     assert beta1 != round(beta1, 3)                    # the value itself is not rounded
-    assert fit.to_dict()["tables"]["Table 13"]["beta1"] == beta1
+    assert fit.to_record()["tables"]["Table 13"]["beta1"] == beta1
     for title, sub in fit.tables().items():
         assert isinstance(sub, RatingsTable), title
         assert all(f"{v:.3f}" in str(sub) for v in sub.iloc[0])
@@ -168,7 +168,7 @@ def test_singular_fit_gets_one_explaining_line():
                   "fixed effects remain valid", "optimistic"):
         assert piece in note, piece
     assert f"note: {note}" in fit.summary()
-    assert note in fit.to_dict()["notes"]
+    assert note in fit.to_record()["notes"]
 
 
 def test_no_singular_line_for_a_regular_fit(pilot_ratings):

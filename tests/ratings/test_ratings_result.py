@@ -67,7 +67,7 @@ def test_summary_contains_report_tables_and_lme4_layout(pilot):
                   "LMMParams (coding='sum'", "lme4 expands (system || g)"):
         assert piece in text, piece
     assert "RatingsFit(" in repr(pilot)
-    d = pilot.to_dict()
+    d = pilot.to_record()
     json.dumps(d)  # serialisable
     assert d["tables"]["Table 13"]["beta1"] == pytest.approx(pilot.fixef["system1"])
 

@@ -18,7 +18,7 @@ from .._choices import AccuracyMethod, Backend, McNemarTest, OnError, check_choi
 from .._rng import RNGLike
 from .._validation import check_int, check_real
 from ..errors import InputError
-from ..grid import GridResult, check_run_options, run_grid
+from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys
 from .power import AccuracyPowerResult, power, resolve_agreement
 from .table import paired_table
@@ -93,7 +93,8 @@ def power_grid(
     method = check_choice("method", method, AccuracyMethod)
     alpha = check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True)
     n_sims = check_int("n_sims", n_sims, min=1)
-    check_run_options(n_jobs, backend, client, on_error)
+    run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
+                     progress=progress, on_error=on_error)
     axes: dict[str, Any] = {"n": n, "delta": delta, "agreement": agreement}
     if baseline is not None:
         axes["baseline"] = baseline
@@ -108,6 +109,4 @@ def power_grid(
             where = ", ".join(f"{k}={v!r}" for k, v in key.items())
             raise InputError(f"grid cell ({where}): {exc}") from exc
     problem = AccuracyProblem(test=test, method=method, alpha=alpha, n_sims=n_sims)
-    return run_grid(problem, axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
-                    checkpoint=checkpoint, progress=progress, on_error=on_error,
-                    desc="accuracy power grid")
+    return run_grid(problem, axes, rng=rng, run=run, desc="accuracy power grid")

@@ -13,7 +13,7 @@ from .._choices import Backend, BleuMethod, OnError, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
-from ..grid import GridResult, check_run_options, run_grid
+from ..grid import GridResult, RunOptions, run_grid
 from .power import BleuPowerResult, _check_permutations, power
 
 __all__ = ["BleuProblem", "power_grid"]
@@ -64,14 +64,14 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
                method: BleuMethod = "randomization", rng: RNGLike = None, n_jobs: int = 1,
                backend: Backend = "loky", client: Any = None,
                checkpoint: str | os.PathLike[str] | None = None, progress: bool = True,
-               on_error: OnError = "raise") -> GridResult:
+               on_error: OnError = "raise", shard: str | tuple[int, int] | None = None) -> GridResult:
     """BLEU power over every cell of ``p0 x b0 x n x delta`` (Card et al. 2020, Figs. 4 and 17).
 
     Each of ``n``, ``delta``, ``p0``, ``b0`` is a value (a fixed column) or a
     list (an axis); cells run in the order p0, b0, n, delta (delta fastest),
     each with its own seed derived from its axis values, so results do not
     depend on ``n_jobs``, ``backend`` or resuming a ``checkpoint``.  The
-    scheduling options are those of :func:`nlpower.grid.run_grid`.
+    scheduling options (and ``shard``) are those of :func:`nlpower.grid.run_grid`.
 
     Examples
     --------
@@ -91,6 +91,6 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
     problem = BleuProblem(n_sims=check_int("n_sims", n_sims, min=1),
                           n_permutations=_check_permutations(n_permutations, alpha, method),
                           alpha=alpha, method=method)
-    check_run_options(n_jobs, backend, client, on_error)
-    return run_grid(problem, axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
-                    checkpoint=checkpoint, progress=progress, on_error=on_error, desc="BLEU power grid")
+    run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
+                     progress=progress, on_error=on_error, shard=shard)
+    return run_grid(problem, axes, rng=rng, run=run, desc="BLEU power grid")

@@ -13,19 +13,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .. import __version__
 from .._choices import BleuMethod, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
-from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..intervals import ConfidenceInterval, wilson_ci
+from ..montecarlo import MonteCarloSummary
 from . import _kernels
 from .process import draw_effects, draw_parts, laplace_location
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["BleuMDEResult", "BleuPowerResult", "mde", "power"]
 
@@ -83,6 +86,7 @@ class BleuPowerResult:
     normal_error_bound: float | None = None
     estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
     pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"BleuPowerResult(power={self.power:.3f}, ci=({self.ci.low:.3f}, {self.ci.high:.3f}), "
@@ -91,6 +95,8 @@ class BleuPowerResult:
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Wilson interval of ``power`` (of the rejection rate when ``delta == 0``)."""
+        if self.mc is not None:
+            return self.mc.proportion_ci(confidence_level)
         confidence_level = check_probability("confidence_level", confidence_level)
         k = self.n_rejected if self.delta != 0 else round(self.rejection_rate * self.n_sims)
         return ConfidenceInterval(*wilson_ci(k, self.n_sims, confidence_level))
@@ -107,7 +113,8 @@ class BleuPowerResult:
         if self.delta != 0:
             lines.append(f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
                          f"{self.ci.high:.3f}); {self.n_rejected} sign-correct detections")
-            lines.append(f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
+            lines.append(f"  {self.mc.describe()}" if self.mc is not None
+                         else f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
         else:
             ci = self.proportion_ci()
             lines.append(f"  dB = 0: Type I error {self.rejection_rate:.3f} (95% CI {ci.low:.3f}-"
@@ -120,6 +127,8 @@ class BleuPowerResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd  # imported on first use: power itself needs only numpy
+
         return pd.DataFrame([self.to_record()]).drop(columns=["seed"])
 
     def to_record(self) -> dict[str, Any]:
@@ -132,6 +141,7 @@ class BleuPowerResult:
             "p0": self.p0, "b0": self.b0, "alpha": self.alpha,
             "n_permutations": self.n_permutations, "method": self.method,
             "normal_error_bound": self.normal_error_bound,
+            **({} if self.mc is None else self.mc.to_record()),
             "seed": {"entropy": self.seed.get("entropy"),
                      "spawn_key": list(self.seed.get("spawn_key", ()))},
             "version": self.version,
@@ -141,12 +151,20 @@ class BleuPowerResult:
     def from_record(cls, record: Mapping[str, Any]) -> BleuPowerResult:
         """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
         r = dict(record)
+        mc = MonteCarloSummary.from_record(r, effect=float(r["delta"]))
+        for key in _MC_KEYS:
+            r.pop(key, None)
         seed = r.pop("seed", None) or {}
         ci = ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high")))
         floats = ("power", "se", "type_m", "type_s", "rejection_rate", "mean_estimate")
         fields: dict[str, Any] = {k: (_num(v) if k in floats else v) for k, v in r.items()}
         return cls(ci=ci, seed={"entropy": seed.get("entropy"),
-                                "spawn_key": tuple(seed.get("spawn_key", ()))}, **fields)
+                                "spawn_key": tuple(seed.get("spawn_key", ()))}, mc=mc, **fields)
+
+
+#: the Monte Carlo summary's record keys that are not fields of BleuPowerResult
+_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
+            "type_m_ci_low", "type_m_ci_high")
 
 
 def _num(value: Any) -> float:
@@ -164,24 +182,16 @@ def _check_problem(n: Any, delta: Any, p0: Any, b0: Any, alpha: Any) -> tuple[in
 
 def summarise(estimates: np.ndarray, pvalues: np.ndarray, delta: float, alpha: float
               ) -> dict[str, Any]:
-    """Power, its Wilson CI, Type-M and Type-S from per-replicate ``dB_hat`` and p-values."""
-    n_sims = estimates.size
-    significant = pvalues <= alpha
-    n_sig = int(significant.sum())
-    if delta != 0:
-        right = np.sign(estimates) == np.sign(delta)
-        n_rejected = int(np.count_nonzero(significant & right))
-        pw = n_rejected / n_sims
-        type_s = float(np.count_nonzero(significant & ~right) / n_sig) if n_sig else math.nan
-        type_m = float(np.mean(np.abs(estimates[significant])) / abs(delta)) if n_sig else math.nan
-        ci = ConfidenceInterval(*wilson_ci(n_rejected, n_sims))
-        se = mc_se(pw, n_sims)
-    else:
-        n_rejected, pw, type_s, type_m = 0, math.nan, math.nan, math.nan
-        ci, se = ConfidenceInterval(math.nan, math.nan), math.nan
-    return {"power": pw, "se": se, "ci": ci, "n_sims": n_sims, "n_rejected": n_rejected,
-            "rejection_rate": n_sig / n_sims, "type_m": type_m, "type_s": type_s,
-            "mean_estimate": float(np.mean(estimates))}
+    """Power, its Wilson CI, Type-M and Type-S from per-replicate ``dB_hat`` and p-values.
+
+    The fields of :class:`BleuPowerResult` that come from the
+    :class:`~nlpower.montecarlo.MonteCarloSummary` (``mc``) of the replicates.
+    """
+    mc = MonteCarloSummary.from_draws(estimates, pvalues <= alpha, effect=delta)
+    return {"power": mc.power, "se": mc.se, "ci": mc.ci, "n_sims": mc.n_sims,
+            "n_rejected": mc.n_rejected, "rejection_rate": mc.rejection_rate,
+            "type_m": mc.type_m, "type_s": mc.type_s, "mean_estimate": float(np.mean(estimates)),
+            "mc": mc}
 
 
 def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
@@ -230,18 +240,24 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
     method = check_choice("method", method, BleuMethod)
     n_permutations = _check_permutations(n_permutations, alpha, method)
     seq = root_seed(rng)
-    n_batches = -(-n_sims // _kernels.REPLICATE_BATCH)
+    batch = _kernels.REPLICATE_BATCH
+    n_batches = -(-n_sims // batch)
+    children = seq.spawn(n_batches + 1)  # one stream per batch of effects, one for the signs
+    signs = (_kernels.SharedSigns(children[-1], n_permutations, n)
+             if method == "randomization" else None)
+    per_block = max(1, _kernels.block_size(n) // batch)  # batches tested by one GEMM
     estimates = np.empty(n_sims)
     pvalues = np.empty(n_sims)
     bound = 0.0
-    for i, child in enumerate(seq.spawn(n_batches)):
-        gen = np.random.Generator(np.random.PCG64(child))
-        lo = i * _kernels.REPLICATE_BATCH
-        hi = min(n_sims, lo + _kernels.REPLICATE_BATCH)
-        deltas = draw_effects(gen, hi - lo, n, delta, p0, b0)
+    for first in range(0, n_batches, per_block):
+        lo, hi = first * batch, min(n_sims, (first + per_block) * batch)
+        deltas = np.concatenate([
+            draw_effects(np.random.Generator(np.random.PCG64(children[i])),
+                         min(batch, n_sims - i * batch), n, delta, p0, b0)
+            for i in range(first, min(n_batches, first + per_block))])
         estimates[lo:hi] = -0.5 * deltas.sum(axis=1)
-        if method == "randomization":
-            pvalues[lo:hi] = _kernels.randomization_pvalues(gen, deltas, n_permutations)
+        if signs is not None:
+            pvalues[lo:hi] = signs.pvalues(deltas)
         else:
             pvalues[lo:hi], b = _kernels.normal_pvalues(deltas)
             bound = max(bound, b)
@@ -295,6 +311,8 @@ class BleuMDEResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd
+
         return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
 
     def to_record(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..montecarlo import MonteCarloSummary
 from . import plots
 from .units import EvaluationUnits, as_scores
 
@@ -139,15 +140,15 @@ class SampleSizeResult:
                               "alpha": self.alpha, "alternative": self.alternative}])
 
 
-def sample_size(mean: float, sd: float, *, power: float = 0.8, alpha: float = 0.05,
+def sample_size(mean: float, sd: float, *, target_power: float = 0.8, alpha: float = 0.05,
                 alternative: Alternative = "two-sided", max_n: int = 10**8) -> SampleSizeResult:
-    """Smallest n (units) at which the paired t test reaches ``power`` (NLPStatTest sec. 3.4.1).
+    """Smallest n (units) at which the paired t test reaches ``target_power`` (NLPStatTest sec. 3.4.1).
 
     Parameters
     ----------
     mean, sd : float
         Expected mean and SD of the per-unit differences A - B.
-    power, alpha, alternative
+    target_power, alpha, alternative
         Target power (sign-correct), significance level, direction.
 
     Examples
@@ -160,7 +161,7 @@ def sample_size(mean: float, sd: float, *, power: float = 0.8, alpha: float = 0.
     """
     mean = check_real("mean", mean)
     sd = check_real("sd", sd, min=0.0, min_open=True)
-    target = check_probability("power", power)
+    target = check_probability("target_power", target_power)
     alpha = check_probability("alpha", alpha)
     check_choice("alternative", alternative, Alternative)
     if mean == 0 or (alternative == "greater" and mean < 0) or (alternative == "less" and mean > 0):
@@ -230,6 +231,8 @@ class PairedPowerResult:
     method: str
     seed: dict[str, Any] | None = None
     version: str = __version__
+    #: the Monte Carlo summary of a simulated result (None when exact)
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"PairedPowerResult(n={self.n}, power={self.power:.4f}, se={self.se:.3g}, "
@@ -245,7 +248,7 @@ class PairedPowerResult:
                 "sd": self.sd, "method": self.method,
                 "seed_entropy": None if not seed else str(seed["entropy"]),
                 "seed_spawn_key": None if not seed else list(seed["spawn_key"]),
-                "version": self.version}
+                "version": self.version, **({} if self.mc is None else self.mc.to_record())}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> PairedPowerResult:
@@ -258,7 +261,8 @@ class PairedPowerResult:
                    type_m=record["type_m"], type_s=record["type_s"], n_sims=record["n_sims"],
                    n=record["n"], test=record["test"], alternative=record["alternative"],
                    alpha=record["alpha"], effect=record["effect"], sd=record["sd"],
-                   method=record["method"], seed=seed, version=record["version"])
+                   method=record["method"], seed=seed, version=record["version"],
+                   mc=MonteCarloSummary.from_record(record, effect=float(record["effect"])))
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([self.to_record()])
@@ -499,9 +503,14 @@ def retrospective_power(data: Any, *, sizes: Any = None, method: RetroPowerMetho
         right, wrong, mags = _simulate_cell(draw, int(n), n_sims, test, alternative, alpha, mu, gen)
         p = right / n_sims
         sig = right + wrong
+        type_m = float(np.mean(mags) / abs(mu)) if sig and mu != 0 else float("nan")
+        mc = MonteCarloSummary(n_sims, right, sig, wrong, mu, type_m,
+                               MonteCarloSummary.spread(np.asarray(mags) / abs(mu))
+                               if mu != 0 else float("nan"))
         results.append(PairedPowerResult(
+            mc=mc,
             power=p, se=mc_se(p, n_sims), ci=ConfidenceInterval(*wilson_ci(right, n_sims)),
-            type_m=float(np.mean(mags) / abs(mu)) if sig and mu != 0 else float("nan"),
+            type_m=type_m,
             type_s=wrong / sig if sig else float("nan"), n_sims=n_sims, n=int(n), test=test,
             alternative=alternative, alpha=alpha, effect=mu, sd=sigma, method=method,
             seed=seed_record(child)))

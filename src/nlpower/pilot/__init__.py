@@ -10,7 +10,7 @@ variance components.
 
 from __future__ import annotations
 
-from ..ratings.convert import PilotLike, as_params, is_pilot_fit
+from ..convert import PilotLike, as_params, is_pilot_fit
 from .assurance import AssuranceResult, PilotPlanResult, assurance, plan_with_assurance
 
 __all__ = ["AssuranceResult", "PilotLike", "PilotPlanResult", "as_params", "assurance",

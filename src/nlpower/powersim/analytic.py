@@ -306,7 +306,7 @@ def power_from_moments(effect: float, se: Any, df: Any, *, alpha: float, test: s
     --------
     >>> round(power_from_moments(0.1, 0.04, 20.0, alpha=0.05, test="satterthwaite",
     ...                          alternative="two-sided"), 4)
-    0.6652
+    0.6623
     """
     return get_test(test).power(effect, se, df, alpha=alpha, alternative=alternative,
                                 normal=normal)

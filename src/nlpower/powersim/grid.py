@@ -28,11 +28,11 @@ import numpy as np
 from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
 from .._rng import RNGLike
 from .._validation import closest_name
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import InputError
-from ..grid import GridResult, check_run_options, run_grid
+from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
-from ..ratings.convert import as_params, is_pilot_fit
 from .models import Params
 from .options import PowerOptions, power_options
 from .result import PowerResult
@@ -54,6 +54,7 @@ RESULT_COLUMNS = (
     "power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
     "n_failed", "n_singular", "n_sims", "n_rejected", "test", "method", "engine",
     "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate",
+    "type_s_ci_low", "type_s_ci_high", "type_m_ci_low", "type_m_ci_high",
 )
 
 PowerFunction = Callable[..., PowerResult]
@@ -71,11 +72,22 @@ class RatingsProblem:
 
     scenarios: Mapping[str, Params]
     design: CrossedDesign | None
-    options: Mapping[str, Any]
+    options: PowerOptions  # validated once, for every cell
     power_fn: PowerFunction | None = None
     effect_per_scenario: bool = False
-    validated: PowerOptions | None = None  # the options, validated once, for nlpower.power
     replicate_progress: bool = False  # a per-replicate bar inside each cell (serial runs only)
+    #: options the caller left at None (the test's default REML, no Likert, n_boot 99):
+    #: not in the fingerprint and not passed to a custom power_fn
+    unset: frozenset[str] = frozenset()
+
+    @property
+    def given_options(self) -> dict[str, Any]:
+        """The grid's analysis options as the caller gave them (fingerprint, ``power_fn``)."""
+        o = self.options
+        full = {"n_sims": o.n_sims, "alpha": o.alpha, "test": o.test,
+                "alternative": o.alternative, "method": o.method, "engine": o.engine,
+                "REML": o.REML, "likert": o.likert, "n_boot": o.n_boot}
+        return {k: v for k, v in full.items() if k not in self.unset and v is not None}
 
     name = "ratings"
 
@@ -89,7 +101,7 @@ class RatingsProblem:
             "scenarios": {k: _params_dict(p) for k, p in self.scenarios.items()},
             "design": None if self.design is None
             else {f: plain(getattr(self.design, f, None)) for f in DESIGN_FIELDS},
-            **{k: v for k, v in self.options.items() if v is not None},
+            **self.given_options,
             "power_fn": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}",
         }
 
@@ -109,11 +121,10 @@ class RatingsProblem:
 
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> PowerResult:
         design, params = self.cell(key)
-        if self.power_fn is None and self.validated is not None:
-            return power(design, params, rng=rng, options=self.validated,
+        if self.power_fn is None:
+            return power(design, params, rng=rng, options=self.options,
                          progress=self.replicate_progress)
-        fn = self.power_fn or power
-        return fn(design, params, rng=rng, **{k: v for k, v in self.options.items() if v is not None})
+        return self.power_fn(design, params, rng=rng, **self.given_options)
 
     def from_record(self, record: Mapping[str, Any]) -> PowerResult:
         return PowerResult.from_record(record)
@@ -185,6 +196,7 @@ def power_grid(
     coding: Coding = "sum",
     contrast: Any = None,
     power_fn: PowerFunction | None = None,
+    shard: str | tuple[int, int] | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -247,6 +259,10 @@ def power_grid(
         ``fn(design, params, *, n_sims, alpha, test, alternative, method, engine, rng)``
         returning a ``PowerResult``).  Must be
         picklable for ``n_jobs > 1``.
+    shard : "i/N", optional
+        Run only shard ``i`` of ``N`` (one cluster array job); needs
+        ``checkpoint`` and a fixed ``rng``; :func:`nlpower.grid.merge` joins
+        the shard files (:func:`nlpower.grid.run_grid`, ``docs/grids.md``).
     **axes
         Further axes or fixed values: any other design field
         (``workers_per_item``, ``items``, ``systems``) or parameter field
@@ -267,11 +283,15 @@ def power_grid(
     Examples
     --------
     >>> from nlpower import presets
-    >>> grid = power_grid(  # doctest: +SKIP
+    >>> grid = power_grid(
     ...     {"low variance": presets.low_variance(), "high variance": presets.high_variance()},
-    ...     n_workers=[3, 10], n_items=[50, 100, 500], effect=[0.05, 0.1, 0.15, 0.2],
-    ...     n_sims=200, test="z", alternative="two-sided", rng=2020)
-    >>> grid.to_frame()  # doctest: +SKIP
+    ...     n_workers=[3, 10], n_items=100, effect=0.1, n_sims=100, test="z", rng=2020,
+    ...     progress=False)
+    >>> grid.to_frame()[["scenario", "n_workers", "power"]].round(2).to_dict("list")
+    {'scenario': ['low variance', 'low variance', 'high variance', 'high variance'], 'n_workers': [3, 10, 3, 10], 'power': [0.98, 1.0, 0.51, 0.73]}
+
+    Figure 6 itself: ``n_workers=[3, 10], n_items=[50, 100, 500],
+    effect=[0.05, 0.1, 0.15, 0.2], n_sims=200`` (:data:`FIGURE6_AXES`).
     """
     if is_pilot_fit(params):  # variances from the pilot; effects (in coding) from the user
         head = effect[0] if isinstance(effect, (list, tuple)) and effect else effect
@@ -279,9 +299,8 @@ def power_grid(
     validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
                               method=method, engine=engine, REML=REML, likert=likert,
                               keep_replicates=False, n_boot=99 if n_boot is None else n_boot)
-    n_sims, alpha, test, alternative = (validated.n_sims, validated.alpha, validated.test,
-                                        validated.alternative)
-    check_run_options(n_jobs, backend, client, on_error)
+    run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
+                     progress=progress, on_error=on_error, shard=shard)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
 
@@ -323,16 +342,13 @@ def power_grid(
 
     grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
     grid_axes.update(named)
-    options = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-               "method": method, "engine": engine, "REML": REML, "likert": likert,
-               "n_boot": n_boot}
-    problem = RatingsProblem(scenarios=scenarios, design=design, options=options,
+    unset = frozenset(k for k, v in (("REML", REML), ("likert", likert), ("n_boot", n_boot))
+                      if v is None)
+    problem = RatingsProblem(scenarios=scenarios, design=design, options=validated,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
-                             validated=validated,
-                             replicate_progress=progress and n_jobs == 1 and backend == "loky")
+                             replicate_progress=run.progress and run.in_process, unset=unset)
     _check_cells(problem, grid_axes)
-    return run_grid(problem, grid_axes, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
-                    checkpoint=checkpoint, progress=progress, on_error=on_error)
+    return run_grid(problem, grid_axes, rng=rng, run=run)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:

@@ -18,10 +18,10 @@ from scipy import optimize
 from .._choices import Alternative, Coding, MDEMethod, RatingsTest, check_choice
 from .._rng import RNGLike
 from .._validation import check_int, check_real
+from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
-from ..ratings.convert import as_params, is_pilot_fit
 from ..simulation import check_design_params
 from .analytic import analytic_moments, power_from_moments
 from .models import Params, with_effect
@@ -165,6 +165,11 @@ def mde(
                 f"no effect reaches power {target_power} with this design (df {df:.3g}); add "
                 "workers or items."
             )
+    if f(1e-12 * se) >= 0:  # the rejection rate with no effect already reaches it
+        raise InputError(
+            f"target_power={target_power:g} is reached with no effect at all (power at effect 0 "
+            f"is {f(0.0) + target_power:.3g}), so there is no smallest detectable effect. Choose "
+            "target_power above alpha, e.g. 0.8.")
     eff = float(optimize.brentq(f, 1e-12 * se, hi, xtol=1e-10 * se))
     sim = None
     if method == "simulation":
@@ -235,8 +240,8 @@ class PlanResult:
 
 def plan(
     params: Params,
-    effect: float,
     *,
+    effect: float,
     target_power: float = 0.8,
     alpha: float = 0.05,
     test: RatingsTest = "satterthwaite",
@@ -271,7 +276,7 @@ def plan(
     Examples
     --------
     >>> from nlpower import presets
-    >>> p = plan(presets.high_variance(), 0.1, max_workers=20)
+    >>> p = plan(presets.high_variance(), effect=0.1, max_workers=20)
     >>> p.power >= 0.8
     True
     """

@@ -18,6 +18,7 @@ import pandas as pd
 from .._validation import check_probability
 from ..design import CrossedDesign
 from ..intervals import ConfidenceInterval, wilson_ci
+from ..montecarlo import MonteCarloSummary
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +98,9 @@ class PowerResult:
     n_boot : int or None
         Bootstrap samples per replicate of ``test="pblrt"`` (None for the
         other tests).
+    mc : MonteCarloSummary or None
+        The Monte Carlo summary the simulated numbers come from (None for
+        the analytic tier); ``type_s_ci`` and ``type_m_ci`` are its intervals.
     """
 
     power: float
@@ -130,12 +134,25 @@ class PowerResult:
     n_type1_sims: int | None = None
     REML: bool = False
     n_boot: int | None = None
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Wilson interval of ``power`` (or of the rejection rate when the effect is 0)."""
+        if self.mc is not None:
+            return self.mc.proportion_ci(confidence_level)
         confidence_level = check_probability("confidence_level", confidence_level)
         k = self.n_rejected if self.effect != 0 else int(round(self.rejection_rate * self.n_sims))
         return ConfidenceInterval(*wilson_ci(k, self.n_sims, confidence_level))
+
+    @property
+    def type_s_ci(self) -> ConfidenceInterval:
+        """95% Wilson interval of ``type_s`` over the significant replicates (NaN if unknown)."""
+        return self.mc.type_s_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
+
+    @property
+    def type_m_ci(self) -> ConfidenceInterval:
+        """95% t interval of ``type_m`` over the significant replicates (NaN if unknown)."""
+        return self.mc.type_m_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
 
     def summary(self) -> str:
         """A short text report."""
@@ -154,7 +171,8 @@ class PowerResult:
                 f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
                 f"{self.ci.high:.3f}); {self.n_rejected} sign-correct detections"
             )
-            lines.append(f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
+            lines.append(f"  {self.mc.describe()}" if self.mc is not None
+                         else f"  Type-S  {self.type_s:.3f}    Type-M  {self.type_m:.2f}")
             lines.append(
                 f"  power counts rejections whose estimate has the true sign (Card et al. Fig. 2); "
                 f"the rejection rate {self.rejection_rate:.3f} counts any p <= alpha"
@@ -191,6 +209,8 @@ class PowerResult:
             "type1": np.nan if self.type1 is None else self.type1,
             "test": self.test, "alpha": self.alpha, "alternative": self.alternative,
             "method": self.method, "engine": self.engine,
+            "type_s_ci_low": self.type_s_ci.low, "type_s_ci_high": self.type_s_ci.high,
+            "type_m_ci_low": self.type_m_ci.low, "type_m_ci_high": self.type_m_ci.high,
         }])
 
     def to_record(self) -> dict[str, Any]:
@@ -209,6 +229,7 @@ class PowerResult:
             "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
             "design": design_record(self.design), "REML": self.REML, "n_boot": self.n_boot,
             "notes": list(self.notes),
+            **({} if self.mc is None else self.mc.to_record()),
             "seed": {"entropy": self.seed.get("entropy"),
                      "spawn_key": list(self.seed.get("spawn_key", ()))},
             "version": self.version,
@@ -218,6 +239,9 @@ class PowerResult:
     def from_record(cls, record: Mapping[str, Any]) -> PowerResult:
         """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
         r = dict(record)
+        mc = MonteCarloSummary.from_record(r, effect=float(r["effect"]))
+        for key in _MC_KEYS:
+            r.pop(key, None)
         lo, hi = r.pop("type1_ci_low", None), r.pop("type1_ci_high", None)
         seed = r.pop("seed", None) or {}
         design = r.pop("design")
@@ -230,6 +254,7 @@ class PowerResult:
             seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))}
             if seed else {},
             design=design if isinstance(design, CrossedDesign) else CrossedDesign(**design),
+            mc=mc,
         )
         return cls(**fields)
 
@@ -242,6 +267,10 @@ class PowerResult:
         return (f"PowerResult({core}{t1}, n_sims={self.n_sims}, test={self.test!r}, "
                 f"method={self.method!r})")
 
+
+#: the Monte Carlo summary's record keys that are not fields of PowerResult
+_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
+            "type_m_ci_low", "type_m_ci_high")
 
 _FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
                            "alpha", "effect", "mean_difference"})

@@ -70,6 +70,7 @@ import pandas as pd
 from .._choices import Coding, RatingsModel
 from .._validation import closest_name
 from ..coding import check_coding
+from ..convert import FORMULA
 from ..errors import FormulaError, RatingsError
 from ..formula import Formula, parse
 from .io import Ratings, ratings_choice
@@ -77,7 +78,6 @@ from .io import Ratings, ratings_choice
 __all__ = ["FORMULA", "GROUPS", "ModelChoice", "check_formula", "choose_model", "contrast_rows",
            "identified_pairs"]
 
-FORMULA = "rating ~ system + (system || worker) + (system || item)"
 GROUPS = ("worker", "item")
 #: Columns of :attr:`Ratings.data` a formula given as ``model=`` may use.
 COLUMNS = ("rating", "system", "worker", "item")

@@ -38,6 +38,7 @@ from .._validation import closest_name
 from ..coding import check_coding
 from ..errors import RatingsError
 from ..params import ConversionWarning, LMMParams, MultiSystemParams, pm1_random_effects
+from .identifiable import IdentifiableEstimates
 from .model import FORMULA, GROUPS, contrast_rows
 from .report import DesignReport
 from .table import RatingsTable
@@ -47,71 +48,6 @@ __all__ = ["IdentifiableEstimates", "RatingsFit", "RatingsFitWarning"]
 #: The warning of :meth:`RatingsFit.to_params` (the conversion's
 #: :class:`nlpower.params.ConversionWarning`, under the name ratings code has used).
 RatingsFitWarning = ConversionWarning
-
-
-@dataclass(frozen=True)
-class IdentifiableEstimates:
-    """What the rating data determine, whatever the optimiser's split of variances.
-
-    Attributes
-    ----------
-    systems : DataFrame
-        One row per system (fitted level order): ``system``, ``mean`` (on the
-        [0, 1] scale), ``se_mean``, ``effect`` (mean minus the grand mean, the
-        unweighted mean of the system means -- the sum-coding effect of every
-        system including the baseline), ``se_effect``, ``sd_worker_total`` and
-        ``sd_item_total`` (SD of the total worker / item random effect under
-        that system: sqrt(s_0^2 + s_k^2)).
-    grand_mean : float
-    sigma : float
-        Residual SD.
-    worker_cov, item_cov : DataFrame
-        K x K total covariance ``s_0^2 J + Sigma`` of the per-system random
-        effects; entries that the design does not identify (no worker / item
-        rated under both systems) are NaN.
-    baseline : str
-    """
-
-    systems: pd.DataFrame
-    grand_mean: float
-    sigma: float
-    worker_cov: pd.DataFrame
-    item_cov: pd.DataFrame
-    baseline: str
-
-    def cor(self, group: str) -> pd.DataFrame:
-        """Correlation matrix of the per-system effects of ``"worker"`` or ``"item"``."""
-        if group not in GROUPS:
-            raise RatingsError(f"group must be 'worker' or 'item'; got {group!r}.")
-        cov = self.worker_cov if group == "worker" else self.item_cov
-        sd = np.sqrt(np.diag(cov.to_numpy()))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cor = cov.to_numpy() / np.outer(sd, sd)
-        return pd.DataFrame(cor, index=cov.index, columns=cov.columns)
-
-    def to_frame(self) -> pd.DataFrame:
-        """The per-system table plus ``sigma`` and ``grand_mean`` columns."""
-        df = self.systems.copy()
-        df["grand_mean"] = self.grand_mean
-        df["sigma"] = self.sigma
-        return df
-
-    def summary(self) -> str:
-        lines = [
-            "Identified quantities (the same for every optimiser start and engine):",
-            f"  grand mean = {self.grand_mean:.4f}   residual sd (sigma) = {self.sigma:.4f}",
-            self.systems.to_string(index=False, float_format=lambda v: f"{v:.4f}"),
-        ]
-        for g, cov in (("worker", self.worker_cov), ("item", self.item_cov)):
-            if cov.shape[0] > 1:
-                cor = self.cor(g)
-                lines.append(f"  correlation of per-system {g} effects (NaN = not identified):")
-                lines.append(cor.to_string(float_format=lambda v: f"{v:.3f}"))
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (f"IdentifiableEstimates(systems={list(self.systems['system'])}, "
-                f"grand_mean={self.grand_mean:.4g}, sigma={self.sigma:.4g})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,6 +105,9 @@ class RatingsFit:
     reduced: tuple[str, ...] = ()
     model: str = "auto"
     not_modelled: tuple[str, ...] = ()
+    #: the rows fitted (``worker, item, system, rating``, system in fitted order): what a
+    #: parametric bootstrap of the pilot refits (:mod:`nlpower.pilot.general`)
+    data: pd.DataFrame | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------- basic views
     @property
@@ -230,9 +169,11 @@ class RatingsFit:
 
         Examples
         --------
-        >>> print(fit.table())  # doctest: +SKIP
+        >>> from nlpower.ratings import fit_ratings, read_ratings
+        >>> fit = fit_ratings(read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5)))
+        >>> print(fit.table())
                            beta0  beta1  sigma sigma0w sigma1w sigma2w sigma0i sigma1i sigma2i
-        pilot_ratings.csv  0.552 -0.035  0.130   0.000   0.142   0.126   0.071   0.000   0.046
+        pilot_ratings.csv  0.494  0.122  0.239   0.007   0.091   0.094   0.012   0.142   0.125
         """
         row: dict[str, float] = {}
         for j, v in enumerate(self.fixef.to_numpy()):
@@ -569,7 +510,11 @@ class RatingsFit:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable: report, tables, legend, identified quantities."""
+        """:meth:`to_record` (the name the CLI of this release calls)."""
+        return self.to_record()
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-serialisable record: report, tables, legend, identified quantities."""
         ident = self.identifiable()
         tabs = {name: {c: float(v) for c, v in t.iloc[0].items()} for name, t in self.tables().items()}
 

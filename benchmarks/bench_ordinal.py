@@ -1,0 +1,148 @@
+"""Ordinal cases of the engine benchmark: ``nlpower.clmm`` vs ``ordinal::clmm`` in one run.
+
+Usage (from the repository root)::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --repeats 3
+    .venv/bin/python benchmarks/bench_engine.py --cases none --ordinal   # the same, from there
+
+Cases (logit link, flexible thresholds, Laplace):
+
+- ``wine``: ``rating ~ temp + contact + (1|judge)`` (72 ratings, 9 judges);
+- ``soup``: ``SURENESS ~ PROD + (1|RESP)`` (1,847 ratings, 185 respondents);
+- ``sim1``: ``rating ~ system + x + (1|worker)`` (600 ratings, worker SD 2);
+- ``sim2``: ``rating ~ x + (1 + x|worker)`` (600 ratings, correlated slopes);
+- ``crowd20k``: 20,000 crossed crowd ratings (200 workers, 1,000 items, 2 systems,
+  each item x system rated by 10 workers), ``rating ~ x + (1|worker) + (1|item)`` --
+  native only (``ordinal::clmm`` on crossed crowd files: see docs/ordinal.md).
+
+Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
+around ``clmm()`` inside one R process (start-up and data loading excluded);
+BLAS single-threaded.  Data: ``tests/reference/data`` (exported by
+``tests/reference/clmm_reference.R``) and a fixed-seed simulation for ``crowd20k``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "reference" / "data"
+CASES = {
+    "wine": ("wine.csv", "rating ~ temp + contact + (1|judge)"),
+    "soup": ("soup.csv", "SURENESS ~ PROD + (1|RESP)"),
+    "sim1": ("clmm_sim1.csv", "rating ~ system + x + (1|worker)"),
+    "sim2": ("clmm_sim2.csv", "rating ~ x + (1 + x|worker)"),
+    "crowd20k": (None, "rating ~ x + (1|worker) + (1|item)"),
+}
+R_TIMER = r"""
+suppressMessages(library(ordinal)); library(jsonlite)
+args <- commandArgs(TRUE); d <- read.csv(args[1]); f <- as.formula(args[2]); reps <- as.integer(args[3])
+resp <- all.vars(f)[1]; d[[resp]] <- factor(d[[resp]], ordered = TRUE)
+times <- c(); ll <- NA
+for (r in seq_len(reps)) {
+  t <- system.time(fm <- tryCatch(clmm(f, data = d), error = function(e) e))[["elapsed"]]
+  if (inherits(fm, "error")) { cat(toJSON(list(error = conditionMessage(fm)), auto_unbox = TRUE)); quit() }
+  times <- c(times, t); ll <- as.numeric(logLik(fm))
+}
+cat(toJSON(list(times = times, loglik = ll), digits = NA))
+"""
+
+
+def crowd20k(path: Path) -> None:
+    rng = np.random.default_rng(20000)
+    rows = [(w, i, x) for i in range(1000) for x in (-0.5, 0.5)
+            for w in rng.choice(200, 10, replace=False)]
+    d = pd.DataFrame(rows, columns=["worker", "item", "x"])
+    lat = (0.3 * d.x + rng.normal(0, 1.5, 200)[d.worker] + rng.normal(0, 0.7, 1000)[d.item]
+           + rng.logistic(size=len(d)))
+    d["rating"] = np.digitize(lat, [-2.0, -0.7, 0.7, 2.0]) + 1
+    d["worker"] = "w" + d.worker.astype(str)
+    d["item"] = "i" + d.item.astype(str)
+    d.to_csv(path, index=False)
+
+
+def run_native(path: Path, formula: str, repeats: int) -> dict[str, Any]:
+    from nlpower.ordinal import clmm
+    d = pd.read_csv(path)
+    times, ll, conv = [], float("nan"), False
+    for _ in range(repeats):
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = clmm(formula, d)
+        times.append(time.perf_counter() - t)
+        ll, conv = fit.loglik, fit.converged
+    return {"times": times, "median": statistics.median(times), "loglik": ll, "converged": conv}
+
+
+def run_r(path: Path, formula: str, repeats: int) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
+        fh.write(R_TIMER)
+    try:
+        out = subprocess.run(["Rscript", "--vanilla", fh.name, str(path), formula, str(repeats)],
+                             capture_output=True, text=True, timeout=3600)
+    finally:
+        os.unlink(fh.name)
+    if out.returncode != 0:
+        return {"skipped": out.stderr.strip()[-300:]}
+    res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if "times" in res:
+        res["median"] = statistics.median(res["times"])
+    return res
+
+
+def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True) -> dict[str, Any]:
+    """Time every case with both engines; print and return the ratios."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    report: dict[str, Any] = {}
+    tmp = Path(tempfile.mkdtemp())
+    for name in cases or list(CASES):
+        file, formula = CASES[name]
+        path = DATA / file if file else tmp / f"{name}.csv"
+        if file is None:
+            crowd20k(path)
+        nat = run_native(path, formula, repeats)
+        rr = run_r(path, formula, repeats) if (r and name != "crowd20k") else {
+            "skipped": "not run (crossed crowd file; see docs/ordinal.md)"}
+        row = {"formula": formula, "native": nat, "ordinal": rr}
+        msg = f"{name:9s} native {nat['median']:7.3f} s (loglik {nat['loglik']:.4f})"
+        if "median" in rr:
+            row["ratio"] = rr["median"] / nat["median"]
+            msg += (f" | ordinal::clmm {rr['median']:7.3f} s (loglik {rr['loglik']:.4f}) | "
+                    f"ratio {row['ratio']:.1f}x")
+        else:
+            msg += f" | ordinal::clmm {rr.get('skipped') or rr.get('error')}"
+        print(msg, flush=True)
+        report[name] = row
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--no-r", action="store_true", help="native timings only")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
+    args = ap.parse_args(argv)
+    rep = run_all(args.repeats, [c for c in args.cases.split(",") if c], r=not args.no_r)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rep, indent=2, default=str))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,259 @@
+"""One hand-off from a fitted pilot to simulation parameters: :func:`as_params`.
+
+Every planning entry point (``power``, ``mde``, ``plan``, ``power_grid``,
+``nlpower power --ratings``, ``nlpower plan``) accepts either parameters or a
+fitted pilot and calls :func:`as_params` once at its boundary; past it the
+power layer (:mod:`nlpower.powersim`) sees parameters only.  This module sits
+below both :mod:`nlpower.ratings` and :mod:`nlpower.powersim`: a
+:class:`~nlpower.ratings.RatingsFit` is recognised by what it can do
+(:class:`FittedPilot`: ``to_params``, ``to_multi_params``), so the power layer
+never imports the ratings package.  For a fit the
+*variance components* come from the pilot and the *effect* from the user: the
+pilot's own effect estimate is never used silently (a pilot's effect is the
+noisiest number it produces, and planning for it is the "observed power"
+fallacy); the user states the smallest effect of interest and its coding.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._choices import Coding, check_choice
+from ._validation import check_real
+from .errors import InputError
+from .lmm.result import LmmFit
+from .params import LMMParams, MultiSystemParams, pm1_random_effects, x_values
+
+__all__ = ["FORMULA", "FittedPilot", "PilotLike", "as_params", "is_pilot_fit"]
+
+#: Card et al.'s (2020) model of human ratings (what ``fit_ratings`` fits by default).
+FORMULA = "rating ~ system + (system || worker) + (system || item)"
+
+
+@runtime_checkable
+class FittedPilot(Protocol):
+    """A fitted pilot that gives simulation parameters (:class:`~nlpower.ratings.RatingsFit`)."""
+
+    @property
+    def n_systems(self) -> int: ...
+
+    def to_params(self, contrast: Any = None, *, coding: Coding = "sum") -> LMMParams: ...
+
+    def to_multi_params(self) -> MultiSystemParams: ...
+
+
+#: What :func:`as_params` accepts.
+PilotLike = LMMParams | MultiSystemParams | FittedPilot | LmmFit
+
+_EFFECT_HELP = (
+    "pass effect= the smallest effect worth detecting, in the coding given by coding= "
+    "('sum', Card et al.'s: half the difference between the two system means on the [0, 1] "
+    "scale; 'half' or 'treatment': the full mean difference). nlpower never plans for the "
+    "pilot's own effect estimate silently: it is too noisy to plan for."
+)
+
+
+def is_pilot_fit(obj: Any) -> bool:
+    """Whether ``obj`` is a fitted pilot (a :class:`FittedPilot` such as ``RatingsFit``, or an :class:`LmmFit`)."""
+    return isinstance(obj, (FittedPilot, LmmFit))
+
+
+def _span(coding: Coding) -> float:
+    lo, hi = x_values(coding)
+    return hi - lo
+
+
+def _effect_in(params_coding: Coding, effect: float, coding: Coding) -> float:
+    """``effect`` stated in ``coding``, re-expressed in ``params_coding`` (same mean difference)."""
+    return effect * _span(coding) / _span(params_coding)
+
+
+def as_params(
+    params_or_fit: PilotLike,
+    *,
+    effect: float | Sequence[float] | None = None,
+    coding: Coding = "sum",
+    contrast: Any = None,
+) -> LMMParams | MultiSystemParams:
+    """Simulation parameters from parameters or from a fitted pilot.
+
+    Parameters
+    ----------
+    params_or_fit : LMMParams, MultiSystemParams, RatingsFit or LmmFit
+        Parameters are returned unchanged (``effect=None``) or with their
+        tested effect replaced.  A :class:`~nlpower.ratings.RatingsFit`
+        (from :func:`~nlpower.ratings.fit_ratings`), or the
+        :class:`~nlpower.lmm.LmmFit` of the paper's model
+        ``rating ~ system + (system || worker) + (system || item)`` with a
+        two-level factor (``fit_ratings(...).fit``), gives its variance
+        components.
+    effect : float (or K-1 floats for a K-system fit), required for a fit
+        The effect to plan for, in ``coding``: the smallest effect of
+        interest.  For a fit it is required (:class:`InputError` otherwise);
+        the pilot's estimate is never used silently.
+    coding : {"sum", "half", "treatment"}, default "sum"
+        Coding of ``effect`` and of the returned :class:`LMMParams` (for
+        parameters: of ``effect`` only; the parameters keep their coding).
+        ``"sum"`` is the paper's (x = +-1, effect = half the mean difference).
+    contrast : str or (str, str), optional
+        For a :class:`RatingsFit`: which two systems (see
+        :meth:`RatingsFit.to_params`).  With more than two systems and no
+        contrast, all systems are kept as :class:`MultiSystemParams` (sum
+        coding only; ``effect`` is then the first non-baseline system minus
+        the grand mean, the other effects are 0 unless K-1 effects are given).
+
+    Returns
+    -------
+    LMMParams or MultiSystemParams
+
+    Raises
+    ------
+    InputError
+        A fit without ``effect``; a zero or non-finite effect; an object that
+        is neither parameters nor a fit of the paper's model; ``coding`` other
+        than ``"sum"`` for K systems.
+
+    Notes
+    -----
+    The variance components of a fit are converted by the fit's own
+    conversion (:meth:`RatingsFit.to_params`: the two systems' total
+    per-system covariances mapped to +-1 intercept and slope SDs), which may
+    warn (``RatingsFitWarning``) when it loses information.
+
+    Examples
+    --------
+    >>> from nlpower import presets
+    >>> from nlpower.pilot import as_params
+    >>> p = presets.high_variance(0.1)
+    >>> as_params(p) is p
+    True
+    >>> as_params(p, effect=0.1, coding="half").effect   # mean difference 0.1 = 0.05 in sum coding
+    0.05
+    """
+    coding = check_choice("coding", coding, Coding)
+    obj = params_or_fit
+    if isinstance(obj, (LMMParams, MultiSystemParams)):
+        if effect is None:
+            return obj
+        return _set_effect(obj, effect, coding)
+    if isinstance(obj, LmmFit):
+        if effect is None:
+            raise InputError(f"effect is required when planning from a fitted pilot: {_EFFECT_HELP}")
+        p = _lmmfit_params(obj, coding)
+        return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
+    if not isinstance(obj, FittedPilot):
+        raise InputError(
+            f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
+            f"the LmmFit of the paper's model; got {type(params_or_fit).__name__}. Fit a pilot "
+            "with nlpower.fit_ratings(nlpower.read_ratings(path, scale=(lo, hi)))."
+        )
+    if effect is None:
+        raise InputError(f"effect is required when planning from a fitted pilot: {_EFFECT_HELP}")
+    if obj.n_systems > 2 and contrast is None:
+        if coding != "sum":
+            raise InputError(
+                f"coding={coding!r} with {obj.n_systems} systems: K-system parameters "
+                "(MultiSystemParams) are in sum coding only (each effect = system mean minus the "
+                "grand mean). Use coding='sum', or pass contrast=(system_a, system_b) to compare two."
+            )
+        multi = obj.to_multi_params()
+        return _set_effect(multi, effect, "sum")
+    if not isinstance(effect, (int, float, np.integer, np.floating)):
+        raise InputError(f"effect must be one number for a two-system comparison; got {effect!r}.")
+    params = obj.to_params(contrast, coding=coding)
+    return params.with_effect(_check_effect(effect))
+
+
+def _check_effect(effect: Any) -> float:
+    e = check_real("effect", effect)
+    if e == 0 or not math.isfinite(e):
+        raise InputError(
+            f"effect must be a finite non-zero number; got {effect!r}. A design has no power to "
+            f"detect 0: {_EFFECT_HELP}"
+        )
+    return e
+
+
+def _set_effect(params: LMMParams | MultiSystemParams, effect: Any, coding: Coding
+                ) -> LMMParams | MultiSystemParams:
+    if isinstance(params, LMMParams):
+        return params.with_effect(_effect_in(params.coding, _check_effect(effect), coding))
+    if coding != "sum":
+        raise InputError(
+            f"coding={coding!r} for MultiSystemParams: their effects are in sum coding only "
+            "(system mean minus the grand mean). Use coding='sum'."
+        )
+    k1 = params.n_systems - 1
+    if isinstance(effect, (int, float, np.integer, np.floating)):
+        effects = (_check_effect(effect), *([0.0] * (k1 - 1)))
+    else:
+        effects = tuple(check_real("effect", e) for e in effect)
+        if len(effects) != k1:
+            raise InputError(
+                f"effect: {params.n_systems} systems need one effect or {k1} effects (one per "
+                f"non-baseline system, minus the grand mean); got {len(effects)}."
+            )
+        _check_effect(effects[0])
+    return params.with_effects(effects)
+
+
+# ------------------------------------------------------------------------------------
+# an LmmFit of the paper's model, seen as a RatingsFit
+# ------------------------------------------------------------------------------------
+
+_PAPER = re.compile(r"^\s*(\w+)\s*~\s*(\w+)\s*\+\s*\(\s*\2\s*\|\|\s*(\w+)\s*\)\s*\+\s*"
+                    r"\(\s*\2\s*\|\|\s*(\w+)\s*\)\s*$")
+
+
+def _lmmfit_params(fit: LmmFit, coding: Coding) -> LMMParams:
+    """Sum-coded :class:`LMMParams` (effect 0) of an :class:`LmmFit` of the paper's two-system model.
+
+    Needs ``y ~ f + (f || g1) + (f || g2)`` with a two-level factor ``f`` (as
+    :func:`~nlpower.ratings.fit_ratings` fits it: ``g1`` the workers, ``g2``
+    the items).  The per-system random effects are mapped to +-1 intercept
+    and slope SDs by :func:`nlpower.params.pm1_random_effects` (the same
+    conversion as :meth:`RatingsFit.to_params`).  The fit keeps no data, so
+    every worker and item is taken to have rated both systems; use the
+    :class:`RatingsFit` when items are nested in systems.
+    """
+    m = _PAPER.match(fit.formula)
+    if m is None:
+        raise InputError(
+            f"an LmmFit must be of the paper's model {FORMULA!r} to give simulation parameters; "
+            f"got {fit.formula!r}. Fit the pilot with nlpower.fit_ratings (which also handles "
+            "nested designs) and pass its RatingsFit."
+        )
+    _, factor, g1, g2 = m.groups()
+    fit_coding: Coding = check_choice(f"LmmFit contrasts for {factor!r}",
+                                      fit.contrasts.get(factor, "sum"), Coding)
+    sds: dict[str, tuple[float, float]] = {}
+    for group, name in ((g1, "worker"), (g2, "item")):
+        terms = [t for t in fit.var_terms if t.group == group]
+        ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
+        blocks = [t for t in terms if len(t.cnames) == 2]
+        if len(ints) != 1 or len(blocks) != 1:
+            raise InputError(
+                f"LmmFit: expected (1 | {group}) + (0 + {factor} | {group}) with a two-level factor "
+                f"{factor!r}; got terms {[tuple(t.cnames) for t in terms]}. Only two-system fits can "
+                "be converted from an LmmFit; for more systems use fit_ratings."
+            )
+        levels = [c[len(factor):] if c.startswith(factor) else c for c in blocks[0].cnames]
+        cov = np.asarray(blocks[0].cov, dtype=float)
+        # the baseline (x = -1) is R's last level under contr.sum, the first under contr.treatment
+        b, o = (1, 0) if fit_coding in ("sum", "half") else (0, 1)
+        sds[name] = pm1_random_effects(
+            math.sqrt(max(float(ints[0].cov[0, 0]), 0.0)), math.sqrt(max(cov[b, b], 0.0)),
+            math.sqrt(max(cov[o, o], 0.0)), float(cov[b, o]), group=name, unequal="warn",
+            systems=(levels[b], levels[o]), where="as_params")
+    b0, b1 = (float(v) for v in fit.fixef.to_numpy()[:2])
+    lo, hi = x_values(fit_coding)
+    mean_base, mean_other = b0 + lo * b1, b0 + hi * b1
+    return LMMParams(beta0=(mean_base + mean_other) / 2, effect=0.0,
+                     sd_worker=sds["worker"][0], sd_worker_slope=sds["worker"][1],
+                     sd_item=sds["item"][0], sd_item_slope=sds["item"][1],
+                     sigma=float(fit.sigma), coding="sum")

@@ -1,0 +1,147 @@
+"""``clmm``: the public entry point (formula + data -> prepared model -> fit)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice
+from ..errors import InputError
+from ..formula import parse
+from ..lmm.family import Ordinal
+from ..lmm.frame import model_frame
+from ..lmm.structure import ModelSpec
+from .model import ClmmModel
+from .response import OrdinalResponse, ordinal_response
+
+__all__ = ["clmm", "native_ordinal", "prepare_clmm", "prepare_spec"]
+
+ENGINES = ("native", "ordinal")
+
+
+def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
+                 threshold: str = "flexible", nAGQ: int = 1,
+                 contrasts: Mapping[str, str] | None = None,
+                 warn: bool = True) -> ClmmModel:
+    """Build the :class:`~.model.ClmmModel` of ``formula`` on ``data`` (no fit)."""
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"data must be a pandas DataFrame with one row per rating; got "
+                         f"{type(data).__name__}.")
+    family = Ordinal(link, threshold)  # type: ignore[arg-type]
+    f = parse(formula)
+    resp = f.response
+    cols = [c for c in data.columns if str(c) in f.variables]
+    if resp not in map(str, data.columns):
+        model_frame(formula, data, contrasts)      # raises the formula layer's error
+    complete = ~data[cols].isna().any(axis=1)
+    y = data.loc[complete, resp]
+    r: OrdinalResponse = ordinal_response(y, resp, warn=warn)
+    d = data.copy()
+    codes = pd.Series(np.nan, index=d.index)
+    codes[complete] = r.codes.astype(float)
+    d[resp] = codes
+    spec = model_frame(formula, d, contrasts)
+    spec = spec.with_response(r.codes.astype(float))
+    model = ClmmModel(spec, family, r, nAGQ=nAGQ)
+    model.data = data.loc[complete, cols].reset_index(drop=True)
+    return model
+
+
+def prepare_spec(spec: ModelSpec, family: Ordinal, *, nAGQ: int = 1) -> ClmmModel:
+    """The :class:`~.model.ClmmModel` of a structure whose ``y`` holds integer scores.
+
+    The engine protocol's entry (``get_engine("native").prepare(spec, family=Ordinal())``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nlpower.lmm.frame import model_frame
+    >>> d = pd.DataFrame({"y": [1, 2, 3, 2, 3, 1, 2, 3], "g": list("aabbccdd")})
+    >>> prepare_spec(model_frame("y ~ (1 | g)", d), Ordinal()).levels
+    ('1', '2', '3')
+    """
+    r = ordinal_response(np.asarray(spec.y), spec.response)
+    return ClmmModel(spec.with_response(r.codes.astype(float)), family, r, nAGQ=nAGQ)
+
+
+def native_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None = None,
+                   nAGQ: int = 1) -> ClmmModel:
+    """The native engine's fitter for the ordinal family (the engine registry's entry)."""
+    return prepare_spec(spec, family if family is not None else Ordinal(), nAGQ=nAGQ)
+
+
+def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: str = "flexible",
+         nAGQ: int = 1, engine: str = "native", start: Any = None,
+         control: dict[str, Any] | None = None, contrasts: Mapping[str, str] | None = None,
+         checkconv: Any = None) -> Any:
+    """Fit a cumulative link mixed model (``ordinal::clmm``) by maximum likelihood.
+
+    ``P(Y <= j | b) = F(theta_j - x'beta - z'b)`` with ``F`` the inverse link
+    (logistic, normal or Gumbel-min CDF) and ``b ~ N(0, Sigma)`` per level of
+    each grouping factor (lme4-style terms: crossed, nested, slopes, ``||``).
+
+    Parameters
+    ----------
+    formula : str
+        ``"rating ~ system + (1 + system | worker) + (1 | item)"``.  The
+        intercept is absorbed by the thresholds.
+    data : pandas.DataFrame
+        One row per rating.  The response is an *ordered* ``Categorical`` or
+        integer scores; categories nobody used are dropped (thresholds either
+        side merge) and listed in ``fit.unused_categories``.
+    link : {"logit", "probit", "cloglog"}
+    threshold : {"flexible", "equidistant", "symmetric"}
+        ``ordinal``'s threshold structures (equidistant and symmetric need
+        at least 3 categories).
+    nAGQ : int
+        1: Laplace approximation; > 1: adaptive Gauss-Hermite with that many
+        nodes (one scalar random-effect term only).
+    engine : {"native", "ordinal"}
+        ``"native"``: this package's fitter; ``"ordinal"``: R's
+        ``ordinal::clmm`` through rpy2 (the reference; needs R and rpy2).
+    start : array, optional
+        ``(alpha, beta, theta)``: thresholds, fixed effects, random-effect parameters.
+    control : dict, optional
+        Native: ``maxiter``, ``gtol``, ``ftol`` (L-BFGS-B).  ``ordinal``:
+        passed to ``clmm.control``.
+    contrasts : dict, optional
+        Factor codings as :func:`nlpower.lmm.lmer`.
+    checkconv : dict or str, optional
+        lme4-style convergence-check policies (``nlpower.lmm.checkconv``);
+        default: warn.
+
+    Returns
+    -------
+    ClmmFit
+
+    Raises
+    ------
+    InputError
+        Unordered or non-integer responses, a single category, too few
+        categories for the thresholds, unknown columns (``FormulaError``).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import nlpower
+    >>> rng = np.random.default_rng(1)
+    >>> d = pd.DataFrame({"judge": np.repeat(np.arange(12), 20), "x": rng.normal(size=240)})
+    >>> latent = 0.8 * d.x + np.repeat(rng.normal(size=12), 20) + rng.logistic(size=240)
+    >>> d["rating"] = np.digitize(latent, [-2.0, -0.5, 0.5, 2.0]) + 1
+    >>> fit = nlpower.clmm("rating ~ x + (1 | judge)", d)
+    >>> fit.converged, round(float(fit.fixef["x"]), 1)
+    (True, 0.8)
+    """
+    check_choice("engine", engine, ENGINES)
+    if engine == "ordinal":
+        from .rclmm import fit_rclmm
+        return fit_rclmm(formula, data, link=link, threshold=threshold, nAGQ=nAGQ,
+                         control=control)
+    model = prepare_clmm(formula, data, link=link, threshold=threshold, nAGQ=nAGQ,
+                         contrasts=contrasts)
+    fit = model.fit(start=start, control=control, checkconv=checkconv)
+    fit.warn_diagnostics(checkconv)
+    return fit

@@ -1,0 +1,136 @@
+"""Analytic gradient of the Laplace log-likelihood of a cumulative link mixed model.
+
+``l(phi) = h(u*, phi) - log det H(u*, phi) / 2`` with ``H = A' W A + I``.
+For a parameter ``phi`` (threshold, fixed effect or an element of a
+relative factor ``Lambda``) let ``d_up``, ``d_lo`` be the changes of
+``upper = theta_y - eta`` and ``lower`` at fixed ``u``.  Then (envelope
+theorem for ``h``; implicit differentiation of ``A' d1 - u = 0`` for the
+modes)::
+
+    dh        = sum r_i d_i                      (r = (f_u - f_l)/p, d = d_up = d_lo
+                                                  for RE parameters; f_u d_up - f_l d_lo)/p)
+    du*       = H^{-1} [ dA' d1 - A' (r_up d_up + r_lo d_lo) ]
+    dW_i      = W_up (d_up - A du*)_i + W_lo (d_lo - A du*)_i
+    dlogdet H = sum_i lev_i dW_i + 2 tr(H^{-1} A' W dA)
+
+with ``lev_i = a_i' H^{-1} a_i`` and the trace from the same selected
+elements of ``H^{-1}`` (the blocks on the sparsity pattern of ``A``:
+block-diagonal ``G^{-1}`` plus the Schur-complement terms).  ``r_up``,
+``W_up`` ... are partial derivatives in ``upper``/``lower``; they need the
+density's second derivative ``f''``.  Checked against central differences
+in ``tests/ordinal/test_gradient.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..lmm.family import Link
+from .cumulative import CumulativeParts, density_d2
+from .laplace import InnerResult
+from .structure import ReStructure
+
+__all__ = ["laplace_gradient", "selected_inverse_rows"]
+
+
+def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarray]:
+    """``v_ib``: the entries of ``H^{-1} a_i`` at observation ``i``'s own random effects.
+
+    One ``(n, q_b)`` array per block.
+    """
+    fac = inner.factor
+    blocks, ZL = rs.blocks, rs._ZL
+    b1 = blocks[0]
+    Ginv = fac.Ginv_blocks                            # (L1, q1, q1)
+    c1 = b1.codes
+    if fac.chol2 is None:
+        return [np.einsum("ijk,ik->ij", Ginv[c1], ZL[0])]
+    q1 = b1.q
+    Q2 = fac.Q2
+    Sinv = sla.cho_solve((fac.chol2, True), np.eye(Q2), check_finite=False)
+    Md = fac.M if fac.dense else fac.M.toarray()      # (Q1, Q2) = G^{-1} H12
+    MS = Md @ Sinv                                    # (Q1, Q2)
+    # diagonal blocks of (H^{-1})_11 = G^{-1} + M S^{-1} M'
+    L1 = b1.L
+    MSr = MS.reshape(L1, q1, Q2)
+    Mr = Md.reshape(L1, q1, Q2)
+    D11 = Ginv + np.einsum("ljk,lmk->ljm", MSr, Mr)   # (L1, q1, q1)
+    off = rs.offsets - fac.Q1
+    # positions of each observation's random effects in the Q2 part
+    pos2 = np.concatenate([(off[c] + blocks[c].codes * blocks[c].q)[:, None]
+                           + np.arange(blocks[c].q)[None, :] for c in range(1, len(blocks))],
+                          axis=1)                     # (n, q2tot)
+    a1 = ZL[0]
+    a2 = np.concatenate([ZL[c] for c in range(1, len(blocks))], axis=1)
+    rows1 = c1[:, None] * q1 + np.arange(q1)[None, :]  # (n, q1)
+    H12sel = -MS[rows1[:, :, None], pos2[:, None, :]]  # (n, q1, q2tot)
+    H22sel = Sinv[pos2[:, :, None], pos2[:, None, :]]  # (n, q2tot, q2tot)
+    v1 = np.einsum("ijk,ik->ij", D11[c1], a1) + np.einsum("ijk,ik->ij", H12sel, a2)
+    v2 = np.einsum("ikj,ik->ij", H12sel, a1) + np.einsum("ijk,ik->ij", H22sel, a2)
+    out = [v1]
+    start = 0
+    for c in range(1, len(blocks)):
+        out.append(v2[:, start:start + blocks[c].q])
+        start += blocks[c].q
+    return out
+
+
+def _partials(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeParts
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    p = cp.p
+    r = (cp.f_up - cp.f_lo) / p
+    s = (cp.df_up - cp.df_lo) / p
+    ddu, ddl = density_d2(link, up), density_d2(link, lo)
+    r_up = cp.df_up / p - r * cp.f_up / p
+    r_lo = -cp.df_lo / p + r * cp.f_lo / p
+    s_up = ddu / p - s * cp.f_up / p
+    s_lo = -ddl / p + s * cp.f_lo / p
+    return r, r_up, r_lo, 2.0 * r * r_up - s_up, 2.0 * r * r_lo - s_lo
+
+
+def laplace_gradient(rs: ReStructure, link: Link, up: np.ndarray, lo: np.ndarray,
+                     Bu: np.ndarray, Bl: np.ndarray, inner: InnerResult,
+                     theta_index: list[tuple[int, int, int]]) -> np.ndarray:
+    """Gradient of the Laplace log-likelihood over ``(alpha, beta, theta)``.
+
+    ``up``/``lo``: the bounds at the modes; ``Bu``/``Bl``: ``d up / d psi`` and ``d lo /
+    d psi`` for ``psi = (alpha, beta)`` (``(n, m)``, zero rows at open ends);
+    ``theta_index``: for each ``theta`` element its (block, row, column) in ``Lambda_b``.
+    """
+    cp = inner.parts
+    r, r_up, r_lo, W_up, W_lo = _partials(link, up, lo, cp)
+    w = cp.w
+    d1 = -r
+    v = selected_inverse_rows(rs, inner)
+    lev = sum(np.einsum("ij,ij->i", zl, vb) for zl, vb in zip(rs._ZL, v, strict=True))
+    ub = rs.split(inner.u)
+    m = Bu.shape[1]
+    k = len(theta_index)
+    grad = np.empty(m + k)
+    # fixed parameters: d_up = Bu, d_lo = Bl
+    dh = ((cp.f_up / cp.p)[:, None] * Bu - (cp.f_lo / cp.p)[:, None] * Bl).sum(axis=0)
+    rhs = np.column_stack([rs.At(-(r_up * Bu[:, j] + r_lo * Bl[:, j])) for j in range(m)]) \
+        if m else np.zeros((rs.n_u, 0))
+    for j in range(m):
+        du = inner.factor.solve(rhs[:, j])
+        adu = rs.eta(du)
+        dW = W_up * (Bu[:, j] - adu) + W_lo * (Bl[:, j] - adu)
+        grad[j] = dh[j] - 0.5 * float(lev @ dW)
+    # relative-factor elements: dA = Z_b[:, row] e_col'
+    for t, (b, row, col) in enumerate(theta_index):
+        blk = rs.blocks[b]
+        z = blk.Z[:, row]
+        delta = -z * ub[b][blk.codes, col]
+        dh_t = float(r @ delta)
+        dAt_d1 = np.zeros((blk.L, blk.q))
+        dAt_d1[:, col] = np.bincount(blk.codes, weights=z * d1, minlength=blk.L)
+        rhs_t = rs.At(-(r_up + r_lo) * delta)
+        seg = rhs_t[rs.offsets[b]:rs.offsets[b + 1]]
+        rhs_t[rs.offsets[b]:rs.offsets[b + 1]] = seg + dAt_d1.ravel()
+        du = inner.factor.solve(rhs_t)
+        adu = rs.eta(du)
+        dW = (W_up + W_lo) * (delta - adu)
+        trace = 2.0 * float(np.sum(w * z * v[b][:, col]))
+        grad[m + t] = dh_t - 0.5 * (float(lev @ dW) + trace)
+    return grad

@@ -1,0 +1,440 @@
+"""The prepared cumulative link (mixed) model: structure once, response per fit.
+
+Stages (STYLE 1): :func:`~.response.ordinal_response` (codes) ->
+:class:`ClmmModel` (threshold design, fixed design without the intercept,
+random-effects blocks) -> :meth:`ClmmModel.refit` (clm start, L-BFGS-B over
+``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood, conditional
+modes warm-started) -> Hessian by central differences (``vcov``, checkConv)
+-> :class:`~.result.ClmmFit`.
+
+Parameters follow ``ordinal``: ``P(Y <= j) = F(theta_j - eta)``, no
+intercept in ``eta`` (the thresholds absorb it), random-effect SDs on the
+latent scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from ..errors import InputError
+from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_from_gradient
+from ..lmm.family import Ordinal
+from ..lmm.native._blas import single_threaded
+from ..lmm.structure import ModelSpec
+from .clm import clm_newton
+from .cumulative import cumulative_parts
+from .gradient import laplace_gradient
+from .laplace import agq_loglik, conditional_modes
+from .response import OrdinalResponse
+from .structure import ReStructure
+from .thresholds import make_thresholds
+
+__all__ = ["ClmmCore", "ClmmModel"]
+
+#: smallest SD a fit starts from (warm starts from singular fits included)
+_MIN_START_SD = 0.2
+
+
+@dataclass(frozen=True, eq=False)
+class ClmmCore:
+    """The essentials of one ordinal fit (what a power replicate reads).
+
+    ``alpha`` are the threshold parameters (``thresholds`` the ``K - 1``
+    cut points), ``beta`` the fixed effects, ``theta`` the random-effect
+    Cholesky parameters (for scalar terms: the SDs), ``vcov`` the inverse
+    Hessian of ``-loglik`` over ``(alpha, beta, theta)``.
+    """
+
+    alpha: np.ndarray
+    thresholds: np.ndarray
+    beta: np.ndarray
+    theta: np.ndarray
+    vcov: np.ndarray
+    loglik: float
+    converged: bool
+    singular: bool
+    n_evals: int
+    message: str
+    check: ConvCheck | None = field(default=None, repr=False)
+    u: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    cond_H: float = math.nan
+
+    @property
+    def deviance(self) -> float:
+        return -2.0 * self.loglik
+
+    @property
+    def vcov_beta(self) -> np.ndarray:
+        a, p = self.alpha.size, self.beta.size
+        return self.vcov[a:a + p, a:a + p]
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(np.maximum(np.diag(self.vcov_beta), 0.0))
+
+    @property
+    def params(self) -> np.ndarray:
+        return np.concatenate([self.alpha, self.beta, self.theta])
+
+    def __repr__(self) -> str:
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return (f"ClmmCore(loglik={self.loglik:.4f}, beta={np.array2string(self.beta, precision=4)}, "
+                f"theta={np.array2string(self.theta, precision=4)}{flags})")
+
+
+class ClmmModel:
+    """A cumulative link mixed model prepared for fitting (``engine="native"``).
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The structure (its ``y`` holds the category codes).
+    family : Ordinal
+        Link and threshold structure.
+    response : OrdinalResponse
+        Category labels of the codes.
+    nAGQ : int
+        1: Laplace; > 1: adaptive Gauss-Hermite (one scalar random term only).
+    """
+
+    engine = "native"
+
+    def __init__(self, spec: ModelSpec, family: Ordinal, response: OrdinalResponse, *,
+                 nAGQ: int = 1):
+        self.spec = spec
+        self.family = family
+        self.link = family.link
+        self.response = response
+        self.levels = response.levels
+        self.thr = make_thresholds(response.levels, family.threshold)
+        names = list(spec.fixef_names)
+        keep = [k for k, nm in enumerate(names) if nm != "(Intercept)"]
+        self.X = np.ascontiguousarray(spec.X[:, keep])
+        self.fixef_names = tuple(names[k] for k in keep)
+        self.rs = ReStructure(spec.re_terms) if spec.re_terms else None
+        if not isinstance(nAGQ, int | np.integer) or nAGQ < 1:
+            raise InputError(f"nAGQ must be a positive integer (1: Laplace); got {nAGQ!r}.")
+        if nAGQ > 1 and (self.rs is None or len(self.rs.blocks) != 1 or self.rs.blocks[0].q != 1):
+            raise InputError(
+                f"nAGQ={nAGQ} (adaptive Gauss-Hermite) needs exactly one scalar random-effect term "
+                "such as (1 | judge); use nAGQ=1 (the Laplace approximation) for this model.")
+        self.nAGQ = int(nAGQ)
+        self.n_alpha = self.thr.n_alpha
+        self.p = self.X.shape[1]
+        self.n_theta = self.rs.n_theta if self.rs else 0
+        self.lower = np.concatenate([np.full(self.n_alpha + self.p, -np.inf),
+                                     self.rs.lower if self.rs else np.zeros(0)])
+        self._u = np.zeros(self.rs.n_u if self.rs else 0)
+        self._theta_set: np.ndarray | None = None
+        self.n_evals = 0
+        self.data: Any = None        # the rows fitted (predict on new data codes factors alike)
+        self.set_response(np.asarray(spec.y))
+
+    def __repr__(self) -> str:
+        return (f"ClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n}, "
+                f"categories={len(self.levels)}, nAGQ={self.nAGQ})")
+
+    # -- response --------------------------------------------------------------------
+    def set_response(self, y: np.ndarray) -> None:
+        """Use category codes ``y`` (0 .. K-1) as the response."""
+        y = np.asarray(y).astype(np.intp, copy=False)
+        K = len(self.levels)
+        if y.shape != (self.spec.n,) or y.min() < 0 or y.max() >= K:
+            raise InputError(f"y must be {self.spec.n} category codes in 0..{K - 1}.")
+        self.y = y
+        J = self.thr.jacobian
+        self.top = y == K - 1
+        self.bottom = y == 0
+        self.Ju = J[np.minimum(y, K - 2)]
+        self.Jl = J[np.maximum(y - 1, 0)]
+        self.Bu = np.where(self.top[:, None], 0.0, np.hstack([self.Ju, -self.X]))
+        self.Bl = np.where(self.bottom[:, None], 0.0, np.hstack([self.Jl, -self.X]))
+
+    # -- parameters ------------------------------------------------------------------
+    def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a, p = self.n_alpha, self.p
+        return x[:a], x[a:a + p], x[a + p:]
+
+    def offsets(self, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        xb = self.X @ beta
+        up = np.where(self.top, np.inf, self.Ju @ alpha - xb)
+        lo = np.where(self.bottom, -np.inf, self.Jl @ alpha - xb)
+        return up, lo
+
+    def _to_opt(self, x: np.ndarray) -> np.ndarray:
+        """Flexible thresholds are optimised as the first one and log increments."""
+        if self.thr.kind != "flexible" or self.n_alpha < 2:
+            return x.copy()
+        a = x[:self.n_alpha]
+        d = np.diff(a)
+        return np.concatenate([[a[0]], np.log(np.maximum(d, 1e-8)), x[self.n_alpha:]])
+
+    def _from_opt(self, z: np.ndarray) -> np.ndarray:
+        if self.thr.kind != "flexible" or self.n_alpha < 2:
+            return z
+        a = np.cumsum(np.concatenate([[z[0]], np.exp(np.minimum(z[1:self.n_alpha], 50.0))]))
+        return np.concatenate([a, z[self.n_alpha:]])
+
+    # -- objective -------------------------------------------------------------------
+    def nll(self, x: np.ndarray) -> float:
+        """``-loglik`` (Laplace or AGQ) at ``x = (alpha, beta, theta)``; warm-starts the modes."""
+        self.n_evals += 1
+        alpha, beta, theta = self.split(np.asarray(x, dtype=float))
+        if np.any(np.diff(self.thr.theta(alpha)) <= 0):
+            return math.inf
+        up, lo = self.offsets(alpha, beta)
+        if self.rs is None:
+            return -float(np.sum(cumulative_parts(self.link, up, lo, derivatives=False).logp))
+        if self._theta_set is None or not np.array_equal(theta, self._theta_set):
+            self.rs.set_theta(theta)
+            self._theta_set = theta.copy()
+        inner = conditional_modes(self.rs, self.link, up, lo, self._u)
+        if not np.isfinite(inner.h):
+            return math.inf
+        self._u = inner.u
+        self._last_inner = inner
+        if self.nAGQ > 1:
+            return -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
+        return -(inner.h - 0.5 * inner.logdet)
+
+    def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``-loglik`` and its gradient (analytic for the Laplace approximation)."""
+        f = self.nll(x)
+        if not np.isfinite(f):
+            return f, np.full(x.size, np.nan)
+        if self.rs is None or self.nAGQ > 1:
+            from ..lmm.checkconv import gradient
+            return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
+        inner = self._last_inner
+        alpha, beta, _ = self.split(np.asarray(x, dtype=float))
+        up0, lo0 = self.offsets(alpha, beta)
+        ea = self.rs.eta(inner.u)
+        g = laplace_gradient(self.rs, self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl, inner,
+                             self.rs.theta_index)
+        return f, -g
+
+    def modes(self, x: np.ndarray) -> np.ndarray:
+        """Conditional modes ``u*`` (spherical) at ``x``."""
+        if self.rs is None:
+            return np.zeros(0)
+        self.nll(x)
+        return self._u.copy()
+
+    # -- fitting ---------------------------------------------------------------------
+    def start(self) -> np.ndarray:
+        """clm estimates (no random effects) and SDs of 1."""
+        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X)
+        theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
+        return np.concatenate([alpha, beta, theta])
+
+    def refit(self, y: Any = None, *, start: Any = None, control: dict[str, Any] | None = None,
+              checkconv: Any = None, hessian: bool = True) -> ClmmCore:
+        """Fit response ``y`` (category codes; ``None``: the current one) reusing the structure.
+
+        ``start``: parameters ``(alpha, beta, theta)`` or a previous :class:`ClmmCore`
+        (warm start: the power replicates' case).  ``hessian=False`` skips the
+        Hessian (no ``vcov``, no checkConv Hessian).  Dense algebra runs
+        single-threaded (OpenBLAS's threads only cost time at these sizes).
+        """
+        with single_threaded():
+            return self._refit(y, start, control, checkconv, hessian)
+
+    def _refit(self, y: Any, start: Any, control: dict[str, Any] | None, checkconv: Any,
+               hessian: bool) -> ClmmCore:
+        if y is not None:
+            self.set_response(np.asarray(y))
+        ctl = dict(control or {})
+        unknown = set(ctl) - {"maxiter", "gtol", "ftol"}
+        if unknown:
+            raise InputError(f"control has unknown keys {sorted(unknown)}; allowed: 'maxiter', "
+                             "'gtol', 'ftol'.")
+        self.n_evals = 0
+        if isinstance(start, ClmmCore):
+            self._u = start.u.copy() if start.u.size == self._u.size else self._u
+            start = start.params
+        x0 = self.start() if start is None else np.asarray(start, dtype=float).copy()
+        if x0.size != self.n_alpha + self.p + self.n_theta:
+            raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
+                             f"(thresholds, fixed effects, random-effect parameters); got {x0.size}.")
+        if self.rs is None:
+            return self._refit_clm(checkconv)
+        # an SD at exactly 0 is a stationary point of the Laplace likelihood (it is even
+        # in each scalar SD): a start there -- a singular previous fit -- would never leave it
+        th0 = x0[self.n_alpha + self.p:]
+        diag = self.rs.lower == 0.0
+        th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
+        if not np.isfinite(self.nll(x0)):
+            x0 = self.start()
+        z0 = self._to_opt(x0)
+        bounds = [(None, None)] * (z0.size - self.n_theta) + [
+            (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
+
+        def fz(z: np.ndarray) -> tuple[float, np.ndarray]:
+            x = self._from_opt(z)
+            v, g = self.nll_grad(x)
+            if not np.isfinite(v) or not np.all(np.isfinite(g)):
+                return 1e300, np.zeros_like(z)
+            return v, self._grad_to_opt(z, g)
+
+        opts = {"maxiter": int(ctl.get("maxiter", 1000)), "ftol": float(ctl.get("ftol", 1e-14)),
+                "gtol": float(ctl.get("gtol", 1e-8))}
+        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds, options=opts)
+        for _ in range(3):        # an SD stopped at 0 by a saddle: step off and go on
+            z1 = self._off_boundary(res.x, float(res.fun))
+            if z1 is None:
+                break
+            res = optimize.minimize(fz, z1, method="L-BFGS-B", jac=True, bounds=bounds,
+                                    options=opts)
+        x = self._from_opt(res.x)
+        x[self.n_alpha + self.p:] = np.where(
+            (self.rs.lower == 0.0) & (x[self.n_alpha + self.p:] < 1e-6), 0.0,
+            x[self.n_alpha + self.p:])
+        # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
+        return self._finish(x, bool(res.success) or "ABNORMAL" in str(res.message),
+                            str(res.message), checkconv, hessian)
+
+    def _off_boundary(self, z: np.ndarray, f: float) -> np.ndarray | None:
+        """A point with lower ``-loglik`` next to an SD at 0 (``None``: 0 is a minimum there).
+
+        The gradient in a scalar SD vanishes at 0, so the optimiser cannot see
+        that the likelihood rises away from it; try SDs of 0.1 and 0.5.
+        """
+        assert self.rs is not None
+        k0 = z.size - self.n_theta
+        best, best_f = None, f - 1e-6
+        for j in np.flatnonzero((self.rs.lower == 0.0) & (z[k0:] < 1e-6)):
+            for sd in (0.1, 0.5):
+                zz = z.copy()
+                zz[k0 + j] = sd
+                v = self.nll(self._from_opt(zz))
+                if v < best_f:
+                    best, best_f = zz, v
+        return best
+
+    def _grad_to_opt(self, z: np.ndarray, g: np.ndarray) -> np.ndarray:
+        if self.thr.kind != "flexible" or self.n_alpha < 2:
+            return g
+        a = self.n_alpha
+        ga = g[:a]
+        tail = np.cumsum(ga[::-1])[::-1]          # sum_{j >= k} g_alpha_j
+        gz = g.copy()
+        gz[0] = tail[0]
+        gz[1:a] = np.exp(np.minimum(z[1:a], 50.0)) * tail[1:]
+        return gz
+
+    def _refit_clm(self, checkconv: Any) -> ClmmCore:
+        alpha, beta, ok = clm_newton(self.link, self.thr, self.y, self.X)
+        x = np.concatenate([alpha, beta])
+        return self._finish(x, ok, "Newton (clm)" if ok else "Newton (clm) did not converge",
+                            checkconv, True)
+
+    def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
+                hessian: bool) -> ClmmCore:
+        f = self.nll(x)
+        k = x.size
+        ctl = CheckConvControl.coerce(checkconv)
+        vcov = np.full((k, k), np.nan)
+        check: ConvCheck | None = None
+        cond = math.nan
+        singular = bool(np.any(x[self.lower == 0.0] < 1e-4)) if self.rs else False
+        if hessian:
+            free = np.ones(k, dtype=bool)
+            if singular:
+                free = ~((self.lower == 0.0) & (x < 1e-4))
+                # a zero SD: its term's other parameters are not identified either
+                free[self.n_alpha + self.p:] &= x[self.n_alpha + self.p:] != 0.0
+            x0 = x.copy()
+
+            def full(zf: np.ndarray) -> np.ndarray:
+                z = x0.copy()
+                z[free] = zf
+                return z
+
+            def devgrad(zf: np.ndarray) -> np.ndarray:        # lme4's checkConv scale
+                return 2.0 * self.nll_grad(full(zf))[1][free]
+
+            xf = x[free]
+            g = devgrad(xf)
+            H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+            for _ in range(3):        # Newton polish of the optimiser's end point
+                if np.max(np.abs(g)) < 1e-8:
+                    break
+                try:
+                    step = np.linalg.solve(H, g)
+                except np.linalg.LinAlgError:
+                    break
+                xn = xf - step
+                if np.any(xn[self.lower[free] == 0.0] < 0.0):
+                    break
+                fn = self.nll(full(xn))
+                if not fn <= f + 1e-10:
+                    break
+                xf, f = xn, fn
+                x = full(xf)
+                opt_ok = True
+                g = devgrad(xf)
+                H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+            check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
+                               self.lower[free], ctl, given_gradient=g, given_hessian=H)
+            if singular:
+                check = ConvCheck(True, check.code, ("boundary (singular) fit: see "
+                                                     "help('isSingular')", *check.messages),
+                                  check.max_grad, g, H, check.n_evals, check.raw_grad_failed)
+            Hn = 0.5 * H
+            try:
+                vcov[np.ix_(free, free)] = np.linalg.inv(Hn)
+                ev = np.linalg.eigvalsh(Hn)
+                cond = float(ev[-1] / ev[0]) if ev[0] > 0 else math.inf
+            except np.linalg.LinAlgError:
+                pass
+        f = self.nll(x)
+        u = self._u.copy()
+        converged = opt_ok and (check is None or check.ok)
+        a, p = self.n_alpha, self.p
+        return ClmmCore(alpha=x[:a], thresholds=self.thr.theta(x[:a]), beta=x[a:a + p],
+                        theta=x[a + p:], vcov=vcov, loglik=-f, converged=converged,
+                        singular=singular, n_evals=self.n_evals, message=message, check=check,
+                        u=u, cond_H=cond)
+
+    def fit(self, y: Any = None, *, start: Any = None, control: dict[str, Any] | None = None,
+            checkconv: Any = None) -> Any:
+        """Fit and build the full :class:`~.result.ClmmFit`."""
+        from .result import ClmmFit
+        core = self.refit(y, start=start, control=control, checkconv=checkconv)
+        return ClmmFit.from_core(self, core)
+
+    # -- simulation ------------------------------------------------------------------
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
+        """``n`` new responses (codes, shape ``(n, n_obs)``): new random effects, latent draws.
+
+        ``params``: ``(alpha, beta, theta)`` or a :class:`ClmmCore` (default: the start values).
+        """
+        from .._rng import as_generator
+        gen = as_generator(rng)
+        if isinstance(params, ClmmCore):
+            params = params.params
+        x = self.start() if params is None else np.asarray(params, dtype=float)
+        alpha, beta, theta = self.split(x)
+        cuts = self.thr.theta(alpha)
+        eta = np.tile(self.X @ beta, (n, 1))
+        if self.rs is not None:
+            self.rs.set_theta(theta)
+            self._theta_set = theta.copy()
+            for r in range(n):
+                eta[r] += self.rs.eta(gen.standard_normal(self.rs.n_u))
+        latent = eta + _latent_draws(self.link.name, gen, eta.shape)
+        return np.searchsorted(cuts, latent, side="left").astype(np.intp)
+
+
+def _latent_draws(link: str, gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Draws ``e`` with ``P(e <= t) = F(t)`` (so ``Y <= j`` iff ``eta + e <= theta_j``)."""
+    if link == "logit":
+        return gen.logistic(size=shape)
+    if link == "probit":
+        return gen.standard_normal(shape)
+    return np.log(gen.exponential(size=shape))  # cloglog: P(e <= t) = 1 - exp(-exp(t))

@@ -1,0 +1,320 @@
+"""The fitted cumulative link mixed model: :class:`ClmmFit`.
+
+Reads like ``lmer``/``glmer`` results plus ``ordinal``'s pieces:
+``thresholds``, latent-scale variance components, ``predict`` of category
+probabilities, and a ``summary()`` laid out as ``summary(clmm(...))``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_choice
+from ..errors import ConvergenceWarning, InputError
+from ..formula import parse
+from ..lmm.checkconv import apply_policy
+from ..lmm.frame import model_frame
+from .cumulative import cumulative_parts
+from .model import ClmmCore, ClmmModel
+
+__all__ = ["ClmmFit"]
+
+
+@dataclass(frozen=True, eq=False)
+class ClmmFit:
+    """A fitted cumulative link (mixed) model, ``ordinal``'s parameterisation.
+
+    Attributes
+    ----------
+    core : ClmmCore
+        Estimates, ``vcov`` over ``(alpha, beta, theta)``, log-likelihood, diagnostics.
+    model : ClmmModel
+        The prepared structure (``refit`` reuses it).
+    """
+
+    core: ClmmCore
+    model: ClmmModel = field(repr=False)
+    engine: str = "native"
+
+    @classmethod
+    def from_core(cls, model: ClmmModel, core: ClmmCore) -> ClmmFit:
+        return cls(core, model)
+
+    # -- estimates -------------------------------------------------------------------
+    @property
+    def formula(self) -> str:
+        return self.model.spec.formula
+
+    @property
+    def fixef(self) -> pd.Series:
+        """Fixed effects (no intercept: the thresholds absorb it)."""
+        return pd.Series(self.core.beta, index=list(self.model.fixef_names), name="fixef")
+
+    @property
+    def alpha(self) -> pd.Series:
+        """Threshold parameters (``ordinal``'s ``alpha``: cut points for flexible thresholds)."""
+        return pd.Series(self.core.alpha, index=list(self.model.thr.names), name="alpha")
+
+    @property
+    def thresholds(self) -> pd.Series:
+        """The ``K - 1`` cut points ``theta_j`` on the latent scale (``"1|2"``, ...)."""
+        return pd.Series(self.core.thresholds, index=list(self.model.thr.cut_names),
+                         name="threshold")
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Random-effect Cholesky parameters (lme4's order; scalar terms: SDs)."""
+        return self.core.theta
+
+    @property
+    def loglik(self) -> float:
+        return self.core.loglik
+
+    @property
+    def deviance(self) -> float:
+        return -2.0 * self.core.loglik
+
+    @property
+    def n_params(self) -> int:
+        return int(self.core.params.size)
+
+    @property
+    def nobs(self) -> int:
+        return self.model.spec.n
+
+    @property
+    def aic(self) -> float:
+        return self.deviance + 2.0 * self.n_params
+
+    @property
+    def bic(self) -> float:
+        return self.deviance + math.log(self.nobs) * self.n_params
+
+    @property
+    def converged(self) -> bool:
+        return self.core.converged
+
+    @property
+    def singular(self) -> bool:
+        return self.core.singular
+
+    @property
+    def unused_categories(self) -> tuple[str, ...]:
+        """Response categories nobody used (dropped from the fit)."""
+        return self.model.response.unused
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return self.model.levels
+
+    @property
+    def cond_H(self) -> float:
+        """Condition number of the Hessian (``ordinal``'s ``cond.H``)."""
+        return self.core.cond_H
+
+    @property
+    def optinfo(self) -> dict[str, Any]:
+        c = self.core.check
+        return {"message": self.core.message, "n_evals": self.core.n_evals,
+                "converged": self.core.converged,
+                "checkconv": c.to_dict() if c is not None else None,
+                "max_grad": c.max_grad if c is not None else math.nan, "cond_H": self.cond_H}
+
+    def vcov(self) -> pd.DataFrame:
+        """Inverse Hessian of ``-loglik`` over thresholds, fixed effects and ``theta``."""
+        names = self._param_names()
+        return pd.DataFrame(self.core.vcov, index=names, columns=names)
+
+    def _param_names(self) -> list[str]:
+        names = list(self.model.thr.names) + list(self.model.fixef_names)
+        if self.model.rs is not None:
+            for t in self.model.rs.terms:
+                names += [f"{t.group}.{t.cnames[i]}" if i == j else
+                          f"{t.group}.{t.cnames[i]}.{t.cnames[j]}"
+                          for j in range(t.q) for i in range(j, t.q)]
+        return names
+
+    # -- random effects --------------------------------------------------------------
+    def _term_cov(self, k: int) -> np.ndarray:
+        assert self.model.rs is not None
+        L = self.model.rs.term_factor(k, self.core.theta)
+        return np.asarray(L @ L.T)
+
+    def varcorr(self) -> pd.DataFrame:
+        """Latent-scale variance components (``as.data.frame(VarCorr(fit))`` without a residual).
+
+        The latent residual variance is fixed by the link (logit: ``pi^2/3``;
+        probit: 1; cloglog: ``pi^2/6``); it is the last row, as ``lmer``'s.
+        """
+        rows: list[tuple[Any, ...]] = []
+        rs = self.model.rs
+        for k, t in enumerate(rs.terms if rs is not None else ()):
+            cov = self._term_cov(k)
+            sd = np.sqrt(np.diag(cov))
+            for i, c in enumerate(t.cnames):
+                rows.append((t.group, c, None, float(cov[i, i]), float(sd[i])))
+            for j in range(t.q):
+                for i in range(j + 1, t.q):
+                    den = sd[i] * sd[j]
+                    rows.append((t.group, t.cnames[j], t.cnames[i], float(cov[i, j]),
+                                 float(cov[i, j] / den) if den > 0 else math.nan))
+        v = {"logit": math.pi ** 2 / 3, "probit": 1.0, "cloglog": math.pi ** 2 / 6}[
+            self.model.link.name]
+        rows.append(("Residual (latent)", None, None, v, math.sqrt(v)))
+        return pd.DataFrame(rows, columns=["grp", "var1", "var2", "vcov", "sdcor"])
+
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        """Conditional modes of the random effects per grouping factor (``ranef(fit)``)."""
+        rs = self.model.rs
+        if rs is None:
+            return {}
+        ub = rs.split(self.core.u)
+        out: dict[str, pd.DataFrame] = {}
+        for bi, blk in enumerate(rs.blocks):
+            b = ub[bi] @ rs.block_factor(bi, self.core.theta).T
+            cn: list[str] = []
+            for k in blk.terms:
+                cn += list(rs.terms[k].cnames)
+            out[blk.group] = pd.DataFrame(b, index=pd.Index(blk.levels, name=blk.group), columns=cn)
+        return out
+
+    # -- prediction ------------------------------------------------------------------
+    def _eta(self, newdata: pd.DataFrame | None, re: bool) -> np.ndarray:
+        m = self.model
+        if newdata is None:
+            X = m.X
+            eta = X @ self.core.beta
+            if re and m.rs is not None:
+                m.rs.set_theta(self.core.theta)
+                m._theta_set = self.core.theta.copy()
+                eta = eta + m.rs.eta(self.core.u)
+            return np.asarray(eta)
+        if not isinstance(newdata, pd.DataFrame):
+            raise InputError("newdata must be a pandas DataFrame with the model's predictor columns.")
+        f = parse(self.formula)
+        resp = m.spec.response
+        train = getattr(m, "data", None)
+        if train is None:
+            raise InputError("predict(newdata=...) needs a model prepared from a data frame "
+                             "(nlpower.clmm); predict() without newdata works.")
+        need = [v for v in f.fixed.variables if v != resp]
+        missing = [v for v in need if v not in newdata.columns]
+        if missing:
+            raise InputError(f"newdata lacks the predictor columns {missing}.")
+        both = pd.concat([train[need], newdata[need]], ignore_index=True)
+        both[resp] = np.arange(len(both), dtype=float) % 2   # placeholder, not used
+        rhs = f.fixed.to_string(explicit_intercept=False) or "1"
+        spec = model_frame(f"{resp} ~ {rhs}", both, m.spec.contrasts)
+        Xn = spec.X[len(train):]
+        names = list(spec.fixef_names)
+        cols = []
+        for nm in m.fixef_names:
+            if nm not in names:
+                raise InputError(f"newdata does not give the fixed-effect column {nm!r}.")
+            cols.append(Xn[:, names.index(nm)])
+        d = newdata
+        eta = (np.column_stack(cols) @ self.core.beta) if cols else np.zeros(len(newdata))
+        if re and m.rs is not None:
+            ranef = self.ranef()
+            for t in m.rs.terms:
+                g = t.group
+                if g not in d.columns or any(c not in ("(Intercept)",) for c in t.cnames):
+                    continue      # slopes on new data: population level for those terms
+                lv = d[g].astype(str).map(ranef[g]["(Intercept)"].to_dict())
+                eta = eta + lv.fillna(0.0).to_numpy(dtype=float)
+        return np.asarray(eta)
+
+    def predict(self, newdata: pd.DataFrame | None = None, *, type: str = "prob",
+                re: bool = True) -> np.ndarray | pd.DataFrame | pd.Series:
+        """Predictions: category probabilities, most likely category, or the latent mean.
+
+        Parameters
+        ----------
+        newdata : DataFrame, optional
+            Rows to predict (default: the fitted data).
+        type : {"prob", "class", "latent"}
+            ``"prob"``: DataFrame of ``P(Y = j)`` (one column per category);
+            ``"class"``: the most probable category; ``"latent"``: ``eta``.
+        re : bool
+            Include the conditional modes (new or unknown levels: 0).  With
+            ``newdata``, random intercepts are used and random slopes are not.
+        """
+        check_choice("type", type, ("prob", "class", "latent"))
+        eta = self._eta(newdata, re)
+        if type == "latent":
+            return pd.Series(eta, name="eta")
+        cuts = np.concatenate([[-np.inf], self.core.thresholds, [np.inf]])
+        F = self.model.link.linkinv(cuts[None, :] - eta[:, None])
+        P = np.diff(F, axis=1)
+        if type == "prob":
+            return pd.DataFrame(P, columns=list(self.categories))
+        return pd.Series(np.asarray(self.categories)[np.argmax(P, axis=1)], name="class")
+
+    def fitted(self) -> np.ndarray:
+        """``P(Y = y_i)`` of each observation at the conditional modes."""
+        m = self.model
+        up, lo = m.offsets(self.core.alpha, self.core.beta)
+        e = self._eta(None, True) - m.X @ self.core.beta
+        return cumulative_parts(m.link, up - e, lo - e, derivatives=False).p
+
+    # -- refit / simulate ------------------------------------------------------------
+    def simulate(self, n: int = 1, *, rng: Any) -> np.ndarray:
+        """``n`` simulated responses from the fitted model (category codes, ``(n, nobs)``)."""
+        return self.model.simulate(n, rng=rng, params=self.core)
+
+    def refit(self, y: Any) -> ClmmFit:
+        """Refit to a new response (category codes ``0..K-1``), warm-started here."""
+        core = self.model.refit(np.asarray(y), start=self.core)
+        return ClmmFit(core, self.model, self.engine)
+
+    # -- reporting -------------------------------------------------------------------
+    def coef_table(self) -> pd.DataFrame:
+        """Estimates, SEs, Wald z and two-sided p of thresholds and fixed effects."""
+        a, p = self.model.n_alpha, self.model.p
+        est = np.concatenate([self.core.alpha, self.core.beta])
+        se = np.sqrt(np.maximum(np.diag(self.core.vcov)[:a + p], 0.0))
+        z = est / se
+        return pd.DataFrame({"estimate": est, "se": se, "z": z,
+                             "pvalue": 2.0 * stats.norm.sf(np.abs(z)),
+                             "kind": ["threshold"] * a + ["fixed"] * p},
+                            index=list(self.model.thr.names) + list(self.model.fixef_names))
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: thresholds, fixed effects and random-effect SDs/correlations."""
+        ct = self.coef_table().reset_index(names="term")
+        vc = self.varcorr()
+        vc = vc[~vc["grp"].str.startswith("Residual")]
+        rows = [{"term": (f"sd__{v1!s}" if not isinstance(v2, str) else f"cor__{v1!s}.{v2}"),
+                 "group": grp, "estimate": sd, "kind": "random"}
+                for grp, v1, v2, sd in zip(vc["grp"], vc["var1"], vc["var2"], vc["sdcor"],
+                                           strict=True)]
+        return pd.concat([ct.assign(group=None), pd.DataFrame(rows)], ignore_index=True)
+
+    def summary(self) -> str:
+        """The fit as ``summary(clmm(...))`` prints it."""
+        from .report import summary_text
+        return summary_text(self)
+
+    def warn_diagnostics(self, checkconv: Any = None, *, where: str = "clmm") -> None:
+        """Warn (or raise, per policy) about convergence and singular fits."""
+        if self.core.check is not None:
+            apply_policy(self.core.check, checkconv, where=where, stacklevel=4)
+        elif not self.converged:
+            warnings.warn(f"{where}: {self.core.message}", ConvergenceWarning, stacklevel=4)
+        if not self.converged and (self.core.check is None or self.core.check.ok):
+            warnings.warn(f"{where}: the optimiser stopped without converging "
+                          f"({self.core.message}); try control={{'maxiter': 5000}}.",
+                          ConvergenceWarning, stacklevel=4)
+
+    def __repr__(self) -> str:
+        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
+        return (f"ClmmFit({self.formula!r}, link={self.model.link.name!r}, "
+                f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{flags})")
+
