@@ -40,7 +40,9 @@ from .result import GlmmCore, GlmmFit, build_fit
 
 SINGULAR_TOL = 1e-4
 #: BOBYQA settings of the two stages (tighter than lme4's, so the optimum is reached)
-STAGE1 = {"xtol_abs": 1e-3, "ftol_abs": 1e-5, "maxeval": 5000, "step": 0.25}
+STAGE1 = {"xtol_abs": 1e-2, "ftol_abs": 1e-4, "maxeval": 5000, "step": 0.25}
+#: ... when stage 1 is the fit (nAGQ = 0)
+STAGE1_FINAL = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
 STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
 #: Newton steps on the finite-difference Hessian after stage 2, until max|gradient| is below
 NEWTON_STEPS = 4
@@ -242,7 +244,7 @@ class GlmmModel:
         return fu
 
     # -- stages ---------------------------------------------------------------------
-    def _stage1(self, theta0: np.ndarray) -> tuple[np.ndarray, float, int]:
+    def _stage1(self, theta0: np.ndarray, final: bool = False) -> tuple[np.ndarray, float, int]:
         self._u = None
         self._beta = np.zeros(self.p)
         self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
@@ -250,8 +252,8 @@ class GlmmModel:
 
         def f(th: np.ndarray) -> float:
             return self.deviance(th)
-        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, STAGE1["step"]),
-                                  STAGE1)
+        ctl = STAGE1_FINAL if final else STAGE1          # stage 2's Newton steps finish the job
+        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, ctl["step"]), ctl)
         self.deviance(th)                                        # leave beta and u at the optimum
         return th, fv, n + 2
 
@@ -287,7 +289,7 @@ class GlmmModel:
                 return np.concatenate([theta, b]), 0, True
         else:
             theta = self.layout.start.copy()
-        th, _, n = self._stage1(theta)            # nAGQ = 0 always optimises theta here
+        th, _, n = self._stage1(theta, final=nAGQ == 0)   # nAGQ = 0 always optimises theta here
         return np.concatenate([th, self._beta]), n, False
 
     def set_response(self, y: Any) -> np.ndarray:
