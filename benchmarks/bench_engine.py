@@ -31,6 +31,11 @@ Cases (all fitted by maximum likelihood, REML = FALSE):
       (2,000 ratings: CrossedDesign(225, 100, 4, workers_per_item=5)),
       presets.dataset("hashimoto-reddit"); the formula of (iii).
 
+GLMM cases (``cbpp``, ``grouseticks``, ``verbagg``, ``verbagg_slope``,
+``crossed_sim``): nlpower's ``glmer`` against lme4's ``glmer`` with its
+defaults, timed in the same run; see ``benchmarks/bench_glmm.py``, which runs
+them (the native/lme4 ratio is printed per case).
+
 Data for (i), (iii) and (iv) come from ``nlpower.simulate`` (fixed seeds); if the
 simulator cannot be imported, from a small numpy generator of the same model.
 Every engine fits the same CSV (written to benchmarks/out/data/).
@@ -74,6 +79,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_glmm import GLMM_CASES, cpu_model  # noqa: E402
+from bench_glmm import run as run_glmm  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "out"
 INSTEVAL = ROOT / "tests" / "reference" / "data" / "insteval.csv.gz"
 
@@ -368,7 +377,9 @@ def max_abs_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", default="i,ii,iii,iv", help="comma-separated subset of i,ii,iii,iv")
+    ap.add_argument("--cases", default="i,ii,iii,iv," + ",".join(GLMM_CASES),
+                    help="comma-separated subset of i,ii,iii,iv and the GLMM cases "
+                         f"{','.join(GLMM_CASES)} (benchmarks/bench_glmm.py)")
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget", type=float, default=120.0,
@@ -383,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[var] = args.threads
 
     cases = [c.strip() for c in args.cases.split(",") if c.strip() and c.strip() != "none"]
+    glmm_cases = [c for c in cases if c in GLMM_CASES]
+    cases = [c for c in cases if c not in GLMM_CASES]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for c in cases:
         if c not in CASES:
@@ -402,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                               "budget": args.budget, "python": sys.version.split()[0],
                               "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(),
                               "cases": {}}
-    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} "
+    print(f"CPU: {cpu_model()}; cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} "
           "(timings are wall-clock: a loaded machine inflates all of them)", flush=True)
     for c in cases:
         spec = CASES[c]
@@ -450,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         from bench_ordinal import run_all  # the cumulative link cases, same run
         print("\n== ordinal: nlpower.clmm vs ordinal::clmm", flush=True)
         report["ordinal"] = run_all(args.repeats)
+    if glmm_cases:              # nlpower.glmer vs lme4::glmer (mixedlm fits no GLMMs)
+        report["glmm"] = run_glmm(glmm_cases, args.repeats,
+                                  [e for e in engines if e in ("native", "lme4")])
     report["loadavg_end"] = os.getloadavg()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -402,7 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pinned", type=Path, default=None,
                     help="lme4 results from this JSON (e.g. tests/reference/validation_corpus.json) "
                          "instead of running R")
+    ap.add_argument("--glmm", choices=("yes", "no", "only"), default="yes",
+                    help="the GLMM cases of tests/reference/glmer_reference.R (nlpower.glmer vs "
+                         "lme4::glmer, benchmarks/bench_glmm.py) after the LMM ones, or only them")
     args = ap.parse_args(argv)
+    if args.glmm == "only":
+        return _glmm_section("")
     names = [s for s in args.cases.split(",") if s] or None
     cases = all_cases(args.quick, names)
     rows = run(cases, args.pinned)
@@ -425,7 +430,22 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "validation_corpus.md").write_text(md + "\n")
     (OUT / "validation_corpus.json").write_text(json.dumps(rows, indent=1, default=str))
+    if args.glmm == "yes":
+        n_bad += _glmm_section(md)
     return 1 if n_bad else 0
+
+
+def _glmm_section(md: str) -> int:
+    """Append the GLMM table (both engines fitted now); 1 when a GLMM case fails."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_glmm import validation_table
+    rows, ok = validation_table()
+    glmm = ("\n\n## GLMMs: nlpower.glmer vs lme4::glmer (log-likelihoods; Laplace unless "
+            "the case says nAGQ)\n\n" + "\n".join(rows) + "\n\n\\* lme4's own fit failed its "
+            "gradient check (parameters not compared; native logLik higher)")
+    print(glmm)
+    (OUT / "validation_corpus.md").write_text(md + glmm + "\n")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

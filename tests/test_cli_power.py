@@ -116,12 +116,10 @@ def test_power_json_is_strict_at_effect_zero(tmp_path):
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
-    import nlpower.cli.power as grid_mod
-
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grid_mod, "power_grid", interrupted)
+    monkeypatch.setattr("nlpower.powersim.grid.power_grid", interrupted)  # imported when it runs
     ckpt = tmp_path / "g.ckpt"
     assert main([*GRID, "--checkpoint", str(ckpt)]) == 130
     err = capsys.readouterr().err

@@ -58,6 +58,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "bleu": ("nlpower.bleu", None),
     "paired": ("nlpower.paired", None),
     "replicability": ("nlpower.partial_conjunction", "replicability"),
+    "simulate_power": ("nlpower.simpower", "simulate_power"),
+    "simulate_power_grid": ("nlpower.simpower", "simulate_power_grid"),
 }
 
 

@@ -56,7 +56,8 @@ EngineName: TypeAlias = Literal["native", "lme4"]
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model: Wald t with Satterthwaite or Kenward-Roger df
 #: (REML), Wald z, likelihood ratio against chi^2_1, parametric-bootstrap likelihood ratio (ML).
-RatingsTest: TypeAlias = Literal["satterthwaite", "kenward-roger", "z", "lrt", "pblrt"]
+#: ``"calibrated"``: Satterthwaite prepivoted by a bootstrap from the REML null fit.
+RatingsTest: TypeAlias = Literal["satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"]
 #: What power() does when replicate fits fail: count them as non-detections (recorded in the
 #: result), also warn, or stop with an error naming the replicate (STYLE 6).
 FailurePolicy: TypeAlias = Literal["ignore", "warn", "raise"]
@@ -80,16 +81,20 @@ AssuranceMethod: TypeAlias = Literal["bootstrap", "asymptotic"]
 
 #: McNemar tests of a paired accuracy difference: exact conditional (statsmodels'
 #: ``mcnemar`` default, the paper's), mid-p, asymptotic chi-square without / with
-#: continuity correction.
-McNemarTest: TypeAlias = Literal["exact", "mid-p", "chi2", "chi2-cc"]
+#: continuity correction, and Suissa & Shuster's (1991) exact unconditional test.
+McNemarTest: TypeAlias = Literal["exact", "mid-p", "chi2", "chi2-cc", "exact-unconditional"]
 #: How accuracy power is computed: exact enumeration of the table, or the paper's simulation.
 AccuracyMethod: TypeAlias = Literal["exact", "simulate"]
 #: Tests an accuracy MDE / sample size can be solved for: the McNemar tests (exact power),
 #: the normal-approximation McNemar power (Connor 1987), the unpaired two-proportion test
 #: (R ``power.prop.test``) and the no-prior Lachenbruch (1992) bounds.
 AccuracyPlanTest: TypeAlias = Literal[
-    "exact", "mid-p", "chi2", "chi2-cc", "mcnemar-normal", "two-proportion", "lachenbruch"
+    "exact", "mid-p", "chi2", "chi2-cc", "exact-unconditional", "mcnemar-normal",
+    "two-proportion", "lachenbruch",
 ]
+#: Sample-size formula behind the Lachenbruch bounds: biostatUZH's ``sampleSizeMcNemar``
+#: (the one Card et al. used for Table 9) or Connor's (1987).
+LachenbruchFormula: TypeAlias = Literal["biostatuzh", "connor"]
 #: Which Lachenbruch (1992) bound: minimal, middle or maximal discordance.
 LachenbruchBound: TypeAlias = Literal["lower", "mid", "upper"]
 #: Regression priors for the agreement rate (Card et al. 2020, Tables 5 and 6).

@@ -24,6 +24,8 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from .errors import InputError, InputTypeError
+
 #: What ``rng=`` accepts everywhere in nlpower.
 RNGLike: TypeAlias = "None | int | np.integer | np.random.SeedSequence | np.random.BitGenerator | np.random.Generator"
 
@@ -40,13 +42,16 @@ def root_seed(rng: RNGLike = None) -> np.random.SeedSequence:
     if isinstance(rng, np.random.SeedSequence):  # a copy, so spawning never changes the caller's
         return np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key, pool_size=rng.pool_size)
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        if rng is not None and int(rng) < 0:
+            raise InputError(f"rng must be a non-negative integer (a seed); got {int(rng)}. "
+                             f"Pass e.g. rng={-int(rng)}.")
         return np.random.SeedSequence(None if rng is None else int(rng))
     if isinstance(rng, np.random.BitGenerator):
         rng = np.random.Generator(rng)
     if isinstance(rng, np.random.Generator):
         words = rng.integers(0, 2**32, size=4)
         return np.random.SeedSequence([int(w) for w in words])
-    raise TypeError(
+    raise InputTypeError(
         "rng must be None, an int, a numpy SeedSequence, BitGenerator or Generator; "
         f"got {rng!r} ({type(rng).__name__}). Pass e.g. rng=2020."
     )

@@ -7,13 +7,17 @@ argument, shows the bad value, says what is allowed and what to do.
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
-import numpy as np
-
 from .errors import InputError
+
+#: The largest magnitude :func:`check_real` accepts: squares and sums of a
+#: million squares of such numbers stay finite in double precision, so power,
+#: planning and simulation never overflow into silent NaN or 0.
+LARGEST = 1e100
 
 
 def check_int(name: str, value: Any, *, min: int | None = None, max: int | None = None) -> int:
@@ -41,13 +45,43 @@ def check_real(
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputError(f"{name} must be a real number; got {value!r} ({type(value).__name__}).")
     value = float(value)
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise InputError(f"{name} must be finite; got {value}.")
+    if abs(value) > LARGEST:
+        raise InputError(
+            f"{name} = {value:g} is too large to compute with: every number nlpower works with "
+            f"must be at most {LARGEST:g} in magnitude (squares and sums of squares must stay "
+            "finite). Rescale the quantity (e.g. ratings to [0, 1]) or check for a typo.")
     if min is not None and (value < min or (min_open and value == min)):
         raise InputError(f"{name} must be {'>' if min_open else '>='} {min}; got {value}.")
     if max is not None and (value > max or (max_open and value == max)):
         raise InputError(f"{name} must be {'<' if max_open else '<='} {max}; got {value}.")
     return value
+
+
+#: How many residual SDs a location or SD of a mixed model may span: beyond
+#: this, ratings lose the precision the fit and the balanced sums of squares
+#: need, and power comes out silently wrong (0, NaN) instead of 1.
+MAX_SIGMAS = 1e4
+
+
+def check_magnitudes(params: Any, names: Sequence[str]) -> None:
+    """Each field ``names`` of ``params`` (a number or a tuple of numbers: beta0, effects,
+    SDs) within :data:`MAX_SIGMAS` residual SDs (``params.sigma``) of zero."""
+    sigma = params.sigma
+    for name in names:
+        value = getattr(params, name)
+        values = value if isinstance(value, tuple) else (value,)
+        for j, v in enumerate(values):
+            if abs(v) <= MAX_SIGMAS * sigma:
+                continue
+            label = f"{name}[{j}]" if isinstance(value, tuple) else name
+            raise InputError(
+                f"{label} = {v:g} is {abs(v) / sigma:.3g} residual SDs (sigma = {sigma:g}): "
+                "numbers this far apart lose the precision fits and power need, so the results "
+                f"would be silently wrong. Keep beta0, the effect and every SD within "
+                f"{MAX_SIGMAS:,.0f} x sigma: put ratings on [0, 1] (as read_ratings does), or "
+                "check for a typo.")
 
 
 def check_probability(name: str, value: Any, *, open: bool = True) -> float:

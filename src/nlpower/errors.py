@@ -18,6 +18,14 @@ class InputError(NlpowerError, ValueError):
     """Bad input from the user: a wrong argument, column, value or file."""
 
 
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (e.g. ``rng="abc"``).
+
+    Also a ``TypeError``, so ``except TypeError`` keeps working as for any
+    Python function given the wrong type.
+    """
+
+
 class FormulaError(InputError):
     """A model formula that cannot be parsed or names unknown columns.
 
@@ -73,6 +81,7 @@ __all__ = [
     "FitError",
     "FormulaError",
     "InputError",
+    "InputTypeError",
     "NlpowerError",
     "NlpowerWarning",
     "RatingsError",

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ._choices import Coding
-from ._validation import check_real
+from ._validation import check_magnitudes, check_real
 from .coding import CODINGS, X_VALUES, check_coding, x_values
 from .errors import InputError
 from .pm1 import ConversionWarning, pm1_random_effects
@@ -130,6 +130,8 @@ class LMMParams:
         for name in ("sd_worker", "sd_worker_slope", "sd_item", "sd_item_slope"):
             set_(self, name, _check_sd(name, getattr(self, name)))
         set_(self, "sigma", _check_sigma(self.sigma))
+        check_magnitudes(self, ("beta0", "effect", "sd_worker", "sd_worker_slope", "sd_item",
+                                "sd_item_slope"))
         check_coding(self.coding)
 
     # ------------------------------------------------------------------ views
@@ -385,6 +387,8 @@ class MultiSystemParams:
                 )
             set_(self, name, sds)
         set_(self, "sigma", _check_sigma(self.sigma))
+        check_magnitudes(self, ("beta0", "effects", "sd_worker", "sd_item", "sd_worker_systems",
+                                "sd_item_systems"))
         if self.system_names is not None:
             names = self.system_names
             if isinstance(names, str) or not isinstance(names, Sequence):

@@ -95,15 +95,15 @@ def test_metric_power_accuracy_close_to_mcnemar():
     neg = [[0.3, 0.04], [0.06, 0.6]]        # label 0: old predicts 0 = right
     pos = [[0.3, 0.06], [0.04, 0.6]]        # label 1: new predicts 1 = right
     r = metric_power(600, [0.5, 0.5], [neg, pos], metric="accuracy", n_sims=1000,
-                     n_permutations=400, rng=3)
+                     n_resamples=400, rng=3)
     exact = power(600, 0.02, 0.9)
     assert r.true_difference == pytest.approx(0.02)
     assert abs(r.power - exact.power) < 4 * r.se + 0.02
 
 
 def test_metric_power_reproducible_and_record():
-    a = metric_power(1000, [0.8, 0.2], [NEG, POS], n_sims=200, n_permutations=200, rng=9)
-    b = metric_power(1000, [0.8, 0.2], [NEG, POS], n_sims=200, n_permutations=200, rng=9)
+    a = metric_power(1000, [0.8, 0.2], [NEG, POS], n_sims=200, n_resamples=200, rng=9)
+    b = metric_power(1000, [0.8, 0.2], [NEG, POS], n_sims=200, n_resamples=200, rng=9)
     assert a.power == b.power and a.type_m == b.type_m
     assert MetricPowerResult.from_record(a.to_record()).to_record() == a.to_record()
     assert "Randomization-test power for f1" in a.summary()
@@ -111,9 +111,9 @@ def test_metric_power_reproducible_and_record():
 
 def test_metric_power_increases_with_n():
     small = metric_power(300, [0.8, 0.2], [NEG, POS], metric="mcc", n_sims=400,
-                         n_permutations=200, rng=1)
+                         n_resamples=200, rng=1)
     large = metric_power(3000, [0.8, 0.2], [NEG, POS], metric="mcc", n_sims=400,
-                         n_permutations=200, rng=1)
+                         n_resamples=200, rng=1)
     assert large.power - small.power > 4 * math.hypot(small.se, large.se)
 
 
@@ -128,4 +128,4 @@ def test_metric_power_increases_with_n():
 ])
 def test_metric_power_errors(probs, tables, kw, msg):
     with pytest.raises(InputError, match=msg):
-        metric_power(100, probs, tables, n_sims=10, n_permutations=10, **kw)
+        metric_power(100, probs, tables, n_sims=10, n_resamples=10, **kw)

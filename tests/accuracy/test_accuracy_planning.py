@@ -46,14 +46,14 @@ def test_two_proportion_power_matches_r(r_reference):
 
 def test_two_proportion_mde_matches_r(r_reference):
     for case in r_reference["p2"]:
-        m = mde(case["n"], case["p1"], test="two-proportion", power=case["power"])
+        m = mde(case["n"], case["p1"], test="two-proportion", target_power=case["power"])
         assert m.new_accuracy == pytest.approx(case["p2"], abs=1e-8)
 
 
 def test_two_proportion_sample_size_matches_r(r_reference):
     for case in r_reference["n"]:
         s = sample_size(case["p2"] - case["p1"], case["p1"], test="two-proportion",
-                        power=case["power"])
+                        target_power=case["power"])
         assert s.n == pytest.approx(case["n"], rel=1e-8)
         assert s.n_required == math.ceil(case["n"])
 
@@ -70,20 +70,46 @@ def test_mcnemar_sample_size_textbook():
 
 
 def test_lachenbruch_hand_checked():
-    """baseline 0.92, delta 0.02, mid bound: psi = (0.02 + (0.08 + 0.06)) / 2 = 0.08;
-    n = (1.959964 sqrt(0.08) + 0.841621 sqrt(0.08 - 0.02^2))^2 / 0.02^2
+    """Connor's formula, baseline 0.92, delta 0.02, mid bound: psi = (0.02 + (0.08 + 0.06)) / 2
+    = 0.08; n = (1.959964 sqrt(0.08) + 0.841621 sqrt(0.08 - 0.02^2))^2 / 0.02^2
       = (0.554363 + 0.237451)^2 / 0.0004 = 1567.4."""
-    assert lachenbruch_discordance(0.92, 0.02, "mid") == pytest.approx(0.08)
-    assert lachenbruch_discordance(0.92, 0.02, "lower") == pytest.approx(0.02)
-    assert lachenbruch_discordance(0.92, 0.02, "upper") == pytest.approx(0.14)
-    s = sample_size(0.02, 0.92, test="lachenbruch", bound="mid")
+    assert lachenbruch_discordance(0.92, 0.02, "mid", "connor") == pytest.approx(0.08)
+    assert lachenbruch_discordance(0.92, 0.02, "lower", "connor") == pytest.approx(0.02)
+    assert lachenbruch_discordance(0.92, 0.02, "upper", "connor") == pytest.approx(0.14)
+    s = sample_size(0.02, 0.92, test="lachenbruch", bound="mid", formula="connor")
     assert s.n == pytest.approx(1567.4, abs=0.05)
     assert s.n_required == 1568
 
 
+def test_lachenbruch_biostatuzh_hand_checked():
+    """biostatUZH: p11 runs 0.92, 0.9199, ..., down to 0.86 (601 or 600 points, R's seq);
+    psi = 1.86 - 2 p11.  Lower: psi = 0.02 exactly; upper: the grid's end (0.14, or 0.1398
+    when floating point drops the last step); mid: the median point, within 2e-4 of 0.08.
+    n = (z_a + z_b)^2 psi / delta^2: at the lower bound 7.84887 * 0.02 / 0.0004 = 392.44."""
+    assert lachenbruch_discordance(0.92, 0.02, "lower") == pytest.approx(0.02, abs=1e-12)
+    assert lachenbruch_discordance(0.92, 0.02, "upper") == pytest.approx(0.14, abs=2.01e-4)
+    assert lachenbruch_discordance(0.92, 0.02, "mid") == pytest.approx(0.08, abs=2.01e-4)
+    s = sample_size(0.02, 0.92, test="lachenbruch", bound="lower")
+    z2 = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) ** 2
+    assert s.n == pytest.approx(z2 * 0.02 / 0.02**2, rel=1e-12)
+    assert s.n_required == 393
+    # power and sample size agree: the power at n_required reaches 0.8, one item less does not
+    kw = {"baseline": 0.92, "test": "lachenbruch", "bound": "mid"}
+    m = sample_size(0.02, **kw)
+    assert closed_form_power(m.n_required, 0.02, **kw).power >= 0.8
+    assert closed_form_power(m.n_required - 1, 0.02, **kw).power < 0.8
+
+
+def test_formula_only_for_lachenbruch():
+    with pytest.raises(InputError, match="formula='connor' applies only to test='lachenbruch'"):
+        mde(100, 0.8, agreement=0.9, test="mid-p", formula="connor")
+    with pytest.raises(InputError, match="formula must be one of"):
+        mde(100, 0.8, test="lachenbruch", bound="mid", formula="uzh")
+
+
 # --- solvers invert the power functions ------------------------------------------------
 
-@pytest.mark.parametrize("test", ["exact", "mid-p", "chi2", "chi2-cc"])
+@pytest.mark.parametrize("test", ["exact", "mid-p", "chi2", "chi2-cc", "exact-unconditional"])
 def test_mde_inverts_exact_power(test):
     m = mde(1500, 0.85, agreement=0.9, test=test)
     assert power(1500, m.delta, 0.9, test=test).power == pytest.approx(0.8, abs=1e-8)
@@ -127,7 +153,9 @@ def test_table9_binomial_column(t9, task):
 
 @pytest.mark.parametrize("task", ROWS)
 def test_table9_regression_column(t9, task):
-    """The regression MDE: mid-p McNemar power at the task's overlap prior (Table 5 or 6)."""
+    """The regression MDE: mid-p McNemar power at the task's overlap prior (Table 5 or 6) --
+    the rejection region of MESS's power_mcnemar_test(method="exact"), which the paper ran
+    (test_mess_exact_power_region_is_mid_p in test_unconditional.py)."""
     assert abs(t9.loc[task, "regression"] - t9.loc[task, "regression_printed"]) < 0.03
 
 
@@ -138,33 +166,47 @@ def test_table9_regression_column_normal_approximation(t9, task):
 
 
 @pytest.mark.parametrize("task", [r for r in ROWS if r != "WNLI"])
+def test_table9_regression_column_exact_unconditional(t9, task):
+    """Suissa & Shuster's test agrees with the printed column to 0.03 points on 1,725+ items."""
+    assert abs(t9.loc[task, "regression_unconditional"] - t9.loc[task, "regression_printed"]) < 0.03
+
+
+def test_table9_wnli_exact_unconditional_is_more_powerful(t9):
+    """On 147 items the unconditional test rejects some tables the mid-p rule does not (d = 4,
+    m = 0: Z = 2 > z_crit = 1.986), so its MDE is lower than the printed one (5.11 vs 5.26)."""
+    row = t9.loc["WNLI"]
+    assert 0.1 < row["regression_printed"] - row["regression_unconditional"] < 0.2
+
+
+@pytest.mark.parametrize("task", ROWS)
 @pytest.mark.parametrize("column", ["lachenbruch", "lachenbruch_lower", "lachenbruch_upper"])
 def test_table9_lachenbruch_columns(t9, task, column):
-    # QQP's lower bound: ours 0.0020 points vs printed 8.45e-5 -- within 0.03 points, though the
-    # printed value itself is off (test_table9_qqp_lower_bound)
+    """biostatUZH's formula (the default) reproduces every Lachenbruch cell to 0.03 points,
+    WNLI included (5.418 / 5.339 / 5.440 against 5.42 / 5.36 / 5.45).  QQP's lower bound:
+    ours 0.0020 points vs printed 8.45e-5 (test_table9_qqp_lower_bound)."""
     assert abs(t9.loc[task, column] - t9.loc[task, f"{column}_printed"]) < 0.03
 
 
-def test_table9_wnli_lachenbruch_printed_values_fit_144_items():
-    """WNLI's printed Lachenbruch MDEs (5.42, 5.36, 5.45) are 0.04-0.11 points above ours:
-    under the formula that reproduces the other 23 entries, each printed value is the MDE of
-    about 144 items, not 147 -- so they are not reproduced (docs/accuracy.md)."""
+def test_table9_wnli_lachenbruch_connor_formula_misses():
+    """Under Connor's formula the printed WNLI Lachenbruch MDEs are those of about 144 items,
+    not 147: the printed table used biostatUZH's formula, not Connor's."""
     for bound, printed in (("mid", 5.42), ("lower", 5.36), ("upper", 5.45)):
-        s = sample_size(printed / 100, 0.945, test="lachenbruch", bound=bound)
+        s = sample_size(printed / 100, 0.945, test="lachenbruch", bound=bound, formula="connor")
         assert 143.5 < s.n < 145.0
-        ours = mde(147, 0.945, test="lachenbruch", bound=bound).delta * 100
+        ours = mde(147, 0.945, test="lachenbruch", bound=bound, formula="connor").delta * 100
         assert 0.03 < printed - ours < 0.11
 
 
 def test_table9_qqp_lower_bound():
     """QQP's printed lower bound, 8.45e-5 %, gives nearly no power on 390,965 pairs; the
-    formula's MDE there is ~(z_a + z_b)^2 / n = 0.0020 %."""
+    formula's MDE there is (z_a + z_b)^2 / n = 0.0020 % under either formula."""
     printed = 8.45e-5 / 100
     assert closed_form_power(390965, printed, baseline=0.91, test="lachenbruch",
                              bound="lower").power < 0.1
-    ours = mde(390965, 0.91, test="lachenbruch", bound="lower").delta
     z = stats.norm.isf(0.025) + stats.norm.ppf(0.8)
-    assert ours == pytest.approx(z**2 / 390965, rel=0.01)
+    for formula in ("biostatuzh", "connor"):
+        ours = mde(390965, 0.91, test="lachenbruch", bound="lower", formula=formula).delta
+        assert ours == pytest.approx(z**2 / 390965, rel=0.01)
 
 
 def test_wnli_regression_mde_notes_the_impossible_table():
@@ -201,7 +243,7 @@ def test_squad_effect_prior_against_table9():
                                                           "test='lachenbruch'"),
     ({"test": "lachenbruch", "bound": "middle"}, "bound must be one of"),
     ({"test": "binomial"}, "test must be one of"),
-    ({"test": "exact", "agreement": "glue", "power": 1.2}, "power must be < 1.0"),
+    ({"test": "exact", "agreement": "glue", "target_power": 1.2}, "target_power must be < 1.0"),
 ])
 def test_mde_option_errors(kw, msg):
     with pytest.raises(InputError, match=msg):
@@ -217,7 +259,7 @@ def test_mde_errors_needing_baseline():
 
 
 def test_mde_unreachable_power():
-    with pytest.raises(InputError, match=r"no delta up to .* reaches power=0.8 with n=5 .*"
+    with pytest.raises(InputError, match=r"no delta up to .* reaches target_power=0.8 with n=5 .*"
                                          r"Increase n"):
         mde(5, 0.9, agreement=0.95)
 
@@ -225,7 +267,7 @@ def test_mde_unreachable_power():
 def test_sample_size_errors():
     with pytest.raises(InputError, match="delta must be non-zero"):
         sample_size(0.0, 0.9, test="two-proportion")
-    with pytest.raises(InputError, match="no n up to n_max=100 reaches power=0.8"):
+    with pytest.raises(InputError, match="no n up to n_max=100 reaches target_power=0.8"):
         sample_size(0.01, agreement=0.9, n_max=100)
 
 
@@ -261,3 +303,12 @@ def test_closed_form_close_to_exact_enumeration_for_large_n():
     assert abs(approx.power - exact.power) < 0.01
     assert abs(approx.type_m - exact.type_m) < 0.02
     assert "closed form" in approx.summary()
+
+
+def test_lachenbruch_biostatuzh_matches_r(reference_dir):
+    """tests/reference/lachenbruch_reference.R (R's own seq grid, uniroot): every Table 9 row."""
+    ref = json.loads((reference_dir / "lachenbruch_reference.json").read_text())
+    for row in ref["table9"]:
+        for bound in ("lower", "mid", "upper"):
+            ours = mde(row["n"], row["sota"], test="lachenbruch", bound=bound).delta
+            assert ours == pytest.approx(row[bound], abs=1e-9), (row["task"], bound)

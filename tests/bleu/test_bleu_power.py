@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from scipy import stats
 from nlpower import bleu
 from nlpower.bleu import _kernels
 from nlpower.bleu.power import BleuPowerResult
-from nlpower.bleu.process import draw_effects, laplace_location
+from nlpower.bleu.process import draw_effects, draw_parts, laplace_location
 from nlpower.errors import InputError
 
 AVG = bleu.preset("average")
@@ -191,3 +193,45 @@ def test_presets_table3():
     assert AVG.p0 == pytest.approx(0.125) and AVG.b0 == pytest.approx(25.8)
     with pytest.raises(InputError, match="preset must be one of"):
         bleu.preset("TF19")
+
+
+def test_float32_shared_signs_agree_with_float64_in_distribution():
+    # the same effects, tested by the float32 kernel with signs shared by all replicates and by
+    # the float64 reference with its own signs: each p-value is a Monte Carlo estimate with SE
+    # sqrt(p (1 - p) / r), so their standardised differences are about N(0, 1)
+    gen = np.random.default_rng(8)
+    d = draw_effects(gen, 60, 2000, 1.0, AVG.p0, AVG.b0)
+    r = 20000
+    p32 = _kernels.SharedSigns(np.random.SeedSequence(9), r, 2000).pvalues(d)
+    p64 = _kernels.randomization_pvalues(gen, d, r)
+    p_norm, _ = _kernels.normal_pvalues(d)
+    z = (p32 - p64) / np.sqrt(2 * np.maximum(p_norm * (1 - p_norm), 1 / r) / r)
+    assert abs(z.mean()) < 4 / math.sqrt(z.size)
+    assert np.all(np.abs(z) < 5.5) and 0.3 < z.var() < 2.0
+
+
+def test_shared_signs_are_the_same_for_every_block(monkeypatch):
+    d = draw_effects(np.random.default_rng(2), 30, 500, 1.0, AVG.p0, AVG.b0)
+    for cache in (_kernels.SIGN_CACHE, 0):  # kept in memory, or drawn again per block
+        monkeypatch.setattr(_kernels, "SIGN_CACHE", cache)
+        monkeypatch.setattr(_kernels, "MAX_ELEMENTS", 500 * 64)
+        signs = _kernels.SharedSigns(np.random.SeedSequence(3), 300, 500)
+        assert (signs._cache is None) == (cache == 0)
+        assert max(c.size for c in signs.chunks()) <= 500 * 300
+        whole = signs.pvalues(d)
+        assert np.array_equal(whole[:10], signs.pvalues(d[:10]))
+        assert np.array_equal(whole[10:], signs.pvalues(d[10:]))
+
+
+def test_laplace_draws_are_standard_laplace_where_nonzero():
+    nonzero, laplace = draw_parts(np.random.default_rng(4), 100, 1000, 0.3)
+    assert abs(nonzero.mean() - 0.7) < 5 * math.sqrt(0.7 * 0.3 / nonzero.size)
+    assert stats.kstest(laplace[nonzero], "laplace").pvalue > 1e-3
+
+
+def test_power_imports_neither_pandas_nor_scipy():
+    code = ("import sys; from nlpower.bleu import power; "
+            "power(200, 1.0, 0.125, 25.8, n_sims=20, n_permutations=50, rng=1); "
+            "print(sorted(m for m in ('pandas', 'scipy', 'tqdm', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

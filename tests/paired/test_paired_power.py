@@ -45,7 +45,7 @@ def test_sample_size_matches_r_power_t_test():
         if "n" in case and "power" in case and isinstance(case.get("n"), float) \
                 and case["n"] != int(case["n"]):
             alt = case["alternative"]
-            res = sample_size(case["delta"], case["sd"], power=case["power"],
+            res = sample_size(case["delta"], case["sd"], target_power=case["power"],
                               alpha=case["sig.level"], alternative=alt)
             assert res.n == math.ceil(case["n"]), case
             assert res.power >= case["power"]
@@ -59,7 +59,7 @@ def test_sample_size_matches_statsmodels_solve_power():
     for d, power, alt in [(0.5, 0.8, "two-sided"), (0.2, 0.9, "greater"), (0.8, 0.95, "two-sided")]:
         n = TTestPower().solve_power(effect_size=d, power=power, alpha=0.05,
                                      alternative=SM_ALT[alt])
-        assert sample_size(d, 1.0, power=power, alternative=alt).n == math.ceil(n)
+        assert sample_size(d, 1.0, target_power=power, alternative=alt).n == math.ceil(n)
 
 
 def test_sample_size_summary_and_errors():

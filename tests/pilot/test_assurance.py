@@ -167,14 +167,17 @@ def test_errors(pilot_fit):
         assurance("pilot.csv", d, effect=0.05)  # type: ignore[arg-type]
 
 
-def test_unbalanced_pilot_is_refused():
+def test_unbalanced_pilot_takes_the_general_path_only_with_the_bootstrap():
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit4 = fit_ratings(read_ratings(FIXTURES / "nested_4sys_ratings.csv", scale=(1, 5)))
-        with pytest.raises(InputError, match="balanced two-system pilot"):
-            assurance(fit4, CrossedDesign(10, 100), effect=0.05, contrast="B")
+        with pytest.raises(InputError, match="method='bootstrap'"):
+            assurance(fit4, CrossedDesign(10, 100), effect=0.05, contrast="B",
+                      method="asymptotic")
+        with pytest.raises(InputError, match="pass contrast"):
+            assurance(fit4, CrossedDesign(10, 100), effect=0.05)
 
 
 # ---------------------------------------------------------------- plans

@@ -119,7 +119,7 @@ def test_torn_last_line_is_dropped_and_rerun(tmp_path):
     text = path.read_text()
     path.write_text(text[: len(text) - 25])  # an interrupt in the middle of the last write
     fn = CountingPower()
-    with pytest.warns(NlpowerWarning, match="dropped an incomplete last record"):
+    with pytest.warns(NlpowerWarning, match="line 17: it is an incomplete last record"):
         resumed = run(fn, path)
     assert len(fn.calls) == 1
     pd.testing.assert_frame_equal(resumed.to_frame(), full.to_frame())
@@ -135,14 +135,17 @@ def test_missing_final_newline_is_repaired(tmp_path):
     assert fn.calls == [] and path.read_text().endswith("\n")
 
 
-def test_corrupted_middle_line(tmp_path):
+def test_corrupted_middle_line_is_dropped_and_its_cell_recomputed(tmp_path):
     path = tmp_path / "grid.ckpt"
-    run(CountingPower(), path)
+    full = run(CountingPower(), path)
     lines = path.read_text().splitlines()
     lines[3] = "{not json"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(CheckpointError, match=r"corrupted at line 4.*Delete the file"):
-        run(CountingPower(), path)
+    fn = CountingPower()
+    with pytest.warns(NlpowerWarning, match=r"line 4: it is not valid JSON.*computed again"):
+        again = run(fn, path)
+    assert len(fn.calls) == 1
+    pd.testing.assert_frame_equal(again.to_frame(), full.to_frame())
 
 
 def test_not_a_checkpoint_file(tmp_path):
@@ -176,9 +179,13 @@ def test_fingerprint_diff_and_roundtrip(tmp_path):
     cp, done = ck.open_checkpoint(path, {"k": np.int64(3)})
     assert done == {}
     with cp:
-        cp.append("cell-a", 0, [1, 2], {"power": np.float64(0.25), "n": np.int64(7)})
+        cp.append("cell-a", 0, [1, 2], {"power": np.float64(0.25), "n": np.int64(7), "ci_low": 0.1,
+                                        "ci_high": 0.4, "se": 0.05, "type_m": None, "type_s": None,
+                                        "n_sims": np.int64(70)})
     cp2, done = ck.open_checkpoint(path, {"k": 3})
     cp2.close()
-    assert done == {"cell-a": {"index": 0, "seed": [1, 2], "record": {"power": 0.25, "n": 7}}}
+    record = {"power": 0.25, "n": 7, "ci_low": 0.1, "ci_high": 0.4, "se": 0.05, "type_m": None,
+              "type_s": None, "n_sims": 70}
+    assert done == {"cell-a": {"index": 0, "seed": [1, 2], "record": record, "result": record}}
     assert ck.read_header(path)["fingerprint"] == {"k": 3}
     assert ck.read_header(tmp_path / "absent.ckpt") is None

@@ -32,7 +32,7 @@ def test_df_rules_are_gaussian_only(name):
 
 
 def test_rules_say_their_fit_and_reference():
-    assert [r.needs_null for r in TESTS.values()] == [False, False, False, True, True]
+    assert [r.needs_null for r in TESTS.values()] == [False, False, False, True, True, False]
     assert get_test("kenward-roger").resolve_REML(None) is True
     assert get_test("lrt").resolve_REML(None) is False
     with pytest.raises(InputError, match="REML likelihoods"):

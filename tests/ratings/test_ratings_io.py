@@ -261,8 +261,9 @@ def test_error_duplicates_reports_count_and_example():
     df = crossed()
     both = pd.concat([df, df.iloc[[0]].assign(rating=4)], ignore_index=True)
     with pytest.raises(RatingsError, match=r"1 \(worker, item, system\) combination\(s\) are rated more than once "
-                                           r"\(1 surplus rows\); e.g. worker 'w0', item 'i0', system 'A' at data "
-                                           r"rows 0, 24 with ratings 1, 4. Pass duplicates='keep'"):
+                                           r"\(1 surplus rows\); e.g. worker 'w0', item 'i0', system 'A' at "
+                                           r"rows 0, 24 with ratings 1, 4 \(rows by the data frame's index\)\. "
+                                           r"Pass duplicates='keep'"):
         read_ratings(both, scale=(1, 5))
 
 
@@ -302,7 +303,7 @@ def test_error_all_ratings_equal_without_scale():
 def test_error_missing_identifier():
     df = crossed().astype({"item": object})
     df.loc[5, "item"] = None
-    with pytest.raises(RatingsError, match=r"item column 'item' has 1 missing value\(s\) at data row\(s\) 5"):
+    with pytest.raises(RatingsError, match=r"item column 'item' has 1 missing value\(s\) at row 5 \(rows by the data frame's index\)"):
         read_ratings(df, scale=(1, 5))
 
 
@@ -403,3 +404,84 @@ def test_no_separator_hint_for_a_misnamed_column(tmp_path):
     with pytest.raises(RatingsError) as exc:
         read_ratings(path, scale=(1, 5))
     assert "separated" not in str(exc.value) and "Available columns" in str(exc.value)
+
+
+# --- rows named as an editor shows them; one outlier never sets the scale (issue 23, items 3, 10)
+
+
+def _write_csv(tmp_path, df, name="r.csv"):
+    path = tmp_path / name
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_file_rows_are_editor_line_numbers(tmp_path):
+    """Data row 5 of a CSV file is line 7 in an editor (the header is line 1)."""
+    df = crossed().astype({"item": object})
+    df.loc[5, "item"] = None
+    with pytest.raises(RatingsError, match=r"at line 7 \(line numbers as an editor shows them; "
+                                           r"the header is line 1\)"):
+        read_ratings(_write_csv(tmp_path, df), scale=(1, 5))
+
+
+def test_blank_lines_do_not_shift_line_numbers(tmp_path):
+    df = crossed().astype({"rating": object})
+    df.loc[3, "rating"] = "good"
+    path = _write_csv(tmp_path, df)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2] + [""] + lines[2:]) + "\n")  # a blank line 3
+    with pytest.raises(RatingsError, match=r"\(line 6: 'good'\)"):
+        read_ratings(path, scale=(1, 5))
+
+
+def test_json_lines_count_from_one(tmp_path):
+    df = crossed().astype({"rating": float})
+    df.loc[4, "rating"] = 9.0
+    path = tmp_path / "r.jsonl"
+    df.to_json(path, orient="records", lines=True)
+    with pytest.raises(RatingsError, match=r"line 5: 9;"):
+        read_ratings(path, scale=(1, 5))
+
+
+def test_one_outlier_never_sets_the_inferred_scale(tmp_path):
+    """Issue 23 item 3: a 1e308 among 1-5 ratings rescaled everything to ~1e-308."""
+    df = crossed().astype({"rating": float})
+    df.loc[6, "rating"] = 1e90
+    with pytest.raises(RatingsError, match=r"the highest rating, 1e\+90 \(line 8\), lies far "
+                                           r"outside all the others \(1\.\.5\).*pass scale="):
+        read_ratings(_write_csv(tmp_path, df))
+    df.loc[6, "rating"] = -400.0
+    with pytest.raises(RatingsError, match=r"the lowest rating, -400 \(row 6\)"):
+        read_ratings(df)
+    read_ratings(df, scale=(-400, 5))  # a real value with its scale passed is fine
+
+
+def test_ratings_too_large_to_compute_with_are_refused():
+    df = crossed().astype({"rating": float})
+    df.loc[2, "rating"] = 1e308
+    with pytest.raises(RatingsError, match=r"1 value\(s\) too large to compute with \(row 2: 1e\+308\)"):
+        read_ratings(df, scale="identity")
+
+
+def test_far_outlier_refused_but_an_even_spread_accepted():
+    df = crossed()
+    df["rating"] = np.where(df["rating"] > 3, 100, df["rating"])  # 1, 2, 3, 100: a 0-100 slider?
+    with pytest.raises(RatingsError, match="lies far outside"):
+        read_ratings(df)
+    df["rating"] = crossed()["rating"] * 20  # 20..100: evenly spread
+    with pytest.warns(RatingsWarning, match="lowest rating is 20"):
+        assert read_ratings(df).scale == (20.0, 100.0)
+
+
+def test_stages_can_be_called_alone():
+    from nlpower.ratings.files import Origin
+    from nlpower.ratings.io import check_identifiers, parse_ratings, select_columns
+    names = {"worker": "worker", "item": "item", "system": "system", "rating": "rating"}
+    origin = Origin("<DataFrame>", "frame")
+    df = select_columns(crossed(), names, origin)
+    assert list(df.columns) == ["worker", "item", "system", "rating_raw"]
+    check_identifiers(df, names, origin)
+    parsed, dropped = parse_ratings(df, "rating", origin)
+    assert dropped == 0 and parsed["rating_raw"].dtype == float
+    assert Origin("a.csv", "csv").rows([0, 1, 2]) == "lines 2, 3, 4"
+    assert Origin("a.json", "json").where(0) == "record 1"

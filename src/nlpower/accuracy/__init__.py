@@ -9,7 +9,9 @@ A paired test set of ``n`` items, two models, McNemar's test:
   bounds or the unpaired two-proportion test; :func:`table9` reproduces the
   paper's Table 9;
 * the paper's priors: :func:`glue_agreement`, :func:`squad_agreement`
-  (Tables 5-6), :func:`glue_effect`, :func:`squad_effect` (Tables 7-8);
+  (Tables 5-6), :func:`glue_effect`, :func:`squad_effect` (Tables 7-8), and
+  :func:`fit_agreement_prior` / :func:`fit_effect_prior` to refit them from a
+  user's own table;
 * :func:`estimate` / :func:`plan_from_dev` -- from two models' predictions;
 * :func:`metric_power` -- F1, macro-F1, MCC by a paired randomization test (App. F);
 * :func:`power_grid` and the figures in :mod:`nlpower.accuracy.plots` (Figs 3, 7, 8).
@@ -18,6 +20,13 @@ A paired test set of ``n`` items, two models, McNemar's test:
 from __future__ import annotations
 
 from .estimate import AccuracyEstimateResult, estimate, plan_from_dev
+from .fitprior import (
+    AgreementPriorFit,
+    EffectPriorFit,
+    fit_agreement_prior,
+    fit_effect_prior,
+    paper_agreement_prior,
+)
 from .grid import AccuracyProblem, power_grid
 from .mcnemar import McNemarResult, mcnemar, mcnemar_pvalue
 from .metrics import MetricPowerResult, metric_power
@@ -50,6 +59,8 @@ __all__ = [
     "AccuracyPowerResult",
     "AccuracySampleSizeResult",
     "AgreementBounds",
+    "AgreementPriorFit",
+    "EffectPriorFit",
     "McNemarResult",
     "MetricPowerResult",
     "PairedTable",
@@ -59,6 +70,8 @@ __all__ = [
     "closed_form_power",
     "estimate",
     "figure3",
+    "fit_agreement_prior",
+    "fit_effect_prior",
     "figure7",
     "figure8",
     "glue_agreement",
@@ -69,6 +82,7 @@ __all__ = [
     "mde",
     "metric_power",
     "paired_table",
+    "paper_agreement_prior",
     "plan_from_dev",
     "power",
     "power_bounds",

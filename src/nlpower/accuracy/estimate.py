@@ -146,7 +146,7 @@ def estimate(
     only_old = int(np.sum(ca & ~cb))
     wrong = len(y) - both - only_new - only_old
     return AccuracyEstimateResult(len(y), both, only_new, only_old, wrong,
-                                  mcnemar(only_new, only_old, test=test))
+                                  mcnemar(only_new, only_old, test=test, n=len(y)))
 
 
 def plan_from_dev(

@@ -9,7 +9,7 @@ items from cell ``(c, i, j)`` to ``(c, j, i)``.  So every randomization of
 every simulated test set is one vectorised binomial draw over the cells, and
 both models' confusion matrices are sums over that array (STYLE 11).
 
-p-values are two-sided, ``(1 + #{|d_perm| >= |d_obs|}) / (1 + n_permutations)``;
+p-values are two-sided, ``(1 + #{|d_perm| >= |d_obs|}) / (1 + n_resamples)``;
 power counts sign-correct rejections (Card et al. 2020, Fig. 2).
 """
 
@@ -85,7 +85,7 @@ class MetricPowerResult:
     n: int
     alpha: float
     n_sims: int
-    n_permutations: int
+    n_resamples: int
     n_rejected: int
     method: str = "simulate"
     seed: dict[str, Any] = field(default_factory=dict)
@@ -95,7 +95,7 @@ class MetricPowerResult:
     def summary(self) -> str:
         return "\n".join([
             f"Randomization-test power for {self.metric} ({self.n} items, alpha {self.alpha:g}, "
-            f"{self.n_sims} test sets x {self.n_permutations} randomizations)",
+            f"{self.n_sims} test sets x {self.n_resamples} randomizations)",
             f"  true difference new - old {self.true_difference:+.4f}",
             f"  power   {self.power:.3f}  (MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-"
             f"{self.ci.high:.3f})",
@@ -106,7 +106,7 @@ class MetricPowerResult:
     def to_record(self) -> dict[str, Any]:
         rec = {k: getattr(self, k) for k in (
             "power", "se", "type_m", "type_s", "rejection_rate", "true_difference", "metric",
-            "n", "alpha", "n_sims", "n_permutations", "n_rejected", "method", "version")}
+            "n", "alpha", "n_sims", "n_resamples", "n_rejected", "method", "version")}
         rec.update(ci_low=self.ci.low, ci_high=self.ci.high,
                    seed_entropy=self.seed.get("entropy"),
                    seed_spawn_key=list(self.seed.get("spawn_key", ())))
@@ -164,7 +164,7 @@ def metric_power(
     metric: ClassMetric = "f1",
     alpha: float = 0.05,
     n_sims: int = 1000,
-    n_permutations: int = 1000,
+    n_resamples: int = 1000,
     rng: RNGLike = None,
 ) -> MetricPowerResult:
     """Power of a paired randomization test comparing two classifiers on F1, macro-F1 or MCC.
@@ -179,7 +179,7 @@ def metric_power(
         ``tables[c, i, j] = P(old predicts i, new predicts j | label c)``; for two
         classes, Card et al. (2020) Table 11 per class.
     metric : {"f1", "macro-f1", "mcc", "accuracy"}
-    n_sims, n_permutations : int
+    n_sims, n_resamples : int
         Simulated test sets and randomizations of each.
 
     Examples
@@ -188,7 +188,7 @@ def metric_power(
 
     >>> neg = [[0.90, 0.02], [0.02, 0.06]]          # label 0: (old, new) predictions
     >>> pos = [[0.10, 0.15], [0.05, 0.70]]          # label 1
-    >>> r = metric_power(2000, [0.8, 0.2], [neg, pos], n_sims=200, n_permutations=200, rng=1)
+    >>> r = metric_power(2000, [0.8, 0.2], [neg, pos], n_sims=200, n_resamples=200, rng=1)
     >>> r.true_difference > 0 and 0 < r.power <= 1
     True
     """
@@ -196,7 +196,7 @@ def metric_power(
     metric = check_choice("metric", metric, ClassMetric)
     alpha = check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True)
     n_sims = check_int("n_sims", n_sims, min=1)
-    n_permutations = check_int("n_permutations", n_permutations, min=1)
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
     p, t = _check_tables(class_probs, tables)
     if metric == "f1" and p.size != 2:
         raise InputError(f"metric='f1' is binary F1 of class 1; with {p.size} classes use "
@@ -218,15 +218,15 @@ def metric_power(
     counts = gen.multinomial(n, cells, size=n_sims)         # (n_sims, C^3)
     obs = _difference(counts, k, metric)
     exceed = np.zeros(n_sims, dtype=np.int64)
-    block = max(1, _BLOCK // (n_permutations * k**3))
+    block = max(1, _BLOCK // (n_resamples * k**3))
     for start in range(0, n_sims, block):
         part = counts[start:start + block]
-        moved = gen.binomial(part[:, None, :], 0.5, size=(part.shape[0], n_permutations, k**3))
+        moved = gen.binomial(part[:, None, :], 0.5, size=(part.shape[0], n_resamples, k**3))
         perm = part[:, None, :] - moved + moved[..., np.argsort(swap_to)]
         d = _difference(perm, k, metric)
         exceed[start:start + block] = np.sum(np.abs(d) >= np.abs(obs[start:start + block, None])
                                              - 1e-12, axis=1)
-    pvalue = (1 + exceed) / (1 + n_permutations)
+    pvalue = (1 + exceed) / (1 + n_resamples)
     sig = pvalue <= alpha
     right = sig & (np.sign(obs) == np.sign(true_diff))
     n_sig, n_right = int(sig.sum()), int(right.sum())
@@ -240,7 +240,7 @@ def metric_power(
         mc=mc,
         power=pw, se=mc_se(pw, n_sims), ci=ConfidenceInterval(*wilson_ci(n_right, n_sims)),
         type_m=type_m, type_s=type_s, rejection_rate=n_sig / n_sims, true_difference=true_diff,
-        metric=metric, n=n, alpha=alpha, n_sims=n_sims, n_permutations=n_permutations,
+        metric=metric, n=n, alpha=alpha, n_sims=n_sims, n_resamples=n_resamples,
         n_rejected=n_right, seed=seed_record(seq),
     )
 

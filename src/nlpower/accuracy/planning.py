@@ -10,11 +10,16 @@ for n (:func:`sample_size`):
   ``Phi((sqrt(n) |delta| - z_{1-alpha/2} sqrt(psi)) / sqrt(psi - delta^2))`` with
   ``psi = 1 - agreement`` the discordant share (Connor 1987, eq. 3; Chow, Shao &
   Wang 2008, section 4.5);
-* ``"lachenbruch"``: the same formula with ``psi`` at the lower, middle or
-  upper end of what the two accuracies allow -- ``|delta|`` (maximal agreement),
-  ``min(a2, 1 - a1) + min(a1, 1 - a2)`` (minimal agreement) or their midpoint --
-  the no-prior bounds of Lachenbruch (1992) that Card et al. took from
-  biostatUZH's ``sampleSizeMcNemar`` (App. E.3);
+* ``"lachenbruch"``: the no-prior bounds of Lachenbruch (1992) that Card et al.
+  took from biostatUZH's ``sampleSizeMcNemar`` (App. E.3): ``psi`` at the lower,
+  middle or upper end of what the two accuracies allow -- ``|delta|`` (maximal
+  agreement), ``min(a2, 1 - a1) + min(a1, 1 - a2)`` (minimal agreement) or the
+  middle.  ``formula="biostatuzh"`` (default, what Table 9 used) is that
+  function: ``n = (z_{1-alpha/2} + z_{power})^2 psi / delta^2``, with the
+  both-correct cell ``p11`` on biostatUZH's grid of step 1e-4 (so ``psi`` of the
+  middle and upper bounds moves in steps of 2e-4) and the middle taken as the
+  grid's median element; ``formula="connor"`` is Connor's formula above at the
+  exact ``psi`` (the package's default before 0.x);
 * ``"two-proportion"``: unpaired samples, R's ``power.prop.test`` (n per group,
   ``strict = FALSE``), App. E.5.
 """
@@ -28,10 +33,17 @@ from typing import Any
 import pandas as pd
 from scipy import optimize, stats
 
-from .._choices import AccuracyPlanTest, AgreementPrior, LachenbruchBound, check_choice
+from .._choices import (
+    AccuracyPlanTest,
+    AgreementPrior,
+    LachenbruchBound,
+    LachenbruchFormula,
+    check_choice,
+)
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval
+from .fitprior import AgreementPriorFit
 from .power import AccuracyPowerResult, resolve_agreement
 from .power import power as mcnemar_power
 from .priors import AGREEMENT_PRIORS, TABLE9, Table9Row, glue_effect, squad_effect
@@ -91,12 +103,36 @@ def _prop_variances(p1: float, p2: float) -> tuple[float, float]:
     return (p1 + p2) * (2.0 - p1 - p2) / 2.0, p1 * (1.0 - p1) + p2 * (1.0 - p2)
 
 
-def lachenbruch_discordance(baseline: float, delta: float, bound: LachenbruchBound) -> float:
-    """Discordant share psi at Lachenbruch's (1992) lower / mid / upper bound."""
+def lachenbruch_discordance(baseline: float, delta: float, bound: LachenbruchBound,
+                            formula: LachenbruchFormula = "biostatuzh") -> float:
+    """Discordant share psi at Lachenbruch's (1992) lower / mid / upper bound.
+
+    ``formula="connor"``: the exact ends and midpoint.  ``formula="biostatuzh"``:
+    as ``sampleSizeMcNemar`` evaluates them -- the both-correct probability
+    ``p11`` runs from ``min(a1, a2)`` down to ``a1 + a2 - 1`` in steps of 1e-4
+    (R's ``seq``), the upper bound is the grid's last point and the middle its
+    median element.  Below ``a1 + a2 = 1`` biostatUZH would let ``p11`` go
+    negative; here the grid stops at 0 (the bound the accuracies allow).
+
+    Examples
+    --------
+    WNLI (SOTA 94.5%) at a gain of 5.418 points, Table 9's Lachenbruch midpoint:
+
+    >>> round(lachenbruch_discordance(0.945, 0.05418, "upper", "connor"), 6)
+    0.05582
+    >>> round(lachenbruch_discordance(0.945, 0.05418, "upper"), 6)
+    0.05578
+    """
     a1, a2 = baseline, baseline + delta
     lo = abs(delta)
     hi = min(a2, 1.0 - a1) + min(a1, 1.0 - a2)
-    return {"lower": lo, "upper": hi, "mid": (lo + hi) / 2.0}[bound]
+    if formula == "connor":
+        return {"lower": lo, "upper": hi, "mid": (lo + hi) / 2.0}[bound]
+    top = min(a1, a2)
+    steps = int(math.floor((top - max(a1 + a2 - 1.0, 0.0)) / 1e-4 + 1e-10))   # K; L = K + 1
+    j = {"lower": steps + 1, "upper": 1, "mid": (steps + 2) // 2}[bound]         # 1-based, ascending
+    p11 = top - (steps + 1 - j) * 1e-4
+    return a1 + a2 - 2.0 * p11
 
 
 @dataclass(frozen=True)
@@ -105,9 +141,10 @@ class _Plan:
 
     test: str
     baseline: float | None
-    agreement: float | str | None
+    agreement: float | str | AgreementPriorFit | None
     bound: str | None
     alpha: float
+    formula: str = "biostatuzh"
 
     def agreement_at(self, delta: float) -> float | None:
         if self.agreement is None:
@@ -122,11 +159,14 @@ class _Plan:
         else:
             if self.test == "lachenbruch":
                 assert self.baseline is not None and self.bound is not None
-                psi = lachenbruch_discordance(self.baseline, delta, self.bound)  # type: ignore[arg-type]
-            else:
-                pa = self.agreement_at(delta)
-                assert pa is not None
-                psi = 1.0 - pa
+                psi = lachenbruch_discordance(self.baseline, delta, self.bound,  # type: ignore[arg-type]
+                                              self.formula)  # type: ignore[arg-type]
+                # biostatUZH: n = (z_a + z_b)^2 psi / delta^2, i.e. the same variance under H1
+                v1 = psi if self.formula == "biostatuzh" else psi - delta * delta
+                return _normal_model(n, delta, psi, v1, self.alpha)
+            pa = self.agreement_at(delta)
+            assert pa is not None
+            psi = 1.0 - pa
             v0, v1 = psi, psi - delta * delta
         return _normal_model(n, delta, v0, v1, self.alpha)
 
@@ -142,8 +182,9 @@ class _Plan:
         if self.agreement is None:
             assert self.baseline is not None
             return 1.0 - self.baseline
-        if isinstance(self.agreement, str):
-            b0, b1, b2 = AGREEMENT_PRIORS[self.agreement]
+        if isinstance(self.agreement, (str, AgreementPriorFit)):
+            b0, b1, b2 = (self.agreement.coefficients if isinstance(self.agreement, AgreementPriorFit)
+                          else AGREEMENT_PRIORS[self.agreement])
             assert self.baseline is not None
             a0, k = b0 + b1 * self.baseline, -b2       # disc(delta) = 1 - a0 + k delta
             cap = (1.0 - a0) / (1.0 - k) if k < 1.0 else 1.0
@@ -153,10 +194,17 @@ class _Plan:
 
 
 def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: Any, alpha: Any,
-              target: Any) -> _Plan:
+              target: Any, formula: Any = None) -> _Plan:
     test = check_choice("test", test, AccuracyPlanTest)
     alpha = check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True)
-    check_real("power", target, min=0.0, max=1.0, min_open=True, max_open=True)
+    check_real("target_power", target, min=0.0, max=1.0, min_open=True, max_open=True)
+    if formula is None:
+        formula = "biostatuzh"
+    elif test != "lachenbruch":
+        raise InputError(f"formula={formula!r} applies only to test='lachenbruch'; got "
+                         f"test={test!r}. Drop formula=.")
+    else:
+        formula = check_choice("formula", formula, LachenbruchFormula)
     if baseline is not None:
         baseline = check_real("baseline", baseline, min=0.0, max=1.0, min_open=True, max_open=True)
     if test in ("two-proportion", "lachenbruch"):
@@ -173,8 +221,9 @@ def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: A
             f"test={test!r} needs the agreement rate: pass agreement=<number in [0, 1]> or a prior "
             "name ('glue', 'squad'); with no prior use test='lachenbruch' and a bound."
         )
-    elif isinstance(agreement, str):
-        check_choice("agreement", agreement, AgreementPrior)
+    elif isinstance(agreement, (str, AgreementPriorFit)):
+        if isinstance(agreement, str):
+            check_choice("agreement", agreement, AgreementPrior)
         if baseline is None:
             raise InputError(f"agreement={agreement!r} is a regression prior and needs baseline=....")
     else:
@@ -185,7 +234,7 @@ def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: A
         bound = check_choice("bound", bound, LachenbruchBound)
     elif bound is not None:
         raise InputError(f"bound={bound!r} applies only to test='lachenbruch'; got test={test!r}.")
-    return _Plan(test, baseline, agreement, bound, alpha)
+    return _Plan(test, baseline, agreement, bound, alpha, formula)
 
 
 # --- results ----------------------------------------------------------------------------
@@ -279,11 +328,12 @@ def mde(
     *,
     agreement: float | AgreementPrior | None = None,
     test: AccuracyPlanTest = "exact",
-    power: float = 0.8,
+    target_power: float = 0.8,
     bound: LachenbruchBound | None = None,
+    formula: LachenbruchFormula | None = None,
     alpha: float = 0.05,
 ) -> AccuracyMDEResult:
-    """Smallest accuracy gain delta > 0 whose power reaches ``power`` on ``n`` items.
+    """Smallest accuracy gain delta > 0 whose power reaches ``target_power`` on ``n`` items.
 
     Parameters
     ----------
@@ -296,12 +346,15 @@ def mde(
         For the McNemar tests: a fixed agreement, or a regression prior
         re-evaluated at each candidate delta (Card et al. 2020, Tables 5-6).
     test : str
-        ``"exact"``, ``"mid-p"``, ``"chi2"``, ``"chi2-cc"``, ``"mcnemar-normal"``,
-        ``"two-proportion"`` or ``"lachenbruch"`` (module docstring).
-    power : float
+        ``"exact"``, ``"mid-p"``, ``"chi2"``, ``"chi2-cc"``, ``"exact-unconditional"``,
+        ``"mcnemar-normal"``, ``"two-proportion"`` or ``"lachenbruch"`` (module docstring).
+    target_power : float
         Target power.
     bound : {"lower", "mid", "upper"}
         Lachenbruch bound (``test="lachenbruch"`` only).
+    formula : {"biostatuzh", "connor"}, optional
+        Lachenbruch sample-size formula (``test="lachenbruch"`` only; default
+        ``"biostatuzh"``, the one behind Card et al.'s Table 9).
 
     Examples
     --------
@@ -311,18 +364,24 @@ def mde(
     2.4
     """
     n = check_int("n", n, min=1)
-    plan = _validate(n, baseline, agreement, test, bound, alpha, power)
+    plan = _validate(n, baseline, agreement, test, bound, alpha, target_power, formula)
     hi = plan.max_delta()
     if hi <= 0:
         raise InputError(f"no positive delta is possible with agreement={agreement!r}.")
     top = plan.power(n, hi)
-    if top < power:
+    if top < target_power:
         raise InputError(
-            f"no delta up to {hi:.4g} (the largest the table allows) reaches power={power:g} with "
+            f"no delta up to {hi:.4g} (the largest the table allows) reaches "
+            f"target_power={target_power:g} with "
             f"n={n} and test={plan.test!r}: the power there is {top:.4f}. Increase n."
         )
     lo = min(1e-9, hi / 2)
-    delta = float(optimize.brentq(lambda x: plan.power(n, x) - power, lo, hi, xtol=1e-12))
+    if plan.power(n, lo) >= target_power:  # reached with no effect: alpha/2 sign-correct rejections
+        raise InputError(
+            f"target_power={target_power:g} is reached with no difference at all (power at delta 0 is "
+            f"{plan.power(n, lo):.3g}), so there is no smallest detectable delta. Choose a target "
+            "power above alpha, e.g. 0.8.")
+    delta = float(optimize.brentq(lambda x: plan.power(n, x) - target_power, lo, hi, xtol=1e-12))
     pa = plan.agreement_at(delta)
     feasible, notes = True, []
     if pa is not None and baseline is not None:
@@ -332,8 +391,10 @@ def mde(
             feasible = False
             notes.append(f"the 2x2 table at the MDE does not exist ({exc}); McNemar's test "
                          "uses only the discordant cells, so the MDE is reported as the paper does")
-    source = agreement if isinstance(agreement, str) else "none" if agreement is None else "given"
-    return AccuracyMDEResult(delta, n, plan.baseline, pa, source, power, plan.power(n, delta),
+    source = (agreement if isinstance(agreement, str) else "none" if agreement is None
+              else f"prior ({agreement.name})" if isinstance(agreement, AgreementPriorFit)
+              else "given")
+    return AccuracyMDEResult(delta, n, plan.baseline, pa, source, target_power, plan.power(n, delta),
                              plan.test, plan.bound, plan.alpha, feasible, tuple(notes))
 
 
@@ -343,12 +404,13 @@ def sample_size(
     *,
     agreement: float | AgreementPrior | None = None,
     test: AccuracyPlanTest = "exact",
-    power: float = 0.8,
+    target_power: float = 0.8,
     bound: LachenbruchBound | None = None,
+    formula: LachenbruchFormula | None = None,
     alpha: float = 0.05,
     n_max: int = 10_000_000,
 ) -> AccuracySampleSizeResult:
-    """Test-set size at which a gain ``delta`` reaches ``power``.
+    """Test-set size at which a gain ``delta`` reaches ``target_power``.
 
     Closed-form tests return the continuous solution ``n`` (as R does) and
     ``n_required = ceil(n)``; the exact McNemar tests bisect on integer n (their
@@ -364,7 +426,7 @@ def sample_size(
     delta = check_real("delta", delta, min=-1.0, max=1.0)
     if delta == 0:
         raise InputError("delta must be non-zero: no sample size detects a zero difference.")
-    plan = _validate(None, baseline, agreement, test, bound, alpha, power)
+    plan = _validate(None, baseline, agreement, test, bound, alpha, target_power, formula)
     n_max = check_int("n_max", n_max, min=1)
     pa = plan.agreement_at(delta)
     if pa is not None:
@@ -374,16 +436,20 @@ def sample_size(
         p2 = plan.baseline + delta
         if not 0.0 < p2 < 1.0:
             raise InputError(f"baseline + delta = {p2:g} must lie in (0, 1).")
-        n = float(optimize.brentq(lambda m: plan.power(m, delta) - power,
+        n = float(optimize.brentq(lambda m: plan.power(m, delta) - target_power,
                                   2.0, 1e9, xtol=1e-10))
+    elif plan.test == "lachenbruch" and plan.formula == "biostatuzh":
+        psi = lachenbruch_discordance(plan.baseline, delta, plan.bound)  # type: ignore[arg-type]
+        zb = float(stats.norm.ppf(target_power))
+        n = (_z(alpha) + zb) ** 2 * psi / (delta * delta)
     elif plan.test in ("lachenbruch", "mcnemar-normal"):
         psi = (1.0 - pa) if pa is not None else lachenbruch_discordance(
-            plan.baseline, delta, plan.bound)  # type: ignore[arg-type]
-        n = _connor_n(delta, psi, alpha, power)
+            plan.baseline, delta, plan.bound, "connor")  # type: ignore[arg-type]
+        n = _connor_n(delta, psi, alpha, target_power)
     else:
-        n = float(_bisect_n(plan, delta, power, n_max))
+        n = float(_bisect_n(plan, delta, target_power, n_max))
     n_required = max(int(math.ceil(n - 1e-9)), 1)
-    return AccuracySampleSizeResult(n, n_required, delta, plan.baseline, pa, power,
+    return AccuracySampleSizeResult(n, n_required, delta, plan.baseline, pa, target_power,
                                     plan.power(n_required, delta), plan.test, plan.bound, alpha)
 
 
@@ -391,7 +457,8 @@ def _bisect_n(plan: _Plan, delta: float, target: float, n_max: int) -> int:
     hi = 16
     while plan.power(hi, delta) < target:
         if hi >= n_max:
-            raise InputError(f"no n up to n_max={n_max} reaches power={target:g}; raise n_max.")
+            raise InputError(f"no n up to n_max={n_max} reaches target_power={target:g}; "
+                             "raise n_max.")
         hi = min(hi * 2, n_max)
     lo = hi // 2 if hi > 16 else 0
     while hi - lo > 1:                      # power(lo) < target <= power(hi)
@@ -411,6 +478,7 @@ def closed_form_power(
     agreement: float | AgreementPrior | None = None,
     test: AccuracyPlanTest = "two-proportion",
     bound: LachenbruchBound | None = None,
+    formula: LachenbruchFormula | None = None,
     alpha: float = 0.05,
 ) -> AccuracyPowerResult:
     """Power from a closed-form test (``"two-proportion"``, ``"lachenbruch"``, ``"mcnemar-normal"``).
@@ -425,7 +493,7 @@ def closed_form_power(
     """
     n = check_int("n", n, min=1)
     delta = check_real("delta", delta, min=-1.0, max=1.0)
-    plan = _validate(n, baseline, agreement, test, bound, alpha, 0.5)
+    plan = _validate(n, baseline, agreement, test, bound, alpha, 0.5, formula)
     if plan.test not in _CLOSED:
         raise InputError(f"test={test!r} is a McNemar test: use nlpower.accuracy.power(...).")
     pa = plan.agreement_at(delta)
@@ -447,34 +515,48 @@ def closed_form_power(
     )
 
 
-def table9(*, power: float = 0.8, alpha: float = 0.05,
-           regression_test: AccuracyPlanTest = "mid-p") -> pd.DataFrame:
+#: Above this many items the exact unconditional column uses the normal approximation, as
+#: the paper did for QQP (App. E.2.1); its critical value is the normal one there to 4 decimals.
+TABLE9_NORMAL_ABOVE = 100_000
+
+
+def table9(*, target_power: float = 0.8, alpha: float = 0.05,
+           regression_test: AccuracyPlanTest = "mid-p",
+           lachenbruch_formula: LachenbruchFormula = "biostatuzh") -> pd.DataFrame:
     """Card et al. (2020) Table 9 recomputed, beside the printed values (percentage points).
 
     Columns ``binomial`` (``test="two-proportion"``), ``lachenbruch``,
-    ``lachenbruch_lower``, ``lachenbruch_upper`` (``test="lachenbruch"``),
-    ``regression`` (``regression_test`` at the task's agreement prior),
+    ``lachenbruch_lower``, ``lachenbruch_upper`` (``test="lachenbruch"`` with
+    ``lachenbruch_formula``), ``regression`` (``regression_test`` at the task's
+    agreement prior; ``"mid-p"`` is the rejection region of MESS's
+    ``power_mcnemar_test(method="exact")``, which the paper ran -- see
+    ``docs/accuracy.md``), ``regression_unconditional`` (Suissa & Shuster's exact
+    unconditional test; the normal approximation above
+    :data:`TABLE9_NORMAL_ABOVE` items, i.e. for QQP, as the paper did),
     ``regression_normal`` (``test="mcnemar-normal"``) and ``delta_hat``
-    (Tables 7-8), each with ``*_printed``.  See ``docs/accuracy.md``.
+    (Tables 7-8), each printed column with ``*_printed``.
     """
     rows: list[dict[str, Any]] = []
     for t in TABLE9:
         def m(row: Table9Row = t, **kw: Any) -> float:
-            return 100.0 * mde(row.n, row.sota, power=power, alpha=alpha, **kw).delta
+            return 100.0 * mde(row.n, row.sota, target_power=target_power, alpha=alpha,
+                               **kw).delta
         dh = squad_effect(t.sota) if t.prior == "squad" else glue_effect(t.task, t.sota)
+        unc = "exact-unconditional" if t.n <= TABLE9_NORMAL_ABOVE else "mcnemar-normal"
+        lach: dict[str, Any] = {"test": "lachenbruch", "formula": lachenbruch_formula}
         rows.append({
             "task": t.task, "n": t.n, "sota": 100 * t.sota,
             "binomial": m(test="two-proportion"), "binomial_printed": t.mde_binomial,
-            "lachenbruch": m(test="lachenbruch", bound="mid"),
+            "lachenbruch": m(bound="mid", **lach),
             "lachenbruch_printed": t.mde_lachenbruch,
-            "lachenbruch_lower": m(test="lachenbruch", bound="lower"),
+            "lachenbruch_lower": m(bound="lower", **lach),
             "lachenbruch_lower_printed": t.mde_lachenbruch_lower,
-            "lachenbruch_upper": m(test="lachenbruch", bound="upper"),
+            "lachenbruch_upper": m(bound="upper", **lach),
             "lachenbruch_upper_printed": t.mde_lachenbruch_upper,
             "regression": m(test=regression_test, agreement=t.prior),
+            "regression_unconditional": m(test=unc, agreement=t.prior),
             "regression_normal": m(test="mcnemar-normal", agreement=t.prior),
             "regression_printed": t.mde_regression,
             "delta_hat": 100 * dh, "delta_hat_printed": t.delta_hat,
         })
     return pd.DataFrame(rows)
-

@@ -34,7 +34,8 @@ from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
 from ..montecarlo import MonteCarloSummary
-from .mcnemar import _pvalue, rejection_thresholds
+from .fitprior import AgreementPriorFit
+from .mcnemar import _pvalue, rejection_thresholds, thresholds_at
 from .priors import agreement_prior
 from .table import PairedTable, agreement_bounds, paired_table
 
@@ -88,7 +89,6 @@ class AccuracyPowerResult:
     seed: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
     notes: tuple[str, ...] = ()
-    #: the Monte Carlo summary of a simulated result (None when exact or closed-form)
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -117,8 +117,8 @@ class AccuracyPowerResult:
             unc = "closed form" if self.method == "closed-form" else "exact" if self.exact else (
                 f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
             lines.append(f"  power   {self.power:.4f}  ({unc})")
-            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}"
-                         if self.mc is None else f"  {self.mc.describe()}")
+            lines.append(f"  {self.mc.describe()}" if self.mc is not None else
+                         f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -181,9 +181,16 @@ def _none_nan(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-def resolve_agreement(agreement: float | str, baseline: float | None,
+def resolve_agreement(agreement: Any, baseline: float | None,
                       delta: float) -> tuple[float, str]:
-    """(agreement, source): a number as given, or a named prior evaluated at (baseline, delta)."""
+    """(agreement, source): a number as given, or a named or fitted prior
+    (:func:`~nlpower.accuracy.fit_agreement_prior`) evaluated at (baseline, delta)."""
+    if isinstance(agreement, AgreementPriorFit):
+        if baseline is None:
+            raise InputError("a fitted agreement prior needs the baseline accuracy; pass "
+                             "baseline=....")
+        return agreement.agreement(check_real("baseline", baseline, min=0.0, max=1.0), delta), \
+            f"prior ({agreement.name})"
     if isinstance(agreement, str):
         check_choice("agreement", agreement, AgreementPrior)
         if baseline is None:
@@ -215,15 +222,18 @@ def power(
         Test-set size (items scored by both models).
     delta : float
         Expected accuracy gain of the new model over the old one.
-    agreement : float or {"glue", "squad"}
+    agreement : float, {"glue", "squad"} or AgreementPriorFit
         Expected share of items with the same outcome (Pa), or a regression
-        prior (Card et al. 2020, Tables 5-6; needs ``baseline``).
+        prior (Card et al. 2020, Tables 5-6, or refitted with
+        :func:`~nlpower.accuracy.fit_agreement_prior`; needs ``baseline``).
     baseline : float, optional
         Accuracy of the old model; checks the whole 2x2 table exists.
     alpha : float
         Significance level of the two-sided test.
-    test : {"exact", "mid-p", "chi2", "chi2-cc"}
-        McNemar variant; ``"exact"`` is statsmodels' ``mcnemar`` default (the paper's).
+    test : {"exact", "mid-p", "chi2", "chi2-cc", "exact-unconditional"}
+        McNemar variant; ``"exact"`` is statsmodels' ``mcnemar`` default (the paper's
+        notebook), ``"exact-unconditional"`` Suissa & Shuster (1991), the test behind
+        the paper's Table 9 regression column (MESS).
     method : {"exact", "simulate"}
         Enumerate (no Monte Carlo error) or simulate ``n_sims`` test sets.
     n_sims : int
@@ -266,7 +276,9 @@ def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> 
         d_hi = int(stats.binom.isf(_TAIL, n, disc)) if disc < 1.0 else n
         d = np.arange(max(d_lo, 0), min(d_hi, n) + 1)
         w = stats.binom.pmf(d, n, disc)
-        c = rejection_thresholds(int(d[-1]), test, alpha)[d]     # type: ignore[arg-type]
+        c = (rejection_thresholds(int(d[-1]), test, alpha, n=n)[d]   # type: ignore[arg-type]
+             if d[-1] <= 1 << 14 or test == "exact-unconditional"
+             else thresholds_at(d, test, alpha))  # large n: its window only
         q = min(max(table.only_new / disc, 0.0), 1.0)
         # "up": few items only the old model gets right (C <= c_d), i.e. the new model wins
         up = stats.binom.cdf(c, d, 1.0 - q)
@@ -308,26 +320,20 @@ def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
     probs = [table.only_new, table.only_old, max(1.0 - table.discordant, 0.0)]
     counts = gen.multinomial(n, probs, size=n_sims)
     b, c = counts[:, 0], counts[:, 1]
-    sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
+    if test == "exact-unconditional":
+        sig = np.minimum(b, c) <= rejection_thresholds(n, "exact-unconditional", alpha, n=n)[b + c]
+    else:
+        sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
     est = (b - c) / n
-    sign = np.sign(table.delta)
-    n_right = int(np.sum(sig & (np.sign(est) == sign))) if sign != 0 else 0
-    n_sig = int(sig.sum())
-    n_wrong = n_sig - n_right - int(np.sum(sig & (est == 0)))
-    mean_abs = float(np.abs(est[sig]).sum() / n_sims)
-    pw, tm, ts = _summaries(table.delta, n_right / n_sims, n_sig / n_sims,
-                            n_wrong / n_sims, mean_abs)
-    k = n_right if table.delta != 0 else n_sig
-    mc = MonteCarloSummary(n_sims, n_right, n_sig, n_wrong, table.delta, tm,
-                           MonteCarloSummary.spread(np.abs(est[sig]) / abs(table.delta))
-                           if table.delta != 0 else math.nan)
+    mc = MonteCarloSummary.from_draws(est, sig, effect=table.delta)   # b == c never rejects
+    k = mc.n_rejected if table.delta != 0 else mc.n_significant
     return AccuracyPowerResult(
-        mc=mc,
-        power=pw, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
-        type_m=tm, type_s=ts, rejection_rate=n_sig / n_sims, n=n, delta=table.delta,
-        agreement=table.agreement, only_new=table.only_new, only_old=table.only_old, test=test,
-        alpha=alpha, method="simulate", n_sims=n_sims, n_rejected=n_right,
-        baseline=table.baseline, agreement_source=source, seed=seed_record(seq),
+        power=mc.power, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
+        type_m=mc.type_m, type_s=mc.type_s, rejection_rate=mc.rejection_rate, n=n,
+        delta=table.delta, agreement=table.agreement, only_new=table.only_new,
+        only_old=table.only_old, test=test, alpha=alpha, method="simulate", n_sims=n_sims,
+        n_rejected=mc.n_rejected, baseline=table.baseline, agreement_source=source,
+        seed=seed_record(seq), mc=mc,
     )
 
 

@@ -196,8 +196,8 @@ def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = 
     >>> res.fit.n_zero  # sentence 4 is the same in both systems
     1
     """
-    a = read_lines("hyps_a", hyps_a)
-    b = read_lines("hyps_b", hyps_b)
+    a = read_lines("hyps_a", hyps_a, empty_lines=True)  # an empty output is valid MT output
+    b = read_lines("hyps_b", hyps_b, empty_lines=True)
     if len(a) != len(b):
         raise InputError(
             f"hyps_a and hyps_b must have one line per test sentence each; got {len(a)} and "

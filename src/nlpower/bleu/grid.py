@@ -64,14 +64,14 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
                method: BleuMethod = "randomization", rng: RNGLike = None, n_jobs: int = 1,
                backend: Backend = "loky", client: Any = None,
                checkpoint: str | os.PathLike[str] | None = None, progress: bool = True,
-               on_error: OnError = "raise") -> GridResult:
+               on_error: OnError = "raise", shard: str | tuple[int, int] | None = None) -> GridResult:
     """BLEU power over every cell of ``p0 x b0 x n x delta`` (Card et al. 2020, Figs. 4 and 17).
 
     Each of ``n``, ``delta``, ``p0``, ``b0`` is a value (a fixed column) or a
     list (an axis); cells run in the order p0, b0, n, delta (delta fastest),
     each with its own seed derived from its axis values, so results do not
     depend on ``n_jobs``, ``backend`` or resuming a ``checkpoint``.  The
-    scheduling options are those of :func:`nlpower.grid.run_grid`.
+    scheduling options (and ``shard``) are those of :func:`nlpower.grid.run_grid`.
 
     Examples
     --------
@@ -92,5 +92,5 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
                           n_permutations=_check_permutations(n_permutations, alpha, method),
                           alpha=alpha, method=method)
     run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
-                     progress=progress, on_error=on_error)
+                     progress=progress, on_error=on_error, shard=shard)
     return run_grid(problem, axes, rng=rng, run=run, desc="BLEU power grid")

@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .. import __version__
 from .._choices import BleuMethod, check_choice
@@ -27,6 +26,9 @@ from ..intervals import ConfidenceInterval, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from . import _kernels
 from .process import draw_effects, draw_parts, laplace_location
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["BleuMDEResult", "BleuPowerResult", "mde", "power"]
 
@@ -125,6 +127,8 @@ class BleuPowerResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd  # imported on first use: power itself needs only numpy
+
         return pd.DataFrame([self.to_record()]).drop(columns=["seed"])
 
     def to_record(self) -> dict[str, Any]:
@@ -236,18 +240,24 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
     method = check_choice("method", method, BleuMethod)
     n_permutations = _check_permutations(n_permutations, alpha, method)
     seq = root_seed(rng)
-    n_batches = -(-n_sims // _kernels.REPLICATE_BATCH)
+    batch = _kernels.REPLICATE_BATCH
+    n_batches = -(-n_sims // batch)
+    children = seq.spawn(n_batches + 1)  # one stream per batch of effects, one for the signs
+    signs = (_kernels.SharedSigns(children[-1], n_permutations, n)
+             if method == "randomization" else None)
+    per_block = max(1, _kernels.block_size(n) // batch)  # batches tested by one GEMM
     estimates = np.empty(n_sims)
     pvalues = np.empty(n_sims)
     bound = 0.0
-    for i, child in enumerate(seq.spawn(n_batches)):
-        gen = np.random.Generator(np.random.PCG64(child))
-        lo = i * _kernels.REPLICATE_BATCH
-        hi = min(n_sims, lo + _kernels.REPLICATE_BATCH)
-        deltas = draw_effects(gen, hi - lo, n, delta, p0, b0)
+    for first in range(0, n_batches, per_block):
+        lo, hi = first * batch, min(n_sims, (first + per_block) * batch)
+        deltas = np.concatenate([
+            draw_effects(np.random.Generator(np.random.PCG64(children[i])),
+                         min(batch, n_sims - i * batch), n, delta, p0, b0)
+            for i in range(first, min(n_batches, first + per_block))])
         estimates[lo:hi] = -0.5 * deltas.sum(axis=1)
-        if method == "randomization":
-            pvalues[lo:hi] = _kernels.randomization_pvalues(gen, deltas, n_permutations)
+        if signs is not None:
+            pvalues[lo:hi] = signs.pvalues(deltas)
         else:
             pvalues[lo:hi], b = _kernels.normal_pvalues(deltas)
             bound = max(bound, b)
@@ -301,6 +311,8 @@ class BleuMDEResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd
+
         return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
 
     def to_record(self) -> dict[str, Any]:

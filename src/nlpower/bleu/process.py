@@ -27,12 +27,22 @@ def laplace_location(n: int, delta: float, p0: float) -> float:
 def draw_parts(rng: np.random.Generator, size: int, n: int, p0: float) -> tuple[np.ndarray, np.ndarray]:
     """The two random parts of ``size`` effect vectors: non-zero indicators and standard Laplace draws.
 
+    The Laplace draws are used only where ``nonzero``.
+
     ``delta = nonzero * (mu + b * laplace)``: keeping the parts apart lets
     :func:`nlpower.bleu.mde` reuse one set of draws for every ``dB``
     (common random numbers), since ``delta`` is affine in ``mu``.
+
+    A standard Laplace draw is a standard exponential with a fair random
+    sign; the sign comes from the uniform that decides ``nonzero`` (given
+    ``u >= P0``, ``u`` is uniform on ``[P0, 1)`` and its upper half is a fair
+    coin independent of the exponential), which is 4x faster than
+    ``Generator.laplace`` (issue 24).
     """
-    nonzero = rng.random((size, n)) >= p0
-    laplace = rng.laplace(0.0, 1.0, (size, n))
+    u = rng.random((size, n))
+    nonzero = u >= p0
+    laplace = rng.standard_exponential((size, n))
+    np.negative(laplace, out=laplace, where=u < 0.5 * (1.0 + p0))
     return nonzero, laplace
 
 

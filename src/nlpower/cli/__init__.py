@@ -2,21 +2,56 @@
 
 A thin edge: each subcommand parses arguments, calls the library and
 prints or writes what it returns.  No statistics live here.
+
+One rule for every subcommand, applied here: output paths are checked before
+any work (:func:`nlpower.cli.output.check_output_paths`); a run without
+``--seed`` draws one, and every run with a seed prints it; ``--json -``
+writes the JSON to standard output and everything else to standard error;
+library errors are printed in the words of the command line.  The library
+is imported by the subcommand that runs, so ``--version`` and ``--help``
+stay fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..errors import NlpowerError
-from . import accuracy, bleu, compare, fit, plan, power, replicability
+from . import accuracy, bleu, compare, fit, mde, plan, power, replicability
 from .messages import cli_flags, speak_cli
+from .output import check_output_paths, fresh_seed
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, plan, accuracy, bleu, compare, replicability)
+COMMANDS = (fit, power, plan, mde, accuracy, bleu, compare, replicability)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's default in ``--help``, unless its help already states it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if ("default" in text or action.default in (None, False, argparse.SUPPRESS)
+                or not action.option_strings):
+            return text
+        default = action.default
+        if isinstance(default, (list, tuple)):
+            default = ",".join(str(v) for v in default)
+        return f"{text} (default: {default})"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out = [parser]
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _subparsers(sub)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,13 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nlpower", description="Statistical power for NLP evaluation."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    for each in _subparsers(parser):
+        each.formatter_class = HelpFormatter
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -39,8 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    args.argv = argv
+    args.flags = cli_flags(parser, args)
+    if "seed" in vars(args) and args.seed is None:
+        args.seed = fresh_seed()
+    to_stdout = any(str(getattr(args, d, None)) == "-" for d in ("json", "json_out"))
     try:
-        return int(args.func(args) or 0)
+        check_output_paths(args, args.flags)
+        if not to_stdout:
+            return _run(args)
+        args.stdout = sys.stdout  # the JSON alone on standard output; the rest on stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            return _run(args)
     except NlpowerError as exc:
         # the library names keyword arguments (rating=); the user typed flags (--rating)
         message = speak_cli(str(exc), cli_flags(parser, args))
@@ -49,6 +97,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(_interrupted(args), file=sys.stderr)
         return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        # a warning is one line in the words of the command line, without the source path
+        warnings.showwarning = lambda message, *rest, **kw: print(
+            f"warning: {speak_cli(str(message), args.flags)}", file=sys.stderr)
+        code = int(args.func(args) or 0)
+    seed: Any = vars(args).get("seed")
+    if seed is not None:
+        print(f"seed: {seed} (repeat with --seed {seed})")
+    return code
 
 
 def _interrupted(args: argparse.Namespace) -> str:

@@ -7,13 +7,9 @@ Parse arguments, call the library once, print its summary (and write
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from .. import accuracy
 from .._choices import (
     AccuracyMethod,
     AccuracyPlanTest,
@@ -23,7 +19,7 @@ from .._choices import (
     allowed,
 )
 from ..errors import InputError
-from .power import _jsonable, _no_nan
+from .output import write_json
 
 
 def _agreement(text: str) -> float | str:
@@ -41,7 +37,7 @@ def _agreement(text: str) -> float | str:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                   help="also write the result as JSON")
+                   help="also write the result as JSON ('-' = stdout)")
 
 
 def register(subparsers: Any) -> None:
@@ -50,7 +46,7 @@ def register(subparsers: Any) -> None:
         "accuracy", help="power for comparing two classifiers on accuracy (Card et al. 2020, sec. 3)",
         description="McNemar power, minimum detectable effects and estimates for paired "
                     "accuracy comparisons (Card et al. 2020, section 3, App. C and E).")
-    sub = acc.add_subparsers(dest="accuracy_command", required=True)
+    sub = acc.add_subparsers(dest="accuracy_command", required=True, metavar="{power,mde,estimate}")
 
     p = sub.add_parser("power", help="power, Type-M, Type-S of McNemar's test (App. C)")
     p.add_argument("--n", type=int, required=True, help="test-set size (paired items)")
@@ -82,7 +78,7 @@ def register(subparsers: Any) -> None:
                    help="planning test (default: exact McNemar)")
     m.add_argument("--bound", choices=allowed(LachenbruchBound), default=None,
                    help="Lachenbruch (1992) bound (--test lachenbruch)")
-    m.add_argument("--power", type=float, default=0.8, help="target power (default: 0.8)")
+    m.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
     m.add_argument("--table9", action="store_true",
                    help="recompute Card et al. (2020) Table 9 beside the printed values")
     _common(m)
@@ -100,17 +96,13 @@ def register(subparsers: Any) -> None:
     e.set_defaults(func=run_estimate)
 
 
-def _write_json(path: Path | None, frame: Any) -> None:
-    if path is None:
-        return
+def _write_json(args: argparse.Namespace, frame: Any) -> None:
     records = frame.to_dict(orient="records")
-    record = records[0] if len(records) == 1 else records
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_no_nan(record), indent=2, default=_jsonable, allow_nan=False) + "\n")
-    print(f"wrote {path}")
+    write_json(args, records[0] if len(records) == 1 else records)
 
 
 def run_power(args: argparse.Namespace) -> int:
+    from .. import accuracy
 
     if args.test not in allowed(McNemarTest):
         result: Any = accuracy.closed_form_power(
@@ -130,29 +122,32 @@ def run_power(args: argparse.Namespace) -> int:
                                 alpha=args.alpha, test=args.test, method=args.method,
                                 n_sims=args.n_sims, rng=args.seed)
     print(result.summary())
-    _write_json(args.json, result.to_frame())
+    _write_json(args, result.to_frame())
     return 0
 
 
 def run_mde(args: argparse.Namespace) -> int:
+    from .. import accuracy
 
     if args.table9:
-        frame = accuracy.table9(power=args.power, alpha=args.alpha)
+        frame = accuracy.table9(target_power=args.target_power, alpha=args.alpha)
         print("Card et al. (2020) Table 9, recomputed (percentage points; *_printed: the paper)")
         print(frame.round(3).to_string(index=False))
-        _write_json(args.json, frame)
+        _write_json(args, frame)
         return 0
     if args.n is None:
         raise InputError("--n is required (or pass --table9).")
     result = accuracy.mde(args.n, args.baseline, agreement=args.agreement, test=args.test,
-                          power=args.power, bound=args.bound, alpha=args.alpha)
+                          target_power=args.target_power, bound=args.bound, alpha=args.alpha)
     print(result.summary())
-    _write_json(args.json, result.to_frame())
+    _write_json(args, result.to_frame())
     return 0
 
 
 def run_estimate(args: argparse.Namespace) -> int:
+    import pandas as pd
 
+    from .. import accuracy
 
     if not args.file.exists():
         raise InputError(f"file {str(args.file)!r} does not exist.")
@@ -165,5 +160,5 @@ def run_estimate(args: argparse.Namespace) -> int:
         print(planned.summary())
         frame = frame.assign(n_test=args.n_test, power=planned.power, type_m=planned.type_m,
                              type_s=planned.type_s)
-    _write_json(args.json, frame)
+    _write_json(args, frame)
     return 0

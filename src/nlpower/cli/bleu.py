@@ -7,13 +7,11 @@ No statistics live here.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from .._choices import BleuMethod, BleuPreset, allowed
-from ..bleu import estimate, figure4, figure17, mde, power, power_grid, preset
+from .output import save_figure, write_json
 
 
 def _params(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
@@ -34,7 +32,7 @@ def _params(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy)")
     if not lists:
         p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                       help="also write the result as JSON")
+                       help="also write the result as JSON ('-' = stdout)")
 
 
 def register(subparsers: Any) -> None:
@@ -43,7 +41,7 @@ def register(subparsers: Any) -> None:
         "bleu", help="BLEU: randomization-test power and P0/b0 from system outputs (Card et al. 2020, §4)",
         description="Power of the paired randomization test for BLEU under the Delta-Laplace "
                     "process of per-sentence swap effects, and its parameters from real outputs.")
-    sub = top.add_subparsers(dest="bleu_command", required=True)
+    sub = top.add_subparsers(dest="bleu_command", required=True, metavar="{power,mde,grid,estimate}")
 
     p = sub.add_parser("power", help="power to detect a BLEU difference on n sentences")
     p.add_argument("--n", type=int, required=True, help="test-set size (sentences)")
@@ -69,6 +67,8 @@ def register(subparsers: Any) -> None:
     g.add_argument("--out", type=Path, default=None, metavar="CSV", help="write the grid as CSV")
     g.add_argument("--plot", type=Path, default=None, metavar="PNG",
                    help="draw Figure 4 (one panel) or Figure 17 (a panel per P0 or b0)")
+    g.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the grid as JSON records ('-' = stdout)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=run_grid)
 
@@ -84,7 +84,8 @@ def register(subparsers: Any) -> None:
     e.add_argument("--seed", type=int, default=12345, help="seed of the swap sets (default: sacrebleu's 12345)")
     e.add_argument("--effects", type=Path, default=None, metavar="CSV",
                    help="write the per-sentence swap effects as CSV")
-    e.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the result as JSON")
+    e.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the result as JSON ('-' = stdout)")
     e.set_defaults(func=run_estimate)
 
 
@@ -100,41 +101,36 @@ def _floats(kind: Any) -> Any:
 
 
 def _p0_b0(args: argparse.Namespace) -> tuple[float, float]:
+    from ..bleu import preset
 
     base = preset(args.preset)
     return (base.p0 if args.p0 is None else args.p0, base.b0 if args.b0 is None else args.b0)
 
 
-def _write_json(path: Path | None, record: dict[str, Any]) -> None:
-    if path is None:
-        return
-    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(clean, indent=2, allow_nan=False) + "\n")
-    print(f"wrote {path}")
-
-
 def run_power(args: argparse.Namespace) -> int:
+    from ..bleu import power
 
     p0, b0 = _p0_b0(args)
     result = power(args.n, args.delta, p0, b0, n_sims=args.n_sims, n_permutations=args.n_permutations,
                    alpha=args.alpha, method=args.method, rng=args.seed)
     print(result.summary())
-    _write_json(args.json, result.to_record())
+    write_json(args, result.to_record())
     return 0
 
 
 def run_mde(args: argparse.Namespace) -> int:
+    from ..bleu import mde
 
     p0, b0 = _p0_b0(args)
     result = mde(args.n, p0, b0, target_power=args.target_power, alpha=args.alpha, n_sims=args.n_sims,
                  n_permutations=args.n_permutations, method=args.method, rng=args.seed)
     print(result.summary())
-    _write_json(args.json, result.to_record())
+    write_json(args, result.to_record())
     return 0
 
 
 def run_grid(args: argparse.Namespace) -> int:
+    from ..bleu import figure4, figure17, power_grid, preset
 
     base = preset(args.preset)
     p0 = [base.p0] if args.p0 is None else args.p0
@@ -145,27 +141,25 @@ def run_grid(args: argparse.Namespace) -> int:
                       checkpoint=args.checkpoint, progress=not args.quiet)
     print(grid.summary())
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         grid.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")
     if args.plot is not None:
         by = "p0" if len(p0) > 1 else "b0" if len(b0) > 1 else None
         fig = figure4(grid) if by is None else figure17(grid, by=by)
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
+        save_figure(fig, args.plot, dpi=120)
+    write_json(args, grid.to_frame().to_dict(orient="records"))
     return 0
 
 
 def run_estimate(args: argparse.Namespace) -> int:
+    from ..bleu import estimate
 
     refs: Any = args.refs[0] if len(args.refs) == 1 else list(args.refs)
     result = estimate(args.hyps_a, args.hyps_b, refs, tokenize=args.tokenize,
                       lowercase=args.lowercase, n_permutations=args.n_permutations, rng=args.seed)
     print(result.summary())
     if args.effects is not None:
-        args.effects.parent.mkdir(parents=True, exist_ok=True)
         result.to_frame().to_csv(args.effects, index=False)
         print(f"wrote {args.effects}")
-    _write_json(args.json, result.to_record())
+    write_json(args, result.to_record())
     return 0

@@ -7,13 +7,13 @@ A thin edge over :func:`nlpower.paired.read_scores`, :func:`nlpower.paired.compa
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, EUStat, PairedTest, PairwiseAdjust, RetroPowerMethod, allowed
 from ..errors import InputError
-from ..paired import compare, pairwise, read_scores, retrospective_power
+from .messages import speak_cli
+from .output import save_figure, write_json
 
 
 def _columns(text: str) -> tuple[str, str]:
@@ -57,6 +57,9 @@ def register(subparsers: Any) -> None:
                    help="with 3+ files: family-wise adjustment (default: holm)")
     p.add_argument("--power", choices=allowed(RetroPowerMethod), default=None,
                    help="also estimate retrospective power vs sample size by this method")
+    p.add_argument("--planned-effect", dest="mean", type=float, default=None, metavar="D",
+                   help="with --power normal: the difference A - B to simulate, chosen in advance "
+                        "(default: the observed one, which makes the curve observed power)")
     p.add_argument("--n-sims", type=int, default=1000, metavar="N",
                    help="simulations per sample size for --power (default: 1000)")
     p.add_argument("--plot", type=Path, default=None, metavar="PNG",
@@ -64,30 +67,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--power-plot", type=Path, default=None, metavar="PNG",
                    help="power vs sample size (needs --power)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                   help="also write the result table as JSON")
+                   help="also write the result table as JSON ('-' = stdout)")
     p.set_defaults(func=run_compare)
 
 
-def _write_json(path: Path, records: list[dict[Any, Any]]) -> None:
-    def clean(v: Any) -> Any:
-        if hasattr(v, "item"):
-            v = v.item()
-        return None if isinstance(v, float) and v != v else v
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{k: clean(v) for k, v in r.items()} for r in records]
-    path.write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2, default=str,
-                               allow_nan=True) + "\n")
-    print(f"wrote {path}")
+def _write_json(args: argparse.Namespace, records: list[dict[Any, Any]]) -> None:
+    write_json(args, records[0] if len(records) == 1 else records)
 
 
 def _save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    print(f"wrote {path}")
+    save_figure(fig, path, dpi=120)
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from ..paired import compare, pairwise, read_scores, retrospective_power
 
     files = args.files
     if len(files) >= 3:
@@ -97,32 +90,34 @@ def run_compare(args: argparse.Namespace) -> int:
         res = pairwise(systems, test=args.test, adjust=args.adjust, alternative=args.alternative,
                        alpha=args.alpha, eu_size=args.eu_size, eu_stat=args.eu_stat,
                        shuffle=args.shuffle, n_resamples=args.n_resamples, rng=args.seed)
-        print(res.summary())
+        print(speak_cli(res.summary(), args.flags))
         if args.plot is not None:
             _save(res.plot(), args.plot)
         if args.json is not None:
-            _write_json(args.json, res.to_frame().to_dict(orient="records"))
+            _write_json(args, res.to_frame().to_dict(orient="records"))
         return 0
     scores = read_scores(files[0], files[1] if len(files) == 2 else None, columns=args.columns)
     result = compare(scores.a, scores.b, test=args.test, alternative=args.alternative,
                      alpha=args.alpha, eu_size=args.eu_size, eu_stat=args.eu_stat,
                      shuffle=args.shuffle, n_resamples=args.n_resamples, rng=args.seed,
                      delta=args.delta, names=scores.names)
-    print(result.summary())
+    print(speak_cli(result.summary(), args.flags))
     curve = None
     if args.power is not None:
-        curve = retrospective_power(result, method=args.power, n_sims=args.n_sims, rng=args.seed)
+        curve = retrospective_power(result, method=args.power, n_sims=args.n_sims, rng=args.seed,
+                                    mean=args.mean)
         print()
-        print(curve.summary())
-    elif args.power_plot is not None:
-        raise InputError("--power-plot needs --power normal or --power bootstrap.")
+        print(speak_cli(curve.summary(), args.flags))
+    elif args.power_plot is not None or args.mean is not None:
+        raise InputError(f"{'--power-plot' if args.mean is None else '--planned-effect'} needs "
+                         "--power normal or --power bootstrap.")
     print()
     print("Report (what NLPStatTest says to report):")
-    print(result.report(curve))
+    print(speak_cli(result.report(curve), args.flags))
     if args.plot is not None:
         _save(result.plot(), args.plot)
     if curve is not None and args.power_plot is not None:
         _save(curve.plot(), args.power_plot)
     if args.json is not None:
-        _write_json(args.json, result.to_frame().to_dict(orient="records"))
+        _write_json(args, result.to_frame().to_dict(orient="records"))
     return 0

@@ -7,17 +7,13 @@ A thin edge over :func:`nlpower.ratings.read_ratings` and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._choices import Coding, Duplicates, EngineName, allowed
-from ..ratings import fit_ratings, read_ratings
-from .messages import check_outputs, flag_names, speak_cli
+from .messages import flag_names, speak_cli
+from .output import write_json
 from .ratings_args import add_scale_argument
 
 
@@ -52,6 +48,10 @@ def register(subparsers: Any) -> None:
                         "nested factors), paper (always the paper's formula), or an lme4 formula "
                         "over rating, system, worker, item for a simpler model, e.g. "
                         "'rating ~ system + (1|worker) + (1|item)'")
+    p.add_argument("--family", choices=("gaussian", "ordinal"), default="gaussian",
+                   help="gaussian (default: ratings rescaled to [0, 1], the paper's model) or "
+                        "ordinal (cumulative logit mixed model of the integer ratings: thresholds "
+                        "and latent-scale SDs)")
     p.add_argument("--sep", default=None,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
@@ -67,7 +67,8 @@ def _separator(text: str | None) -> str | None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    check_outputs(args, {"json_out": "--json"})
+    from ..ratings import fit_ratings, read_ratings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(
@@ -76,19 +77,14 @@ def run_fit(args: argparse.Namespace) -> int:
             duplicates=args.duplicates, sep=_separator(args.sep),
         )
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
-                          model=args.model)
-        text = fit.summary() if args.full else _brief(fit)
-    out = sys.stdout if args.json_out != "-" else sys.stderr
+                          model=args.model, family=args.family)
+        text = fit.summary() if (args.full or args.family == "ordinal") else _brief(fit)
     for w in caught:  # library warnings name arguments (scale=); the user typed flags
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
-    print(text, file=out)
+    print(speak_cli(text, args.flags))
     if args.json_out:
-        payload = json.dumps(fit.to_dict(), indent=2, default=_jsonable)
-        if args.json_out == "-":
-            print(payload)
-        else:
-            Path(args.json_out).write_text(payload + "\n")
-            print(f"wrote {args.json_out}", file=out)
+        record = fit.to_record() if hasattr(fit, "to_record") else fit.to_dict()
+        write_json(args, record, path=args.json_out)
     return 0
 
 
@@ -103,11 +99,3 @@ def _brief(fit: Any) -> str:
     notes = fit.identifiability_notes() + [n for n in [fit.singular_note()] if n]
     lines += [f"note: {note}" for note in notes]
     return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and value != value:  # pragma: no cover - NaN handled upstream
-        return None
-    return str(value)

@@ -26,11 +26,35 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 
-from ..errors import InputError
+__all__ = ["PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_words",
+           "flag_names", "speak_cli"]
 
-__all__ = ["check_outputs", "chosen_parsers", "cli_flags", "flag_names", "speak_cli"]
+#: Advice written for Python users, in the words of the command line (applied first).
+PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
+    (r"\(nlpower\.plan\(as_params\(fit, effect=\.\.\.\), \.\.\.\)\)",
+     "(nlpower mde --ratings FILE, or nlpower power --ratings FILE)"),
+    (r"read RatingsFit\.identifiable\(\)",
+     "see the identified quantities (nlpower fit --full)"),
+    (r"compare fits with identifiable\(\)",
+     "compare fits by their identified quantities (nlpower fit --full)"),
+    (r"pass nlpower\.paired\.sample_size\(\.\.\.\) or retrospective_power\(\.\.\.\)",
+     "pass --power normal --planned-effect D"),
+    (r"plan with sample_size or retrospective_power",
+     "plan with --power normal --planned-effect D"),
+    (r"\(NaN in identifiable\(\)\)", "(NaN among the identified quantities of nlpower fit --full)"),
+    (r"via nlpower\.accuracy\.power\b\.?", "with nlpower accuracy power --delta D."),
+    (r"use nlpower\.accuracy\.power\(\.\.\.\)", "use nlpower accuracy power"),
+    (r"Fit a pilot with nlpower\.fit_ratings\(nlpower\.read_ratings\(path, scale=\(lo, hi\)\)\)\.",
+     "Give the pilot with --ratings FILE --scale LO HI."),
+)
+
+
+def cli_words(message: str) -> str:
+    """``message`` with Python-only advice (:data:`PYTHON_TO_CLI`) said as commands."""
+    for pattern, replacement in PYTHON_TO_CLI:
+        message = re.sub(pattern, replacement, message)
+    return message
 
 
 def chosen_parsers(parser: argparse.ArgumentParser,
@@ -57,6 +81,8 @@ def cli_flags(parser: argparse.ArgumentParser,
     out: dict[str, tuple[str, bool]] = {}
     for sub in chosen_parsers(parser, args):
         out.update(flag_names(sub))
+    if "seed" in out:  # the library's rng= is the command line's --seed
+        out.setdefault("rng", out["seed"])
     return out
 
 
@@ -76,7 +102,12 @@ _BOUNDARY = r"(?<![\w./\\-])"
 
 
 def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
-    """``message`` with the argument names in ``flags`` written as command-line flags."""
+    """``message`` with the argument names in ``flags`` written as command-line flags.
+
+    Python-only advice (``nlpower.accuracy.power``, ``RatingsFit.identifiable()``)
+    is said as commands first (:func:`cli_words`).
+    """
+    message = cli_words(message)
     if not flags:
         return message
     names = "|".join(sorted((re.escape(d) for d in flags), key=len, reverse=True))
@@ -106,15 +137,3 @@ def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
                   lambda m: f"{m.group(1)} '{flags[m.group(2)][0]}'", text)
     return text
 
-
-def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
-    """An output path (``--out``, ``--json``, ...) must be in an existing directory.
-
-    Checked before any work, so a typo costs nothing; nothing is created behind the user's back.
-    """
-    for dest, flag in flags.items():
-        path = getattr(args, dest, None)
-        if path is not None and str(path) != "-" and not Path(path).parent.is_dir():
-            parent = Path(path).parent
-            raise InputError(f"{flag} {str(path)!r}: the directory {str(parent)!r} does not exist. "
-                             f"Create it first (mkdir -p {parent}), or write somewhere else.")

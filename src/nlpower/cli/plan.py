@@ -7,15 +7,15 @@ A thin edge: :func:`nlpower.ratings.read_ratings` -> :func:`nlpower.ratings.fit_
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
-from ..pilot import plan_with_assurance
-from .messages import check_outputs
+from ..errors import InputError
+from .messages import speak_cli
+from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 
 
@@ -31,12 +31,18 @@ def register(subparsers: Any) -> None:
             "distribution). The effect is yours, never the pilot's estimate."
         ),
     )
-    add_ratings_arguments(p, required=True)
+    p.add_argument("--preset", choices=("high-variance", "low-variance"), default=None,
+                   help="plan under a Table 16 scenario instead of a pilot (the cheapest design "
+                        "at those SDs; no assurance)")
+    add_ratings_arguments(p, required=False)
     p.add_argument("--effect", type=float, required=True,
                    help="smallest effect worth detecting, in --coding (sum: half the mean difference "
                         "on the [0, 1] scale)")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
+    p.add_argument("--contrast", default=None, metavar="A,B",
+                   help="with more than two systems: plan the comparison of system A (+1) "
+                        "against B (-1)")
     p.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
     p.add_argument("--cost-per-rating", type=float, default=1.0, help="cost of one rating (default: 1)")
     p.add_argument("--cost-per-worker", type=float, default=0.0,
@@ -58,12 +64,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                   help="also write both plans and their assurance as JSON")
+                   help="also write both plans and their assurance as JSON ('-' = stdout)")
     p.set_defaults(func=run_plan)
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    check_outputs(args, {"json": "--json"})
+    from ..pilot import plan_with_assurance
+
+    if (args.preset is None) == (args.ratings is None):
+        raise InputError("give either --ratings FILE (a pilot: plans with assurance) or --preset "
+                         "(a Table 16 scenario), not both or neither.")
+    if args.preset is not None:
+        return _plan_preset(args)
     fit = fit_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -74,13 +86,14 @@ def run_plan(args: argparse.Namespace) -> int:
             alpha=args.alpha, test=args.test, alternative=args.alternative,
             min_workers=args.min_workers, max_workers=args.max_workers, max_items=args.max_items,
             workers_per_item=args.workers_per_item, rng=args.seed,
+            contrast=None if args.contrast is None else tuple(args.contrast.split(",")),
         )
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    print(fit.report.summary())
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    print(speak_cli(fit.report.summary(), args.flags))
     print()
     print(result.summary())
-    print(f"\nseed: {result.point_assurance.seed['entropy']} (repeat with --seed)")
+    print()
     if args.json is not None:
         payload = {
             "ratings": str(args.ratings),
@@ -90,6 +103,23 @@ def run_plan(args: argparse.Namespace) -> int:
                                     if result.safeguard_assurance is not None else None),
             "note": result.note,
         }
-        args.json.write_text(json.dumps(payload, indent=2, default=float) + "\n")
-        print(f"wrote {args.json}")
+        write_json(args, payload)
+    return 0
+
+
+def _plan_preset(args: argparse.Namespace) -> int:
+    """``--preset``: the cheapest design at a Table 16 scenario's SDs (:func:`nlpower.plan`)."""
+    from ..powersim import plan
+    from .power import _scenarios
+
+    params = next(iter(_scenarios(args.preset).values()))
+    result = plan(params, effect=args.effect, coding=args.coding, target_power=args.target_power,
+                  cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+                  alpha=args.alpha, test=args.test, alternative=args.alternative,
+                  min_workers=args.min_workers, max_workers=args.max_workers,
+                  max_items=args.max_items, workers_per_item=args.workers_per_item)
+    print(f"preset {args.preset}: {params!r}")
+    print(result.summary())
+    record = result.to_frame().to_dict(orient="records")
+    write_json(args, {"preset": args.preset, "plans": record})
     return 0

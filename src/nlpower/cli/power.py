@@ -8,21 +8,17 @@ No statistics live here.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import presets
 from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
-from ..design import CrossedDesign
 from ..errors import InputError
-from ..powersim import power
-from ..powersim.grid import power_grid
-from ..ratings.convert import as_params
-from .messages import check_outputs
+from .outcome_args import add_outcome_arguments, outcome_kwargs, run_preference
+from .output import save_figure, write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
+from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
 PRESETS = ("high-variance", "low-variance")
 
@@ -43,6 +39,7 @@ def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]
 
 
 def _scenarios(preset: str) -> dict[str, Any]:
+    from .. import presets
 
     table = {"high-variance": ("high variance", presets.high_variance),
              "low-variance": ("low variance", presets.low_variance)}
@@ -81,25 +78,28 @@ def register(subparsers: Any) -> None:
                     "scenario. Effects are beta1 in sum coding (x = +-1).")
     p.add_argument("--preset", choices=PRESETS, default=None,
                    help="Table 16 variance scenario (or give a pilot with --ratings)")
-    p.add_argument("--workers", type=int, required=True, help="number of workers")
-    p.add_argument("--items", type=int, required=True, help="number of items")
-    p.add_argument("--effect", type=float, required=True,
-                   help="beta1 in --coding (default sum: half the mean difference on [0, 1])")
+    p.add_argument("--workers", type=int, default=None, help="number of workers (required)")
+    p.add_argument("--items", type=int, default=None, help="number of items (required)")
+    p.add_argument("--effect", type=float, default=None,
+                   help="beta1 in --coding (default sum: half the mean difference on [0, 1]; "
+                        "required)")
+    add_outcome_arguments(p)
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
-    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the result as JSON")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the result as JSON ('-' = stdout)")
     add_ratings_arguments(p, required=False)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
-    p.set_defaults(func=run_power)
+    p.set_defaults(func=run_power, parser=p)
 
     g = subparsers.add_parser(
         "grid", help="power over workers x items x effects (Card et al. 2020, Figure 6)",
         description="Power over a grid of designs and effects; writes a tidy CSV and a "
                     "Figure 6-style plot. Effects are beta1 in sum coding (x = +-1).")
-    g.add_argument("--preset", choices=(*PRESETS, "both"), default="both",
-                   help="Table 16 scenario(s) (default: both)")
+    g.add_argument("--preset", choices=(*PRESETS, "both"), default=None,
+                   help="Table 16 scenario(s) (default: both, unless --ratings gives a pilot)")
     g.add_argument("--workers", type=_list_of(int, "integers"), default=[3, 10],
                    help="numbers of workers (default: 3,10)")
     g.add_argument("--items", type=_list_of(int, "integers"), default=[50, 100, 500],
@@ -113,77 +113,91 @@ def register(subparsers: Any) -> None:
                    help="resume from / append finished cells to this file")
     g.add_argument("--out", type=Path, default=None, metavar="CSV", help="write the grid as CSV")
     g.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw Figure 6's layout")
+    g.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the grid as JSON records ('-' = stdout)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_ratings_arguments(g, required=False)
+    add_shard_argument(g)
     g.set_defaults(func=run_grid)
+    register_merge(g)
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
 
 
+def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -> Any:
+    """The parameters of ``--ratings FILE`` (fitted), printed with the file they came from."""
+    from ..ratings.convert import as_params
+
+    fit = fit_from_args(args)
+    params = as_params(fit, effect=effect, coding=coding)
+    print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
+          f"{fit.report.n_items} items; model {fit.formula}")
+    print(f"parameters used: {params!r}")
+    print()
+    return params
+
+
 def run_power(args: argparse.Namespace) -> int:
-    check_outputs(args, {"json": "--json"})
+    from ..design import CrossedDesign
+    from ..powersim import power
+
+
+    if args.outcome == "preference":
+        return run_preference(args)
+    missing = [f"--{k}" for k in ("workers", "items", "effect") if getattr(args, k) is None]
+    if missing:
+        args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     if (args.preset is None) == (args.ratings is None):
         raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
                          "whose variance components are used), not both or neither.")
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
     if args.ratings is not None:
-        fit = fit_from_args(args)
-        params = as_params(fit, effect=args.effect, coding=args.coding)
+        params = pilot_params(args, args.effect, args.coding)
     else:
         params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
         if args.coding != params.coding:
             params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot)
+                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot,
+                   **outcome_kwargs(args))
     print(result.summary())
-    if args.json is not None:
-        frame = result.to_frame()
-        record = frame.iloc[0].to_dict() if len(frame) == 1 else frame.to_dict(orient="records")
-        args.json.write_text(json.dumps(_no_nan(record), indent=2, default=_jsonable,
-                                        allow_nan=False) + "\n")
-        print(f"wrote {args.json}")
+    frame = result.to_frame()
+    record: dict[Any, Any] = (frame.iloc[0].to_dict() if len(frame) == 1
+                              else {"results": frame.to_dict(orient="records")})
+    record["design"] = {"n_workers": args.workers, "n_items": args.items,
+                        "workers_per_item": args.workers_per_item}
+    record["params"] = {k: getattr(params, k) for k in getattr(params, "__dataclass_fields__", {})}
+    record["preset"] = args.preset
+    write_json(args, record)
     return 0
 
 
-def _no_nan(obj: Any) -> Any:
-    """Strict JSON: NaN (e.g. Type-M with no detections) becomes null."""
-    if isinstance(obj, dict):
-        return {k: _no_nan(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_no_nan(v) for v in obj]
-    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
-        obj = obj.item()
-    if isinstance(obj, float) and obj != obj:
-        return None
-    return obj
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "item"):
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)
-
-
 def run_grid(args: argparse.Namespace) -> int:
-    check_outputs(args, {"out": "--out", "plot": "--plot", "checkpoint": "--checkpoint"})
+    check_shard(args)
+    from ..powersim.grid import power_grid
+
+    if args.preset is not None and args.ratings is not None:
+        raise InputError("give either --preset (Table 16 scenarios) or --ratings FILE (a pilot "
+                         "whose variance components are used), not both.")
+    scenarios = ({"pilot": pilot_params(args, args.effects[0])} if args.ratings is not None
+                 else _scenarios(args.preset or "both"))
     result = power_grid(
-        _scenarios(args.preset), n_workers=args.workers, n_items=args.items, effect=args.effects,
+        scenarios, n_workers=args.workers, n_items=args.items, effect=args.effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
-        rng=args.seed, progress=not args.quiet, **_design_kw(args),
+        rng=args.seed, progress=not args.quiet, shard=args.shard, **_design_kw(args),
     )
     print(result.summary())
+    print_shard_note(args, result)
     if args.out is not None:
         result.to_frame().to_csv(args.out, index=False)
         print(f"wrote {args.out}")
     if args.plot is not None:
-        fig = result.plot()
-        fig.savefig(args.plot, dpi=150)
-        print(f"wrote {args.plot}")
+        save_figure(result.plot(), args.plot)
+    write_json(args, result.to_frame().to_dict(orient="records"))
     sys.stdout.flush()
     return 0

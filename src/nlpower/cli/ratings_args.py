@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._choices import Duplicates, allowed
-from ..ratings import RatingsFit, fit_ratings, read_ratings
+from .messages import speak_cli
+
+if TYPE_CHECKING:
+    from ..ratings import RatingsFit
 
 
 def parse_scale(text: str) -> tuple[float, float]:
@@ -64,6 +67,8 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
 
 def fit_from_args(args: argparse.Namespace) -> RatingsFit:
     """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
+    from ..ratings import fit_ratings, read_ratings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
@@ -71,7 +76,7 @@ def fit_from_args(args: argparse.Namespace) -> RatingsFit:
                                duplicates=args.duplicates, sep=args.sep)
         fit = fit_ratings(ratings, baseline=args.baseline, model=args.model)
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
     return fit
 
 

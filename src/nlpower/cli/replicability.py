@@ -12,7 +12,7 @@ from typing import Any
 
 from .._choices import ReplicabilityMethod, allowed
 from ..errors import InputError
-from ..partial_conjunction import parse_pvalues, read_pvalues, replicability
+from .output import write_json
 
 
 def register(subparsers: Any) -> None:
@@ -31,10 +31,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=allowed(ReplicabilityMethod), default="bonferroni",
                    help="partial-conjunction combination: bonferroni (any dependence, default) "
                         "or fisher (independent datasets only)")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the result as JSON ('-' = stdout)")
     p.set_defaults(func=run_replicability)
 
 
 def run_replicability(args: argparse.Namespace) -> int:
+    from ..partial_conjunction import parse_pvalues, read_pvalues, replicability
 
     if bool(args.pvalues) == (args.file is not None):
         raise InputError("give the p-values either on the command line or with --file "
@@ -44,4 +47,6 @@ def run_replicability(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore")      # the summary states Fisher's independence note
         result = replicability(pvalues, alpha=args.alpha, method=args.method)
     print(result.summary())
+    if args.json is not None:
+        write_json(args, result.to_frame().to_dict(orient="records"))
     return 0

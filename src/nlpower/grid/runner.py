@@ -30,7 +30,7 @@ from .problem import CellFailure, CellResult, PowerProblem
 from .result import GridCell, GridResult
 from .schedule import Job, run_jobs
 
-__all__ = ["RunOptions", "check_run_options", "run_grid"]
+__all__ = ["RunOptions", "check_run_options", "parse_shard", "run_grid"]
 
 
 def check_run_options(n_jobs: Any, backend: Any, client: Any, on_error: Any) -> int:
@@ -44,6 +44,21 @@ def check_run_options(n_jobs: Any, backend: Any, client: Any, on_error: Any) -> 
         raise InputError(f"client is only used with backend='dask'; got backend={backend!r}. "
                          "Pass backend='dask' or drop client.")
     return (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+
+
+def parse_shard(shard: Any) -> tuple[int, int] | None:
+    """``"i/N"`` or ``(i, N)`` as ``(i, N)`` with ``1 <= i <= N``; ``None`` stays ``None``."""
+    if shard is None:
+        return None
+    parts: Any = shard.split("/") if isinstance(shard, str) else shard
+    try:
+        i, n = (int(str(p).strip()) for p in parts)
+    except (TypeError, ValueError):
+        i = n = 0
+    if not (isinstance(parts, (list, tuple)) and len(parts) == 2 and 1 <= i <= n):
+        raise InputError(f"shard must be 'i/N' with 1 <= i <= N (shard i of N equal parts), "
+                         f"e.g. '1/4' ... '4/4'; got {shard!r}.")
+    return i, n
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,13 @@ class RunOptions:
         A tqdm progress bar on stderr.
     on_error : {"raise", "warn", "record"}
         What a cell that raises does to the grid.
+    shard : "i/N" or (i, N), optional
+        Run only shard ``i`` of ``N`` (``1 <= i <= N``): the cells whose
+        index in Cartesian order is ``i - 1`` modulo ``N`` (one array job of
+        a cluster).  Needs a ``checkpoint`` (the shard's output) and a fixed
+        ``rng``; every cell keeps its key-derived seed, so
+        :func:`nlpower.grid.merge` of the ``N`` shard files is the
+        single-machine grid, bit for bit.  Stored as ``(i, N)``.
 
     Examples
     --------
@@ -80,9 +102,18 @@ class RunOptions:
     checkpoint: str | os.PathLike[str] | None = None
     progress: bool = True
     on_error: OnError = "raise"
+    shard: str | tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         check_run_options(self.n_jobs, self.backend, self.client, self.on_error)
+        part = parse_shard(self.shard)
+        if part is not None and self.checkpoint is None:
+            raise InputError(
+                f"shard={self.shard!r} needs checkpoint= (the file this shard writes, one per "
+                "shard). Merge the shard files afterwards with nlpower.grid.merge "
+                "(CLI: nlpower grid merge)."
+            )
+        object.__setattr__(self, "shard", part)
 
     @property
     def workers(self) -> int:
@@ -137,7 +168,9 @@ def run_grid(
         stderr; ``on_error`` -- a cell that raises stops the grid (the error
         names the cell), or is kept as a :class:`CellFailure` (NaN power, its
         error in the frame), with a warning for ``"warn"``; failed cells are
-        not checkpointed.
+        not checkpointed; ``shard`` -- ``"i/N"``: only that part of the
+        cells (needs ``checkpoint`` and a fixed ``rng``; the result holds only
+        the shard's cells; :func:`nlpower.grid.merge` joins the shards).
 
     Returns
     -------
@@ -163,11 +196,18 @@ def run_grid(
     elif not isinstance(run, RunOptions):
         raise InputError(f"run must be a RunOptions; got {type(run).__name__}.")
     checkpoint, on_error = run.checkpoint, run.on_error
+    part = run.shard if isinstance(run.shard, tuple) else None
     values = {name: axis_values(name, value) for name, value in axes.items()}
     keys = cell_keys(values)
 
-    root = root_seed(rng)
     header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
+    if part is not None and rng is None and header is None:
+        raise InputError(
+            f"shard='{part[0]}/{part[1]}' needs a fixed seed rng= shared by every shard; got "
+            "rng=None. Merge the shard files afterwards with nlpower.grid.merge "
+            "(CLI: nlpower grid merge)."
+        )
+    root = root_seed(rng)
     if rng is None and header is not None:
         stored = header.get("fingerprint", {}).get("seed", {})
         root = np.random.SeedSequence(stored.get("entropy"), spawn_key=tuple(stored.get("spawn_key", ())))
@@ -175,18 +215,24 @@ def run_grid(
     fingerprint = {"problem": problem.name, "axes": {k: list(v) for k, v in values.items()},
                    **problem.fingerprint(), "seed": seed, "version": __version__}
 
+    mine = [i for i in range(len(keys)) if part is None or i % part[1] == part[0] - 1]
     finished: dict[int, GridCell] = {}
     ckpt = None
     if checkpoint is not None:
-        ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint)
-        for index, key in enumerate(keys):
+        layout = {"columns": list(values), "result_columns": list(problem.result_columns),
+                  "settings": list(problem.fingerprint()), "shard": None if part is None else list(part)}
+        expected = {cell_token(keys[i]): (i, list(cell_seed(root, keys[i]).spawn_key)) for i in mine}
+        ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint, layout=layout,
+                                           expected=expected, parse=problem.from_record)
+        for index in mine:
+            key = keys[index]
             stored_cell = done.get(cell_token(key))
             if stored_cell is not None:
                 finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
-                                           problem.from_record(stored_cell["record"]), resumed=True)
+                                           stored_cell["result"], resumed=True)
     n_resumed = len(finished)
 
-    bar = tqdm(total=len(keys), initial=n_resumed, desc=desc, unit="cell",
+    bar = tqdm(total=len(mine), initial=n_resumed, desc=desc, unit="cell",
                disable=not run.progress, file=sys.stderr)
 
     def on_done(index: int, result: CellResult) -> None:
@@ -202,7 +248,7 @@ def run_grid(
             ckpt.append(cell_token(key), index, list(spawn_key), result.to_record())
         bar.update(1)
 
-    jobs: Sequence[Job] = [(i, key, cell_seed(root, key)) for i, key in enumerate(keys) if i not in finished]
+    jobs: Sequence[Job] = [(i, keys[i], cell_seed(root, keys[i])) for i in mine if i not in finished]
     try:
         run_jobs(problem, jobs, on_error=on_error, n_jobs=run.workers, backend=run.backend,
                  client=run.client, on_done=on_done)
@@ -211,7 +257,7 @@ def run_grid(
         if ckpt is not None:
             ckpt.close()
 
-    cells = tuple(finished[i] for i in range(len(keys)))
+    cells = tuple(finished[i] for i in mine)
     return GridResult(
         problem=problem.name, columns=tuple(values), axes=values, cells=cells,
         result_columns=tuple(problem.result_columns), settings=problem.fingerprint(),

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval
 from . import plots
 from .analysis import DataAnalysisResult, Recommendation, analyze_units
-from .effects import EffectSizes, effect_sizes
+from .effects import EffectConvention, EffectSizes, effect_sizes
 from .power import (
     PairedPowerResult,
     PowerCurveResult,
@@ -183,7 +183,8 @@ class CompareResult:
             + (f", {u.n_dropped} trailing dropped" if u.n_dropped else ""),
             "", self.analysis.summary(), "", self._headline(),
             f"  effect sizes: Cohen's d = {es.cohens_d:.4g}, Hedges' g = {es.hedges_g:.4g}, "
-            f"Wilcoxon r = {es.wilcoxon_r:.4g}, Hodges-Lehmann = {es.hodges_lehmann:.4g}",
+            f"Wilcoxon r = {es.wilcoxon_r:.4g}, Hodges-Lehmann = {es.hodges_lehmann:.4g}"
+            + ("" if es.convention == "nlpower" else " (NLPStatTest's formulas)"),
             f"  observed power {self.observed_power:.3f} (a transformation of the p-value, "
             "not evidence of power; plan with sample_size or retrospective_power)",
         ]
@@ -215,7 +216,9 @@ class CompareResult:
             f"result: {self.statistic_name} = {self.statistic:.4g}, p = {self.pvalue:.4g}",
             f"effect size: {self.estimator} = {self.estimate:.4g} "
             f"[{self.ci.low:.4g}, {self.ci.high:.4g}]; {index[0]} = {index[1]:.4g} "
-            f"(Hedges' g with the paired correction = {es.hedges_g:.4g})",
+            + (f"(Hedges' g with the paired correction = {es.hedges_g:.4g})"
+               if es.convention == "nlpower" else
+               f"(Hedges' g, NLPStatTest's J = 1 - 3/(4n - 9), = {es.hedges_g:.4g})"),
             f"sample size: {u.n_units} evaluation units x {u.eu_size} instance(s) "
             f"({u.eu_stat}), {u.n_instances} test instances",
         ]
@@ -250,7 +253,8 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
             alternative: Alternative = "two-sided", alpha: float = 0.05, eu_size: int = 1,
             eu_stat: EUStat = "mean", shuffle: bool = False, n_resamples: int = 10_000,
             rng: RNGLike = None, delta: float = 0.0, center: Center | None = None,
-            normality_alpha: float = 0.05, names: tuple[str, str] = ("A", "B")) -> CompareResult:
+            normality_alpha: float = 0.05, names: tuple[str, str] = ("A", "B"),
+            convention: EffectConvention = "nlpower") -> CompareResult:
     """Compare two systems' paired scores (NLPStatTest, Zhu et al. 2020).
 
     Parameters
@@ -282,6 +286,10 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
         Level of the Shapiro-Wilk test (alpha_1).
     names : (str, str)
         System names for summaries and plots.
+    convention : {"nlpower", "nlpstattest"}
+        Effect-size formulas: ours (paired Hedges J, Wilcoxon r with tie-group
+        sizes) or NLPStatTest's printed ones, to reproduce its reports
+        (:mod:`nlpower.paired.effects`).
 
     Returns
     -------
@@ -311,20 +319,33 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
         check_choice("center", center, Center)
     if not (isinstance(names, (tuple, list)) and len(names) == 2):
         raise InputError(f"names must be a pair of system names like ('A', 'B'); got {names!r}.")
+    check_choice("convention", convention, ("nlpower", "nlpstattest"))
     seq = root_seed(rng)
     shuffle_seq, resample_seq = seq.spawn(2)
     units = _units(a, b, eu_size, eu_stat, shuffle, shuffle_seq)
     return compare_units(units, test=test, alternative=alternative, alpha=alpha,
                          n_resamples=n_resamples, delta=delta, center=center,
                          normality_alpha=normality_alpha, names=(str(names[0]), str(names[1])),
-                         resample_seq=resample_seq, seed=seed_record(seq))
+                         resample_seq=resample_seq, seed=seed_record(seq), convention=convention)
+
+
+def _check_differ(units: EvaluationUnits, names: tuple[str, str]) -> None:
+    """Identical scores (every difference zero within rounding) leave t, p and d undefined."""
+    scale = max(float(np.max(np.abs(units.a), initial=0.0)), float(np.max(np.abs(units.b), initial=0.0)))
+    if units.diff.size and float(np.max(np.abs(units.diff))) <= 1e-12 * scale:
+        raise InputError(
+            f"{names[0]} and {names[1]} have the same score on every evaluation unit (every "
+            "difference is 0): there is nothing to test (t, p and Cohen's d are undefined). "
+            "Check that the two inputs are not the same file.")
 
 
 def compare_units(units: EvaluationUnits, *, test: str | None, alternative: Alternative,
                   alpha: float, n_resamples: int, delta: float, center: Center | None,
                   normality_alpha: float, names: tuple[str, str],
-                  resample_seq: np.random.SeedSequence, seed: dict[str, Any]) -> CompareResult:
+                  resample_seq: np.random.SeedSequence, seed: dict[str, Any],
+                  convention: EffectConvention = "nlpower") -> CompareResult:
     """:func:`compare` on units already formed and validated (used by ``pairwise``)."""
+    _check_differ(units, names)
     analysis = analyze_units(units.a, units.b, normality_alpha=normality_alpha, names=names)
     chosen = test if test is not None else analysis.recommendation.tests[0]
     loc = center if center is not None else analysis.center
@@ -341,7 +362,7 @@ def compare_units(units: EvaluationUnits, *, test: str | None, alternative: Alte
     return CompareResult(
         test=chosen, pvalue=outcome.pvalue, statistic=outcome.statistic,
         statistic_name=outcome.statistic_name, ci=outcome.ci, estimate=outcome.estimate,
-        estimator=outcome.estimator, effect_sizes=effect_sizes(d), analysis=analysis,
+        estimator=outcome.estimator, effect_sizes=effect_sizes(d, convention=convention), analysis=analysis,
         units=units, observed_power=obs, alternative=alternative, alpha=alpha, delta=delta,
         center=loc, n_resamples=outcome.n_resamples if chosen in RESAMPLING else 0,
         names=names, seed=seed, note=note)

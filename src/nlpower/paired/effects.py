@@ -12,17 +12,34 @@ All take the differences ``w = a - b`` per evaluation unit.
   groups of tied |w| (not over the tied values).
 * Hodges-Lehmann: the median of the Walsh averages ``(w_i + w_j) / 2`` over
   i <= j (Hodges & Lehmann 1963; R's ``wilcox.test(conf.int=TRUE)`` estimate).
+
+``convention="nlpstattest"`` gives NLPStatTest's own formulas as printed
+(Zhu et al. 2020, eq. 3-4), to reproduce a report made with it:
+``J = 1 - 3 / (4 n - 9)``; ``r = Z / sqrt(n)`` with ``n`` the number of
+differences ``{u_i - v_i}`` (zeros included, ranked with the others, lowest)
+and eq. 4's tie term summed over ``T``, "the set of tied ranks": each distinct
+mid-rank shared by two or more ``|w|`` contributes ``t^3 - t`` with ``t`` the
+rank itself.  That is our reading of the paper; NLPStatTest's code was not
+available to check it against.  Cohen's d and Hodges-Lehmann are the same in
+both conventions.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._validation import check_choice
+
+#: Effect-size formulas: nlpower's (paired Hedges J, tie-group sizes) or NLPStatTest's eq. 3-4.
+EffectConvention: TypeAlias = Literal["nlpower", "nlpstattest"]
+
 __all__ = [
+    "EffectConvention",
     "EffectSizes",
     "effect_sizes",
     "hedges_j",
@@ -37,6 +54,28 @@ def hedges_j(n: int) -> float:
     """Paired small-sample correction ``J = 1 - 3 / (4 (n - 1) - 1)`` for n differences."""
     df = n - 1
     return 1.0 - 3.0 / (4.0 * df - 1.0)
+
+
+def hedges_j_nlpstattest(n: int) -> float:
+    """NLPStatTest's eq. 3 correction ``J = 1 - 3 / (4 n - 9)`` (the two-sample form)."""
+    return 1.0 - 3.0 / (4.0 * n - 9.0)
+
+
+def wilcoxon_z_nlpstattest(w: np.ndarray) -> tuple[float, float, int]:
+    """(W+, Z, n) by NLPStatTest's eq. 4 as printed (module docstring): all ``n`` differences
+    ranked by ``|w|`` (zeros too), ``W`` the sum of the ranks of positive differences, and
+    ``sum(t^3 - t) / 48`` over the distinct tied mid-ranks ``t``."""
+    w = np.asarray(w, dtype=float)
+    n = w.size
+    if n == 0:
+        return 0.0, float("nan"), 0
+    ranks = stats.rankdata(np.abs(w))
+    w_plus = float(ranks[w > 0].sum())
+    values, counts = np.unique(ranks, return_counts=True)
+    tied = values[counts > 1]
+    var = n * (n + 1) * (2 * n + 1) / 24.0 - float(np.sum(tied**3 - tied)) / 48.0
+    z = (w_plus - n * (n + 1) / 4.0) / np.sqrt(var) if var > 0 else float("nan")
+    return w_plus, float(z), n
 
 
 def tie_groups(x: np.ndarray) -> np.ndarray:
@@ -138,8 +177,9 @@ class EffectSizes:
     mean_difference: float
     median_difference: float
     n: int
+    convention: str = "nlpower"
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
 
     def to_frame(self) -> pd.DataFrame:
@@ -162,26 +202,38 @@ class EffectSizes:
                 f"n={self.n})")
 
 
-def effect_sizes(a: np.ndarray, b: np.ndarray | None = None) -> EffectSizes:
+def effect_sizes(a: np.ndarray, b: np.ndarray | None = None, *,
+                 convention: EffectConvention = "nlpower") -> EffectSizes:
     """All four effect sizes of ``a - b`` (or of ``a`` when ``b`` is None).
+
+    ``convention="nlpstattest"`` uses NLPStatTest's printed Hedges' g and Wilcoxon
+    r formulas (module docstring); the default is ours (paired J, tie-group sizes).
 
     Examples
     --------
     >>> es = effect_sizes([0.3, 0.5, 0.2, 0.9, 0.4], [0.1, 0.4, 0.3, 0.5, 0.1])
     >>> round(es.cohens_d, 4), round(es.hedges_g, 4), round(es.hodges_lehmann, 4)
     (0.9358, 0.7486, 0.2)
+    >>> round(effect_sizes([0.3, 0.5, 0.2, 0.9, 0.4], [0.1, 0.4, 0.3, 0.5, 0.1],
+    ...                    convention="nlpstattest").hedges_g, 4)   # J = 1 - 3/11
+    0.6806
 
     Provenance: NLPStatTest (Zhu et al. 2020) eq. 2-5, with the paired
     Hedges correction and tie-group sizes (see the module docstring).
     """
+    convention = check_choice("convention", convention, ("nlpower", "nlpstattest"))
     w = np.asarray(a, dtype=float) if b is None else np.asarray(a, float) - np.asarray(b, float)
     n = w.size
     sd = float(np.std(w, ddof=1)) if n > 1 else float("nan")
     mean = float(np.mean(w))
     d = mean / sd if sd > 0 else float("nan")
-    g = d * hedges_j(n) if n > 2 else float("nan")
-    _, z, n_nonzero = wilcoxon_z(w)
-    r = z / np.sqrt(n_nonzero) if n_nonzero > 0 else float("nan")
+    if convention == "nlpstattest":
+        g = d * hedges_j_nlpstattest(n) if n > 2 else float("nan")
+        _, z, n_r = wilcoxon_z_nlpstattest(w)
+    else:
+        g = d * hedges_j(n) if n > 2 else float("nan")
+        _, z, n_r = wilcoxon_z(w)
+    r = z / np.sqrt(n_r) if n_r > 0 else float("nan")
     return EffectSizes(cohens_d=d, hedges_g=g, wilcoxon_r=float(r),
                        hodges_lehmann=hodges_lehmann(w), mean_difference=mean,
-                       median_difference=float(np.median(w)), n=int(n))
+                       median_difference=float(np.median(w)), n=int(n), convention=convention)

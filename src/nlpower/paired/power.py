@@ -140,15 +140,15 @@ class SampleSizeResult:
                               "alpha": self.alpha, "alternative": self.alternative}])
 
 
-def sample_size(mean: float, sd: float, *, power: float = 0.8, alpha: float = 0.05,
+def sample_size(mean: float, sd: float, *, target_power: float = 0.8, alpha: float = 0.05,
                 alternative: Alternative = "two-sided", max_n: int = 10**8) -> SampleSizeResult:
-    """Smallest n (units) at which the paired t test reaches ``power`` (NLPStatTest sec. 3.4.1).
+    """Smallest n (units) at which the paired t test reaches ``target_power`` (NLPStatTest sec. 3.4.1).
 
     Parameters
     ----------
     mean, sd : float
         Expected mean and SD of the per-unit differences A - B.
-    power, alpha, alternative
+    target_power, alpha, alternative
         Target power (sign-correct), significance level, direction.
 
     Examples
@@ -161,7 +161,7 @@ def sample_size(mean: float, sd: float, *, power: float = 0.8, alpha: float = 0.
     """
     mean = check_real("mean", mean)
     sd = check_real("sd", sd, min=0.0, min_open=True)
-    target = check_probability("power", power)
+    target = check_probability("target_power", target_power)
     alpha = check_probability("alpha", alpha)
     check_choice("alternative", alternative, Alternative)
     if mean == 0 or (alternative == "greater" and mean < 0) or (alternative == "less" and mean > 0):

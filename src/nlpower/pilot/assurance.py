@@ -61,6 +61,7 @@ from .draws import (
     upper_bounds,
     variances_of,
 )
+from .general import general_draws, general_label
 
 __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]
 
@@ -297,14 +298,16 @@ class _Pilot:
     n_items: int
     method: str
     confidence_level: float
+    layout: str | None = None     # the general path's description of the pilot
 
     @property
     def label(self) -> str:
-        return (f"{self.n_workers} workers x {self.n_items} items x 2 systems, fully crossed "
+        return self.layout or (f"{self.n_workers} workers x {self.n_items} items x 2 systems, fully crossed "
                 f"({2 * self.n_workers * self.n_items} ratings)")
 
 
-def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
+def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int, bool]:
+    """``(n_workers, n_items, balanced)``; unbalanced fits take the general path (:mod:`.general`)."""
     if isinstance(fit, LMMParams):
         if pilot is None:
             raise InputError(
@@ -315,7 +318,7 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
         if not (isinstance(pilot, (tuple, list)) and len(pilot) == 2):
             raise InputError(f"pilot must be a pair (n_workers, n_items); got {pilot!r}.")
         w, i = check_int("pilot n_workers", pilot[0], min=2), check_int("pilot n_items", pilot[1], min=2)
-        return w, i
+        return w, i, True
     if pilot is not None:
         raise InputError("pilot= is only for parameters; a RatingsFit knows its own design.")
     if not isinstance(fit, RatingsFit):
@@ -325,27 +328,27 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int]:
         )
     r = fit.report
     w, i = int(r.n_workers), int(r.n_items)
-    if not (r.n_systems == 2 and r.fully_crossed and r.n_ratings == 2 * w * i):
-        raise InputError(
-            f"assurance needs a balanced two-system pilot (every worker rated every item under "
-            f"both systems, once); this pilot has {r.n_systems} systems, {w} workers, {i} items, "
-            f"{r.n_ratings} ratings (fully crossed: {r.fully_crossed}). For other pilots plan at "
-            "the point estimates (nlpower.plan(as_params(fit, effect=...), effect=...)) and treat the "
-            "result as optimistic."
-        )
     if w < 2 or i < 2:
         raise InputError(f"assurance needs at least 2 workers and 2 items; the pilot has {w} x {i}.")
-    return w, i
+    return w, i, bool(r.n_systems == 2 and r.fully_crossed and r.n_ratings == 2 * w * i)
 
 
 def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, method: str,
            n_boot: int, confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
-    w, i = _pilot_shape(fit, pilot)
+    w, i, balanced = _pilot_shape(fit, pilot)
     if isinstance(fit, LMMParams) and effect is None:
         raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
     point = as_params(fit, effect=effect, coding=coding, contrast=contrast)
-    assert isinstance(point, LMMParams)  # two systems: _pilot_shape checked
+    if not isinstance(point, LMMParams):
+        raise InputError(f"this pilot has {fit.n_systems} systems: pass contrast=(a, b) (CLI: "
+                         "--contrast A,B), the two systems whose comparison the study plans.")
     v_hat = variances_of(point)
+    if not balanced:       # any other pilot: parametric bootstrap through the engine
+        draws = general_draws(fit, v_hat, method, seq.spawn(n_boot), contrast=contrast,
+                              coding=coding)
+        upper = upper_bounds(v_hat, draws, w, i, confidence_level, method)
+        return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level,
+                      general_label(fit))
     if method == "bootstrap":
         draws = bias_corrected(v_hat, bootstrap_draws(v_hat, w, i, seq.spawn(n_boot)))
     else:

@@ -196,6 +196,7 @@ def power_grid(
     coding: Coding = "sum",
     contrast: Any = None,
     power_fn: PowerFunction | None = None,
+    shard: str | tuple[int, int] | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -258,6 +259,10 @@ def power_grid(
         ``fn(design, params, *, n_sims, alpha, test, alternative, method, engine, rng)``
         returning a ``PowerResult``).  Must be
         picklable for ``n_jobs > 1``.
+    shard : "i/N", optional
+        Run only shard ``i`` of ``N`` (one cluster array job); needs
+        ``checkpoint`` and a fixed ``rng``; :func:`nlpower.grid.merge` joins
+        the shard files (:func:`nlpower.grid.run_grid`, ``docs/grids.md``).
     **axes
         Further axes or fixed values: any other design field
         (``workers_per_item``, ``items``, ``systems``) or parameter field
@@ -295,7 +300,7 @@ def power_grid(
                               method=method, engine=engine, REML=REML, likert=likert,
                               keep_replicates=False, n_boot=99 if n_boot is None else n_boot)
     run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
-                     progress=progress, on_error=on_error)
+                     progress=progress, on_error=on_error, shard=shard)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
 

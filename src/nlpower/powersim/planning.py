@@ -165,6 +165,11 @@ def mde(
                 f"no effect reaches power {target_power} with this design (df {df:.3g}); add "
                 "workers or items."
             )
+    if f(1e-12 * se) >= 0:  # the rejection rate with no effect already reaches it
+        raise InputError(
+            f"target_power={target_power:g} is reached with no effect at all (power at effect 0 "
+            f"is {f(0.0) + target_power:.3g}), so there is no smallest detectable effect. Choose "
+            "target_power above alpha, e.g. 0.8.")
     eff = float(optimize.brentq(f, 1e-12 * se, hi, xtol=1e-10 * se))
     sim = None
     if method == "simulation":

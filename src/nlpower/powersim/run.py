@@ -31,11 +31,13 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
-from .summary import analytic_power_result, apply_failure_policy, power_result
+from .rules import get_test
+from .summary import analytic_power_result, apply_failure_policy, count, power_result
 
 
 def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) -> str:
@@ -76,6 +78,9 @@ def power(
     effect: float | None = None,
     coding: Coding = "sum",
     contrast: Any = None,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: str = "lmm",
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -89,7 +94,7 @@ def power(
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}
         ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
         ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
         (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
@@ -101,7 +106,12 @@ def power(
         without the effect (chi^2(1); the sign comes from the estimate);
         ``"pblrt"``: the same likelihood ratio referred to ``n_boot``
         parametric-bootstrap samples from the null fit (pbkrtest's
-        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only).
+        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only);
+        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_boot``
+        bootstrap draws from the REML null fit (balanced fast path only,
+        :mod:`nlpower.powersim.calibrated`).  On a balanced design with fewer
+        than 10 workers ``power`` also measures the Type I error at effect 0
+        and warns when the test does not hold ``alpha`` there.
     alternative : {"two-sided", "greater", "less"}
         As in scipy.  Power counts only rejections whose estimate has the
         sign of the true effect.
@@ -152,6 +162,21 @@ def power(
     contrast : str or (str, str), optional
         With a fit of more than two systems: which comparison (see
         :meth:`RatingsFit.to_params`).
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+        What is rated.  ``"likert"``: ``levels``-point ratings from the latent
+        threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
+        :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
+        ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
+        LMM on [0, 1]; ``"clmm"``: cumulative link mixed model).
+        ``"preference"``: repeated head-to-head judgements (``params`` a
+        ``HeadToHeadParams``, ``analysis="glmer"``).  Then ``method``,
+        ``likert``, ``options``, ``effect``, ``coding``, ``contrast``, ``REML``
+        and ``n_boot`` keep their defaults.
+    levels : int, optional
+        Likert points for ``outcome="likert"``.
+    analysis : str, default "lmm"
+        The analysis of ``outcome="likert"`` (several on the same replicates:
+        :func:`nlpower.outcomes.likert_power` with a list).
     progress : bool, default False
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
@@ -181,6 +206,19 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    if outcome != "gaussian":
+        from ..outcomes.api import outcome_power
+        fixed = {"method": method != "auto", "likert": likert is not None, "options": options is
+                 not None, "effect": effect is not None, "coding": coding != "sum",
+                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99}
+        if any(fixed.values()):
+            raise InputError(f"outcome={outcome!r} does not take "
+                             f"{', '.join(k for k, v in fixed.items() if v)}; leave them at their "
+                             "defaults (the analysis chooses its fit and the effect is in params).")
+        return outcome_power(design, params, outcome=outcome, levels=levels, analysis=analysis,
+                             test=None if test == "satterthwaite" else test, n_sims=n_sims,
+                             alpha=alpha, alternative=alternative, null=null, engine=engine,
+                             rng=rng, keep_replicates=keep_replicates, on_failure=on_failure)
     if effect is not None or is_pilot_fit(params):
         params = as_params(params, effect=effect, coding=coding, contrast=contrast)
     design, params = check_design_params(design, params)
@@ -201,6 +239,7 @@ def power(
             )
         opts = options
     how = resolve_method(opts, design, params)
+    check_path(opts.test, how)
     effect = effect_of(params)
     mean_diff = mean_difference_of(params)
     notes: list[str] = []
@@ -236,6 +275,14 @@ def power(
     main = run(params, main_seq, "main")
     null_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)") \
         if opts.null and effect != 0 else None
+    size_reps = main if effect == 0 else null_reps
+    if size_reps is None and how == "balanced" and design.n_workers < FEW_WORKERS \
+            and not get_test(opts.test).bootstrap:       # few workers: measure the Type I error
+        size_reps = run(with_effect(params, 0.0), null_seq, "null (effect 0)")
+    if size_reps is not None:
+        msg = size_check(opts.test, opts.alpha, design.n_workers,
+                         count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
+        notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes)
 

@@ -1,14 +1,16 @@
 """Read and validate a raw rating file (one row per rating).
 
-A thin edge plus validation: the file is read with pandas, columns are mapped
-to ``worker, item, system, rating``, ratings are checked and rescaled to
-[0, 1] as in Card et al. (2020, App. H.3): ``(r - lo) / (hi - lo)``.
-Nothing is fitted here.
+A thin edge plus validation, in named stages (each a function you can call
+and test alone): :func:`load_source` (the file by its extension, or a data
+frame) -> :func:`select_columns` -> :func:`check_identifiers` ->
+:func:`parse_ratings` -> :func:`resolve_scale` -> :func:`encode_labels` ->
+:func:`resolve_duplicates` -> rescale to [0, 1] as in Card et al. (2020,
+App. H.3), ``(r - lo) / (hi - lo)`` -> :func:`check_levels` -> the design
+report.  Nothing is fitted here.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,28 +21,19 @@ import numpy as np
 import pandas as pd
 
 from .._choices import Duplicates, check_choice
-from .._validation import closest_name
+from .._validation import LARGEST, closest_name
 from ..errors import InputError, NlpowerWarning, RatingsError
+from .files import READERS, Origin, load_table, sep_hint
 from .report import DesignReport, design_report
 
-__all__ = ["Ratings", "RatingsWarning", "read_ratings", "READERS"]
+__all__ = ["READERS", "Ratings", "RatingsWarning", "check_arguments", "check_identifiers",
+           "check_levels", "encode_labels", "load_source", "parse_ratings", "read_ratings",
+           "resolve_duplicates", "resolve_scale", "select_columns"]
 
 
 class RatingsWarning(NlpowerWarning):
     """Something about a rating file worth a look (dropped rows, inferred scale)."""
 
-
-# extension -> reader kind; ".gz" may follow any text format
-READERS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".json": "json",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
 
 _MAX_SHOWN = 5
 
@@ -102,95 +95,6 @@ class Ratings:
         return self.data.copy()
 
 
-def _suffixes(path: Path) -> tuple[str, bool]:
-    """(format extension, gzipped?) of a path, e.g. ``a.csv.gz`` -> (".csv", True)."""
-    suffixes = [s.lower() for s in path.suffixes]
-    gz = bool(suffixes) and suffixes[-1] == ".gz"
-    if gz:
-        suffixes = suffixes[:-1]
-    return (suffixes[-1] if suffixes else ""), gz
-
-
-def _read_file(path: Path, sep: str | None) -> pd.DataFrame:
-    ext, gz = _suffixes(path)
-    kind = READERS.get(ext)
-    if kind is None:
-        allowed = ", ".join(sorted(READERS)) + " (text formats may end in .gz)"
-        raise RatingsError(
-            f"source: cannot tell the format of {str(path)!r} from its extension "
-            f"{(ext + ('.gz' if gz else '')) or '(none)'!r}. Allowed extensions: {allowed}. "
-            "Rename the file, or read it yourself and pass a pandas DataFrame."
-        )
-    if kind == "parquet" and gz:
-        raise RatingsError(
-            f"source: {str(path)!r}: gzipped Parquet is not supported (Parquet compresses "
-            "internally); decompress it or write it without the .gz wrapper."
-        )
-    if not path.exists():
-        raise RatingsError(f"source: file {str(path)!r} does not exist. Check the path.")
-    if path.is_dir():
-        raise RatingsError(f"source: {str(path)!r} is a directory, not a rating file.")
-    try:
-        if kind in ("csv", "tsv"):
-            delim = sep if sep is not None else ("," if kind == "csv" else "\t")
-            return pd.read_csv(path, sep=delim, compression="gzip" if gz else None)
-        if kind == "json":
-            return pd.read_json(path, compression="gzip" if gz else None)
-        if kind == "jsonl":
-            return pd.read_json(path, lines=True, compression="gzip" if gz else None)
-        return pd.read_parquet(path)
-    except pd.errors.EmptyDataError as exc:
-        raise RatingsError(
-            f"source: {str(path)!r} is empty (no header, no rows). Point read_ratings at the "
-            "file that holds the ratings."
-        ) from exc
-    except ImportError as exc:  # pragma: no cover - pyarrow is a dev dependency
-        raise RatingsError(
-            f"source: reading {str(path)!r} needs an optional library ({exc}); install "
-            "nlpower[parquet] or convert the file to CSV."
-        ) from exc
-    except Exception as exc:  # unreadable: permissions, bad encoding, malformed content
-        hint = _sep_hint(path, sep) or " (for a delimiter other than the default, pass sep=)"
-        raise RatingsError(
-            f"source: could not read {str(path)!r} as {kind.upper()}"
-            f"{' (gzip)' if gz else ''}: {type(exc).__name__}: {exc}. Check that the file is "
-            f"a valid {kind.upper()} file.{hint}"
-        ) from exc
-
-
-_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "pipe"}
-
-
-def _delimiter(path: Path, sep: str | None) -> str | None:
-    """The delimiter a text file was (or will be) read with; None for JSON or Parquet."""
-    ext, _ = _suffixes(path)
-    kind = READERS.get(ext)
-    if kind not in ("csv", "tsv"):
-        return None
-    return sep if sep is not None else ("," if kind == "csv" else "\t")
-
-
-def _sep_hint(path: Path, sep: str | None) -> str:
-    """' The file looks semicolon-separated ...; pass sep=';'.' when its header says so, else ''."""
-    used = _delimiter(path, sep)
-    if used is None:
-        return ""
-    try:
-        _, gz = _suffixes(path)
-        with (gzip.open(path, "rt", encoding="utf-8", errors="replace") if gz
-              else open(path, encoding="utf-8", errors="replace")) as fh:
-            header = fh.readline()
-    except (OSError, UnicodeDecodeError, EOFError):
-        return ""
-    counts = {c: header.count(c) for c in _SEPARATORS if c != used}
-    best = max(counts, key=lambda c: counts[c]) if counts else None
-    if best is None or counts[best] == 0 or header.count(used) >= counts[best]:
-        return ""
-    return (f" The file looks {_SEPARATORS[best]}-separated (its header line is "
-            f"{header.rstrip(chr(10) + chr(13))!r}) but was read with sep={used!r}: pass "
-            f"sep={best!r}.")
-
-
 def _check_scale(scale: Any) -> tuple[float, float]:
     if isinstance(scale, str):
         raise RatingsError(
@@ -209,11 +113,6 @@ def _check_scale(scale: Any) -> tuple[float, float]:
             f"got {scale!r}."
         )
     return lo, hi
-
-
-def _rows(index: pd.Index) -> str:
-    shown = ", ".join(str(i) for i in index[:_MAX_SHOWN])
-    return shown + (", ..." if len(index) > _MAX_SHOWN else "")
 
 
 def _show(value: Any) -> str:
@@ -287,7 +186,9 @@ def read_ratings(
     RatingsError
         Unreadable or empty file, unknown extension, missing columns (with the
         closest available name), missing identifiers, non-numeric ratings,
-        ratings outside ``scale``, all ratings equal (no scale to infer),
+        ratings outside ``scale``, all ratings equal (no scale to infer), an
+        inferred scale that one outlying rating dominates (e.g. a typo of
+        ``1e308`` among 1-5 ratings), ratings too large to compute with,
         duplicated ratings with ``duplicates="error"``, a single worker, item
         or system.
 
@@ -297,16 +198,55 @@ def read_ratings(
         Rows dropped because the rating is missing (with their count), or an
         inferred scale that looks doubtful.
 
+    Notes
+    -----
+    Messages name rows as an editor shows them: ``line 7`` of a CSV/TSV or
+    JSON Lines file (1-based, a CSV header is line 1), ``record 3`` of a JSON
+    array, ``row 5`` of a data frame (its index label).  The reading happens
+    in named stages, each a function of this module: :func:`load_source`,
+    :func:`select_columns`, :func:`check_identifiers`, :func:`parse_ratings`,
+    :func:`resolve_scale`, :func:`encode_labels`, :func:`resolve_duplicates`
+    and :func:`check_levels`.
+
     Examples
     --------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"w": ["a", "a", "b", "b"], "i": [1, 1, 1, 1],
-    ...                    "s": ["x", "y", "x", "y"], "r": [1, 5, 2, 4]})
-    >>> r = read_ratings(df, worker="w", item="i", system="s", rating="r", scale=(1, 5),
-    ...                  duplicates="error")  # doctest: +SKIP
+    >>> df = pd.DataFrame({"w": ["a", "a", "b", "b"], "i": [1, 2, 1, 2],
+    ...                    "s": ["x", "y", "y", "x"], "r": [1, 5, 2, 4]})
+    >>> r = read_ratings(df, worker="w", item="i", system="s", rating="r", scale=(1, 5))
+    >>> r.scale, list(r.data["rating"])
+    ((1.0, 5.0), [0.0, 1.0, 0.25, 0.75])
     """
+
+    lohi, identity = check_arguments(names := {"worker": worker, "item": item, "system": system,
+                                               "rating": rating}, scale, duplicates)
+    raw, origin = load_source(source, sep)
+    df = select_columns(raw, names, origin, sep)
+    check_identifiers(df, names, origin)
+    df, n_dropped = parse_ratings(df, rating, origin)
+    lo, hi, scale_inferred, notes = resolve_scale(df, lohi, identity, rating, origin)
+    df, sys_labels = encode_labels(df, system)
+    df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin)
+    df["rating"] = (df["rating_raw"] - lo) / (hi - lo)
+    df = df[["worker", "item", "system", "rating", "rating_raw"]].reset_index(drop=True)
+    check_levels(df, names)
+    used = None if identity else (lo, hi)
+    report = design_report(
+        df, n_duplicate_groups=n_dup_groups, n_duplicate_rows=n_dup_rows, duplicates=duplicates,
+        n_dropped=n_dropped, scale=used, scale_inferred=scale_inferred, source=origin.name,
+        extra_notes=tuple(notes + dup_notes),
+    )
+    return Ratings(data=df, scale=used, scale_inferred=scale_inferred, n_dropped=n_dropped,
+                   report=report)
+
+
+# --- the stages ---------------------------------------------------------------------------
+
+
+def check_arguments(names: dict[str, Any], scale: Any,
+                    duplicates: Any) -> tuple[tuple[float, float] | None, bool]:
+    """Stage 0: the arguments alone. Returns (the given scale or None, identity?)."""
     ratings_choice("duplicates", duplicates, Duplicates)
-    names = {"worker": worker, "item": item, "system": system, "rating": rating}
     for arg, col in names.items():
         if not isinstance(col, str):
             raise RatingsError(f"{arg} must be a column name (str); got {col!r}.")
@@ -317,29 +257,32 @@ def read_ratings(
             + "."
         )
     identity = isinstance(scale, str) and scale == "identity"
-    lohi = None if (scale is None or identity) else _check_scale(scale)
+    return (None if (scale is None or identity) else _check_scale(scale)), identity
 
-    path: Path | None = None
+
+def load_source(source: Any, sep: str | None) -> tuple[pd.DataFrame, Origin]:
+    """Stage 1: the table (a file read by its extension, or the data frame) and its origin."""
     if isinstance(source, pd.DataFrame):
-        raw = source
-        source_name = "<DataFrame>"
+        raw, origin = source, Origin("<DataFrame>", "frame")
     elif isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        raw = _read_file(path, sep)
-        source_name = str(path)
+        raw, origin = load_table(Path(source), sep)
     else:
         raise RatingsError(
             f"source must be a file path or a pandas DataFrame; got {type(source).__name__}."
         )
-
     if len(raw) == 0:
-        where = "the data frame" if source_name == "<DataFrame>" else f"{source_name!r}"
+        where = "the data frame" if origin.is_frame else f"{origin.name!r}"
         raise RatingsError(
             f"source: {where} has no rows"
             + (f" (only a header: {', '.join(map(repr, map(str, raw.columns)))})" if len(raw.columns) else "")
             + ". There is nothing to fit; check that you are reading the right file."
         )
+    return raw, origin
 
+
+def select_columns(raw: pd.DataFrame, names: dict[str, str], origin: Origin,
+                   sep: str | None = None) -> pd.DataFrame:
+    """Stage 2: the four columns, renamed worker, item, system, rating_raw (index kept)."""
     available = [str(c) for c in raw.columns]
     missing = [(arg, col) for arg, col in names.items() if col not in available]
     if missing:
@@ -348,31 +291,34 @@ def read_ratings(
             close = closest_name(col, available)
             hint = f" (did you mean {close!r}? pass {arg}={close!r})" if close else ""
             parts.append(f"{arg}={col!r}{hint}")
-        sep_hint = _sep_hint(path, sep) if path is not None else ""
-        if sep_hint:  # one column holding the whole header: the delimiter is wrong, not the names
+        hint = "" if origin.is_frame else sep_hint(Path(origin.name), sep)
+        if hint:  # one column holding the whole header: the delimiter is wrong, not the names
             raise RatingsError(f"source: column{'s' if len(missing) > 1 else ''} "
                                f"{', '.join(repr(c) for _, c in missing)} not found in "
-                               f"{source_name!r}.{sep_hint}")
+                               f"{origin.name!r}.{hint}")
         raise RatingsError(
             f"source: column{'s' if len(missing) > 1 else ''} not found: {'; '.join(parts)}. "
-            f"Available columns: {', '.join(map(repr, available))}. Map your column names with "
-            "read_ratings(..., worker=, item=, system=, rating=)."
+            f"Available columns: {', '.join(map(repr, available))}. Name your columns with "
+            "worker=, item=, system=, rating=."
         )
-
-    df = raw.rename(columns=lambda c: str(c))[[worker, item, system, rating]]
+    df = raw.rename(columns=lambda c: str(c))[[names[k] for k in ("worker", "item", "system", "rating")]]
     df.columns = pd.Index(["worker", "item", "system", "rating_raw"])
-    df = df.reset_index(drop=True)
+    return df
 
-    # identifiers must be present
+
+def check_identifiers(df: pd.DataFrame, names: dict[str, str], origin: Origin) -> None:
+    """Stage 3: every rating names its worker, item and system."""
     for arg in ("worker", "item", "system"):
         bad = df.index[df[arg].isna()]
         if len(bad):
             raise RatingsError(
-                f"{arg} column {names[arg]!r} has {len(bad)} missing value(s) at data row(s) "
-                f"{_rows(bad)} (0-based, header excluded). Fill in or remove those rows."
+                f"{arg} column {names[arg]!r} has {len(bad)} missing value(s) at "
+                f"{origin.rows(bad)}{origin.legend}. Fill in or remove those rows."
             )
 
-    # ratings: numeric, finite; missing ones are dropped with a count
+
+def parse_ratings(df: pd.DataFrame, rating: str, origin: Origin) -> tuple[pd.DataFrame, int]:
+    """Stage 4: ratings as finite floats; rows with a missing rating dropped (with a warning)."""
     values = df["rating_raw"]
     if values.dtype == bool:
         raise RatingsError(
@@ -390,74 +336,113 @@ def read_ratings(
     infinite = np.isinf(numeric.to_numpy(dtype=float, na_value=np.nan))
     if nonnum.any() or infinite.any():
         bad = df.index[nonnum.to_numpy() | infinite]
-        examples = ", ".join(f"row {i}: {_show(values.iloc[i])}" for i in bad[:_MAX_SHOWN])
+        examples = ", ".join(f"{origin.where(i)}: {_show(values.loc[i])}" for i in bad[:_MAX_SHOWN])
         raise RatingsError(
             f"rating column {rating!r} has {len(bad)} non-numeric or infinite value(s) ({examples}"
-            f"{', ...' if len(bad) > _MAX_SHOWN else ''}; rows are 0-based, header excluded). "
+            f"{', ...' if len(bad) > _MAX_SHOWN else ''}){origin.legend}. "
             "Ratings must be numbers (Likert points); fix or remove those rows, or pick the "
             "right column with rating=."
         )
-    df["rating_raw"] = numeric.astype(float)
+    df = df.assign(rating_raw=numeric.astype(float))
+    huge = df.index[df["rating_raw"].abs() > LARGEST]
+    if len(huge):
+        examples = ", ".join(f"{origin.where(i)}: {df['rating_raw'].loc[i]:g}" for i in huge[:_MAX_SHOWN])
+        raise RatingsError(
+            f"rating column {rating!r} has {len(huge)} value(s) too large to compute with "
+            f"({examples}{', ...' if len(huge) > _MAX_SHOWN else ''}){origin.legend}; ratings "
+            f"must be at most {LARGEST:g} in magnitude. Fix those rows (a typo?)."
+        )
     missing_rating = df["rating_raw"].isna()
     n_dropped = int(missing_rating.sum())
     if n_dropped:
         warnings.warn(
             f"read_ratings: dropped {n_dropped} row(s) with a missing rating "
-            f"(data rows {_rows(df.index[missing_rating])}).",
+            f"({origin.rows(df.index[missing_rating])}).",
             RatingsWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        df = df.loc[~missing_rating].reset_index(drop=True)
+        df = df.loc[~missing_rating]
     if len(df) == 0:
         raise RatingsError(
             f"rating column {rating!r} has no non-missing value ({n_dropped} rows, all missing). "
             "Check that rating= names the column with the scores."
         )
+    return df, n_dropped
 
-    # scale
-    notes: list[str] = []
-    obs_lo, obs_hi = float(df["rating_raw"].min()), float(df["rating_raw"].max())
+
+#: An inferred scale is refused when its top (bottom) rating lies more than this many times
+#: the spread of all the other ratings beyond them: one value would set the scale.
+DOMINANCE = 10.0
+
+
+def resolve_scale(df: pd.DataFrame, lohi: tuple[float, float] | None, identity: bool,
+                  rating: str, origin: Origin) -> tuple[float, float, bool, list[str]]:
+    """Stage 5: the Likert range (given, inferred, or identity). Returns (lo, hi, inferred?, notes)."""
+    raw = df["rating_raw"]
+    obs_lo, obs_hi = float(raw.min()), float(raw.max())
     if identity:
-        lo, hi = 0.0, 1.0
-        scale_inferred = False
-    elif lohi is not None:
+        return 0.0, 1.0, False, []
+    if lohi is not None:
         lo, hi = lohi
-        out = df.index[(df["rating_raw"] < lo) | (df["rating_raw"] > hi)]
+        out = df.index[(raw < lo) | (raw > hi)]
         if len(out):
-            examples = ", ".join(f"row {i}: {df['rating_raw'].iloc[i]:g}" for i in out[:_MAX_SHOWN])
+            examples = ", ".join(f"{origin.where(i)}: {raw.loc[i]:g}" for i in out[:_MAX_SHOWN])
             raise RatingsError(
                 f"rating column {rating!r} has {len(out)} value(s) outside scale={lohi} "
                 f"({examples}{', ...' if len(out) > _MAX_SHOWN else ''}; observed range "
-                f"{obs_lo:g}..{obs_hi:g}). Pass the scale the ratings were collected on, or fix "
-                "those rows."
+                f"{obs_lo:g}..{obs_hi:g}){origin.legend}. Pass the scale the ratings were "
+                "collected on, or fix those rows."
             )
-        scale_inferred = False
-    else:
-        lo, hi = obs_lo, obs_hi
-        scale_inferred = True
-        if lo == hi:
-            raise RatingsError(
-                f"rating column {rating!r}: every rating equals {lo:g}, so the Likert range "
-                "cannot be inferred (and there is no variation to model). Pass scale=(lo, hi) "
-                "if this is really the data."
-            )
-        odd = []
-        if lo != round(lo) or hi != round(hi):
-            odd.append("the bounds are not whole numbers")
-        if lo not in (0.0, 1.0):
-            odd.append(f"the lowest rating is {lo:g}, not 0 or 1")
-        if df["rating_raw"].nunique() < 3:
-            odd.append("only two distinct ratings were seen")
-        if odd:
-            msg = (
-                f"read_ratings: Likert scale inferred from the data as {lo:g}..{hi:g}, but "
-                + "; ".join(odd)
-                + ". Rescaled effects and SDs depend on the scale: pass scale=(lo, hi)."
-            )
-            warnings.warn(msg, RatingsWarning, stacklevel=2)
-            notes.append("scale inferred and doubtful: " + "; ".join(odd))
+        return lo, hi, False, []
+    lo, hi = obs_lo, obs_hi
+    if lo == hi:
+        raise RatingsError(
+            f"rating column {rating!r}: every rating equals {lo:g}, so the Likert range "
+            "cannot be inferred (and there is no variation to model). Pass scale=(lo, hi) "
+            "if this is really the data."
+        )
+    _refuse_dominated_scale(raw, rating, origin)
+    odd = []
+    if lo != round(lo) or hi != round(hi):
+        odd.append("the bounds are not whole numbers")
+    if lo not in (0.0, 1.0):
+        odd.append(f"the lowest rating is {lo:g}, not 0 or 1")
+    if raw.nunique() < 3:
+        odd.append("only two distinct ratings were seen")
+    notes = []
+    if odd:
+        warnings.warn(
+            f"read_ratings: Likert scale inferred from the data as {lo:g}..{hi:g}, but "
+            + "; ".join(odd)
+            + ". Rescaled effects and SDs depend on the scale: pass scale=(lo, hi).",
+            RatingsWarning, stacklevel=3)
+        notes.append("scale inferred and doubtful: " + "; ".join(odd))
+    return lo, hi, True, notes
 
-    # identifiers as strings; system as a categorical in sorted label order
+
+def _refuse_dominated_scale(raw: pd.Series, rating: str, origin: Origin) -> None:
+    """An inferred range that one outlying value sets (1..5 and a 1e308) is refused."""
+    distinct = np.unique(raw.to_numpy())
+    if len(distinct) < 3:
+        return
+    rest_top = distinct[-2] - distinct[0]
+    rest_bottom = distinct[-1] - distinct[1]
+    for value, gap, rest, side in ((distinct[-1], distinct[-1] - distinct[-2], rest_top, "highest"),
+                                   (distinct[0], distinct[1] - distinct[0], rest_bottom, "lowest")):
+        if gap > DOMINANCE * rest:
+            where = origin.rows(raw.index[raw == value])
+            others = (f"{distinct[0]:g}..{distinct[-2]:g}" if side == "highest"
+                      else f"{distinct[1]:g}..{distinct[-1]:g}")
+            raise RatingsError(
+                f"rating column {rating!r}: the {side} rating, {value:g} ({where}), lies far "
+                f"outside all the others ({others}), so an inferred Likert scale would be set by "
+                f"that one value and rescale every other rating to almost nothing{origin.legend}. "
+                "Fix that rating if it is a typo, or pass scale=(lo, hi) if it is real."
+            )
+
+
+def encode_labels(df: pd.DataFrame, system: str) -> tuple[pd.DataFrame, list[str]]:
+    """Stage 6: identifiers as text; system a categorical in sorted label order (as R's factor)."""
     sys_order = _sort_labels(df["system"])
     sys_labels = [str(s) for s in sys_order]
     if len(set(sys_labels)) < len(sys_labels):
@@ -465,71 +450,61 @@ def read_ratings(
             f"system column {system!r} has labels that coincide as text "
             f"({sys_order!r}); make the labels distinct."
         )
-    df["worker"] = df["worker"].astype(str)
-    df["item"] = df["item"].astype(str)
-    df["system"] = pd.Categorical(df["system"].astype(str), categories=sys_labels)
+    df = df.assign(worker=df["worker"].astype(str), item=df["item"].astype(str),
+                   system=pd.Categorical(df["system"].astype(str), categories=sys_labels))
+    return df, sys_labels
 
-    # duplicates
+
+def resolve_duplicates(df: pd.DataFrame, duplicates: str, sys_labels: list[str],
+                       origin: Origin) -> tuple[pd.DataFrame, int, int, list[str]]:
+    """Stage 7: repeated (worker, item, system) ratings refused, kept or averaged.
+
+    Returns (data, duplicated combinations, surplus rows, notes).
+    """
     key = ["worker", "item", "system"]
     dup_mask = df.duplicated(key, keep=False)
-    n_dup_groups = int(df.loc[dup_mask, key].drop_duplicates().shape[0]) if dup_mask.any() else 0
+    if not dup_mask.any():
+        return df, 0, 0, []
+    n_dup_groups = int(df.loc[dup_mask, key].drop_duplicates().shape[0])
     n_dup_rows = int(df.duplicated(key, keep="first").sum())
-    if n_dup_groups:
-        first = df.loc[dup_mask].iloc[0]
-        same = df.loc[(df["worker"] == first["worker"]) & (df["item"] == first["item"])
-                      & (df["system"] == first["system"])]
-        example = (
-            f"worker {first['worker']!r}, item {first['item']!r}, system {first['system']!r} "
-            f"at data rows {_rows(same.index)} with ratings "
-            f"{', '.join(f'{v:g}' for v in same['rating_raw'])}"
-        )
-        if duplicates == "error":
-            raise RatingsError(
-                f"{n_dup_groups} (worker, item, system) combination(s) are rated more than once "
-                f"({n_dup_rows} surplus rows); e.g. {example}. Pass duplicates='keep' to treat "
-                "repeated ratings as independent replicates, duplicates='mean' to average them, "
-                "or remove them."
-            )
-        if duplicates == "mean":
-            df = (
-                df.groupby(key, observed=True, sort=False)["rating_raw"].mean().reset_index()
-            )
-            df["system"] = pd.Categorical(df["system"].astype(str), categories=sys_labels)
-        notes.append(
-            f"{n_dup_groups} duplicated (worker, item, system) combinations, handled with "
-            f"duplicates={duplicates!r}"
-        )
-
-    df["rating"] = (df["rating_raw"] - lo) / (hi - lo)
-    df = df[["worker", "item", "system", "rating", "rating_raw"]].reset_index(drop=True)
-
-    for arg, what in (("worker", "workers"), ("item", "items"), ("system", "systems")):
-        n = df[arg].nunique()
-        if n < 2:
-            value = df[arg].iloc[0]
-            advice = {
-                "worker": "Worker variance cannot be estimated from one worker: collect ratings "
-                          "from more workers, or check that worker= names the worker id column.",
-                "item": "Item variance cannot be estimated from one item: rate more items, or "
-                        "check that item= names the item (input) id column.",
-                "system": "There is nothing to compare with one system: include the ratings of "
-                          "the baseline system, or check that system= names the right column.",
-            }[arg]
-            raise RatingsError(
-                f"{arg} column {names[arg]!r} has a single value ({value!r}); at least 2 "
-                f"{what} are needed. {advice}"
-            )
-
-    report = design_report(
-        df,
-        n_duplicate_groups=n_dup_groups,
-        n_duplicate_rows=n_dup_rows,
-        duplicates=duplicates,
-        n_dropped=n_dropped,
-        scale=None if identity else (lo, hi),
-        scale_inferred=scale_inferred,
-        source=source_name,
-        extra_notes=tuple(notes),
+    first = df.loc[dup_mask].iloc[0]
+    same = df.loc[(df["worker"] == first["worker"]) & (df["item"] == first["item"])
+                  & (df["system"] == first["system"])]
+    example = (
+        f"worker {first['worker']!r}, item {first['item']!r}, system {first['system']!r} "
+        f"at {origin.rows(same.index)} with ratings "
+        f"{', '.join(f'{v:g}' for v in same['rating_raw'])}"
     )
-    return Ratings(data=df, scale=None if identity else (lo, hi), scale_inferred=scale_inferred, n_dropped=n_dropped,
-                   report=report)
+    if duplicates == "error":
+        raise RatingsError(
+            f"{n_dup_groups} (worker, item, system) combination(s) are rated more than once "
+            f"({n_dup_rows} surplus rows); e.g. {example}{origin.legend}. Pass duplicates='keep' "
+            "to treat repeated ratings as independent replicates, duplicates='mean' to average "
+            "them, or remove them."
+        )
+    if duplicates == "mean":
+        df = df.groupby(key, observed=True, sort=False)["rating_raw"].mean().reset_index()
+        df["system"] = pd.Categorical(df["system"].astype(str), categories=sys_labels)
+    note = (f"{n_dup_groups} duplicated (worker, item, system) combinations, handled with "
+            f"duplicates={duplicates!r}")
+    return df, n_dup_groups, n_dup_rows, [note]
+
+
+_ADVICE = {
+    "worker": "Worker variance cannot be estimated from one worker: collect ratings "
+              "from more workers, or check that worker= names the worker id column.",
+    "item": "Item variance cannot be estimated from one item: rate more items, or "
+            "check that item= names the item (input) id column.",
+    "system": "There is nothing to compare with one system: include the ratings of "
+              "the baseline system, or check that system= names the right column.",
+}
+
+
+def check_levels(df: pd.DataFrame, names: dict[str, str]) -> None:
+    """Stage 8: at least two workers, items and systems."""
+    for arg, what in (("worker", "workers"), ("item", "items"), ("system", "systems")):
+        if df[arg].nunique() < 2:
+            raise RatingsError(
+                f"{arg} column {names[arg]!r} has a single value ({df[arg].iloc[0]!r}); at least "
+                f"2 {what} are needed. {_ADVICE[arg]}"
+            )

@@ -105,6 +105,9 @@ class RatingsFit:
     reduced: tuple[str, ...] = ()
     model: str = "auto"
     not_modelled: tuple[str, ...] = ()
+    #: the rows fitted (``worker, item, system, rating``, system in fitted order): what a
+    #: parametric bootstrap of the pilot refits (:mod:`nlpower.pilot.general`)
+    data: pd.DataFrame | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------- basic views
     @property

@@ -1,0 +1,222 @@
+"""GLMM cases of the engine benchmark: nlpower.glmer vs lme4::glmer, timed in the same run.
+
+Run through ``benchmarks/bench_engine.py`` (``--cases cbpp,grouseticks,verbagg,...``)
+or alone::
+
+    .venv/bin/python benchmarks/bench_glmm.py                    # every GLMM case, 3 repeats
+    .venv/bin/python benchmarks/bench_glmm.py --cases verbagg --repeats 5
+
+Cases are those of ``tests/reference/glmer_reference.R`` (data in
+``tests/reference/data/``): lme4's cbpp (binomial with trials), grouseticks
+(Poisson, three nested/crossed intercepts), VerbAgg crossed persons x items
+(``(1|id) + (1|item)``) and with a correlated slope by item, and a simulated
+crossed worker x item binary design with ``||`` slopes (60 x 40).
+
+Timing: wall-clock of the fit call only -- ``nlpower.glmer()`` (model frame
+included) in this process after a warm-up fit, ``system.time(glmer(...))``
+inside one R process (lme4's defaults: two stages, bobyqa + Nelder-Mead);
+the median of ``--repeats``; also the CPU time of the fit (``process_time``;
+R's ``user + sys``), which a loaded machine inflates less.  Both engines run
+one after the other in the same run, so the ratio lme4/native is what to
+read (the machine is shared: absolute times vary with its load).  BLAS
+threads are pinned to 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "glmm"))
+from glmm_cases import DATA, fit_case  # noqa: E402
+
+_CB = "prop ~ period + (1 | herd), weights = size, data = d, family = binomial"
+#: validation case (tests/glmm/glmm_cases.py) -> (R data set, lme4 call), as glmer_reference.R
+R_CALLS: dict[str, tuple[str, str]] = {
+    "cbpp_weights": ("cbpp", f"glmer({_CB})"),
+    "cbpp_probit": ("cbpp", f"glmer({_CB}(link = 'probit'))"),
+    "cbpp_cloglog": ("cbpp", f"glmer({_CB}(link = 'cloglog'))"),
+    "cbpp_agq9": ("cbpp", f"glmer({_CB}, nAGQ = 9)"),
+    "cbpp_agq25": ("cbpp", f"glmer({_CB}, nAGQ = 25)"),
+    "cbpp_nagq0": ("cbpp", f"glmer({_CB}, nAGQ = 0)"),
+    "cbpp_poisson_offset": ("cbpp", "glmer(incidence ~ period + (1 | herd), offset = log(size), "
+                            "data = d, family = poisson)"),
+    "grouseticks": ("grouseticks", "glmer(TICKS ~ YEAR + cHEIGHT + (1 | BROOD) + (1 | INDEX) + "
+                    "(1 | LOCATION), data = d, family = poisson)"),
+    "verbagg_crossed": ("VerbAgg", "glmer(r2 ~ Anger + Gender + btype + situ + (1 | id) + "
+                        "(1 | item), data = d, family = binomial)"),
+    "verbagg_slope": ("VerbAgg", "glmer(r2 ~ Anger + Gender + btype + situ + (1 | id) + "
+                      "(1 + Gender | item), data = d, family = binomial)"),
+    "crossed_sim": ("glmm_crossed", "glmer(y ~ x + (1 + x || worker) + (1 + x || item), "
+                    "data = d, family = binomial)"),
+}
+#: benchmark name -> validation case
+GLMM_CASES: dict[str, str] = {"cbpp": "cbpp_weights", "grouseticks": "grouseticks",
+                              "verbagg": "verbagg_crossed", "verbagg_slope": "verbagg_slope",
+                              "crossed_sim": "crossed_sim"}
+
+_R = r"""
+suppressPackageStartupMessages({library(lme4); library(jsonlite)})
+d <- read.csv(%(path)s, stringsAsFactors = TRUE)
+for (v in c("herd", "period", "BROOD", "INDEX", "LOCATION", "YEAR", "id", "item", "worker"))
+  if (!is.null(d[[v]])) d[[v]] <- factor(d[[v]])
+times <- numeric(0); cpu <- numeric(0)
+for (i in seq_len(%(repeats)d)) {
+  tt <- system.time(fit <- suppressWarnings(suppressMessages(%(call)s)))
+  times <- c(times, tt[["elapsed"]]); cpu <- c(cpu, tt[["user.self"]] + tt[["sys.self"]])
+}
+cat(toJSON(list(times = times, cpu = cpu, loglik = as.numeric(logLik(fit)), fixef = unname(fixef(fit)),
+                sds = as.data.frame(VarCorr(fit))$sdcor), auto_unbox = TRUE, digits = NA))
+"""
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown CPU"
+
+
+def run_native(case: str, repeats: int) -> dict[str, Any]:
+    times, cpu = [], []
+    fit = None
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_case(case)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    assert fit is not None
+    return {"times": times, "cpu": cpu, "loglik": fit.loglik, "fixef": fit.fixef.tolist(),
+            "sds": fit.varcorr()["sdcor"].tolist()}
+
+
+def run_lme4(case: str, repeats: int) -> dict[str, Any]:
+    data, call = R_CALLS[case]
+    code = _R % {"path": json.dumps(str(DATA / f"{data}.csv")), "repeats": repeats, "call": call}
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
+        fh.write(code)
+        script = fh.name
+    try:
+        proc = subprocess.run(["Rscript", "--vanilla", script], capture_output=True, text=True,
+                              timeout=3600)
+    finally:
+        os.unlink(script)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip()[-500:])
+    r = json.loads(proc.stdout)
+    for key in ("times", "cpu", "fixef", "sds"):        # toJSON unboxes length-1 vectors
+        r[key] = r[key] if isinstance(r[key], list) else [r[key]]
+    return r  # type: ignore[no-any-return]
+
+
+def run(cases: list[str], repeats: int, engines: list[str]) -> dict[str, Any]:
+    """Time every case on both engines; print and return the medians and the ratio."""
+    print(f"CPU: {cpu_model()}; cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}",
+          flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_case("cbpp_weights")                      # warm-up: imports, first calls
+    out: dict[str, Any] = {}
+    for c in cases:
+        res: dict[str, Any] = {}
+        v = GLMM_CASES.get(c, c)
+        print(f"\n== GLMM case {c}: {R_CALLS[v][1]}", flush=True)
+        for e in engines:
+            try:
+                res[e] = run_native(v, repeats) if e == "native" else run_lme4(v, repeats)
+            except Exception as exc:  # report and go on
+                res[e] = {"skipped": f"{type(exc).__name__}: {exc}"}
+                print(f"  {e:8s} skipped: {res[e]['skipped']}", flush=True)
+                continue
+            res[e]["median"] = statistics.median(res[e]["times"])
+            res[e]["median_cpu"] = statistics.median(res[e]["cpu"])
+            print(f"  {e:8s} {res[e]['median']:8.2f} s  (median of {len(res[e]['times'])}: "
+                  f"{', '.join(f'{t:.2f}' for t in res[e]['times'])}; CPU "
+                  f"{res[e]['median_cpu']:.2f} s)  logLik {res[e]['loglik']:.5f}", flush=True)
+        nat, lme = res.get("native", {}), res.get("lme4", {})
+        if "median" in nat and "median" in lme:
+            ratio = lme["median"] / nat["median"]
+            cpu_ratio = lme["median_cpu"] / nat["median_cpu"]
+            dfix = max(abs(a - b) for a, b in zip(nat["fixef"], lme["fixef"], strict=True))
+            dsd = max(abs(a - b) for a, b in zip(nat["sds"], lme["sds"], strict=True))
+            res["summary"] = {"lme4/native": ratio, "lme4/native_cpu": cpu_ratio,
+                              "loglik_native_minus_lme4":
+                              nat["loglik"] - lme["loglik"], "max_dfixef": dfix, "max_dsd": dsd}
+            print(f"  lme4/native time ratio {ratio:.1f} (CPU time {cpu_ratio:.1f}); "
+                  "logLik native - lme4 "
+                  f"{nat['loglik'] - lme['loglik']:+.2e}; max |diff| fixef {dfix:.1e}, SD {dsd:.1e}",
+                  flush=True)
+        out[c] = res
+    return out
+
+
+def validation_table(repeats: int = 1) -> tuple[list[str], bool]:
+    """The GLMM rows of the validation corpus: every case of glmer_reference.R, both engines.
+
+    A case passes when the native log-likelihood is at most ``1e-4`` below lme4's
+    and, where lme4 converged cleanly (its own checks), fixed effects and
+    SDs/correlations agree within ``1e-3``.
+    """
+    from glmm_cases import LME4_UNCONVERGED
+    res = run(list(R_CALLS), repeats, ["native", "lme4"])
+    rows = ["| case | native logLik | lme4 logLik | native - lme4 | max abs dfixef | "
+            "max abs dSD | native s | lme4 s | speed-up | ok |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    all_ok = True
+    for c, r in res.items():
+        if "summary" not in r:
+            rows.append(f"| {c} | skipped | | | | | | | | |")
+            continue
+        sm, nat, lme = r["summary"], r["native"], r["lme4"]
+        clean = c not in LME4_UNCONVERGED
+        ok = sm["loglik_native_minus_lme4"] >= -1e-4 and (
+            not clean or (sm["max_dfixef"] <= 1e-3 and sm["max_dsd"] <= 1e-3))
+        all_ok &= ok
+        mark = "" if clean else "*"
+        rows.append(f"| {c} | {nat['loglik']:.5f} | {lme['loglik']:.5f} | "
+                    f"{sm['loglik_native_minus_lme4']:+.2e} | {sm['max_dfixef']:.1e}{mark} | "
+                    f"{sm['max_dsd']:.1e}{mark} | {nat['median']:.2f} | {lme['median']:.2f} | "
+                    f"{sm['lme4/native']:.1f}x | {'yes' if ok else 'NO'} |")
+    return rows, all_ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", default=",".join(GLMM_CASES))
+    ap.add_argument("--engines", default="native,lme4")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_glmm.json"))
+    args = ap.parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    cases = [c for c in args.cases.split(",") if c]
+    for c in cases:
+        if c not in GLMM_CASES and c not in R_CALLS:
+            ap.error(f"--cases: unknown GLMM case {c!r}; choose from {', '.join(GLMM_CASES)} "
+                     f"or the validation cases {', '.join(R_CALLS)}")
+    report = run(cases, args.repeats, [e for e in args.engines.split(",") if e])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "cases": report}, indent=2,
+                                         default=str))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Validation of one checkpoint record: its checksum, its cell, and its values.
+
+A checkpoint line is trusted only if everything about it checks out: it is
+UTF-8 JSON, its ``sha256`` matches the canonical text of the rest of the line
+(so an edited value is caught even when it looks plausible), its cell is a
+cell of this grid with that cell's index and key-derived seed, and its record
+holds the fields every :class:`~nlpower.grid.CellResult` record holds, with
+the right types and in range (a power is a probability, a count a
+non-negative integer no larger than ``n_sims``, an interval ordered around
+its estimate).  :func:`check_line` returns what is wrong in words, or
+``None``; the checkpoint reader names the line and recomputes the cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["check_line", "check_record", "line_digest"]
+
+#: Fields every cell record holds (the :class:`~nlpower.grid.CellResult` contract).
+REQUIRED = ("power", "ci_low", "ci_high", "se", "type_m", "type_s", "n_sims")
+#: Fields that are probabilities (``None`` or NaN when undefined).
+PROBABILITIES = ("power", "ci_low", "ci_high", "se", "type_s", "rejection_rate")
+#: Counts that cannot exceed ``n_sims``.
+COUNTS = ("n_rejected", "n_failed", "n_singular", "n_nonconverged")
+#: Slack for an estimate against its interval (rounding of a stored float).
+_TOL = 1e-9
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON text (sorted keys, no spaces): what the checksum covers."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def line_digest(entry: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of a checkpoint entry without its ``sha256`` field."""
+    body = {k: v for k, v in entry.items() if k != "sha256"}
+    return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _defined(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def check_record(record: Any) -> str | None:
+    """What is wrong with a cell record, in words, or ``None`` if it is valid."""
+    if not isinstance(record, dict):
+        return f"the record is {type(record).__name__}, not an object"
+    missing = [k for k in REQUIRED if k not in record]
+    if missing:
+        return "the record lacks " + ", ".join(missing)
+    n_sims = record["n_sims"]
+    if not _is_count(n_sims):
+        return f"n_sims is {n_sims!r}, not a non-negative integer"
+    for k in PROBABILITIES:
+        v = record.get(k)
+        if v is None:
+            continue
+        if not _is_real(v):
+            return f"{k} is {v!r}, not a number"
+        if not math.isnan(v) and not 0.0 <= v <= 1.0:
+            return f"{k} is {v!r}, outside [0, 1]"
+    type_m = record["type_m"]
+    if type_m is not None and (not _is_real(type_m) or type_m < 0):
+        return f"type_m is {type_m!r}, not a non-negative number"
+    for k in COUNTS:
+        v = record.get(k)
+        if v is None:
+            continue
+        if not _is_count(v):
+            return f"{k} is {v!r}, not a non-negative integer"
+        if n_sims and v > n_sims:
+            return f"{k} is {v}, more than n_sims = {n_sims}"
+    power, lo, hi = record["power"], record["ci_low"], record["ci_high"]
+    if _defined(lo) and _defined(hi):
+        if lo > hi + _TOL:
+            return f"ci_low {lo!r} exceeds ci_high {hi!r}"
+        if _defined(power) and not lo - _TOL <= power <= hi + _TOL:
+            return f"power {power!r} lies outside its interval [{lo!r}, {hi!r}]"
+    return None
+
+
+def check_line(entry: Any, expected: Mapping[str, tuple[int, list[int]]] | None) -> str | None:
+    """What is wrong with a parsed checkpoint line, or ``None``.
+
+    ``expected`` maps each cell token of the grid to its index and seed spawn
+    key; with ``None`` the cell is not checked against a grid.
+    """
+    if not isinstance(entry, dict):
+        return "the line is not a JSON object"
+    missing = [k for k in ("cell", "index", "seed", "record", "sha256") if k not in entry]
+    if missing:
+        return "the line lacks " + ", ".join(missing)
+    if entry["sha256"] != line_digest(entry):
+        return "its checksum does not match its contents (the line was edited or damaged)"
+    if expected is not None:
+        cell = entry["cell"]
+        if not isinstance(cell, str) or cell not in expected:
+            return f"cell {cell!r} is not a cell of this grid (or of this shard)"
+        index, spawn_key = expected[cell]
+        if entry["index"] != index:
+            return f"cell {cell} has index {entry['index']!r}, but it is cell {index} of this grid"
+        if entry["seed"] != spawn_key:
+            return f"cell {cell} has seed {entry['seed']!r}, not its key-derived seed {spawn_key!r}"
+    return check_record(entry["record"])

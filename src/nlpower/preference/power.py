@@ -1,0 +1,404 @@
+"""Power, Type-M and Type-S of a one-judgement head-to-head comparison (Card et al. 2020, Fig. 1).
+
+``n`` people each judge one pair of outputs: system B wins with probability
+``p_win``, draws with ``p_draw``, loses with ``p_lose = 1 - p_win - p_draw``.
+The tested quantity is the share preferring B,
+
+* ``ties="exclude"``: ``share = p_win / (p_win + p_lose)``, estimated by
+  ``W / (W + L)`` (draws dropped);
+* ``ties="split"``: ``share = p_win + p_draw / 2``, estimated by
+  ``(W + D/2) / n`` (each draw half a win, half a loss);
+
+and the effect is ``share - 1/2``.  The test (:mod:`.rules`) depends only on
+``W`` and ``m = W + L``.
+
+Two ways to the same numbers:
+
+* ``method="exact"`` enumerates the outcome: ``m ~ Binomial(n, 1 - p_draw)``
+  and, given ``m``, ``W ~ Binomial(m, q)`` with ``q = p_win / (1 - p_draw)``.
+  Power, the rejection rate and Type-M come from binomial tails and the
+  identity ``E[W 1(W >= c)] = m q P(W' >= c - 1)``, ``W' ~ Binomial(m - 1, q)``:
+  no Monte Carlo error, O(sqrt(n)) values of ``m``.
+* ``method="simulate"``: the paper's algorithm (Fig. 2) -- ``n_sims``
+  multinomial samples of ``(W, D, L)``, the same test, counted.
+
+Power counts only rejections in the direction of the true effect (Fig. 2);
+Type-M is ``E[|estimate - 1/2| | significant] / |share - 1/2|`` and Type-S the
+share of significant samples with the wrong sign (Gelman & Carlin 2014).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import __version__
+from .._choices import Alternative, check_choice
+from .._rng import RNGLike, root_seed, seed_record
+from .._validation import check_int, check_real
+from ..errors import InputError
+from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from .rules import thresholds
+
+__all__ = ["PreferencePowerResult", "PreferenceTest", "Ties", "check_draw", "check_probabilities",
+           "power"]
+
+#: Tests of the one-judgement counts (:mod:`nlpower.preference.rules`).
+PreferenceTest: TypeAlias = Literal["binomial", "z"]
+#: What a draw is: dropped, or half a win and half a loss.
+Ties: TypeAlias = Literal["exclude", "split"]
+#: Exact enumeration or the paper's simulation.
+PreferenceMethod: TypeAlias = Literal["exact", "simulate"]
+#: Decisive counts with binomial probability below this (each tail) are skipped.
+_TAIL = 1e-15
+
+
+def check_draw(p_draw: Any) -> float:
+    """``p_draw`` checked: a probability in [0, 1)."""
+    p_draw = check_real("p_draw", p_draw)
+    if not 0.0 <= p_draw < 1.0:
+        raise InputError(
+            f"p_draw (the probability of a draw / 'no preference') must be in [0, 1); got "
+            f"{p_draw}. Use p_draw=0 when judges must choose.")
+    return p_draw
+
+
+def check_probabilities(p_win: Any, p_draw: Any) -> tuple[float, float, float]:
+    """``(p_win, p_draw, p_lose)`` checked: each in range and summing to 1.
+
+    Examples
+    --------
+    >>> check_probabilities(0.5, 0.2)
+    (0.5, 0.2, 0.3)
+    """
+    p_win = check_real("p_win", p_win)
+    p_draw = check_draw(p_draw)
+    if not 0.0 < p_win < 1.0:
+        raise InputError(
+            f"p_win (the probability that a judge prefers system B) must be strictly between 0 "
+            f"and 1; got {p_win}. Pass a probability, e.g. p_win=0.65 (not a percentage).")
+    p_lose = 1.0 - p_win - p_draw
+    if p_lose < -1e-12:
+        raise InputError(
+            f"p_win + p_draw must be at most 1 (p_lose = 1 - p_win - p_draw is the probability "
+            f"that A is preferred); got p_win={p_win} and p_draw={p_draw}, so p_lose = "
+            f"{p_lose:.4g} < 0. Lower p_win or p_draw.")
+    return p_win, p_draw, round(max(p_lose, 0.0), 15)
+
+
+def _check_common(test: Any, ties: Any, alpha: Any, alternative: Any) -> tuple[Any, Any, float, Any]:
+    test = check_choice("test", test, PreferenceTest)
+    ties = check_choice("ties", ties, Ties)
+    alpha = check_real("alpha", alpha)
+    if not 0.0 < alpha < 0.5:
+        raise InputError(f"alpha must be strictly between 0 and 0.5; got {alpha}. The usual "
+                         "level is alpha=0.05.")
+    alternative = check_choice("alternative", alternative, Alternative)
+    return test, ties, alpha, alternative
+
+
+def _share(p_win: float, p_draw: float, ties: str) -> float:
+    return p_win / (1.0 - p_draw) if ties == "exclude" else p_win + p_draw / 2.0
+
+
+@dataclass(frozen=True)
+class PreferencePowerResult:
+    """Power of a one-judgement head-to-head test on ``n`` judges.
+
+    Attributes
+    ----------
+    power : float
+        Probability of a rejection in the direction of the true effect (NaN
+        when the effect is 0: then see ``rejection_rate``, the size).
+    se, ci : float, ConfidenceInterval
+        Monte Carlo SE and 95% Wilson interval; 0 and zero width when exact.
+    type_m : float
+        ``E[|estimate - 1/2| | significant] / |share - 1/2|`` (Gelman & Carlin 2014).
+    type_s : float
+        Share of significant samples whose estimate has the wrong sign.
+    rejection_rate : float
+        Probability of any rejection.
+    mean_significant : float
+        Mean estimated share over significant samples (the dotted line of
+        Card et al. 2020, Fig. 1).
+    n, p_win, p_draw, p_lose : design and outcome probabilities
+    share, effect : float
+        The tested share preferring B (``ties``) and ``share - 1/2``.
+    ties, test, alpha, alternative, method : what was computed; ``n_sims`` 0 when exact.
+    seed, version : provenance (``seed`` empty for exact results).
+    """
+
+    power: float
+    se: float
+    ci: ConfidenceInterval
+    type_m: float
+    type_s: float
+    rejection_rate: float
+    mean_significant: float
+    n: int
+    p_win: float
+    p_draw: float
+    p_lose: float
+    share: float
+    effect: float
+    ties: str
+    test: str
+    alpha: float
+    alternative: str
+    method: str
+    n_sims: int = 0
+    n_rejected: int | None = None
+    seed: dict[str, Any] = field(default_factory=dict)
+    version: str = __version__
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        return self.n_sims == 0
+
+    def summary(self) -> str:
+        """A short text report."""
+        how = "exact enumeration" if self.exact else f"{self.n_sims} simulated samples"
+        lines = [f"Head-to-head power ({self.test} test, {self.alternative}, alpha {self.alpha:g}; "
+                 f"{how})",
+                 f"  n {self.n} judges; P(B wins) {self.p_win:.4g}, P(draw) {self.p_draw:.4g}, "
+                 f"P(A wins) {self.p_lose:.4g}",
+                 f"  share preferring B ({self.ties} ties) {self.share:.4g}, effect "
+                 f"{self.effect:+.4g}"]
+        if self.effect == 0:
+            lines.append(f"  no effect: rejection rate (size) {self.rejection_rate:.4f}")
+        else:
+            unc = "exact" if self.exact else (
+                f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
+            lines.append(f"  power   {self.power:.4f}  ({unc})")
+            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}    mean "
+                         f"share of significant samples {self.mean_significant:.4f}")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record (what a grid cell shows and checkpoints)."""
+        return {
+            "power": _nan_none(self.power), "ci_low": _nan_none(self.ci.low),
+            "ci_high": _nan_none(self.ci.high), "se": _nan_none(self.se),
+            "type_m": _nan_none(self.type_m), "type_s": _nan_none(self.type_s),
+            "rejection_rate": self.rejection_rate,
+            "mean_significant": _nan_none(self.mean_significant), "n_sims": self.n_sims,
+            "n_rejected": self.n_rejected, "n": self.n, "p_win": self.p_win,
+            "p_draw": self.p_draw, "p_lose": self.p_lose, "share": self.share,
+            "effect": self.effect, "ties": self.ties, "test": self.test, "alpha": self.alpha,
+            "alternative": self.alternative, "method": self.method,
+            "seed_entropy": self.seed.get("entropy"),
+            "seed_spawn_key": list(self.seed.get("spawn_key", ())),
+            "version": self.version, "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PreferencePowerResult:
+        """The result back from :meth:`to_record`."""
+        r = dict(record)
+        seed = {} if r.get("seed_entropy") is None else {
+            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
+        return cls(
+            power=_none_nan(r["power"]), se=_none_nan(r["se"]),
+            ci=ConfidenceInterval(_none_nan(r["ci_low"]), _none_nan(r["ci_high"])),
+            type_m=_none_nan(r["type_m"]), type_s=_none_nan(r["type_s"]),
+            rejection_rate=float(r["rejection_rate"]),
+            mean_significant=_none_nan(r["mean_significant"]), n=int(r["n"]),
+            p_win=float(r["p_win"]), p_draw=float(r["p_draw"]), p_lose=float(r["p_lose"]),
+            share=float(r["share"]), effect=float(r["effect"]), ties=r["ties"], test=r["test"],
+            alpha=float(r["alpha"]), alternative=r["alternative"], method=r["method"],
+            n_sims=int(r["n_sims"]), n_rejected=r.get("n_rejected"), seed=seed,
+            version=r.get("version", __version__), notes=tuple(r.get("notes", ())),
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        rec = self.to_record()
+        rec.pop("seed_spawn_key")
+        rec["notes"] = "; ".join(self.notes)
+        return pd.DataFrame([rec])
+
+    def __repr__(self) -> str:
+        core = f"power={self.power:.4f}" if self.exact else (
+            f"power={self.power:.4f} [{self.ci.low:.4f}, {self.ci.high:.4f}]")
+        return (f"PreferencePowerResult({core}, type_m={self.type_m:.3f}, "
+                f"type_s={self.type_s:.3g}, n={self.n}, p_win={self.p_win:g}, "
+                f"p_draw={self.p_draw:g}, ties={self.ties!r}, test={self.test!r}, "
+                f"method={self.method!r})")
+
+
+def _nan_none(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _none_nan(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def power(
+    n: int,
+    p_win: float,
+    *,
+    p_draw: float = 0.0,
+    ties: Ties = "exclude",
+    test: PreferenceTest = "binomial",
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+    method: PreferenceMethod = "exact",
+    n_sims: int = 10_000,
+    rng: RNGLike = None,
+) -> PreferencePowerResult:
+    """Power, Type-M and Type-S of a head-to-head test with one judgement per person.
+
+    Parameters
+    ----------
+    n : int
+        Number of judgements (people, one pair each).
+    p_win : float
+        Probability that a judge prefers system B, in (0, 1).
+    p_draw : float, default 0
+        Probability of a draw ("no preference"), in [0, 1); ``p_win + p_draw <= 1``.
+    ties : {"exclude", "split"}
+        Draws dropped (share ``p_win / (1 - p_draw)``) or counted half to each
+        system (share ``p_win + p_draw / 2``).  The test is the same; the
+        estimate, the effect and so Type-M differ (:mod:`.rules`).
+    test : {"binomial", "z"}
+        Exact binomial (sign) test (the paper's, scipy's ``binomtest``) or the
+        score z-test.
+    alpha : float, default 0.05
+        Significance level, in (0, 0.5).
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: B preferred.  Power counts sign-correct rejections only.
+    method : {"exact", "simulate"}
+        Enumerate (no Monte Carlo error) or simulate ``n_sims`` samples.
+    n_sims : int, default 10000
+        Samples for ``method="simulate"``.
+    rng : optional
+        Randomness for ``method="simulate"`` (the :mod:`nlpower._rng` policy).
+
+    Returns
+    -------
+    PreferencePowerResult
+
+    Raises
+    ------
+    InputError
+        Probabilities out of range or summing above 1, a bad option.
+
+    Examples
+    --------
+    Card et al. (2020), Fig. 1: 65% of people prefer system B.
+
+    >>> r100, r25 = power(100, 0.65), power(25, 0.65)
+    >>> round(r100.power, 2), round(r25.power, 2)
+    (0.83, 0.31)
+    >>> r25.mean_significant > r100.mean_significant > 0.65
+    True
+    """
+    n = check_int("n", n, min=1)
+    p_win, p_draw, p_lose = check_probabilities(p_win, p_draw)
+    test, ties, alpha, alternative = _check_common(test, ties, alpha, alternative)
+    method = check_choice("method", method, PreferenceMethod)
+    share = _share(p_win, p_draw, ties)
+    base = {"n": n, "p_win": p_win, "p_draw": p_draw, "p_lose": p_lose, "share": share,
+            "effect": share - 0.5, "ties": ties, "test": test, "alpha": alpha,
+            "alternative": alternative}
+    if method == "exact":
+        return _exact(base)
+    n_sims = check_int("n_sims", n_sims, min=1)
+    return _simulate(base, n_sims, root_seed(rng))
+
+
+def decisive_counts(n: int, p_draw: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(m, P(m))``: the decisive counts worth enumerating and their probabilities."""
+    if p_draw == 0.0:
+        return np.array([n]), np.array([1.0])
+    lo = int(stats.binom.ppf(_TAIL, n, 1.0 - p_draw))
+    hi = int(stats.binom.isf(_TAIL, n, 1.0 - p_draw))
+    m = np.arange(max(lo - 1, 0), min(hi + 1, n) + 1)
+    return m, stats.binom.pmf(m, n, 1.0 - p_draw)
+
+
+def tail_moments(m: np.ndarray, q: float, lower: np.ndarray,
+                 upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per ``m``: ``P(W >= upper)``, ``P(W <= lower)``, ``E[W 1(W >= upper)]``, ``E[W 1(W <= lower)]``.
+
+    ``W ~ Binomial(m, q)``; the expectations use ``E[W 1(W >= c)] = m q P(W' >= c - 1)``
+    with ``W' ~ Binomial(m - 1, q)``.
+    """
+    mm1 = np.maximum(m - 1, 0)
+    p_up = stats.binom.sf(upper - 1, m, q)
+    p_lo = stats.binom.cdf(lower, m, q)
+    e_up = np.where(m > 0, m * q * stats.binom.sf(upper - 2, mm1, q), 0.0)
+    e_lo = np.where(m > 0, m * q * stats.binom.cdf(lower - 1, mm1, q), 0.0)
+    return p_up, p_lo, e_up, e_lo
+
+
+def _exact(base: dict[str, Any]) -> PreferencePowerResult:
+    n, ties = base["n"], base["ties"]
+    m, w = decisive_counts(n, base["p_draw"])
+    q = base["p_win"] / (1.0 - base["p_draw"])
+    lower, upper = thresholds(m, base["test"], base["alpha"], base["alternative"])
+    p_up, p_lo, e_up, e_lo = tail_moments(m, q, lower, upper)
+    safe_m = np.maximum(m, 1)
+    if ties == "exclude":   # estimate W / m; |W/m - 1/2| = (2W - m) / 2m above, (m - 2W) / 2m below
+        dev = ((2 * e_up - m * p_up) + (m * p_lo - 2 * e_lo)) / (2 * safe_m)
+        level = (e_up + e_lo) / safe_m
+    else:                   # estimate (W + (n - m)/2) / n
+        dev = ((2 * e_up - m * p_up) + (m * p_lo - 2 * e_lo)) / (2 * n)
+        level = (e_up + e_lo + (n - m) / 2 * (p_up + p_lo)) / n
+    up, down = float(w @ p_up), float(w @ p_lo)
+    return _result(base, up, down, float(w @ dev), float(w @ level), n_sims=0)
+
+
+def _result(base: dict[str, Any], up: float, down: float, dev: float, level: float, *,
+            n_sims: int, seed: dict[str, Any] | None = None) -> PreferencePowerResult:
+    """The result from probabilities (or shares) of rejecting up / down and the moments."""
+    effect = base["effect"]
+    reject = up + down
+    right, wrong = (up, down) if effect > 0 else (down, up)
+    if effect == 0:
+        pw, tm, ts = math.nan, math.nan, math.nan
+    else:
+        pw = right
+        tm = dev / (abs(effect) * reject) if reject > 0 else math.nan
+        ts = wrong / reject if reject > 0 else math.nan
+    mean_sig = level / reject if reject > 0 else math.nan
+    if n_sims:
+        k = round((pw if effect != 0 else reject) * n_sims)
+        se, ci = mc_se(k / n_sims, n_sims), ConfidenceInterval(*wilson_ci(k, n_sims))
+        n_rej: int | None = round(right * n_sims) if effect != 0 else None
+    else:
+        se, ci, n_rej = (0.0 if effect != 0 else math.nan), ConfidenceInterval(pw, pw), None
+    notes: tuple[str, ...] = ()
+    if base["p_draw"] > 0 and base["test"] == "binomial":
+        notes = ("the binomial test is conditional on the number of decisive judgements",)
+    return PreferencePowerResult(
+        power=pw, se=se, ci=ci, type_m=tm, type_s=ts, rejection_rate=reject,
+        mean_significant=mean_sig, method="exact" if not n_sims else "simulate",
+        n_sims=n_sims, n_rejected=n_rej, seed=seed or {}, notes=notes, **base)
+
+
+def _simulate(base: dict[str, Any], n_sims: int,
+              seq: np.random.SeedSequence) -> PreferencePowerResult:
+    gen = np.random.Generator(np.random.PCG64(seq))
+    n = base["n"]
+    counts = gen.multinomial(n, [base["p_win"], base["p_draw"], base["p_lose"]], size=n_sims)
+    w, d = counts[:, 0], counts[:, 1]
+    m = n - d
+    lower, upper = thresholds(m, base["test"], base["alpha"], base["alternative"])
+    sig_up, sig_lo = w >= upper, w <= lower
+    sig = sig_up | sig_lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = w / m if base["ties"] == "exclude" else (w + d / 2.0) / n
+    dev = float(np.abs(est[sig] - 0.5).sum()) / n_sims
+    level = float(est[sig].sum()) / n_sims
+    return _result(base, float(sig_up.mean()), float(sig_lo.mean()), dev, level,
+                   n_sims=n_sims, seed=seed_record(seq))

@@ -1,0 +1,182 @@
+"""Loading a rating file as a table, and naming its rows as an editor shows them.
+
+The first stage of :func:`nlpower.ratings.read_ratings`: the format is taken
+from the extension (``.csv``, ``.tsv``, ``.json``, ``.jsonl``, ``.parquet``;
+text formats may be gzipped), and every later message points at a row by
+its :class:`Origin` -- ``line 7`` of a CSV file is the seventh line an editor
+shows (1-based, the header is line 1), ``record 3`` of a JSON array, ``row 5``
+(the index label) of a data frame.  Nothing is validated or fitted here.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from ..errors import RatingsError
+
+__all__ = ["READERS", "Origin", "load_table", "sep_hint"]
+
+# extension -> reader kind; ".gz" may follow any text format
+READERS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+_MAX_SHOWN = 5
+_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the rows came from, to name a row as the user would find it.
+
+    ``kind`` is the reader (``"csv"``, ``"tsv"``, ``"json"``, ``"jsonl"``,
+    ``"parquet"``) or ``"frame"`` for a data frame; ``name`` is the path or
+    ``"<DataFrame>"``.  Row labels are the table's index as loaded (0-based
+    positions for files, the user's labels for a data frame).
+    """
+
+    name: str
+    kind: str
+
+    @property
+    def is_frame(self) -> bool:
+        return self.kind == "frame"
+
+    def where(self, label: Any) -> str:
+        """``line 7`` (text files: 1-based, header counted), ``record 3``, ``row 5``."""
+        if self.kind in ("csv", "tsv"):
+            return f"line {int(label) + 2}"
+        if self.kind == "jsonl":
+            return f"line {int(label) + 1}"
+        if self.kind == "json":
+            return f"record {int(label) + 1}"
+        if self.kind == "parquet":
+            return f"row {int(label) + 1}"
+        return f"row {label}"
+
+    def rows(self, labels: Iterable[Any]) -> str:
+        """Up to five rows as :meth:`where` names them, e.g. ``lines 3, 7, ...``."""
+        labels = list(labels)
+        shown = [self.where(i) for i in labels[:_MAX_SHOWN]]
+        if len(shown) > 1:
+            word, _, _ = shown[0].partition(" ")
+            shown = [f"{word}s {shown[0].partition(' ')[2]}"] + [s.partition(" ")[2] for s in shown[1:]]
+        return ", ".join(shown) + (", ..." if len(labels) > _MAX_SHOWN else "")
+
+    @property
+    def legend(self) -> str:
+        """How rows are counted, for a message: ``(lines as an editor shows them, ...)``."""
+        return {"csv": " (line numbers as an editor shows them; the header is line 1)",
+                "tsv": " (line numbers as an editor shows them; the header is line 1)",
+                "jsonl": " (line numbers as an editor shows them)",
+                "json": " (records counted from 1)",
+                "parquet": " (rows counted from 1)",
+                "frame": " (rows by the data frame's index)"}[self.kind]
+
+
+def _suffixes(path: Path) -> tuple[str, bool]:
+    """(format extension, gzipped?) of a path, e.g. ``a.csv.gz`` -> (".csv", True)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    gz = bool(suffixes) and suffixes[-1] == ".gz"
+    if gz:
+        suffixes = suffixes[:-1]
+    return (suffixes[-1] if suffixes else ""), gz
+
+
+def load_table(path: Path, sep: str | None) -> tuple[pd.DataFrame, Origin]:
+    """The file as a table (index: 0-based data rows as in the file) and its :class:`Origin`.
+
+    Blank lines of a text file are kept while reading (so the index still
+    counts the file's lines) and then dropped.
+    """
+    ext, gz = _suffixes(path)
+    kind = READERS.get(ext)
+    if kind is None:
+        allowed = ", ".join(sorted(READERS)) + " (text formats may end in .gz)"
+        raise RatingsError(
+            f"source: cannot tell the format of {str(path)!r} from its extension "
+            f"{(ext + ('.gz' if gz else '')) or '(none)'!r}. Allowed extensions: {allowed}. "
+            "Rename the file (or convert it to CSV)."
+        )
+    if kind == "parquet" and gz:
+        raise RatingsError(
+            f"source: {str(path)!r}: gzipped Parquet is not supported (Parquet compresses "
+            "internally); decompress it or write it without the .gz wrapper."
+        )
+    if not path.exists():
+        raise RatingsError(f"source: file {str(path)!r} does not exist. Check the path.")
+    if path.is_dir():
+        raise RatingsError(f"source: {str(path)!r} is a directory, not a rating file.")
+    compression: Literal["gzip"] | None = "gzip" if gz else None
+    try:
+        if kind in ("csv", "tsv"):
+            delim = sep if sep is not None else ("," if kind == "csv" else "\t")
+            table = pd.read_csv(path, sep=delim, compression=compression, skip_blank_lines=False)
+            table = table.loc[~table.isna().all(axis=1)] if len(table.columns) else table
+        elif kind == "json":
+            table = pd.read_json(path, compression=compression)
+        elif kind == "jsonl":
+            table = pd.read_json(path, lines=True, compression=compression)
+        else:
+            table = pd.read_parquet(path)
+    except pd.errors.EmptyDataError as exc:
+        raise RatingsError(
+            f"source: {str(path)!r} is empty (no header, no rows). Give the file that holds "
+            "the ratings."
+        ) from exc
+    except ImportError as exc:  # pragma: no cover - pyarrow is a dev dependency
+        raise RatingsError(
+            f"source: reading {str(path)!r} needs an optional library ({exc}); install "
+            "nlpower[parquet] or convert the file to CSV."
+        ) from exc
+    except Exception as exc:  # unreadable: permissions, bad encoding, malformed content
+        hint = sep_hint(path, sep) or " (for a delimiter other than the default, pass sep=)"
+        raise RatingsError(
+            f"source: could not read {str(path)!r} as {kind.upper()}"
+            f"{' (gzip)' if gz else ''}: {type(exc).__name__}: {exc}. Check that the file is "
+            f"a valid {kind.upper()} file.{hint}"
+        ) from exc
+    return table, Origin(str(path), kind)
+
+
+def _delimiter(path: Path, sep: str | None) -> str | None:
+    """The delimiter a text file was (or will be) read with; None for JSON or Parquet."""
+    ext, _ = _suffixes(path)
+    kind = READERS.get(ext)
+    if kind not in ("csv", "tsv"):
+        return None
+    return sep if sep is not None else ("," if kind == "csv" else "\t")
+
+
+def sep_hint(path: Path, sep: str | None) -> str:
+    """' The file looks semicolon-separated ...; pass sep=';'.' when its header says so, else ''."""
+    used = _delimiter(path, sep)
+    if used is None:
+        return ""
+    try:
+        _, gz = _suffixes(path)
+        with (gzip.open(path, "rt", encoding="utf-8", errors="replace") if gz
+              else open(path, encoding="utf-8", errors="replace")) as fh:
+            header = fh.readline()
+    except (OSError, UnicodeDecodeError, EOFError):
+        return ""
+    counts = {c: header.count(c) for c in _SEPARATORS if c != used}
+    best = max(counts, key=lambda c: counts[c]) if counts else None
+    if best is None or counts[best] == 0 or header.count(used) >= counts[best]:
+        return ""
+    return (f" The file looks {_SEPARATORS[best]}-separated (its header line is "
+            f"{header.rstrip(chr(10) + chr(13))!r}) but was read with sep={used!r}: pass "
+            f"sep={best!r}.")

@@ -1,0 +1,420 @@
+"""Power of any test by simulation: Card et al.'s (2020) recipe as a function (§2, Fig. 2).
+
+The paper's algorithm for any setting: (1) write down a generative process
+for the data with a true effect, (2) pick the test, (3) draw many data sets,
+test each, and (4) count the rejections *whose estimate has the sign of the
+true effect* -- that share is the power.  Among the significant results, the
+mean of ``|estimate| / |effect|`` is the exaggeration factor (Type-M) and the
+share with the wrong sign is Type-S (Gelman & Carlin 2014).
+
+:func:`simulate_power` runs that recipe for a user's ``generate(rng, **params)``
+and ``test(data)``; :func:`simulate_power_grid` runs it on every cell of a grid
+of ``params`` through :func:`nlpower.grid.run_grid` (progress, checkpoints,
+loky or Dask, the same results for any ``n_jobs``).  Replicate ``i`` draws
+from the ``i``-th child of the cell's seed, so a result does not depend on
+how the work is split.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from ._choices import Backend, OnError
+from ._rng import RNGLike, root_seed, seed_record
+from ._validation import check_int, check_real
+from .errors import InputError
+from .grid import GridResult, check_run_options, run_grid
+from .intervals import ConfidenceInterval, wilson_ci
+from .montecarlo import MonteCarloSummary
+
+__all__ = ["SimulatedPowerResult", "SimulationProblem", "simulate_power", "simulate_power_grid"]
+
+#: Record keys a grid frame shows after its axis columns.
+RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "type_m", "type_m_low", "type_m_high",
+                  "type_s", "type_s_low", "type_s_high", "rejection_rate", "n_sims", "n_failed")
+
+
+@dataclass(frozen=True)
+class SimulatedPowerResult:
+    """Monte Carlo power, Type-M and Type-S of a user's test, each with its 95% MC interval.
+
+    Attributes
+    ----------
+    power, se, ci : float, float, ConfidenceInterval
+        Share of simulations with ``p <= alpha`` and an estimate of the sign of
+        ``effect``; its MC standard error and Wilson interval (NaN at effect 0).
+    type_m, type_m_ci : float, ConfidenceInterval
+        Mean ``|estimate| / |effect|`` over significant simulations; t
+        interval from their standard deviation.
+    type_s, type_s_ci : float, ConfidenceInterval
+        Share of significant simulations with the wrong sign; Wilson interval.
+    rejection_rate, rejection_ci : float, ConfidenceInterval
+        Share with ``p <= alpha`` (the Type I error when ``effect`` is 0).
+    n_sims, n_rejected, n_significant, n_failed : int
+        Simulations, sign-correct rejections, rejections, and simulations whose
+        test raised or gave a NaN p-value (counted as non-rejections).
+    effect, alpha, params : what was simulated.
+    estimates, pvalues : ndarray or None
+        Per-simulation values (``keep_draws=True``), for :meth:`plot`.
+    seed, version : provenance.
+    mc : MonteCarloSummary
+        The counts behind these numbers (:mod:`nlpower.montecarlo`).
+    """
+
+    power: float
+    se: float
+    ci: ConfidenceInterval
+    type_m: float
+    type_m_ci: ConfidenceInterval
+    type_s: float
+    type_s_ci: ConfidenceInterval
+    rejection_rate: float
+    rejection_ci: ConfidenceInterval
+    n_sims: int
+    n_rejected: int
+    n_significant: int
+    n_failed: int
+    effect: float
+    alpha: float
+    params: dict[str, Any] = field(default_factory=dict)
+    estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
+    pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
+    seed: dict[str, Any] = field(default_factory=dict)
+    version: str = __version__
+    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
+
+    def summary(self) -> str:
+        """A short text report."""
+        where = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        lines = [f"Simulated power ({self.n_sims} data sets, alpha {self.alpha:g}, true effect "
+                 f"{self.effect:g}{'; ' + where if where else ''})"]
+        if self.effect == 0:
+            lines.append(f"  effect is 0: rejection rate (Type I error) {self.rejection_rate:.4f} "
+                         f"[{self.rejection_ci.low:.4f}, {self.rejection_ci.high:.4f}]")
+        else:
+            lines.append(f"  power   {self.power:.4f}  (MC SE {self.se:.4f}; 95% CI "
+                         f"{self.ci.low:.4f}-{self.ci.high:.4f})")
+            lines.append(f"  Type-M  {self.type_m:.3f}  [{self.type_m_ci.low:.3f}, "
+                         f"{self.type_m_ci.high:.3f}]")
+            lines.append(f"  Type-S  {self.type_s:.4f}  [{self.type_s_ci.low:.4f}, "
+                         f"{self.type_s_ci.high:.4f}]")
+        if self.n_failed:
+            lines.append(f"  note: {self.n_failed} simulation(s) failed (test raised or p-value "
+                         "NaN); counted as non-rejections")
+        return "\n".join(lines)
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat JSON-able record (a grid cell, a checkpoint line)."""
+        def f(x: float) -> float | None:
+            return None if not math.isfinite(x) else float(x)
+        return {
+            "power": f(self.power), "ci_low": f(self.ci.low), "ci_high": f(self.ci.high),
+            "se": f(self.se), "type_m": f(self.type_m), "type_m_low": f(self.type_m_ci.low),
+            "type_m_high": f(self.type_m_ci.high), "type_s": f(self.type_s),
+            "type_s_low": f(self.type_s_ci.low), "type_s_high": f(self.type_s_ci.high),
+            "rejection_rate": self.rejection_rate, "rejection_low": self.rejection_ci.low,
+            "rejection_high": self.rejection_ci.high, "n_sims": self.n_sims,
+            "n_rejected": self.n_rejected, "n_significant": self.n_significant,
+            "n_failed": self.n_failed, "effect": self.effect, "alpha": self.alpha,
+            "params": dict(self.params), "seed_entropy": self.seed.get("entropy"),
+            "seed_spawn_key": list(self.seed.get("spawn_key", ())), "version": self.version,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SimulatedPowerResult:
+        """The result back from :meth:`to_record` (without the per-simulation draws)."""
+        r = dict(record)
+
+        def g(key: str) -> float:
+            return math.nan if r.get(key) is None else float(r[key])
+        seed = {} if r.get("seed_entropy") is None else {
+            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
+        return cls(
+            power=g("power"), se=g("se"), ci=ConfidenceInterval(g("ci_low"), g("ci_high")),
+            type_m=g("type_m"), type_m_ci=ConfidenceInterval(g("type_m_low"), g("type_m_high")),
+            type_s=g("type_s"), type_s_ci=ConfidenceInterval(g("type_s_low"), g("type_s_high")),
+            rejection_rate=g("rejection_rate"),
+            rejection_ci=ConfidenceInterval(g("rejection_low"), g("rejection_high")),
+            n_sims=int(r["n_sims"]), n_rejected=int(r["n_rejected"]),
+            n_significant=int(r["n_significant"]), n_failed=int(r["n_failed"]),
+            effect=float(r["effect"]), alpha=float(r["alpha"]), params=dict(r.get("params", {})),
+            seed=seed, version=r.get("version", __version__),
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row (``params`` spread into columns)."""
+        rec = self.to_record()
+        params = rec.pop("params")
+        rec.pop("seed_spawn_key")
+        return pd.DataFrame([{**params, **rec}])
+
+    def plot(self, ax: Any = None) -> Any:
+        """Figure 1 of Card et al. (2020): the estimates, significant ones highlighted.
+
+        Needs ``keep_draws=True``.  Returns the matplotlib ``Figure``.
+        """
+        if self.estimates is None or self.pvalues is None:
+            raise InputError("this result kept no per-simulation draws: rerun simulate_power(..., "
+                             "keep_draws=True) to plot them.")
+        from .plots import _pyplot
+        plt = _pyplot()
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+        else:
+            fig = ax.figure
+        est, sig = self.estimates, np.nan_to_num(self.pvalues, nan=1.0) <= self.alpha
+        ok = np.isfinite(est)
+        bins = np.histogram_bin_edges(est[ok], bins=40)
+        ax.hist(est[ok & ~sig], bins=bins, color="0.75", label="not significant")
+        ax.hist(est[ok & sig], bins=bins, color="C3", alpha=0.8, label=f"p <= {self.alpha:g}")
+        ax.axvline(self.effect, color="k", lw=1, ls="--", label="true effect")
+        ax.set_xlabel("estimate")
+        ax.set_ylabel("simulations")
+        ax.set_title(f"power {self.power:.2f}, Type-M {self.type_m:.2f}, Type-S {self.type_s:.3f}")
+        ax.legend(frameon=False, fontsize="small")
+        return fig
+
+    def __repr__(self) -> str:
+        return (f"SimulatedPowerResult(power={self.power:.4f} [{self.ci.low:.4f}, "
+                f"{self.ci.high:.4f}], type_m={self.type_m:.3f}, type_s={self.type_s:.3g}, "
+                f"n_sims={self.n_sims})")
+
+
+def _estimate_pvalue(out: Any) -> tuple[float, float]:
+    """``test(data)``'s answer as (estimate, p-value): a pair, a mapping, or an object."""
+    if isinstance(out, Mapping):
+        return float(out["estimate"]), float(out["pvalue"])
+    if hasattr(out, "pvalue"):
+        est = getattr(out, "estimate", getattr(out, "statistic", None))
+        if est is None:
+            raise InputError("test(data) returned an object with .pvalue but neither .estimate "
+                             "nor .statistic; return (estimate, pvalue) instead.")
+        return float(est), float(out.pvalue)
+    try:
+        est, p = out
+    except (TypeError, ValueError):
+        raise InputError(f"test(data) must return (estimate, pvalue), a mapping with those keys, "
+                         f"or an object with .estimate and .pvalue; got {type(out).__name__}.") \
+            from None
+    return float(est), float(p)
+
+
+def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mapping[str, Any],
+         n_sims: int, seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray, int]:
+    est = np.full(n_sims, np.nan)
+    pval = np.full(n_sims, np.nan)
+    failed = 0
+    for i, child in enumerate(seq.spawn(n_sims)):
+        data = generate(np.random.default_rng(child), **params)
+        try:
+            est[i], pval[i] = _estimate_pvalue(test(data))
+        except InputError:
+            raise
+        except Exception:       # a failed test is a non-rejection, counted (STYLE 6)
+            failed += 1
+            continue
+        if not math.isfinite(pval[i]):
+            failed += 1
+    return est, pval, failed
+
+
+def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float, alpha: float,
+              params: Mapping[str, Any], seed: dict[str, Any],
+              keep_draws: bool) -> SimulatedPowerResult:
+    """Sign-correct power, Type-M/S and their MC intervals from per-simulation values
+    (through :class:`nlpower.montecarlo.MonteCarloSummary`, as every power in nlpower)."""
+    sig = np.nan_to_num(pval, nan=1.0) <= alpha
+    mc = MonteCarloSummary.from_draws(est, sig, effect=effect)
+    return SimulatedPowerResult(
+        power=mc.power, se=mc.se, ci=mc.ci, type_m=mc.type_m, type_m_ci=mc.type_m_ci,
+        type_s=mc.type_s, type_s_ci=mc.type_s_ci, rejection_rate=mc.rejection_rate,
+        rejection_ci=ConfidenceInterval(*wilson_ci(mc.n_significant, mc.n_sims)),
+        n_sims=mc.n_sims, n_rejected=mc.n_rejected, n_significant=mc.n_significant,
+        n_failed=n_failed, effect=effect, alpha=alpha, params=dict(params),
+        estimates=est if keep_draws else None, pvalues=pval if keep_draws else None, seed=seed,
+        mc=mc,
+    )
+
+
+def _check(generate: Any, test: Any, n_sims: Any, alpha: Any) -> tuple[int, float]:
+    for name, fn in (("generate", generate), ("test", test)):
+        if not callable(fn):
+            raise InputError(f"{name} must be a function; got {type(fn).__name__}. generate(rng, "
+                             "**params) returns one data set, test(data) returns (estimate, pvalue).")
+    return (check_int("n_sims", n_sims, min=1),
+            check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True))
+
+
+def simulate_power(
+    generate: Callable[..., Any],
+    test: Callable[[Any], Any],
+    *,
+    effect: float,
+    n_sims: int = 1000,
+    alpha: float = 0.05,
+    rng: RNGLike = None,
+    params: Mapping[str, Any] | None = None,
+    keep_draws: bool = True,
+) -> SimulatedPowerResult:
+    """Power, Type-M and Type-S of ``test`` on data from ``generate`` (Card et al. 2020, Fig. 2).
+
+    Parameters
+    ----------
+    generate : callable
+        ``generate(rng, **params)`` returns one simulated data set; ``rng`` is a
+        ``numpy.random.Generator`` of its own for every data set.
+    test : callable
+        ``test(data)`` returns ``(estimate, pvalue)`` (or a mapping with those
+        keys, or an object with ``.estimate``/``.statistic`` and ``.pvalue``).
+        ``estimate`` is on the scale of ``effect``.  A test that raises, or
+        gives a NaN p-value, counts as a non-rejection (``n_failed``).
+    effect : float
+        The true effect the generative process builds in: its sign defines a
+        correct rejection, its size the Type-M ratio; 0 gives the Type I error.
+    n_sims : int
+        Simulated data sets.
+    alpha : float
+        Significance level.
+    rng : seed or Generator
+        Randomness (``nlpower._rng`` policy); data set ``i`` draws from the
+        ``i``-th child of the seed.
+    params : mapping, optional
+        Keyword arguments of ``generate`` (recorded in the result).
+    keep_draws : bool
+        Keep the per-simulation estimates and p-values (for :meth:`plot`).
+
+    Returns
+    -------
+    SimulatedPowerResult
+
+    Examples
+    --------
+    Card et al. (2020), Fig. 1: 65% of people prefer system B; is B preferred,
+    by a two-sided binomial test on ``n`` raters?
+
+    >>> from scipy import stats
+    >>> def generate(rng, n):
+    ...     return rng.binomial(n, 0.65), n
+    >>> def test(data):
+    ...     k, n = data
+    ...     return k / n - 0.5, stats.binomtest(k, n).pvalue
+    >>> r = simulate_power(generate, test, effect=0.15, params={"n": 100}, n_sims=400, rng=1)
+    >>> r.power > 0.75
+    True
+    """
+    n_sims, alpha = _check(generate, test, n_sims, alpha)
+    effect = check_real("effect", effect)
+    params = dict(params or {})
+    seq = root_seed(rng)
+    est, pval, failed = _run(generate, test, params, n_sims, seq)
+    return summarise(est, pval, failed, effect=effect, alpha=alpha, params=params,
+                     seed=seed_record(seq), keep_draws=keep_draws)
+
+
+def _name(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+@dataclass(frozen=True)
+class SimulationProblem:
+    """:func:`simulate_power` as a grid problem: one cell = one parameter combination.
+
+    ``effect`` is a number, the name of a grid axis that holds the true effect,
+    or a function of the cell's parameters.  Fixed extra keyword arguments of
+    ``generate`` go in ``fixed``.
+    """
+
+    generate: Callable[..., Any]
+    test: Callable[[Any], Any]
+    effect: float | str | Callable[..., float]
+    n_sims: int = 1000
+    alpha: float = 0.05
+
+    name = "simulate"
+    result_columns = RESULT_COLUMNS
+
+    def fingerprint(self) -> dict[str, Any]:
+        eff = self.effect if isinstance(self.effect, (int, float, str)) else _name(self.effect)
+        return {"generate": _name(self.generate), "test": _name(self.test), "effect": eff,
+                "n_sims": self.n_sims, "alpha": self.alpha}
+
+    def effect_at(self, key: Mapping[str, Any]) -> float:
+        if isinstance(self.effect, str):
+            return float(key[self.effect])
+        if callable(self.effect):
+            return float(self.effect(**key))
+        return float(self.effect)
+
+    def run_cell(self, key: Mapping[str, Any],
+                 rng: np.random.SeedSequence) -> SimulatedPowerResult:
+        params = dict(key)
+        est, pval, failed = _run(self.generate, self.test, params, self.n_sims, rng)
+        return summarise(est, pval, failed, effect=self.effect_at(key), alpha=self.alpha,
+                         params=params, seed=seed_record(rng), keep_draws=False)
+
+    def from_record(self, record: Mapping[str, Any]) -> SimulatedPowerResult:
+        return SimulatedPowerResult.from_record(record)
+
+
+def simulate_power_grid(
+    generate: Callable[..., Any],
+    test: Callable[[Any], Any],
+    params: Mapping[str, Any],
+    *,
+    effect: float | str | Callable[..., float],
+    n_sims: int = 1000,
+    alpha: float = 0.05,
+    rng: RNGLike = None,
+    n_jobs: int = 1,
+    backend: Backend = "loky",
+    client: Any = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    on_error: OnError = "raise",
+) -> GridResult:
+    """:func:`simulate_power` on every combination of ``params`` (lists are axes).
+
+    Runs on :func:`nlpower.grid.run_grid`: each cell's seed derives from ``rng``
+    and the cell's parameters, so results are the same for any ``n_jobs``,
+    backend (``"loky"`` or ``"dask"``) or after resuming from ``checkpoint``.
+    ``effect`` is a number, the name of the axis holding the true effect, or
+    ``effect(**params)``.  ``generate`` and ``test`` must be picklable for
+    ``n_jobs > 1`` (module-level functions; loky also ships closures).
+    Draw the grid with ``nlpower.plots.plot_grid(result)``.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> def generate(rng, n, share):
+    ...     return rng.binomial(n, share), n
+    >>> def test(data):
+    ...     k, n = data
+    ...     return k / n - 0.5, stats.binomtest(k, n).pvalue
+    >>> g = simulate_power_grid(generate, test, {"n": [25, 100], "share": 0.65},
+    ...                         effect=lambda n, share: share - 0.5, n_sims=200, rng=1,
+    ...                         progress=False)
+    >>> list(g.to_frame()["n"])
+    [25, 100]
+    """
+    n_sims, alpha = _check(generate, test, n_sims, alpha)
+    if not isinstance(params, Mapping) or not params:
+        raise InputError("params must be a non-empty mapping of generate's keyword arguments to "
+                         "a value or a list of values (an axis), e.g. {'n': [25, 100]}.")
+    if isinstance(effect, str) and effect not in params:
+        raise InputError(f"effect={effect!r} names no parameter; use one of "
+                         f"{', '.join(map(repr, params))}, a number, or a function of them.")
+    if not isinstance(effect, str) and not callable(effect):
+        effect = check_real("effect", effect)
+    check_run_options(n_jobs, backend, client, on_error)
+    problem = SimulationProblem(generate, test, effect, n_sims, alpha)
+    return run_grid(problem, params, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
+                    checkpoint=checkpoint, progress=progress, on_error=on_error,
+                    desc="simulated power grid")
