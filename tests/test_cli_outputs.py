@@ -276,21 +276,21 @@ def test_compare_planned_effect_flag_the_note_asks_for(tmp_path, capsys):
     assert "--planned-effect needs --power normal" in capsys.readouterr().err
 
 
-def test_library_warnings_are_one_line_without_a_source_path(capsys, monkeypatch):
-    import warnings
-
-    from nlpower.errors import NlpowerWarning
-
-    def warn(*args, **kwargs):
-        warnings.warn("expect about 6 s per replicate; pass n_sims=10 to try", NlpowerWarning,
-                      stacklevel=2)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("nlpower.powersim.power", warn)
-    assert main(POWER) == 130
-    err = capsys.readouterr().err
-    assert "warning: expect about 6 s per replicate; pass --n-sims 10 to try" in err
-    assert ".py:" not in err
+def test_library_warnings_are_one_line_without_a_source_path():
+    code = "\n".join([
+        "import warnings, nlpower.powersim",
+        "from nlpower.errors import NlpowerWarning",
+        "def power(*args, **kwargs):",
+        "    warnings.warn('expect about 6 s per replicate; pass n_sims=10 to try', NlpowerWarning)",
+        "    raise KeyboardInterrupt",
+        "nlpower.powersim.power = power",
+        "from nlpower.cli import main",
+        f"raise SystemExit(main({POWER!r}))",
+    ])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 130
+    assert "warning: expect about 6 s per replicate; pass --n-sims 10 to try" in proc.stderr
+    assert ".py:" not in proc.stderr
 
 
 def test_kenward_roger_cost_estimate_is_measured():

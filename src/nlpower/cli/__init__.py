@@ -102,8 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # a warning is one line in the words of the command line, without the source path
-        warnings.showwarning = lambda message, *rest, **kw: print(
-            f"warning: {speak_cli(str(message), args.flags)}", file=sys.stderr)
+        # (formatwarning, so a caller recording warnings still receives them unchanged)
+        warnings.formatwarning = lambda message, *rest, **kw: (
+            f"warning: {speak_cli(str(message), args.flags)}\n")
         code = int(args.func(args) or 0)
     seed: Any = vars(args).get("seed")
     if seed is not None:
