@@ -309,3 +309,30 @@ def test_kenward_roger_cost_estimate_is_measured():
         except AttributeError:
             pass  # the fake spec has no structure; the warning comes first
     assert "expect about 6 s per replicate" in str(caught[0].message)
+
+
+# --- item 15: output says what it means --------------------------------------------------------
+
+
+def test_analytic_power_prints_no_monte_carlo_fields(capsys):
+    assert main(["power", "--preset", "high-variance", "--workers", "3", "--items", "50",
+                 "--effect", "0.1", "--method", "analytic"]) == 0
+    out = capsys.readouterr().out
+    assert "Power (analytic, no simulation)" in out
+    for monte_carlo in ("MC SE", "replicates", "detections", "failed fits"):
+        assert monte_carlo not in out
+
+
+def test_replicability_defines_k_and_names_datasets(capsys):
+    assert main(["replicability", "0.01", "0.2", "0.03", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "where k is the true number of datasets on which A is better" in out
+    assert "A is better on datasets #1 (p = 0.01), #4 (p = 0.001)" in out
+    assert main(["replicability", "books=0.001", "dvd=0.2"]) == 0
+    assert "A is better on dataset books" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_quietly():
+    proc = subprocess.run(f"{sys.executable} -m nlpower replicability 0.01 0.2 0.03 | head -1",
+                          shell=True, capture_output=True, text=True)
+    assert proc.stdout.startswith("Replicability analysis") and "Traceback" not in proc.stderr
