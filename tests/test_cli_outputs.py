@@ -336,3 +336,16 @@ def test_a_closed_pipe_ends_quietly():
     proc = subprocess.run(f"{sys.executable} -m nlpower replicability 0.01 0.2 0.03 | head -1",
                           shell=True, capture_output=True, text=True)
     assert proc.stdout.startswith("Replicability analysis") and "Traceback" not in proc.stderr
+
+
+def test_words_a_reader_can_take_at_face_value(tmp_path, capsys):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(str(0.1 * i + 0.05 * (i % 4)) for i in range(40)) + "\n")
+    b.write_text("\n".join(str(0.1 * i) for i in range(40)) + "\n")
+    assert main(["compare", str(a), str(b), "--n-resamples", "99"]) == 0
+    out = capsys.readouterr().out
+    assert "-> normal at" not in out and "normality" in out
+    assert main(["bleu", "power", "--n", "300", "--delta", "1", "--n-sims", "20",
+                 "--n-permutations", "19"]) == 0
+    out = capsys.readouterr().out
+    assert "dB_hat" not in out and "sum(delta)" not in out and "BLEU points" in out
