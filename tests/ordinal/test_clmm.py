@@ -213,3 +213,23 @@ def test_engine_family_slot(crossed: pd.DataFrame) -> None:
     assert core.loglik == pytest.approx(direct.loglik, abs=1e-6)
     assert core.se.shape == core.beta.shape == (1,)
     assert core.thresholds.size == 4
+
+
+def test_warm_start_from_a_singular_fit_leaves_zero() -> None:
+    """A zero SD is a stationary point; a replicate warm-started there must still find the SD."""
+    flat = crowd(item_sd=0.0, worker_sd=1.0, seed=11)
+    strong = crowd(item_sd=1.5, worker_sd=1.0, seed=11)
+    m = prepare_clmm("rating ~ system + (1 | worker) + (1 | item)", flat, warn=False)
+    c0 = m.refit()
+    c0_at_zero = _with_theta(c0, [c0.theta[0], 0.0])
+    y = prepare_clmm("rating ~ system + (1 | worker) + (1 | item)", strong, warn=False).y
+    c1 = m.refit(y, start=c0_at_zero)
+    assert c1.theta[1] > 0.7
+    z = m._to_opt(c1.params.copy())
+    z[-1] = 0.0
+    assert m._off_boundary(z, m.nll(m._from_opt(z))) is not None   # steps off the saddle
+
+
+def _with_theta(core, theta):  # type: ignore[no-untyped-def]
+    import dataclasses
+    return dataclasses.replace(core, theta=np.asarray(theta, dtype=float))

@@ -94,7 +94,7 @@ def test_bad_levels_and_unreachable_spread():
         LikertParams.from_preset(LMMParams(beta0=1.2), 5)
 
 
-@pytest.mark.parametrize("name", ["likert", "power", "grid"])
+@pytest.mark.parametrize("name", ["likert", "power", "grid", "headtohead"])
 def test_docstring_examples(name):
     module = importlib.import_module(f"nlpower.outcomes.{name}")
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

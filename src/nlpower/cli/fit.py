@@ -48,6 +48,10 @@ def register(subparsers: Any) -> None:
                         "nested factors), paper (always the paper's formula), or an lme4 formula "
                         "over rating, system, worker, item for a simpler model, e.g. "
                         "'rating ~ system + (1|worker) + (1|item)'")
+    p.add_argument("--family", choices=("gaussian", "ordinal"), default="gaussian",
+                   help="gaussian (default: ratings rescaled to [0, 1], the paper's model) or "
+                        "ordinal (cumulative logit mixed model of the integer ratings: thresholds "
+                        "and latent-scale SDs)")
     p.add_argument("--sep", default=None,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
@@ -73,8 +77,8 @@ def run_fit(args: argparse.Namespace) -> int:
             duplicates=args.duplicates, sep=_separator(args.sep),
         )
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
-                          model=args.model)
-        text = fit.summary() if args.full else _brief(fit)
+                          model=args.model, family=args.family)
+        text = fit.summary() if (args.full or args.family == "ordinal") else _brief(fit)
     for w in caught:  # library warnings name arguments (scale=); the user typed flags
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(speak_cli(text, args.flags))

@@ -97,7 +97,7 @@ def cumulative_parts(link: Link, upper: np.ndarray, lower: np.ndarray,
     >>> from nlpower.lmm.family import get_link
     >>> cp = cumulative_parts(get_link("logit"), np.array([0.0, np.inf]), np.array([-np.inf, 0.0]))
     >>> cp.p.tolist(), cp.d1.tolist()
-    [0.5, 0.5], [-0.5, 0.5]
+    ([0.5, 0.5], [-0.5, 0.5])
     """
     if link.name == "logit":
         return _logit_parts(upper, lower, derivatives)

@@ -49,7 +49,7 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     q1 = b1.q
     Q2 = fac.Q2
     Sinv = sla.cho_solve((fac.chol2, True), np.eye(Q2), check_finite=False)
-    Md = fac.M.toarray()                              # (Q1, Q2) = G^{-1} H12
+    Md = fac.M if fac.dense else fac.M.toarray()      # (Q1, Q2) = G^{-1} H12
     MS = Md @ Sinv                                    # (Q1, Q2)
     # diagonal blocks of (H^{-1})_11 = G^{-1} + M S^{-1} M'
     L1 = b1.L

@@ -36,6 +36,9 @@ from .thresholds import make_thresholds
 
 __all__ = ["ClmmCore", "ClmmModel"]
 
+#: smallest SD a fit starts from (warm starts from singular fits included)
+_MIN_START_SD = 0.2
+
 
 @dataclass(frozen=True, eq=False)
 class ClmmCore:
@@ -260,6 +263,11 @@ class ClmmModel:
                              f"(thresholds, fixed effects, random-effect parameters); got {x0.size}.")
         if self.rs is None:
             return self._refit_clm(checkconv)
+        # an SD at exactly 0 is a stationary point of the Laplace likelihood (it is even
+        # in each scalar SD): a start there -- a singular previous fit -- would never leave it
+        th0 = x0[self.n_alpha + self.p:]
+        diag = self.rs.lower == 0.0
+        th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
         z0 = self._to_opt(x0)
@@ -273,10 +281,15 @@ class ClmmModel:
                 return 1e300, np.zeros_like(z)
             return v, self._grad_to_opt(z, g)
 
-        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds,
-                                options={"maxiter": int(ctl.get("maxiter", 1000)),
-                                         "ftol": float(ctl.get("ftol", 1e-14)),
-                                         "gtol": float(ctl.get("gtol", 1e-8))})
+        opts = {"maxiter": int(ctl.get("maxiter", 1000)), "ftol": float(ctl.get("ftol", 1e-14)),
+                "gtol": float(ctl.get("gtol", 1e-8))}
+        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds, options=opts)
+        for _ in range(3):        # an SD stopped at 0 by a saddle: step off and go on
+            z1 = self._off_boundary(res.x, float(res.fun))
+            if z1 is None:
+                break
+            res = optimize.minimize(fz, z1, method="L-BFGS-B", jac=True, bounds=bounds,
+                                    options=opts)
         x = self._from_opt(res.x)
         x[self.n_alpha + self.p:] = np.where(
             (self.rs.lower == 0.0) & (x[self.n_alpha + self.p:] < 1e-6), 0.0,
@@ -284,6 +297,24 @@ class ClmmModel:
         # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
         return self._finish(x, bool(res.success) or "ABNORMAL" in str(res.message),
                             str(res.message), checkconv, hessian)
+
+    def _off_boundary(self, z: np.ndarray, f: float) -> np.ndarray | None:
+        """A point with lower ``-loglik`` next to an SD at 0 (``None``: 0 is a minimum there).
+
+        The gradient in a scalar SD vanishes at 0, so the optimiser cannot see
+        that the likelihood rises away from it; try SDs of 0.1 and 0.5.
+        """
+        assert self.rs is not None
+        k0 = z.size - self.n_theta
+        best, best_f = None, f - 1e-6
+        for j in np.flatnonzero((self.rs.lower == 0.0) & (z[k0:] < 1e-6)):
+            for sd in (0.1, 0.5):
+                zz = z.copy()
+                zz[k0 + j] = sd
+                v = self.nll(self._from_opt(zz))
+                if v < best_f:
+                    best, best_f = zz, v
+        return best
 
     def _grad_to_opt(self, z: np.ndarray, g: np.ndarray) -> np.ndarray:
         if self.thr.kind != "flexible" or self.n_alpha < 2:

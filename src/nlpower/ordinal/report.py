@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["summary_text"]
 
@@ -47,7 +48,7 @@ def summary_text(fit: Any) -> str:
         vc = vc[~vc["grp"].str.startswith("Residual")]
         rows = []
         for r in vc.itertuples():
-            if r.var2 is None:
+            if pd.isna(r.var2):
                 rows.append([str(r.grp), str(r.var1), f"{r.vcov:.4g}", f"{r.sdcor:.4g}"])
         lines += [" " + x for x in _table(rows, ["Groups", "Name", "Variance", "Std.Dev."])]
         cor = vc[vc["var2"].notna()]

@@ -291,9 +291,10 @@ class ClmmFit:
         ct = self.coef_table().reset_index(names="term")
         vc = self.varcorr()
         vc = vc[~vc["grp"].str.startswith("Residual")]
-        rows = [{"term": (f"sd__{r.var1!s}" if r.var2 is None else f"cor__{r.var1!s}.{r.var2!s}"),
-                 "group": r.grp, "estimate": r.sdcor, "kind": "random"}
-                for r in vc.itertuples()]
+        rows = [{"term": (f"sd__{v1!s}" if not isinstance(v2, str) else f"cor__{v1!s}.{v2}"),
+                 "group": grp, "estimate": sd, "kind": "random"}
+                for grp, v1, v2, sd in zip(vc["grp"], vc["var1"], vc["var2"], vc["sdcor"],
+                                           strict=True)]
         return pd.concat([ct.assign(group=None), pd.DataFrame(rows)], ignore_index=True)
 
     def summary(self) -> str:

@@ -22,6 +22,7 @@ worker x item structure of the LMM engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -30,6 +31,9 @@ import scipy.sparse as sp
 from ..lmm.structure import ReTerm
 
 __all__ = ["Block", "HFactor", "ReStructure"]
+
+#: the coupling block H12 (Q1 x Q2) is held dense up to this many entries (32 MB)
+_DENSE_LIMIT = 4_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,6 +192,7 @@ class HFactor:
         self.Q1 = b1.L * b1.q
         self.Q2 = rs.n_u - self.Q1
         self.chol2: np.ndarray | None = None
+        self.dense = True
         if self.Q2 == 0:
             return
         Q2 = self.Q2
@@ -212,16 +217,33 @@ class HFactor:
                                            minlength=Q2 * Q2)
         H22 = H22flat.reshape(Q2, Q2)
         H22[np.diag_indices(Q2)] += 1.0
-        H12 = sp.csr_matrix((np.concatenate(vals12),
-                             (np.concatenate(rows12), np.concatenate(cols12))),
-                            shape=(self.Q1, Q2))
-        M = (sp.diags(1.0 / self.g1_diag) @ H12 if self.G1inv is None
-             else self.G1inv @ H12)
-        S = H22 - (H12.T @ M).toarray()
+        rows = np.concatenate(rows12)
+        cols = np.concatenate(cols12)
+        vals = np.concatenate(vals12)
+        if self.Q1 * Q2 <= _DENSE_LIMIT:
+            # dense Schur complement: a few BLAS calls beat sparse products at crowd sizes
+            H12d = np.bincount(rows * Q2 + cols, weights=vals,
+                               minlength=self.Q1 * Q2).reshape(self.Q1, Q2)
+            if self.G1inv is None:
+                Md = H12d / self.g1_diag[:, None]
+            else:
+                L1 = b1.L
+                Md = np.einsum("lij,ljk->lik", self.Ginv_blocks,
+                               H12d.reshape(L1, b1.q, Q2)).reshape(self.Q1, Q2)
+            S = H22 - H12d.T @ Md
+            self.H12: Any = H12d
+            self.M: Any = Md
+            self.dense = True
+        else:
+            H12 = sp.csr_matrix((vals, (rows, cols)), shape=(self.Q1, Q2))
+            M = (sp.diags(1.0 / self.g1_diag) @ H12 if self.G1inv is None
+                 else self.G1inv @ H12)
+            S = H22 - (H12.T @ M).toarray()
+            self.H12 = H12
+            self.M = M
+            self.dense = False
         self.chol2 = sla.cholesky(S, lower=True, check_finite=False)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
-        self.H12 = H12
-        self.M = M
 
     def _solve1(self, r1: np.ndarray) -> np.ndarray:
         if self.G1inv is None:

@@ -36,7 +36,8 @@ def fit_ratings(
     model: RatingsModel | str = "auto",
     start: Any = None,
     control: dict[str, Any] | None = None,
-) -> RatingsFit:
+    family: str = "gaussian",
+) -> Any:
     """Fit ``rating ~ system + (system || worker) + (system || item)`` (Card et al. 2020).
 
     Parameters
@@ -69,6 +70,12 @@ def fit_ratings(
         Starting ``theta`` (lme4's order).
     control : dict, optional
         The engine's optimiser settings (see :func:`nlpower.lmm.lmer`).
+    family : {"gaussian", "ordinal"}, default "gaussian"
+        ``"ordinal"``: the same model as a cumulative logit mixed model of
+        the integer ratings (:func:`nlpower.clmm`; ``engine="native"`` or
+        ``"lme4"`` for R's ``ordinal::clmm``); returns an
+        :class:`~nlpower.ordinal.ratings.OrdinalRatingsFit` with thresholds
+        and latent-scale SDs in the layout of Tables 13-15.
 
     Returns
     -------
@@ -117,6 +124,12 @@ def fit_ratings(
     if not isinstance(REML, bool):
         raise RatingsError(f"REML must be True or False; got {REML!r}.")
     choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
+    if family != "gaussian":
+        if family != "ordinal":
+            raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
+        from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
+        return fit_ratings_ordinal(ratings, choice, engine="native" if engine == "native"
+                                   else "ordinal", start=start, control=control)
     fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
     return _ratings_fit(ratings, choice, fit, loadings)
 
