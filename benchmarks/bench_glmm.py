@@ -15,9 +15,11 @@ crossed worker x item binary design with ``||`` slopes (60 x 40).
 Timing: wall-clock of the fit call only -- ``nlpower.glmer()`` (model frame
 included) in this process after a warm-up fit, ``system.time(glmer(...))``
 inside one R process (lme4's defaults: two stages, bobyqa + Nelder-Mead);
-the median of ``--repeats``.  Both engines run one after the other in the
-same run, so the ratio lme4/native is what to read (the machine is shared:
-absolute times vary with its load).  BLAS threads are pinned to 1.
+the median of ``--repeats``; also the CPU time of the fit (``process_time``;
+R's ``user + sys``), which a loaded machine inflates less.  Both engines run
+one after the other in the same run, so the ratio lme4/native is what to
+read (the machine is shared: absolute times vary with its load).  BLAS
+threads are pinned to 1.
 """
 
 from __future__ import annotations
@@ -68,12 +70,12 @@ suppressPackageStartupMessages({library(lme4); library(jsonlite)})
 d <- read.csv(%(path)s, stringsAsFactors = TRUE)
 for (v in c("herd", "period", "BROOD", "INDEX", "LOCATION", "YEAR", "id", "item", "worker"))
   if (!is.null(d[[v]])) d[[v]] <- factor(d[[v]])
-times <- numeric(0)
+times <- numeric(0); cpu <- numeric(0)
 for (i in seq_len(%(repeats)d)) {
-  tt <- system.time(fit <- suppressWarnings(suppressMessages(%(call)s)))[["elapsed"]]
-  times <- c(times, tt)
+  tt <- system.time(fit <- suppressWarnings(suppressMessages(%(call)s)))
+  times <- c(times, tt[["elapsed"]]); cpu <- c(cpu, tt[["user.self"]] + tt[["sys.self"]])
 }
-cat(toJSON(list(times = times, loglik = as.numeric(logLik(fit)), fixef = unname(fixef(fit)),
+cat(toJSON(list(times = times, cpu = cpu, loglik = as.numeric(logLik(fit)), fixef = unname(fixef(fit)),
                 sds = as.data.frame(VarCorr(fit))$sdcor), auto_unbox = TRUE, digits = NA))
 """
 
@@ -90,16 +92,17 @@ def cpu_model() -> str:
 
 
 def run_native(case: str, repeats: int) -> dict[str, Any]:
-    times = []
+    times, cpu = [], []
     fit = None
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = fit_case(case)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     assert fit is not None
-    return {"times": times, "loglik": fit.loglik, "fixef": fit.fixef.tolist(),
+    return {"times": times, "cpu": cpu, "loglik": fit.loglik, "fixef": fit.fixef.tolist(),
             "sds": fit.varcorr()["sdcor"].tolist()}
 
 
@@ -117,7 +120,7 @@ def run_lme4(case: str, repeats: int) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip()[-500:])
     r = json.loads(proc.stdout)
-    for key in ("times", "fixef", "sds"):        # toJSON unboxes length-1 vectors
+    for key in ("times", "cpu", "fixef", "sds"):        # toJSON unboxes length-1 vectors
         r[key] = r[key] if isinstance(r[key], list) else [r[key]]
     return r  # type: ignore[no-any-return]
 
@@ -142,17 +145,21 @@ def run(cases: list[str], repeats: int, engines: list[str]) -> dict[str, Any]:
                 print(f"  {e:8s} skipped: {res[e]['skipped']}", flush=True)
                 continue
             res[e]["median"] = statistics.median(res[e]["times"])
+            res[e]["median_cpu"] = statistics.median(res[e]["cpu"])
             print(f"  {e:8s} {res[e]['median']:8.2f} s  (median of {len(res[e]['times'])}: "
-                  f"{', '.join(f'{t:.2f}' for t in res[e]['times'])})  logLik "
-                  f"{res[e]['loglik']:.5f}", flush=True)
+                  f"{', '.join(f'{t:.2f}' for t in res[e]['times'])}; CPU "
+                  f"{res[e]['median_cpu']:.2f} s)  logLik {res[e]['loglik']:.5f}", flush=True)
         nat, lme = res.get("native", {}), res.get("lme4", {})
         if "median" in nat and "median" in lme:
             ratio = lme["median"] / nat["median"]
+            cpu_ratio = lme["median_cpu"] / nat["median_cpu"]
             dfix = max(abs(a - b) for a, b in zip(nat["fixef"], lme["fixef"], strict=True))
             dsd = max(abs(a - b) for a, b in zip(nat["sds"], lme["sds"], strict=True))
-            res["summary"] = {"lme4/native": ratio, "loglik_native_minus_lme4":
+            res["summary"] = {"lme4/native": ratio, "lme4/native_cpu": cpu_ratio,
+                              "loglik_native_minus_lme4":
                               nat["loglik"] - lme["loglik"], "max_dfixef": dfix, "max_dsd": dsd}
-            print(f"  lme4/native time ratio {ratio:.1f}; logLik native - lme4 "
+            print(f"  lme4/native time ratio {ratio:.1f} (CPU time {cpu_ratio:.1f}); "
+                  "logLik native - lme4 "
                   f"{nat['loglik'] - lme['loglik']:+.2e}; max |diff| fixef {dfix:.1e}, SD {dsd:.1e}",
                   flush=True)
         out[c] = res

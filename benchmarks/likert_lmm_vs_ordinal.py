@@ -32,13 +32,15 @@ def main() -> None:
     ap.add_argument("--analyses", default=",".join(a for a in ("lmm", "clmm") if a in ANALYSES))
     ap.add_argument("--workers", default="3,5,10")
     ap.add_argument("--items", default="50,100")
+    ap.add_argument("--scenarios", default="high variance,low variance")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=2020)
     args = ap.parse_args()
     analyses = args.analyses.split(",")
     t0 = time.time()
+    table = {"high variance": presets.high_variance(), "low variance": presets.low_variance()}
     g = likert_power_grid(
-        {"high variance": presets.high_variance(), "low variance": presets.low_variance()},
+        {k: table[k] for k in args.scenarios.split(",")},
         n_workers=[int(w) for w in args.workers.split(",")],
         n_items=[int(i) for i in args.items.split(",")], effect=args.effect, levels=args.levels,
         analysis=analyses, n_sims=args.n_sims, null=True, rng=args.seed, n_jobs=args.n_jobs,
@@ -53,7 +55,7 @@ def main() -> None:
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for _, r in df.iterrows():
-        cells = [r["scenario"], str(r["n_workers"]), str(r["n_items"])]
+        cells = [str(r.get("scenario", args.scenarios)), str(r["n_workers"]), str(r["n_items"])]
         cells += [f"{r[f'type1_{a}']:.3f}" for a in analyses]
         cells += [f"{r[f'power_{a}']:.3f} [{r[f'ci_low_{a}']:.3f}, {r[f'ci_high_{a}']:.3f}]"
                   for a in analyses]

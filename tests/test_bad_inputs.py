@@ -6,8 +6,6 @@ Each cause was found by a trial of 363 bad inputs; every test here failed
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -99,19 +97,13 @@ def test_mde_below_the_null_rejection_rate():
         nlpower.mde(DESIGN, presets.high_variance(), target_power=0.01)
 
 
-def _target_keyword(func) -> str:
-    """``target_power`` (issue 18's one name) or the older ``power``, whichever ``func`` takes."""
-    return "target_power" if "target_power" in inspect.signature(func).parameters else "power"
-
-
 def test_accuracy_mde_below_the_null_rejection_rate():
     with pytest.raises(InputError, match=r"reached with no difference at all"):
-        nlpower.accuracy.mde(500, agreement=0.9, **{_target_keyword(nlpower.accuracy.mde): 0.01})
+        nlpower.accuracy.mde(500, agreement=0.9, target_power=0.01)
 
 
 def test_cli_accuracy_mde_unreachable_target(capsys):
-    flag = "--" + _target_keyword(nlpower.accuracy.mde).replace("_", "-")
-    assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", flag, "0.01"]) == 2
+    assert main(["accuracy", "mde", "--n", "500", "--agreement", "0.9", "--target-power", "0.01"]) == 2
     err = capsys.readouterr().err
     assert "reached with no difference at all" in err and "f(a) and f(b)" not in err
 
@@ -156,3 +148,29 @@ def test_cli_compare_of_one_file_with_itself(tmp_path, capsys):
     assert main(["compare", str(path), str(path)]) == 2
     err = capsys.readouterr().err
     assert "not the same file" in err and "Traceback" not in err
+
+
+# --- item 13: an empty hypothesis line is valid MT output ----------------------------------
+
+
+def test_bleu_estimate_scores_empty_hypotheses_as_sacrebleu(tmp_path, capsys):
+    sacrebleu = pytest.importorskip("sacrebleu")
+    a = ["the cat sat on the mat", "", "a dog barks loudly today", "hello world this is"] * 10
+    b = ["the cat sat on a mat", "it rains", "", "hello world this is it"] * 10
+    r = ["the cat sat on the mat", "it is raining", "a dog barks loudly", "hello world this is it"] * 10
+    result = nlpower.bleu.estimate(a, b, r, n_permutations=99, rng=1)
+    assert result.bleu_a == pytest.approx(sacrebleu.corpus_bleu(a, [r]).score)
+    assert result.bleu_b == pytest.approx(sacrebleu.corpus_bleu(b, [r]).score)
+    paths = []
+    for name, lines in (("a", a), ("b", b), ("r", r)):
+        path = tmp_path / f"{name}.txt"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    assert main(["bleu", "estimate", paths[0], paths[1], "--refs", paths[2],
+                 "--n-permutations", "99"]) == 0
+    assert "BLEU A 73.05" in capsys.readouterr().out
+
+
+def test_bleu_references_still_need_text():
+    with pytest.raises(InputError, match=r"refs: 1 empty line\(s\) \(line 2\)"):
+        nlpower.bleu.estimate(["a b c", "d e"], ["a b", "d e f"], ["a b c", ""])

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ._validation import check_probability
 from .intervals import ConfidenceInterval, wilson_ci
@@ -152,6 +151,8 @@ class MonteCarloSummary:
         k = self.n_significant
         if not (math.isfinite(self.type_m) and math.isfinite(self.type_m_sd)) or k < 2:
             return _NAN_CI
+        from scipy import stats  # on first use: a power run itself needs no scipy (issue 24)
+
         half = float(stats.t.ppf(0.5 + confidence_level / 2.0, k - 1)) * self.type_m_sd / math.sqrt(k)
         return ConfidenceInterval(self.type_m - half, self.type_m + half)
 

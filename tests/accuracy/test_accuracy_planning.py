@@ -303,3 +303,12 @@ def test_closed_form_close_to_exact_enumeration_for_large_n():
     assert abs(approx.power - exact.power) < 0.01
     assert abs(approx.type_m - exact.type_m) < 0.02
     assert "closed form" in approx.summary()
+
+
+def test_lachenbruch_biostatuzh_matches_r(reference_dir):
+    """tests/reference/lachenbruch_reference.R (R's own seq grid, uniroot): every Table 9 row."""
+    ref = json.loads((reference_dir / "lachenbruch_reference.json").read_text())
+    for row in ref["table9"]:
+        for bound in ("lower", "mid", "upper"):
+            ours = mde(row["n"], row["sota"], test="lachenbruch", bound=bound).delta
+            assert ours == pytest.approx(row[bound], abs=1e-9), (row["task"], bound)

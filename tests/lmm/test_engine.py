@@ -226,10 +226,22 @@ def test_register_fitter_is_one_registration(monkeypatch, spec):
 
 
 def test_lme4_checkconv_maps_to_lmercontrol():
-    from nlpower.lmm.lme4 import _with_checkconv
+    from nlpower.lmm.checkconv import lmer_control_checks
 
-    assert _with_checkconv({}, None) == {}
-    got = _with_checkconv({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
+    assert lmer_control_checks({}, None) == {}
+    got = lmer_control_checks({"check.conv.hess": "ignore"}, {"grad": "error", "singular": "ignore"})
     assert got["check.conv.grad"] == {"action": "warning", "tol": 2e-3}
     assert got["check.conv.singular"] == {"action": "ignore", "tol": 1e-4}
     assert got["check.conv.hess"] == "ignore"          # the user's own setting wins
+
+
+def test_gaussian_prepared_models_simulate_at_given_parameters(spec):
+    native = get_engine("native").prepare(spec)
+    core = native.refit(spec.y)
+    a = native.simulate(4, rng=7, theta=core.theta, beta=core.beta, sigma=core.sigma)
+    b = get_engine("lme4").prepare(spec).simulate(4, rng=7, theta=core.theta, beta=core.beta,
+                                                  sigma=core.sigma)
+    assert a.shape == (4, spec.n)
+    np.testing.assert_array_equal(a, b)              # same structure, same stream: same draws
+    big = native.simulate(400, rng=1, theta=core.theta, beta=core.beta, sigma=core.sigma)
+    np.testing.assert_allclose(big.mean(axis=0).mean(), (spec.X @ core.beta).mean(), atol=0.05)

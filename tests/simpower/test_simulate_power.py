@@ -153,3 +153,13 @@ def test_grid_effect_by_axis_name_and_top_level_export():
     frame = g.to_frame()
     assert math.isnan(frame["power"].iloc[0]) and frame["power"].iloc[1] > 0.5
     assert nlpower.simulate_power is simulate_power
+
+
+def test_grid_same_numbers_for_any_n_jobs_and_plots():
+    kw = {"effect": lambda n, share: share - 0.5, "n_sims": 60, "rng": 8, "progress": False}
+    one = simulate_power_grid(generate, binom_test, {"n": [20, 40], "share": 0.65}, **kw)
+    two = simulate_power_grid(generate, binom_test, {"n": [20, 40], "share": 0.65}, n_jobs=2, **kw)
+    assert list(one.to_frame()["power"]) == list(two.to_frame()["power"])
+    pytest.importorskip("matplotlib")
+    from nlpower.plots import plot_grid
+    assert plot_grid(one, x="n", y="type_m").axes

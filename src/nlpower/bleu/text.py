@@ -52,11 +52,13 @@ def _read_file(name: str, path: str | os.PathLike[str]) -> list[str]:
     return lines
 
 
-def read_lines(name: str, source: Any) -> list[str]:
+def read_lines(name: str, source: Any, *, empty_lines: bool = False) -> list[str]:
     """One stream of sentences from a path or a sequence of strings, validated.
 
     Raises an :class:`InputError` naming ``name`` for a wrong type, a missing
-    file, an empty stream or empty lines (listing the first line numbers).
+    file, an empty stream or -- unless ``empty_lines`` (hypotheses: an empty
+    line is valid MT output, scored as sacrebleu scores it) -- empty lines
+    (listing the first line numbers).
     """
     if isinstance(source, (str, os.PathLike)):
         lines = _read_file(name, source)
@@ -73,7 +75,7 @@ def read_lines(name: str, source: Any) -> list[str]:
                          f"{type(source).__name__}.")
     if not lines:
         raise InputError(f"{name} is empty: no sentences. Pass one line per test-set sentence.")
-    blank = [i + 1 for i, s in enumerate(lines) if not s.strip()]
+    blank = [] if empty_lines else [i + 1 for i, s in enumerate(lines) if not s.strip()]
     if blank:
         shown = ", ".join(map(str, blank[:5])) + (", ..." if len(blank) > 5 else "")
         raise InputError(

@@ -78,7 +78,7 @@ def register(subparsers: Any) -> None:
                    help="planning test (default: exact McNemar)")
     m.add_argument("--bound", choices=allowed(LachenbruchBound), default=None,
                    help="Lachenbruch (1992) bound (--test lachenbruch)")
-    m.add_argument("--power", type=float, default=0.8, help="target power (default: 0.8)")
+    m.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
     m.add_argument("--table9", action="store_true",
                    help="recompute Card et al. (2020) Table 9 beside the printed values")
     _common(m)
@@ -130,7 +130,7 @@ def run_mde(args: argparse.Namespace) -> int:
     from .. import accuracy
 
     if args.table9:
-        frame = accuracy.table9(target_power=args.power, alpha=args.alpha)
+        frame = accuracy.table9(target_power=args.target_power, alpha=args.alpha)
         print("Card et al. (2020) Table 9, recomputed (percentage points; *_printed: the paper)")
         print(frame.round(3).to_string(index=False))
         _write_json(args, frame)
@@ -138,7 +138,7 @@ def run_mde(args: argparse.Namespace) -> int:
     if args.n is None:
         raise InputError("--n is required (or pass --table9).")
     result = accuracy.mde(args.n, args.baseline, agreement=args.agreement, test=args.test,
-                          target_power=args.power, bound=args.bound, alpha=args.alpha)
+                          target_power=args.target_power, bound=args.bound, alpha=args.alpha)
     print(result.summary())
     _write_json(args, result.to_frame())
     return 0

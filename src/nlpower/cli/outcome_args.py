@@ -24,8 +24,9 @@ def add_outcome_arguments(p: argparse.ArgumentParser) -> None:
                         "person: --judges, --p-win, --p-draw)")
     p.add_argument("--levels", type=int, default=None, metavar="K",
                    help="Likert points for --outcome likert (e.g. 5)")
-    p.add_argument("--analysis", choices=("lmm",), default="lmm",
-                   help="analysis of --outcome likert: lmm (the paper's LMM on [0, 1])")
+    p.add_argument("--analysis", choices=("lmm", "clmm"), default="lmm",
+                   help="analysis of --outcome likert: lmm (the paper's LMM on [0, 1], default) "
+                        "or clmm (cumulative link mixed model)")
     p.add_argument("--judges", type=int, default=None, metavar="N",
                    help="--outcome preference: number of judgements")
     p.add_argument("--p-win", type=float, default=None,

@@ -7,14 +7,16 @@ lme4's ``theta`` layout and grouping blocks (shared with the LMM engine) ->
 
 1. stage 1 (lme4's ``nAGQ = 0``): ``beta`` updated inside PIRLS with ``u``,
    BOBYQA over ``theta``;
-2. stage 2: BOBYQA over ``(theta, beta)`` on the Laplace (or adaptive
-   Gauss-Hermite) deviance, PIRLS over ``u`` only, from stage 1's optimum;
-   then one Newton step on the finite-difference Hessian when it lowers the
-   deviance (that Hessian is also lme4's ``vcov`` and ``checkConv`` input).
+2. stage 2: ``(theta, beta)`` on the Laplace (or adaptive Gauss-Hermite)
+   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton steps on
+   a finite-difference Hessian updated by BFGS (:meth:`GlmmModel._newton_stage`),
+   BOBYQA when that fails; then the derivatives at the optimum (lme4's
+   ``vcov`` and ``checkConv`` input) and Newton steps while the gradient is
+   not small.
 
 :meth:`GlmmModel.refit` is the power replicates' light path: stage 2 only
 when a warm start is given, the fixed-effects covariance from the PIRLS
-factor (lme4's ``use.hessian = FALSE``), no Hessian.
+factor (lme4's ``use.hessian = FALSE``), no Hessian at the optimum.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import nlopt
 import numpy as np
 
 from ..errors import FitError, InputError
-from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, deriv12, gradient
+from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
 from ..lmm.family import Family
 from ..lmm.native import single_threaded
 from ..lmm.native.blocks import group_blocks, theta_layout
@@ -38,8 +40,59 @@ from .result import GlmmCore, GlmmFit, build_fit
 
 SINGULAR_TOL = 1e-4
 #: BOBYQA settings of the two stages (tighter than lme4's, so the optimum is reached)
-STAGE1 = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
-STAGE2 = {"xtol_abs": 1e-7, "ftol_abs": 1e-10, "maxeval": 20000, "step": 0.1}
+STAGE1 = {"xtol_abs": 1e-2, "ftol_abs": 1e-4, "maxeval": 5000, "step": 0.25}
+#: ... when stage 1 is the fit (nAGQ = 0)
+STAGE1_FINAL = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
+STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
+#: Newton steps on the finite-difference Hessian after stage 2, until max|gradient| is below
+NEWTON_STEPS = 4
+NEWTON_GTOL = 1e-4
+#: ... or the last step gained less than this and max|gradient| is below 1e-2 (finite
+#: differences of a deviance known to ~1e-9 leave a gradient noise of ~1e-5)
+NEWTON_FTOL = 1e-7
+#: Newton (chord) steps of stage 2 before falling back to BOBYQA
+NEWTON_MAXIT = 12
+#: finite-difference step of the derivatives (lme4's deriv12)
+DERIV_STEP = 1e-4
+
+
+def derivatives(fu: Any, x: np.ndarray, fx: float, u0: np.ndarray | None,
+                hessian: bool = True, h: float = DERIV_STEP
+                ) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """Gradient and Hessian by finite differences: ``(g, H, evaluations)``.
+
+    ``fu(x, u_start) -> (value, u)`` evaluates the deviance with PIRLS started
+    at ``u_start`` and returns the mode it found; ``u0`` is the mode at ``x``.
+    The gradient and the Hessian's diagonal are central differences (lme4's
+    ``deriv12``), the off-diagonal elements forward differences
+    ``(f(x + h e_i + h e_j) - f(x + h e_i) - f(x + h e_j) + f(x)) / h^2`` --
+    ``2k + k(k-1)/2`` evaluations instead of ``deriv12``'s ``2k^2``, an
+    ``O(h)`` error in the off-diagonal elements (relative ``1e-4`` on the SEs).
+    PIRLS starts from the modes extrapolated linearly from those already
+    found (``2 u0 - u(x + h e_i)``, ``u(x + h e_i) + u(x + h e_j) - u0``): an
+    ``O(h^2)`` start, so one PIRLS step usually converges.
+    """
+    k = x.size
+    fp, fm = np.empty(k), np.empty(k)
+    up: list[np.ndarray | None] = []
+    for i in range(k):
+        e = np.zeros(k)
+        e[i] = h
+        fp[i], ui = fu(x + e, u0)
+        up.append(ui)
+        fm[i], _ = fu(x - e, None if u0 is None or ui is None else 2.0 * u0 - ui)
+    g = (fp - fm) / (2.0 * h)
+    if not hessian:
+        return g, None, 2 * k
+    H = np.diag((fp - 2.0 * fx + fm) / (h * h))
+    for i in range(k):
+        for j in range(i):
+            e = np.zeros(k)
+            e[i] = e[j] = h
+            ui, uj = up[i], up[j]
+            start = None if u0 is None or ui is None or uj is None else ui + uj - u0
+            H[i, j] = H[j, i] = (fu(x + e, start)[0] - fp[i] - fp[j] + fx) / (h * h)
+    return g, H, 2 * k + k * (k - 1) // 2
 
 
 def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
@@ -179,8 +232,19 @@ class GlmmModel:
             return self.deviance(x[:k], x[k:], nAGQ=nAGQ)
         return f
 
+    def _fu(self, nAGQ: int) -> Any:
+        """``(x, u_start) -> (deviance, mode)``: the stage-2 objective with a given PIRLS start."""
+        k = self.k
+
+        def fu(x: np.ndarray, u_start: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+            if u_start is not None:
+                self._u = u_start
+            v = self.deviance(x[:k], x[k:], nAGQ=nAGQ)
+            return v, self._u
+        return fu
+
     # -- stages ---------------------------------------------------------------------
-    def _stage1(self, theta0: np.ndarray) -> tuple[np.ndarray, float, int]:
+    def _stage1(self, theta0: np.ndarray, final: bool = False) -> tuple[np.ndarray, float, int]:
         self._u = None
         self._beta = np.zeros(self.p)
         self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
@@ -188,8 +252,8 @@ class GlmmModel:
 
         def f(th: np.ndarray) -> float:
             return self.deviance(th)
-        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, STAGE1["step"]),
-                                  STAGE1)
+        ctl = STAGE1_FINAL if final else STAGE1          # stage 2's Newton steps finish the job
+        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, ctl["step"]), ctl)
         self.deviance(th)                                        # leave beta and u at the optimum
         return th, fv, n + 2
 
@@ -217,7 +281,7 @@ class GlmmModel:
         if start is not None:
             th, be = start_parts(start)
             theta = self.layout.check_start(th)
-            if be is not None:
+            if be is not None and nAGQ > 0:
                 b = np.asarray(be, dtype=float).ravel()
                 if b.shape != (self.p,) or not np.all(np.isfinite(b)):
                     raise InputError(f"start beta must be {self.p} finite values "
@@ -225,7 +289,7 @@ class GlmmModel:
                 return np.concatenate([theta, b]), 0, True
         else:
             theta = self.layout.start.copy()
-        th, _, n = self._stage1(theta)
+        th, _, n = self._stage1(theta, final=nAGQ == 0)   # nAGQ = 0 always optimises theta here
         return np.concatenate([th, self._beta]), n, False
 
     def set_response(self, y: Any) -> np.ndarray:
@@ -248,11 +312,61 @@ class GlmmModel:
         if nAGQ == 0:
             fv = self.deviance(x0[:self.k])
             return x0, fv, n1, True, "stage 1 (nAGQ = 0)", warm
+        newton = self._newton_stage(x0, nAGQ)
+        if newton is not None:
+            x, fv, n2, g, H = newton
+            return x, fv, n1 + n2, True, "converged", warm
         step = None
         if warm:
             step = np.concatenate([np.full(self.k, 0.05), np.maximum(0.1 * self._se_rx(x0), 1e-3)])
         x, fv, n2, ok, msg = self._stage2(x0, nAGQ, step)
         return x, fv, n1 + n2, ok, msg, warm
+
+    def _newton_stage(self, x0: np.ndarray, nAGQ: int
+                      ) -> tuple[np.ndarray, float, int, np.ndarray, np.ndarray] | None:
+        """Stage 2 by Newton steps on one finite-difference Hessian (from stage 1's optimum).
+
+        Stage 1's optimum is close to stage 2's, so a few steps suffice; each step is halved until
+        the deviance decreases, and the Hessian is updated by BFGS from the
+        gradients.  ``None`` when that fails or the Hessian is not
+        positive definite -- then BOBYQA runs (:meth:`_stage2`).
+        """
+        f, fu = self._f2(nAGQ), self._fu(nAGQ)
+        x, fv = x0.copy(), f(x0)
+        if not math.isfinite(fv):
+            return None
+        g, H, n = derivatives(fu, x, fv, self._u)
+        assert H is not None
+        n += 1
+        try:
+            np.linalg.cholesky(H)
+        except np.linalg.LinAlgError:
+            return None
+        gained = math.inf
+        for _ in range(NEWTON_MAXIT):
+            at_bound = (self.lower == 0) & (x <= 0) & (g > 0)
+            gmax = float(np.max(np.abs(np.where(at_bound, 0.0, g))))
+            if gmax < NEWTON_GTOL or (gained < NEWTON_FTOL and gmax < 1e-2):
+                return x, fv, n, g, H
+            x2 = self._newton(x, g, H, max_step=1.0)
+            if x2 is None:
+                return None
+            for _ in range(8):
+                f2 = f(x2)
+                n += 1
+                if f2 < fv:
+                    break
+                x2 = x + 0.5 * (x2 - x)
+            else:
+                return None
+            g2 = derivatives(fu, x2, f2, self._u, hessian=False)[0]
+            n += 2 * x.size
+            sv, yv = x2 - x, g2 - g                  # BFGS update of the Hessian
+            Hs = H @ sv
+            if float(yv @ sv) > 1e-12 and float(sv @ Hs) > 1e-12:
+                H = H + np.outer(yv, yv) / float(yv @ sv) - np.outer(Hs, Hs) / float(sv @ Hs)
+            x, fv, g, gained = x2, f2, g2, fv - f2
+        return None
 
     def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1) -> GlmmCore:
         """Fit a new response on the same structure: the light core (power replicates).
@@ -309,30 +423,39 @@ class GlmmModel:
         if nAGQ == 0:
             return build_fit(self, self._core(x, fv, n, ok, msg, self.vcov_rx(x)), nAGQ, None, "rx")
         f = self._f2(nAGQ)
-        g, H = deriv12(f, x, fv)
-        n += 2 * x.size * x.size
-        x2 = self._newton(x, g, H)
-        if x2 is not None:
+        fu = self._fu(nAGQ)
+        fv = f(x)                                    # the mode at the optimum: the centre
+        g, H, m = derivatives(fu, x, fv, self._u)    # at the optimum: vcov and checkConv
+        assert H is not None
+        n += m + 1
+        for _ in range(NEWTON_STEPS):                # finish BOBYQA's loose optimum
+            if np.max(np.abs(g)) < NEWTON_GTOL:
+                break
+            x2 = self._newton(x, g, H)
+            if x2 is None:
+                break
             f2 = f(x2)
             n += 1
-            if f2 < fv:
-                x, fv = x2, f2
-                g = gradient(f, x, fv)[0]                        # the Hessian barely moves
-                n += 2 * x.size
+            if not f2 < fv:
+                break
+            x, fv = x2, f2
+            g = derivatives(fu, x, fv, self._u, hessian=False)[0]   # the Hessian barely moves
+            n += 2 * x.size
         f(x)                                                     # modes at the optimum
         check = check_conv(f, x, fv, self.lower, ctl, given_gradient=g, given_hessian=H)
         vcov, how = self._vcov_hess(H, x)
         return build_fit(self, self._core(x, fv, n, ok, msg, vcov, check), nAGQ, check, how, ctl=ctl)
 
-    def _newton(self, x: np.ndarray, g: np.ndarray, H: np.ndarray) -> np.ndarray | None:
-        free = ~((self.lower == 0) & (x < 1e-6))
+    def _newton(self, x: np.ndarray, g: np.ndarray, H: np.ndarray, max_step: float = 0.1
+                ) -> np.ndarray | None:
+        free = ~((self.lower == 0) & (x < 1e-6) & (g > 0))
         if not np.any(free):
             return None
         try:
             step = np.linalg.solve(H[np.ix_(free, free)], g[free])
         except np.linalg.LinAlgError:
             return None
-        if not np.all(np.isfinite(step)) or np.max(np.abs(step)) > 0.1:
+        if not np.all(np.isfinite(step)) or np.max(np.abs(step)) > max_step:
             return None
         out = x.copy()
         out[free] -= step
@@ -360,9 +483,14 @@ class GlmmModel:
         binomial responses are proportions of ``weights`` trials.
         """
         from .._rng import as_generator
+        if theta is None or beta is None:
+            raise InputError("simulate needs theta and beta (e.g. fit.theta and fit.fixef); "
+                             "or call fit.simulate(n, rng=...) on a fitted model.")
         gen = as_generator(rng)
-        th = np.asarray(theta, dtype=float)
-        be = np.asarray(beta, dtype=float)
+        th = self.layout.check_start(theta)
+        be = np.asarray(beta, dtype=float).ravel()
+        if be.shape != (self.p,):
+            raise InputError(f"beta must have {self.p} values ({', '.join(self.spec.fixef_names)}).")
         self.pirls.set_theta(th)
         fixed = self.spec.X @ be + self.offset
         out = np.empty((int(n), self.spec.n))

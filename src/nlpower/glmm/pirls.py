@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import linalg, special
 
 from ..lmm.family import Family
@@ -37,9 +39,14 @@ from .response import cond_m2loglik
 
 #: PIRLS stops when the penalised deviance changes by less than this (relative)
 PIRLS_TOL = 1e-12
-#: ... and the largest change of u (and beta) is below this (relative)
+#: ... and the largest change of u (and beta) is below this (relative); with a canonical
+#: link PIRLS is Newton's method, so a step of 1e-6 leaves an error of order 1e-12
 STEP_TOL = 1e-9
+STEP_TOL_CANONICAL = 1e-6
+STEP_TOL_STAGE1 = 1e-4
 PIRLS_MAXIT = 200
+#: C (rest x block 1) is stored sparse when at most this share of its entries can be non-zero
+SPARSE_C = 0.1
 #: step halvings before PIRLS gives up on a step
 MAX_HALVINGS = 30
 
@@ -58,7 +65,7 @@ class Mode:
     ok: bool
     iterations: int
     L1: np.ndarray         # (m1, q1, q1) block-1 factors at the mode
-    Ct: np.ndarray         # (m1*q1, d) L1^{-1} C'
+    CtT: Any               # (d, m1*q1) C L1^{-T}, dense or sparse
     L2: np.ndarray | None  # (d, d) factor of the dense rest
     w: np.ndarray          # working weights at the mode
 
@@ -85,6 +92,7 @@ class Pirls:
         self.link = family.link
         self._kind = ("logit" if family.link.name == "logit" else
                       "log" if family.link.name == "log" else "other")
+        self._step_tol = STEP_TOL if self._kind == "other" else STEP_TOL_CANONICAL
         self.set_response(y, wt, offset)
         b1 = blocks[0]
         self.m1, self.q1 = b1.m, b1.q
@@ -110,12 +118,28 @@ class Pirls:
         code1 = b1.codes[:, None, None]
         tD = code1 * q1 * q1 + np.arange(q1)[None, :, None] * q1 + np.arange(q1)[None, None, :]
         offC = self.m1 * q1 * q1
-        tC = offC + self.colsr[:, :, None] * self.n1 + cols1[:, None, :]
-        offR = offC + self.qr * self.n1
+        posC = (self.colsr[:, :, None] * self.n1 + cols1[:, None, :]).reshape(n, -1)
+        # C (rest x block 1) is kept sparse when few of its entries can be non-zero (nested
+        # or observation-level block 1, e.g. grouseticks): then C C' costs O(nnz), not qr^2 n1
+        self.sparse_c = False
+        if q1 == 1 and self.qr > 0:
+            uniq, inv = np.unique(posC.ravel(), return_inverse=True)
+            if uniq.size < SPARSE_C * self.qr * self.n1:
+                self.sparse_c = True
+                tmpl = sp.csr_matrix((np.arange(1.0, uniq.size + 1.0),
+                                      (uniq // self.n1, uniq % self.n1)), shape=(self.qr, self.n1))
+                self._c_inv, self._c_n = inv.ravel(), uniq.size
+                self._c_perm = tmpl.data.astype(np.intp) - 1
+                self._c_indices, self._c_indptr = tmpl.indices, tmpl.indptr
+        if self.sparse_c:
+            offR = offC
+            parts = [tD.reshape(n, -1)]
+        else:
+            offR = offC + self.qr * self.n1
+            parts = [tD.reshape(n, -1), offC + posC]
         tR = offR + self.colsr[:, :, None] * self.qr + self.colsr[:, None, :]
-        self._tzz = np.concatenate([tD.reshape(n, -1), tC.reshape(n, -1), tR.reshape(n, -1)], axis=1)
+        self._tzz = np.concatenate([*parts, tR.reshape(n, -1)], axis=1)
         self._nzz = offR + self.qr * self.qr
-        self._offC, self._offR = offC, offR
         # targets of the X-Z cross-products (beta inside PIRLS): Cx (p x n1) | Rx (qr x p)
         p = self.p
         tCx = np.arange(p)[None, :, None] * self.n1 + cols1[:, None, :]
@@ -146,14 +170,26 @@ class Pirls:
         self.zl = np.concatenate([zl1, zlr], axis=1)
         n = self.n
         mD = zl1[:, :, None] * zl1[:, None, :]
-        mC = zlr[:, :, None] * zl1[:, None, :]
+        mC = (zlr[:, :, None] * zl1[:, None, :]).reshape(n, -1)
         mR = zlr[:, :, None] * zlr[:, None, :]
-        self._mzz = np.concatenate([mD.reshape(n, -1), mC.reshape(n, -1), mR.reshape(n, -1)], axis=1)
-        X = self.X
-        mCx = X[:, :, None] * zl1[:, None, :]
-        mRx = zlr[:, :, None] * X[:, None, :]
-        self._mxz = np.concatenate([mCx.reshape(n, -1), mRx.reshape(n, -1)], axis=1)
+        if self.sparse_c:
+            self._mc = mC
+            self._mzz = np.concatenate([mD.reshape(n, -1), mR.reshape(n, -1)], axis=1)
+        else:
+            self._mzz = np.concatenate([mD.reshape(n, -1), mC, mR.reshape(n, -1)], axis=1)
+        self._mxz: np.ndarray | None = None    # X-Z multipliers: built when beta is in PIRLS
+        self._zl1, self._zlr = zl1, zlr
         self._theta = theta.copy()
+
+    def _xz_multipliers(self) -> np.ndarray:
+        if self._mxz is None:
+            n, X = self.n, self.X
+            mCx = X[:, :, None] * self._zl1[:, None, :]
+            mRx = self._zlr[:, :, None] * X[:, None, :]
+            mxz = np.concatenate([mCx.reshape(n, -1), mRx.reshape(n, -1)], axis=1)
+            self._mxz = mxz
+            return mxz
+        return self._mxz
 
     def _mu_eta(self, eta: np.ndarray, mu: np.ndarray) -> np.ndarray:
         if self._kind == "logit":
@@ -182,9 +218,11 @@ class Pirls:
         wt, y = self.wt, self.y
         kind = self._kind
         if kind == "logit":
-            mu = special.expit(eta)
-            w = wt * mu * (1.0 - mu)
-            unit = 2.0 * wt * (np.logaddexp(0.0, eta) - y * eta)
+            e = np.exp(-np.abs(eta))                  # one exp for mu and log(1 + e^eta)
+            inv = 1.0 / (1.0 + e)
+            mu = np.where(eta >= 0.0, inv, e * inv)
+            w = wt * (e * inv * inv)                   # mu (1 - mu)
+            unit = 2.0 * wt * (np.maximum(eta, 0.0) + np.log1p(e) - y * eta)
             return mu, np.maximum(w, 1e-300), unit
         if kind == "log":
             mu = np.exp(np.minimum(eta, 700.0))
@@ -195,47 +233,62 @@ class Pirls:
         unit = -2.0 * wt * (special.xlogy(y, mu) + special.xlogy(1.0 - y, 1.0 - mu))
         return mu, np.maximum(w, 1e-300), unit
 
-    def factor(self, w: np.ndarray, with_x: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-        """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w``; ``(L1, Ct, L2, ldL2)``."""
+    def factor(self, w: np.ndarray, with_x: bool) -> tuple[np.ndarray, Any, np.ndarray | None, float]:
+        """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w``: ``(L1, CtT, L2, ldL2)``.
+
+        ``L1``: block 1's ``(m1, q1, q1)`` factors; ``CtT = C L1^{-T}`` (``d x n1``,
+        dense or sparse) the off-diagonal block; ``L2`` the factor of the rest's
+        Schur complement (``None`` without a rest); ``ldL2 = log |L|^2`` of the
+        random-effects part.
+        """
         vals = np.bincount(self._tzz.ravel(), (self._mzz * w[:, None]).ravel(), minlength=self._nzz)
         m1, q1, n1, qr = self.m1, self.q1, self.n1, self.qr
-        D = vals[:self._offC].reshape(m1, q1, q1)
-        C = vals[self._offC:self._offR].reshape(qr, n1)
-        R = vals[self._offR:].reshape(qr, qr)
+        offC = m1 * q1 * q1
+        D = vals[:offC].reshape(m1, q1, q1)
+        R = vals[self._nzz - qr * qr:].reshape(qr, qr)
+        CtT: Any
         if q1 == 1:
             d1 = np.sqrt(D[:, 0, 0] + 1.0)
             L1 = d1.reshape(m1, 1, 1)
             ld1 = 2.0 * float(np.sum(np.log(d1)))
-            Ct = (C / d1[None, :]).T                             # (n1, qr)
+            if self.sparse_c:
+                cv = np.bincount(self._c_inv, (self._mc * w[:, None]).ravel(), minlength=self._c_n)
+                CtT = sp.csr_matrix((cv[self._c_perm] / d1[self._c_indices], self._c_indices,
+                                     self._c_indptr), shape=(qr, n1))
+            else:
+                CtT = vals[offC:offC + qr * n1].reshape(qr, n1) / d1[None, :]
         else:
             L1 = np.linalg.cholesky(D + np.eye(q1)[None, :, :])
             ld1 = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-            Cb = C.reshape(qr, m1, q1).transpose(1, 2, 0)        # (m1, q1, qr)
-            Ct = np.linalg.solve(L1, Cb).reshape(n1, qr)
+            Cb = vals[offC:offC + qr * n1].reshape(qr, m1, q1).transpose(1, 2, 0)   # (m1, q1, qr)
+            CtT = np.linalg.solve(L1, Cb).reshape(n1, qr).T
         if with_x:
-            xv = np.bincount(self._txz.ravel(), (self._mxz * w[:, None]).ravel(), minlength=self._nxz)
+            xv = np.bincount(self._txz.ravel(), (self._xz_multipliers() * w[:, None]).ravel(),
+                             minlength=self._nxz)
             p = self.p
             Cx = xv[:p * n1].reshape(p, n1)
             Rx = xv[p * n1:].reshape(qr, p)
             if q1 == 1:
-                Ctx = (Cx / L1[:, 0, 0][None, :]).T
+                CtxT = Cx / L1[:, 0, 0][None, :]
             else:
-                Ctx = np.linalg.solve(L1, Cx.reshape(p, m1, q1).transpose(1, 2, 0)).reshape(n1, p)
-            Ct = np.concatenate([Ct, Ctx], axis=1)
+                CtxT = np.linalg.solve(L1, Cx.reshape(p, m1, q1).transpose(1, 2, 0)).reshape(n1, p).T
+            CtT = sp.vstack([CtT, sp.csr_matrix(CtxT)], format="csr") if self.sparse_c else \
+                np.concatenate([CtT, CtxT], axis=0)
             Xw = self.X * w[:, None]
             S = np.block([[R, Rx], [Rx.T, self.X.T @ Xw]])
         else:
             S = R
         d = S.shape[0]
         if d == 0:
-            return L1, Ct, None, ld1
-        S = S - Ct.T @ Ct
+            return L1, CtT, None, ld1
+        CC = CtT @ CtT.T
+        S = S - (CC.toarray() if self.sparse_c else CC)
         S[np.diag_indices(qr)] += 1.0
         L2 = linalg.cholesky(S, lower=True, check_finite=False)
         ld2 = 2.0 * float(np.sum(np.log(np.diag(L2)[:qr])))
-        return L1, Ct, L2, ld1 + ld2
+        return L1, CtT, L2, ld1 + ld2
 
-    def solve(self, L1: np.ndarray, Ct: np.ndarray, L2: np.ndarray | None, r: np.ndarray) -> np.ndarray:
+    def solve(self, L1: np.ndarray, CtT: Any, L2: np.ndarray | None, r: np.ndarray) -> np.ndarray:
         """Solve ``M x = r`` with the blocked factor (``r``: block 1, then the dense rest)."""
         n1, m1, q1 = self.n1, self.m1, self.q1
         r1, r2 = r[:n1], r[n1:]
@@ -246,21 +299,23 @@ class Pirls:
         if L2 is None:
             x2 = r2
         else:
-            y2 = linalg.solve_triangular(L2, r2 - Ct.T @ y1, lower=True, check_finite=False)
+            y2 = linalg.solve_triangular(L2, r2 - CtT @ y1, lower=True, check_finite=False)
             x2 = linalg.solve_triangular(L2, y2, lower=True, trans=1, check_finite=False)
-        z1 = y1 - Ct @ x2 if x2.size else y1
+        z1 = y1 - CtT.T @ x2 if x2.size else y1
         if q1 == 1:
             x1 = z1 / L1[:, 0, 0]
         else:
             x1 = np.linalg.solve(np.swapaxes(L1, 1, 2), z1.reshape(m1, q1, 1)).reshape(n1)
         return np.concatenate([x1, x2])
 
-
     # -- PIRLS ------------------------------------------------------------------
     def run(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None, *,
             update_beta: bool) -> Mode:
         """The conditional mode at ``theta`` (``beta`` fixed, or updated with ``u``)."""
         self.set_theta(theta)
+        # stage 1 (beta in PIRLS) only gives lme4's start: a Newton step of 1e-4 leaves 1e-8
+        step_tol = max(self._step_tol, STEP_TOL_STAGE1) if update_beta else self._step_tol
+        pd_tol = 1e-9 if update_beta else PIRLS_TOL
         u = np.zeros(self.q) if u0 is None else u0.copy()
         beta = beta.copy()
         fixed = self.X @ beta + self.offset
@@ -305,8 +360,8 @@ class Pirls:
             # converged in u (and beta), not just in the penalised deviance: log|L| depends on u
             # to first order, and for non-canonical links PIRLS converges only linearly
             moved = step * float(np.max(np.abs(delta))) if delta.size else 0.0
-            done = (abs(pd_old - pd_c) < PIRLS_TOL * (0.1 + abs(pd_c))
-                    and moved < STEP_TOL * (1.0 + float(np.max(np.abs(cand)))))
+            done = (abs(pd_old - pd_c) < pd_tol * (0.1 + abs(pd_c))
+                    and moved < step_tol * (1.0 + float(np.max(np.abs(cand)))))
             pd_old = pd_c
             if done:
                 break

@@ -94,8 +94,20 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
 
     Examples
     --------
-    >>> from nlpower.grid import merge  # doctest: +SKIP
-    >>> merge([f"shard{i}.ckpt" for i in (1, 2, 3, 4)]).to_frame()  # doctest: +SKIP
+    Two shards of a BLEU grid, merged, give the grid one run computes:
+
+    >>> import pathlib, tempfile
+    >>> from nlpower.bleu import power_grid
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kw = dict(n=[200, 400], delta=[0.5, 1.0], p0=0.125, b0=25.8, n_sims=50,
+    ...           method="normal", rng=3, progress=False)
+    >>> for i in (1, 2):
+    ...     part = power_grid(**kw, checkpoint=tmp / f"s{i}.ckpt", shard=f"{i}/2")
+    >>> len(part.cells)
+    2
+    >>> merged = merge([tmp / "s1.ckpt", tmp / "s2.ckpt"])
+    >>> merged.to_frame().equals(power_grid(**kw).to_frame())
+    True
     """
     files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
     if not files:

@@ -84,10 +84,11 @@ class RunOptions:
         What a cell that raises does to the grid.
     shard : "i/N" or (i, N), optional
         Run only shard ``i`` of ``N`` (``1 <= i <= N``): the cells whose
-        index in Cartesian order is ``i - 1`` modulo ``N``.  Needs a
-        ``checkpoint`` (the shard's output) and a fixed ``rng``; every cell
-        keeps its key-derived seed, so :func:`nlpower.grid.merge` of the
-        ``N`` shard files is the single-machine grid, bit for bit.
+        index in Cartesian order is ``i - 1`` modulo ``N`` (one array job of
+        a cluster).  Needs a ``checkpoint`` (the shard's output) and a fixed
+        ``rng``; every cell keeps its key-derived seed, so
+        :func:`nlpower.grid.merge` of the ``N`` shard files is the
+        single-machine grid, bit for bit.  Stored as ``(i, N)``.
 
     Examples
     --------
@@ -105,7 +106,14 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         check_run_options(self.n_jobs, self.backend, self.client, self.on_error)
-        parse_shard(self.shard)
+        part = parse_shard(self.shard)
+        if part is not None and self.checkpoint is None:
+            raise InputError(
+                f"shard={self.shard!r} needs checkpoint= (the file this shard writes, one per "
+                "shard). Merge the shard files afterwards with nlpower.grid.merge "
+                "(CLI: nlpower grid merge)."
+            )
+        object.__setattr__(self, "shard", part)
 
     @property
     def workers(self) -> int:
@@ -160,7 +168,9 @@ def run_grid(
         stderr; ``on_error`` -- a cell that raises stops the grid (the error
         names the cell), or is kept as a :class:`CellFailure` (NaN power, its
         error in the frame), with a warning for ``"warn"``; failed cells are
-        not checkpointed.
+        not checkpointed; ``shard`` -- ``"i/N"``: only that part of the
+        cells (needs ``checkpoint`` and a fixed ``rng``; the result holds only
+        the shard's cells; :func:`nlpower.grid.merge` joins the shards).
 
     Returns
     -------
@@ -186,18 +196,16 @@ def run_grid(
     elif not isinstance(run, RunOptions):
         raise InputError(f"run must be a RunOptions; got {type(run).__name__}.")
     checkpoint, on_error = run.checkpoint, run.on_error
-    part = parse_shard(run.shard)
-    shard = run.shard
+    part = run.shard if isinstance(run.shard, tuple) else None
     values = {name: axis_values(name, value) for name, value in axes.items()}
     keys = cell_keys(values)
 
     header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
-    if part is not None and (checkpoint is None or (rng is None and header is None)):
+    if part is not None and rng is None and header is None:
         raise InputError(
-            f"shard={shard!r} needs checkpoint= (the file this shard writes, one per shard) and a "
-            "fixed seed rng= shared by every shard; got "
-            + ("no checkpoint." if checkpoint is None else "rng=None.")
-            + " Merge the shard files afterwards with nlpower.grid.merge (CLI: nlpower grid merge)."
+            f"shard='{part[0]}/{part[1]}' needs a fixed seed rng= shared by every shard; got "
+            "rng=None. Merge the shard files afterwards with nlpower.grid.merge "
+            "(CLI: nlpower grid merge)."
         )
     root = root_seed(rng)
     if rng is None and header is not None:

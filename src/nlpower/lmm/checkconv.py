@@ -394,6 +394,32 @@ def apply_policy(check: ConvCheck | Any, control: Any = None, *, where: str = "l
         warnings.warn(text, cls, stacklevel=stacklevel)
 
 
+_CHECKS = (("grad", "check.conv.grad", "grad_tol"), ("hess", "check.conv.hess", "hess_tol"),
+           ("singular", "check.conv.singular", "singular_tol"))
+
+
+def lmer_control_checks(ctrl: dict[str, Any], checkconv: Any) -> dict[str, Any]:
+    """``lmerControl`` arguments with the ``check.conv.*`` of ``checkconv`` (None: lme4's own).
+
+    How the lme4 engine takes ``fit(checkconv=)``; a ``check.conv.*`` key
+    already in ``ctrl`` (the user's ``control``) wins.
+
+    lme4 records a check's findings only when it runs, and stops on
+    ``"stop"``; so ``"error"`` is sent as ``"warning"`` and the caller
+    raises (:func:`nlpower.lmm.checkconv.apply_policy`), as for the native engine.
+    """
+    if checkconv is None:
+        return ctrl
+    cc = CheckConvControl.coerce(checkconv)
+    out = dict(ctrl)
+    for field_, key, tol in _CHECKS:
+        level = getattr(cc, field_)
+        out.setdefault(key, {"action": "ignore" if level == "ignore" else "warning",
+                             "tol": float(getattr(cc, tol))})
+    return out
+
+
+
 __all__ = ["CHECK_LEVELS", "GRAD_TOL", "HESS_TOL", "REPLICATE_CONTROL", "SINGULAR_TOL",
            "CheckConvControl", "CheckLevel", "ConvCheck", "ConvergenceError", "apply_policy",
-           "check_conv", "deriv12", "gradient"]
+           "check_conv", "deriv12", "gradient", "lmer_control_checks"]

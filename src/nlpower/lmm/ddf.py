@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .draw import relative_factor
 from .kenward_roger import KRState, covariance_basis, kr_state
 from .native.blocks import theta_layout
 from .structure import ModelSpec
@@ -54,9 +55,7 @@ def term_covariances(slots: list[tuple[int, int]], theta: np.ndarray, sigma: flo
     """
     covs = []
     for off, q in slots:
-        lam = np.zeros((q, q))  # relative covariance factor: lower triangle, column-major
-        cols, rows = np.triu_indices(q)
-        lam[rows, cols] = theta[off:off + cols.size]
+        lam = relative_factor(theta[off:], q)
         covs.append(sigma**2 * lam @ lam.T)
     return covs
 

@@ -46,6 +46,7 @@ import numpy as np
 from .._choices import EngineName, check_choice
 from ..errors import ConvergenceWarning, InputError, SingularFitWarning
 from .ddf import kenward_roger_fn
+from .draw import GaussianSimulator
 from .family import Family, Gaussian, get_family
 from .native import NativeModel
 from .result import FitCore, LmmFit
@@ -140,6 +141,18 @@ class NativeGaussianModel(NativeModel):
     """
 
     family: Family = Gaussian()
+    _simulator: GaussianSimulator | None = None
+
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
+                 ) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
+
+        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
+        """
+        if self._simulator is None:
+            self._simulator = GaussianSimulator.from_spec(self.spec)
+        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
+                                    float(sigma), int(n), rng=rng)
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:

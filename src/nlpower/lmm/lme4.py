@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
-from .checkconv import CheckConvControl
+from .checkconv import lmer_control_checks
 from .columns import as_factor, is_numeric
 from .ddf import kenward_roger_fn
+from .draw import GaussianSimulator
 from .family import Family, Gaussian
 from .native import NativeModel, make_unique, theta_layout
 from .result import FitCore, LmmFit, VarTerm
@@ -315,6 +316,19 @@ class Lme4Model:
     def __repr__(self) -> str:
         return f"Lme4Model({self.spec.formula!r}, n={self.spec.n})"
 
+    _simulator: GaussianSimulator | None = None
+
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
+                 ) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
+
+        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
+        """
+        if self._simulator is None:
+            self._simulator = GaussianSimulator.from_spec(self.spec)
+        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
+                                    float(sigma), int(n), rng=rng)
+
     # -- full fits ----------------------------------------------------------------
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
@@ -338,7 +352,7 @@ class Lme4Model:
         FitError
             lme4 stopped with an error (its message is included).
         """
-        ctrl = _with_checkconv(_check_control(control), checkconv)
+        ctrl = lmer_control_checks(_check_control(control), checkconv)
         REML = bool(REML)
         if y is None and start is None and self.data is not None:
             spec = self.spec
@@ -441,28 +455,6 @@ class Lme4Model:
         if self._native is None:
             self._native = NativeModel(self.spec)
         return self._native.satterthwaite_df(core, L, y=self._last[1])
-
-
-_CHECKS = (("grad", "check.conv.grad", "grad_tol"), ("hess", "check.conv.hess", "hess_tol"),
-           ("singular", "check.conv.singular", "singular_tol"))
-
-
-def _with_checkconv(ctrl: dict[str, Any], checkconv: Any) -> dict[str, Any]:
-    """``lmerControl`` arguments with the ``check.conv.*`` of ``checkconv`` (None: lme4's own).
-
-    lme4 records a check's findings only when it runs, and stops on
-    ``"stop"``; so ``"error"`` is sent as ``"warning"`` and the caller
-    raises (:func:`nlpower.lmm.checkconv.apply_policy`), as for the native engine.
-    """
-    if checkconv is None:
-        return ctrl
-    cc = CheckConvControl.coerce(checkconv)
-    out = dict(ctrl)
-    for field_, key, tol in _CHECKS:
-        level = getattr(cc, field_)
-        out.setdefault(key, {"action": "ignore" if level == "ignore" else "warning",
-                             "tol": float(getattr(cc, tol))})
-    return out
 
 
 def _check_response(y: Any, n: int) -> np.ndarray:

@@ -3,8 +3,11 @@
 :func:`nlpower.power` takes ``outcome="gaussian"`` (default: the paper's
 continuous ratings) or ``outcome="likert"`` (``levels``-point ratings from the
 latent threshold model, :mod:`nlpower.outcomes.likert`) and ``analysis=``
-(``"lmm"``, the paper's LMM on [0, 1]); this module turns those arguments
-into a :func:`~nlpower.outcomes.likert_power` call.  One-judgement
+(``"lmm"``, the paper's LMM on [0, 1], or ``"clmm"``), or
+``outcome="preference"`` (repeated head-to-head judgements,
+:class:`~nlpower.outcomes.headtohead.HeadToHeadParams`, ``analysis="glmer"``);
+this module turns those arguments into a :func:`~nlpower.outcomes.likert_power`
+or :func:`~nlpower.outcomes.headtohead.headtohead_power` call.  One-judgement
 head-to-head studies have no worker x item design and live in
 :mod:`nlpower.preference` (CLI: ``nlpower power --outcome preference``).
 """
@@ -17,14 +20,16 @@ from ..errors import InputError
 from ..params import LMMParams
 from ..powersim.result import PowerResult
 from ..presets import DatasetPreset
+from .headtohead import HeadToHeadParams, headtohead_power
 from .likert import LikertParams, check_levels
 from .power import likert_power
 
 __all__ = ["OUTCOMES", "Outcome", "as_likert_params", "outcome_power"]
 
-#: What is rated: continuous ratings (the paper's model) or K-point Likert ratings.
-Outcome: TypeAlias = Literal["gaussian", "likert"]
-OUTCOMES: tuple[str, ...] = ("gaussian", "likert")
+#: What is rated: continuous ratings (the paper's model), K-point Likert ratings, or
+#: head-to-head preferences with repeated judgements.
+Outcome: TypeAlias = Literal["gaussian", "likert", "preference"]
+OUTCOMES: tuple[str, ...] = ("gaussian", "likert", "preference")
 
 
 def as_likert_params(params: Any, levels: int | None) -> LikertParams:
@@ -53,6 +58,16 @@ def outcome_power(design: Any, params: Any, *, outcome: str, levels: int | None,
     if outcome not in OUTCOMES:
         raise InputError(f"outcome must be one of {list(OUTCOMES)}; got {outcome!r}. One-judgement "
                          "head-to-head studies: nlpower.preference.power(n, p_win).")
+    if outcome == "preference":
+        if not isinstance(params, HeadToHeadParams):
+            raise InputError(f"outcome='preference' needs HeadToHeadParams (the logistic crossed "
+                             f"model of repeated judgements); got {type(params).__name__}. One "
+                             "judgement per person: nlpower.preference.power(n, p_win).")
+        if analysis not in ("glmer", "lmm") or levels is not None or test not in (None, "z"):
+            raise InputError("outcome='preference' is analysed by glmer with the Wald z test: "
+                             "pass analysis='glmer' and no levels= or other test=.")
+        kwargs.pop("engine", None)
+        return headtohead_power(design, params, **kwargs)
     lp = as_likert_params(params, levels)
     res = likert_power(design, lp, analysis=analysis, test=test, **kwargs)
     assert isinstance(res, PowerResult)      # one analysis named: one result

@@ -55,9 +55,7 @@ def resolve_analyses(analysis: Any) -> tuple[str, ...]:
                          f"{sorted(ANALYSES)}; got {analysis!r}.")
     for a in names:
         if a not in ANALYSES:
-            extra = (" (the cumulative-link analysis needs nlpower.ordinal, not in this build)"
-                     if a == "clmm" else "")
-            raise InputError(f"analysis={a!r} is not available{extra}; choose from "
+            raise InputError(f"analysis={a!r} is not available; choose from "
                              f"{sorted(ANALYSES)}.")
     if len(set(names)) != len(names):
         raise InputError(f"analysis lists a name twice: {list(names)!r}.")
@@ -163,15 +161,17 @@ def likert_power(
     params : LikertParams
         The latent model and thresholds (:meth:`LikertParams.from_preset` maps
         the paper's presets).
-    analysis : {"lmm"} or list of names
-        ``"lmm"``: the paper's LMM of ratings rescaled to [0, 1].  A list
-        analyses the same replicates with each and returns an
-        :class:`AnalysisComparison`.
+    analysis : {"lmm", "clmm", "both"} or list of names
+        ``"lmm"``: the paper's LMM of ratings rescaled to [0, 1]; ``"clmm"``:
+        the cumulative link mixed model of the ratings (:mod:`nlpower.ordinal`,
+        the parameters' link).  A list (or ``"both"``) analyses the same
+        replicates with each and returns an :class:`AnalysisComparison`.
     n_sims : int, default 1000
     alpha : float, default 0.05
     test : str, optional
         ``"satterthwaite"`` (default), ``"z"``, ``"lrt"`` or ``"kenward-roger"`` for
-        the LMM (:mod:`nlpower.powersim.rules`; no bootstrap tests).  With
+        the LMM (:mod:`nlpower.powersim.rules`; no bootstrap tests); ``"z"``
+        (default, Wald) or ``"lrt"`` for clmm.  With
         several analyses each uses its default unless ``test`` is one all accept.
     alternative : {"two-sided", "greater", "less"}
     null : bool, default False
@@ -188,7 +188,8 @@ def likert_power(
     PowerResult or AnalysisComparison
         ``effect`` is the true effect on the analysis's scale (for the LMM:
         half the difference of the mean rescaled ratings under sum coding,
-        :meth:`LikertParams.lmm_effect`), which Type-M is measured against.
+        :meth:`LikertParams.lmm_effect`; for clmm the latent effect divided by
+        the latent scale), which Type-M is measured against.
 
     Examples
     --------

@@ -144,7 +144,8 @@ class DataAnalysisResult:
         else:
             lines.append(f"Shapiro-Wilk: W = {self.shapiro_statistic:.4g}, p = "
                          f"{self.shapiro_pvalue:.4g} -> "
-                         + ("normal" if self.normal else "not normal")
+                         + ("normality not rejected (not a proof of normality)" if self.normal
+                            else "normality rejected")
                          + f" at alpha_1 = {self.normality_alpha:g}")
         lines.append(f"recommended tests: {', '.join(self.recommendation.tests)}")
         lines.append(f"  because {self.recommendation.reason}")

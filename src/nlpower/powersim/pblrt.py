@@ -47,7 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lmm import PreparedModel, theta_layout
+from ..lmm import PreparedModel
+from ..lmm.draw import GaussianSimulator
 from ..lmm.result import FitCore
 from .balanced_fit import _minimise_ml
 from .fastpath import BalancedStats, design_matrix, stratum_dims
@@ -153,8 +154,8 @@ class GeneralPBLRT:
     """PB-LRT for any design: the null and full prepared models and the null simulator.
 
     Built once per power run (:meth:`build`); :meth:`pvalue` runs one
-    replicate's bootstrap.  ``terms`` hold, in lme4's ``theta`` order, each
-    random-effects term's level codes, raw model matrix and ``theta`` offset.
+    replicate's bootstrap.  ``sim`` draws responses from the null model
+    (:class:`~nlpower.lmm.draw.GaussianSimulator`).
 
     Exact shortcut (``screen``): at the full ML fit's ``theta`` the profiled
     ML deviance of the model without coefficient ``j`` exceeds the full one
@@ -166,31 +167,17 @@ class GeneralPBLRT:
 
     full: PreparedModel
     null: PreparedModel
-    X0: np.ndarray
-    terms: tuple[tuple[np.ndarray, np.ndarray, int, int], ...]
+    sim: GaussianSimulator
     effect_index: int
     screen: bool = True
 
     @classmethod
     def build(cls, full: PreparedModel, null: PreparedModel, effect_index: int) -> GeneralPBLRT:
-        layout = theta_layout(null.spec.re_terms)
-        terms = tuple((np.asarray(t.codes), np.asarray(t.Z, dtype=float), t.n_levels, off)
-                      for t, off in zip(layout.terms, layout.term_offsets, strict=True))
-        return cls(full, null, np.asarray(null.spec.X, dtype=float), terms, effect_index)
+        return cls(full, null, GaussianSimulator.from_spec(null.spec), effect_index)
 
     def simulate(self, core: FitCore, n_boot: int, rng: np.random.Generator) -> np.ndarray:
         """``(B, n)`` responses from the fitted null model ``core`` (lme4's ``simulate``)."""
-        n = self.X0.shape[0]
-        y = np.broadcast_to(self.X0 @ core.beta, (n_boot, n)).copy()
-        for codes, Z, n_levels, off in self.terms:
-            q = Z.shape[1]
-            lam = np.zeros((q, q))  # relative covariance factor: lower triangle, column-major
-            cols, rows = np.triu_indices(q)
-            lam[rows, cols] = core.theta[off:off + cols.size]
-            b = core.sigma * rng.standard_normal((n_boot, n_levels, q)) @ lam.T
-            y += np.einsum("nq,bnq->bn", Z, b[:, codes, :])
-        y += core.sigma * rng.standard_normal((n_boot, n))
-        return y
+        return self.sim.draw(core.theta, core.beta, core.sigma, n_boot, rng=rng)
 
     def pvalue(self, lr: float, core0: FitCore, n_boot: int, rng: np.random.Generator,
                errors: tuple[type[BaseException], ...]) -> float:

@@ -94,7 +94,7 @@ def power(
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt"}
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}
         ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
         ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
         (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
@@ -106,7 +106,12 @@ def power(
         without the effect (chi^2(1); the sign comes from the estimate);
         ``"pblrt"``: the same likelihood ratio referred to ``n_boot``
         parametric-bootstrap samples from the null fit (pbkrtest's
-        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only).
+        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only);
+        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_boot``
+        bootstrap draws from the REML null fit (balanced fast path only,
+        :mod:`nlpower.powersim.calibrated`).  On a balanced design with fewer
+        than 10 workers ``power`` also measures the Type I error at effect 0
+        and warns when the test does not hold ``alpha`` there.
     alternative : {"two-sided", "greater", "less"}
         As in scipy.  Power counts only rejections whose estimate has the
         sign of the true effect.
@@ -157,13 +162,16 @@ def power(
     contrast : str or (str, str), optional
         With a fit of more than two systems: which comparison (see
         :meth:`RatingsFit.to_params`).
-    outcome : {"gaussian", "likert"}, default "gaussian"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
         What is rated.  ``"likert"``: ``levels``-point ratings from the latent
         threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
         :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
         ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
-        LMM on [0, 1]); then ``method``, ``likert``, ``options``, ``effect``,
-        ``coding``, ``contrast``, ``REML`` and ``n_boot`` keep their defaults.
+        LMM on [0, 1]; ``"clmm"``: cumulative link mixed model).
+        ``"preference"``: repeated head-to-head judgements (``params`` a
+        ``HeadToHeadParams``, ``analysis="glmer"``).  Then ``method``,
+        ``likert``, ``options``, ``effect``, ``coding``, ``contrast``, ``REML``
+        and ``n_boot`` keep their defaults.
     levels : int, optional
         Likert points for ``outcome="likert"``.
     analysis : str, default "lmm"

@@ -211,8 +211,8 @@ def read_ratings(
     Examples
     --------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"w": ["a", "a", "b", "b"], "i": [1, 1, 1, 1],
-    ...                    "s": ["x", "y", "x", "y"], "r": [1, 5, 2, 4]})
+    >>> df = pd.DataFrame({"w": ["a", "a", "b", "b"], "i": [1, 2, 1, 2],
+    ...                    "s": ["x", "y", "y", "x"], "r": [1, 5, 2, 4]})
     >>> r = read_ratings(df, worker="w", item="i", system="s", rating="r", scale=(1, 5))
     >>> r.scale, list(r.data["rating"])
     ((1.0, 5.0), [0.0, 1.0, 0.25, 0.75])

@@ -31,3 +31,22 @@ def test_active_column_patterns_are_used_for_nested_items():
     assert pats is not None and len(pats) == 3          # one pattern per system
     assert all(cols.size == 2 for _, cols, _, _ in pats)
     assert NativeModel(crossed_spec()).blocks.patterns is None
+
+
+def test_schur_strategy_is_one_small_object():
+    # issue 18 item 5: the strategy's arrays live on DenseSchur / SparseSchur, not as a dozen
+    # optional fields of Blocks narrowed by asserts
+    from dataclasses import fields
+
+    from nlpower.lmm.native.blocks import Blocks, DenseSchur, Pattern, SparseSchur
+
+    names = {f.name for f in fields(Blocks)}
+    assert not names & {"Cd", "Cg", "V", "V_p1", "V_a", "V_p2", "V_b", "V_ypos", "S_lo", "S_up",
+                        "S_off"}
+    dense = NativeModel(crossed_spec(), mode="dense").blocks
+    sparse = NativeModel(crossed_spec(), mode="sparse").blocks
+    assert isinstance(dense.schur, DenseSchur) and dense.use_dense
+    assert isinstance(sparse.schur, SparseSchur) and not sparse.use_dense
+    nested = NativeModel(nested_spec(item_slopes=True), mode="dense").blocks
+    assert nested.patterns is not None and all(isinstance(p, Pattern) for p in nested.patterns)
+    assert isinstance(nested.schur, DenseSchur) and len(nested.schur.Cg) == len(nested.patterns)

@@ -11,9 +11,11 @@ of the rest of the matrix is formed from these in :mod:`.deviance`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from .blocks import Blocks
+from .blocks import Blocks, GroupBlock, Pattern
 
 __all__ = ["block1_factor", "block1_reduced"]
 
@@ -66,7 +68,7 @@ def block1_factor(b: Blocks, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray,
         K = lam1 @ LiT
     return L1, K, ld
 
-def block1_reduced(b: Blocks, theta: np.ndarray
+def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarray
                    ) -> tuple[np.ndarray, list[np.ndarray], float] | None:
     """Block 1 through each level's active columns ``P`` only.
 
@@ -76,15 +78,13 @@ def block1_reduced(b: Blocks, theta: np.ndarray
     (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1), the
     per-pattern ``W[P, P]`` (m_g, k, k) and ``log|L1|^2``.
     """
-    b1 = b.b1
-    assert b.patterns is not None
     lam1 = b1.lam(theta)
     LL = lam1 @ lam1.T
     q1 = b1.q
     Wf = np.zeros(b1.m * q1 * q1)
     Wg: list[np.ndarray] = []
     ld = 0.0
-    for _lev, cols, A, flat in b.patterns:
+    for _lev, cols, A, flat in patterns:
         Q = LL[np.ix_(cols, cols)]
         k = cols.size
         if k == 1:

@@ -23,7 +23,7 @@ A new response changes only the ``y`` row of ``C``, the ``y`` row/column of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -202,19 +202,78 @@ def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
     return blocks
 
 
+class Pattern(NamedTuple):
+    """Block-1 levels that share their active (not identically zero) columns.
+
+    When some level of block 1 has fewer than ``q1`` active columns (e.g.
+    items nested in systems with ``(system || item)``), the levels are
+    grouped by their active columns and block 1 is factored on those only.
+    """
+
+    levels: np.ndarray         # (m_g,) block-1 levels of the pattern
+    cols: np.ndarray           # (k,) their active columns
+    A: np.ndarray              # (m_g, k, k) Z1'Z1 restricted to the active columns
+    flat: np.ndarray           # flat positions of the (m_g, k, k) entries in (m1, q1, q1)
+
+
+@dataclass(eq=False)
+class DenseSchur:
+    """Dense Schur strategy (small ``N2``): ``C = W'Z1`` as an ``(N2, m1, q1)`` array.
+
+    ``S = sum_l C_l W_l C_l'`` is then a batched product and one GEMM.  With
+    patterns, ``Cg`` holds ``C`` restricted to each pattern's levels and
+    active columns (``(N2, m_g, k)``), else it is empty.
+    """
+
+    Cd: np.ndarray
+    Cg: list[np.ndarray]
+
+    def set_response(self, blocks: Blocks) -> None:
+        """Copy the new ``y`` row of ``C`` in."""
+        self.Cd[-1, blocks.y_levels, :] = blocks.C[blocks.y_pairs]
+        for Cg, pat in zip(self.Cg, blocks.patterns or (), strict=True):
+            Cg[-1] = self.Cd[-1][np.ix_(pat.levels, pat.cols)]
+
+
+@dataclass(eq=False)
+class SparseSchur:
+    """Sparse Schur strategy (large ``N2``, e.g. InstEval).
+
+    ``S``'s lower triangle is a sparse matrix ``V`` (rows: the ``(i, k)``
+    entries of ``S``; columns: the ``(l, a, b)`` entries of ``W``) times
+    ``vec(W)`` -- one SpMV per evaluation, the products ``C[i,l,a] C[k,l,b]``
+    precomputed.  Per entry of ``V``: the pairs ``p1``, ``p2`` and columns
+    ``a``, ``b`` of its product; ``ypos``: the entries that involve the ``y``
+    row; ``S_lo`` / ``S_up``: the flat positions ``i*N2 + k`` / ``k*N2 + i``
+    of each row of ``V`` in ``S`` (``S_up`` for the off-diagonal rows,
+    ``S_off``).
+    """
+
+    V: sp.csr_matrix
+    p1: np.ndarray
+    a: np.ndarray
+    p2: np.ndarray
+    b: np.ndarray
+    ypos: np.ndarray
+    S_lo: np.ndarray
+    S_up: np.ndarray
+    S_off: np.ndarray
+
+    def set_response(self, blocks: Blocks) -> None:
+        """Recompute the products that involve the ``y`` row."""
+        pos, C = self.ypos, blocks.C
+        self.V.data[pos] = C[self.p1[pos], self.a[pos]] * C[self.p2[pos], self.b[pos]]
+
+
 @dataclass(eq=False)
 class Blocks:
     """Precomputed cross-products (see the module docstring for the layout).
 
     The Schur complement needs ``S = sum_l C_l' W_l C_l`` with
-    ``W_l = Lambda1 (Lambda1' A11_l Lambda1 + I)^{-1} Lambda1'``.  Two ways:
-
-    * dense (small ``N2``): ``Cd`` is ``(m1, N2, q1)`` and ``S`` a batched
-      product followed by one GEMM;
-    * sparse (large ``N2``, e.g. InstEval): ``S``'s lower triangle is a
-      sparse matrix ``V`` (rows: ``(i, k)`` entries of ``S``; columns:
-      ``(l, a, b)`` entries of ``W``) times ``vec(W)`` -- one SpMV per
-      evaluation, the products ``C[i,l,a] C[k,l,b]`` being precomputed.
+    ``W_l = Lambda1 (Lambda1' A11_l Lambda1 + I)^{-1} Lambda1'``, by the
+    strategy ``schur``: :class:`DenseSchur` or :class:`SparseSchur` (chosen
+    by estimated cost, see :func:`build_blocks`); ``patterns`` groups the
+    levels of block 1 by their active columns when some level lacks one.
     """
 
     n: int
@@ -234,24 +293,15 @@ class Blocks:
     y_levels: np.ndarray       # block-1 levels of the y pairs
     indptr: np.ndarray         # CSR structure of E (N2 x m1*q1), pairs in order
     indices: np.ndarray
-    use_dense: bool
     y: np.ndarray
-    Cd: np.ndarray | None = None            # dense mode: (N2, m1, q1)
-    V: sp.csr_matrix | None = None          # sparse mode
-    V_p1: np.ndarray | None = None          # per V entry: pair, column of pair 1 / 2
-    V_a: np.ndarray | None = None
-    V_p2: np.ndarray | None = None
-    V_b: np.ndarray | None = None
-    V_ypos: np.ndarray | None = None        # V.data positions that involve the y row
-    S_lo: np.ndarray | None = None          # flat (i*N2 + k) position of each V row
-    S_up: np.ndarray | None = None          # flat (k*N2 + i) position, off-diagonal rows
-    S_off: np.ndarray | None = None         # which V rows are off-diagonal
-    # block-1 levels grouped by their active (not identically zero) columns, when
-    # some level has fewer than q1 (e.g. items nested in systems with
-    # (system || item)): (levels, active columns, A11 restricted, flat W positions)
-    patterns: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
-    Cg: list[np.ndarray] | None = None      # dense mode with patterns: (N2, m_g, k) per pattern
+    schur: DenseSchur | SparseSchur
+    patterns: list[Pattern] | None = None   # None: every level of block 1 has all q1 columns
     version: int = 0                        # incremented by every set_response
+
+    @property
+    def use_dense(self) -> bool:
+        """Whether the Schur complement is formed densely (:class:`DenseSchur`)."""
+        return isinstance(self.schur, DenseSchur)
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -262,17 +312,7 @@ class Blocks:
         self.Arr[-1, :-1] = wy
         self.Arr[:-1, -1] = wy
         self.Arr[-1, -1] = float(y @ y)
-        if self.Cd is not None:
-            self.Cd[-1, self.y_levels, :] = self.C[self.y_pairs]
-            if self.Cg is not None and self.patterns is not None:
-                for Cg, (lev, cols, _, _) in zip(self.Cg, self.patterns, strict=True):
-                    Cg[-1] = self.Cd[-1][np.ix_(lev, cols)]
-        if self.V is not None:
-            pos = self.V_ypos
-            assert self.V_p1 is not None and self.V_p2 is not None
-            assert self.V_a is not None and self.V_b is not None
-            self.V.data[pos] = (self.C[self.V_p1[pos], self.V_a[pos]]
-                                * self.C[self.V_p2[pos], self.V_b[pos]])
+        self.schur.set_response(self)
         self.y = y
         self.version += 1
 
@@ -283,13 +323,14 @@ _DENSE_MAX_ENTRIES = 2e7
 _SPARSE_MAX_NNZ = 4e7
 
 
-def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
-    """Precompute ``V`` (see :class:`Blocks`) from the pairs."""
-    q1, N2 = out.b1.q, out.N2
+def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.ndarray,
+                    C: np.ndarray, structural: np.ndarray) -> SparseSchur:
+    """Precompute ``V`` (see :class:`SparseSchur`) from the pairs."""
+    q1 = b1.q
     # within a level the pairs are in increasing rest row (CSR order, stable sort), so the
     # products with row(p1) >= row(p2) are the lower triangle ia >= ib of each level
-    order = np.argsort(out.pair_lev, kind="stable")
-    lev_sorted = out.pair_lev[order]
+    order = np.argsort(pair_lev, kind="stable")
+    lev_sorted = pair_lev[order]
     _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
     # levels grouped by their number of pairs: one tril_indices per distinct size
     p1_parts, p2_parts = [], []
@@ -313,13 +354,13 @@ def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
         B = np.tile(b, p1.size)
         nz = structural[P1, A] & structural[P2, B]
         P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
-    key = out.pair_row[P1].astype(np.int64) * N2 + out.pair_row[P2]
-    col = out.pair_lev[P1] if q1 == 1 else out.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
+    key = pair_row[P1].astype(np.int64) * N2 + pair_row[P2]
+    col = pair_lev[P1] if q1 == 1 else pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
     # CSR over all N2^2 entries of S by a counting sort (no comparison sort: InstEval has
     # ~10^6 products); the data carry the products' positions, then empty rows are dropped
     # (positions from 1: the conversion drops explicit zeros)
     big = sp.csr_matrix((np.arange(1, key.size + 1, dtype=float), (key, col)),
-                        shape=(N2 * N2, out.b1.m * q1 * q1))
+                        shape=(N2 * N2, b1.m * q1 * q1))
     perm = big.data.astype(np.int64) - 1
     used = np.flatnonzero(np.diff(big.indptr))
     indptr = np.concatenate([[0], np.cumsum(np.diff(big.indptr)[used])])
@@ -327,19 +368,35 @@ def _build_sparse_S(out: Blocks, structural: np.ndarray) -> None:
     P1, P2 = P1[perm], P2[perm]
     if q1 > 1:
         A, B = A[perm], B[perm]
-        data = out.C[P1, A] * out.C[P2, B]
+        data = C[P1, A] * C[P2, B]
     else:
-        c0 = out.C[:, 0]
+        c0 = C[:, 0]
         data = c0[P1] * c0[P2]
-    out.V = sp.csr_matrix((data, big.indices, indptr), shape=(ukey.size, out.b1.m * q1 * q1))
-    out.V_p1, out.V_a, out.V_p2, out.V_b = P1, A, P2, B
+    V = sp.csr_matrix((data, big.indices, indptr), shape=(ukey.size, b1.m * q1 * q1))
     yrow = N2 - 1
-    out.V_ypos = np.flatnonzero((out.pair_row[P1] == yrow) | (out.pair_row[P2] == yrow))
     i, k = ukey // N2, ukey % N2
-    out.S_lo = i * N2 + k
     off = i != k
-    out.S_off = off
-    out.S_up = (k * N2 + i)[off]
+    return SparseSchur(V=V, p1=P1, a=A, p2=P2, b=B,
+                       ypos=np.flatnonzero((pair_row[P1] == yrow) | (pair_row[P2] == yrow)),
+                       S_lo=i * N2 + k, S_up=(k * N2 + i)[off], S_off=off)
+
+
+def _patterns(A11: np.ndarray) -> list[Pattern] | None:
+    """Block-1 levels grouped by their active columns, or ``None`` if every level has all."""
+    q1 = A11.shape[1]
+    active = np.diagonal(A11, axis1=1, axis2=2) > 0          # (m1, q1)
+    if active.all():
+        return None
+    keys_p = active.astype(np.int64) @ (1 << np.arange(q1, dtype=np.int64))
+    pats = []
+    for key in np.unique(keys_p):
+        lev = np.flatnonzero(keys_p == key)
+        cols = np.flatnonzero(active[lev[0]])
+        sub = A11[lev][:, cols][:, :, cols]
+        flat = (lev[:, None, None] * (q1 * q1) + cols[None, :, None] * q1
+                + cols[None, None, :]).ravel()
+        pats.append(Pattern(lev, cols, sub, flat))
+    return pats
 
 
 def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Blocks:
@@ -418,39 +475,24 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
     nnz_est = float(np.sum(cnt * (cnt + 1) / 2.0))
     dense_flops = float(N2) * N2 * m1 * q1
     dense_ok = m1 * N2 * q1 <= _DENSE_MAX_ENTRIES
-    out = Blocks(
-        n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
-        pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
-        indptr=indptr, indices=indices, use_dense=False, y=y,
-    )
     if mode == "auto":
         # dense GEMM runs ~20x faster per flop than a sparse mat-vec per nonzero
         use_dense = dense_ok and (dense_flops / 20.0 <= nnz_est or nnz_est > _SPARSE_MAX_NNZ)
     else:
         use_dense = mode == "dense"
-    if not use_dense:
-        _build_sparse_S(out, structural)
-    out.use_dense = use_dense
-    if q1 > 1:
-        active = np.diagonal(A11, axis1=1, axis2=2) > 0          # (m1, q1)
-        if not active.all():
-            keys_p = active.astype(np.int64) @ (1 << np.arange(q1, dtype=np.int64))
-            pats = []
-            for key in np.unique(keys_p):
-                lev = np.flatnonzero(keys_p == key)
-                cols = np.flatnonzero(active[lev[0]])
-                sub = A11[lev][:, cols][:, :, cols]
-                flat = (lev[:, None, None] * (q1 * q1) + cols[None, :, None] * q1
-                        + cols[None, None, :]).ravel()
-                pats.append((lev, cols, sub, flat))
-            out.patterns = pats
+    patterns = _patterns(A11) if q1 > 1 else None
+    schur: DenseSchur | SparseSchur
     if use_dense:
-        out.V = None
         Cd = np.zeros((N2, m1, q1))
         Cd[pair_row, pair_lev, :] = C
-        out.Cd = Cd
-        if out.patterns is not None:
-            out.Cg = [np.ascontiguousarray(Cd[:, lev][:, :, cols])
-                      for lev, cols, _, _ in out.patterns]
+        schur = DenseSchur(Cd=Cd, Cg=[np.ascontiguousarray(Cd[:, pat.levels][:, :, pat.cols])
+                                      for pat in patterns or ()])
+    else:
+        schur = _build_sparse_S(b1, N2, pair_row, pair_lev, C, structural)
+    out = Blocks(
+        n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
+        pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
+        indptr=indptr, indices=indices, y=y, schur=schur, patterns=patterns,
+    )
     out.set_response(y)
     return out

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .block1 import block1_factor, block1_reduced
-from .blocks import Blocks
+from .blocks import Blocks, DenseSchur, SparseSchur
 
 _LOG2PI = math.log(2.0 * math.pi)
 # the grouped Schur complement (see DevianceEvaluator._init_grouped) stores this many
@@ -82,11 +82,11 @@ class DevianceEvaluator:
         if b.b1.q == 2 and b.b1.diagonal:
             where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
             self._diag2_ij = (where[0], where[3])
-        if self._diag2_ij is not None and b.patterns is None and b.Cd is not None:
-            A = b.A11
+        if self._diag2_ij is not None and b.patterns is None and isinstance(b.schur, DenseSchur):
+            A, Cd = b.A11, b.schur.Cd
             self._diag2_theta = np.array(self._diag2_ij)
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
-                           b.Cd[:, :, 0], b.Cd[:, :, 1], np.empty_like(b.Cd))
+                           Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
         self._init_grouped()
         self.n_evals = 0
@@ -235,8 +235,9 @@ class DevianceEvaluator:
                 M = (self._Q @ np.array(c)).reshape(N2, N2).T
                 return self._finish(theta, M, ld1, L1)
             M = b.Arr - (self._grp[2] @ np.asarray(Wv)).reshape(N2, N2)
-        elif self._diag2 is not None and b.Cd is not None:
-            # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)): everything elementwise
+        elif self._diag2 is not None:
+            # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)), dense Schur (_diag2 is set
+            # only then): everything elementwise
             a00, a10, a11, c0, c1, G = self._diag2
             d0, d1 = theta[self._diag2_theta]
             l00 = np.sqrt(d0 * d0 * a00 + 1.0)
@@ -254,7 +255,7 @@ class DevianceEvaluator:
             M = b.Arr - G2 @ G2.T
             L1 = None
         elif b.patterns is not None:
-            rr = block1_reduced(self.b, theta)
+            rr = block1_reduced(b.b1, b.patterns, theta)
             if rr is None:
                 return self._fail(theta)
             Wl, Wg, ld1 = rr
@@ -265,13 +266,16 @@ class DevianceEvaluator:
                 return self._fail(theta)
             L1, K, ld1 = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
-        if self._grp is not None or (self._diag2 is not None and b.Cd is not None):
+        schur = b.schur
+        if self._grp is not None or self._diag2 is not None:
             pass
-        elif b.patterns is not None and b.Cd is not None:
+        elif isinstance(schur, SparseSchur):
+            M = self._rest_minus_patterns(schur, Wl if b.patterns is not None
+                                          else K @ np.swapaxes(K, 1, 2))
+        elif b.patterns is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
-            assert b.Cg is not None
             M = b.Arr.copy()
-            for Cg, w in zip(b.Cg, Wg, strict=True):
+            for Cg, w in zip(schur.Cg, Wg, strict=True):
                 k = Cg.shape[2]
                 if k == 1:
                     G = Cg[:, :, 0] * w[None, :, 0, 0]
@@ -285,10 +289,8 @@ class DevianceEvaluator:
                 else:
                     G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
                 M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
-        elif b.patterns is not None:
-            M = self._rest_minus_patterns(Wl)
-        elif b.Cd is not None:
-            Cd = b.Cd                                               # (N2, m1, q1)
+        else:
+            Cd = schur.Cd                                           # (N2, m1, q1)
             if q1 == 1:
                 G = Cd[:, :, 0] * K[None, :, 0, 0]
             elif q1 == 2:
@@ -300,8 +302,6 @@ class DevianceEvaluator:
                 G = np.einsum("nli,lij->nlj", Cd, K)
             G2 = G.reshape(N2, -1)
             M = b.Arr - G2 @ G2.T
-        else:
-            M = self._rest_minus_patterns(K @ np.swapaxes(K, 1, 2))
         # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
         if self._scale_idx is not None:
             te = self._theta_ext
@@ -314,16 +314,14 @@ class DevianceEvaluator:
         M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
         return self._finish(theta, M, ld1, L1)
 
-    def _rest_minus_patterns(self, Wl: np.ndarray) -> np.ndarray:
+    def _rest_minus_patterns(self, sparse: SparseSchur, Wl: np.ndarray) -> np.ndarray:
         """``A_rr`` minus the block-1 contribution ``V @ vec(Wl)`` scattered by pattern."""
-        b = self.b
-        assert b.V is not None and b.S_lo is not None and b.S_up is not None
-        vals = b.V @ Wl.ravel()
-        M = b.Arr.copy()
+        vals = sparse.V @ Wl.ravel()
+        M = self.b.Arr.copy()
         Mf = M.reshape(-1)
-        Mf[b.S_lo] -= vals
+        Mf[sparse.S_lo] -= vals
         if self._need_upper:
-            Mf[b.S_up] -= vals[b.S_off]
+            Mf[sparse.S_up] -= vals[sparse.S_off]
         return M
 
     def _finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .blocks import GroupBlock
+from .blocks import GroupBlock, SparseSchur
 from .deviance import DevianceEvaluator, Factor
 
 __all__ = ["theta_gradient"]
@@ -110,8 +110,8 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     return D1, rest
 
 
-def _inverse_blocks_sparse(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Nr: int
-                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
+                           Nr: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """As :func:`_inverse_blocks_dense`, through the sparse products ``V`` (e.g. InstEval).
 
     With ``S^{-1}`` (``dpotri``) and ``P = Lambda_r S^{-1} Lambda_r`` (diagonal
@@ -124,7 +124,7 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Nr:
     b = ev.b
     b1 = b.b1
     m1, q1, N2 = b1.m, b1.q, b.N2
-    assert b.V is not None and b.S_lo is not None and ev._scale_idx is not None
+    assert ev._scale_idx is not None            # the caller checks: diagonal Lambda_r
     # only the lower triangle of S^{-1} is formed and read (V's rows are i >= k)
     if Nr:
         Si, info = lapack.dpotri(f.Lrr[:Nr, :Nr], lower=1)
@@ -134,12 +134,12 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Nr:
         Si = np.zeros((0, 0))
     te = np.append(f.theta, 1.0)
     dv = te[ev._scale_idx]
-    i, k = np.divmod(b.S_lo, N2)
+    i, k = np.divmod(sparse.S_lo, N2)
     inside = (i < Nr) & (k < Nr)
     pv = np.zeros(i.size)
     pv[inside] = dv[i[inside]] * dv[k[inside]] * Si[i[inside], k[inside]]
-    Y = (b.V.T @ pv).reshape(m1, q1, q1)
-    Yo = (b.V.T @ np.where(i != k, pv, 0.0)).reshape(m1, q1, q1)
+    Y = (sparse.V.T @ pv).reshape(m1, q1, q1)
+    Yo = (sparse.V.T @ np.where(i != k, pv, 0.0)).reshape(m1, q1, q1)
     Q = Y + np.swapaxes(Yo, 1, 2)
     lam1 = b1.lam(f.theta)
     L1inv = np.linalg.inv(L1)
@@ -188,8 +188,8 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     # -- diagonal blocks of the inverse --------------------------------------------
     Nr = nre2 + (p if REML else 0)
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray]] = []   # (block, D, R)
-    if b.V is not None and ev._scale_idx is not None:
-        D1, rest_D = _inverse_blocks_sparse(ev, f, L1, Nr)
+    if isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
+        D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
     else:
         D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
     groups.append((b1, D1, _group_sums(b1, res).T @ u1))

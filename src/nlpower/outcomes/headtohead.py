@@ -1,0 +1,227 @@
+"""Head-to-head evaluations with repeated judgements: a logistic crossed model, analysed by glmer.
+
+Card et al. (2020), App. H.4, second paragraph: when each worker judges many
+item pairs and each pair is judged by several workers, the judgements are
+not independent, and a mixed model "potentially ... modeling the outcome as a
+logistic model (in the case of win or lose), with ties ... excluded".  Each
+(worker, item pair) of a :class:`~nlpower.design.CrossedDesign` (its
+``workers_per_item`` allocation; one judgement per pair) is a draw with
+probability ``p_draw``, and otherwise a win for system B with probability::
+
+    logit P(B wins | decisive) = effect + u_w + v_i + (position + s_w + t_i) * pos
+
+``u_w ~ N(0, sd_worker^2)``, ``v_i ~ N(0, sd_item^2)`` (worker and item
+intercepts), ``pos = +1/2`` when B is shown first and ``-1/2`` otherwise
+(counterbalanced: ``+1/2`` when worker index + item index is even), with a
+fixed position effect and worker / item position slopes ``s_w``, ``t_i``.
+
+The analysis is ``glmer(win ~ 1 + pos + (1 | worker) + (1 | item)
+[+ (0 + pos | worker)] [+ (0 + pos | item)], family=binomial)`` with draws
+excluded (prior weight 0, so the structure is built once per replicate's
+draw pattern and never re-parsed), and the test is the Wald z of the
+intercept: no preference means ``effect = 0``.  Splitting ties has no
+binomial likelihood (a draw is not a whole number of successes), so the
+repeated-judgement model excludes them; the one-judgement analysis
+(:mod:`nlpower.preference`) offers both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from .._choices import Alternative, FailurePolicy
+from .._rng import RNGLike, root_seed, seed_record
+from .._validation import check_real
+from ..design import CrossedDesign
+from ..errors import DesignError, FitError, InputError
+from ..lmm.family import Binomial
+from ..lmm.frame import model_frame
+from ..powersim.options import PowerOptions, power_options
+from ..powersim.replicate import _FIT_FAILURES, _replicates
+from ..powersim.result import PowerResult, Replicates
+from ..powersim.summary import apply_failure_policy, power_result
+
+__all__ = ["HeadToHeadParams", "headtohead_power"]
+
+
+@dataclass(frozen=True)
+class HeadToHeadParams:
+    """Parameters of repeated head-to-head judgements (module docstring); logit scale.
+
+    Examples
+    --------
+    >>> p = HeadToHeadParams.from_share(0.6, sd_worker=0.5, p_draw=0.1)
+    >>> round(p.effect, 4)
+    0.4055
+    """
+
+    effect: float = 0.0
+    sd_worker: float = 0.0
+    sd_item: float = 0.0
+    position: float = 0.0
+    sd_worker_position: float = 0.0
+    sd_item_position: float = 0.0
+    p_draw: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "effect", check_real("effect", self.effect))
+        for name in ("sd_worker", "sd_item", "sd_worker_position", "sd_item_position"):
+            v = check_real(name, getattr(self, name))
+            if v < 0:
+                raise InputError(f"{name} must be a standard deviation >= 0 (logit scale); got {v}.")
+        object.__setattr__(self, "position", check_real("position", self.position))
+        pd_ = check_real("p_draw", self.p_draw)
+        if not 0.0 <= pd_ < 1.0:
+            raise InputError(f"p_draw (the probability of a draw) must be in [0, 1); got {pd_}.")
+
+    @classmethod
+    def from_share(cls, share: float, **kwargs: float) -> HeadToHeadParams:
+        """Parameters whose typical worker and item prefer B with probability ``share`` (decisive)."""
+        s = check_real("share", share)
+        if not 0.0 < s < 1.0:
+            raise InputError(f"share (P(B preferred) among decisive judgements) must be strictly "
+                             f"between 0 and 1; got {s}.")
+        return cls(effect=math.log(s / (1.0 - s)), **kwargs)
+
+    def with_effect(self, effect: float) -> HeadToHeadParams:
+        return replace(self, effect=effect)
+
+
+def _pairs(design: CrossedDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+    """(worker codes, item codes, position, the pair frame): one judgement per (worker, item)."""
+    lay = design.layout()
+    lay = lay[lay["system"] == design.baseline].reset_index(drop=True)
+    w = lay["worker"].astype("category").cat.codes.to_numpy()
+    i = lay["item"].astype("category").cat.codes.to_numpy()
+    pos = np.where((w + i) % 2 == 0, 0.5, -0.5)
+    return w, i, pos, lay[["worker", "item"]].assign(pos=pos)
+
+
+def simulate_judgements(design: CrossedDesign, params: HeadToHeadParams,
+                        gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One replicate: ``(win, draw)`` arrays, one entry per (worker, item pair) of the design."""
+    w, i, pos, _ = _pairs(design)
+    nw, ni = design.n_workers, design.n_items
+    u, s = gen.standard_normal(nw), gen.standard_normal(nw)
+    v, t = gen.standard_normal(ni), gen.standard_normal(ni)
+    eta = (params.effect + params.sd_worker * u[w] + params.sd_item * v[i]
+           + (params.position + params.sd_worker_position * s[w]
+              + params.sd_item_position * t[i]) * pos)
+    n = w.size
+    draw = gen.random(n) < params.p_draw
+    win = gen.random(n) < 1.0 / (1.0 + np.exp(-eta))
+    return win & ~draw, draw
+
+
+def _formula(params: HeadToHeadParams) -> str:
+    terms = ["(1 | worker)", "(1 | item)"]
+    if params.sd_worker_position > 0:
+        terms.append("(0 + pos | worker)")
+    if params.sd_item_position > 0:
+        terms.append("(0 + pos | item)")
+    return "win ~ 1 + pos + " + " + ".join(terms)
+
+
+def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
+         opts: PowerOptions) -> Replicates:
+    from ..glmm.model import GlmmModel
+
+    _, _, _, frame = _pairs(design)
+    spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
+    r = opts.n_sims
+    est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
+    conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
+    start = None
+    for k, s in enumerate(seq.spawn(r)):
+        win, draw = simulate_judgements(design, params, np.random.Generator(np.random.PCG64(s)))
+        try:
+            model = GlmmModel(spec.with_response(win.astype(float)), Binomial(),
+                              weights=(~draw).astype(float))
+            core = model.refit(win.astype(float), start=start)
+            start = core
+            est[k], se[k] = float(core.beta[0]), float(core.se[0])
+            stat[k], df[k] = est[k] / se[k], math.inf
+            conv[k], sing[k] = bool(core.converged), bool(core.singular)
+        except _FIT_FAILURES as exc:
+            if opts.on_failure == "raise":
+                raise FitError(f"replicate {k} of {r} failed to fit (glmer of head-to-head "
+                               f"judgements): {exc}.") from exc
+            failed[k] = True
+    return _replicates(est, se, stat, df, conv, sing, failed, opts)
+
+
+def headtohead_power(
+    design: CrossedDesign,
+    params: HeadToHeadParams,
+    *,
+    n_sims: int = 1000,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+    null: bool = False,
+    ties: str = "exclude",
+    rng: RNGLike = None,
+    keep_replicates: bool = True,
+    on_failure: FailurePolicy = "ignore",
+) -> PowerResult:
+    """Power of repeated head-to-head judgements analysed by glmer (module docstring).
+
+    Parameters
+    ----------
+    design : CrossedDesign
+        Workers and item pairs; each (worker, item) of its allocation is one
+        judgement of the pair (``workers_per_item`` for k of W).
+    params : HeadToHeadParams
+        The logistic crossed model; ``effect`` the logit of the share
+        preferring B (:meth:`HeadToHeadParams.from_share`).
+    n_sims, alpha, alternative, null, rng, keep_replicates, on_failure
+        As in :func:`nlpower.power` (``null=True``: the Type I error at
+        ``effect = 0``, own child seed).  The test is the Wald z of the intercept.
+    ties : {"exclude"}
+        Draws are excluded (prior weight 0).
+
+    Returns
+    -------
+    PowerResult
+        ``effect`` on the logit scale; Type-M relative to it.
+
+    Examples
+    --------
+    >>> p = HeadToHeadParams.from_share(0.65, sd_worker=0.5, sd_item=0.5)
+    >>> r = headtohead_power(CrossedDesign(5, 20), p, n_sims=20, rng=1)
+    >>> 0.0 <= r.power <= 1.0
+    True
+    """
+    if not isinstance(design, CrossedDesign):
+        raise DesignError(f"design must be a CrossedDesign; got {type(design).__name__}.")
+    if design.n_systems != 2 or design.items != "paired":
+        raise DesignError("head-to-head judgements compare two systems on the same items: use "
+                          "CrossedDesign(n_workers, n_items) (paired, 2 systems).")
+    if not isinstance(params, HeadToHeadParams):
+        raise InputError(f"params must be HeadToHeadParams; got {type(params).__name__}.")
+    if ties != "exclude":
+        raise InputError(
+            f"ties={ties!r}: with repeated judgements the analysis is a binomial GLMM, where a "
+            "draw split half and half is not a whole number of successes; use ties='exclude' "
+            "(draws get prior weight 0), or nlpower.preference for one judgement per person.")
+    opts = power_options(n_sims=n_sims, alpha=alpha, test="z", alternative=alternative,
+                         method="simulate", null=null, keep_replicates=keep_replicates,
+                         on_failure=on_failure)
+    root = root_seed(rng)
+    main_seq, null_seq = root.spawn(2)
+    main = _run(design, params, main_seq, opts)
+    apply_failure_policy(main, opts, "main")
+    null_reps = None
+    if null and params.effect != 0:
+        null_reps = _run(design, params.with_effect(0.0), null_seq, opts)
+        apply_failure_policy(null_reps, opts, "null (effect 0)")
+    share = 1.0 / (1.0 + math.exp(-params.effect))
+    note = (f"head-to-head judgements, logistic crossed model (P(draw) {params.p_draw:g}, draws "
+            f"excluded); glmer {_formula(params)!r}, Wald z of the intercept; effect on the logit "
+            f"scale (typical share preferring B {share:.3f})")
+    return power_result(main, null_reps, effect=params.effect, mean_difference=share - 0.5,
+                        design=design, method="simulate", coding="sum", opts=opts,
+                        seed=seed_record(root), notes=[note])
