@@ -174,3 +174,23 @@ def test_bleu_estimate_scores_empty_hypotheses_as_sacrebleu(tmp_path, capsys):
 def test_bleu_references_still_need_text():
     with pytest.raises(InputError, match=r"refs: 1 empty line\(s\) \(line 2\)"):
         nlpower.bleu.estimate(["a b c", "d e"], ["a b", "d e f"], ["a b c", ""])
+
+
+# --- item 15: a canned note never contradicts a measured number ----------------------------
+
+
+def test_singular_note_gives_way_to_a_measured_type1():
+    from conftest import fake_power_result
+
+    common = dict(power=0.5, ci=(0.4, 0.6), n_sims=100, n_rejected=50, n_singular=30,
+                  effect=0.1, mean_difference=0.2, method="simulate")
+    canned = "they lean liberal"
+    assert canned in fake_power_result(**common).summary()
+    import dataclasses
+
+    from nlpower.intervals import ConfidenceInterval
+
+    measured = dataclasses.replace(fake_power_result(**common, type1=0.031, n_type1=3,
+                                                     n_type1_sims=100),
+                                   type1_ci=ConfidenceInterval(0.01, 0.09))
+    assert canned not in measured.summary() and "Type I error 0.031" in measured.summary()
