@@ -194,3 +194,10 @@ def test_singular_note_gives_way_to_a_measured_type1():
                                                      n_type1_sims=100),
                                    type1_ci=ConfidenceInterval(0.01, 0.09))
     assert canned not in measured.summary() and "Type I error 0.031" in measured.summary()
+
+
+def test_plan_extends_its_search_past_an_edge_optimum():
+    """max_workers=10: the cheapest design needs 21 workers; the edge (10) was returned before."""
+    result = nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
+    assert (result.n_workers, result.n_items) == (21, 33)
+    assert result.n_workers < result.frontier["n_workers"].max()  # interior, not the edge
