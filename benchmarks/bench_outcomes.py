@@ -1,18 +1,21 @@
-"""Speed of power for Likert ratings: 10 workers x 100 items, 1,000 replicates, beside R.
+"""Speed of power for Likert and binary outcomes: 10 workers x 100 items, 1,000 replicates.
 
-nlpower: ``likert_power`` (5-point ratings from the latent threshold model
-of the high-variance scenario, effect 0.1) with the paper's LMM on [0, 1] --
-the balanced fast path (all replicates fitted at once from sufficient
-statistics) and the general path (one engine refit per replicate, structure
-built once, warm start), the latter timed on ``--general`` replicates and
-scaled to 1,000.  R, simr-style (simulate, then refit each replicate):
-``lme4::lmer`` on the same model and ``ordinal::clmm`` (cumulative logit, random
-intercepts and slopes, correlated: ``ordinal`` has no ``||``), each timed inside R on ``--r-reps`` replicates and
-scaled to 1,000.  This build has no native ordinal or binary analysis yet
-(``nlpower.ordinal`` / ``nlpower.glmer`` are other branches), so their line is
-R's only.
+nlpower: ``power(outcome="likert")`` (5-point ratings from the latent
+threshold model of the high-variance scenario, effect 0.1) with the paper's
+LMM on [0, 1] through the balanced fast path (all replicates fitted at once,
+measured at 1,000) and through engine refits (``--general`` replicates,
+scaled); the clmm analysis of the same kind of data (``--ordinal``
+replicates, scaled) and the glmer analysis of 1,000 head-to-head judgements
+(10 workers x 100 item pairs; ``--binary`` replicates, scaled) -- structure
+built once, warm starts.  R, simr-style (simulate, then refit each
+replicate): ``lme4::lmer`` on the LMM and ``ordinal::clmm`` (cumulative
+logit; correlated ``(1 + x | g)`` because ``ordinal`` has no ``||``), timed
+inside R on ``--r-reps`` / ``--clmm-reps`` replicates and scaled.  Wall and
+CPU seconds are both printed: on a shared machine the CPU time is the
+comparable one.
 
-Run:  PYTHONPATH=src python benchmarks/bench_outcomes.py [--general 50] [--r-reps 20] [--clmm-reps 1]
+Run:  PYTHONPATH=src python benchmarks/bench_outcomes.py [--general 30] [--ordinal 10] [--binary 30]
+      [--r-reps 10] [--clmm-reps 1] [--skip-r]
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ def main() -> None:
     ap.add_argument("--general", type=int, default=50)
     ap.add_argument("--r-reps", type=int, default=20)
     ap.add_argument("--clmm-reps", type=int, default=1)
+    ap.add_argument("--ordinal", type=int, default=10, help="nlpower clmm replicates timed")
+    ap.add_argument("--binary", type=int, default=30, help="nlpower glmer replicates timed")
+    ap.add_argument("--skip-r", action="store_true")
     args = ap.parse_args()
     lp = LikertParams.from_preset(presets.high_variance(0.1), 5)
     design = CrossedDesign(10, 100)
@@ -93,9 +99,26 @@ def main() -> None:
                  power_options(n_sims=args.general, method="simulate"))
     general = ((time.perf_counter() - t0) / args.general * 1000,
                (time.process_time() - c0) / args.general * 1000)
+    from nlpower.outcomes import HeadToHeadParams, headtohead_power
+    from nlpower.outcomes.analyses import clmm_replicates
+    lpl = LikertParams.from_preset(presets.high_variance(0.1), 5, link="logit")
+    yl = _simulate(design, lpl, np.random.SeedSequence(3), args.ordinal)
+    t0, c0 = time.perf_counter(), time.process_time()
+    clmm_replicates(design, yl, lpl, power_options(n_sims=args.ordinal, test="z",
+                                                   method="simulate"))
+    ours_clmm = ((time.perf_counter() - t0) / args.ordinal * 1000,
+                 (time.process_time() - c0) / args.ordinal * 1000)
+    hp = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5, p_draw=0.2)
+    t0, c0 = time.perf_counter(), time.process_time()
+    headtohead_power(design, hp, n_sims=args.binary, rng=4, keep_replicates=False)
+    ours_glmer = ((time.perf_counter() - t0) / args.binary * 1000,
+                  (time.process_time() - c0) / args.binary * 1000)
     tau = ",".join(f"{t:.6f}" for t in lp.thresholds)
-    r_lmer = r_seconds_per_rep("lmer", args.r_reps, tau)
-    r_clmm = r_seconds_per_rep("clmm", args.clmm_reps, tau)
+    r_lmer: tuple[float, float] | str = "skipped (--skip-r)"
+    r_clmm: tuple[float, float] | str = "skipped (--skip-r)"
+    if not args.skip_r:
+        r_lmer = r_seconds_per_rep("lmer", args.r_reps, tau)
+        r_clmm = r_seconds_per_rep("clmm", args.clmm_reps, tau)
 
     def fmt(s: tuple[float, float] | str, scale: float = 1000.0) -> str:
         return s if isinstance(s, str) else f"{s[0] * scale:8.1f} s wall, {s[1] * scale:8.1f} s CPU"
@@ -105,6 +128,10 @@ def main() -> None:
     print(f"  nlpower LMM, balanced fast path      {fmt(fast, 1.0)} (measured)")
     print(f"  nlpower LMM, general path (refits)   {fmt(general, 1.0)} "
           f"({args.general} replicates, scaled)")
+    print(f"  nlpower clmm (ordinal), refits       {fmt(ours_clmm, 1.0)} ({args.ordinal} "
+          "replicates, scaled)")
+    print(f"  nlpower glmer (1,000 binary judgements, 10 x 100 pairs) {fmt(ours_glmer, 1.0)} "
+          f"({args.binary} replicates, scaled)")
     print(f"  R lme4::lmer simulate + refit        {fmt(r_lmer)} ({args.r_reps} replicates, scaled)")
     print(f"  R ordinal::clmm simulate + refit     {fmt(r_clmm)} ({args.clmm_reps} replicate(s), "
           "scaled; (1 + x | g): ordinal has no ||)")

@@ -71,3 +71,11 @@ def test_bad_parameters_and_designs():
     with pytest.raises(InputError, match="HeadToHeadParams"):
         nlpower.power(CrossedDesign(4, 8), nlpower.presets.high_variance(0.1),
                       outcome="preference", n_sims=2)
+
+
+@pytest.mark.slow
+def test_type1_of_glmer_at_ten_workers_within_3_mc_se():
+    p = HeadToHeadParams(effect=0.0, sd_worker=0.5, sd_item=0.5, p_draw=0.2)
+    n_sims = 400
+    r = headtohead_power(CrossedDesign(10, 40), p, n_sims=n_sims, rng=2020, keep_replicates=False)
+    assert abs(r.type1 - 0.05) < 3 * math.sqrt(0.05 * 0.95 / n_sims)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import math
 
 import numpy as np
@@ -92,11 +90,3 @@ def test_bad_levels_and_unreachable_spread():
         LikertParams.from_preset(LMMParams(sigma=2.0), 3)
     with pytest.raises(InputError, match="inside"):
         LikertParams.from_preset(LMMParams(beta0=1.2), 5)
-
-
-@pytest.mark.parametrize("name", ["likert", "power", "grid", "headtohead"])
-def test_docstring_examples(name):
-    module = importlib.import_module(f"nlpower.outcomes.{name}")
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0
-    assert result.failed == 0

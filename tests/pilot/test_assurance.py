@@ -176,7 +176,7 @@ def test_unbalanced_pilot_takes_the_general_path_only_with_the_bootstrap():
         with pytest.raises(InputError, match="method='bootstrap'"):
             assurance(fit4, CrossedDesign(10, 100), effect=0.05, contrast="B",
                       method="asymptotic")
-        with pytest.raises(InputError, match="pass contrast"):
+        with pytest.raises(InputError, match="name the comparison"):
             assurance(fit4, CrossedDesign(10, 100), effect=0.05)
 
 

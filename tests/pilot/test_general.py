@@ -93,3 +93,14 @@ def test_cli_plan_on_a_pilot_with_a_missing_rating(missing_csv, capsys):
 def test_bad_general_inputs(full_fit):
     with pytest.raises(InputError, match="RatingsFit"):
         GeneralBootstrap("fit")  # type: ignore[arg-type]
+
+
+def test_cli_plan_on_the_nested_four_system_pilot(capsys):
+    nested = str(FIXTURES / "nested_4sys_ratings.csv")
+    assert main(["plan", "--ratings", nested, "--scale", "1,5", "--effect", "0.1",
+                 "--seed", "1"]) != 0
+    assert "--contrast 'C'" in capsys.readouterr().err
+    code = main(["plan", "--ratings", nested, "--scale", "1,5", "--effect", "0.1", "--n-boot", "20",
+                 "--seed", "1", "--contrast", "C"])
+    out = capsys.readouterr().out
+    assert code == 0 and "4 systems" in out and "general parametric bootstrap" in out

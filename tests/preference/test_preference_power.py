@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import math
 
 import numpy as np
@@ -139,11 +137,3 @@ def test_bad_input_says_what_to_do(kwargs, match):
         power(50, **kwargs)
     with pytest.raises(InputError, match="n must be"):
         power(0, 0.6)
-
-
-@pytest.mark.parametrize("name", ["rules", "power", "planning", "grid", "plots"])
-def test_docstring_examples(name):
-    module = importlib.import_module(f"nlpower.preference.{name}")
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0
-    assert result.failed == 0

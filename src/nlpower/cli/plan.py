@@ -40,9 +40,9 @@ def register(subparsers: Any) -> None:
                         "on the [0, 1] scale)")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
-    p.add_argument("--contrast", default=None, metavar="A,B",
-                   help="with more than two systems: plan the comparison of system A (+1) "
-                        "against B (-1)")
+    p.add_argument("--contrast", default=None, metavar="A[,B]",
+                   help="with more than two systems: plan system A (+1) against B (-1; default "
+                        "the baseline)")
     p.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
     p.add_argument("--cost-per-rating", type=float, default=1.0, help="cost of one rating (default: 1)")
     p.add_argument("--cost-per-worker", type=float, default=0.0,
@@ -86,7 +86,8 @@ def run_plan(args: argparse.Namespace) -> int:
             alpha=args.alpha, test=args.test, alternative=args.alternative,
             min_workers=args.min_workers, max_workers=args.max_workers, max_items=args.max_items,
             workers_per_item=args.workers_per_item, rng=args.seed,
-            contrast=None if args.contrast is None else tuple(args.contrast.split(",")),
+            contrast=(args.contrast if args.contrast is None or "," not in args.contrast
+                      else tuple(args.contrast.split(","))),
         )
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)

@@ -340,8 +340,8 @@ def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, 
         raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
     point = as_params(fit, effect=effect, coding=coding, contrast=contrast)
     if not isinstance(point, LMMParams):
-        raise InputError(f"this pilot has {fit.n_systems} systems: pass contrast=(a, b) (CLI: "
-                         "--contrast A,B), the two systems whose comparison the study plans.")
+        raise InputError(f"this pilot has {fit.n_systems} systems {list(fit.systems)}: name the "
+                         f"comparison the study plans, e.g. contrast={fit.systems[1]!r}.")
     v_hat = variances_of(point)
     if not balanced:       # any other pilot: parametric bootstrap through the engine
         draws = general_draws(fit, v_hat, method, seq.spawn(n_boot), contrast=contrast,
