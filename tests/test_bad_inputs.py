@@ -201,3 +201,16 @@ def test_plan_extends_its_search_past_an_edge_optimum():
     result = nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
     assert (result.n_workers, result.n_items) == (21, 33)
     assert result.n_workers < result.frontier["n_workers"].max()  # interior, not the edge
+
+
+def test_compare_of_constant_differences_calls_d_and_skewness_undefined():
+    import warnings
+
+    b = np.random.default_rng(2).uniform(0, 1, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no scipy cancellation warning leaks
+        result = nlpower.paired.compare(b + 0.1, b, n_resamples=99, rng=1)
+    text = result.summary()
+    assert "skewness of A - B: undefined (the differences are constant)" in text
+    assert "Cohen's d = undefined (the differences do not vary)" in text
+    assert np.isnan(result.effect_sizes.cohens_d) and "e+15" not in text + result.report()
