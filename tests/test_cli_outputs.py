@@ -349,3 +349,14 @@ def test_words_a_reader_can_take_at_face_value(tmp_path, capsys):
                  "--n-permutations", "19"]) == 0
     out = capsys.readouterr().out
     assert "dB_hat" not in out and "sum(delta)" not in out and "BLEU points" in out
+
+
+def test_grid_header_agrees_with_its_csv(tmp_path, capsys):
+    out = tmp_path / "g.csv"
+    assert main([*GRID[:-3], "--method", "auto", "--quiet", "--out", str(out)]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    import pandas as pd
+    frame = pd.read_csv(out)
+    assert set(frame["method"]) == {"balanced"} and frame["engine"].isna().all()
+    assert "method='auto' (used: balanced)" in header
+    assert "engine='native' (not used: no cell refitted a model)" in header

@@ -182,7 +182,7 @@ class CompareResult:
             + (", shuffled" if u.shuffle else "") + f"), {u.n_instances} instances"
             + (f", {u.n_dropped} trailing dropped" if u.n_dropped else ""),
             "", self.analysis.summary(), "", self._headline(),
-            f"  effect sizes: Cohen's d = {es.cohens_d:.4g}, Hedges' g = {es.hedges_g:.4g}, "
+            f"  effect sizes: Cohen's d = {_size(es.cohens_d)}, Hedges' g = {_size(es.hedges_g)}, "
             f"Wilcoxon r = {es.wilcoxon_r:.4g}, Hodges-Lehmann = {es.hodges_lehmann:.4g}"
             + ("" if es.convention == "nlpower" else " (NLPStatTest's formulas)"),
             f"  observed power {self.observed_power:.3f} (a transformation of the p-value, "
@@ -215,7 +215,7 @@ class CompareResult:
             f"significance level: alpha = {self.alpha:g}",
             f"result: {self.statistic_name} = {self.statistic:.4g}, p = {self.pvalue:.4g}",
             f"effect size: {self.estimator} = {self.estimate:.4g} "
-            f"[{self.ci.low:.4g}, {self.ci.high:.4g}]; {index[0]} = {index[1]:.4g} "
+            f"[{self.ci.low:.4g}, {self.ci.high:.4g}]; {index[0]} = {_size(index[1])} "
             + (f"(Hedges' g with the paired correction = {es.hedges_g:.4g})"
                if es.convention == "nlpower" else
                f"(Hedges' g, NLPStatTest's J = 1 - 3/(4n - 9), = {es.hedges_g:.4g})"),
@@ -327,6 +327,11 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
                          n_resamples=n_resamples, delta=delta, center=center,
                          normality_alpha=normality_alpha, names=(str(names[0]), str(names[1])),
                          resample_seq=resample_seq, seed=seed_record(seq), convention=convention)
+
+
+def _size(value: float) -> str:
+    """An effect size, or why there is none (differences that do not vary have no SD)."""
+    return f"{value:.4g}" if np.isfinite(value) else "undefined (the differences do not vary)"
 
 
 def _check_differ(units: EvaluationUnits, names: tuple[str, str]) -> None:

@@ -226,7 +226,9 @@ def effect_sizes(a: np.ndarray, b: np.ndarray | None = None, *,
     n = w.size
     sd = float(np.std(w, ddof=1)) if n > 1 else float("nan")
     mean = float(np.mean(w))
-    d = mean / sd if sd > 0 else float("nan")
+    # differences that do not vary (within rounding): no standardised difference exists
+    varies = n > 1 and np.ptp(w) > 1e-12 * max(1.0, float(np.max(np.abs(w))))
+    d = mean / sd if sd > 0 and varies else float("nan")
     if convention == "nlpstattest":
         g = d * hedges_j_nlpstattest(n) if n > 2 else float("nan")
         _, z, n_r = wilcoxon_z_nlpstattest(w)

@@ -204,7 +204,8 @@ class PowerResult:
             f"  mean estimate {self.mean_estimate:.4g}; failed fits {self.n_failed}, "
             f"singular {self.n_singular}, not converged {self.n_nonconverged}"
         )
-        if self.n_singular:
+        if self.n_singular and (self.type1 is None or self.type1_ci is None):
+            # (a measured Type I error, printed above, speaks for itself)
             lines.append(
                 "  singular fits put a variance component at 0 (common with few workers or items): "
                 "they are kept, but their SE of the effect can be too small, so they lean liberal"
