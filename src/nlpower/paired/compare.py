@@ -7,6 +7,8 @@ sizes -> (power) -> report, after Zhu et al. (2020), Figure 1.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -182,7 +184,8 @@ class CompareResult:
             + (", shuffled" if u.shuffle else "") + f"), {u.n_instances} instances"
             + (f", {u.n_dropped} trailing dropped" if u.n_dropped else ""),
             "", self.analysis.summary(), "", self._headline(),
-            f"  effect sizes: Cohen's d = {_size(es.cohens_d)}, Hedges' g = {_size(es.hedges_g)}, "
+            f"  effect sizes: Cohen's d = {_size(es.cohens_d)}{_d_interval(es)}, "
+            f"Hedges' g = {_size(es.hedges_g)}, "
             f"Wilcoxon r = {es.wilcoxon_r:.4g}, Hodges-Lehmann = {es.hodges_lehmann:.4g}"
             + ("" if es.convention == "nlpower" else " (NLPStatTest's formulas)"),
             f"  observed power {self.observed_power:.3f} (a transformation of the p-value, "
@@ -371,3 +374,9 @@ def compare_units(units: EvaluationUnits, *, test: str | None, alternative: Alte
         units=units, observed_power=obs, alternative=alternative, alpha=alpha, delta=delta,
         center=loc, n_resamples=outcome.n_resamples if chosen in RESAMPLING else 0,
         names=names, seed=seed, note=note)
+
+
+def _d_interval(es: Any) -> str:
+    """`` (95% CI lo to hi)`` after Cohen's d, or nothing when d is undefined."""
+    low, high = es.cohens_d_interval()
+    return "" if not math.isfinite(low) else f" (95% CI {low:.3g} to {high:.3g})"
