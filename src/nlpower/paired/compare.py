@@ -8,7 +8,6 @@ sizes -> (power) -> report, after Zhu et al. (2020), Figure 1.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

@@ -27,7 +27,6 @@ both conventions.
 from __future__ import annotations
 
 import math
-
 from dataclasses import asdict, dataclass
 from typing import Literal, TypeAlias
 
