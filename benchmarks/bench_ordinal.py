@@ -99,6 +99,8 @@ def run_r(path: Path, formula: str, repeats: int) -> dict[str, Any]:
         return {"skipped": out.stderr.strip()[-300:]}
     res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     if "times" in res:
+        res["times"] = [float(t) for t in np.ravel(res["times"])]
+        res["loglik"] = float(np.ravel(res["loglik"])[0])
         res["median"] = statistics.median(res["times"])
     return res
 

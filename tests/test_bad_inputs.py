@@ -174,3 +174,43 @@ def test_bleu_estimate_scores_empty_hypotheses_as_sacrebleu(tmp_path, capsys):
 def test_bleu_references_still_need_text():
     with pytest.raises(InputError, match=r"refs: 1 empty line\(s\) \(line 2\)"):
         nlpower.bleu.estimate(["a b c", "d e"], ["a b", "d e f"], ["a b c", ""])
+
+
+# --- item 15: a canned note never contradicts a measured number ----------------------------
+
+
+def test_singular_note_gives_way_to_a_measured_type1():
+    from conftest import fake_power_result
+
+    common = dict(power=0.5, ci=(0.4, 0.6), n_sims=100, n_rejected=50, n_singular=30,
+                  effect=0.1, mean_difference=0.2, method="simulate")
+    canned = "they lean liberal"
+    assert canned in fake_power_result(**common).summary()
+    import dataclasses
+
+    from nlpower.intervals import ConfidenceInterval
+
+    measured = dataclasses.replace(fake_power_result(**common, type1=0.031, n_type1=3,
+                                                     n_type1_sims=100),
+                                   type1_ci=ConfidenceInterval(0.01, 0.09))
+    assert canned not in measured.summary() and "Type I error 0.031" in measured.summary()
+
+
+def test_plan_extends_its_search_past_an_edge_optimum():
+    """max_workers=10: no design within 10 workers reached the target (an error before); 21 x 33 does."""
+    result = nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
+    assert (result.n_workers, result.n_items) == (21, 33)
+    assert result.n_workers < result.frontier["n_workers"].max()  # interior, not the edge
+
+
+def test_compare_of_constant_differences_calls_d_and_skewness_undefined():
+    import warnings
+
+    b = np.random.default_rng(2).uniform(0, 1, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no scipy cancellation warning leaks
+        result = nlpower.paired.compare(b + 0.1, b, n_resamples=99, rng=1)
+    text = result.summary()
+    assert "skewness of A - B: undefined (the differences are constant)" in text
+    assert "Cohen's d = undefined (the differences do not vary)" in text
+    assert np.isnan(result.effect_sizes.cohens_d) and "e+15" not in text + result.report()

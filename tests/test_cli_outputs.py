@@ -276,21 +276,21 @@ def test_compare_planned_effect_flag_the_note_asks_for(tmp_path, capsys):
     assert "--planned-effect needs --power normal" in capsys.readouterr().err
 
 
-def test_library_warnings_are_one_line_without_a_source_path(capsys, monkeypatch):
-    import warnings
-
-    from nlpower.errors import NlpowerWarning
-
-    def warn(*args, **kwargs):
-        warnings.warn("expect about 6 s per replicate; pass n_sims=10 to try", NlpowerWarning,
-                      stacklevel=2)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("nlpower.powersim.power", warn)
-    assert main(POWER) == 130
-    err = capsys.readouterr().err
-    assert "warning: expect about 6 s per replicate; pass --n-sims 10 to try" in err
-    assert ".py:" not in err
+def test_library_warnings_are_one_line_without_a_source_path():
+    code = "\n".join([
+        "import warnings, nlpower.powersim",
+        "from nlpower.errors import NlpowerWarning",
+        "def power(*args, **kwargs):",
+        "    warnings.warn('expect about 6 s per replicate; pass n_sims=10 to try', NlpowerWarning)",
+        "    raise KeyboardInterrupt",
+        "nlpower.powersim.power = power",
+        "from nlpower.cli import main",
+        f"raise SystemExit(main({POWER!r}))",
+    ])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 130
+    assert "warning: expect about 6 s per replicate; pass --n-sims 10 to try" in proc.stderr
+    assert ".py:" not in proc.stderr
 
 
 def test_kenward_roger_cost_estimate_is_measured():
@@ -309,3 +309,54 @@ def test_kenward_roger_cost_estimate_is_measured():
         except AttributeError:
             pass  # the fake spec has no structure; the warning comes first
     assert "expect about 6 s per replicate" in str(caught[0].message)
+
+
+# --- item 15: output says what it means --------------------------------------------------------
+
+
+def test_analytic_power_prints_no_monte_carlo_fields(capsys):
+    assert main(["power", "--preset", "high-variance", "--workers", "3", "--items", "50",
+                 "--effect", "0.1", "--method", "analytic"]) == 0
+    out = capsys.readouterr().out
+    assert "Power (analytic, no simulation)" in out
+    for monte_carlo in ("MC SE", "replicates", "detections", "failed fits"):
+        assert monte_carlo not in out
+
+
+def test_replicability_defines_k_and_names_datasets(capsys):
+    assert main(["replicability", "0.01", "0.2", "0.03", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "where k is the true number of datasets on which A is better" in out
+    assert "A is better on datasets #1 (p = 0.01), #4 (p = 0.001)" in out
+    assert main(["replicability", "books=0.001", "dvd=0.2"]) == 0
+    assert "A is better on dataset books" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_quietly():
+    proc = subprocess.run(f"{sys.executable} -m nlpower replicability 0.01 0.2 0.03 | head -1",
+                          shell=True, capture_output=True, text=True)
+    assert proc.stdout.startswith("Replicability analysis") and "Traceback" not in proc.stderr
+
+
+def test_words_a_reader_can_take_at_face_value(tmp_path, capsys):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(str(0.1 * i + 0.05 * (i % 4)) for i in range(40)) + "\n")
+    b.write_text("\n".join(str(0.1 * i) for i in range(40)) + "\n")
+    assert main(["compare", str(a), str(b), "--n-resamples", "99"]) == 0
+    out = capsys.readouterr().out
+    assert "-> normal at" not in out and "normality" in out
+    assert main(["bleu", "power", "--n", "300", "--delta", "1", "--n-sims", "20",
+                 "--n-permutations", "19"]) == 0
+    out = capsys.readouterr().out
+    assert "dB_hat" not in out and "sum(delta)" not in out and "BLEU points" in out
+
+
+def test_grid_header_agrees_with_its_csv(tmp_path, capsys):
+    out = tmp_path / "g.csv"
+    assert main([*GRID[:-3], "--method", "auto", "--quiet", "--out", str(out)]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    import pandas as pd
+    frame = pd.read_csv(out)
+    assert set(frame["method"]) == {"balanced"} and frame["engine"].isna().all()
+    assert "method='auto' (used: balanced)" in header
+    assert "engine='native' (not used: no cell refitted a model)" in header

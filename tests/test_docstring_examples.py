@@ -20,12 +20,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(nlpower.__path__, "nlpowe
 
 #: examples that are wrong in modules of other branches (printed output out of date): run,
 #: but expected to fail until their owners update them
-KNOWN_WRONG = {
-    "nlpower.ordinal.api": "clmm example prints fixef['x'] 0.8, the docstring says 0.9",
-    "nlpower.ordinal.cumulative": "cumulative_parts example: the output is a tuple",
-    "nlpower.glmm": "glmer example rounds to a third decimal that differs between runs "
-                    "(-1.398 / -1.399, loglik -92.027 / -92.026)",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -55,3 +55,13 @@ def test_every_simulated_result_composes_the_summary():
     curve = retrospective_power(np.random.default_rng(2).normal(0.2, 1.0, 40), sizes=[20, 80],
                                 n_sims=200, rng=3)
     assert all(r.mc is not None and r.mc.n_sims == 200 for r in curve.results)
+
+
+def test_type_m_interval_never_reaches_below_zero():
+    # two rejections with very different magnitudes: the t interval would reach below 0
+    from nlpower.montecarlo import MonteCarloSummary
+
+    est = [0.01, 5.0, 0.0, 0.0]
+    mc = MonteCarloSummary.from_draws(est, [True, True, False, False], effect=0.5)
+    low, high = mc.type_m_ci
+    assert low == 0.0 and high > mc.type_m

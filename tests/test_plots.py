@@ -83,3 +83,44 @@ def test_errors():
         plot_grid(figure6_frame().iloc[:0])
     with pytest.raises(InputError, match="target must be <= 1.0"):
         plot_grid(figure6_frame(), target=80)
+
+
+# --- issue 23, item 16: figures say what they show and nothing covers an axis --------------
+
+
+def _overlaps(fig, legend) -> bool:
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    return any(box.overlaps(ax.get_window_extent()) for ax in fig.axes)
+
+
+def test_bleu_figures_title_axis_and_legend():
+    from nlpower import bleu
+
+    grid = bleu.power_grid([500, 2000], [0.5, 1.0, 2.0], 0.13, 25.8, n_sims=20, method="normal",
+                           rng=1, progress=False)
+    fig = bleu.figure4(grid)
+    title = fig._suptitle.get_text()
+    assert "P0 = 0.13" in title and "b0 = 25.8" in title and "20 replicates per point" in title
+    assert fig.axes[0].get_xlabel() == "true difference dB (BLEU points)"
+    assert not _overlaps(fig, fig.legends[0])
+    wide = bleu.power_grid([500, 2000], [0.5, 1.0], [0.05, 0.3], 25.8, n_sims=20,
+                           method="normal", rng=1, progress=False)
+    fig17 = bleu.figure17(wide, by="p0")
+    assert "b0 = 25.8" in fig17._suptitle.get_text() and "P0 =" not in fig17._suptitle.get_text()
+    assert not _overlaps(fig17, fig17.legends[0])
+
+
+def test_pairwise_heatmap_has_a_colour_bar_and_an_unclipped_title():
+    import numpy as np
+
+    from nlpower import paired
+
+    rng = np.random.default_rng(1)
+    systems = {name: rng.normal(0.5, 0.2, 40) for name in ("alpha_system", "beta", "gamma")}
+    fig = paired.pairwise(systems, n_resamples=99, rng=1).plot()
+    ax, bar = fig.axes
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["p \u2265 0.05", "p < 0.05"]
+    fig.canvas.draw()
+    title = ax.title.get_window_extent()
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width  # inside the figure

@@ -147,14 +147,18 @@ class MonteCarloSummary:
                                              confidence_level))
 
     def type_m_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """t interval of ``type_m``: mean +- t_{k-1} SD / sqrt(k) over the k rejections."""
+        """t interval of ``type_m``: mean +- t_{k-1} SD / sqrt(k) over the k rejections.
+
+        Type-M is a mean of magnitudes, never negative: the lower end is cut at 0
+        (with few rejections the t interval would reach below it).
+        """
         k = self.n_significant
         if not (math.isfinite(self.type_m) and math.isfinite(self.type_m_sd)) or k < 2:
             return _NAN_CI
         from scipy import stats  # on first use: a power run itself needs no scipy (issue 24)
 
         half = float(stats.t.ppf(0.5 + confidence_level / 2.0, k - 1)) * self.type_m_sd / math.sqrt(k)
-        return ConfidenceInterval(self.type_m - half, self.type_m + half)
+        return ConfidenceInterval(max(self.type_m - half, 0.0), self.type_m + half)
 
     @property
     def type_s_ci(self) -> ConfidenceInterval:

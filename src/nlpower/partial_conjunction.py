@@ -226,16 +226,25 @@ class ReplicabilityResult:
             "identified": [names[i] in identified for i in order],
         })
 
+    def _name(self, dataset: Any) -> str:
+        """A dataset as the user gave it: its label, or ``#3 (p = 0.03)`` by position."""
+        if self.labels is not None:
+            return str(dataset)
+        return f"#{dataset} (p = {self.pvalues[int(dataset) - 1]:.4g})"
+
     def summary(self) -> str:
         """Text report: the counting claim, the identified datasets, the table."""
         n = self.n_datasets
         lines = [
             f"Replicability analysis (Dror et al. 2017), {n} datasets, "
             f"partial conjunction by {self.method.capitalize()}, alpha = {self.alpha:g}",
-            f"  counting: A is better than B on at least k_hat = {self.k_hat} of {n} datasets "
-            f"(P(k_hat > k) <= {self.alpha:g})",
-            f"  identification (Holm, any dependence): "
-            f"{', '.join(map(str, self.identified)) if self.identified else 'none'}",
+            f"  counting: A is better than B on at least k_hat = {self.k_hat} of {n} datasets, "
+            f"where k is the true number of datasets on which A is better and the claim errs "
+            f"(k_hat > k) with probability at most {self.alpha:g}",
+            "  identification (Holm, any dependence): A is better on "
+            + (f"dataset{'s' if len(self.identified) > 1 else ''} "
+               + ", ".join(self._name(d) for d in self.identified) if self.identified
+               else "no dataset singled out"),
         ]
         if self.note:
             lines.append(f"  note: {self.note}")

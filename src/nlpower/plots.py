@@ -33,9 +33,13 @@ _LABELS = {
     "workers_per_item": "workers per item",
     "scenario": "",
     "n": "test items",
-    "delta": "Δ",
+    "delta": "dB",
     "agreement": "agreement",
+    "p0": "P0",
+    "b0": "b0",
 }
+#: Columns labelled as ``name = value`` (parameters) rather than ``value name`` (counts).
+_EQUATIONS = {"p0", "b0", "delta", "effect", "agreement"}
 
 _Y_LABELS = {"power": "power", "type_m": "Type-M (exaggeration)", "type_s": "Type-S (wrong sign)"}
 AUTO = "auto"
@@ -77,7 +81,8 @@ def _label(col: str, value: Any) -> str:
     if col == "scenario":
         return str(value)
     name = _LABELS.get(col, col)
-    return f"{value:g} {name}" if isinstance(value, float) else f"{value} {name}"
+    shown = f"{value:g}" if isinstance(value, float) else f"{value}"
+    return f"{name} = {shown}" if col in _EQUATIONS else f"{shown} {name}"
 
 
 def _auto_roles(data: Any) -> dict[str, str | None]:
@@ -224,16 +229,28 @@ def plot_grid(
                 ax.set_ylabel(_Y_LABELS[y])
             if r == len(row_levels) - 1:
                 ax.set_xlabel(_xlabel(frame, x))
+    legend = None
     if hue is not None:
         handles, labels = axes[0][0].get_legend_handles_labels()
         if handles:
-            fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue), frameon=False)
+            legend = fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue),
+                                frameon=False)
     if title is None:
         title = _default_title(frame, target) if y == "power" else ""
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 0.86 if hue is not None else 1, 1))
+    _layout(fig, legend)
     return fig
+
+
+def _layout(fig: Any, legend: Any) -> None:
+    """Tight layout with the legend (if any) in its own strip, never over an axis."""
+    if legend is None:
+        fig.tight_layout()
+        return
+    fig.draw_without_rendering()  # sizes the legend text
+    width = legend.get_window_extent().width / fig.bbox.width
+    fig.tight_layout(rect=(0, 0, max(0.5, 0.99 - width), 1))
 
 
 def _xlabel(frame: pd.DataFrame, x: str) -> str:

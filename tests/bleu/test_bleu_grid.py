@@ -60,7 +60,7 @@ def test_figures_4_and_17():
     fig4 = bleu.figure4(g.to_frame()[g.to_frame()["p0"] == 0.1])
     assert len(fig4.axes) == 1 and len(fig4.axes[0].lines) >= 2
     fig17 = bleu.figure17(g, by="p0")
-    assert [ax.get_title() for ax in fig17.axes] == ["0.1 p0", "0.3 p0"]
+    assert [ax.get_title() for ax in fig17.axes] == ["P0 = 0.1", "P0 = 0.3"]
 
 
 def test_cli_power_mde_estimate(tmp_path: Path, capsys):

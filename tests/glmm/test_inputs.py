@@ -122,3 +122,28 @@ def test_complete_separation_warns() -> None:
     with pytest.warns(Warning, match="separation"):
         fit = glmer("y ~ x + (1 | g)", d)
     assert fit.optinfo["separation"]
+
+
+def test_model_level_errors(binary: pd.DataFrame) -> None:
+    from nlpower.glmm import GlmmModel
+    from nlpower.lmm.family import Binomial, Gaussian
+    from nlpower.lmm.frame import model_frame
+
+    spec = model_frame("y ~ x + (1 | worker)", binary)
+    with pytest.raises(InputError, match="binomial and Poisson"):
+        GlmmModel(spec, Gaussian())
+    with pytest.raises(InputError, match="no random-effects terms"):
+        GlmmModel(model_frame("y ~ x", binary), Binomial())
+    m = GlmmModel(spec, Binomial())
+    with pytest.raises(InputError, match="control keys"):
+        m.fit(control={"maxiter": 10})
+    with pytest.raises(InputError, match="maxeval"):
+        m.fit(control={"maxeval": 1.5})
+    with pytest.raises(InputError, match="start beta"):
+        m.fit(start={"theta": [1.0], "beta": [0.0]})
+    with pytest.raises(InputError, match="theta"):
+        m.fit(start={"theta": [1.0, 2.0], "beta": [0.0, 0.0]})
+    with pytest.raises(InputError, match="simulate needs theta and beta"):
+        m.simulate(1, rng=1)
+    with pytest.raises(InputError, match="one per row"):
+        m.refit(np.ones(3))

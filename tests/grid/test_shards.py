@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -124,6 +125,11 @@ def test_cli_checkpoint_with_non_utf8_bytes_resumes(tmp_path, capsys):
     data = path.read_bytes().split(b"\n")
     data[2] = b"\xff" + data[2]
     path.write_bytes(b"\n".join(data))
-    with pytest.warns(match=r"line 3: it is not UTF-8 text"):
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         assert main([*GRID, "--checkpoint", str(path), "--out", str(tmp_path / "b.csv")]) == 0
+    # the CLI prints warnings as one line on stderr; under a recorder they are recorded instead
+    said = capsys.readouterr().err + "".join(str(w.message) for w in caught)
+    assert "line 3: it is not UTF-8 text" in said
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

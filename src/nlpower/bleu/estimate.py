@@ -114,8 +114,9 @@ class BleuEstimateResult:
         return "\n".join([
             f"BLEU comparison: {self.n} sentences, {self.n_refs} reference(s), tokenize "
             f"{self.tokenize!r}, smoothing {self.smooth_method!r}",
-            f"  BLEU A {self.bleu_a:.2f}, B {self.bleu_b:.2f}; difference {self.delta_bleu:.3f} "
-            f"(-sum(delta)/2 = {-0.5 * float(self.effects.sum()):.3f})",
+            f"  BLEU A {self.bleu_a:.2f}, B {self.bleu_b:.2f}; difference {self.delta_bleu:.3f} BLEU "
+            f"points (half the summed per-sentence swap effects: "
+            f"{-0.5 * float(self.effects.sum()):.3f})",
             f"  paired randomization test: p = {self.pvalue:.4g} ({self.n_permutations} swap sets)",
             f"  Delta-Laplace ML fit: P0 = {f.p0:.4f} (SE {f.p0_se:.4f}; {f.n_zero} zero effects), "
             f"b0 = {f.b0:.3f} (SE {f.b0_se:.3f}); mu = {f.mu:.3g}, b = {f.b:.3g}",

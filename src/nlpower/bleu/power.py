@@ -119,7 +119,8 @@ class BleuPowerResult:
             ci = self.proportion_ci()
             lines.append(f"  dB = 0: Type I error {self.rejection_rate:.3f} (95% CI {ci.low:.3f}-"
                          f"{ci.high:.3f})")
-        lines.append(f"  mean dB_hat {self.mean_estimate:.4g} (dB_hat = -sum(delta) / 2)")
+        lines.append(f"  mean estimated difference {self.mean_estimate:.4g} BLEU points "
+                     "(half the summed per-sentence swap effects)")
         if self.normal_error_bound is not None:
             lines.append(f"  normal limit: Berry-Esseen bound on the null CDF error <= "
                          f"{self.normal_error_bound:.2g}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -94,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = speak_cli(str(exc), cli_flags(parser, args))
         print(f"nlpower {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. nlpower ... | head: the reader left; say nothing more
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
+        return 0
     except KeyboardInterrupt:
         print(_interrupted(args), file=sys.stderr)
         return 130
@@ -102,8 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # a warning is one line in the words of the command line, without the source path
-        warnings.showwarning = lambda message, *rest, **kw: print(
-            f"warning: {speak_cli(str(message), args.flags)}", file=sys.stderr)
+        # (formatwarning, so a caller recording warnings still receives them unchanged)
+        warnings.formatwarning = lambda message, *rest, **kw: (
+            f"warning: {speak_cli(str(message), args.flags)}\n")
         code = int(args.func(args) or 0)
     seed: Any = vars(args).get("seed")
     if seed is not None:

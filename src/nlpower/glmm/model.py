@@ -28,7 +28,7 @@ import nlopt
 import numpy as np
 
 from ..errors import FitError, InputError
-from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, gradient
+from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
 from ..lmm.family import Family
 from ..lmm.native import single_threaded
 from ..lmm.native.blocks import group_blocks, theta_layout
@@ -40,7 +40,9 @@ from .result import GlmmCore, GlmmFit, build_fit
 
 SINGULAR_TOL = 1e-4
 #: BOBYQA settings of the two stages (tighter than lme4's, so the optimum is reached)
-STAGE1 = {"xtol_abs": 1e-3, "ftol_abs": 1e-5, "maxeval": 5000, "step": 0.25}
+STAGE1 = {"xtol_abs": 1e-2, "ftol_abs": 1e-4, "maxeval": 5000, "step": 0.25}
+#: ... when stage 1 is the fit (nAGQ = 0)
+STAGE1_FINAL = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
 STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
 #: Newton steps on the finite-difference Hessian after stage 2, until max|gradient| is below
 NEWTON_STEPS = 4
@@ -54,29 +56,42 @@ NEWTON_MAXIT = 12
 DERIV_STEP = 1e-4
 
 
-def derivatives(f: Any, x: np.ndarray, fx: float, h: float = DERIV_STEP
-                ) -> tuple[np.ndarray, np.ndarray, int]:
+def derivatives(fu: Any, x: np.ndarray, fx: float, u0: np.ndarray | None,
+                hessian: bool = True, h: float = DERIV_STEP
+                ) -> tuple[np.ndarray, np.ndarray | None, int]:
     """Gradient and Hessian by finite differences: ``(g, H, evaluations)``.
 
-    The gradient and the Hessian's diagonal by central differences (lme4's
-    ``deriv12``); the off-diagonal elements by forward differences
+    ``fu(x, u_start) -> (value, u)`` evaluates the deviance with PIRLS started
+    at ``u_start`` and returns the mode it found; ``u0`` is the mode at ``x``.
+    The gradient and the Hessian's diagonal are central differences (lme4's
+    ``deriv12``), the off-diagonal elements forward differences
     ``(f(x + h e_i + h e_j) - f(x + h e_i) - f(x + h e_j) + f(x)) / h^2`` --
     ``2k + k(k-1)/2`` evaluations instead of ``deriv12``'s ``2k^2``, an
     ``O(h)`` error in the off-diagonal elements (relative ``1e-4`` on the SEs).
+    PIRLS starts from the modes extrapolated linearly from those already
+    found (``2 u0 - u(x + h e_i)``, ``u(x + h e_i) + u(x + h e_j) - u0``): an
+    ``O(h^2)`` start, so one PIRLS step usually converges.
     """
     k = x.size
     fp, fm = np.empty(k), np.empty(k)
+    up: list[np.ndarray | None] = []
     for i in range(k):
         e = np.zeros(k)
         e[i] = h
-        fp[i], fm[i] = f(x + e), f(x - e)
+        fp[i], ui = fu(x + e, u0)
+        up.append(ui)
+        fm[i], _ = fu(x - e, None if u0 is None or ui is None else 2.0 * u0 - ui)
     g = (fp - fm) / (2.0 * h)
+    if not hessian:
+        return g, None, 2 * k
     H = np.diag((fp - 2.0 * fx + fm) / (h * h))
     for i in range(k):
         for j in range(i):
             e = np.zeros(k)
             e[i] = e[j] = h
-            H[i, j] = H[j, i] = (f(x + e) - fp[i] - fp[j] + fx) / (h * h)
+            ui, uj = up[i], up[j]
+            start = None if u0 is None or ui is None or uj is None else ui + uj - u0
+            H[i, j] = H[j, i] = (fu(x + e, start)[0] - fp[i] - fp[j] + fx) / (h * h)
     return g, H, 2 * k + k * (k - 1) // 2
 
 
@@ -217,8 +232,19 @@ class GlmmModel:
             return self.deviance(x[:k], x[k:], nAGQ=nAGQ)
         return f
 
+    def _fu(self, nAGQ: int) -> Any:
+        """``(x, u_start) -> (deviance, mode)``: the stage-2 objective with a given PIRLS start."""
+        k = self.k
+
+        def fu(x: np.ndarray, u_start: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+            if u_start is not None:
+                self._u = u_start
+            v = self.deviance(x[:k], x[k:], nAGQ=nAGQ)
+            return v, self._u
+        return fu
+
     # -- stages ---------------------------------------------------------------------
-    def _stage1(self, theta0: np.ndarray) -> tuple[np.ndarray, float, int]:
+    def _stage1(self, theta0: np.ndarray, final: bool = False) -> tuple[np.ndarray, float, int]:
         self._u = None
         self._beta = np.zeros(self.p)
         self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
@@ -226,8 +252,8 @@ class GlmmModel:
 
         def f(th: np.ndarray) -> float:
             return self.deviance(th)
-        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, STAGE1["step"]),
-                                  STAGE1)
+        ctl = STAGE1_FINAL if final else STAGE1          # stage 2's Newton steps finish the job
+        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, ctl["step"]), ctl)
         self.deviance(th)                                        # leave beta and u at the optimum
         return th, fv, n + 2
 
@@ -263,7 +289,7 @@ class GlmmModel:
                 return np.concatenate([theta, b]), 0, True
         else:
             theta = self.layout.start.copy()
-        th, _, n = self._stage1(theta)            # nAGQ = 0 always optimises theta here
+        th, _, n = self._stage1(theta, final=nAGQ == 0)   # nAGQ = 0 always optimises theta here
         return np.concatenate([th, self._beta]), n, False
 
     def set_response(self, y: Any) -> np.ndarray:
@@ -305,11 +331,12 @@ class GlmmModel:
         gradients.  ``None`` when that fails or the Hessian is not
         positive definite -- then BOBYQA runs (:meth:`_stage2`).
         """
-        f = self._f2(nAGQ)
+        f, fu = self._f2(nAGQ), self._fu(nAGQ)
         x, fv = x0.copy(), f(x0)
         if not math.isfinite(fv):
             return None
-        g, H, n = derivatives(f, x, fv)
+        g, H, n = derivatives(fu, x, fv, self._u)
+        assert H is not None
         n += 1
         try:
             np.linalg.cholesky(H)
@@ -332,7 +359,7 @@ class GlmmModel:
                 x2 = x + 0.5 * (x2 - x)
             else:
                 return None
-            g2 = gradient(f, x2, f2)[0]
+            g2 = derivatives(fu, x2, f2, self._u, hessian=False)[0]
             n += 2 * x.size
             sv, yv = x2 - x, g2 - g                  # BFGS update of the Hessian
             Hs = H @ sv
@@ -396,8 +423,11 @@ class GlmmModel:
         if nAGQ == 0:
             return build_fit(self, self._core(x, fv, n, ok, msg, self.vcov_rx(x)), nAGQ, None, "rx")
         f = self._f2(nAGQ)
-        g, H, m = derivatives(f, x, fv)              # at the optimum: vcov and checkConv
-        n += m
+        fu = self._fu(nAGQ)
+        fv = f(x)                                    # the mode at the optimum: the centre
+        g, H, m = derivatives(fu, x, fv, self._u)    # at the optimum: vcov and checkConv
+        assert H is not None
+        n += m + 1
         for _ in range(NEWTON_STEPS):                # finish BOBYQA's loose optimum
             if np.max(np.abs(g)) < NEWTON_GTOL:
                 break
@@ -409,7 +439,7 @@ class GlmmModel:
             if not f2 < fv:
                 break
             x, fv = x2, f2
-            g = gradient(f, x, fv)[0]                # the Hessian barely moves
+            g = derivatives(fu, x, fv, self._u, hessian=False)[0]   # the Hessian barely moves
             n += 2 * x.size
         f(x)                                                     # modes at the optimum
         check = check_conv(f, x, fv, self.lower, ctl, given_gradient=g, given_hessian=H)

@@ -43,6 +43,7 @@ PIRLS_TOL = 1e-12
 #: link PIRLS is Newton's method, so a step of 1e-6 leaves an error of order 1e-12
 STEP_TOL = 1e-9
 STEP_TOL_CANONICAL = 1e-6
+STEP_TOL_STAGE1 = 1e-4
 PIRLS_MAXIT = 200
 #: C (rest x block 1) is stored sparse when at most this share of its entries can be non-zero
 SPARSE_C = 0.1
@@ -312,6 +313,9 @@ class Pirls:
             update_beta: bool) -> Mode:
         """The conditional mode at ``theta`` (``beta`` fixed, or updated with ``u``)."""
         self.set_theta(theta)
+        # stage 1 (beta in PIRLS) only gives lme4's start: a Newton step of 1e-4 leaves 1e-8
+        step_tol = max(self._step_tol, STEP_TOL_STAGE1) if update_beta else self._step_tol
+        pd_tol = 1e-9 if update_beta else PIRLS_TOL
         u = np.zeros(self.q) if u0 is None else u0.copy()
         beta = beta.copy()
         fixed = self.X @ beta + self.offset
@@ -356,8 +360,8 @@ class Pirls:
             # converged in u (and beta), not just in the penalised deviance: log|L| depends on u
             # to first order, and for non-canonical links PIRLS converges only linearly
             moved = step * float(np.max(np.abs(delta))) if delta.size else 0.0
-            done = (abs(pd_old - pd_c) < PIRLS_TOL * (0.1 + abs(pd_c))
-                    and moved < self._step_tol * (1.0 + float(np.max(np.abs(cand)))))
+            done = (abs(pd_old - pd_c) < pd_tol * (0.1 + abs(pd_c))
+                    and moved < step_tol * (1.0 + float(np.max(np.abs(cand)))))
             pd_old = pd_c
             if done:
                 break

@@ -175,7 +175,7 @@ class GridResult:
         shown = {k: v for k, v in self.settings.items()
                  if k not in ("n_sims", "version", "seed") and isinstance(v, (str, int, float, bool))}
         if shown:
-            lines.append(", ".join(f"{k}={v!r}" for k, v in shown.items()))
+            lines.append(", ".join(f"{k}={v!r}" + _used(frame, k, v) for k, v in shown.items()))
         if fixed:
             lines.append("fixed: " + ", ".join(f"{c}={self.axes[c][0]!r}" for c in fixed))
         seed = f"seed: entropy={self.seed.get('entropy')!r}"
@@ -211,3 +211,15 @@ def _finite(x: Any) -> bool:
 
 def _fmt(x: Any, spec: str) -> str:
     return format(float(x), spec) if _finite(x) else "-"
+
+
+def _used(frame: Any, key: str, asked: Any) -> str:
+    """`` (used: balanced)`` when the cells ran otherwise than asked (method='auto', engine ...)."""
+    if key not in ("method", "engine") or key not in frame:
+        return ""
+    used = sorted({str(v) for v in frame[key] if isinstance(v, str) and v})
+    if key == "engine" and not used:
+        return " (not used: no cell refitted a model)"
+    if not used or used == [str(asked)]:
+        return ""
+    return f" (used: {', '.join(used)})"

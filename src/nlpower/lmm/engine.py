@@ -177,12 +177,14 @@ class _Engine:
     balanced_shortcut: bool = False
 
     def prepare(self, spec: ModelSpec, *, data: Any = None,
-                family: Family | str | None = None) -> PreparedModel:
+                family: Family | str | None = None, **options: Any) -> PreparedModel:
         """A :class:`PreparedModel` of ``spec`` for ``family`` (``None``: Gaussian).
 
         ``data``: the user's data frame behind ``spec`` (as given to
         :func:`~nlpower.lmm.frame.model_frame`); R-backed fitters send it to R
-        unchanged, native ones ignore it.
+        unchanged, native ones ignore it.  ``options``: what the family's
+        fitters take beside the structure, the same for every engine (GLMMs:
+        ``weights=``, ``offset=``).
 
         Raises
         ------
@@ -190,7 +192,7 @@ class _Engine:
             No fitter for ``family`` on this engine, or a bad structure.
         """
         fam = get_family(family)
-        return _fitter(self.name, fam)(spec, data=data, family=fam)
+        return _fitter(self.name, fam)(spec, data=data, family=fam, **options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -217,7 +219,7 @@ class Engine(Protocol):
     balanced_shortcut: bool
 
     def prepare(self, spec: ModelSpec, *, data: Any = None,
-                family: Family | str | None = None) -> PreparedModel:
+                family: Family | str | None = None, **options: Any) -> PreparedModel:
         ...
 
 

@@ -4,7 +4,8 @@ Stages (STYLE 1): :func:`~.response.ordinal_response` (codes) ->
 :class:`ClmmModel` (threshold design, fixed design without the intercept,
 random-effects blocks) -> :meth:`ClmmModel.refit` (clm start, L-BFGS-B over
 ``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood, conditional
-modes warm-started) -> Hessian by central differences (``vcov``, checkConv)
+modes warm-started) -> Hessian by forward differences of the analytic gradient
+(``vcov``, checkConv)
 -> :class:`~.result.ClmmFit`.
 
 Parameters follow ``ordinal``: ``P(Y <= j) = F(theta_j - eta)``, no
@@ -360,7 +361,7 @@ class ClmmModel:
 
             xf = x[free]
             g = devgrad(xf)
-            H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+            H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
             for _ in range(3):        # Newton polish of the optimiser's end point
                 if np.max(np.abs(g)) < 1e-8:
                     break
@@ -378,7 +379,8 @@ class ClmmModel:
                 x = full(xf)
                 opt_ok = True
                 g = devgrad(xf)
-                H = hessian_from_gradient(devgrad, xf, delta=1e-4)
+                if np.max(np.abs(step)) > 1e-3:     # a small step leaves H as it was
+                    H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
             check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
                                self.lower[free], ctl, given_gradient=g, given_hessian=H)
             if singular:

@@ -134,9 +134,18 @@ class DataAnalysisResult:
     def to_frame(self) -> pd.DataFrame:
         return self.summary_table.copy()
 
+    @property
+    def constant(self) -> bool:
+        """True when A - B does not vary (within rounding): its skewness is undefined."""
+        row = self.summary_table.iloc[-1]
+        lo, hi = float(row["min"]), float(row["max"])
+        return not hi - lo > 1e-12 * max(1.0, abs(lo), abs(hi))
+
     def summary(self) -> str:
         lines = [self.summary_table.to_string(index=False, float_format=lambda v: f"{v:.4g}"), "",
-                 f"skewness of A - B: {self.skewness:.4g} ({self.skew}) -> test the {self.center}"]
+                 ("skewness of A - B: undefined (the differences are constant)"
+                  f" -> test the {self.center}" if self.constant else
+                  f"skewness of A - B: {self.skewness:.4g} ({self.skew}) -> test the {self.center}")]
         if self.shapiro_pvalue is None:
             lines.append("Shapiro-Wilk: not run (" + ("skewed data are not normal"
                          if self.skew != "roughly symmetric"
@@ -144,7 +153,8 @@ class DataAnalysisResult:
         else:
             lines.append(f"Shapiro-Wilk: W = {self.shapiro_statistic:.4g}, p = "
                          f"{self.shapiro_pvalue:.4g} -> "
-                         + ("normal" if self.normal else "not normal")
+                         + ("normality not rejected (not a proof of normality)" if self.normal
+                            else "normality rejected")
                          + f" at alpha_1 = {self.normality_alpha:g}")
         lines.append(f"recommended tests: {', '.join(self.recommendation.tests)}")
         lines.append(f"  because {self.recommendation.reason}")

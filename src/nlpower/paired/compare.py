@@ -7,6 +7,7 @@ sizes -> (power) -> report, after Zhu et al. (2020), Figure 1.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -182,7 +183,8 @@ class CompareResult:
             + (", shuffled" if u.shuffle else "") + f"), {u.n_instances} instances"
             + (f", {u.n_dropped} trailing dropped" if u.n_dropped else ""),
             "", self.analysis.summary(), "", self._headline(),
-            f"  effect sizes: Cohen's d = {es.cohens_d:.4g}, Hedges' g = {es.hedges_g:.4g}, "
+            f"  effect sizes: Cohen's d = {_size(es.cohens_d)}{_d_interval(es)}, "
+            f"Hedges' g = {_size(es.hedges_g)}, "
             f"Wilcoxon r = {es.wilcoxon_r:.4g}, Hodges-Lehmann = {es.hodges_lehmann:.4g}"
             + ("" if es.convention == "nlpower" else " (NLPStatTest's formulas)"),
             f"  observed power {self.observed_power:.3f} (a transformation of the p-value, "
@@ -215,7 +217,7 @@ class CompareResult:
             f"significance level: alpha = {self.alpha:g}",
             f"result: {self.statistic_name} = {self.statistic:.4g}, p = {self.pvalue:.4g}",
             f"effect size: {self.estimator} = {self.estimate:.4g} "
-            f"[{self.ci.low:.4g}, {self.ci.high:.4g}]; {index[0]} = {index[1]:.4g} "
+            f"[{self.ci.low:.4g}, {self.ci.high:.4g}]; {index[0]} = {_size(index[1])} "
             + (f"(Hedges' g with the paired correction = {es.hedges_g:.4g})"
                if es.convention == "nlpower" else
                f"(Hedges' g, NLPStatTest's J = 1 - 3/(4n - 9), = {es.hedges_g:.4g})"),
@@ -329,6 +331,11 @@ def compare(a: Any, b: Any, *, test: PairedTest | None = None,
                          resample_seq=resample_seq, seed=seed_record(seq), convention=convention)
 
 
+def _size(value: float) -> str:
+    """An effect size, or why there is none (differences that do not vary have no SD)."""
+    return f"{value:.4g}" if np.isfinite(value) else "undefined (the differences do not vary)"
+
+
 def _check_differ(units: EvaluationUnits, names: tuple[str, str]) -> None:
     """Identical scores (every difference zero within rounding) leave t, p and d undefined."""
     scale = max(float(np.max(np.abs(units.a), initial=0.0)), float(np.max(np.abs(units.b), initial=0.0)))
@@ -366,3 +373,9 @@ def compare_units(units: EvaluationUnits, *, test: str | None, alternative: Alte
         units=units, observed_power=obs, alternative=alternative, alpha=alpha, delta=delta,
         center=loc, n_resamples=outcome.n_resamples if chosen in RESAMPLING else 0,
         names=names, seed=seed, note=note)
+
+
+def _d_interval(es: Any) -> str:
+    """`` (95% CI lo to hi)`` after Cohen's d, or nothing when d is undefined."""
+    low, high = es.cohens_d_interval()
+    return "" if not math.isfinite(low) else f" (95% CI {low:.3g} to {high:.3g})"

@@ -26,6 +26,7 @@ both conventions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Literal, TypeAlias
 
@@ -182,6 +183,22 @@ class EffectSizes:
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
 
+    def cohens_d_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
+        """Exact interval of the paired Cohen's d (assumes normal differences).
+
+        ``d sqrt(n)`` is the one-sample t statistic, noncentral t with ``n - 1``
+        df and noncentrality ``delta sqrt(n)``; the interval inverts its CDF in
+        the noncentrality (Steiger & Fouladi 1997).  ``(nan, nan)`` when d is
+        undefined.
+
+        Examples
+        --------
+        >>> es = effect_sizes([0.3, 0.5, 0.2, 0.9, 0.4], [0.1, 0.4, 0.3, 0.5, 0.1])
+        >>> [round(x, 3) for x in es.cohens_d_interval()]
+        [-0.176, 1.977]
+        """
+        return cohens_d_interval(self.cohens_d, self.n, confidence_level)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per index: name, value, and what it estimates."""
         what = {
@@ -226,7 +243,9 @@ def effect_sizes(a: np.ndarray, b: np.ndarray | None = None, *,
     n = w.size
     sd = float(np.std(w, ddof=1)) if n > 1 else float("nan")
     mean = float(np.mean(w))
-    d = mean / sd if sd > 0 else float("nan")
+    # differences that do not vary (within rounding): no standardised difference exists
+    varies = n > 1 and np.ptp(w) > 1e-12 * max(1.0, float(np.max(np.abs(w))))
+    d = mean / sd if sd > 0 and varies else float("nan")
     if convention == "nlpstattest":
         g = d * hedges_j_nlpstattest(n) if n > 2 else float("nan")
         _, z, n_r = wilcoxon_z_nlpstattest(w)
@@ -237,3 +256,32 @@ def effect_sizes(a: np.ndarray, b: np.ndarray | None = None, *,
     return EffectSizes(cohens_d=d, hedges_g=g, wilcoxon_r=float(r),
                        hodges_lehmann=hodges_lehmann(w), mean_difference=mean,
                        median_difference=float(np.median(w)), n=int(n), convention=convention)
+
+
+def cohens_d_interval(d: float, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Exact interval of a one-sample (paired) Cohen's d from ``n`` differences.
+
+    Inverts the noncentral t distribution of ``t = d sqrt(n)`` in its
+    noncentrality (see :meth:`EffectSizes.cohens_d_interval`).
+    """
+    from scipy import optimize, stats
+
+    if not (math.isfinite(d) and n > 1 and 0.0 < confidence_level < 1.0):
+        return (math.nan, math.nan)
+    t, df, tail = d * math.sqrt(n), n - 1, (1.0 - confidence_level) / 2.0
+
+    def nc_at(prob: float) -> float:
+        # the noncentrality whose CDF at t equals prob (the CDF falls as nc grows)
+        def f(nc: float) -> float:
+            return float(stats.nct.cdf(t, df, nc)) - prob
+
+        width = 10.0 + abs(t)
+        lo, hi = t - width, t + width
+        while f(lo) < 0.0:
+            lo -= width
+        while f(hi) > 0.0:
+            hi += width
+        return float(optimize.brentq(f, lo, hi, xtol=1e-10))
+
+    root_n = math.sqrt(n)
+    return (nc_at(1.0 - tail) / root_n, nc_at(tail) / root_n)

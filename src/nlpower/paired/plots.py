@@ -83,11 +83,13 @@ def plot_pairwise(result: PairwiseResult, *, ax: Any = None, annotate: bool = Tr
     pmat = result.matrix().to_numpy(dtype=float)
     if ax is None:
         size = max(3.5, 0.45 * k + 1.5)
-        fig, ax = plt.subplots(figsize=(size, size), constrained_layout=True)
+        fig, ax = plt.subplots(figsize=(size + 1.4, size + 0.4), constrained_layout=True)
     else:
         fig = ax.figure
     code = np.where(np.isnan(pmat), np.nan, (pmat < result.alpha).astype(float))
-    ax.imshow(code, cmap=ListedColormap([NOT_SIGNIFICANT, SIGNIFICANT]), vmin=0, vmax=1)
+    image = ax.imshow(code, cmap=ListedColormap([NOT_SIGNIFICANT, SIGNIFICANT]), vmin=0, vmax=1)
+    bar = fig.colorbar(image, ax=ax, ticks=[0.25, 0.75], fraction=0.046, pad=0.04)
+    bar.ax.set_yticklabels([f"p \u2265 {result.alpha:g}", f"p < {result.alpha:g}"])
     ax.set_xticks(range(k), names, rotation=90)
     ax.set_yticks(range(k), names)
     if annotate and k <= 20:
@@ -96,6 +98,6 @@ def plot_pairwise(result: PairwiseResult, *, ax: Any = None, annotate: bool = Tr
                 if i != j and np.isfinite(pmat[i, j]):
                     ax.text(j, i, f"{pmat[i, j]:.2g}", ha="center", va="center", fontsize=7,
                             color="white" if pmat[i, j] < result.alpha else "black")
-    ax.set_title(f"{result.test_label}, {result.adjust} adjusted; dark: p < {result.alpha:g}",
-                 fontsize="medium")
+    ax.set_title(f"{result.test_label}\np-values, {result.adjust}-adjusted", fontsize="medium",
+                 wrap=True)
     return fig

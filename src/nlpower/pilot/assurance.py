@@ -566,11 +566,11 @@ def plan_with_assurance(
                 f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
                 "pilot, lower confidence_level, or raise max_workers / max_items.")
     capped = [name for name, pl in (("point", point_plan), ("safeguard", safe_plan))
-              if pl is not None and pl.n_workers == max_workers]
+              if pl is not None and pl.n_workers == int(pl.frontier["n_workers"].max())]
     if capped:
         note = (note + " " if note else "") + (
-            f"the {' and '.join(capped)} plan uses max_workers={max_workers}, the edge of the "
-            "search: more workers (and fewer items) may be cheaper; raise max_workers.")
+            f"the {' and '.join(capped)} plan uses the most workers searched (20 x "
+            f"max_workers={max_workers}): more workers (and fewer items) may be cheaper.")
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
                            method=method, note=note)

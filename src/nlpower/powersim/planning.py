@@ -263,7 +263,8 @@ def plan(
     are used and ``effect`` is read in ``coding`` (the smallest effect of
     interest -- never the pilot's own estimate).
 
-    For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items
+    For every ``n_workers`` in ``min_workers .. max_workers`` (extended, doubling up to
+    20 x ``max_workers``, while the cheapest design lies on its upper edge) the fewest items
     reaching the target are found by bisection (power increases with the
     number of items), then the design with the lowest cost
     ``cost_per_rating * n_ratings + cost_per_worker * n_workers`` is chosen
@@ -316,36 +317,60 @@ def plan(
         return analytic_moments(design_for(w, i), p, alpha=alpha, test=test,
                                 alternative=alternative).power
 
-    rows = []
-    for w in range(min_workers, max_workers + 1):
-        if pw(w, max_items) < target_power:
-            rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
-                         "power": np.nan, "cost": np.inf})
-            continue
-        lo, hi = 2, max_items
-        if pw(w, lo) >= target_power:
-            hi = lo
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if pw(w, mid) >= target_power:
-                hi = mid
-            else:
-                lo = mid
-        d = design_for(w, hi)
-        cost = cost_per_rating * d.n_ratings + cost_per_worker * w
-        rows.append({"n_workers": w, "n_items": hi, "n_ratings": d.n_ratings,
-                     "power": pw(w, hi), "cost": cost})
+    def frontier_rows(workers: range) -> list[dict[str, Any]]:
+        rows = []
+        for w in workers:
+            if (workers_per_item is not None and w > workers_per_item * max_items) or \
+                    pw(w, max_items) < target_power:
+                rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
+                             "power": np.nan, "cost": np.inf})
+                continue
+            k = workers_per_item if workers_per_item is not None and workers_per_item < w else w
+            lo, hi = max(2, -(-w // k)), max_items  # every worker needs an item
+            if lo > hi:
+                rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
+                             "power": np.nan, "cost": np.inf})
+                continue
+            if pw(w, lo) >= target_power:
+                hi = lo
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if pw(w, mid) >= target_power:
+                    hi = mid
+                else:
+                    lo = mid
+            d = design_for(w, hi)
+            cost = cost_per_rating * d.n_ratings + cost_per_worker * w
+            rows.append({"n_workers": w, "n_items": hi, "n_ratings": d.n_ratings,
+                         "power": pw(w, hi), "cost": cost})
+        return rows
+
+    def cheapest(ok: pd.DataFrame) -> int:
+        return int(ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable")
+                   .iloc[0]["n_workers"])
+
+    rows = frontier_rows(range(min_workers, max_workers + 1))
     frontier = pd.DataFrame(rows)
     ok = frontier[np.isfinite(frontier["cost"])]
+    # nothing feasible yet, or the cheapest design on the edge of the worker range: search on
+    # (doubling, up to 20 x max_workers) so the optimum found is interior
+    top, cap = max_workers, 20 * max_workers
+    while (ok.empty or cheapest(ok) == top) and top < cap:
+        rows += frontier_rows(range(top + 1, min(2 * top, cap) + 1))
+        top = min(2 * top, cap)
+        frontier = pd.DataFrame(rows)
+        ok = frontier[np.isfinite(frontier["cost"])]
     if ok.empty:
         raise DesignError(
-            f"no design with {min_workers}-{max_workers} workers and at most {max_items} items "
-            f"reaches power {target_power} for effect {effect}; raise max_workers / max_items "
-            "or plan for a larger effect."
+            f"no design with {min_workers}-{top} workers and at most {max_items} items "
+            f"reaches power {target_power} for effect {effect}; raise max_items or plan for a "
+            "larger effect."
         )
     best = ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable").iloc[0]
     w, i = int(best["n_workers"]), int(best["n_items"])
-    grid = sorted({max(2, int(round(i * f))) for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
+    fewest = max(2, -(-w // workers_per_item)) if workers_per_item is not None else 2
+    grid = sorted({max(fewest, int(round(i * f)))
+                   for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
     curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)} for ii in grid])
     sim = None
     design = design_for(w, i)

@@ -154,8 +154,24 @@ class PowerResult:
         """95% t interval of ``type_m`` over the significant replicates (NaN if unknown)."""
         return self.mc.type_m_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
 
+    def _analytic_summary(self) -> str:
+        lines = [f"Power (analytic, no simulation): {self.design!r}",
+                 f"  effect {self.effect:g} ({self.coding} coding; mean difference "
+                 f"{self.mean_difference:g}), test {self.test!r}, alternative {self.alternative!r}, "
+                 f"alpha {self.alpha:g}"]
+        if self.effect != 0:
+            lines.append(f"  power   {self.power:.3f} (sign-correct rejections; any rejection: "
+                         f"{self.rejection_rate:.3f})")
+        else:
+            lines.append(f"  effect is 0: the rejection rate {self.rejection_rate:.3f} is the Type I "
+                         "error; power is undefined")
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
     def summary(self) -> str:
         """A short text report."""
+        if self.method == "analytic":  # no replicates: no Monte Carlo fields to print
+            return self._analytic_summary()
         lines = [f"Power simulation: {self.design!r}"]
         lines.append(
             f"  effect {self.effect:g} ({self.coding} coding; mean difference "
@@ -188,7 +204,8 @@ class PowerResult:
             f"  mean estimate {self.mean_estimate:.4g}; failed fits {self.n_failed}, "
             f"singular {self.n_singular}, not converged {self.n_nonconverged}"
         )
-        if self.n_singular:
+        if self.n_singular and (self.type1 is None or self.type1_ci is None):
+            # (a measured Type I error, printed above, speaks for itself)
             lines.append(
                 "  singular fits put a variance component at 0 (common with few workers or items): "
                 "they are kept, but their SE of the effect can be too small, so they lean liberal"

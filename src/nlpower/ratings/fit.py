@@ -128,8 +128,9 @@ def fit_ratings(
         if family != "ordinal":
             raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
         from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
-        return fit_ratings_ordinal(ratings, choice, engine="native" if engine == "native"
-                                   else "ordinal", start=start, control=control)
+        # the ordinal fitter takes the engine's name: native, else its R reference (ordinal::clmm)
+        return fit_ratings_ordinal(ratings, choice, engine=eng.name, start=start,
+                                   control=control)
     fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
     return _ratings_fit(ratings, choice, fit, loadings)
 
