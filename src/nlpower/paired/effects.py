@@ -271,16 +271,20 @@ def cohens_d_interval(d: float, n: int, confidence_level: float = 0.95) -> tuple
     t, df, tail = d * math.sqrt(n), n - 1, (1.0 - confidence_level) / 2.0
 
     def nc_at(prob: float) -> float:
-        # the noncentrality whose CDF at t equals prob (the CDF falls as nc grows)
+        # the noncentrality whose CDF at t equals prob (the CDF falls as nc grows); scipy's
+        # nct.cdf gives NaN far below t, where the CDF is 1 to double precision
         def f(nc: float) -> float:
-            return float(stats.nct.cdf(t, df, nc)) - prob
+            p = float(stats.nct.cdf(t, df, nc))
+            return (1.0 if nc < t else 0.0) - prob if math.isnan(p) else p - prob
 
-        width = 10.0 + abs(t)
-        lo, hi = t - width, t + width
+        step, lo, hi = 1.0, t - 1.0, t + 1.0
         while f(lo) < 0.0:
-            lo -= width
+            step *= 2.0
+            lo -= step
+        step = 1.0
         while f(hi) > 0.0:
-            hi += width
+            step *= 2.0
+            hi += step
         return float(optimize.brentq(f, lo, hi, xtol=1e-10))
 
     root_n = math.sqrt(n)
