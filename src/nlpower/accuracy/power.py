@@ -29,6 +29,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import AccuracyMethod, AgreementPrior, McNemarTest, check_choice
+from .._records import nan_to_none, none_to_nan
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
@@ -125,9 +126,9 @@ class AccuracyPowerResult:
     def to_record(self) -> dict[str, Any]:
         """Flat JSON-able record (what a grid cell shows and checkpoints)."""
         return {
-            "power": _nan_none(self.power), "ci_low": _nan_none(self.ci.low),
-            "ci_high": _nan_none(self.ci.high), "se": _nan_none(self.se),
-            "type_m": _nan_none(self.type_m), "type_s": _nan_none(self.type_s),
+            "power": nan_to_none(self.power), "ci_low": nan_to_none(self.ci.low),
+            "ci_high": nan_to_none(self.ci.high), "se": nan_to_none(self.se),
+            "type_m": nan_to_none(self.type_m), "type_s": nan_to_none(self.type_s),
             "rejection_rate": self.rejection_rate, "n_sims": self.n_sims,
             "n_rejected": self.n_rejected, "n": self.n, "delta": self.delta,
             "agreement": self.agreement, "only_new": self.only_new, "only_old": self.only_old,
@@ -146,9 +147,9 @@ class AccuracyPowerResult:
         seed = {} if r.get("seed_entropy") is None else {
             "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
         return cls(
-            power=_none_nan(r["power"]), se=_none_nan(r["se"]),
-            ci=ConfidenceInterval(_none_nan(r["ci_low"]), _none_nan(r["ci_high"])),
-            type_m=_none_nan(r["type_m"]), type_s=_none_nan(r["type_s"]),
+            power=none_to_nan(r["power"]), se=none_to_nan(r["se"]),
+            ci=ConfidenceInterval(none_to_nan(r["ci_low"]), none_to_nan(r["ci_high"])),
+            type_m=none_to_nan(r["type_m"]), type_s=none_to_nan(r["type_s"]),
             rejection_rate=float(r["rejection_rate"]), n=int(r["n"]), delta=float(r["delta"]),
             agreement=float(r["agreement"]), only_new=float(r["only_new"]),
             only_old=float(r["only_old"]), test=r["test"], alpha=float(r["alpha"]),
@@ -173,12 +174,6 @@ class AccuracyPowerResult:
                 f"test={self.test!r}, method={self.method!r})")
 
 
-def _nan_none(x: float | None) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
-
-def _none_nan(x: Any) -> float:
-    return math.nan if x is None else float(x)
 
 
 def resolve_agreement(agreement: Any, baseline: float | None,

@@ -9,7 +9,6 @@ seeds (:func:`nlpower.grid.cell_seed`), so results do not depend on
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import numpy as np
 
 from .. import __version__
 from .._choices import Backend, OnError
+from .._records import nan_to_none
 from .._rng import RNGLike
 from ..design import CrossedDesign
 from ..errors import InputError
@@ -33,9 +33,6 @@ _PER = ("power", "ci_low", "ci_high", "type1", "type1_ci_low", "type1_ci_high", 
         "type_s", "n_failed", "n_singular")
 
 
-def _nan_none(x: Any) -> Any:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-
 
 @dataclass(frozen=True)
 class LikertCell:
@@ -47,17 +44,17 @@ class LikertCell:
     def from_comparison(cls, c: AnalysisComparison, n_sims: int, seed: dict[str, Any]
                         ) -> LikertCell:
         first = next(iter(c.results.values()))
-        rec: dict[str, Any] = {"power": _nan_none(first.power), "ci_low": _nan_none(first.ci.low),
-                               "ci_high": _nan_none(first.ci.high), "se": _nan_none(first.se),
-                               "type_m": _nan_none(first.type_m),
-                               "type_s": _nan_none(first.type_s), "n_sims": n_sims,
+        rec: dict[str, Any] = {"power": nan_to_none(first.power), "ci_low": nan_to_none(first.ci.low),
+                               "ci_high": nan_to_none(first.ci.high), "se": nan_to_none(first.se),
+                               "type_m": nan_to_none(first.type_m),
+                               "type_s": nan_to_none(first.type_s), "n_sims": n_sims,
                                "seed_entropy": seed.get("entropy"), "version": __version__}
         for a, r in c.results.items():
             t1 = r.type1_ci
             vals = (r.power, r.ci.low, r.ci.high, r.type1, None if t1 is None else t1.low,
                     None if t1 is None else t1.high, r.type_m, r.type_s, r.n_failed,
                     r.n_singular)
-            rec.update({f"{k}_{a}": _nan_none(v) for k, v in zip(_PER, vals, strict=True)})
+            rec.update({f"{k}_{a}": nan_to_none(v) for k, v in zip(_PER, vals, strict=True)})
             rec[f"effect_{a}"] = r.effect
         return cls(rec)
 

@@ -40,6 +40,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, check_choice
+from .._records import nan_to_none, none_to_nan
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
@@ -185,11 +186,11 @@ class PreferencePowerResult:
     def to_record(self) -> dict[str, Any]:
         """Flat JSON-able record (what a grid cell shows and checkpoints)."""
         return {
-            "power": _nan_none(self.power), "ci_low": _nan_none(self.ci.low),
-            "ci_high": _nan_none(self.ci.high), "se": _nan_none(self.se),
-            "type_m": _nan_none(self.type_m), "type_s": _nan_none(self.type_s),
+            "power": nan_to_none(self.power), "ci_low": nan_to_none(self.ci.low),
+            "ci_high": nan_to_none(self.ci.high), "se": nan_to_none(self.se),
+            "type_m": nan_to_none(self.type_m), "type_s": nan_to_none(self.type_s),
             "rejection_rate": self.rejection_rate,
-            "mean_significant": _nan_none(self.mean_significant), "n_sims": self.n_sims,
+            "mean_significant": nan_to_none(self.mean_significant), "n_sims": self.n_sims,
             "n_rejected": self.n_rejected, "n": self.n, "p_win": self.p_win,
             "p_draw": self.p_draw, "p_lose": self.p_lose, "share": self.share,
             "effect": self.effect, "ties": self.ties, "test": self.test, "alpha": self.alpha,
@@ -206,11 +207,11 @@ class PreferencePowerResult:
         seed = {} if r.get("seed_entropy") is None else {
             "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
         return cls(
-            power=_none_nan(r["power"]), se=_none_nan(r["se"]),
-            ci=ConfidenceInterval(_none_nan(r["ci_low"]), _none_nan(r["ci_high"])),
-            type_m=_none_nan(r["type_m"]), type_s=_none_nan(r["type_s"]),
+            power=none_to_nan(r["power"]), se=none_to_nan(r["se"]),
+            ci=ConfidenceInterval(none_to_nan(r["ci_low"]), none_to_nan(r["ci_high"])),
+            type_m=none_to_nan(r["type_m"]), type_s=none_to_nan(r["type_s"]),
             rejection_rate=float(r["rejection_rate"]),
-            mean_significant=_none_nan(r["mean_significant"]), n=int(r["n"]),
+            mean_significant=none_to_nan(r["mean_significant"]), n=int(r["n"]),
             p_win=float(r["p_win"]), p_draw=float(r["p_draw"]), p_lose=float(r["p_lose"]),
             share=float(r["share"]), effect=float(r["effect"]), ties=r["ties"], test=r["test"],
             alpha=float(r["alpha"]), alternative=r["alternative"], method=r["method"],
@@ -234,12 +235,6 @@ class PreferencePowerResult:
                 f"method={self.method!r})")
 
 
-def _nan_none(x: float | None) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
-
-def _none_nan(x: Any) -> float:
-    return math.nan if x is None else float(x)
 
 
 def power(
