@@ -235,3 +235,18 @@ def test_power_imports_neither_pandas_nor_scipy():
             "print(sorted(m for m in ('pandas', 'scipy', 'tqdm', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_mde_has_a_monte_carlo_interval_that_narrows_and_covers():
+    from nlpower.bleu.power import mde
+
+    small = mde(2000, 0.125, 25.8, n_sims=300, method="normal", rng=3)
+    large = mde(2000, 0.125, 25.8, n_sims=1200, method="normal", rng=4)
+    precise = mde(2000, 0.125, 25.8, n_sims=20000, method="normal", rng=5, tol=1e-3)
+    for r in (small, large):
+        assert r.mde_ci.low <= r.mde <= r.mde_ci.high
+        assert r.mde_ci.low <= precise.mde <= r.mde_ci.high
+    # the interval's width falls like 1 / sqrt(n_sims): 4x the replicates, about half the width
+    ratio = (large.mde_ci.high - large.mde_ci.low) / (small.mde_ci.high - small.mde_ci.low)
+    assert 0.3 < ratio < 0.75
+    assert "Monte Carlo 95% interval" in small.summary()

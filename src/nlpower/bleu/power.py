@@ -11,7 +11,7 @@ whose ``dB_hat`` has the sign of ``dB`` (Fig. 2 of the paper).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -279,12 +279,17 @@ class BleuMDEResult:
     ``mde`` is the smallest ``dB > 0`` (to ``tol``) whose simulated power
     reaches ``target_power``, every candidate evaluated on the same draws
     (common random numbers); ``power`` and ``ci`` are at ``mde``.
+    ``mde_ci`` is its Monte Carlo interval: the smallest ``dB`` whose power's
+    95% Wilson interval reaches ``target_power`` from above (upper end) and
+    from below (lower end) -- the pointwise interval of the power curve
+    inverted at the target.
     """
 
     mde: float
     target_power: float
     power: float
     ci: ConfidenceInterval
+    mde_ci: ConfidenceInterval
     n: int
     p0: float
     b0: float
@@ -306,8 +311,9 @@ class BleuMDEResult:
             f"BLEU minimum detectable difference: n = {self.n}, P0 = {self.p0:g}, b0 = {self.b0:g}",
             f"  {self.method} test, alpha {self.alpha:g}, {self.n_sims} replicates"
             + (f" x {self.n_permutations} swap sets" if self.method == "randomization" else ""),
-            f"  MDE {self.mde:.3f} BLEU for power {self.target_power:g} (power there "
-            f"{self.power:.3f}, 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}; tolerance {self.tol:g})",
+            f"  MDE {self.mde:.3f} BLEU points for power {self.target_power:g} (Monte Carlo 95% "
+            f"interval {self.mde_ci.low:.3f}-{self.mde_ci.high:.3f}; tolerance {self.tol:g})",
+            f"  power there {self.power:.3f} (95% CI {self.ci.low:.3f}-{self.ci.high:.3f})",
         ])
 
     def to_frame(self) -> pd.DataFrame:
@@ -320,7 +326,8 @@ class BleuMDEResult:
         """Flat JSON-able record."""
         return {
             "mde": self.mde, "target_power": self.target_power, "power": self.power,
-            "ci_low": self.ci.low, "ci_high": self.ci.high, "n": self.n, "p0": self.p0,
+            "ci_low": self.ci.low, "ci_high": self.ci.high, "mde_ci_low": self.mde_ci.low,
+            "mde_ci_high": self.mde_ci.high, "n": self.n, "p0": self.p0,
             "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
             "n_permutations": self.n_permutations, "method": self.method, "tol": self.tol,
             "seed": {"entropy": self.seed.get("entropy"),
@@ -368,19 +375,30 @@ def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float
         hits = (null.pvalues(mu) <= alpha) & (null.observed(mu) > 0)
         return float(np.count_nonzero(hits)) / n_sims
 
-    lo, hi = 0.0, 1.0
-    while power_at(hi) < target_power:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e4:
-            raise InputError(f"mde: target_power = {target_power:g} is not reached for any dB up "
-                             f"to 1e4 BLEU at n = {n}, P0 = {p0:g}, b0 = {b0:g}.")
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if power_at(mid) >= target_power else (mid, hi)
+    def smallest(reaches: Callable[[float], bool]) -> float:
+        # the smallest dB (to tol) at which reaches(power_at(dB)) holds: doubling, then bisection
+        lo, hi = 0.0, 1.0
+        while not reaches(power_at(hi)):
+            lo, hi = hi, 2.0 * hi
+            if hi > 1e4:
+                return math.inf
+        while hi - lo > tol:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if reaches(power_at(mid)) else (mid, hi)
+        return hi
+
+    hi = smallest(lambda pw: pw >= target_power)
+    if not math.isfinite(hi):
+        raise InputError(f"mde: target_power = {target_power:g} is not reached for any dB up "
+                         f"to 1e4 BLEU at n = {n}, P0 = {p0:g}, b0 = {b0:g}.")
+    # Monte Carlo interval: where the Wilson interval of the power curve crosses the target
+    low = smallest(lambda pw: wilson_ci(round(pw * n_sims), n_sims)[1] >= target_power)
+    high = smallest(lambda pw: wilson_ci(round(pw * n_sims), n_sims)[0] >= target_power)
     k = round(power_at(hi) * n_sims)
     return BleuMDEResult(
         mde=hi, target_power=target_power, power=k / n_sims,
-        ci=ConfidenceInterval(*wilson_ci(k, n_sims)), n=n, p0=p0, b0=b0, alpha=alpha,
+        ci=ConfidenceInterval(*wilson_ci(k, n_sims)), mde_ci=ConfidenceInterval(low, high),
+        n=n, p0=p0, b0=b0, alpha=alpha,
         n_sims=n_sims, n_permutations=n_permutations if method == "randomization" else 0,
         method=method, tol=tol, seed=seed_record(seq), version=__version__)
 
