@@ -20,7 +20,7 @@ from .._rng import as_generator
 from .native.blocks import theta_layout
 from .structure import ModelSpec
 
-__all__ = ["GaussianSimulator", "relative_factor"]
+__all__ = ["GaussianSimulator", "SimulatesGaussian", "relative_factor"]
 
 
 def relative_factor(theta: np.ndarray, q: int) -> np.ndarray:
@@ -76,3 +76,21 @@ class GaussianSimulator:
             y += np.einsum("nq,bnq->bn", Z, b[:, codes, :])
         y += sigma * gen.standard_normal((n, nobs))
         return y
+
+
+class SimulatesGaussian:
+    """``simulate`` for a prepared Gaussian model of any engine (needs ``self.spec``)."""
+
+    spec: ModelSpec
+    _simulator: GaussianSimulator | None = None
+
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
+                 ) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
+
+        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
+        """
+        if self._simulator is None:
+            self._simulator = GaussianSimulator.from_spec(self.spec)
+        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
+                                    float(sigma), int(n), rng=rng)

@@ -46,7 +46,7 @@ import numpy as np
 from .._choices import EngineName, check_choice
 from ..errors import ConvergenceWarning, InputError, SingularFitWarning
 from .ddf import kenward_roger_fn
-from .draw import GaussianSimulator
+from .draw import SimulatesGaussian
 from .family import Family, Gaussian, get_family
 from .native import NativeModel
 from .result import FitCore, LmmFit
@@ -133,7 +133,7 @@ def _fitter(engine: str, family: Family) -> Fitter:
     return cast(Fitter, getattr(importlib.import_module(module), name))
 
 
-class NativeGaussianModel(NativeModel):
+class NativeGaussianModel(SimulatesGaussian, NativeModel):
     """:class:`~nlpower.lmm.native.NativeModel` in the protocol: family slot, Kenward-Roger df.
 
     The fitter of ``("native", "gaussian")``; its :meth:`fit` adds
@@ -141,18 +141,6 @@ class NativeGaussianModel(NativeModel):
     """
 
     family: Family = Gaussian()
-    _simulator: GaussianSimulator | None = None
-
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
-                 ) -> np.ndarray:
-        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
-
-        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
-        """
-        if self._simulator is None:
-            self._simulator = GaussianSimulator.from_spec(self.spec)
-        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
-                                    float(sigma), int(n), rng=rng)
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:

@@ -38,7 +38,7 @@ from ..errors import EngineUnavailableError, FitError, InputError
 from .checkconv import lmer_control_checks
 from .columns import as_factor, is_numeric
 from .ddf import kenward_roger_fn
-from .draw import GaussianSimulator
+from .draw import SimulatesGaussian
 from .family import Family, Gaussian
 from .native import NativeModel, make_unique, theta_layout
 from .result import FitCore, LmmFit, VarTerm
@@ -270,7 +270,7 @@ def _strs(x: Any) -> list[str]:
     return [str(v) for v in x]
 
 
-class Lme4Model:
+class Lme4Model(SimulatesGaussian):
     """A model structure prepared for lme4 (the engine protocol's ``PreparedModel``).
 
     Made by ``get_engine("lme4").prepare(spec, data=None)``.  R starts on the
@@ -315,19 +315,6 @@ class Lme4Model:
 
     def __repr__(self) -> str:
         return f"Lme4Model({self.spec.formula!r}, n={self.spec.n})"
-
-    _simulator: GaussianSimulator | None = None
-
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
-                 ) -> np.ndarray:
-        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
-
-        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
-        """
-        if self._simulator is None:
-            self._simulator = GaussianSimulator.from_spec(self.spec)
-        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
-                                    float(sigma), int(n), rng=rng)
 
     # -- full fits ----------------------------------------------------------------
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
