@@ -48,6 +48,7 @@ from nlpower import CrossedDesign, presets
 from nlpower.intervals import wilson_ci
 from nlpower.powersim import balanced_fit as bf
 from nlpower.powersim import power
+from nlpower.powersim.calibrated import null_variances_reml
 from nlpower.powersim.fastpath import BalancedStats, design_matrix, draw_stats, stratum_dims
 from nlpower.powersim.pblrt import lr_statistic
 
@@ -85,26 +86,7 @@ def containment(w: int, i: int, params, n_sims: int, seed: int) -> tuple[int, fl
 
 def null_fit(st: BalancedStats, REML: bool) -> np.ndarray:
     """Variances of the null model (beta1 = 0) fitted by ML or REML (REML drops the mean stratum)."""
-    w, i = st.n_workers, st.n_items
-    n = 2.0 * w * i
-    if not REML:
-        return lr_statistic(st)[1]
-    m5 = stratum_dims(w, i)
-    m7 = np.concatenate([[0.0, 1.0], m5])
-    A = design_matrix(w, i)
-    r = st.n_sims
-    ss7 = np.column_stack([np.zeros(r), n * st.beta1**2, st.ss])
-    c = np.sum(ss7, axis=1) / n
-    mom = bf._mom_start(st.ss / c[:, None] / m5, w, i)
-    mom[:, 0] = np.maximum(mom[:, 0], 1e-3)
-    reml, _, _ = bf._minimise_reml(st.ss / c[:, None], w, i)
-    starts = bf.starts_ml(mom, reml, w, i, thorough=True)
-    lb = np.array([1e-10, 0.0, 0.0, 0.0, 0.0])
-    k = len(starts)
-    v, f, _ = bf._projected_newton(np.maximum(np.vstack(starts), lb),
-                                   np.tile(ss7 / c[:, None], (k, 1)), m7, A, lb)
-    best = np.argmin(f.reshape(k, r), axis=0)
-    return v[best * r + np.arange(r)] * c[:, None]
+    return null_variances_reml(st) if REML else lr_statistic(st)[1]
 
 
 def _boot(st: BalancedStats, v: np.ndarray, B: int, rng: np.random.Generator) -> BalancedStats:
