@@ -67,15 +67,6 @@ class AnalysisComparison:
         return f"AnalysisComparison({inner})"
 
 
-def _truth(analysis: str, params: LikertParams) -> tuple[float, float]:
-    """(true effect on the analysis's scale, difference of mean rescaled ratings B - A)."""
-    x0, x1 = params.x_values
-    diff = params.mean_rating01(x1) - params.mean_rating01(x0)
-    if analysis == "lmm":
-        return params.lmm_effect(), diff
-    return params.effect / params.scale, diff
-
-
 def _simulate(design: CrossedDesign, params: LikertParams, seq: np.random.SeedSequence,
               n_sims: int) -> np.ndarray:
     arrays = design.arrays()
@@ -85,17 +76,62 @@ def _simulate(design: CrossedDesign, params: LikertParams, seq: np.random.SeedSe
     return out
 
 
-def analyse(analysis: str, design: CrossedDesign, y: np.ndarray, params: LikertParams,
-            opts: PowerOptions) -> Replicates:
-    """Replicates of one analysis of integer ratings ``y`` (``(n_sims, n)``, values 1..K)."""
-    if analysis == "lmm":
+class LinearAnalysis:
+    """``"lmm"``: the paper's LMM of the ratings rescaled to [0, 1] by ``(r - 1)/(K - 1)``."""
+
+    name = "lmm"
+
+    def truth(self, params: LikertParams) -> float:
+        """The true effect on this analysis's scale (:meth:`LikertParams.lmm_effect`)."""
+        return params.lmm_effect()
+
+    def replicates(self, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+                   opts: PowerOptions) -> Replicates:
         proxy = params.latent_params()
         proxy = LMMParams(beta0=0.5, effect=proxy.effect, sd_worker=proxy.sd_worker,
                           sd_worker_slope=proxy.sd_worker_slope, sd_item=proxy.sd_item,
                           sd_item_slope=proxy.sd_item_slope, sigma=proxy.sigma,
                           coding=proxy.coding)
-        return ANALYSES["lmm"](design, (y - 1.0) / (params.levels - 1), proxy, opts)
-    return ANALYSES[analysis](design, y, params, opts)
+        return ANALYSES[self.name](design, (y - 1.0) / (params.levels - 1), proxy, opts)
+
+    def method(self, design: CrossedDesign, params: LikertParams) -> str:
+        """``"balanced"`` where the exact balanced fitter fits all replicates at once."""
+        exact = balanced_exact(design, LMMParams(coding=params.coding)) is None
+        return "balanced" if exact else "simulate"
+
+    def describe(self, params: LikertParams) -> str:
+        return "LMM of ratings rescaled to [0, 1]"
+
+
+class OrdinalAnalysis:
+    """``"clmm"``: the cumulative link mixed model of the integer ratings."""
+
+    name = "clmm"
+
+    def truth(self, params: LikertParams) -> float:
+        """The latent effect over the latent scale (clmm's parametrisation)."""
+        return params.effect / params.scale
+
+    def replicates(self, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+                   opts: PowerOptions) -> Replicates:
+        return ANALYSES[self.name](design, y, params, opts)
+
+    def method(self, design: CrossedDesign, params: LikertParams) -> str:
+        return "simulate"
+
+    def describe(self, params: LikertParams) -> str:
+        return f"cumulative {params.link} mixed model (clmm)"
+
+
+#: The analyses of Likert ratings, by name (their tests: ``nlpower.powersim.outcome.OUTCOMES``).
+LIKERT_ANALYSES: dict[str, LinearAnalysis | OrdinalAnalysis] = {
+    "lmm": LinearAnalysis(), "clmm": OrdinalAnalysis()}
+
+
+def analyse(analysis: str, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+            opts: PowerOptions) -> Replicates:
+    """Replicates of one analysis of integer ratings ``y`` (``(n_sims, n)``, values 1..K)."""
+    return LIKERT_ANALYSES[analysis].replicates(design, y, params, opts)
 
 
 def likert_power(
@@ -192,22 +228,20 @@ def run_likert(design: CrossedDesign, params: LikertParams, opts: PowerOptions, 
     y = _simulate(design, params, main_seq, n)
     y0 = _simulate(design, params.with_effect(0.0), null_seq, n) \
         if opts.null and params.effect != 0 else None
-    fast = balanced_exact(design, LMMParams(coding=params.coding)) is None
+    x0, x1 = params.x_values
+    diff = params.mean_rating01(x1) - params.mean_rating01(x0)
     out: dict[str, PowerResult] = {}
     for a in opts.analyses:
-        o = opts.for_analysis(a)
-        effect, diff = _truth(a, params)
-        main = analyse(a, design, y, params, o)
+        o, an = opts.for_analysis(a), LIKERT_ANALYSES[a]
+        main = an.replicates(design, y, params, o)
         apply_failure_policy(main, o, "main")
         null_reps = None
         if y0 is not None:
-            null_reps = analyse(a, design, y0, params.with_effect(0.0), o)
+            null_reps = an.replicates(design, y0, params.with_effect(0.0), o)
             apply_failure_policy(null_reps, o, "null (effect 0)")
-        how = "balanced" if (a == "lmm" and fast) else "simulate"
         note = (f"{params.levels}-point ratings from a latent {params.link} threshold model; "
-                + ("LMM of ratings rescaled to [0, 1]" if a == "lmm" else
-                   f"cumulative {params.link} mixed model (clmm)"))
-        out[a] = power_result(main, null_reps, effect=effect, mean_difference=diff,
-                              design=design, method=how, coding=params.coding, opts=o, seed=seed,
-                              notes=[note])
+                f"{an.describe(params)}")
+        out[a] = power_result(main, null_reps, effect=an.truth(params), mean_difference=diff,
+                              design=design, method=an.method(design, params),
+                              coding=params.coding, opts=o, seed=seed, notes=[note])
     return out
