@@ -116,8 +116,8 @@ def test_usage_errors(argv, msg, capsys):
       "--outcome", "likert", "--levels", "5", "--analysis", "glmer"], "must be one of 'lmm', 'clmm'"),
     (["grid", "--preset", "high-variance", "--outcome", "likert", "--workers", "3", "--items",
       "9"], "needs --levels K"),
-    (["mde", "--preset", "high-variance", "--workers", "3", "--items", "9", "--outcome",
-      "likert", "--levels", "5", "--coding", "half"], "does not take coding"),
+    (["mde", "--workers", "3", "--items", "9", "--outcome", "preference", "--p-win", "0.6",
+      "--levels", "5"], "--outcome 'preference' does not take levels"),
 ])
 def test_library_errors_in_the_words_of_the_command_line(argv, msg, capsys):
     assert main(argv) == 2
