@@ -20,13 +20,14 @@ run's sequence.
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, root_seed, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
-from ..errors import DesignError, InputError
+from ..errors import DesignError, InputError, NlpowerWarning
 from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
@@ -233,7 +234,23 @@ def power(
                  if not same_value(v, _keyword_default(k))])
     model = kind.model
     params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
-    return model.run(design, params, opts, rng=rng, progress=progress)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = model.run(design, params, opts, rng=rng, progress=progress)
+    _reemit(caught)
+    return result
+
+
+def _reemit(caught: list[warnings.WarningMessage]) -> None:
+    """The warnings of a run again, the package's own pointing at the caller of :func:`power`.
+
+    (However deep the outcome's run emitted them; others keep their origin.)
+    """
+    for w in caught:
+        if issubclass(w.category, NlpowerWarning):
+            warnings.warn(w.message, w.category, stacklevel=3)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
