@@ -13,7 +13,12 @@ import nlpower
 from nlpower import CrossedDesign, LMMParams, presets
 from nlpower.errors import DesignError, InputError
 from nlpower.outcomes import HeadToHeadParams, LikertParams
-from nlpower.outcomes.analytic import analytic_outcome_power, fixed_information, outcome_se
+from nlpower.outcomes.analytic import (
+    analytic_outcome_power,
+    analytic_outcome_result,
+    fixed_information,
+    outcome_se,
+)
 from nlpower.powersim.analytic import information_moments
 from nlpower.powersim.models import build_model, true_sds
 
@@ -145,6 +150,24 @@ def test_random_effects_cost_information_and_weights_order():
     assert outcome_se(d, big) > outcome_se(d, small)
     se = {w: outcome_se(d, big, weights=w) for w in WEIGHTS}
     assert se["mode"] < se["shrunk"] < se["marginal"]
+
+
+def test_power_result_hook_for_the_dispatcher():
+    lp = LikertParams.from_preset(presets.high_variance(0.1), 5)
+    d = CrossedDesign(10, 50)
+    r = analytic_outcome_result(d, lp, analysis="clmm", null=True, rng=1)
+    ap = analytic_outcome_power(d, lp)
+    assert r.method == "analytic" and r.power == pytest.approx(ap.power) and r.n_sims == 0
+    assert r.type1 == pytest.approx(0.05) and r.effect == pytest.approx(ap.effect)
+    x0, x1 = lp.x_values
+    assert r.mean_difference == pytest.approx(lp.mean_rating01(x1) - lp.mean_rating01(x0))
+    assert "analytic" in r.summary()
+    h = analytic_outcome_result(d, HeadToHeadParams.from_share(0.6), test="lrt")
+    assert h.test == "lrt" and h.type1 is None and h.mean_difference == pytest.approx(0.1)
+    with pytest.raises(InputError, match="analysis='clmm'"):
+        analytic_outcome_result(d, lp, analysis="lmm")
+    with pytest.raises(InputError, match="test='z'"):
+        analytic_outcome_result(d, lp, test="satterthwaite")
 
 
 # -- (iii) Monte Carlo agreement -----------------------------------------------------------------

@@ -50,6 +50,7 @@ designs" (``benchmarks/analytic_outcomes.py``).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -58,16 +59,19 @@ import scipy.sparse as sp
 from scipy import special, stats
 
 from .._choices import Alternative, check_choice
+from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..powersim.models import build_model, true_sds
-from ..powersim.result import AnalyticPowerResult
+from ..powersim.options import power_options
+from ..powersim.result import AnalyticPowerResult, PowerResult
 from ..powersim.rules import get_test
+from ..powersim.summary import analytic_power_result
 from .headtohead import HeadToHeadParams, _pairs
 from .likert import LikertParams
 
-__all__ = ["AnalyticWeights", "analytic_outcome_power", "fixed_information", "outcome_se"]
+__all__ = ["AnalyticWeights", "analytic_outcome_power", "analytic_outcome_result", "fixed_information", "outcome_se"]
 
 #: Where the per-observation expected information is evaluated (module docstring).
 AnalyticWeights: TypeAlias = Literal["shrunk", "mode", "marginal"]
@@ -349,3 +353,68 @@ def analytic_outcome_power(
     return AnalyticPowerResult(power=pw, ncp=effect / se, df=math.inf, se=se, effect=effect,
                                coding=coding, test="z", alpha=alpha, alternative=alternative,
                                method="information", design=design)
+
+
+def analytic_outcome_result(
+    design: CrossedDesign,
+    params: HeadToHeadParams | LikertParams,
+    *,
+    analysis: str | None = None,
+    test: str | None = None,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+    null: bool = False,
+    rng: RNGLike = None,
+    weights: AnalyticWeights = "shrunk",
+) -> PowerResult:
+    """:func:`analytic_outcome_power` as the :class:`PowerResult` of ``power(method="analytic")``.
+
+    The hook for ``nlpower.power(design, params, outcome="likert" | "preference",
+    method="analytic")`` once ``params`` is :class:`LikertParams` (a preset
+    mapped by ``levels``) or :class:`HeadToHeadParams`: zero-width interval
+    (no Monte Carlo error), ``type1`` the approximation's size at effect 0
+    when ``null`` or the effect is 0.  ``analysis`` must be the one this tier
+    approximates (``"clmm"`` for Likert, ``"glmer"`` for head-to-head; ``None``
+    accepts it), ``test`` ``"z"`` (or ``"lrt"``, whose signed root has the
+    same normal approximation).  ``rng`` is recorded only (nothing is drawn).
+
+    Examples
+    --------
+    >>> p = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5)
+    >>> r = analytic_outcome_result(CrossedDesign(10, 50), p, null=True)
+    >>> r.method, round(r.type1, 3), r.ci.low == r.ci.high
+    ('analytic', 0.05, True)
+    """
+    design, params = _check(design, params)
+    want = "glmer" if isinstance(params, HeadToHeadParams) else "clmm"
+    if analysis not in (None, want):
+        other = ("the LMM of Likert ratings has the Gaussian tier's approximation only through "
+                 "simulation here; use analysis='clmm' or method='simulate'"
+                 if want == "clmm" else "use analysis='glmer'")
+        raise InputError(f"method='analytic' for {type(params).__name__} approximates the "
+                         f"{want} analysis; got analysis={analysis!r}: {other}.")
+    if test not in (None, "z", "lrt"):
+        raise InputError(f"method='analytic' for the {want} analysis approximates test='z' (Wald) "
+                         f"or 'lrt' (same normal approximation); got test={test!r}.")
+    test_ = test or "z"
+    opts = power_options(n_sims=1, alpha=alpha, test=test_,  # type: ignore[arg-type]
+                         alternative=alternative, method="analytic", null=null)
+    ap = analytic_outcome_power(design, params, alpha=opts.alpha, alternative=opts.alternative,
+                                weights=weights)
+    ap = replace(ap, test=test_)
+    type1 = None
+    if opts.null or ap.effect == 0:
+        type1 = analytic_outcome_power(design, params.with_effect(0.0), alpha=opts.alpha,
+                                       alternative=opts.alternative, weights=weights).power
+    if isinstance(params, HeadToHeadParams):
+        diff = 1.0 / (1.0 + math.exp(-params.effect)) - 0.5
+        note = ("head-to-head judgements, logistic crossed model; glmer Wald z of the intercept "
+                "(logit scale), analytic expected information")
+    else:
+        x0, x1 = params.x_values
+        diff = params.mean_rating01(x1) - params.mean_rating01(x0)
+        note = (f"{params.levels}-point ratings, cumulative {params.link} mixed model (clmm); "
+                "effect on the clmm scale, analytic expected information")
+    return analytic_power_result(ap, type1, mean_difference=diff, design=design, opts=opts,
+                                 seed=seed_record(root_seed(rng)),
+                                 notes=[note, f"information weights {weights!r}"])
