@@ -189,10 +189,11 @@ class TestRule:
     def check_path(self, how: str, *, method: str | None = None) -> None:
         """Refuse a path the test does not run on (before any replicate runs).
 
-        ``how``: the path a design needs (``"balanced"`` or ``"simulate"``);
+        ``how``: the path a design needs (``"balanced"`` or ``"simulate"``; the
+        analytic path is :attr:`analytic`'s, checked by :meth:`check`);
         ``method``: the ``method=`` that asked for it, if the user did.
         """
-        if how in self.paths:
+        if how not in PATHS or how in self.paths:
             return
         where = " and ".join(PATHS[p][0] for p in self.paths)
         scope = "; ".join(PATHS[p][1] for p in self.paths)
