@@ -56,14 +56,9 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     MSr = MS.reshape(L1, q1, Q2)
     Mr = Md.reshape(L1, q1, Q2)
     D11 = Ginv + np.einsum("ljk,lmk->ljm", MSr, Mr)   # (L1, q1, q1)
-    off = rs.offsets - fac.Q1
-    # positions of each observation's random effects in the Q2 part
-    pos2 = np.concatenate([(off[c] + blocks[c].codes * blocks[c].q)[:, None]
-                           + np.arange(blocks[c].q)[None, :] for c in range(1, len(blocks))],
-                          axis=1)                     # (n, q2tot)
-    a1 = ZL[0]
-    a2 = np.concatenate([ZL[c] for c in range(1, len(blocks))], axis=1)
-    rows1 = c1[:, None] * q1 + np.arange(q1)[None, :]  # (n, q1)
+    a1, a2 = rs.Avals[:, :q1], rs.Avals[:, q1:]
+    rows1 = rs.Acols[:, :q1]                          # (n, q1) positions in the first block
+    pos2 = rs.Acols[:, q1:] - fac.Q1                  # (n, q2tot) positions in the rest
     H12sel = -MS[rows1[:, :, None], pos2[:, None, :]]  # (n, q1, q2tot)
     H22sel = Sinv[pos2[:, :, None], pos2[:, None, :]]  # (n, q2tot, q2tot)
     v1 = np.einsum("ijk,ik->ij", D11[c1], a1) + np.einsum("ijk,ik->ij", H12sel, a2)

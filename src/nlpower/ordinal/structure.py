@@ -136,7 +136,13 @@ class ReStructure:
         self.A = sp.csr_matrix((self.Avals.ravel(), self.Acols.ravel(), self._indptr),
                                shape=(self.n, self.n_u))
         self.AT = self.A.T
-        self.Aouter = self.Avals[:, :, None] * self.Avals[:, None, :]
+        # each observation's products a_ij a_ik, split as H is (first block / coupling / rest)
+        q1 = self.blocks[0].q if self.blocks else 0
+        av1, av2 = self.Avals[:, :q1], self.Avals[:, q1:]
+        n = self.n
+        self.AoG = (av1[:, :, None] * av1[:, None, :]).reshape(n, -1)
+        self.Ao12 = (av1[:, :, None] * av2[:, None, :]).reshape(n, -1)
+        self.Ao22 = (av2[:, :, None] * av2[:, None, :]).reshape(n, -1)
 
     def pattern(self) -> _Pattern:
         """The (cached) placement of ``A``'s row products in ``H``."""
@@ -202,8 +208,8 @@ class HFactor:
         pat = rs.pattern()
         q1 = self.q1 = pat.q1
         self.L1 = L1 = pat.L1
-        Wp = w[:, None, None] * rs.Aouter
-        G = np.bincount(pat.idxG, weights=Wp[:, :q1, :q1].ravel(),
+        wc = w[:, None]
+        G = np.bincount(pat.idxG, weights=(wc * rs.AoG).ravel(),
                         minlength=L1 * q1 * q1).reshape(L1, q1, q1)
         G[:, np.arange(q1), np.arange(q1)] += 1.0
         if q1 == 1:
@@ -222,10 +228,10 @@ class HFactor:
         self.dense = True
         if Q2 == 0:
             return
-        H22 = np.bincount(pat.idx22, weights=Wp[:, q1:, q1:].ravel(),
+        H22 = np.bincount(pat.idx22, weights=(wc * rs.Ao22).ravel(),
                           minlength=Q2 * Q2).reshape(Q2, Q2)
         H22[np.diag_indices(Q2)] += 1.0
-        vals = Wp[:, :q1, q1:].ravel()
+        vals = (wc * rs.Ao12).ravel()
         if self.Q1 * Q2 <= _DENSE_LIMIT:
             # dense Schur complement: a few BLAS calls beat sparse products at crowd sizes
             H12d = np.bincount(pat.idx12, weights=vals, minlength=self.Q1 * Q2).reshape(

@@ -145,13 +145,16 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
     prepared once; every replicate starts from the simulation's own parameters
     (SDs of at least 0.1: an SD at exactly 0 is a stationary point it would
     never leave), so a replicate's result does not depend on the others
-    (chunking, ``n_jobs``).  L-BFGS-B stops loosely and the Newton steps with
-    the Hessian the Wald SE needs finish the fit.  A replicate that leaves a
+    (chunking, ``n_jobs``).  The fit takes Newton steps with one reference
+    Hessian per structure (:mod:`nlpower.ordinal.chord`; L-BFGS-B where they do
+    not converge) and is finished with the replicate's own Hessian, which the
+    Wald SE needs anyway.  A replicate that leaves a
     category unused is fitted with that category dropped (as ``ordinal``
     does), from the ``clm`` start.  Tests: Wald z, or the likelihood ratio
     against the fit without ``x``.
     """
     from ..lmm.family import Ordinal
+    from ..ordinal.chord import chord_refit, reference_hessian
 
     proxy = params.latent_params()
     dm = build_model(design, proxy)
@@ -163,6 +166,7 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
     models: dict[tuple[int, ...], tuple[Any, Any]] = {}
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
+    refs: dict[tuple[int, ...], tuple[Any, Any]] = {}
     for k in range(r):
         used = tuple(int(c) for c in np.unique(y[k]))
         try:
@@ -174,14 +178,24 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                 models[used] = (m, m0)
             m, m0 = models[used]
             codes = np.searchsorted(np.asarray(used), y[k])
-            x0 = _truth_start(m, params, j) if len(used) == k_levels else None
-            core = m.refit(codes, start=x0, control=_REPLICATE_CONTROL)
+            if len(used) == k_levels:
+                x0 = _truth_start(m, params, j)
+                if used not in refs:
+                    refs[used] = (reference_hessian(m, x0), None if m0 is None else
+                                  reference_hessian(m0, np.delete(x0, m.n_alpha + j)))
+                core = chord_refit(m, codes, x0, refs[used][0], control=_REPLICATE_CONTROL)
+            else:
+                x0 = None
+                core = m.refit(codes, control=_REPLICATE_CONTROL)
             b, s = float(core.beta[j]), float(core.se[j])
             est[k], se[k] = b, s
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
             if m0 is not None:
-                x00 = None if x0 is None else np.delete(x0, m.n_alpha + j)
-                core0 = m0.refit(codes, start=x00, control=_REPLICATE_CONTROL, hessian=False)
+                if x0 is None:
+                    core0 = m0.refit(codes, control=_REPLICATE_CONTROL, hessian=False)
+                else:
+                    core0 = chord_refit(m0, codes, np.delete(x0, m.n_alpha + j), refs[used][1],
+                                        control=_REPLICATE_CONTROL, hessian=False)
                 stat[k] = np.copysign(np.sqrt(max(core0.deviance - core.deviance, 0.0)), b)
             else:
                 stat[k] = b / s
