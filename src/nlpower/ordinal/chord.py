@@ -75,7 +75,7 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,
-                maxit: int = 25, gtol: float = 1e-4, control: dict[str, Any] | None = None,
+                maxit: int = 25, gtol: float = 1e-3, control: dict[str, Any] | None = None,
                 hessian: bool = True) -> ClmmCore:
     """Fit response ``y`` from ``start`` by BFGS steps whose first Hessian is ``H``."""
     with single_threaded():

@@ -153,6 +153,7 @@ class ClmmModel:
         if y.shape != (self.spec.n,) or y.min() < 0 or y.max() >= K:
             raise InputError(f"y must be {self.spec.n} category codes in 0..{K - 1}.")
         self.y = y
+        self._last: tuple[np.ndarray, float] | None = None
         J = self.thr.jacobian
         self.top = y == K - 1
         self.bottom = y == 0
@@ -189,8 +190,13 @@ class ClmmModel:
     # -- objective -------------------------------------------------------------------
     def nll(self, x: np.ndarray) -> float:
         """``-loglik`` (Laplace or AGQ) at ``x = (alpha, beta, theta)``; warm-starts the modes."""
+        x = np.asarray(x, dtype=float)
+        last = self._last
+        if last is not None and np.array_equal(x, last[0]):
+            return last[1]            # the modes, offsets and parts held are this point's
         self.n_evals += 1
-        alpha, beta, theta = self.split(np.asarray(x, dtype=float))
+        self._last = None
+        alpha, beta, theta = self.split(x)
         if np.any(np.diff(self.thr.theta(alpha)) <= 0):
             return math.inf
         up, lo = self.offsets(alpha, beta)
@@ -209,8 +215,11 @@ class ClmmModel:
         self._u = inner.u
         self._last_inner = inner
         if self.nAGQ > 1:
-            return -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
-        return -(inner.h - 0.5 * inner.logdet)
+            f = -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
+        else:
+            f = -(inner.h - 0.5 * inner.logdet)
+        self._last = (x.copy(), f)
+        return f
 
     def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``-loglik`` and its gradient (analytic for the Laplace approximation)."""
@@ -441,6 +450,7 @@ class ClmmModel:
         if self.rs is not None:
             self.rs.set_theta(theta)
             self._theta_set = theta.copy()
+            self._last = None
             for r in range(n):
                 eta[r] += self.rs.eta(gen.standard_normal(self.rs.n_u))
         latent = eta + _latent_draws(self.link.name, gen, eta.shape)

@@ -209,8 +209,8 @@ class HFactor:
         q1 = self.q1 = pat.q1
         self.L1 = L1 = pat.L1
         wc = w[:, None]
-        G = np.bincount(pat.idxG, weights=(wc * rs.AoG).ravel(),
-                        minlength=L1 * q1 * q1).reshape(L1, q1, q1)
+        G: np.ndarray = np.bincount(pat.idxG, weights=(wc * rs.AoG).ravel(),
+                                    minlength=L1 * q1 * q1).astype(float, copy=False).reshape(L1, q1, q1)
         G[:, np.arange(q1), np.arange(q1)] += 1.0
         if q1 == 1:
             g = G[:, 0, 0]
@@ -228,8 +228,8 @@ class HFactor:
         self.dense = True
         if Q2 == 0:
             return
-        H22 = np.bincount(pat.idx22, weights=(wc * rs.Ao22).ravel(),
-                          minlength=Q2 * Q2).reshape(Q2, Q2)
+        H22: np.ndarray = np.bincount(pat.idx22, weights=(wc * rs.Ao22).ravel(),
+                                      minlength=Q2 * Q2).astype(float, copy=False).reshape(Q2, Q2)
         H22[np.diag_indices(Q2)] += 1.0
         vals = (wc * rs.Ao12).ravel()
         if self.Q1 * Q2 <= _DENSE_LIMIT:
