@@ -70,4 +70,4 @@ def test_cli_errors(argv, msg, capsys):
 def test_power_takes_one_analysis():
     with pytest.raises(InputError, match="one analysis"):
         nlpower.power(CrossedDesign(5, 30), presets.high_variance(0.1), outcome="likert",
-                      levels=5, analysis=["lmm"], n_sims=5)  # type: ignore[arg-type]
+                      levels=5, analysis=["lmm", "clmm"], n_sims=5)  # type: ignore[arg-type]
