@@ -74,6 +74,7 @@ class OutcomePilot:
 
     def __init__(self, fit: Any, contrast: Any = None) -> None:
         self.outcome = pilot_family(fit)
+        self.point: LikertParams | HeadToHeadParams
         if self.outcome == "likert":
             self.ordinal: OrdinalPilot | None = OrdinalPilot(fit, contrast)
             self.base = self.ordinal.clmm
