@@ -20,6 +20,7 @@ run's sequence.
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
@@ -31,6 +32,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .batches import open_run_checkpoint
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options
@@ -81,6 +83,7 @@ def power(
     outcome: str = "gaussian",
     levels: int | None = None,
     analysis: str = "lmm",
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -181,6 +184,14 @@ def power(
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
         changes no number.
+    checkpoint : path, optional
+        A file that keeps every finished batch of 50 replicates of
+        ``method="simulate"`` (:mod:`nlpower.powersim.batches`): run the same
+        call again after a kill and it resumes at the first unfinished
+        batch, with the same numbers bit for bit.  A file written for other
+        arguments or another seed raises
+        :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
+        paths take milliseconds and write none.
 
     Returns
     -------
@@ -210,7 +221,8 @@ def power(
         from ..outcomes.api import outcome_power
         fixed = {"method": method != "auto", "likert": likert is not None, "options": options is
                  not None, "effect": effect is not None, "coding": coding != "sum",
-                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99}
+                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99,
+                 "checkpoint": checkpoint is not None}
         if any(fixed.values()):
             raise InputError(f"outcome={outcome!r} does not take "
                              f"{', '.join(k for k, v in fixed.items() if v)}; leave them at their "
@@ -250,6 +262,8 @@ def power(
     root = root_seed(rng)
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
+    ckpt = None if checkpoint is None or how != "simulate" else open_run_checkpoint(
+        checkpoint, design=design, params=params, options=opts, seed=seed)
 
     if how == "analytic":
         def analytic(p: Params) -> Any:
@@ -267,7 +281,7 @@ def power(
             assert isinstance(p, LMMParams)
             reps = run_balanced(design, p, seeds, opts)
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress,
+            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
                                 desc="replicates" if where == "main" else "replicates, effect 0")
         apply_failure_policy(reps, opts, where)
         return reps
