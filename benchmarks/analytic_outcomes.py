@@ -1,0 +1,104 @@
+"""Accuracy of the analytic power of Likert (clmm) and head-to-head (glmer) designs.
+
+For each cell: the analytic power of :func:`nlpower.outcomes.analytic.analytic_outcome_power`
+(all three ``weights``), and the simulated power of the same analysis,
+``nlpower.power(design, params, outcome=..., n_sims=...)`` with its Monte
+Carlo SE ``sqrt(p (1 - p) / n_sims)``; also the analytic SE of the tested
+coefficient against the replicates' SD of the estimates and their mean
+reported SE.  Prints a markdown table (the one in ``docs/power.md``,
+"Analytic approximations for Likert and head-to-head designs").
+
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/analytic_outcomes.py [--n-sims 300]
+      [--only preference|likert] [--cells 0,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from nlpower import CrossedDesign, power, presets
+from nlpower.outcomes import HeadToHeadParams, LikertParams
+from nlpower.outcomes.analytic import analytic_outcome_power
+
+H2H = HeadToHeadParams
+LIK = LikertParams.from_preset
+
+#: (outcome, label, design, params)
+CELLS: list[tuple[str, str, CrossedDesign, object]] = [
+    ("preference", "share 0.6, SDs 0.5/0.5", CrossedDesign(10, 50),
+     H2H.from_share(0.6, sd_worker=0.5, sd_item=0.5)),
+    ("preference", "share 0.6, SDs 0.5/0.5", CrossedDesign(20, 50),
+     H2H.from_share(0.6, sd_worker=0.5, sd_item=0.5)),
+    ("preference", "share 0.6, SDs 0.5/0.5", CrossedDesign(5, 100),
+     H2H.from_share(0.6, sd_worker=0.5, sd_item=0.5)),
+    ("preference", "share 0.65, SDs 1/1, pos 0.3 (SD 0.5), draws 0.1", CrossedDesign(10, 50),
+     H2H.from_share(0.65, sd_worker=1.0, sd_item=1.0, position=0.3, sd_worker_position=0.5,
+                    p_draw=0.1)),
+    ("preference", "share 0.7, SDs 1.5/0.5", CrossedDesign(20, 200, workers_per_item=3),
+     H2H.from_share(0.7, sd_worker=1.5, sd_item=0.5)),
+    ("likert", "high_variance(0.1), 5 levels", CrossedDesign(10, 50),
+     LIK(presets.high_variance(0.1), 5)),
+    ("likert", "high_variance(0.07), 5 levels", CrossedDesign(20, 50),
+     LIK(presets.high_variance(0.07), 5)),
+    ("likert", "high_variance(0.1), 5 levels", CrossedDesign(5, 100),
+     LIK(presets.high_variance(0.1), 5)),
+    ("likert", "low_variance(0.05), 7 levels, logit", CrossedDesign(10, 50),
+     LIK(presets.low_variance(0.05), 7, link="logit")),
+    ("likert", "high_variance(0.05), 5 levels", CrossedDesign(20, 200, workers_per_item=3),
+     LIK(presets.high_variance(0.05), 5)),
+]
+
+
+def run_cell(outcome: str, design: CrossedDesign, params: object, n_sims: int, seed: int
+             ) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for w in ("shrunk", "mode", "marginal"):
+        r = analytic_outcome_power(design, params, weights=w)  # type: ignore[arg-type]
+        out[w] = r.power
+        if w == "shrunk":
+            out["se_analytic"] = r.se
+    t = time.process_time()
+    kw = {"analysis": "glmer"} if outcome == "preference" else {"analysis": "clmm"}
+    res = power(design, params, outcome=outcome, n_sims=n_sims, rng=seed, **kw)  # type: ignore[arg-type]
+    out["cpu"] = time.process_time() - t
+    out["sim"] = res.power
+    out["mcse"] = math.sqrt(res.power * (1 - res.power) / n_sims)
+    reps = res.replicates
+    ok = ~reps.failed
+    out["sd_est"] = float(np.std(reps.estimate[ok], ddof=1))
+    out["mean_se"] = float(np.mean(reps.se[ok]))
+    out["n_failed"] = int(reps.failed.sum())
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-sims", type=int, default=300)
+    ap.add_argument("--only", choices=("preference", "likert"))
+    ap.add_argument("--cells", help="comma-separated cell indices")
+    a = ap.parse_args()
+    which = range(len(CELLS)) if a.cells is None else [int(c) for c in a.cells.split(",")]
+    print(f"n_sims {a.n_sims}; analytic weights shrunk (default) / mode / marginal; "
+          "sim = simulated power +/- MC SE; z = (analytic shrunk - sim) / MC SE")
+    print("| # | outcome | design | parameters | analytic | mode | marginal | simulated | z | "
+          "SE analytic | SD(est) | mean SE | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for k in which:
+        outcome, label, design, params = CELLS[k]
+        if a.only and outcome != a.only:
+            continue
+        r = run_cell(outcome, design, params, a.n_sims, seed=1000 + k)
+        z = (r["shrunk"] - r["sim"]) / r["mcse"] if r["mcse"] > 0 else math.nan
+        wpi = "" if design.workers_per_item is None else f", {design.workers_per_item} per item"
+        print(f"| {k} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | "
+              f"{r['shrunk']:.3f} | {r['mode']:.3f} | {r['marginal']:.3f} | "
+              f"{r['sim']:.3f} +/- {r['mcse']:.3f} | {z:+.1f} | {r['se_analytic']:.4f} | "
+              f"{r['sd_est']:.4f} | {r['mean_se']:.4f} | {r['cpu']:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
