@@ -20,7 +20,7 @@ import pytest
 from nlpower import CrossedDesign, power, presets
 from nlpower.errors import CheckpointError, InputError, NlpowerWarning
 from nlpower.grid import batchfile
-from nlpower.powersim.batches import BATCH_SIZE, batch_bounds, run_batches
+from nlpower.powersim.batches import BATCH_SIZE, batch_bounds, by_rows, run_batches
 from nlpower.powersim.result import Replicates
 
 DESIGN = CrossedDesign(3, 12)
@@ -103,6 +103,43 @@ def test_driver_resumes_at_the_first_unfinished_batch(tmp_path):
     run_batches(60, lambda lo, hi: (seen.append((lo, hi)), fake_replicates(lo, hi))[1],
                 run="other", checkpoint=batchfile.BatchFile(path, {"x": 1}))
     assert seen == [(0, 50), (50, 60)]
+
+
+def chained(design, y, params, opts):
+    """A stand-in analysis whose every fit starts from the previous one of the same call."""
+    start = 0.0
+    out = []
+    for row in y:
+        start = 0.5 * start + float(row.sum())          # depends on every earlier row of the call
+        if start > 1e6:
+            raise ArithmeticError("diverged")
+        out.append(start)
+    z = np.asarray(out)
+    no = np.zeros(len(out), dtype=bool)
+    return Replicates(z, z, z, z, z, no, no, no)
+
+
+def test_by_rows_starts_every_batch_afresh_so_a_resume_changes_nothing(tmp_path, monkeypatch):
+    y = np.random.default_rng(1).integers(1, 6, size=(130, 7))
+    plain = by_rows(chained, "toy", None, y, "p", "o")
+    # batch b's first value ignores batch b-1: the chain restarts at every batch
+    assert plain.estimate[50] == float(y[50].sum())
+    path = tmp_path / "rows.ckpt"
+    interrupt_after(monkeypatch, 2)
+    with batchfile.active(batchfile.BatchFile(path, {"toy": 1})), pytest.raises(Interrupt):
+        by_rows(chained, "toy", None, y, "p", "o")
+    monkeypatch.undo()
+    puts = count_puts(monkeypatch)
+    with batchfile.active(batchfile.BatchFile(path, {"toy": 1})):
+        resumed = by_rows(chained, "toy", None, y, "p", "o")
+        other = by_rows(chained, "toy", None, y[::-1].copy(), "p", "o")   # other data: own run
+    assert puts["n"] == 1 + 3
+    assert same_bits(resumed, plain)
+    assert not same_bits(other, plain)
+    y[120, 0] = 10**7
+    with pytest.raises(ArithmeticError) as info:
+        by_rows(chained, "toy", None, y, "p", "o")
+    assert "(in the batch of replicates 100-129 of 130)" in info.value.__notes__
 
 
 def test_power_interrupted_and_resumed_equals_the_uninterrupted_run(tmp_path, monkeypatch):

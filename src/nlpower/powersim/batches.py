@@ -29,6 +29,7 @@ batches apart.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -40,7 +41,7 @@ from ..errors import InputError
 from ..grid.batchfile import BatchFile, current, digest
 from .result import Replicates
 
-__all__ = ["BATCH_SIZE", "batch_bounds", "concat", "open_run_checkpoint", "options_identity",
+__all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "concat", "open_run_checkpoint", "options_identity",
            "run_batches", "run_id", "seeds_identity"]
 
 #: Replicates per batch (the last batch of a run holds the rest).
@@ -149,7 +150,11 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
             cols = store.get(run, b, lo, hi)
             reps = None if cols is None else _from_columns(cols, hi - lo)
         if reps is None:
-            reps = compute(lo, hi)
+            try:
+                reps = compute(lo, hi)
+            except Exception as exc:
+                exc.add_note(f"(in the batch of replicates {lo}-{hi - 1} of {n_sims})")
+                raise
             if store is not None:
                 store.put(run, b, lo, hi, _to_columns(reps))
         elif on_read is not None:
@@ -158,6 +163,22 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     if not parts:
         return compute(0, 0)
     return parts[0] if len(parts) == 1 else concat(parts)
+
+
+def by_rows(analyse: Callable[..., Replicates], kind: str, design: Any, y: np.ndarray,
+            params: Any, opts: Any) -> Replicates:
+    """``analyse(design, y[start:stop], params, opts)`` batch by batch, as one run.
+
+    For a replicate loop over responses simulated beforehand (``y``: one row
+    per replicate) that builds its models afresh on every call: each batch
+    is one call, so no batch sees another's fits.  The run is named by
+    ``kind``, the options, the parameters and a digest of ``y`` itself.
+    """
+    y = np.asarray(y)
+    run = run_id(kind, options=options_identity(opts), params=repr(params),
+                 y=hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
+                 shape=list(y.shape))
+    return run_batches(y.shape[0], lambda lo, hi: analyse(design, y[lo:hi], params, opts), run=run)
 
 
 def _fields(obj: Any) -> Any:
