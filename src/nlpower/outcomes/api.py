@@ -64,7 +64,7 @@ class LikertOutcome:
         return float(params.effect)
 
     def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False) -> Any:
+            progress: bool = False, checkpoint: Any = None) -> Any:
         """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
         out = run_likert(design, params, opts, rng=rng)
         return AnalysisComparison(out) if len(opts.analyses) > 1 else out[opts.analysis]
@@ -88,7 +88,7 @@ class PreferenceOutcome:
         return float(params.effect)
 
     def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False) -> Any:
+            progress: bool = False, checkpoint: Any = None) -> Any:
         return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
                                 alternative=opts.alternative, null=opts.null, rng=rng,
                                 keep_replicates=opts.keep_replicates,

@@ -64,7 +64,8 @@ class OutcomeModel(Protocol):
 
     def effect_of(self, params: Any) -> float: ...
 
-    def run(self, design: Any, params: Any, opts: Any, *, rng: Any, progress: bool) -> Any: ...
+    def run(self, design: Any, params: Any, opts: Any, *, rng: Any, progress: bool,
+            checkpoint: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ OUTCOMES: dict[str, OutcomeKind] = {
     "gaussian": OutcomeKind(
         name="gaussian", analyses={"lmm": _LMM_TESTS},
         options=frozenset({"method", "engine", "REML", "likert", "n_boot", "effect", "coding",
-                           "contrast"}),
+                           "contrast", "checkpoint"}),
         params="LMMParams, K-system parameters or a fitted pilot",
         target="nlpower.powersim.run:GAUSSIAN", analytic=True),
     "likert": OutcomeKind(

@@ -20,6 +20,7 @@ run's sequence.
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
@@ -31,6 +32,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .batches import open_run_checkpoint
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
@@ -81,6 +83,7 @@ def power(
     outcome: str = "gaussian",
     levels: int | None = None,
     analysis: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -181,6 +184,14 @@ def power(
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
         changes no number.
+    checkpoint : path, optional
+        A file that keeps every finished batch of 50 replicates of
+        ``method="simulate"`` (:mod:`nlpower.powersim.batches`): run the same
+        call again after a kill and it resumes at the first unfinished
+        batch, with the same numbers bit for bit.  A file written for other
+        arguments or another seed raises
+        :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
+        paths take milliseconds and write none.
 
     Returns
     -------
@@ -229,15 +240,17 @@ def power(
                          "nlpower.outcomes.likert_power(..., analysis=[...]) or "
                          "nlpower.power_grid(..., analysis=[...]).")
     kind = opts.kind
-    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast))
+    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast),
+                                ("checkpoint", checkpoint))
                  if not same_value(v, _keyword_default(k))])
     model = kind.model
     params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
-    return model.run(design, params, opts, rng=rng, progress=progress)
+    return model.run(design, params, opts, rng=rng, progress=progress, checkpoint=checkpoint)
 
 
 def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
-                   rng: RNGLike = None, progress: bool = False) -> PowerResult:
+                   rng: RNGLike = None, progress: bool = False,
+                   checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
     """:func:`power` of Gaussian ratings, options validated (the ``"gaussian"`` outcome's run)."""
     design, params = check_design_params(design, params)
     how = resolve_method(opts, design, params)
@@ -252,6 +265,8 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
     root = root_seed(rng)
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
+    ckpt = None if checkpoint is None or how != "simulate" else open_run_checkpoint(
+        checkpoint, design=design, params=params, options=opts, seed=seed)
 
     if how == "analytic":
         def analytic(p: Params) -> Any:
@@ -269,7 +284,7 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
             assert isinstance(p, LMMParams)
             reps = run_balanced(design, p, seeds, opts)
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress,
+            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
                                 desc="replicates" if where == "main" else "replicates, effect 0")
         apply_failure_policy(reps, opts, where)
         return reps
@@ -311,8 +326,9 @@ class GaussianOutcome:
         return effect_of(params)
 
     def run(self, design: CrossedDesign, params: Params, opts: PowerOptions, *, rng: RNGLike,
-            progress: bool) -> PowerResult:
-        return gaussian_power(design, params, opts, rng=rng, progress=progress)
+            progress: bool, checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
+        return gaussian_power(design, params, opts, rng=rng, progress=progress,
+                              checkpoint=checkpoint)
 
 
 #: The Gaussian outcome's model (the target of ``OUTCOMES["gaussian"]``).
