@@ -122,15 +122,54 @@ def test_fine_probit_likert_approaches_the_latent_gaussian_model():
 
 # -- power and its properties --------------------------------------------------------------------
 
-def test_power_is_the_sign_correct_normal_probability():
+def test_power_is_the_sign_correct_rejection_probability():
     p = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5)
-    r = analytic_outcome_power(CrossedDesign(10, 50), p)
-    assert r.test == "z" and math.isinf(r.df) and r.effect == p.effect
-    assert r.power == pytest.approx(stats.norm.cdf(p.effect / r.se - stats.norm.ppf(0.975)))
-    less = analytic_outcome_power(CrossedDesign(10, 50), p, alternative="less")
-    assert less.power == 0.0
-    null = analytic_outcome_power(CrossedDesign(10, 50), p.with_effect(0.0))
-    assert null.power == pytest.approx(0.05)
+    d = CrossedDesign(10, 50)
+    z = stats.norm.ppf(0.975)
+    nrm = analytic_outcome_power(d, p, reference="normal")
+    assert nrm.test == "z" and math.isinf(nrm.df) and nrm.effect == p.effect
+    assert nrm.power == pytest.approx(stats.norm.cdf(p.effect / nrm.se - z))
+    t = analytic_outcome_power(d, p)
+    assert t.se == nrm.se and 5 < t.df < 100
+    assert t.power == pytest.approx(stats.nct.sf(z, t.df, p.effect / t.se))
+    assert analytic_outcome_power(d, p, alternative="less").power == 0.0
+    assert analytic_outcome_power(d, p.with_effect(0.0), reference="normal").power == \
+        pytest.approx(0.05)
+    null = analytic_outcome_power(d, p.with_effect(0.0))     # the size of the t reference
+    assert null.power == pytest.approx(2 * stats.t.sf(z, null.df))
+
+
+def test_satterthwaite_df_matches_dense_brute_force():
+    """df = 2 Var^2 / (grad' I^-1 grad): dense V, finite-difference gradient, tr() information."""
+    from nlpower.outcomes.analytic import satterthwaite_df
+
+    rng = np.random.default_rng(5)
+    n, nw, ni = 60, 6, 10
+    wk, it = rng.integers(0, nw, n), rng.integers(0, ni, n)
+    x = rng.choice([-0.5, 0.5], n)
+    X = np.column_stack([np.ones(n), x])
+    w = rng.uniform(0.1, 0.25, n)
+    Zs = [sp.csr_matrix((np.ones(n), (np.arange(n), wk)), shape=(n, nw)),
+          sp.csr_matrix((np.ones(n), (np.arange(n), it)), shape=(n, ni)),
+          sp.csr_matrix((x, (np.arange(n), wk)), shape=(n, nw))]
+    theta = np.array([0.4, 0.2, 0.3])
+    Z = sp.hstack(Zs).tocsr()
+    g = np.concatenate([np.full(z.shape[1], t) for z, t in zip(Zs, theta, strict=True)])
+    term = np.concatenate([np.full(z.shape[1], k) for k, z in enumerate(Zs)])
+
+    def var_of(th):
+        V = np.diag(1 / w) + sum(t * (z @ z.T).toarray() for z, t in zip(Zs, th, strict=True))
+        return np.linalg.inv(X.T @ np.linalg.solve(V, X))[0, 0], np.linalg.inv(V)
+
+    var, Vi = var_of(theta)
+    h = 1e-6
+    grad = np.array([(var_of(theta + h * e)[0] - var_of(theta - h * e)[0]) / (2 * h)
+                     for e in np.eye(3)])
+    info = np.array([[0.5 * np.trace(Vi @ (a @ a.T).toarray() @ Vi @ (b @ b.T).toarray())
+                      for b in Zs] for a in Zs])
+    brute = 2 * var**2 / (grad @ np.linalg.solve(info, grad))
+    W = np.diag(w)
+    assert satterthwaite_df(X.T @ W @ X, W @ X, w, Z, g, term, 0) == pytest.approx(brute, rel=1e-5)
 
 
 def test_likert_effect_is_on_the_clmm_scale_and_power_grows_with_workers():
@@ -158,7 +197,8 @@ def test_power_result_hook_for_the_dispatcher():
     r = analytic_outcome_result(d, lp, analysis="clmm", null=True, rng=1)
     ap = analytic_outcome_power(d, lp)
     assert r.method == "analytic" and r.power == pytest.approx(ap.power) and r.n_sims == 0
-    assert r.type1 == pytest.approx(0.05) and r.effect == pytest.approx(ap.effect)
+    assert r.type1 == pytest.approx(analytic_outcome_power(d, lp.with_effect(0.0)).power)
+    assert r.type1 > 0.05 and r.effect == pytest.approx(ap.effect)   # t reference: z is liberal
     x0, x1 = lp.x_values
     assert r.mean_difference == pytest.approx(lp.mean_rating01(x1) - lp.mean_rating01(x0))
     assert "analytic" in r.summary()
