@@ -130,18 +130,39 @@ def test_power_is_the_sign_correct_rejection_probability():
     assert nrm.test == "z" and math.isinf(nrm.df) and nrm.effect == p.effect
     assert nrm.power == pytest.approx(stats.norm.cdf(p.effect / nrm.se - z))
     t = analytic_outcome_power(d, p)
-    assert t.se == nrm.se and 5 < t.df < 100
-    assert t.power == pytest.approx(stats.nct.sf(z, t.df, p.effect / t.se))
+    assert t.se == pytest.approx(nrm.se, rel=1e-12) and 5 < t.df < 100
+    # estimated SE (ML, t with df): more rejections than the normal reference, and than
+    # the Gaussian tier's noncentral t alone (the ML SE is biased low)
+    assert t.power > stats.nct.sf(z, t.df, p.effect / t.se) > nrm.power
     assert analytic_outcome_power(d, p, alternative="less").power == 0.0
     assert analytic_outcome_power(d, p.with_effect(0.0), reference="normal").power == \
         pytest.approx(0.05)
     null = analytic_outcome_power(d, p.with_effect(0.0))     # the size of the t reference
-    assert null.power == pytest.approx(2 * stats.t.sf(z, null.df))
+    assert null.power > 2 * stats.t.sf(z, null.df) > 0.05
 
 
-def test_satterthwaite_df_matches_dense_brute_force():
-    """df = 2 Var^2 / (grad' I^-1 grad): dense V, finite-difference gradient, tr() information."""
-    from nlpower.outcomes.analytic import satterthwaite_df
+def test_wald_power_rules():
+    from nlpower.outcomes.analytic import _wald_power
+    from nlpower.powersim.rules import get_test
+
+    z = get_test("z")
+    for alt in ("two-sided", "greater"):
+        assert _wald_power(2.2, 1.0, 9.0, alpha=0.05, alternative=alt) == pytest.approx(
+            z.power(0.22, 0.1, 9.0, alpha=0.05, alternative=alt))
+        assert _wald_power(2.2, 1.0, math.inf, alpha=0.05, alternative=alt) == pytest.approx(
+            z.power(0.22, 0.1, math.inf, alpha=0.05, alternative=alt))
+    assert _wald_power(0.0, 1.0, 9.0, alpha=0.05, alternative="two-sided") == pytest.approx(
+        2 * stats.t.sf(stats.norm.ppf(0.975), 9.0))
+    assert _wald_power(-2.0, 0.9, 9.0, alpha=0.05, alternative="greater") == 0.0
+    # SE biased low by 10%: the critical value shrinks by 10%
+    assert _wald_power(2.0, 0.9, 9.0, alpha=0.05, alternative="two-sided") == pytest.approx(
+        stats.nct.sf(0.9 * stats.norm.ppf(0.975), 9.0, 2.0))
+
+
+def test_satterthwaite_df_and_ml_bias_match_dense_brute_force():
+    """df = 2 Var^2 / (grad' I^-1 grad) and Var_ML = Var - grad' I^-1 r, with dense V,
+    finite-difference gradient, tr() information and REML's score term r."""
+    from nlpower.outcomes.analytic import estimated_variance, satterthwaite_df
 
     rng = np.random.default_rng(5)
     n, nw, ni = 60, 6, 10
@@ -168,8 +189,14 @@ def test_satterthwaite_df_matches_dense_brute_force():
     info = np.array([[0.5 * np.trace(Vi @ (a @ a.T).toarray() @ Vi @ (b @ b.T).toarray())
                       for b in Zs] for a in Zs])
     brute = 2 * var**2 / (grad @ np.linalg.solve(info, grad))
+    cov = np.linalg.inv(X.T @ Vi @ X)
+    r = np.array([0.5 * np.trace(cov @ X.T @ Vi @ (z @ z.T).toarray() @ Vi @ X) for z in Zs])
+    var_ml = var - grad @ np.linalg.solve(info, r)
     W = np.diag(w)
     assert satterthwaite_df(X.T @ W @ X, W @ X, w, Z, g, term, 0) == pytest.approx(brute, rel=1e-5)
+    v, df, vml = estimated_variance(X.T @ W @ X, W @ X, w, Z, g, term, 0)
+    assert v == pytest.approx(var, rel=1e-10) and df == pytest.approx(brute, rel=1e-5)
+    assert vml == pytest.approx(var_ml, rel=1e-6) and vml < v
 
 
 def test_likert_effect_is_on_the_clmm_scale_and_power_grows_with_workers():

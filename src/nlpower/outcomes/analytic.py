@@ -66,7 +66,6 @@ from ..errors import DesignError, InputError
 from ..powersim.models import build_model, true_sds
 from ..powersim.options import power_options
 from ..powersim.result import AnalyticPowerResult, PowerResult
-from ..powersim.rules import get_test
 from ..powersim.summary import analytic_power_result
 from .headtohead import HeadToHeadParams, _pairs
 from .likert import LikertParams
@@ -167,6 +166,15 @@ def satterthwaite_df(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matr
                      g: np.ndarray, term: np.ndarray, j: int) -> float:
     """Satterthwaite df of ``Var(phi_hat_j)`` from the working model's variance-parameter information.
 
+    :func:`estimated_variance` without the ML bias.
+    """
+    return estimated_variance(A, C, w, Z, g, term, j)[1]
+
+
+def estimated_variance(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matrix,
+                       g: np.ndarray, term: np.ndarray, j: int) -> tuple[float, float, float]:
+    """``(Var, df, Var_ML)``: the estimate's variance and how its estimate (the squared SE) behaves.
+
     The working model is Gaussian with covariance ``V = W^-1 + sum_k theta_k
     Z_k Z_k'`` (``theta_k`` the variance of term ``k``, ``term`` each column's
     term): ``df = 2 Var^2 / (grad' I_theta^-1 grad)`` with the ML information
@@ -175,10 +183,19 @@ def satterthwaite_df(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matr
     from ``d info / d theta_k = -H_k' H_k / theta_k^2``, ``H = M^-1 Z' C``
     (rows of term ``k``): all in the random-effects dimension.  ``W`` is held
     at its value (PQL-style); ``inf`` without random effects.
+
+    ``Var_ML`` is ``Var`` at the ML estimates' first-order expectation: the
+    ML score lacks REML's ``tr((X'V^-1X)^-1 X'V^-1 Z_k Z_k' V^-1 X) / 2 =
+    tr(cov H_k' H_k) / (2 theta_k^2)`` (``r_k``), so ``E[theta_hat] - theta
+    ~ -I_theta^-1 r`` and ``Var_ML = Var + grad' (E[theta_hat] - theta)``
+    (``glmer`` and ``clmm`` maximise a Laplace ML likelihood: their SEs are
+    biased low with few workers).
     """
     q = Z.shape[1]
     if q == 0:
-        return math.inf
+        info0 = fixed_information(A, C, w, Z, g)
+        v0 = float(np.linalg.inv(info0)[j, j])
+        return v0, math.inf, v0
     if q > _DENSE_MAX:
         raise DesignError(f"the df of the t reference needs the inverse of a {q}-column "
                           f"random-effects precision (at most {_DENSE_MAX}); use "
@@ -198,11 +215,14 @@ def satterthwaite_df(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matr
             info[a, b] = 0.5 * float(np.sum(S[np.ix_(term == k, term == l_)] ** 2))
     hv = H @ cov[:, j]
     grad = np.array([float(np.sum(hv[term == k] ** 2)) for k in ks]) / theta**2
+    r = np.array([0.5 * float(np.sum((H[term == k] @ cov) * H[term == k])) for k in ks]) / theta**2
     try:
-        qf = float(grad @ np.linalg.solve(info, grad))
+        inv_grad = np.linalg.solve(info, grad)
     except np.linalg.LinAlgError:
-        qf = float(grad @ np.linalg.pinv(info) @ grad)
-    return 2.0 * var * var / qf if qf > 0 else math.inf
+        inv_grad = np.linalg.pinv(info) @ grad
+    qf = float(grad @ inv_grad)
+    var_ml = max(var - float(inv_grad @ r), 0.05 * var)     # grad' (-I^-1 r), I symmetric
+    return var, (2.0 * var * var / qf if qf > 0 else math.inf), var_ml
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
@@ -312,8 +332,10 @@ def outcome_se(design: CrossedDesign, params: HeadToHeadParams | LikertParams, *
     return math.sqrt(_moments(design, params, weights, with_df=False)[0])
 
 
-def _moments(design: Any, params: Any, weights: Any, *, with_df: bool) -> tuple[float, float]:
-    """``(Var(tested coefficient), Satterthwaite df or inf)`` at the true parameters."""
+def _moments(design: Any, params: Any, weights: Any, *, with_df: bool
+             ) -> tuple[float, float, float]:
+    """``(Var, df, Var_ML)`` of the tested coefficient (:func:`estimated_variance`; ``with_df=False``:
+    ``(Var, inf, Var)``)."""
     design, params = _check(design, params)
     check_choice("weights", weights, AnalyticWeights)
     if isinstance(params, HeadToHeadParams):
@@ -331,8 +353,9 @@ def _moments(design: Any, params: Any, weights: Any, *, with_df: bool) -> tuple[
         raise DesignError(f"the expected information of {design!r} is singular for these "
                           "parameters (e.g. a Likert category with probability 0): the effect "
                           "is not estimable; check the thresholds and the design.")
-    df = satterthwaite_df(A, C, w, Z, g, term, j) if with_df else math.inf
-    return var, df
+    if not with_df:
+        return var, math.inf, var
+    return estimated_variance(A, C, w, Z, g, term, j)
 
 
 def _check(design: Any, params: Any) -> tuple[CrossedDesign, HeadToHeadParams | LikertParams]:
@@ -376,11 +399,13 @@ def analytic_outcome_power(
     weights : {"shrunk", "mode", "marginal"}
         Where the per-observation information is evaluated (module docstring).
     reference : {"t", "normal"}
-        Distribution of the Wald statistic: ``"t"`` (default), noncentral t
-        with the Satterthwaite df of :func:`satterthwaite_df` against the
-        normal critical value -- the Gaussian tier's ``test="z"``: the SE is
-        estimated, which makes the z test anti-conservative with few
-        workers; ``"normal"``: ``Phi(ncp - z)``.
+        Distribution of the Wald statistic.  ``"t"`` (default): the SE is
+        estimated from ML variance parameters, its square distributed as
+        ``Var_ML chi2_df / df`` (:func:`estimated_variance`: Satterthwaite
+        df, first-order ML bias), so ``P(t'(df, ncp) > z sqrt(Var_ML /
+        Var))`` -- what makes the z test anti-conservative with few workers
+        (the Gaussian tier's ``test="z"`` has the df but not the bias).
+        ``"normal"``: ``Phi(ncp - z)``.
 
     Returns
     -------
@@ -408,16 +433,36 @@ def analytic_outcome_power(
         raise InputError(f"alpha must be strictly between 0 and 1; got {alpha}.")
     alternative = check_choice("alternative", alternative, Alternative)
     reference = check_choice("reference", reference, ("t", "normal"))
-    var, df = _moments(design, params, weights, with_df=reference == "t")
+    var, df, var_ml = _moments(design, params, weights, with_df=reference == "t")
     se = math.sqrt(var)
     if isinstance(params, HeadToHeadParams):
         effect, coding = params.effect, "sum"
     else:
         effect, coding = params.effect / params.scale, params.coding
-    pw = float(get_test("z").power(effect, se, df, alpha=alpha, alternative=alternative))
+    pw = _wald_power(effect / se, math.sqrt(var_ml / var), df, alpha=alpha,
+                     alternative=alternative)
     return AnalyticPowerResult(power=pw, ncp=effect / se, df=df, se=se, effect=effect,
                                coding=coding, test="z", alpha=alpha, alternative=alternative,
                                method="information", design=design)
+
+
+def _wald_power(ncp: float, ratio: float, df: float, *, alpha: float, alternative: str) -> float:
+    """``P(Z_est / SE_est > z)``, sign-correct: ``beta_hat ~ N(beta, Var)``, ``SE_est^2 ~ Var_ML chi2_df / df``.
+
+    ``Z_est / SE_est`` is noncentral t (``df``, ``ncp``) scaled by
+    ``1 / ratio``, ``ratio = sqrt(Var_ML / Var)``: ``P(t'(df, ncp) > z ratio)``
+    (normal for infinite ``df``); the rules of
+    :meth:`~nlpower.powersim.rules.TestRule.power` (size at ``ncp = 0``).
+    """
+    two = alternative == "two-sided"
+    crit = stats.norm.ppf(1.0 - alpha / 2.0 if two else 1.0 - alpha) * ratio
+    t_ = math.isfinite(df)
+    if ncp == 0:
+        size = float(stats.t.sf(crit, df) if t_ else stats.norm.sf(crit))
+        return 2.0 * size if two else size
+    if not (two or (alternative == "greater") == (ncp > 0)):
+        return 0.0
+    return float(stats.nct.sf(crit, df, abs(ncp)) if t_ else stats.norm.sf(crit - abs(ncp)))
 
 
 def analytic_outcome_result(
