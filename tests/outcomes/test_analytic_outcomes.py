@@ -122,15 +122,81 @@ def test_fine_probit_likert_approaches_the_latent_gaussian_model():
 
 # -- power and its properties --------------------------------------------------------------------
 
-def test_power_is_the_sign_correct_normal_probability():
+def test_power_is_the_sign_correct_rejection_probability():
     p = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5)
-    r = analytic_outcome_power(CrossedDesign(10, 50), p)
-    assert r.test == "z" and math.isinf(r.df) and r.effect == p.effect
-    assert r.power == pytest.approx(stats.norm.cdf(p.effect / r.se - stats.norm.ppf(0.975)))
-    less = analytic_outcome_power(CrossedDesign(10, 50), p, alternative="less")
-    assert less.power == 0.0
-    null = analytic_outcome_power(CrossedDesign(10, 50), p.with_effect(0.0))
-    assert null.power == pytest.approx(0.05)
+    d = CrossedDesign(10, 50)
+    z = stats.norm.ppf(0.975)
+    nrm = analytic_outcome_power(d, p, reference="normal")
+    assert nrm.test == "z" and math.isinf(nrm.df) and nrm.effect == p.effect
+    assert nrm.power == pytest.approx(stats.norm.cdf(p.effect / nrm.se - z))
+    t = analytic_outcome_power(d, p)
+    assert t.se == pytest.approx(nrm.se, rel=1e-12) and 5 < t.df < 100
+    # estimated SE (ML, t with df): more rejections than the normal reference, and than
+    # the Gaussian tier's noncentral t alone (the ML SE is biased low)
+    assert t.power > stats.nct.sf(z, t.df, p.effect / t.se) > nrm.power
+    assert analytic_outcome_power(d, p, alternative="less").power == 0.0
+    assert analytic_outcome_power(d, p.with_effect(0.0), reference="normal").power == \
+        pytest.approx(0.05)
+    null = analytic_outcome_power(d, p.with_effect(0.0))     # the size of the t reference
+    assert null.power > 2 * stats.t.sf(z, null.df) > 0.05
+
+
+def test_wald_power_rules():
+    from nlpower.outcomes.analytic import _wald_power
+    from nlpower.powersim.rules import get_test
+
+    z = get_test("z")
+    for alt in ("two-sided", "greater"):
+        assert _wald_power(2.2, 1.0, 9.0, alpha=0.05, alternative=alt) == pytest.approx(
+            z.power(0.22, 0.1, 9.0, alpha=0.05, alternative=alt))
+        assert _wald_power(2.2, 1.0, math.inf, alpha=0.05, alternative=alt) == pytest.approx(
+            z.power(0.22, 0.1, math.inf, alpha=0.05, alternative=alt))
+    assert _wald_power(0.0, 1.0, 9.0, alpha=0.05, alternative="two-sided") == pytest.approx(
+        2 * stats.t.sf(stats.norm.ppf(0.975), 9.0))
+    assert _wald_power(-2.0, 0.9, 9.0, alpha=0.05, alternative="greater") == 0.0
+    # SE biased low by 10%: the critical value shrinks by 10%
+    assert _wald_power(2.0, 0.9, 9.0, alpha=0.05, alternative="two-sided") == pytest.approx(
+        stats.nct.sf(0.9 * stats.norm.ppf(0.975), 9.0, 2.0))
+
+
+def test_satterthwaite_df_and_ml_bias_match_dense_brute_force():
+    """df = 2 Var^2 / (grad' I^-1 grad) and Var_ML = Var - grad' I^-1 r, with dense V,
+    finite-difference gradient, tr() information and REML's score term r."""
+    from nlpower.outcomes.analytic import estimated_variance, satterthwaite_df
+
+    rng = np.random.default_rng(5)
+    n, nw, ni = 60, 6, 10
+    wk, it = rng.integers(0, nw, n), rng.integers(0, ni, n)
+    x = rng.choice([-0.5, 0.5], n)
+    X = np.column_stack([np.ones(n), x])
+    w = rng.uniform(0.1, 0.25, n)
+    Zs = [sp.csr_matrix((np.ones(n), (np.arange(n), wk)), shape=(n, nw)),
+          sp.csr_matrix((np.ones(n), (np.arange(n), it)), shape=(n, ni)),
+          sp.csr_matrix((x, (np.arange(n), wk)), shape=(n, nw))]
+    theta = np.array([0.4, 0.2, 0.3])
+    Z = sp.hstack(Zs).tocsr()
+    g = np.concatenate([np.full(z.shape[1], t) for z, t in zip(Zs, theta, strict=True)])
+    term = np.concatenate([np.full(z.shape[1], k) for k, z in enumerate(Zs)])
+
+    def var_of(th):
+        V = np.diag(1 / w) + sum(t * (z @ z.T).toarray() for z, t in zip(Zs, th, strict=True))
+        return np.linalg.inv(X.T @ np.linalg.solve(V, X))[0, 0], np.linalg.inv(V)
+
+    var, Vi = var_of(theta)
+    h = 1e-6
+    grad = np.array([(var_of(theta + h * e)[0] - var_of(theta - h * e)[0]) / (2 * h)
+                     for e in np.eye(3)])
+    info = np.array([[0.5 * np.trace(Vi @ (a @ a.T).toarray() @ Vi @ (b @ b.T).toarray())
+                      for b in Zs] for a in Zs])
+    brute = 2 * var**2 / (grad @ np.linalg.solve(info, grad))
+    cov = np.linalg.inv(X.T @ Vi @ X)
+    r = np.array([0.5 * np.trace(cov @ X.T @ Vi @ (z @ z.T).toarray() @ Vi @ X) for z in Zs])
+    var_ml = var - grad @ np.linalg.solve(info, r)
+    W = np.diag(w)
+    assert satterthwaite_df(X.T @ W @ X, W @ X, w, Z, g, term, 0) == pytest.approx(brute, rel=1e-5)
+    v, df, vml = estimated_variance(X.T @ W @ X, W @ X, w, Z, g, term, 0)
+    assert v == pytest.approx(var, rel=1e-10) and df == pytest.approx(brute, rel=1e-5)
+    assert vml == pytest.approx(var_ml, rel=1e-6) and vml < v
 
 
 def test_likert_effect_is_on_the_clmm_scale_and_power_grows_with_workers():
@@ -158,7 +224,8 @@ def test_power_result_hook_for_the_dispatcher():
     r = analytic_outcome_result(d, lp, analysis="clmm", null=True, rng=1)
     ap = analytic_outcome_power(d, lp)
     assert r.method == "analytic" and r.power == pytest.approx(ap.power) and r.n_sims == 0
-    assert r.type1 == pytest.approx(0.05) and r.effect == pytest.approx(ap.effect)
+    assert r.type1 == pytest.approx(analytic_outcome_power(d, lp.with_effect(0.0)).power)
+    assert r.type1 > 0.05 and r.effect == pytest.approx(ap.effect)   # t reference: z is liberal
     x0, x1 = lp.x_values
     assert r.mean_difference == pytest.approx(lp.mean_rating01(x1) - lp.mean_rating01(x0))
     assert "analytic" in r.summary()

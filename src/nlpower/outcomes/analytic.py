@@ -66,7 +66,6 @@ from ..errors import DesignError, InputError
 from ..powersim.models import build_model, true_sds
 from ..powersim.options import power_options
 from ..powersim.result import AnalyticPowerResult, PowerResult
-from ..powersim.rules import get_test
 from ..powersim.summary import analytic_power_result
 from .headtohead import HeadToHeadParams, _pairs
 from .likert import LikertParams
@@ -148,7 +147,8 @@ def _average(blocks: Any, base: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _solve_information(blocks: Any, base: np.ndarray, Z: sp.csr_matrix, g: np.ndarray,
-                       how: str) -> np.ndarray:
+                       how: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A, C, w)`` at the chosen weights (``"shrunk"``: iterated to its fixed point)."""
     v = _shift_variance(np.zeros(0), Z, g, how) if how != "shrunk" else np.zeros(Z.shape[0])
     A, C, w = _average(blocks, base, v)
     if how == "shrunk" and Z.shape[1]:
@@ -159,13 +159,80 @@ def _solve_information(blocks: Any, base: np.ndarray, Z: sp.csr_matrix, g: np.nd
             A, C, w = _average(blocks, base, v)
             if done:
                 break
-    return fixed_information(A, C, w, Z, g)
+    return A, C, w
+
+
+def satterthwaite_df(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matrix,
+                     g: np.ndarray, term: np.ndarray, j: int) -> float:
+    """Satterthwaite df of ``Var(phi_hat_j)`` from the working model's variance-parameter information.
+
+    :func:`estimated_variance` without the ML bias.
+    """
+    return estimated_variance(A, C, w, Z, g, term, j)[1]
+
+
+def estimated_variance(A: np.ndarray, C: np.ndarray, w: np.ndarray, Z: sp.csr_matrix,
+                       g: np.ndarray, term: np.ndarray, j: int) -> tuple[float, float, float]:
+    """``(Var, df, Var_ML)``: the estimate's variance and how its estimate (the squared SE) behaves.
+
+    The working model is Gaussian with covariance ``V = W^-1 + sum_k theta_k
+    Z_k Z_k'`` (``theta_k`` the variance of term ``k``, ``term`` each column's
+    term): ``df = 2 Var^2 / (grad' I_theta^-1 grad)`` with the ML information
+    ``I_kl = tr(V^-1 Z_k Z_k' V^-1 Z_l Z_l') / 2 = ||Z_k' V^-1 Z_l||_F^2 / 2``
+    (``Z' V^-1 Z = G^-1 - G^-1 M^-1 G^-1``) and ``grad_k = dVar/dtheta_k``
+    from ``d info / d theta_k = -H_k' H_k / theta_k^2``, ``H = M^-1 Z' C``
+    (rows of term ``k``): all in the random-effects dimension.  ``W`` is held
+    at its value (PQL-style); ``inf`` without random effects.
+
+    ``Var_ML`` is ``Var`` at the ML estimates' first-order expectation: the
+    ML score lacks REML's ``tr((X'V^-1X)^-1 X'V^-1 Z_k Z_k' V^-1 X) / 2 =
+    tr(cov H_k' H_k) / (2 theta_k^2)`` (``r_k``), so ``E[theta_hat] - theta
+    ~ -I_theta^-1 r`` and ``Var_ML = Var + grad' (E[theta_hat] - theta)``
+    (``glmer`` and ``clmm`` maximise a Laplace ML likelihood: their SEs are
+    biased low with few workers).
+    """
+    q = Z.shape[1]
+    if q == 0:
+        info0 = fixed_information(A, C, w, Z, g)
+        v0 = float(np.linalg.inv(info0)[j, j])
+        return v0, math.inf, v0
+    if q > _DENSE_MAX:
+        raise DesignError(f"the df of the t reference needs the inverse of a {q}-column "
+                          f"random-effects precision (at most {_DENSE_MAX}); use "
+                          "reference='normal' for this design.")
+    Minv = la.cho_solve(la.cho_factor(_precision(w, Z, g).toarray()), np.eye(q))
+    ZC = np.asarray(Z.T @ C)
+    H = Minv @ ZC
+    cov = np.linalg.inv(A - ZC.T @ H)
+    var = float(cov[j, j])
+    gi = 1.0 / g
+    S = np.diag(gi) - gi[:, None] * Minv * gi[None, :]
+    ks = np.unique(term)
+    theta = np.array([g[term == k][0] for k in ks])
+    info = np.empty((ks.size, ks.size))
+    for a, k in enumerate(ks):
+        for b, l_ in enumerate(ks):
+            info[a, b] = 0.5 * float(np.sum(S[np.ix_(term == k, term == l_)] ** 2))
+    hv = H @ cov[:, j]
+    grad = np.array([float(np.sum(hv[term == k] ** 2)) for k in ks]) / theta**2
+    r = np.array([0.5 * float(np.sum((H[term == k] @ cov) * H[term == k])) for k in ks]) / theta**2
+    try:
+        inv_grad = np.linalg.solve(info, grad)
+    except np.linalg.LinAlgError:
+        inv_grad = np.linalg.pinv(info) @ grad
+    qf = float(grad @ inv_grad)
+    var_ml = max(var - float(inv_grad @ r), 0.05 * var)     # grad' (-I^-1 r), I symmetric
+    return var, (2.0 * var * var / qf if qf > 0 else math.inf), var_ml
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 # -- head-to-head: logistic GLMM ---------------------------------------------------------------
 
 def _headtohead_parts(design: CrossedDesign, params: HeadToHeadParams
-                      ) -> tuple[Any, np.ndarray, sp.csr_matrix, np.ndarray]:
+                      ) -> tuple[Any, np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray]:
     w_, i_, pos, _ = _pairs(design)
     n = w_.size
     X = np.column_stack([np.ones(n), pos])
@@ -177,7 +244,9 @@ def _headtohead_parts(design: CrossedDesign, params: HeadToHeadParams
         C = X * wt[:, None]
         return X.T @ C, C, wt
 
-    cols, g = [], []
+    cols: list[sp.csr_matrix] = []
+    g: list[np.ndarray] = []
+    tid: list[np.ndarray] = []
     rows = np.arange(n)
     for codes, nl, z, sd in ((w_, design.n_workers, np.ones(n), params.sd_worker),
                              (i_, design.n_items, np.ones(n), params.sd_item),
@@ -186,15 +255,15 @@ def _headtohead_parts(design: CrossedDesign, params: HeadToHeadParams
         if sd > 0:
             cols.append(sp.csr_matrix((z, (rows, codes)), shape=(n, nl)))
             g.append(np.full(nl, sd * sd))
+            tid.append(np.full(nl, len(tid)))
     Z = sp.hstack(cols, format="csr") if cols else sp.csr_matrix((n, 0))
-    gv = np.concatenate(g) if g else np.zeros(0)
-    return blocks, params.effect + params.position * pos, Z, gv
+    return blocks, params.effect + params.position * pos, Z, _cat(g), _cat(tid).astype(int)
 
 
 # -- Likert: cumulative link mixed model -------------------------------------------------------
 
 def _likert_parts(design: CrossedDesign, params: LikertParams
-                  ) -> tuple[Any, np.ndarray, sp.csr_matrix, np.ndarray, int]:
+                  ) -> tuple[Any, np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray, int]:
     c = params.clmm_scale()
     tau = np.asarray(c["thresholds"])
     k1 = tau.size
@@ -229,7 +298,9 @@ def _likert_parts(design: CrossedDesign, params: LikertParams
         wt = np.sum(dps * dps / p, axis=1)
         return A, C, wt
 
-    cols, g = [], []
+    cols: list[sp.csr_matrix] = []
+    g: list[np.ndarray] = []
+    tid: list[np.ndarray] = []
     rows = np.arange(n)
     for t in dm.spec.re_terms:
         sds = true_sds(design, proxy, t.group, tuple(t.cnames)) / params.scale
@@ -238,9 +309,9 @@ def _likert_parts(design: CrossedDesign, params: LikertParams
                 cols.append(sp.csr_matrix((np.asarray(t.Z[:, j], dtype=float), (rows, t.codes)),
                                           shape=(n, t.n_levels)))
                 g.append(np.full(t.n_levels, sds[j] ** 2))
+                tid.append(np.full(t.n_levels, len(tid)))
     Z = sp.hstack(cols, format="csr") if cols else sp.csr_matrix((n, 0))
-    gv = np.concatenate(g) if g else np.zeros(0)
-    return blocks, c["effect"] * x, Z, gv, k1
+    return blocks, c["effect"] * x, Z, _cat(g), _cat(tid).astype(int), k1
 
 
 def outcome_se(design: CrossedDesign, params: HeadToHeadParams | LikertParams, *,
@@ -258,14 +329,22 @@ def outcome_se(design: CrossedDesign, params: HeadToHeadParams | LikertParams, *
     >>> round(se, 4) == round(1 / math.sqrt(100 * 0.6 * 0.4), 4)
     True
     """
+    return math.sqrt(_moments(design, params, weights, with_df=False)[0])
+
+
+def _moments(design: Any, params: Any, weights: Any, *, with_df: bool
+             ) -> tuple[float, float, float]:
+    """``(Var, df, Var_ML)`` of the tested coefficient (:func:`estimated_variance`; ``with_df=False``:
+    ``(Var, inf, Var)``)."""
     design, params = _check(design, params)
     check_choice("weights", weights, AnalyticWeights)
     if isinstance(params, HeadToHeadParams):
-        blocks, base, Z, g = _headtohead_parts(design, params)
+        blocks, base, Z, g, term = _headtohead_parts(design, params)
         j = 0
     else:
-        blocks, base, Z, g, j = _likert_parts(design, params)
-    info = _solve_information(blocks, base, Z, g, weights)
+        blocks, base, Z, g, term, j = _likert_parts(design, params)
+    A, C, w = _solve_information(blocks, base, Z, g, weights)
+    info = fixed_information(A, C, w, Z, g)
     try:
         var = float(np.linalg.inv(info)[j, j])
     except np.linalg.LinAlgError:
@@ -274,7 +353,9 @@ def outcome_se(design: CrossedDesign, params: HeadToHeadParams | LikertParams, *
         raise DesignError(f"the expected information of {design!r} is singular for these "
                           "parameters (e.g. a Likert category with probability 0): the effect "
                           "is not estimable; check the thresholds and the design.")
-    return math.sqrt(var)
+    if not with_df:
+        return var, math.inf, var
+    return estimated_variance(A, C, w, Z, g, term, j)
 
 
 def _check(design: Any, params: Any) -> tuple[CrossedDesign, HeadToHeadParams | LikertParams]:
@@ -301,6 +382,7 @@ def analytic_outcome_power(
     alpha: float = 0.05,
     alternative: Alternative = "two-sided",
     weights: AnalyticWeights = "shrunk",
+    reference: Literal["t", "normal"] = "t",
 ) -> AnalyticPowerResult:
     """Power of the Wald z of a clmm (Likert) or glmer (head-to-head) analysis, without simulation.
 
@@ -316,20 +398,27 @@ def analytic_outcome_power(
     alternative : {"two-sided", "greater", "less"}
     weights : {"shrunk", "mode", "marginal"}
         Where the per-observation information is evaluated (module docstring).
+    reference : {"t", "normal"}
+        Distribution of the Wald statistic.  ``"t"`` (default): the SE is
+        estimated from ML variance parameters, its square distributed as
+        ``Var_ML chi2_df / df`` (:func:`estimated_variance`: Satterthwaite
+        df, first-order ML bias), so ``P(t'(df, ncp) > z sqrt(Var_ML /
+        Var))`` -- what makes the z test anti-conservative with few workers
+        (the Gaussian tier's ``test="z"`` has the df but not the bias).
+        ``"normal"``: ``Phi(ncp - z)``.
 
     Returns
     -------
     AnalyticPowerResult
-        ``method`` ``"information"``, ``test`` ``"z"``, ``df`` infinite;
+        ``method`` ``"information"``, ``test`` ``"z"``, ``df`` of the t
+        reference (infinite for ``"normal"``);
         ``effect`` on the analysis's scale (clmm: latent effect / ``scale``;
         glmer: logit), ``power`` the sign-correct rejection probability
         (the size at effect 0).
 
     Notes
     -----
-    Accuracy against simulated glmer / clmm power: ``docs/power.md``.  Like
-    the Gaussian tier's ``test="z"`` with ``normal=True``, it ignores that
-    the SE is estimated, so it is optimistic with few workers.
+    Accuracy against simulated glmer / clmm power: ``docs/power.md``.
 
     Examples
     --------
@@ -343,16 +432,37 @@ def analytic_outcome_power(
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be strictly between 0 and 1; got {alpha}.")
     alternative = check_choice("alternative", alternative, Alternative)
-    se = outcome_se(design, params, weights=weights)
+    reference = check_choice("reference", reference, ("t", "normal"))
+    var, df, var_ml = _moments(design, params, weights, with_df=reference == "t")
+    se = math.sqrt(var)
     if isinstance(params, HeadToHeadParams):
         effect, coding = params.effect, "sum"
     else:
         effect, coding = params.effect / params.scale, params.coding
-    pw = float(get_test("z").power(effect, se, math.inf, alpha=alpha, alternative=alternative,
-                                   normal=True))
-    return AnalyticPowerResult(power=pw, ncp=effect / se, df=math.inf, se=se, effect=effect,
+    pw = _wald_power(effect / se, math.sqrt(var_ml / var), df, alpha=alpha,
+                     alternative=alternative)
+    return AnalyticPowerResult(power=pw, ncp=effect / se, df=df, se=se, effect=effect,
                                coding=coding, test="z", alpha=alpha, alternative=alternative,
                                method="information", design=design)
+
+
+def _wald_power(ncp: float, ratio: float, df: float, *, alpha: float, alternative: str) -> float:
+    """``P(Z_est / SE_est > z)``, sign-correct: ``beta_hat ~ N(beta, Var)``, ``SE_est^2 ~ Var_ML chi2_df / df``.
+
+    ``Z_est / SE_est`` is noncentral t (``df``, ``ncp``) scaled by
+    ``1 / ratio``, ``ratio = sqrt(Var_ML / Var)``: ``P(t'(df, ncp) > z ratio)``
+    (normal for infinite ``df``); the rules of
+    :meth:`~nlpower.powersim.rules.TestRule.power` (size at ``ncp = 0``).
+    """
+    two = alternative == "two-sided"
+    crit = stats.norm.ppf(1.0 - alpha / 2.0 if two else 1.0 - alpha) * ratio
+    t_ = math.isfinite(df)
+    if ncp == 0:
+        size = float(stats.t.sf(crit, df) if t_ else stats.norm.sf(crit))
+        return 2.0 * size if two else size
+    if not (two or (alternative == "greater") == (ncp > 0)):
+        return 0.0
+    return float(stats.nct.sf(crit, df, abs(ncp)) if t_ else stats.norm.sf(crit - abs(ncp)))
 
 
 def analytic_outcome_result(
@@ -366,6 +476,7 @@ def analytic_outcome_result(
     null: bool = False,
     rng: RNGLike = None,
     weights: AnalyticWeights = "shrunk",
+    reference: Literal["t", "normal"] = "t",
 ) -> PowerResult:
     """:func:`analytic_outcome_power` as the :class:`PowerResult` of ``power(method="analytic")``.
 
@@ -375,15 +486,15 @@ def analytic_outcome_result(
     (no Monte Carlo error), ``type1`` the approximation's size at effect 0
     when ``null`` or the effect is 0.  ``analysis`` must be the one this tier
     approximates (``"clmm"`` for Likert, ``"glmer"`` for head-to-head; ``None``
-    accepts it), ``test`` ``"z"`` (or ``"lrt"``, whose signed root has the
-    same normal approximation).  ``rng`` is recorded only (nothing is drawn).
+    accepts it), ``test`` ``"z"`` (or ``"lrt"``: its signed root is
+    approximately ``N(ncp, 1)``, the normal reference, as in the Gaussian tier).  ``rng`` is recorded only (nothing is drawn).
 
     Examples
     --------
     >>> p = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5)
     >>> r = analytic_outcome_result(CrossedDesign(10, 50), p, null=True)
-    >>> r.method, round(r.type1, 3), r.ci.low == r.ci.high
-    ('analytic', 0.05, True)
+    >>> r.method, r.type1 > 0.05, r.ci.low == r.ci.high     # few workers: the z test is liberal
+    ('analytic', True, True)
     """
     design, params = _check(design, params)
     want = "glmer" if isinstance(params, HeadToHeadParams) else "clmm"
@@ -397,15 +508,18 @@ def analytic_outcome_result(
         raise InputError(f"method='analytic' for the {want} analysis approximates test='z' (Wald) "
                          f"or 'lrt' (same normal approximation); got test={test!r}.")
     test_ = test or "z"
+    if test_ == "lrt":        # no estimated SE in the signed root of the LR: N(ncp, 1)
+        reference = "normal"
     opts = power_options(n_sims=1, alpha=alpha, test=test_,  # type: ignore[arg-type]
                          alternative=alternative, method="analytic", null=null)
     ap = analytic_outcome_power(design, params, alpha=opts.alpha, alternative=opts.alternative,
-                                weights=weights)
+                                weights=weights, reference=reference)
     ap = replace(ap, test=test_)
     type1 = None
     if opts.null or ap.effect == 0:
         type1 = analytic_outcome_power(design, params.with_effect(0.0), alpha=opts.alpha,
-                                       alternative=opts.alternative, weights=weights).power
+                                       alternative=opts.alternative, weights=weights,
+                                       reference=reference).power
     if isinstance(params, HeadToHeadParams):
         diff = 1.0 / (1.0 + math.exp(-params.effect)) - 0.5
         note = ("head-to-head judgements, logistic crossed model; glmer Wald z of the intercept "
@@ -417,4 +531,5 @@ def analytic_outcome_result(
                 "effect on the clmm scale, analytic expected information")
     return analytic_power_result(ap, type1, mean_difference=diff, design=design, opts=opts,
                                  seed=seed_record(root_seed(rng)),
-                                 notes=[note, f"information weights {weights!r}"])
+                                 notes=[note, f"information weights {weights!r}, {reference} "
+                                        "reference"])
