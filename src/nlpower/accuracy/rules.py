@@ -366,8 +366,8 @@ def get_accuracy_test(name: Any) -> AccuracyTest:
 
     Examples
     --------
-    >>> get_accuracy_test("chi2-cc").statistic(10, 2)
-    6.75
+    >>> round(get_accuracy_test("chi2-cc").statistic(10, 2), 4)     # (|10 - 2| - 1)^2 / 12
+    4.0833
     >>> get_accuracy_test("two-proportion").closed_form
     True
     """
