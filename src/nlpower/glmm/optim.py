@@ -26,8 +26,9 @@ from scipy import optimize
 #: finite-difference step of the derivatives (lme4's deriv12)
 DERIV_STEP = 1e-4
 #: Newton's method stops when the predicted decrease g'H^{-1}g / 2 of the deviance is below
-#: this, or the step is below NEWTON_XTOL (analytic gradient)
-NEWTON_DECREMENT = 1e-10
+#: this (the step left is then ~1e-4 in the Hessian's norm: ~1e-5 SEs), or the step is below
+#: NEWTON_XTOL (analytic gradient)
+NEWTON_DECREMENT = 1e-8
 NEWTON_XTOL = 1e-7
 #: steps of Newton's method before the fallback (L-BFGS-B, or BOBYQA without a gradient)
 NEWTON_MAXIT = 25
