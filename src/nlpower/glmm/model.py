@@ -140,6 +140,7 @@ class GlmmModel:
         self._last: Mode | None = None
         self._anchor: tuple[np.ndarray, Mode, np.ndarray] | None = None
         self._pending: np.ndarray | None = None     # Newton's next step after stage 2
+        self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
         self._maxeval = int(STAGE2["maxeval"])
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
@@ -303,7 +304,7 @@ class GlmmModel:
             raise InputError(
                 f"nAGQ={nAGQ} (adaptive Gauss-Hermite quadrature) needs a single scalar "
                 "random-effects term such as (1 | herd), as lme4; use nAGQ=1 (Laplace).")
-        self._pending = None
+        self._pending = self._restart = None
         x0, n1, warm = self._start(start, nAGQ)
         if nAGQ == 0:
             fv = self.deviance(x0[:self.k])
@@ -316,6 +317,8 @@ class GlmmModel:
         step = None
         if warm and not self._analytic(nAGQ):
             step = np.concatenate([np.full(self.k, 0.05), np.maximum(0.1 * self._se_rx(x0), 1e-3)])
+        if self._restart is not None:
+            x0, self._restart = self._restart, None
         x, fv, n2, ok, msg = self._stage2(x0, nAGQ, step)
         return x, fv, n1 + n2, ok, msg, warm
 
@@ -330,7 +333,10 @@ class GlmmModel:
         res = newton(fu, x0, fv, g, H, self.free)
         if res is None:
             return None
-        x, fv, g, H, m = res
+        x, fv, g, H, m, ok = res
+        if not ok:                        # L-BFGS from the best point so far
+            self._restart = self.canonical(x)
+            return None
         st = newton_step(x, g, H, self.free)
         self._pending = None if st is None else self.canonical(st[0])
         return self.canonical(x), fv, n + m + 2
@@ -476,7 +482,7 @@ class GlmmModel:
         H, m = gradient_hessian(fu, x, u0)
         n += m
         res = newton(fu, x, fv, g, H, self.free, maxit=3)
-        if res is not None and res[4] > 0:
+        if res is not None and res[4] > 0 and res[1] <= fv:
             x, m = self.canonical(res[0]), res[4]
             fv, g, u0 = fu(x, None)
             assert g is not None
