@@ -5,18 +5,19 @@ threshold model of the high-variance scenario, effect 0.1) with the paper's
 LMM on [0, 1] through the balanced fast path (all replicates fitted at once,
 measured at 1,000) and through engine refits (``--general`` replicates,
 scaled); the clmm analysis of the same kind of data (``--ordinal``
-replicates, scaled) and the glmer analysis of 1,000 head-to-head judgements
-(10 workers x 100 item pairs; ``--binary`` replicates, 1,000 by default, measured;
-structure built once, each replicate started at the truth).  R, simr-style
-(simulate, then refit each replicate): ``lme4::lmer`` on the LMM,
-``ordinal::clmm`` (cumulative logit; correlated ``(1 + x | g)`` because
-``ordinal`` has no ``||``) and ``lme4::glmer`` on the judgements, timed
-inside R on ``--r-reps`` / ``--clmm-reps`` / ``--glmer-reps`` replicates and scaled.  Wall and
-CPU seconds are both printed: on a shared machine the CPU time is the
-comparable one.
+replicates, default 1,000, in ``--ordinal-jobs`` processes) and the glmer
+analysis of 1,000 head-to-head judgements (10 workers x 100 item pairs;
+``--binary`` replicates, 1,000 by default, measured) -- structure built once,
+each replicate started at the truth.  R, simr-style (simulate, then refit each
+replicate): ``lme4::lmer`` on the LMM, ``ordinal::clmm`` (cumulative logit;
+correlated ``(1 + x | g)`` because ``ordinal`` has no ``||``) and
+``lme4::glmer`` on the judgements, timed inside R on ``--r-reps`` /
+``--clmm-reps`` / ``--glmer-reps`` replicates and scaled.  Wall and CPU seconds
+are both printed: on a shared machine the CPU time is the comparable one.
 
-Run:  PYTHONPATH=src python benchmarks/bench_outcomes.py [--general 30] [--ordinal 10] [--binary 1000]
-      [--r-reps 10] [--clmm-reps 1] [--glmer-reps 20] [--skip-r]
+Run:  PYTHONPATH=src python benchmarks/bench_outcomes.py [--general 30] [--ordinal 1000]
+      [--ordinal-jobs 2] [--binary 1000] [--r-reps 10] [--clmm-reps 1] [--glmer-reps 20]
+      [--skip-r]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from typing import Any
 
 from nlpower import CrossedDesign, power, presets
 from nlpower.outcomes import LikertParams
@@ -141,12 +143,42 @@ def binary_lines(n_binary: int, glmer_reps: int, skip_r: bool) -> list[str]:
     return lines
 
 
+def _clmm_chunk(design: CrossedDesign, y: Any, lp: LikertParams) -> tuple[Any, float]:
+    from nlpower.outcomes.analyses import clmm_replicates
+    from nlpower.powersim.options import power_options
+    c0 = time.process_time()
+    reps = clmm_replicates(design, y, lp, power_options(n_sims=len(y), test="z",
+                                                        method="simulate"))
+    return reps, time.process_time() - c0
+
+
+def clmm_timed(design: CrossedDesign, y: Any, lp: LikertParams,
+               n_jobs: int) -> tuple[tuple[float, float], float]:
+    """(wall, CPU) seconds per 1,000 clmm replicates over ``n_jobs`` processes, and the power.
+
+    Each replicate starts from the truth, so the chunks give the replicates'
+    results exactly as one run would (``tests/ordinal/test_replicates.py``).
+    """
+    import numpy as np
+    from joblib import Parallel, delayed
+    chunks = np.array_split(np.arange(len(y)), n_jobs)
+    t0 = time.perf_counter()
+    out = Parallel(n_jobs=n_jobs)(delayed(_clmm_chunk)(design, y[c], lp) for c in chunks)
+    wall = time.perf_counter() - t0
+    cpu = sum(o[1] for o in out)
+    rej = np.concatenate([o[0].pvalue <= 0.05 for o in out])
+    scale = 1000 / len(y)
+    return (wall * scale, cpu * scale), float(np.mean(rej))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--general", type=int, default=50)
     ap.add_argument("--r-reps", type=int, default=20)
     ap.add_argument("--clmm-reps", type=int, default=1)
-    ap.add_argument("--ordinal", type=int, default=10, help="nlpower clmm replicates timed")
+    ap.add_argument("--ordinal", type=int, default=1000, help="nlpower clmm replicates timed")
+    ap.add_argument("--ordinal-jobs", type=int, default=2,
+                    help="processes for the clmm replicates (chunks; same results)")
     ap.add_argument("--binary", type=int, default=1000, help="nlpower glmer replicates timed")
     ap.add_argument("--glmer-reps", type=int, default=20, help="R lme4::glmer replicates timed")
     ap.add_argument("--skip-r", action="store_true")
@@ -167,14 +199,9 @@ def main() -> None:
                  power_options(n_sims=args.general, method="simulate"))
     general = ((time.perf_counter() - t0) / args.general * 1000,
                (time.process_time() - c0) / args.general * 1000)
-    from nlpower.outcomes.analyses import clmm_replicates
     lpl = LikertParams.from_preset(presets.high_variance(0.1), 5, link="logit")
     yl = _simulate(design, lpl, np.random.SeedSequence(3), args.ordinal)
-    t0, c0 = time.perf_counter(), time.process_time()
-    clmm_replicates(design, yl, lpl, power_options(n_sims=args.ordinal, test="z",
-                                                   method="simulate"))
-    ours_clmm = ((time.perf_counter() - t0) / args.ordinal * 1000,
-                 (time.process_time() - c0) / args.ordinal * 1000)
+    ours_clmm, clmm_power = clmm_timed(design, yl, lpl, args.ordinal_jobs)
     tau = ",".join(f"{t:.6f}" for t in lp.thresholds)
     r_lmer: tuple[float, float] | str = "skipped (--skip-r)"
     r_clmm: tuple[float, float] | str = "skipped (--skip-r)"
@@ -191,7 +218,8 @@ def main() -> None:
     print(f"  nlpower LMM, general path (refits)   {fmt(general, 1.0)} "
           f"({args.general} replicates, scaled)")
     print(f"  nlpower clmm (ordinal), refits       {fmt(ours_clmm, 1.0)} ({args.ordinal} "
-          "replicates, scaled)")
+          f"replicates{', scaled' if args.ordinal != 1000 else ''}, {args.ordinal_jobs} "
+          f"processes; wall includes their start; power {clmm_power:.3f})")
     print(f"  R lme4::lmer simulate + refit        {fmt(r_lmer)} ({args.r_reps} replicates, scaled)")
     print(f"  R ordinal::clmm simulate + refit     {fmt(r_clmm)} ({args.clmm_reps} replicate(s), "
           "scaled; (1 + x | g): ordinal has no ||)")
