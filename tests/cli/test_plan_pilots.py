@@ -55,3 +55,22 @@ def test_plan_from_a_pilot_with_a_missing_rating(tmp_path, capsys):
     assert "639 ratings" in rec["point_assurance"]["pilot"]
     assert "general parametric bootstrap" in rec["point_assurance"]["pilot"]
     _check_plans(rec)
+
+
+def test_plan_from_the_bundled_pilot_as_ordinal(tmp_path, capsys):
+    """--family ordinal: clmm pilot fit, clmm refits, simulated power (the LMM analysis here)."""
+    text, rec = _plan(["--ratings", str(PILOT), "--family", "ordinal", "--analysis", "lmm",
+                       "--n-sims", "2", "--max-workers", "12", "--cost-per-worker", "10",
+                       "--effect", "1.0"], tmp_path, capsys)
+    a = rec["point_assurance"]
+    assert a["outcome"] == "likert" and a["analysis"] == "lmm" and a["n_sims"] == 2
+    assert "ordinal pilot, 640 ratings on 5 levels" in a["pilot"]
+    assert "latent scale" in text and "simulated" in text
+    assert rec["plans"][0]["power_at_estimates"] >= 0.8 or "below the target" in rec["note"]
+
+
+def test_ordinal_options_need_the_ordinal_family(capsys):
+    code = main(["plan", "--ratings", str(PILOT), "--scale", "1,5", "--effect", "0.1",
+                 "--analysis", "clmm"])
+    assert code == 2
+    assert "--analysis and --n-sims are for --family ordinal" in capsys.readouterr().err

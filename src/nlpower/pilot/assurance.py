@@ -322,7 +322,7 @@ def assurance(
 
 
 def plan_with_assurance(
-    fit: RatingsFit | LMMParams,
+    fit: Any,
     *,
     pilot: tuple[int, int] | None = None,
     effect: float,
@@ -335,12 +335,15 @@ def plan_with_assurance(
     method: AssuranceMethod = "bootstrap",
     n_boot: int = 200,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     min_workers: int = 2,
     max_workers: int = 50,
     max_items: int = 5000,
     workers_per_item: int | None = None,
+    outcome: str | None = None,
+    analysis: str | None = None,
+    n_sims: int | None = None,
     rng: RNGLike = None,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
@@ -368,7 +371,25 @@ def plan_with_assurance(
     """
     target_power, confidence_level, method, n_boot = _check_common(
         target_power, confidence_level, method, n_boot)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    if pilot_family(fit) != "gaussian":      # ordinal or binary pilot (.outcome_plan)
+        from .outcome_plan import outcome_plan
+
+        alpha, _, alternative = check_test_options(alpha, "z", alternative)
+        seq = root_seed(rng)
+        return outcome_plan(
+            fit, effect=effect, coding=coding, contrast=contrast, outcome=outcome,
+            analysis=analysis, test=test, target_power=target_power,
+            cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
+            confidence_level=confidence_level, method=method, n_boot=n_boot,
+            n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
+            alpha=alpha, alternative=alternative, min_workers=min_workers,
+            max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
+            seq=seq, seed=seed_record(seq))
+    check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
+    if n_sims not in (None, 0):
+        raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
+                         "analytic power (nlpower.plan). Leave n_sims unset.")
+    alpha, test, alternative = check_test_options(alpha, test or "satterthwaite", alternative)
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
