@@ -68,7 +68,7 @@ def latent_proxy(params: LikertParams | HeadToHeadParams) -> LMMParams:
     --------
     >>> lp = LikertParams(thresholds=(-1.0, 0.0, 1.0), effect=0.3, sd_item_slope=0.2)
     >>> round(latent_proxy(lp).sigma, 3)
-    1.842
+    1.045
     """
     if isinstance(params, LikertParams):
         q = params.with_effect(0.0)
