@@ -40,6 +40,7 @@ from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
+from ..powersim.batches import options_identity, run_batches, run_id, seeds_identity
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
@@ -128,15 +129,25 @@ def _formula(params: HeadToHeadParams) -> str:
 
 def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
          opts: PowerOptions) -> Replicates:
+    """The replicates in checkpointed batches; each batch's first fit starts cold."""
+    seeds = seq.spawn(opts.n_sims)
+    run = run_id("glmer", params=repr(params), options=options_identity(opts),
+                 seeds=seeds_identity(seeds))
+    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], opts),
+                       run=run)
+
+
+def _batch(design: CrossedDesign, params: HeadToHeadParams,
+           seeds: list[np.random.SeedSequence], opts: PowerOptions) -> Replicates:
     from ..glmm.model import GlmmModel
 
     _, _, _, frame = _pairs(design)
     spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
-    r = opts.n_sims
+    r = len(seeds)
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
     start = None
-    for k, s in enumerate(seq.spawn(r)):
+    for k, s in enumerate(seeds):
         win, draw = simulate_judgements(design, params, np.random.Generator(np.random.PCG64(s)))
         try:
             model = GlmmModel(spec.with_response(win.astype(float)), Binomial(),
