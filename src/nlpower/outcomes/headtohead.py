@@ -41,6 +41,7 @@ from ..errors import DesignError, FitError, InputError
 from ..glmm.model import GlmmModel
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
+from ..powersim.batches import options_identity, run_batches, run_id, seeds_identity
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
@@ -148,16 +149,26 @@ def _truth(model: GlmmModel, params: HeadToHeadParams) -> dict[str, np.ndarray]:
 
 def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
          opts: PowerOptions) -> Replicates:
-    """Every replicate on one prepared structure: the response and the draws' weights swapped,
+    """The replicates in checkpointed batches (:mod:`nlpower.powersim.batches`)."""
+    seeds = seq.spawn(opts.n_sims)
+    run = run_id("glmer", params=repr(params), options=options_identity(opts),
+                 seeds=seeds_identity(seeds))
+    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], opts),
+                       run=run)
+
+
+def _batch(design: CrossedDesign, params: HeadToHeadParams,
+           seeds: list[np.random.SeedSequence], opts: PowerOptions) -> Replicates:
+    """A batch on one prepared structure: the response and the draws' weights swapped,
     Newton's method started at the truth (so a replicate's fit depends on its own data only)."""
     w, i, pos, frame = _pairs(design)
     spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
     model = GlmmModel(spec, Binomial())
     start = _truth(model, params)
-    r = opts.n_sims
+    r = len(seeds)
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    for k, s in enumerate(seq.spawn(r)):
+    for k, s in enumerate(seeds):
         win, draw = _draw(w, i, pos, design.n_workers, design.n_items, params,
                           np.random.Generator(np.random.PCG64(s)))
         try:

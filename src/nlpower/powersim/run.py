@@ -24,7 +24,7 @@ import os
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
-from .._rng import RNGLike, root_seed, seed_record
+from .._rng import RNGLike, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -32,7 +32,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
-from .batches import open_run_checkpoint
+from .batches import checkpoint_root, open_run_checkpoint
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
@@ -186,10 +186,11 @@ def power(
         changes no number.
     checkpoint : path, optional
         A file that keeps every finished batch of 50 replicates of
-        ``method="simulate"`` (:mod:`nlpower.powersim.batches`): run the same
-        call again after a kill and it resumes at the first unfinished
-        batch, with the same numbers bit for bit.  A file written for other
-        arguments or another seed raises
+        ``method="simulate"`` and of the Likert and preference outcomes'
+        refits (:mod:`nlpower.powersim.batches`): run the same call again
+        after a kill and it resumes at the first unfinished batch, with the
+        same numbers bit for bit (with ``rng=None`` it reuses the file's
+        seed).  A file written for other arguments or another seed raises
         :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
         paths take milliseconds and write none.
 
@@ -262,7 +263,7 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
     if not isinstance(params, LMMParams):
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
-    root = root_seed(rng)
+    root = checkpoint_root(checkpoint, rng)       # rng=None resumes with the file's seed
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
     ckpt = None if checkpoint is None or how != "simulate" else open_run_checkpoint(
