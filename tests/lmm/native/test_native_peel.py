@@ -19,7 +19,7 @@ from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
-from nlpower.lmm.native.rest import peel_factor, peel_plan
+from nlpower.lmm.native.rest import peel_factor, peel_gather, peel_plan, selected_inverse
 
 # sparse crowd designs: (workers, items, systems, workers per item, formula, mode)
 CASES = {
@@ -49,7 +49,8 @@ def _thetas(model: NativeModel, rng: np.random.Generator, n: int) -> list[np.nda
 
 
 def _rest_matrix(ev: DevianceEvaluator, theta: np.ndarray) -> np.ndarray:
-    """The rest's Schur complement ``M`` (full, symmetric) that ``ev`` factors at ``theta``."""
+    """The rest's Schur complement ``M`` (full, symmetric) at ``theta`` (by the dense path)."""
+    ev = DevianceEvaluator(ev.b, grouped=ev._grouped_ok, peel=False)
     seen: dict[str, np.ndarray] = {}
     finish = ev._finish
 
@@ -100,6 +101,33 @@ def test_factor_equals_dense_cholesky_on_random_spd_matrices_of_the_pattern(case
             2.0 * np.sum(np.log(np.diag(L)[:n_peeled])), rel=1e-12)
         assert 2.0 * np.sum(np.log(np.diag(L))) == pytest.approx(np.linalg.slogdet(A)[1],
                                                                   rel=1e-10)
+        # Takahashi's selected inverse of the leading blocks, on the whole pattern
+        W = N2 + 1
+        a, c = np.divmod(plan.support, W)
+        for Nr in (model.blocks.nre2, model.blocks.nre2 + model.blocks.p):
+            Zref = np.linalg.inv(Ap[:Nr, :Nr])
+            z = selected_inverse(fac, Nr)
+            inside = (a < Nr) & (c < Nr)
+            np.testing.assert_allclose(z[:-2][inside], Zref[a[inside], c[inside]],
+                                       rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["q5-corr-sparse", "q1-sparse"])
+def test_direct_work_vector_equals_the_gathered_dense_matrix(case):
+    # sparse Schur products: the work vector is formed without M; it must be M's entries
+    model = _model(case)
+    ev = model.ev
+    assert ev._direct is not None
+    b = model.blocks
+    for theta in _thetas(model, np.random.default_rng(8), 3):
+        M = _rest_matrix(ev, theta)
+        ref = peel_gather(ev.peel, M)
+        r1 = __import__("nlpower.lmm.native.block1", fromlist=["block1_factor"]).block1_factor(
+            b, theta)
+        K = r1[1]
+        lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
+        work = ev._direct.work(b, b.schur.V @ (K @ np.swapaxes(K, 1, 2)).ravel(), lams)
+        np.testing.assert_allclose(work[:-2], ref[:-2], rtol=1e-12, atol=1e-12)
 
 
 def test_factor_reports_a_matrix_that_is_not_positive_definite():

@@ -30,7 +30,7 @@ from scipy.linalg import lapack
 
 from .block1 import block1_factor, block1_reduced
 from .blocks import Blocks, DenseSchur, SparseSchur
-from .rest import PeelFactor, peel_factor, peel_plan
+from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
 _LOG2PI = math.log(2.0 * math.pi)
 # the grouped Schur complement (see DevianceEvaluator._init_grouped) stores this many
@@ -93,6 +93,11 @@ class DevianceEvaluator:
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
         self._init_grouped()
+        # peeled rest with sparse Schur products: the work vector without a dense M
+        self._direct: PeelDirect | None = None
+        if (self.peel is not None and self._grp is None and self._diag2 is None
+                and isinstance(b.schur, SparseSchur)):
+            self._direct = peel_direct(self.peel, b, b.schur.S_lo)
         self.n_evals = 0
 
     # -- set-up of the fast paths -------------------------------------------------
@@ -274,8 +279,12 @@ class DevianceEvaluator:
         if self._grp is not None or self._diag2 is not None:
             pass
         elif isinstance(schur, SparseSchur):
-            M = self._rest_minus_patterns(schur, Wl if b.patterns is not None
-                                          else K @ np.swapaxes(K, 1, 2))
+            Wx = Wl if b.patterns is not None else K @ np.swapaxes(K, 1, 2)
+            if self._direct is not None:
+                lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
+                work = self._direct.work(b, schur.V @ Wx.ravel(), lams)
+                return self._finish(theta, None, ld1, L1, work)
+            M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
             M = b.Arr.copy()
@@ -328,14 +337,14 @@ class DevianceEvaluator:
             Mf[sparse.S_up] -= vals[sparse.S_off]
         return M
 
-    def _finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
-                L1: np.ndarray | None) -> Factor:
-        """Factor the rest ``M`` (overwritten) and collect the log-determinants."""
+    def _finish(self, theta: np.ndarray, M: np.ndarray | None, ld1: float,
+                L1: np.ndarray | None, work: np.ndarray | None = None) -> Factor:
+        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants."""
         nre2 = self.b.nre2
         if self.peel is not None:
-            if M.flags.f_contiguous:              # the plan reads the lower triangle in C order
-                M = M.T
-            pf = peel_factor(self.peel, M)
+            if M is not None and M.flags.f_contiguous:   # the plan reads the lower triangle
+                M = M.T                                  # in C order
+            pf = peel_factor(self.peel, M, work)
             if pf is None:
                 return self._fail(theta)
             fac, ldp = pf
@@ -345,6 +354,7 @@ class DevianceEvaluator:
             return Factor(theta=theta, ok=True, ldL2=ld1 + ldp + 2.0 * float(lg[:nc].sum()),
                           ldRX2=2.0 * float(lg[nc:-1].sum()), r2=float(fac.Lc[-1, -1]) ** 2,
                           L1=L1, Lrr=np.zeros((0, 0)), peel=fac)
+        assert M is not None
         if M.flags.f_contiguous:
             Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
         else:

@@ -37,6 +37,7 @@ from scipy.linalg import lapack
 
 from .blocks import GroupBlock, SparseSchur
 from .deviance import DevianceEvaluator, Factor
+from .rest import selected_inverse
 
 __all__ = ["theta_gradient"]
 
@@ -162,21 +163,14 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: 
     b = ev.b
     q1, m1 = b.b1.q, b.b1.m
     R = _level_rows(ev, Nr)
-    # S^{-1} of the peeled order (lower triangle, dpotri), read through the permutation
-    Lrr, perm = ev.dense_factor(f)
-    Si, info = lapack.dpotri(Lrr[:Nr, :Nr], lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
-    Sf = np.append(Si.reshape(-1, order="F"), 0.0)     # Fortran: (i, k) at k * Nr + i
-    ip = np.arange(Nr + 1)
-    if perm is not None:
-        ip[perm[:Nr]] = np.arange(Nr)
-    ip[Nr] = -1
+    assert f.peel is not None
+    plan = f.peel.plan
+    # S^{-1} on the pattern only (the selected inverse of the peeled factor)
+    z = selected_inverse(f.peel, Nr)
+    ipx = np.append(plan.ipos[:Nr], plan.N2)           # row Nr (padding) -> the zero entry
 
     def s_at(i: np.ndarray, k: np.ndarray) -> np.ndarray:
-        a, c = ip[i], ip[k]
-        hi, lo = np.maximum(a, c), np.minimum(a, c)
-        return Sf[np.where(lo < 0, Nr * Nr, lo * Nr + hi)]
+        return z[plan.index(ipx[i], ipx[k])]
 
     L21 = _lambda_rows(ev, f.theta, Nr) @ (E[:Nr] if isinstance(E, np.ndarray)
                                            else E[:Nr, :])

@@ -38,8 +38,8 @@ from scipy.linalg import lapack
 
 from .blocks import Blocks
 
-__all__ = ["PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelFactor", "PeelPlan",
-           "peel_factor", "peel_plan"]
+__all__ = ["PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelDirect", "PeelFactor",
+           "PeelPlan", "peel_direct", "peel_factor", "peel_plan", "selected_inverse"]
 
 # Measured on one core (OpenBLAS, AMD EPYC, loaded machine): dpotrf(505) ~8 ms, (285) ~1.5 ms;
 # a peeling round costs ~0.1-0.3 ms (a handful of batched numpy calls) plus one gather of
@@ -68,6 +68,7 @@ class PeelRound:
     sel: np.ndarray       # entries of the (npl, r, r) update that are read later (lower triangle)
     uniq: np.ndarray      # work indices those entries update
     inv: np.ndarray       # (sel.size,) index into uniq of every selected update entry
+    rr: np.ndarray        # (npl, r, r) work indices of the later rows' block (row >= column)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +82,15 @@ class PeelPlan:
     rounds: tuple[PeelRound, ...]
     core: int             # first position of the dense core (core + X + y after it)
     core_idx: np.ndarray  # (nc, nc) work indices of the core block
+    support: np.ndarray   # sorted flat positions (i (N2+1) + k, peeled order) of the work entries
+
+    def index(self, a: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Work indices of the entries at peeled positions ``(a, c)`` (either orientation;
+        a position ``N2`` reads the zero entry).  Entries must lie in the plan's pattern."""
+        W = self.N2 + 1
+        hi, lo = np.maximum(a, c), np.minimum(a, c)
+        out = np.searchsorted(self.support, hi * W + lo)
+        return np.where(hi == self.N2, self.support.size, out)
 
     @property
     def ipos(self) -> np.ndarray:
@@ -205,13 +215,14 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
         upd = widx(np.broadcast_to(ri * W + ck, (len(rows), rows.shape[1], rows.shape[1]))
                    .ravel()[sel], sink)
         uniq, inv = np.unique(upd, return_inverse=True)
-        rounds.append(PeelRound(cols=cols, rows=rows, pp=pp, rq=rq, sel=sel, uniq=uniq,
+        rr = widx(np.maximum(ri, ck) * W + np.minimum(ri, ck), zero)
+        rounds.append(PeelRound(cols=cols, rows=rows, pp=pp, rq=rq, sel=sel, uniq=uniq, rr=rr,
                                 inv=np.asarray(inv, dtype=np.intp).ravel()))
     # gather: work entry (i, k) = M[max(perm_i, perm_k), min(...)] (lower triangle valid)
     gi, gk = perm[support // W], perm[support % W]
     gather = np.concatenate([np.maximum(gi, gk) * N2 + np.minimum(gi, gk), [0, 0]])
     return PeelPlan(N2=N2, perm=perm, gather=gather, rounds=tuple(rounds), core=c0,
-                    core_idx=widx(core_flat, zero).reshape(n_core, n_core))
+                    core_idx=widx(core_flat, zero).reshape(n_core, n_core), support=support)
 
 
 @dataclass(eq=False)
@@ -239,9 +250,20 @@ class PeelFactor:
         return self._dense
 
 
-def peel_factor(plan: PeelPlan, M: np.ndarray) -> tuple[PeelFactor, float] | None:
-    """Factor ``M`` (lower triangle valid, C order); ``(factor, log|peeled part|^2)``."""
-    work = M.reshape(-1)[plan.gather]
+def peel_gather(plan: PeelPlan, M: np.ndarray) -> np.ndarray:
+    """The work vector of the plan from ``M`` (lower triangle valid, C order)."""
+    return M.reshape(-1)[plan.gather]
+
+
+def peel_factor(plan: PeelPlan, M: np.ndarray | None, work: np.ndarray | None = None
+                ) -> tuple[PeelFactor, float] | None:
+    """Factor ``M`` (or the plan's ``work`` vector, see :class:`PeelDirect`).
+
+    Returns ``(factor, log|peeled part|^2)``, ``None`` if not positive definite.
+    """
+    if work is None:
+        assert M is not None
+        work = peel_gather(plan, M)
     work[-2] = 0.0                                    # the zero entry (padding reads it)
     ld = 0.0
     parts = []
@@ -259,3 +281,143 @@ def peel_factor(plan: PeelPlan, M: np.ndarray) -> tuple[PeelFactor, float] | Non
     if info != 0:
         return None
     return PeelFactor(plan=plan, parts=parts, Lc=Lc), ld
+
+
+def selected_inverse(fac: PeelFactor, Nr: int) -> np.ndarray:
+    """``(M[:Nr, :Nr])^{-1}`` on the plan's pattern, as a work vector (Takahashi's recursion).
+
+    ``Nr`` counts the leading columns of the peeled order (the random-effects
+    part, or it and ``X``); their factor is the leading block of ``fac``'s.
+    Backwards over the rounds, for a level ``j`` with later rows ``R``:
+    ``Z_Rj = -Z_RR L_Rj L_jj^{-1}`` and ``Z_jj = L_jj^{-T} (L_jj^{-1} - L_Rj' Z_Rj)``;
+    ``Z_RR`` lies in the pattern (``R`` is a clique after the elimination) and
+    is known from later rounds or the dense core (``dpotri``).  Read it with
+    :meth:`PeelPlan.index`.
+    """
+    plan = fac.plan
+    z = np.zeros(plan.support.size + 2)
+    c0 = plan.core
+    k = Nr - c0
+    if k > 0:
+        Zc, info = lapack.dpotri(fac.Lc[:k, :k], lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
+        Zc = np.tril(Zc) + np.tril(Zc, -1).T
+        z[plan.core_idx[:k, :k]] = Zc
+    z[-2] = 0.0
+    for rnd, (Lpp, K) in zip(reversed(plan.rounds), reversed(fac.parts), strict=True):
+        Kx = np.where((rnd.rows < Nr)[:, :, None], K, 0.0)        # rows of the leading block
+        Linv = np.linalg.inv(Lpp)
+        ZR = -(z[rnd.rr] @ (Kx @ Linv))                            # (npl, r, q)
+        Zjj = np.swapaxes(Linv, 1, 2) @ (Linv - np.swapaxes(Kx, 1, 2) @ ZR)
+        z[rnd.rq] = ZR
+        z[rnd.pp] = Zjj
+        z[-2] = 0.0
+    return z
+
+
+@dataclass(frozen=True, eq=False)
+class PeelDirect:
+    """The plan's work vector straight from the sparse Schur products (no dense ``M``).
+
+    ``M = Lambda_r' (A_rr - S) Lambda_r + I`` is needed only on the plan's
+    support.  That support is covered by whole blocks between two rest levels
+    (``q x q``), strips between a border row (``X``, ``y``) and a level
+    (``q``) and the border itself; per evaluation the unscaled values of those
+    blocks are gathered (``A_rr`` minus the Schur products ``vals`` of
+    :class:`~.blocks.SparseSchur`), scaled by the levels' ``Lambda`` blocks
+    (batched ``q x q`` products) and placed in the work vector.  Used when
+    every rest level has the same width ``q``.
+    """
+
+    nb: int                    # unit-unit blocks
+    ns: int                    # border-unit strips
+    arr_idx: np.ndarray        # flat positions in A_rr of every unscaled value (lower)
+    v_idx: np.ndarray          # row of the Schur products of every value (-1: none)
+    bA: np.ndarray             # (nb,) rest block of each block's row level
+    bC: np.ndarray             # (nb,) ... and of its column level
+    sC: np.ndarray             # (ns,) rest block of each strip's level
+    diag: np.ndarray           # positions (in the scaled layout) of the random-effects diagonal
+    src: np.ndarray            # (support,) position in the scaled layout of each work entry
+    q: int
+
+    def work(self, b: Blocks, vals: np.ndarray, lams: np.ndarray) -> np.ndarray:
+        """The work vector at the Schur products ``vals`` and the rest's ``Lambda`` blocks."""
+        u = b.Arr.reshape(-1)[self.arr_idx]
+        valid = self.v_idx >= 0
+        u[valid] -= vals[self.v_idx[valid]]
+        q, nb, ns = self.q, self.nb, self.ns
+        B = u[:nb * q * q].reshape(nb, q, q)
+        out = np.empty(u.size + 2)
+        out[:nb * q * q] = (np.swapaxes(lams[self.bA], 1, 2) @ B @ lams[self.bC]).reshape(-1)
+        e = nb * q * q + ns * q
+        out[nb * q * q:e] = (u[nb * q * q:e].reshape(ns, 1, q) @ lams[self.sC]).reshape(-1)
+        out[e:-2] = u[e:]
+        out[self.diag] += 1.0
+        return out[self.src]
+
+
+def peel_direct(plan: PeelPlan, b: Blocks, v_rows: np.ndarray) -> PeelDirect | None:
+    """The :class:`PeelDirect` of a plan; ``v_rows``: flat lower positions (``i N2 + k``) of
+    the Schur products' rows (:attr:`~.blocks.SparseSchur.S_lo`).  ``None`` unless every
+    rest level has the same width."""
+    qs = {blk.q for blk, _ in b.rest}
+    if len(qs) != 1:
+        return None
+    q = qs.pop()
+    N2, nre2 = b.N2, b.nre2
+    support = plan.gather  # flat lower positions in M of the work entries (+ zero, sink)
+    # recover (row, col) in the original order of every support entry from the plan
+    n_sup = support.size - 2
+    hi, lo = np.divmod(support[:n_sup], N2)
+    unit = np.full(N2, -1, dtype=np.intp)
+    blk_of_unit: list[int] = []
+    ustart: list[int] = []
+    for j, (blk, off) in enumerate(b.rest):
+        for lvl in range(blk.m):
+            unit[off + lvl * q: off + (lvl + 1) * q] = len(ustart)
+            ustart.append(off + lvl * q)
+            blk_of_unit.append(j)
+    ustart_a = np.array(ustart, dtype=np.intp)
+    bou = np.array(blk_of_unit, dtype=np.intp)
+    ua, uc = unit[hi], unit[lo]
+    both = (ua >= 0) & (uc >= 0)
+    strip = (ua < 0) & (uc >= 0)
+    border = (ua < 0) & (uc < 0)
+    # blocks: unique (row level, column level) pairs of the support (lower orientation)
+    pairs, binv = np.unique(ua[both] * len(ustart) + uc[both], return_inverse=True)
+    pA, pC = np.divmod(pairs, len(ustart))
+    nb = pairs.size
+    ar = np.arange(q)
+    rowsB = ustart_a[pA][:, None, None] + ar[None, :, None]
+    colsB = ustart_a[pC][:, None, None] + ar[None, None, :]
+    rowsB, colsB = np.broadcast_arrays(rowsB, colsB)
+    srows, sinv = np.unique(hi[strip] * len(ustart) + uc[strip], return_inverse=True)
+    sT, sU = np.divmod(srows, len(ustart))
+    ns = srows.size
+    rowsS = np.repeat(sT, q)
+    colsS = (ustart_a[sU][:, None] + ar[None, :]).ravel()
+    bb = np.flatnonzero(border)
+    rowsD, colsD = hi[bb], lo[bb]
+    R = np.concatenate([rowsB.ravel(), rowsS, rowsD])
+    C = np.concatenate([colsB.ravel(), colsS, colsD])
+    hiR, loR = np.maximum(R, C), np.minimum(R, C)
+    arr_idx = hiR * N2 + loR
+    key = hiR * N2 + loR
+    order = np.argsort(v_rows)
+    pos = np.searchsorted(v_rows[order], key)
+    pos = np.minimum(pos, max(v_rows.size - 1, 0))
+    v_idx = np.where((v_rows.size > 0) & (v_rows[order][pos] == key), order[pos], -1)
+    diag = np.flatnonzero((R == C) & (R < nre2))
+    # each support entry's place in the scaled layout
+    src = np.empty(n_sup + 2, dtype=np.intp)
+    wb = np.flatnonzero(both)
+    src[wb] = (binv * q + (hi[wb] - ustart_a[ua[wb]])) * q + (lo[wb] - ustart_a[uc[wb]])
+    ws = np.flatnonzero(strip)
+    src[ws] = nb * q * q + sinv * q + (lo[ws] - ustart_a[uc[ws]])
+    src[bb] = nb * q * q + ns * q + np.arange(bb.size)
+    total = R.size
+    src[n_sup] = total          # the zero entry
+    src[n_sup + 1] = total + 1  # the sink
+    return PeelDirect(nb=nb, ns=ns, arr_idx=arr_idx, v_idx=v_idx, bA=bou[pA], bC=bou[pC],
+                      sC=bou[sU], diag=diag, src=src, q=q)
