@@ -55,13 +55,31 @@ def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
 
 
 def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.csr_matrix:
-    """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows)."""
-    b = ev.b
-    parts = []
-    for blk, _off in b.rest:
-        parts.append(sp.kron(sp.identity(blk.m, format="csr"), sp.csr_matrix(blk.lam(theta).T)))
-    parts.append(sp.identity(n_rows - b.nre2, format="csr"))
-    return sp.block_diag(parts, format="csr")
+    """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows).
+
+    The sparsity structure is built once per ``n_rows`` (cached on ``ev``);
+    a call only fills in the values from ``theta``.
+    """
+    cache = ev.__dict__.setdefault("_lam_rows", {})
+    if n_rows not in cache:
+        b = ev.b
+        rows, cols, src = [], [], []
+        for blk, off in b.rest:
+            r, c = np.divmod(blk.lam_idx, blk.q)              # Lambda[r, c] = theta[src]
+            base = off + blk.q * np.arange(blk.m)[:, None]
+            rows.append((base + c[None, :]).ravel())          # Lambda' : (c, r)
+            cols.append((base + r[None, :]).ravel())
+            src.append(np.tile(blk.theta_idx, blk.m))
+        ident = np.arange(b.nre2, n_rows)
+        rows.append(ident)
+        cols.append(ident)
+        src.append(np.full(ident.size, -1))                   # -1 -> the value 1
+        R, C, S = np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
+        mat = sp.csr_matrix((np.arange(1.0, R.size + 1.0), (R, C)), shape=(n_rows, n_rows))
+        cache[n_rows] = (mat, S[mat.data.astype(np.intp) - 1])
+    mat, S = cache[n_rows]
+    mat.data = np.where(S >= 0, theta[np.maximum(S, 0)], 1.0)
+    return mat
 
 
 def _lambda_t_rows(ev: DevianceEvaluator, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -167,27 +185,27 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: 
     plan = f.peel.plan
     # S^{-1} on the pattern only (the selected inverse of the peeled factor)
     z = selected_inverse(f.peel, Nr)
-    ipx = np.append(plan.ipos[:Nr], plan.N2)           # row Nr (padding) -> the zero entry
-
-    def s_at(i: np.ndarray, k: np.ndarray) -> np.ndarray:
-        return z[plan.index(ipx[i], ipx[k])]
-
+    cache = ev.__dict__.setdefault("_gather_idx", {})
+    if Nr not in cache:
+        ipx = np.append(plan.ipos[:Nr], plan.N2)       # row Nr (padding) -> the zero entry
+        rest_idx = []
+        for blk, off in b.rest:
+            idx = ipx[off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)]
+            rest_idx.append(plan.index(idx[:, :, None], idx[:, None, :]))
+        cache[Nr] = (plan.index(ipx[R][:, :, None], ipx[R][:, None, :]), rest_idx)
+    sg_idx, rest_idx = cache[Nr]
     L21 = _lambda_rows(ev, f.theta, Nr) @ (E[:Nr] if isinstance(E, np.ndarray)
                                            else E[:Nr, :])
     L21 = np.vstack([np.asarray(L21.toarray() if sp.issparse(L21) else L21),
                      np.zeros((1, m1 * q1))])
     cols = (np.arange(m1) * q1)[:, None, None] + np.arange(q1)[None, None, :]
     Lg = L21[R[:, :, None], cols]                                  # (m1, rmax, q1)
-    Sg = s_at(R[:, :, None], R[:, None, :])                        # (m1, rmax, rmax)
+    Sg = z[sg_idx]                                                 # (m1, rmax, rmax)
     H = np.swapaxes(Lg, 1, 2) @ Sg @ Lg
     H[:, np.arange(q1), np.arange(q1)] += 1.0
     L1inv = np.linalg.inv(L1)
     D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
-    rest = []
-    for blk, off in b.rest:
-        idx = off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
-        rest.append(s_at(idx[:, :, None], idx[:, None, :]).sum(axis=0))
-    return D1, rest
+    return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
