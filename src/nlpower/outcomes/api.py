@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..params import LMMParams
+from ..powersim.batches import checkpointed
 from ..powersim.options import PowerOptions
 from ..powersim.outcome import OUTCOMES
 from ..presets import DatasetPreset
@@ -64,9 +65,11 @@ class LikertOutcome:
         return float(params.effect)
 
     def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False) -> Any:
+            progress: bool = False, checkpoint: Any = None) -> Any:
         """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
-        out = run_likert(design, params, opts, rng=rng)
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            out = run_likert(design, params, opts, rng=root)
         return AnalysisComparison(out) if len(opts.analyses) > 1 else out[opts.analysis]
 
 
@@ -88,11 +91,13 @@ class PreferenceOutcome:
         return float(params.effect)
 
     def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False) -> Any:
-        return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
-                                alternative=opts.alternative, null=opts.null, rng=rng,
-                                keep_replicates=opts.keep_replicates,
-                                on_failure=opts.on_failure)
+            progress: bool = False, checkpoint: Any = None) -> Any:
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
+                                    alternative=opts.alternative, null=opts.null, rng=root,
+                                    keep_replicates=opts.keep_replicates,
+                                    on_failure=opts.on_failure)
 
 
 #: The targets of ``OUTCOMES["likert"]`` and ``OUTCOMES["preference"]``.

@@ -30,20 +30,17 @@ designs, so 200 bootstrap refits plus power take well under a second;
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from .. import __version__
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..convert import as_params
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
-from ..intervals import ConfidenceInterval
 from ..params import LMMParams
 from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
@@ -62,10 +59,11 @@ from .draws import (
     variances_of,
 )
 from .general import general_draws, general_label
+from .outcome_assurance import DEFAULT_OUTCOME_SIMS, check_outcome, outcome_assurance
+from .outcome_params import pilot_family
+from .result import AssuranceResult, PilotPlanResult, summarise_powers
 
 __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]
-
-_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 # ------------------------------------------------------------------------------------
@@ -107,183 +105,6 @@ def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, a
                      for row, s in zip(v, seeds, strict=True)])
 
 
-# ------------------------------------------------------------------------------------
-# results
-# ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AssuranceResult:
-    """Power of a design at a pilot's estimates and over its sampling distribution.
-
-    Attributes
-    ----------
-    power : float
-        Analytic power at the pilot's point estimates (what ``power`` /
-        ``analytic_power`` give for ``as_params(fit, effect=...)``).
-    assurance : float
-        Mean power over the ``n_boot`` draws of the variance components.
-    se, ci : float, ConfidenceInterval
-        Monte Carlo SE of ``assurance`` and its 95% normal interval.
-    quantiles : dict
-        Quantiles (5%, 25%, 50%, 75%, 95%) of power over the draws.
-    prob_target : float
-        Share of draws under which the design reaches ``target_power``.
-    safeguard_power : float
-        Power at the upper ``confidence_level`` bounds of the variances.
-    sd_point, sd_upper : dict
-        Point estimates and upper bounds of the SDs (+-1 scale, sum coding).
-    effect, coding : the effect planned for (the user's, never the pilot's).
-    power_draws : ndarray
-        Power under each draw (``to_frame()`` has the draws' SDs as well).
-    n_sims : int
-        Replicates per draw when power was simulated, 0 when analytic.
-    """
-
-    power: float
-    assurance: float
-    se: float
-    ci: ConfidenceInterval
-    quantiles: dict[float, float]
-    prob_target: float
-    safeguard_power: float
-    sd_point: dict[str, float]
-    sd_upper: dict[str, float]
-    effect: float
-    coding: str
-    target_power: float
-    confidence_level: float
-    design: str
-    pilot: str
-    test: str
-    alpha: float
-    alternative: str
-    method: str
-    n_boot: int
-    n_sims: int
-    seed: dict[str, Any] = field(repr=False)
-    version: str = field(default=__version__, repr=False)
-    power_draws: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    sd_draws: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)), repr=False)
-
-    def __repr__(self) -> str:
-        return (f"AssuranceResult(power={self.power:.3f}, assurance={self.assurance:.3f}, "
-                f"safeguard_power={self.safeguard_power:.3f}, method={self.method!r}, "
-                f"n_boot={self.n_boot})")
-
-    def summary(self) -> str:
-        q = self.quantiles
-        pw = "analytic" if self.n_sims == 0 else f"simulated, {self.n_sims} replicates per draw"
-        lines = [
-            f"Assurance of {self.design} for effect {self.effect:g} ({self.coding} coding), "
-            f"test {self.test!r} ({self.alternative}, alpha {self.alpha:g}); pilot {self.pilot}",
-            f"  power at the pilot's estimates:     {self.power:.3f}",
-            f"  assurance (mean power, {self.method}, {self.n_boot} draws, {pw}): "
-            f"{self.assurance:.3f} (MC SE {self.se:.3f})",
-            f"  power quantiles over the draws:     5% {q[0.05]:.3f}  25% {q[0.25]:.3f}  "
-            f"50% {q[0.5]:.3f}  75% {q[0.75]:.3f}  95% {q[0.95]:.3f}",
-            f"  P(power >= {self.target_power:g}) over the draws: {self.prob_target:.2f}",
-            f"  safeguard power (SDs at their upper {self.confidence_level:.0%} bounds): "
-            f"{self.safeguard_power:.3f}",
-            "  SD            estimate  upper bound",
-        ]
-        for k in SD_NAMES:
-            lines.append(f"  {k:<15} {self.sd_point[k]:8.4f}  {self.sd_upper[k]:8.4f}")
-        return "\n".join(lines)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per draw: the five SDs (+-1 scale) and the design's power."""
-        df = pd.DataFrame(np.sqrt(np.clip(self.sd_draws, 0.0, None)), columns=list(SD_NAMES))
-        df["power"] = self.power_draws
-        return df
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat, JSON-able summary (no per-draw arrays)."""
-        rec: dict[str, Any] = {
-            "power": self.power, "assurance": self.assurance, "se": self.se,
-            "ci_low": self.ci.low, "ci_high": self.ci.high, "prob_target": self.prob_target,
-            "safeguard_power": self.safeguard_power, "effect": self.effect, "coding": self.coding,
-            "target_power": self.target_power, "confidence_level": self.confidence_level,
-            "design": self.design, "pilot": self.pilot, "test": self.test, "alpha": self.alpha,
-            "alternative": self.alternative, "method": self.method, "n_boot": self.n_boot,
-            "n_sims": self.n_sims, "version": self.version,
-        }
-        rec.update({f"q{int(round(100 * k)):02d}": v for k, v in self.quantiles.items()})
-        rec.update({f"{k}_point": v for k, v in self.sd_point.items()})
-        rec.update({f"{k}_upper": v for k, v in self.sd_upper.items()})
-        return rec
-
-
-@dataclass(frozen=True)
-class PilotPlanResult:
-    """The cheapest design at a pilot's estimates and the safeguard design.
-
-    Attributes
-    ----------
-    point : PlanResult
-        Cheapest design reaching ``target_power`` at the point estimates.
-    safeguard : PlanResult or None
-        Cheapest design reaching it at the upper ``confidence_level`` bounds of
-        the SDs (None when no design in the searched range does; see ``note``).
-    point_assurance, safeguard_assurance : AssuranceResult
-        Assurance of each chosen design over the pilot's sampling distribution.
-    """
-
-    point: PlanResult
-    safeguard: PlanResult | None
-    point_assurance: AssuranceResult
-    safeguard_assurance: AssuranceResult | None
-    confidence_level: float
-    method: str
-    note: str = ""
-
-    def __repr__(self) -> str:
-        sg = (f"{self.safeguard.n_workers}x{self.safeguard.n_items}" if self.safeguard
-              else "none")
-        return (f"PilotPlanResult(point={self.point.n_workers}x{self.point.n_items}, "
-                f"safeguard={sg}, method={self.method!r})")
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per plan: design, cost, power at the estimates, assurance, safeguard power."""
-        rows = []
-        for name, p, a in (("point", self.point, self.point_assurance),
-                           ("safeguard", self.safeguard, self.safeguard_assurance)):
-            if p is None or a is None:
-                continue
-            rows.append({"plan": name, "n_workers": p.n_workers, "n_items": p.n_items,
-                         "n_ratings": p.design.n_ratings, "cost": p.cost,
-                         "power_at_estimates": a.power, "assurance": a.assurance,
-                         "assurance_se": a.se, "prob_target": a.prob_target,
-                         "power_at_upper_sds": a.safeguard_power})
-        return pd.DataFrame(rows)
-
-    def summary(self) -> str:
-        a = self.point_assurance
-        lines = [
-            f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
-            f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
-            f"pilot {a.pilot}",
-            "",
-            f"SDs (+-1 scale)  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
-        ]
-        for k in SD_NAMES:
-            lines.append(f"  {k:<15} {a.sd_point[k]:8.4f}  {a.sd_upper[k]:8.4f}")
-        lines.append("")
-        frame = self.to_frame()
-        lines.append(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        lines.append("")
-        lines.append(
-            "power_at_estimates: analytic power if the pilot's SDs were the truth; assurance: "
-            f"mean power over the pilot's sampling distribution ({self.method}, "
-            f"{a.n_boot} draws); prob_target: share of draws reaching {a.target_power:g}; "
-            "power_at_upper_sds: power if every SD were at its upper bound."
-        )
-        if self.note:
-            lines.append(f"note: {self.note}")
-        return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------
 # the pilot's draws
 # ------------------------------------------------------------------------------------
 
@@ -365,21 +186,15 @@ def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha:
     p_point = float(_powers(design, pilot.point, pilot.v_hat, seq=s_point, **kw)[0])
     p_draws = _powers(design, pilot.point, pilot.draws, seq=s_draws, **kw)
     p_up = float(_powers(design, pilot.point, pilot.upper, seq=s_up, **kw)[0])
-    n = len(p_draws)
-    mean = float(p_draws.mean())
-    se = float(p_draws.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    qs = np.quantile(p_draws, _QUANTILES)
     sd = dict(zip(SD_NAMES, np.sqrt(pilot.v_hat).tolist(), strict=True))
     up = dict(zip(SD_NAMES, np.sqrt(pilot.upper).tolist(), strict=True))
     return AssuranceResult(
-        power=p_point, assurance=mean, se=se,
-        ci=ConfidenceInterval(max(0.0, mean - 1.96 * se), min(1.0, mean + 1.96 * se)),
-        quantiles=dict(zip(_QUANTILES, qs.tolist(), strict=True)),
-        prob_target=float(np.mean(p_draws >= target_power)), safeguard_power=p_up,
+        power=p_point, safeguard_power=p_up, **summarise_powers(p_draws, target_power),
         sd_point=sd, sd_upper=up, effect=pilot.point.effect, coding=pilot.point.coding,
         target_power=target_power, confidence_level=pilot.confidence_level, design=repr(design),
         pilot=pilot.label, test=test, alpha=alpha, alternative=alternative, method=pilot.method,
-        n_boot=n, n_sims=n_sims, seed=seed, power_draws=p_draws, sd_draws=pilot.draws,
+        n_boot=len(p_draws), n_sims=n_sims, seed=seed, power_draws=p_draws,
+        sd_draws=pilot.draws,
     )
 
 
@@ -404,7 +219,7 @@ def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot:
 
 
 def assurance(
-    fit: RatingsFit | LMMParams,
+    fit: Any,
     design: CrossedDesign,
     *,
     pilot: tuple[int, int] | None = None,
@@ -413,29 +228,36 @@ def assurance(
     contrast: Any = None,
     target_power: float = 0.8,
     n_boot: int = 200,
-    n_sims: int = 0,
+    n_sims: int | None = None,
     method: AssuranceMethod = "bootstrap",
     confidence_level: float = 0.8,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
+    outcome: str | None = None,
+    analysis: str | None = None,
     rng: RNGLike = None,
 ) -> AssuranceResult:
     """Power of ``design`` at a pilot's estimates, averaged over their uncertainty, and safeguarded.
 
     Parameters
     ----------
-    fit : RatingsFit or LMMParams
-        The pilot, from :func:`~nlpower.ratings.fit_ratings`: two systems,
-        every worker rating every item under both systems once.  Or
-        parameters estimated (by ML) from such a pilot, with ``pilot``.
+    fit : RatingsFit, LMMParams, clmm / OrdinalRatingsFit or GlmmFit
+        The pilot: a Gaussian fit from :func:`~nlpower.ratings.fit_ratings`
+        (balanced two-system pilots take the shortcut, any other the general
+        bootstrap); parameters estimated (by ML) from a balanced pilot, with
+        ``pilot``; an ordinal fit (:func:`nlpower.clmm`,
+        ``fit_ratings(..., family="ordinal")``) or a binomial
+        :func:`nlpower.glmer` fit of head-to-head judgements
+        (:mod:`nlpower.pilot.outcome_assurance`; ``docs/pilot.md``).
     design : CrossedDesign
         The planned study (2 systems, paired items).
     pilot : (n_workers, n_items), optional
         Size of the balanced pilot that ``fit`` (parameters) came from.
     effect : float
         Smallest effect of interest, in ``coding`` (required; the pilot's own
-        estimate is never used).
+        estimate is never used); on the latent scale for an ordinal pilot, the
+        logit of the share preferring B for a binary one.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` ("sum": half the mean difference, the paper's).
     contrast : optional
@@ -444,16 +266,26 @@ def assurance(
         For ``prob_target`` (share of draws whose power reaches it).
     n_boot : int, default 200
         Bootstrap refits (or asymptotic draws).
-    n_sims : int, default 0
-        0: analytic power per draw (fast); > 0: simulated power with that many
-        replicates per draw (:func:`nlpower.power`).
+    n_sims : int, optional
+        Gaussian pilots: 0 (default) analytic power per draw (fast), > 0
+        simulated power with that many replicates per draw
+        (:func:`nlpower.power`).  Ordinal and binary pilots: replicates per
+        draw, >= 1 (default 10; power is always simulated).
     method : {"bootstrap", "asymptotic"}, default "bootstrap"
         How the pilot's sampling distribution is described
         (:mod:`nlpower.pilot.draws`).
     confidence_level : float, default 0.8
         One-sided level of the SDs' upper bounds (``safeguard_power``).
     alpha, test, alternative
-        As in :func:`nlpower.power`.
+        As in :func:`nlpower.power` (``test`` default: ``"satterthwaite"``
+        for an LMM analysis, ``"z"`` for clmm and glmer).
+    outcome : {"gaussian", "likert", "preference"}, optional
+        The planned outcome; default the pilot's.  One the pilot's family
+        cannot describe raises :class:`~nlpower.errors.InputError`.
+    analysis : {"lmm", "clmm", "glmer"}, optional
+        Analysis of the planned study: ``"lmm"`` for Gaussian pilots;
+        ``"clmm"`` (default) or ``"lmm"`` (ratings rescaled to [0, 1]) for
+        ordinal ones; ``"glmer"`` for binary ones.
     rng : optional
         Seed or stream (``docs/api.md``, "Randomness").
 
@@ -480,8 +312,19 @@ def assurance(
     """
     target_power, confidence_level, method, n_boot = _check_common(
         target_power, confidence_level, method, n_boot)
-    n_sims = check_int("n_sims", n_sims, min=0)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    family = pilot_family(fit)
+    if family != "gaussian":      # ordinal or binary pilot: bootstrap + simulated power
+        alpha, _, alternative = check_test_options(alpha, "z", alternative)
+        seq = root_seed(rng)
+        return outcome_assurance(
+            fit, design, effect=effect, coding=coding, contrast=contrast, outcome=outcome,
+            analysis=analysis, test=test, target_power=target_power, n_boot=n_boot,
+            n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
+            method=method, confidence_level=confidence_level, alpha=alpha,
+            alternative=alternative, seq=seq, seed=seed_record(seq))
+    check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
+    n_sims = check_int("n_sims", 0 if n_sims is None else n_sims, min=0)
+    alpha, test, alternative = check_test_options(alpha, test or "satterthwaite", alternative)
     seq = root_seed(rng)
     s_pilot, s_assess = seq.spawn(2)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
@@ -494,7 +337,7 @@ def assurance(
 
 
 def plan_with_assurance(
-    fit: RatingsFit | LMMParams,
+    fit: Any,
     *,
     pilot: tuple[int, int] | None = None,
     effect: float,
@@ -507,12 +350,15 @@ def plan_with_assurance(
     method: AssuranceMethod = "bootstrap",
     n_boot: int = 200,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     min_workers: int = 2,
     max_workers: int = 50,
     max_items: int = 5000,
     workers_per_item: int | None = None,
+    outcome: str | None = None,
+    analysis: str | None = None,
+    n_sims: int | None = None,
     rng: RNGLike = None,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
@@ -524,6 +370,9 @@ def plan_with_assurance(
     pilot's sampling distribution, power at the upper bounds).
 
     Parameters are those of :func:`assurance` and :func:`nlpower.plan`.
+    For an ordinal or binary pilot the search uses a Gaussian stand-in of the
+    latent model and the chosen designs are checked by simulation
+    (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
 
     Returns
     -------
@@ -540,7 +389,25 @@ def plan_with_assurance(
     """
     target_power, confidence_level, method, n_boot = _check_common(
         target_power, confidence_level, method, n_boot)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    if pilot_family(fit) != "gaussian":      # ordinal or binary pilot (.outcome_plan)
+        from .outcome_plan import outcome_plan
+
+        alpha, _, alternative = check_test_options(alpha, "z", alternative)
+        seq = root_seed(rng)
+        return outcome_plan(
+            fit, effect=effect, coding=coding, contrast=contrast, outcome=outcome,
+            analysis=analysis, test=test, target_power=target_power,
+            cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
+            confidence_level=confidence_level, method=method, n_boot=n_boot,
+            n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
+            alpha=alpha, alternative=alternative, min_workers=min_workers,
+            max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
+            seq=seq, seed=seed_record(seq))
+    check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
+    if n_sims not in (None, 0):
+        raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
+                         "analytic power (nlpower.plan). Leave n_sims unset.")
+    alpha, test, alternative = check_test_options(alpha, test or "satterthwaite", alternative)
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,

@@ -96,7 +96,8 @@ def asymptotic_draws(v_hat: np.ndarray, n_workers: int, n_items: int, n: int,
     return np.asarray(v)
 
 
-def bias_corrected(v_hat: np.ndarray, draws: np.ndarray) -> np.ndarray:
+def bias_corrected(v_hat: np.ndarray, draws: np.ndarray, *, cap: float | None = MAX_VARIANCE
+                   ) -> np.ndarray:
     """Bootstrap draws scaled by the estimated ML bias factor of each variance.
 
     ML variance estimates are biased low (a worker variance from W workers by
@@ -107,13 +108,15 @@ def bias_corrected(v_hat: np.ndarray, draws: np.ndarray) -> np.ndarray:
     at the bias-corrected estimate ``2 v_hat - m`` and keeps their shape;
     ``c`` is never below 1 (at the boundary the bootstrap mean exceeds
     ``v_hat`` because refits cannot go below 0, and shrinking would hide
-    uncertainty).
+    uncertainty).  ``cap`` bounds the result (default :data:`MAX_VARIANCE`,
+    for ratings on [0, 1]; ``None`` for latent-scale variances).
     """
     v_hat = np.asarray(v_hat, dtype=float)
     m = draws.mean(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(m > 0, (2.0 * v_hat - m) / m, 1.0)
-    return np.asarray(np.minimum(draws * np.maximum(c, 1.0), MAX_VARIANCE))
+    out = draws * np.maximum(c, 1.0)
+    return np.asarray(out if cap is None else np.minimum(out, cap))
 
 
 def upper_bounds(v_hat: np.ndarray, draws: np.ndarray, n_workers: int, n_items: int,

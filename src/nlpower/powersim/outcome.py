@@ -64,7 +64,8 @@ class OutcomeModel(Protocol):
 
     def effect_of(self, params: Any) -> float: ...
 
-    def run(self, design: Any, params: Any, opts: Any, *, rng: Any, progress: bool) -> Any: ...
+    def run(self, design: Any, params: Any, opts: Any, *, rng: Any, progress: bool,
+            checkpoint: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -156,19 +157,20 @@ OUTCOMES: dict[str, OutcomeKind] = {
     "gaussian": OutcomeKind(
         name="gaussian", analyses={"lmm": _LMM_TESTS},
         options=frozenset({"method", "engine", "REML", "likert", "n_boot", "effect", "coding",
-                           "contrast"}),
+                           "contrast", "checkpoint"}),
         params="LMMParams, K-system parameters or a fitted pilot",
         target="nlpower.powersim.run:GAUSSIAN", analytic=True,
         effect_scale="beta1 in the parameters' coding"),
     "likert": OutcomeKind(
         name="likert", analyses={"lmm": ("satterthwaite", "z", "lrt", "kenward-roger"),
                                  "clmm": ("z", "lrt")},
-        options=frozenset({"engine", "levels", "effect"}),
+        options=frozenset({"engine", "levels", "effect", "checkpoint"}),
         params="LikertParams, or LMMParams (a preset on [0, 1]) with levels=K",
         target="nlpower.outcomes.api:LIKERT", several=True,
         effect_scale="latent scale, the parameters' coding"),
     "preference": OutcomeKind(
-        name="preference", analyses={"glmer": ("z",)}, options=frozenset({"effect"}),
+        name="preference", analyses={"glmer": ("z",)},
+        options=frozenset({"effect", "checkpoint"}),
         params="HeadToHeadParams (repeated judgements; one judgement per person: "
                "nlpower.preference.power)",
         target="nlpower.outcomes.api:PREFERENCE",

@@ -20,11 +20,12 @@ run's sequence.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
-from .._rng import RNGLike, root_seed, seed_record
+from .._rng import RNGLike, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError, NlpowerWarning
@@ -32,6 +33,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .batches import checkpoint_root, open_run_checkpoint
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
@@ -82,6 +84,7 @@ def power(
     outcome: str = "gaussian",
     levels: int | None = None,
     analysis: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -190,6 +193,15 @@ def power(
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
         changes no number.
+    checkpoint : path, optional
+        A file that keeps every finished batch of 50 replicates of
+        ``method="simulate"`` and of the Likert and preference outcomes'
+        refits (:mod:`nlpower.powersim.batches`): run the same call again
+        after a kill and it resumes at the first unfinished batch, with the
+        same numbers bit for bit (with ``rng=None`` it reuses the file's
+        seed).  A file written for other arguments or another seed raises
+        :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
+        paths take milliseconds and write none.
 
     Returns
     -------
@@ -238,13 +250,15 @@ def power(
                          "nlpower.outcomes.likert_power(..., analysis=[...]) or "
                          "nlpower.power_grid(..., analysis=[...]).")
     kind = opts.kind
-    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast))
+    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast),
+                                ("checkpoint", checkpoint))
                  if not same_value(v, _keyword_default(k))])
     model = kind.model
     params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = model.run(design, params, opts, rng=rng, progress=progress)
+        result = model.run(design, params, opts, rng=rng, progress=progress,
+                           checkpoint=checkpoint)
     _reemit(caught)
     return result
 
@@ -262,7 +276,8 @@ def _reemit(caught: list[warnings.WarningMessage]) -> None:
 
 
 def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
-                   rng: RNGLike = None, progress: bool = False) -> PowerResult:
+                   rng: RNGLike = None, progress: bool = False,
+                   checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
     """:func:`power` of Gaussian ratings, options validated (the ``"gaussian"`` outcome's run)."""
     design, params = check_design_params(design, params)
     how = resolve_method(opts, design, params)
@@ -274,9 +289,11 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
     if not isinstance(params, LMMParams):
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
-    root = root_seed(rng)
+    root = checkpoint_root(checkpoint, rng)       # rng=None resumes with the file's seed
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
+    ckpt = None if checkpoint is None or how != "simulate" else open_run_checkpoint(
+        checkpoint, design=design, params=params, options=opts, seed=seed)
 
     if how == "analytic":
         def analytic(p: Params) -> Any:
@@ -294,7 +311,7 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
             assert isinstance(p, LMMParams)
             reps = run_balanced(design, p, seeds, opts)
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress,
+            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
                                 desc="replicates" if where == "main" else "replicates, effect 0")
         apply_failure_policy(reps, opts, where)
         return reps
@@ -336,8 +353,9 @@ class GaussianOutcome:
         return effect_of(params)
 
     def run(self, design: CrossedDesign, params: Params, opts: PowerOptions, *, rng: RNGLike,
-            progress: bool) -> PowerResult:
-        return gaussian_power(design, params, opts, rng=rng, progress=progress)
+            progress: bool, checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
+        return gaussian_power(design, params, opts, rng=rng, progress=progress,
+                              checkpoint=checkpoint)
 
 
 #: The Gaussian outcome's model (the target of ``OUTCOMES["gaussian"]``).
