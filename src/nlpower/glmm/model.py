@@ -50,6 +50,8 @@ STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
 STAGE1_GTOL = 1e-2
 STAGE1_FINAL_GTOL = 1e-6
 STAGE2_GTOL = 1e-6
+#: stage 1 starts PIRLS at the first-order predicted (u, beta) after steps in theta up to this
+PREDICT_STEP = 0.1
 #: Newton steps after stage 2 without the gradient, until max|gradient| is below
 NEWTON_STEPS = 4
 NEWTON_GTOL = 1e-4
@@ -201,10 +203,19 @@ class GlmmModel:
 
     def _fu1(self) -> Any:
         """Stage 1's objective (``beta`` in PIRLS) with its gradient over ``theta``."""
+        anchor: list[Any] = []
+
         def fu(th: np.ndarray, u_start: np.ndarray | None
                ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+            if anchor and np.max(np.abs(th - anchor[0])) < PREDICT_STEP:
+                # (u, beta) predicted from the last evaluation's mode (a short step: first order)
+                ub = self.grad.predict_u(anchor[1], anchor[2], th - anchor[0])
+                self._u, self._beta = ub[:self.pirls.q], ub[self.pirls.q:]
             v = self.deviance(th)
-            return v, self.grad(self._last, False) if math.isfinite(v) else None, self._u
+            g = self.grad(self._last, False) if math.isfinite(v) else None
+            if g is not None and self._last is not None:
+                anchor[:] = [th.copy(), self._last, self.pirls.zl]
+            return v, g, self._u
         return fu
 
     def canonical(self, x: np.ndarray) -> np.ndarray:
