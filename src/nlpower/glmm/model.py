@@ -6,17 +6,21 @@ lme4's ``theta`` layout and grouping blocks (shared with the LMM engine) ->
 :class:`~nlpower.glmm.pirls.Pirls` (conditional modes, Laplace deviance) ->
 
 1. stage 1 (lme4's ``nAGQ = 0``): ``beta`` updated inside PIRLS with ``u``,
-   BOBYQA over ``theta``;
+   optimised over ``theta`` -- L-BFGS on the analytic gradient
+   (:mod:`.gradient`, canonical links) or BOBYQA;
 2. stage 2: ``(theta, beta)`` on the Laplace (or adaptive Gauss-Hermite)
-   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton steps on
-   a finite-difference Hessian updated by BFGS (:meth:`GlmmModel._newton_stage`),
-   BOBYQA when that fails; then the derivatives at the optimum (lme4's
-   ``vcov`` and ``checkConv`` input) and Newton steps while the gradient is
-   not small.
+   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton's method
+   on a Hessian from differences of the analytic gradient
+   (:meth:`GlmmModel._newton_gradient`) or of the deviance
+   (:meth:`GlmmModel._newton_stage`), updated by BFGS; L-BFGS or BOBYQA when
+   that fails; then the derivatives at the optimum (lme4's ``vcov`` and
+   ``checkConv`` input).
 
-:meth:`GlmmModel.refit` is the power replicates' light path: stage 2 only
-when a warm start is given, the fixed-effects covariance from the PIRLS
-factor (lme4's ``use.hessian = FALSE``), no Hessian at the optimum.
+The gradient stages run without bounds on ``theta`` and map the result back
+(:meth:`GlmmModel.canonical`).  :meth:`GlmmModel.refit` is the power
+replicates' light path: stage 2 only when a warm start is given, the
+fixed-effects covariance from the PIRLS factor (lme4's ``use.hessian =
+FALSE``), no Hessian at the optimum.
 """
 
 from __future__ import annotations
