@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,13 +39,15 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
-from ..glmm.model import GlmmModel
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
 from ..powersim.summary import apply_failure_policy, power_result
+
+if TYPE_CHECKING:
+    from ..glmm.model import GlmmModel
 
 __all__ = ["HeadToHeadParams", "headtohead_power"]
 
@@ -152,6 +155,8 @@ def _fit_chunk(design: CrossedDesign, params: HeadToHeadParams,
     """Replicates ``first, first + 1, ...`` (one child seed each) on one prepared structure:
     the response and the draws' weights swapped, Newton's method started at the truth (so a
     replicate's fit depends on its own data only, not on the chunk it runs in)."""
+    from ..glmm.model import GlmmModel  # the fitting machinery on first use
+
     w, i, pos, frame = _pairs(design)
     spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
     model = GlmmModel(spec, Binomial())
