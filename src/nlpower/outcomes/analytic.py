@@ -40,9 +40,12 @@ from the derivatives in the thresholds).
 The coefficients are conditional (subject-specific): ``glmer``'s intercept
 is the logit for a typical worker and item, and the information above is
 for those coefficients, not for population-averaged ones.  Power counts
-sign-correct rejections of the Wald z with a normal reference,
-``Phi(|beta| / SE - z_{1 - alpha/2})`` (:meth:`~nlpower.powersim.rules.TestRule.power`
-of test ``"z"``, as the Gaussian tier counts).  Accuracy against simulation:
+sign-correct rejections of the Wald z (as the Gaussian tier counts; the size
+at effect 0): by default with the SE treated as estimated from ML variance
+parameters (noncentral t with the working model's Satterthwaite df, critical
+value shrunk by the first-order ML bias: :func:`estimated_variance`), or
+with the normal reference ``Phi(|beta| / SE - z_{1 - alpha/2})``
+(``reference="normal"``).  Accuracy against simulation:
 ``docs/power.md``, "Analytic approximations for Likert and head-to-head
 designs" (``benchmarks/analytic_outcomes.py``).
 """
@@ -70,7 +73,8 @@ from ..powersim.summary import analytic_power_result
 from .headtohead import HeadToHeadParams, _pairs
 from .likert import LikertParams
 
-__all__ = ["AnalyticWeights", "analytic_outcome_power", "analytic_outcome_result", "fixed_information", "outcome_se"]
+__all__ = ["AnalyticWeights", "analytic_outcome_power", "analytic_outcome_result",
+           "estimated_variance", "fixed_information", "outcome_se", "satterthwaite_df"]
 
 #: Where the per-observation expected information is evaluated (module docstring).
 AnalyticWeights: TypeAlias = Literal["shrunk", "mode", "marginal"]
