@@ -12,6 +12,7 @@ reported SE.  Prints a markdown table (the one in ``docs/power.md``,
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/analytic_outcomes.py [--n-sims 300]
       [--n-sims-likert 200] [--only preference|likert] [--cells 0,3] [--cache sims.json]
+      [--seed 1000]
 
 ``--cache``: simulated results are read from / written to this JSON file
 (keyed by cell, n_sims and seed), so the analytic columns can be recomputed
@@ -92,6 +93,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("preference", "likert"))
     ap.add_argument("--cells", help="comma-separated cell indices")
     ap.add_argument("--cache", help="JSON file of simulated results (read and updated)")
+    ap.add_argument("--seed", type=int, default=1000, help="cell k simulates with seed + k")
     a = ap.parse_args()
     which = range(len(CELLS)) if a.cells is None else [int(c) for c in a.cells.split(",")]
     print("analytic = default (weights 'shrunk', noncentral t reference); "
@@ -105,7 +107,7 @@ def main() -> None:
         if a.only and outcome != a.only:
             continue
         n_sims = a.n_sims_likert if (outcome == "likert" and a.n_sims_likert) else a.n_sims
-        key = f"{k}/{n_sims}/{1000 + k}"
+        key = f"{k}/{n_sims}/{a.seed + k}"
         cache = {}
         if a.cache and os.path.exists(a.cache):
             with open(a.cache) as fh:
@@ -113,7 +115,7 @@ def main() -> None:
         if key in cache:
             sim = cache[key]
         else:
-            sim = simulate_cell(outcome, design, params, n_sims, seed=1000 + k)
+            sim = simulate_cell(outcome, design, params, n_sims, seed=a.seed + k)
             if a.cache:       # re-read: another process may have added cells meanwhile
                 if os.path.exists(a.cache):
                     with open(a.cache) as fh:
@@ -124,7 +126,8 @@ def main() -> None:
         r = {**analytic_columns(design, params), **sim}
         z = (r["analytic"] - r["sim"]) / r["mcse"] if r["mcse"] > 0 else math.nan
         wpi = "" if design.workers_per_item is None else f", {design.workers_per_item} per item"
-        print(f"| {k} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | {n_sims} | "
+        tag = f"{k}" if a.seed == 1000 else f"{k} (seed {a.seed + k})"
+        print(f"| {tag} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | {n_sims} | "
               f"{r['analytic']:.3f} | {r['normal']:.3f} | {r['mode']:.3f} | {r['marginal']:.3f} | "
               f"{r['sim']:.3f} +/- {r['mcse']:.3f} | {z:+.1f} | {r['df']:.1f} | "
               f"{r['se_analytic']:.4f} | {r['sd_est']:.4f} | {r['mean_se']:.4f} | "
