@@ -244,6 +244,10 @@ def test_power_result_hook_for_the_dispatcher():
     assert h.test == "lrt" and h.type1 is None and h.mean_difference == pytest.approx(0.1)
     with pytest.raises(InputError, match="analysis='clmm'"):
         analytic_outcome_result(d, lp, analysis="lmm")
+    with pytest.raises(InputError, match="analysis='glmer'"):
+        analytic_outcome_result(d, HeadToHeadParams.from_share(0.6), analysis="clmm")
+    assert analytic_outcome_result(d, HeadToHeadParams.from_share(0.6), analysis="lmm").power == \
+        pytest.approx(h.power)          # power()'s default analysis, read as glmer
     with pytest.raises(InputError, match="test='z'"):
         analytic_outcome_result(d, lp, test="satterthwaite")
 
