@@ -31,7 +31,7 @@ import numpy as np
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from nlpower.accuracy import paired_table, power
-from nlpower.accuracy.mcnemar import _thresholds
+from nlpower.accuracy.rules import _thresholds
 
 
 def paper_simulation(n: int, delta: float, agreement: float, draws: int, seed: int) -> float:

@@ -41,7 +41,7 @@ from nlpower.intervals import wilson_ci  # noqa: E402
 N, DELTA, SIMS, PERMS, ALPHA = 2000, 1.0, 500, 1000, 0.05
 
 
-def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_permutations: int,
+def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_resamples: int,
                    seed: int) -> int:
     """The notebook method: Python loops over replicates and permutations."""
     gen = np.random.default_rng(seed)
@@ -51,10 +51,10 @@ def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_pe
         effects = np.where(gen.random(n) >= p0, gen.laplace(mu, b, n), 0.0)
         observed = -0.5 * effects.sum()
         exceed = 0
-        for _ in range(n_permutations):
+        for _ in range(n_resamples):
             swap = gen.integers(0, 2, n)
             exceed += abs(observed + swap @ effects) >= abs(observed)
-        p = (1 + exceed) / (1 + n_permutations)
+        p = (1 + exceed) / (1 + n_resamples)
         hits += bool(p <= ALPHA and observed > 0)
     return hits
 
@@ -67,9 +67,9 @@ def main() -> None:
     args = parser.parse_args()
     avg = bleu.preset("average")
 
-    bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=20, n_permutations=PERMS, rng=0)  # warm-up
+    bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=20, n_resamples=PERMS, rng=0)  # warm-up
     t0 = time.perf_counter()
-    fast = bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=SIMS, n_permutations=PERMS, rng=args.seed)
+    fast = bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=SIMS, n_resamples=PERMS, rng=args.seed)
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
     normal = bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=SIMS, method="normal", rng=args.seed)
@@ -96,7 +96,7 @@ def main() -> None:
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
     (out / "bench_bleu.json").write_text(json.dumps({
-        "n": N, "delta": DELTA, "p0": avg.p0, "b0": avg.b0, "n_sims": SIMS, "n_permutations": PERMS,
+        "n": N, "delta": DELTA, "p0": avg.p0, "b0": avg.b0, "n_sims": SIMS, "n_resamples": PERMS,
         "notebook_seconds": t_loop, "notebook_sims_timed": k, "notebook_power": loop_power,
         "randomization_seconds": t_fast, "randomization_power": fast.power,
         "normal_seconds": t_normal, "normal_power": normal.power,

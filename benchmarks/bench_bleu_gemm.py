@@ -30,7 +30,7 @@ from nlpower import bleu
 N, SIMS, PERMS, DELTA = 2000, 2000, 1000, 1.0
 FIRST_CALL = (
     "import time; t0 = time.perf_counter(); from nlpower.bleu import power; t1 = time.perf_counter(); "
-    f"power({N}, {DELTA}, 0.125, 25.8, n_sims={SIMS}, n_permutations={PERMS}, rng=1, "
+    f"power({N}, {DELTA}, 0.125, 25.8, n_sims={SIMS}, n_resamples={PERMS}, rng=1, "
     "keep_replicates=False); t2 = time.perf_counter(); print(t1 - t0, t2 - t0)"
 )
 
@@ -68,7 +68,7 @@ def main() -> None:
     t_first = float(np.median([float(f[1]) for f in first]))
 
     def run() -> object:
-        return bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=SIMS, n_permutations=PERMS, rng=1,
+        return bleu.power(N, DELTA, avg.p0, avg.b0, n_sims=SIMS, n_resamples=PERMS, rng=1,
                           keep_replicates=False)
 
     run()  # warm

@@ -46,21 +46,27 @@ def main() -> None:
         analysis=analyses, n_sims=args.n_sims, null=True, rng=args.seed, n_jobs=args.n_jobs,
         progress=False)
     df = g.to_frame()
-    se = math.sqrt(0.05 * 0.95 / args.n_sims)
+    n = args.n_sims
+    se = math.sqrt(0.05 * 0.95 / n)
     print(f"{args.levels}-point ratings, latent effect {args.effect} (sum coding), "
-          f"{args.n_sims} replicates per cell at effect 0 and at the effect, seed {args.seed}; "
-          f"MC SE of a Type I error near 0.05: {se:.4f}; {time.time() - t0:.0f} s\n")
+          f"{n} replicates per cell at effect 0 and at the effect (the same data sets for every "
+          f"analysis), seed {args.seed}; Monte Carlo SE of a Type I error of 0.05: {se:.4f} "
+          f"(3 SE: {3 * se:.3f}); {time.time() - t0:.0f} s\n")
     head = ["scenario", "workers", "items"] + [f"Type I {a}" for a in analyses] + [
-        f"power {a}" for a in analyses]
+        f"power {a} [95% CI]" for a in analyses]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for _, r in df.iterrows():
-        cells = [str(r.get("scenario", args.scenarios)), str(r["n_workers"]), str(r["n_items"])]
-        cells += [f"{r[f'type1_{a}']:.3f}" for a in analyses]
+        cells = [str(r.get("scenario", args.scenarios)), str(int(r["n_workers"])),
+                 str(int(r["n_items"]))]
+        for a in analyses:
+            t1 = float(r[f"type1_{a}"])
+            flag = "" if abs(t1 - 0.05) <= 3 * se else " (*)"
+            cells.append(f"{t1:.3f}{flag}")
         cells += [f"{r[f'power_{a}']:.3f} [{r[f'ci_low_{a}']:.3f}, {r[f'ci_high_{a}']:.3f}]"
                   for a in analyses]
         print("| " + " | ".join(cells) + " |")
-
+    print(f"\n(*): more than 3 Monte Carlo SE ({3 * se:.3f}) from alpha = 0.05.")
 
 if __name__ == "__main__":
     main()

@@ -158,7 +158,7 @@ def test_bleu_estimate_scores_empty_hypotheses_as_sacrebleu(tmp_path, capsys):
     a = ["the cat sat on the mat", "", "a dog barks loudly today", "hello world this is"] * 10
     b = ["the cat sat on a mat", "it rains", "", "hello world this is it"] * 10
     r = ["the cat sat on the mat", "it is raining", "a dog barks loudly", "hello world this is it"] * 10
-    result = nlpower.bleu.estimate(a, b, r, n_permutations=99, rng=1)
+    result = nlpower.bleu.estimate(a, b, r, n_resamples=99, rng=1)
     assert result.bleu_a == pytest.approx(sacrebleu.corpus_bleu(a, [r]).score)
     assert result.bleu_b == pytest.approx(sacrebleu.corpus_bleu(b, [r]).score)
     paths = []
@@ -167,7 +167,7 @@ def test_bleu_estimate_scores_empty_hypotheses_as_sacrebleu(tmp_path, capsys):
         path.write_text("\n".join(lines) + "\n")
         paths.append(str(path))
     assert main(["bleu", "estimate", paths[0], paths[1], "--refs", paths[2],
-                 "--n-permutations", "99"]) == 0
+                 "--n-resamples", "99"]) == 0
     assert "BLEU A 73.05" in capsys.readouterr().out
 
 

@@ -31,7 +31,7 @@ VERBS = {
     "accuracy power": ["accuracy", "power", "--n", "500", "--delta", "0.02", "--agreement", "0.9"],
     "accuracy mde": ["accuracy", "mde", "--n", "500", "--baseline", "0.8", "--agreement", "0.9"],
     "bleu power": ["bleu", "power", "--n", "200", "--delta", "1", "--n-sims", "20",
-                   "--n-permutations", "20"],
+                   "--n-resamples", "20"],
     "bleu mde": ["bleu", "mde", "--n", "200", "--method", "normal"],
     "replicability": ["replicability", "0.01", "0.2", "0.03"],
     "fit": ["fit", str(PILOT), "--scale", "1", "5"],
@@ -117,7 +117,7 @@ def test_plot_format_checked_before_the_work(tmp_path, capsys, no_work, name, me
 
 @pytest.mark.parametrize("argv", [
     GRID,
-    ["bleu", "grid", "--n", "100", "--delta", "1", "--n-sims", "5", "--n-permutations", "5"],
+    ["bleu", "grid", "--n", "100", "--delta", "1", "--n-sims", "5", "--n-resamples", "5"],
 ])
 def test_plot_into_a_missing_directory_is_refused_like_out(tmp_path, capsys, no_work, argv):
     target = tmp_path / "no" / "such" / "fig.png"
@@ -346,7 +346,7 @@ def test_words_a_reader_can_take_at_face_value(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "-> normal at" not in out and "normality" in out
     assert main(["bleu", "power", "--n", "300", "--delta", "1", "--n-sims", "20",
-                 "--n-permutations", "19"]) == 0
+                 "--n-resamples", "19"]) == 0
     out = capsys.readouterr().out
     assert "dB_hat" not in out and "sum(delta)" not in out and "BLEU points" in out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import re
 import warnings
 from pathlib import Path
 
@@ -36,9 +37,21 @@ def test_docstring_examples(name, monkeypatch, request):
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"
 
 
+def _examples() -> list[tuple[str, doctest.Example]]:
+    finder = doctest.DocTestFinder()
+    return [(t.name, e) for name in MODULES for t in finder.find(importlib.import_module(name))
+            for e in t.examples]
+
+
 def test_the_package_has_examples_to_run():
-    attempted = 0
-    for name in MODULES:
-        finder = doctest.DocTestFinder()
-        attempted += sum(len(t.examples) for t in finder.find(importlib.import_module(name)))
-    assert attempted > 150
+    assert len(_examples()) > 300
+
+
+#: what a skipped example may need: R (an R-backed engine) or a cluster
+NEEDS_R_OR_CLUSTER = re.compile(r"lme4|engine=.ordinal|rpy2|Rscript|dask|Client\(")
+
+
+def test_only_examples_that_need_r_or_a_cluster_are_skipped():
+    skipped = [f"{where}: {e.source.strip()}" for where, e in _examples()
+               if e.options.get(doctest.SKIP) and not NEEDS_R_OR_CLUSTER.search(e.source)]
+    assert skipped == []

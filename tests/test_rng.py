@@ -63,7 +63,7 @@ def test_the_add_ons_follow_the_same_policy():
 
     _check_policy(lambda r: accuracy.power(300, 0.03, 0.9, method="simulate", n_sims=400, rng=r),
                   lambda res: res.power)
-    _check_policy(lambda r: bleu.power(300, 1.0, 0.125, 25.8, n_sims=40, n_permutations=99, rng=r),
+    _check_policy(lambda r: bleu.power(300, 1.0, 0.125, 25.8, n_sims=40, n_resamples=99, rng=r),
                   lambda res: (res.power, res.mean_estimate))
     scores = np.random.default_rng(0).normal(size=(2, 60))
     _check_policy(lambda r: paired.compare(scores[0], scores[1] + 0.1, test="bootstrap_percentile",

@@ -86,7 +86,7 @@ def test_paired_test_equals_sacrebleu_paired_ar():
     from sacrebleu.significance import _paired_ar_test
 
     a, b, refs, _ = noisy_corpus(300, 4)
-    res = bleu.estimate(a, b, refs, n_permutations=2000, rng=12345)
+    res = bleu.estimate(a, b, refs, n_resamples=2000, rng=12345)
     metric = BLEU()
     base = metric._extract_corpus_statistics(a, [refs])
     _, out = _paired_ar_test({"BLEU": (np.array(base), metric._aggregate_and_compute(base))},
@@ -137,7 +137,7 @@ def controlled_corpus(n: int, p0: float, scale: float, seed: int):
 def test_estimate_recovers_p0_and_b0_on_controlled_text():
     n, p0 = 2000, 0.2
     a, b, refs, js, ks, mean_abs_j = controlled_corpus(n, p0, 1.5, seed=8)
-    res = bleu.estimate(a, b, refs, n_permutations=200, rng=1)
+    res = bleu.estimate(a, b, refs, n_resamples=200, rng=1)
     # P0: the structural zeros are exactly the sentences with j = 0 ...
     assert res.fit.n_zero == int(np.sum(js == 0))
     # ... a binomial draw around the designed p0
@@ -163,12 +163,12 @@ def test_inputs_from_files_and_several_references(tmp_path: Path):
     for name, lines in {"a": a, "b": b, "r1": refs, "r2": refs2}.items():
         paths[name] = tmp_path / f"{name}.txt"
         paths[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
-    from_lists = bleu.estimate(a, b, [refs, refs2], n_permutations=500)
+    from_lists = bleu.estimate(a, b, [refs, refs2], n_resamples=500)
     from_files = bleu.estimate(str(paths["a"]), paths["b"], [paths["r1"], paths["r2"]],
-                               n_permutations=500)
+                               n_resamples=500)
     assert from_files.bleu_a == from_lists.bleu_a and from_files.pvalue == from_lists.pvalue
     assert from_files.n_refs == 2
-    one = bleu.estimate(a, b, paths["r1"], n_permutations=500)
+    one = bleu.estimate(a, b, paths["r1"], n_resamples=500)
     assert one.bleu_a == pytest.approx(sacrebleu.corpus_bleu(a, [refs]).score, abs=1e-9)
     assert "Delta-Laplace ML fit" in one.summary() and len(one.to_frame()) == 80
     assert one.to_record()["n_refs"] == 1 and "p0=" in repr(one)
@@ -191,7 +191,7 @@ def test_inputs_from_files_and_several_references(tmp_path: Path):
 ])
 def test_estimate_errors(args, match):
     with pytest.raises(InputError, match=match):
-        bleu.estimate(*args, n_permutations=100)
+        bleu.estimate(*args, n_resamples=100)
 
 
 def test_estimate_option_errors():

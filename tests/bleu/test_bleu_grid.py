@@ -19,13 +19,13 @@ def test_grid_cells_equal_direct_power_with_cell_seeds():
     from nlpower._rng import root_seed
     from nlpower.grid import cell_seed
 
-    g = bleu.power_grid([300, 600], [1.0, 2.0], 0.1, 25.0, n_sims=60, n_permutations=100, rng=5,
+    g = bleu.power_grid([300, 600], [1.0, 2.0], 0.1, 25.0, n_sims=60, n_resamples=100, rng=5,
                         progress=False)
     frame = g.to_frame()
     assert list(frame.columns[:4]) == ["p0", "b0", "n", "delta"]
     assert frame[["n", "delta"]].values.tolist() == [[300, 1.0], [300, 2.0], [600, 1.0], [600, 2.0]]
     cell = g.cells[3]
-    direct = bleu.power(600, 2.0, 0.1, 25.0, n_sims=60, n_permutations=100,
+    direct = bleu.power(600, 2.0, 0.1, 25.0, n_sims=60, n_resamples=100,
                         rng=cell_seed(root_seed(5), cell.key))
     assert cell.result.power == direct.power and cell.result.ci == direct.ci
     assert g.settings["method"] == "randomization" and g.problem == "bleu"
@@ -45,7 +45,7 @@ def test_grid_checkpoint_resume(tmp_path: Path):
     ({"p0": [0.1, 1.2]}, "p0 must be < 1.0; got 1.2"),
     ({"n": [100, 1]}, "n must be >= 2; got 1"),
     ({"method": "exactly"}, "method must be one of"),
-    ({"n_permutations": 5}, "n_permutations = 5 is too few"),
+    ({"n_resamples": 5}, "n_resamples = 5 is too few"),
     ({"n_jobs": 0}, "n_jobs must be a positive number"),
 ])
 def test_grid_errors(kwargs, match):
@@ -66,7 +66,7 @@ def test_figures_4_and_17():
 def test_cli_power_mde_estimate(tmp_path: Path, capsys):
     out = tmp_path / "power.json"
     assert main(["bleu", "power", "--n", "500", "--delta", "2", "--n-sims", "50",
-                 "--n-permutations", "100", "--seed", "1", "--json", str(out)]) == 0
+                 "--n-resamples", "100", "--seed", "1", "--json", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert rec["n"] == 500 and rec["p0"] == pytest.approx(0.125) and 0 <= rec["power"] <= 1
     assert main(["bleu", "mde", "--n", "500", "--preset", "TF18-TF16", "--n-sims", "50",
@@ -82,7 +82,7 @@ def test_cli_power_mde_estimate(tmp_path: Path, capsys):
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
     effects = tmp_path / "effects.csv"
     assert main(["bleu", "estimate", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"),
-                 "--refs", str(tmp_path / "r.txt"), "--n-permutations", "500",
+                 "--refs", str(tmp_path / "r.txt"), "--n-resamples", "500",
                  "--effects", str(effects)]) == 0
     text = capsys.readouterr().out
     assert "paired randomization test: p =" in text and "P0 =" in text

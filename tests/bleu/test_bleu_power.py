@@ -34,7 +34,7 @@ def normal_power(n: float, delta: float, p0: float, b0: float, alpha: float = 0.
     return float(stats.norm.sf((z * s_null - abs(delta)) / s_est))
 
 
-def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_permutations: int,
+def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_resamples: int,
                    seed: int, alpha: float = 0.05) -> tuple[int, int]:
     """The paper's notebook method: a Python loop, fresh swap sets for every replicate."""
     gen = np.random.default_rng(seed)
@@ -43,17 +43,17 @@ def notebook_power(n: int, delta: float, p0: float, b0: float, n_sims: int, n_pe
         d = draw_effects(gen, 1, n, delta, p0, b0)[0]
         obs = -0.5 * d.sum()
         exceed = 0
-        for _ in range(n_permutations):
+        for _ in range(n_resamples):
             swap = gen.integers(0, 2, n)
             exceed += abs(obs + swap @ d) >= abs(obs)
-        p = (1 + exceed) / (1 + n_permutations)
+        p = (1 + exceed) / (1 + n_resamples)
         hits += (p <= alpha) and (np.sign(obs) == np.sign(delta))
     return hits, n_sims
 
 
 def test_headline_n2000_delta1_table3_average():
     # Card et al. 2020, §4 / Fig. 4: about 75% power at n = 2000, dB = 1 (Table 3 averages).
-    res = bleu.power(2000, 1.0, AVG.p0, AVG.b0, n_sims=1000, n_permutations=1000, rng=2020)
+    res = bleu.power(2000, 1.0, AVG.p0, AVG.b0, n_sims=1000, n_resamples=1000, rng=2020)
     approx = normal_power(2000, 1.0, AVG.p0, AVG.b0)
     assert abs(res.power - approx) < 4 * res.se + 0.01
     assert abs(res.power - 0.75) < 4 * res.se + 0.025  # "approximately 75%"
@@ -64,13 +64,13 @@ def test_headline_n2000_delta1_table3_average():
 
 def test_app_g2_example():
     # App. G.2: P0 = 0.2, b0 = 26, n = 2000, dB = 1.
-    res = bleu.power(2000, 1.0, 0.2, 26.0, n_sims=1000, n_permutations=1000, rng=7)
+    res = bleu.power(2000, 1.0, 0.2, 26.0, n_sims=1000, n_resamples=1000, rng=7)
     assert abs(res.power - normal_power(2000, 1.0, 0.2, 26.0)) < 4 * res.se + 0.01
 
 
 def test_vectorised_matches_notebook_loop_with_independent_swap_sets():
     n, delta, n_sims, r = 300, 3.0, 300, 200
-    fast = bleu.power(n, delta, AVG.p0, AVG.b0, n_sims=n_sims, n_permutations=r, rng=11)
+    fast = bleu.power(n, delta, AVG.p0, AVG.b0, n_sims=n_sims, n_resamples=r, rng=11)
     hits, sims = notebook_power(n, delta, AVG.p0, AVG.b0, n_sims, r, seed=12)
     slow = hits / sims
     se = math.sqrt(fast.se**2 + slow * (1 - slow) / sims)
@@ -91,7 +91,7 @@ def test_normal_shortcut_agrees_with_randomization_per_replicate():
 
 
 def test_type1_error_at_zero_difference():
-    res = bleu.power(500, 0.0, AVG.p0, AVG.b0, n_sims=2000, n_permutations=500, rng=3)
+    res = bleu.power(500, 0.0, AVG.p0, AVG.b0, n_sims=2000, n_resamples=500, rng=3)
     assert math.isnan(res.power)
     se = math.sqrt(0.05 * 0.95 / 2000)
     assert abs(res.rejection_rate - 0.05) < 4 * se
@@ -114,7 +114,7 @@ def test_power_rises_with_n_and_delta():
 
 
 def test_rng_policy_and_reproducibility():
-    kw = {"n_sims": 150, "n_permutations": 200}
+    kw = {"n_sims": 150, "n_resamples": 200}
     a = bleu.power(500, 2.0, 0.1, 25.0, rng=4, **kw)
     b = bleu.power(500, 2.0, 0.1, 25.0, rng=4, **kw)
     assert np.array_equal(a.pvalues, b.pvalues) and a.seed == b.seed
@@ -127,7 +127,7 @@ def test_rng_policy_and_reproducibility():
 
 
 def test_record_round_trip_and_frame():
-    res = bleu.power(300, 2.0, 0.1, 25.0, n_sims=120, n_permutations=100, rng=1)
+    res = bleu.power(300, 2.0, 0.1, 25.0, n_sims=120, n_resamples=100, rng=1)
     rec = res.to_record()
     back = BleuPowerResult.from_record(rec)
     assert back == res
@@ -146,7 +146,7 @@ def test_memory_is_bounded_by_chunks():
 
 
 def test_mde_matches_power_and_normal_approximation():
-    res = bleu.mde(2000, AVG.p0, AVG.b0, n_sims=600, n_permutations=400, rng=3)
+    res = bleu.mde(2000, AVG.p0, AVG.b0, n_sims=600, n_resamples=400, rng=3)
     assert res.power >= 0.8
     # the normal approximation's MDE, from normal_power
     lo, hi = 0.1, 5.0
@@ -169,7 +169,7 @@ def test_mde_matches_power_and_normal_approximation():
     ({"alpha": 1.5}, "alpha must be < 1.0"),
     ({"method": "exact"}, "method must be one of 'randomization', 'normal'"),
     ({"n_sims": 0}, "n_sims must be >= 1"),
-    ({"n_permutations": 10}, "n_permutations = 10 is too few for alpha = 0.05"),
+    ({"n_resamples": 10}, "n_resamples = 10 is too few for alpha = 0.05"),
 ])
 def test_power_errors(kwargs, match):
     args = {"n": 100, "delta": 1.0, "p0": 0.1, "b0": 25.0, "n_sims": 10} | kwargs
@@ -180,9 +180,9 @@ def test_power_errors(kwargs, match):
 
 def test_mde_errors():
     with pytest.raises(InputError, match="null statistics would be kept in memory"):
-        bleu.mde(100, 0.1, 25.0, n_sims=20_000, n_permutations=1000)
+        bleu.mde(100, 0.1, 25.0, n_sims=20_000, n_resamples=1000)
     with pytest.raises(InputError, match="target_power = 0.8 is not reached for any dB up to 1e4"):
-        bleu.mde(2, 0.1, 25.0, n_sims=50, n_permutations=100, rng=1)  # 2 sentences: p >= 1/4
+        bleu.mde(2, 0.1, 25.0, n_sims=50, n_resamples=100, rng=1)  # 2 sentences: p >= 1/4
     with pytest.raises(InputError, match="target_power must be < 1.0"):
         bleu.mde(100, 0.1, 25.0, target_power=1.0)
 
@@ -231,7 +231,7 @@ def test_laplace_draws_are_standard_laplace_where_nonzero():
 
 def test_power_imports_neither_pandas_nor_scipy():
     code = ("import sys; from nlpower.bleu import power; "
-            "power(200, 1.0, 0.125, 25.8, n_sims=20, n_permutations=50, rng=1); "
+            "power(200, 1.0, 0.125, 25.8, n_sims=20, n_resamples=50, rng=1); "
             "print(sorted(m for m in ('pandas', 'scipy', 'tqdm', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -206,10 +206,10 @@ def test_prepare_takes_data_and_family_on_every_engine(spec):
 def test_a_family_without_a_fitter_fails_with_what_the_engine_fits(spec):
     from nlpower.errors import InputError
 
-    # (the native engine fits the ordinal family since nlpower.ordinal; lme4's engine does not)
-    with pytest.raises(InputError, match="engine='lme4' has no fitter for the ordinal family "
-                                         r"\(it fits: binomial, gaussian, poisson\)"):
-        get_engine("lme4").prepare(spec, family="ordinal")
+    # R's ordinal package is an engine for the ordinal family only
+    with pytest.raises(InputError, match="engine='ordinal' has no fitter for the gaussian family "
+                                         r"\(it fits: ordinal\)"):
+        get_engine("ordinal").prepare(spec)
 
 
 def test_register_fitter_is_one_registration(monkeypatch, spec):

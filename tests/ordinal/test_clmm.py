@@ -121,7 +121,7 @@ def test_predict(crossed: pd.DataFrame) -> None:
     assert (Pn.iloc[1, 3:].sum() > Pn.iloc[0, 3:].sum()) == (f.fixef["systemB"] > 0)
     lat = f.predict(new, type="latent", re=False)
     assert lat.iloc[1] - lat.iloc[0] == pytest.approx(f.fixef["systemB"])
-    cls = f.predict(new, type="class")
+    cls = f.predict(new, type="class", allow_new_levels=True)
     assert set(cls) <= set(f.categories)
     with pytest.raises(InputError, match="type"):
         f.predict(type="probability")

@@ -77,7 +77,7 @@ def test_several_analyses_share_replicates():
 
 
 @pytest.mark.parametrize("kwargs,err,match", [
-    ({"analysis": "glm"}, InputError, "not available"),
+    ({"analysis": "glm"}, InputError, "must be one of .lmm., .clmm."),
     ({"analysis": ["lmm", "lmm"]}, InputError, "twice"),
     ({"test": "pblrt"}, InputError, "not a test"),
     ({"alternative": "up"}, InputError, "alternative"),

@@ -11,7 +11,7 @@ import pytest
 from nlpower import CrossedDesign, presets
 from nlpower.errors import InputError, NlpowerWarning
 from nlpower.powersim import power
-from nlpower.powersim.calibrated import size_check, size_message
+from nlpower.powersim.calibrated import check_path, size_check, size_message
 
 
 def test_calibrated_holds_alpha_where_satterthwaite_does():
@@ -82,3 +82,18 @@ def test_size_check_rule_and_message():
         msg = size_check("satterthwaite", 0.05, 3, 80, 1000)
     assert msg is not None and "0.080" in msg and "test='calibrated'" in msg
     assert "plan for more workers" in size_message("calibrated", 0.05, 3, 66, 1000)
+
+
+def test_paths_and_size_advice_are_rule_attributes():
+    """No pipeline compares test names: where a test runs and what its warning advises are data."""
+    from nlpower.powersim.rules import TESTS, get_test
+
+    assert get_test("calibrated").paths == ("balanced",)
+    assert all(r.paths == ("balanced", "simulate") for r in TESTS.values() if r.name != "calibrated")
+    with pytest.raises(InputError, match=r"this design needs the simulate path\. Use test='pblrt'"):
+        check_path("calibrated", "simulate")
+    check_path("pblrt", "simulate")
+    check_path("calibrated", "balanced")
+    assert size_message("z", 0.05, 3, 80, 1000).endswith("reproduce the paper's Figure 6.")
+    assert size_message("pblrt", 0.05, 3, 80, 1000).endswith(get_test("pblrt").size_advice)
+    assert "test='calibrated'" in get_test("lrt").size_advice

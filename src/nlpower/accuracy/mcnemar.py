@@ -19,24 +19,28 @@ gives ``chi2.sf(1/d)`` there, which matters only for alpha above 0.3).
 So for each ``d`` the test rejects exactly when ``m <= c_d``;
 :func:`rejection_thresholds` finds ``c_d`` for all ``d`` at once (vectorised
 bisection on the p-value itself, so thresholds and p-values never disagree).
+Each variant is a rule of :mod:`nlpower.accuracy.rules` (its p-value,
+statistic and thresholds); these functions validate and look the rule up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._choices import McNemarTest, check_choice
 from .._validation import check_int
 from ..errors import InputError
-from .unconditional import unconditional_pvalue, unconditional_thresholds
+from .rules import ConditionalMcNemar, McNemarRule, get_accuracy_test
 
 __all__ = ["McNemarResult", "mcnemar", "mcnemar_pvalue", "rejection_thresholds"]
+
+
+def _rule(test: Any) -> McNemarRule:
+    return cast(McNemarRule, get_accuracy_test(check_choice("test", test, McNemarTest)))
 
 
 def mcnemar_pvalue(b: Any, c: Any, test: McNemarTest = "exact", *,
@@ -58,33 +62,7 @@ def mcnemar_pvalue(b: Any, c: Any, test: McNemarTest = "exact", *,
     for name, v in (("b", b), ("c", c)):
         if not np.all(np.isfinite(v) & (v >= 0)):
             raise InputError(f"{name} must hold counts >= 0 (finite numbers); got {v.tolist()!r}.")
-    if test == "exact-unconditional":
-        if n is None:
-            raise InputError("test='exact-unconditional' needs n, the number of paired items "
-                             "(concordant ones included): pass n=....")
-        flat = [unconditional_pvalue(int(x), int(y), int(n))
-                for x, y in zip(b.ravel(), c.ravel(), strict=True)]
-        return np.asarray(flat, dtype=float).reshape(b.shape)
-    return _pvalue(np.minimum(b, c), b + c, test)
-
-
-def _pvalue(m: np.ndarray, d: np.ndarray, test: str) -> np.ndarray:
-    """p-value from the smaller discordant count ``m`` and the number discordant ``d``."""
-    m = np.asarray(m, dtype=float)
-    d = np.asarray(d, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if test == "exact":
-            p = 2.0 * stats.binom.cdf(m, d, 0.5)
-        elif test == "mid-p":
-            p = 2.0 * (stats.binom.cdf(m, d, 0.5) - 0.5 * stats.binom.pmf(m, d, 0.5))
-        elif test == "chi2":
-            p = stats.chi2.sf((d - 2.0 * m) ** 2 / d, 1)
-        elif test == "chi2-cc":
-            p = stats.chi2.sf(np.maximum(d - 2.0 * m - 1.0, 0.0) ** 2 / d, 1)
-        else:  # pragma: no cover - validated at the boundary
-            raise ValueError(test)
-    p = np.where((d > 0) & (2.0 * m < d), p, 1.0)
-    return np.minimum(p, 1.0)
+    return _rule(test).pvalue(b, c, n=n)
 
 
 def rejection_thresholds(d_max: int, test: McNemarTest = "exact", alpha: float = 0.05, *,
@@ -94,34 +72,19 @@ def rejection_thresholds(d_max: int, test: McNemarTest = "exact", alpha: float =
     Read-only array, cached per (test, alpha, size bucket).  The exact unconditional
     test's thresholds depend on the number of items ``n`` as well (pass ``n=``).
     """
-    if test == "exact-unconditional":
-        if n is None:
-            raise InputError("test='exact-unconditional' needs n=<number of paired items>.")
-        return unconditional_thresholds(int(n), float(alpha), d_max)
-    size = 1 << max(int(d_max), 1).bit_length()      # bucket: reuse across nearby n
-    return _thresholds(test, float(alpha), size)[: d_max + 1]
-
-
-@lru_cache(maxsize=32)
-def _thresholds(test: str, alpha: float, size: int) -> np.ndarray:
-    return thresholds_at(np.arange(size + 1), test, alpha)
+    return _rule(test).thresholds(d_max, alpha, n=n)
 
 
 def thresholds_at(d: np.ndarray, test: str, alpha: float) -> np.ndarray:
-    """``c_d`` for the given numbers discordant only (a window of a huge n: no 0..d_max array)."""
-    d = np.asarray(d, dtype=np.int64)
-    lo = np.full(d.shape, -1, dtype=np.int64)           # p(-1) is "0": always <= alpha
-    hi = np.maximum((d - 1) // 2, -1)                   # largest m with m < d/2
-    while True:
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi + 1) // 2
-        ok = _pvalue(mid, d, test) <= alpha
-        lo = np.where(active & ok, mid, lo)
-        hi = np.where(active & ~ok, mid - 1, hi)
-    lo.setflags(write=False)
-    return lo
+    """``c_d`` for the given numbers discordant only (a window of a huge n: no 0..d_max array).
+
+    Conditional tests only (their p-value is a function of ``min(b, c)`` and ``d``).
+    """
+    rule = _rule(test)
+    if not isinstance(rule, ConditionalMcNemar):
+        raise InputError(f"test={test!r} is not conditional on the number discordant; use "
+                         "rejection_thresholds(d_max, test, alpha, n=...).")
+    return rule.thresholds_at(d, alpha)
 
 
 @dataclass(frozen=True)
@@ -167,20 +130,11 @@ def mcnemar(only_new: int, only_old: int, *, test: McNemarTest = "exact",
     """
     b = check_int("only_new", only_new, min=0)
     c = check_int("only_old", only_old, min=0)
-    test = check_choice("test", test, McNemarTest)
-    d = b + c
-    if test == "exact-unconditional":
+    rule = _rule(test)
+    if rule.needs_n:
         if n is None:
-            raise InputError("test='exact-unconditional' is unconditional on the concordant "
+            raise InputError(f"test={rule.name!r} is unconditional on the concordant "
                              "items: pass n=<all paired items>.")
-        n = check_int("n", n, min=d)
-        statistic = 0.0 if d == 0 else (b - c) / d ** 0.5
-        return McNemarResult(statistic, unconditional_pvalue(b, c, n), b, c, test)
-    if test in ("exact", "mid-p"):
-        statistic = float(min(b, c))
-    elif d == 0:
-        statistic = 0.0
-    else:
-        corr = 1.0 if test == "chi2-cc" else 0.0
-        statistic = max(abs(b - c) - corr, 0.0) ** 2 / d
-    return McNemarResult(statistic, float(mcnemar_pvalue(b, c, test)), b, c, test)
+        n = check_int("n", n, min=b + c)
+    pvalue = float(rule.pvalue(np.asarray(float(b)), np.asarray(float(c)), n=n))
+    return McNemarResult(rule.statistic(b, c), pvalue, b, c, rule.name)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize
 
 from .._choices import (
     AccuracyPlanTest,
@@ -43,97 +43,23 @@ from .._choices import (
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval
+from .closedform import lachenbruch_discordance, normal_model
 from .fitprior import AgreementPriorFit
 from .power import AccuracyPowerResult, resolve_agreement
 from .power import power as mcnemar_power
 from .priors import AGREEMENT_PRIORS, TABLE9, Table9Row, glue_effect, squad_effect
+from .rules import ACCURACY_TESTS, AccuracyTest, ClosedFormRule, get_accuracy_test
 from .table import paired_table
 
 __all__ = [
     "AccuracyMDEResult",
     "AccuracySampleSizeResult",
     "closed_form_power",
+    "lachenbruch_discordance",
     "mde",
     "sample_size",
     "table9",
 ]
-
-_CLOSED = ("mcnemar-normal", "two-proportion", "lachenbruch")
-
-
-# --- closed-form power ------------------------------------------------------------------
-
-
-def _z(alpha: float) -> float:
-    return float(stats.norm.isf(alpha / 2.0))
-
-
-def _normal_model(n: float, delta: float, var0: float, var1: float,
-                  alpha: float) -> tuple[float, float, float, float]:
-    """(power, rejection rate, Type-M, Type-S) when ``delta_hat ~ N(delta, var1 / n)`` and the
-    test rejects ``|delta_hat| > z_{1-alpha/2} sqrt(var0 / n)``.
-
-    Power is the sign-correct tail (R's ``power.prop.test`` and Connor's formula);
-    Type-M from ``E[X 1(X > t)] = mu Phi((mu - t)/s) + s phi((t - mu)/s)``.
-    """
-    mu = abs(delta)
-    t = _z(alpha) * math.sqrt(var0 / n)
-    if var1 <= 0.0:
-        hit = 1.0 if mu > t else 0.0
-        return hit, hit, (1.0 if hit else math.nan), (0.0 if hit else math.nan)
-    s = math.sqrt(var1 / n)
-    right = float(stats.norm.cdf((mu - t) / s))
-    wrong = float(stats.norm.cdf((-t - mu) / s))
-    reject = right + wrong
-    if reject <= 0.0 or mu == 0.0:
-        return right, reject, math.nan, math.nan
-    e_right = mu * right + s * float(stats.norm.pdf((t - mu) / s))
-    e_wrong = -mu * wrong + s * float(stats.norm.pdf((-t - mu) / s))
-    return right, reject, (e_right + e_wrong) / (mu * reject), wrong / reject
-
-
-def _connor_n(delta: float, psi: float, alpha: float, target: float) -> float:
-    zb = float(stats.norm.ppf(target))
-    return (_z(alpha) * math.sqrt(psi) + zb * math.sqrt(max(psi - delta * delta, 0.0))) ** 2 \
-        / (delta * delta)
-
-
-def _prop_variances(p1: float, p2: float) -> tuple[float, float]:
-    """Null (pooled) and alternative variances of the difference of two proportions (x n)."""
-    return (p1 + p2) * (2.0 - p1 - p2) / 2.0, p1 * (1.0 - p1) + p2 * (1.0 - p2)
-
-
-def lachenbruch_discordance(baseline: float, delta: float, bound: LachenbruchBound,
-                            formula: LachenbruchFormula = "biostatuzh") -> float:
-    """Discordant share psi at Lachenbruch's (1992) lower / mid / upper bound.
-
-    ``formula="connor"``: the exact ends and midpoint.  ``formula="biostatuzh"``:
-    as ``sampleSizeMcNemar`` evaluates them -- the both-correct probability
-    ``p11`` runs from ``min(a1, a2)`` down to ``a1 + a2 - 1`` in steps of 1e-4
-    (R's ``seq``), the upper bound is the grid's last point and the middle its
-    median element.  Below ``a1 + a2 = 1`` biostatUZH would let ``p11`` go
-    negative; here the grid stops at 0 (the bound the accuracies allow).
-
-    Examples
-    --------
-    WNLI (SOTA 94.5%) at a gain of 5.418 points, Table 9's Lachenbruch midpoint:
-
-    >>> round(lachenbruch_discordance(0.945, 0.05418, "upper", "connor"), 6)
-    0.05582
-    >>> round(lachenbruch_discordance(0.945, 0.05418, "upper"), 6)
-    0.05578
-    """
-    a1, a2 = baseline, baseline + delta
-    lo = abs(delta)
-    hi = min(a2, 1.0 - a1) + min(a1, 1.0 - a2)
-    if formula == "connor":
-        return {"lower": lo, "upper": hi, "mid": (lo + hi) / 2.0}[bound]
-    top = min(a1, a2)
-    steps = int(math.floor((top - max(a1 + a2 - 1.0, 0.0)) / 1e-4 + 1e-10))   # K; L = K + 1
-    j = {"lower": steps + 1, "upper": 1, "mid": (steps + 2) // 2}[bound]         # 1-based, ascending
-    p11 = top - (steps + 1 - j) * 1e-4
-    return a1 + a2 - 2.0 * p11
-
 
 @dataclass(frozen=True)
 class _Plan:
@@ -151,27 +77,19 @@ class _Plan:
             return None
         return resolve_agreement(self.agreement, self.baseline, delta)[0]
 
+    @property
+    def rule(self) -> AccuracyTest:
+        return get_accuracy_test(self.test)
+
     def normal_model(self, n: float, delta: float) -> tuple[float, float, float, float]:
         """(power, rejection rate, Type-M, Type-S) of a closed-form test."""
-        if self.test == "two-proportion":
-            assert self.baseline is not None
-            v0, v1 = _prop_variances(self.baseline, self.baseline + delta)
-        else:
-            if self.test == "lachenbruch":
-                assert self.baseline is not None and self.bound is not None
-                psi = lachenbruch_discordance(self.baseline, delta, self.bound,  # type: ignore[arg-type]
-                                              self.formula)  # type: ignore[arg-type]
-                # biostatUZH: n = (z_a + z_b)^2 psi / delta^2, i.e. the same variance under H1
-                v1 = psi if self.formula == "biostatuzh" else psi - delta * delta
-                return _normal_model(n, delta, psi, v1, self.alpha)
-            pa = self.agreement_at(delta)
-            assert pa is not None
-            psi = 1.0 - pa
-            v0, v1 = psi, psi - delta * delta
-        return _normal_model(n, delta, v0, v1, self.alpha)
+        rule = self.rule
+        assert isinstance(rule, ClosedFormRule)
+        var0, var1 = rule.variances(self, delta)
+        return normal_model(n, delta, var0, var1, self.alpha)
 
     def power(self, n: float, delta: float) -> float:
-        if self.test in _CLOSED:
+        if self.rule.closed_form:
             return self.normal_model(n, delta)[0]
         pa = self.agreement_at(delta)
         assert pa is not None
@@ -196,24 +114,26 @@ class _Plan:
 def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: Any, alpha: Any,
               target: Any, formula: Any = None) -> _Plan:
     test = check_choice("test", test, AccuracyPlanTest)
+    rule = get_accuracy_test(test)
     alpha = check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True)
     check_real("target_power", target, min=0.0, max=1.0, min_open=True, max_open=True)
+    with_bounds = " or ".join(repr(r.name) for r in ACCURACY_TESTS.values() if r.bounds)
     if formula is None:
         formula = "biostatuzh"
-    elif test != "lachenbruch":
-        raise InputError(f"formula={formula!r} applies only to test='lachenbruch'; got "
+    elif not rule.bounds:
+        raise InputError(f"formula={formula!r} applies only to test={with_bounds}; got "
                          f"test={test!r}. Drop formula=.")
     else:
         formula = check_choice("formula", formula, LachenbruchFormula)
     if baseline is not None:
         baseline = check_real("baseline", baseline, min=0.0, max=1.0, min_open=True, max_open=True)
-    if test in ("two-proportion", "lachenbruch"):
+    if rule.no_agreement:
         if baseline is None:
             raise InputError(f"test={test!r} needs the baseline accuracy: pass baseline=....")
         if agreement is not None:
             raise InputError(
                 f"agreement={agreement!r} is not used by test={test!r}, which assumes "
-                f"{'unpaired samples' if test == 'two-proportion' else 'no prior on agreement'}; "
+                f"{rule.no_agreement}; "
                 "drop agreement or use a McNemar test (test='exact', 'mid-p', 'mcnemar-normal', ...)."
             )
     elif agreement is None:
@@ -228,12 +148,12 @@ def _validate(n_or_none: Any, baseline: Any, agreement: Any, test: Any, bound: A
             raise InputError(f"agreement={agreement!r} is a regression prior and needs baseline=....")
     else:
         agreement = check_real("agreement", agreement, min=0.0, max=1.0, max_open=True)
-    if test == "lachenbruch":
+    if rule.bounds:
         if bound is None:
-            raise InputError("test='lachenbruch' needs bound='lower', 'mid' or 'upper'.")
+            raise InputError(f"test={test!r} needs bound='lower', 'mid' or 'upper'.")
         bound = check_choice("bound", bound, LachenbruchBound)
     elif bound is not None:
-        raise InputError(f"bound={bound!r} applies only to test='lachenbruch'; got test={test!r}.")
+        raise InputError(f"bound={bound!r} applies only to test={with_bounds}; got test={test!r}.")
     return _Plan(test, baseline, agreement, bound, alpha, formula)
 
 
@@ -303,7 +223,7 @@ class AccuracySampleSizeResult:
 
     def summary(self) -> str:
         test = self.test + ("" if self.bound is None else f" ({self.bound} bound)")
-        per = " per group" if self.test == "two-proportion" else " paired items"
+        per = " " + get_accuracy_test(self.test).per_n
         return (f"Sample size ({test} test, alpha {self.alpha:g}, power {self.target_power:g})\n"
                 f"  delta {self.delta:g}" + ("" if self.agreement is None else
                                               f", agreement {self.agreement:.4g}")
@@ -431,21 +351,9 @@ def sample_size(
     pa = plan.agreement_at(delta)
     if pa is not None:
         paired_table(delta, pa, None)
-    if plan.test == "two-proportion":
-        assert plan.baseline is not None
-        p2 = plan.baseline + delta
-        if not 0.0 < p2 < 1.0:
-            raise InputError(f"baseline + delta = {p2:g} must lie in (0, 1).")
-        n = float(optimize.brentq(lambda m: plan.power(m, delta) - target_power,
-                                  2.0, 1e9, xtol=1e-10))
-    elif plan.test == "lachenbruch" and plan.formula == "biostatuzh":
-        psi = lachenbruch_discordance(plan.baseline, delta, plan.bound)  # type: ignore[arg-type]
-        zb = float(stats.norm.ppf(target_power))
-        n = (_z(alpha) + zb) ** 2 * psi / (delta * delta)
-    elif plan.test in ("lachenbruch", "mcnemar-normal"):
-        psi = (1.0 - pa) if pa is not None else lachenbruch_discordance(
-            plan.baseline, delta, plan.bound, "connor")  # type: ignore[arg-type]
-        n = _connor_n(delta, psi, alpha, target_power)
+    rule = plan.rule
+    if isinstance(rule, ClosedFormRule):
+        n = rule.sample_n(plan, delta, target_power)
     else:
         n = float(_bisect_n(plan, delta, target_power, n_max))
     n_required = max(int(math.ceil(n - 1e-9)), 1)
@@ -494,7 +402,7 @@ def closed_form_power(
     n = check_int("n", n, min=1)
     delta = check_real("delta", delta, min=-1.0, max=1.0)
     plan = _validate(n, baseline, agreement, test, bound, alpha, 0.5, formula)
-    if plan.test not in _CLOSED:
+    if not plan.rule.closed_form:
         raise InputError(f"test={test!r} is a McNemar test: use nlpower.accuracy.power(...).")
     pa = plan.agreement_at(delta)
     cells = (math.nan, math.nan) if pa is None else (

@@ -5,7 +5,7 @@ Two ways to the same numbers:
 * ``method="exact"`` enumerates the outcome: the number of discordant items
   ``D ~ Binomial(n, 1 - Pa)`` and, given ``D = d``, the items only the new model
   gets right ``B ~ Binomial(d, q)`` with ``q = p(only new) / (1 - Pa)``.  The test
-  rejects iff ``min(B, d - B) <= c_d`` (:func:`~nlpower.accuracy.mcnemar.rejection_thresholds`),
+  rejects iff ``min(B, d - B) <= c_d`` (the test rule's thresholds, :mod:`nlpower.accuracy.rules`),
   so power is ``sum_d P(D = d) P(reject, right sign | d)`` -- binomial CDFs,
   O(n), no Monte Carlo error.  Type-M is the exact expectation of
   ``|delta_hat| / |delta|`` over significant outcomes (``delta_hat = (B - C) / n``),
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -36,8 +36,8 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from .fitprior import AgreementPriorFit
-from .mcnemar import _pvalue, rejection_thresholds, thresholds_at
 from .priors import agreement_prior
+from .rules import McNemarRule, describe, get_accuracy_test
 from .table import PairedTable, agreement_bounds, paired_table
 
 __all__ = ["AccuracyPowerResult", "PowerBoundsResult", "power", "power_bounds", "resolve_agreement"]
@@ -102,11 +102,10 @@ class AccuracyPowerResult:
                ) if self.method != "closed-form" else "closed-form approximation"
         base = "" if self.baseline is None else f", baseline accuracy {self.baseline:g}"
         src = "" if self.agreement_source == "given" else f" ({self.agreement_source} prior)"
-        title = "Two-proportion power" if self.test == "two-proportion" else "McNemar power"
-        lines = [f"{title} ({self.test} test, alpha {self.alpha:g}; {how})"]
+        rule = describe(self.test)
+        lines = [f"{rule.title} power ({self.test} test, alpha {self.alpha:g}; {how})"]
         if math.isnan(self.agreement):          # no agreement: unpaired or Lachenbruch bound
-            items = "items per group" if self.test == "two-proportion" else "paired items"
-            lines.append(f"  n {self.n} {items}, delta {self.delta:g}{base}")
+            lines.append(f"  n {self.n} {rule.unit}, delta {self.delta:g}{base}")
         else:
             lines.append(f"  n {self.n} paired items, delta {self.delta:g}, agreement "
                          f"{self.agreement:.4g}{src}{base}")
@@ -255,14 +254,16 @@ def power(
     method = check_choice("method", method, AccuracyMethod)
     pa, source = resolve_agreement(agreement, baseline, delta)
     table = paired_table(delta, pa, baseline)
+    rule = cast(McNemarRule, get_accuracy_test(test))
     if method == "exact":
-        return _exact(n, table, test, alpha, source)
+        return _exact(n, table, rule, alpha, source)
     n_sims = check_int("n_sims", n_sims, min=1)
     seq = root_seed(rng)
-    return _simulate(n, table, test, alpha, n_sims, seq, source)
+    return _simulate(n, table, rule, alpha, n_sims, seq, source)
 
 
-def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> AccuracyPowerResult:
+def _exact(n: int, table: PairedTable, rule: McNemarRule, alpha: float, source: str
+           ) -> AccuracyPowerResult:
     disc = table.discordant
     if disc <= 0.0:
         p_up = p_down = m_sum = 0.0
@@ -271,9 +272,7 @@ def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> 
         d_hi = int(stats.binom.isf(_TAIL, n, disc)) if disc < 1.0 else n
         d = np.arange(max(d_lo, 0), min(d_hi, n) + 1)
         w = stats.binom.pmf(d, n, disc)
-        c = (rejection_thresholds(int(d[-1]), test, alpha, n=n)[d]   # type: ignore[arg-type]
-             if d[-1] <= 1 << 14 or test == "exact-unconditional"
-             else thresholds_at(d, test, alpha))  # large n: its window only
+        c = rule.thresholds_over(d, alpha, n=n)
         q = min(max(table.only_new / disc, 0.0), 1.0)
         # "up": few items only the old model gets right (C <= c_d), i.e. the new model wins
         up = stats.binom.cdf(c, d, 1.0 - q)
@@ -294,7 +293,7 @@ def _exact(n: int, table: PairedTable, test: str, alpha: float, source: str) -> 
         power=pw, se=0.0 if table.delta != 0 else math.nan,
         ci=ConfidenceInterval(pw, pw), type_m=tm, type_s=ts, rejection_rate=reject, n=n,
         delta=table.delta, agreement=table.agreement, only_new=table.only_new,
-        only_old=table.only_old, test=test, alpha=alpha, method="exact",
+        only_old=table.only_old, test=rule.name, alpha=alpha, method="exact",
         baseline=table.baseline, agreement_source=source,
     )
 
@@ -309,16 +308,13 @@ def _summaries(delta: float, right: float, reject: float, wrong: float,
     return right, mean_abs_sig / (abs(delta) * reject), wrong / reject
 
 
-def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
+def _simulate(n: int, table: PairedTable, rule: McNemarRule, alpha: float, n_sims: int,
               seq: np.random.SeedSequence, source: str) -> AccuracyPowerResult:
     gen = np.random.Generator(np.random.PCG64(seq))
     probs = [table.only_new, table.only_old, max(1.0 - table.discordant, 0.0)]
     counts = gen.multinomial(n, probs, size=n_sims)
     b, c = counts[:, 0], counts[:, 1]
-    if test == "exact-unconditional":
-        sig = np.minimum(b, c) <= rejection_thresholds(n, "exact-unconditional", alpha, n=n)[b + c]
-    else:
-        sig = _pvalue(np.minimum(b, c), b + c, test) <= alpha
+    sig = rule.significant(b, c, alpha, n=n)
     est = (b - c) / n
     mc = MonteCarloSummary.from_draws(est, sig, effect=table.delta)   # b == c never rejects
     k = mc.n_rejected if table.delta != 0 else mc.n_significant
@@ -326,7 +322,7 @@ def _simulate(n: int, table: PairedTable, test: str, alpha: float, n_sims: int,
         power=mc.power, se=mc_se(k / n_sims, n_sims), ci=ConfidenceInterval(*wilson_ci(k, n_sims)),
         type_m=mc.type_m, type_s=mc.type_s, rejection_rate=mc.rejection_rate, n=n,
         delta=table.delta, agreement=table.agreement, only_new=table.only_new,
-        only_old=table.only_old, test=test, alpha=alpha, method="simulate", n_sims=n_sims,
+        only_old=table.only_old, test=rule.name, alpha=alpha, method="simulate", n_sims=n_sims,
         n_rejected=mc.n_rejected, baseline=table.baseline, agreement_source=source,
         seed=seed_record(seq), mc=mc,
     )

@@ -52,12 +52,12 @@ SIGN_CACHE = 2**24
 BERRY_ESSEEN_C = 0.56
 
 
-def sign_chunks(rng: np.random.Generator, n_permutations: int, n: int) -> Iterator[np.ndarray]:
-    """Blocks of random swap signs ``e = 2 s - 1`` (float, +-1), ``n_permutations`` rows in total."""
+def sign_chunks(rng: np.random.Generator, n_resamples: int, n: int) -> Iterator[np.ndarray]:
+    """Blocks of random swap signs ``e = 2 s - 1`` (float, +-1), ``n_resamples`` rows in total."""
     rows = max(1, MAX_ELEMENTS // max(n, 1))
     done = 0
-    while done < n_permutations:
-        k = min(rows, n_permutations - done)
+    while done < n_resamples:
+        k = min(rows, n_resamples - done)
         swaps = rng.integers(0, 2, size=(k, n), dtype=np.int8)
         yield swaps.astype(np.float64) * 2.0 - 1.0
         done += k
@@ -72,21 +72,21 @@ class SharedSigns:
     """The swap signs shared by every replicate of a call, as float32 chunks.
 
     Drawn from ``seed`` (its own stream, so the effects' draws do not depend
-    on the number of permutations); kept in memory when ``n_permutations x n``
+    on the number of permutations); kept in memory when ``n_resamples x n``
     fits in ``SIGN_CACHE``, else drawn again -- identically -- for every block.
     """
 
-    def __init__(self, seed: np.random.SeedSequence, n_permutations: int, n: int):
-        self.seed, self.n_permutations, self.n = seed, n_permutations, n
+    def __init__(self, seed: np.random.SeedSequence, n_resamples: int, n: int):
+        self.seed, self.n_resamples, self.n = seed, n_resamples, n
         self._cache: list[np.ndarray] | None = None
-        if n_permutations * n <= SIGN_CACHE:
-            self._cache = list(self._draw(rows=n_permutations))
+        if n_resamples * n <= SIGN_CACHE:
+            self._cache = list(self._draw(rows=n_resamples))
 
     def _draw(self, rows: int) -> Iterator[np.ndarray]:
         gen = np.random.Generator(np.random.PCG64(self.seed))
         done = 0
-        while done < self.n_permutations:
-            k = min(rows, self.n_permutations - done)
+        while done < self.n_resamples:
+            k = min(rows, self.n_resamples - done)
             signs = gen.integers(0, 2, size=(k, self.n), dtype=np.int8).astype(np.float32)
             signs *= 2.0
             signs -= 1.0
@@ -94,7 +94,7 @@ class SharedSigns:
             done += k
 
     def chunks(self) -> Iterator[np.ndarray]:
-        """The sign chunks, ``n_permutations`` rows in total (the same on every call)."""
+        """The sign chunks, ``n_resamples`` rows in total (the same on every call)."""
         if self._cache is not None:
             yield from self._cache
         else:
@@ -103,7 +103,7 @@ class SharedSigns:
     def pvalues(self, deltas: np.ndarray) -> np.ndarray:
         """Randomization p-values of the replicates in the rows of ``deltas``.
 
-        ``p = (1 + #{r: |T_r| >= |dB_hat|}) / (1 + n_permutations)``, as
+        ``p = (1 + #{r: |T_r| >= |dB_hat|}) / (1 + n_resamples)``, as
         :func:`randomization_pvalues`, with ``2 T = E @ delta`` in float32.
         """
         threshold = np.abs(deltas.sum(axis=1)).astype(np.float32)  # |2 dB_hat|
@@ -113,24 +113,24 @@ class SharedSigns:
             null = signs @ dt
             np.abs(null, out=null)
             exceed += np.count_nonzero(null >= threshold, axis=0)
-        return (1.0 + exceed) / (1.0 + self.n_permutations)
+        return (1.0 + exceed) / (1.0 + self.n_resamples)
 
 
 def randomization_pvalues(rng: np.random.Generator, deltas: np.ndarray,
-                          n_permutations: int) -> np.ndarray:
+                          n_resamples: int) -> np.ndarray:
     """Monte Carlo randomization p-values, one per row of ``deltas`` (shape (k, n)).
 
-    ``p = (1 + #{r: |T_r| >= |dB_hat|}) / (1 + n_permutations)`` (two-sided,
+    ``p = (1 + #{r: |T_r| >= |dB_hat|}) / (1 + n_resamples)`` (two-sided,
     Phipson & Smyth 2010; sacrebleu counts ``>`` instead, which differs only
     on exact ties).  The float64 reference of :meth:`SharedSigns.pvalues`.
     """
     observed = np.abs(0.5 * deltas.sum(axis=1))
     exceed = np.zeros(deltas.shape[0], dtype=np.int64)
     dt = deltas.T
-    for signs in sign_chunks(rng, n_permutations, deltas.shape[1]):
+    for signs in sign_chunks(rng, n_resamples, deltas.shape[1]):
         null = np.abs(0.5 * (signs @ dt))  # (rows, k): |T| for every swap set and replicate
         exceed += np.count_nonzero(null >= observed, axis=0)
-    return (1.0 + exceed) / (1.0 + n_permutations)
+    return (1.0 + exceed) / (1.0 + n_resamples)
 
 
 def normal_pvalues(deltas: np.ndarray) -> tuple[np.ndarray, float]:
@@ -155,12 +155,12 @@ class AffineNull:
     With ``delta = nonzero * (mu + b L)`` every statistic splits as
     ``mu * part1 + b * part2``; the parts are computed once (one matrix
     product with the swap signs, kept in memory) and the p-values at any
-    ``mu`` are then O(n_sims x n_permutations).  Used by :func:`nlpower.bleu.mde`
+    ``mu`` are then O(n_sims x n_resamples).  Used by :func:`nlpower.bleu.mde`
     so that every candidate ``dB`` sees the same draws (common random numbers).
     """
 
     def __init__(self, nonzero: np.ndarray, laplace: np.ndarray, b: float,
-                 rng: np.random.Generator | None, n_permutations: int):
+                 rng: np.random.Generator | None, n_resamples: int):
         z = nonzero.astype(np.float64)
         zl = z * laplace
         self.b = b
@@ -171,7 +171,7 @@ class AffineNull:
         self.null2: np.ndarray | None = None
         if rng is not None:
             stacked = np.concatenate([z, zl]).T
-            parts = [signs @ stacked for signs in sign_chunks(rng, n_permutations, z.shape[1])]
+            parts = [signs @ stacked for signs in sign_chunks(rng, n_resamples, z.shape[1])]
             both = np.concatenate(parts)
             self.null1, self.null2 = both[:, : z.shape[0]], both[:, z.shape[0]:]
 

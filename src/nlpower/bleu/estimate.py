@@ -72,11 +72,11 @@ class BleuEstimateResult:
         ML fit: ``p0``, ``b0`` (also as attributes here), ``mu``, ``b``, SEs.
     pvalue : float
         Two-sided paired approximate-randomization p-value,
-        ``(1 + #{|d_S| >= |d|}) / (1 + n_permutations)`` (differences within
+        ``(1 + #{|d_S| >= |d|}) / (1 + n_resamples)`` (differences within
         1e-9 BLEU of ``|d|`` count as ties).
     subset_check : SubsetCheck
         Sum of single effects vs the effect of swapping whole subsets.
-    n_permutations, tokenize, smooth_method, n_refs, seed, version : settings.
+    n_resamples, tokenize, smooth_method, n_refs, seed, version : settings.
     """
 
     n: int
@@ -85,7 +85,7 @@ class BleuEstimateResult:
     delta_bleu: float
     fit: DeltaLaplaceFit
     pvalue: float
-    n_permutations: int
+    n_resamples: int
     subset_check: SubsetCheck
     tokenize: str
     smooth_method: str
@@ -117,7 +117,7 @@ class BleuEstimateResult:
             f"  BLEU A {self.bleu_a:.2f}, B {self.bleu_b:.2f}; difference {self.delta_bleu:.3f} BLEU "
             f"points (half the summed per-sentence swap effects: "
             f"{-0.5 * float(self.effects.sum()):.3f})",
-            f"  paired randomization test: p = {self.pvalue:.4g} ({self.n_permutations} swap sets)",
+            f"  paired randomization test: p = {self.pvalue:.4g} ({self.n_resamples} swap sets)",
             f"  Delta-Laplace ML fit: P0 = {f.p0:.4f} (SE {f.p0_se:.4f}; {f.n_zero} zero effects), "
             f"b0 = {f.b0:.3f} (SE {f.b0_se:.3f}); mu = {f.mu:.3g}, b = {f.b:.3g}",
             f"  sum of single effects vs swapping subsets ({c.n_subsets}): correlation "
@@ -136,7 +136,7 @@ class BleuEstimateResult:
             "n": self.n, "bleu_a": self.bleu_a, "bleu_b": self.bleu_b,
             "delta_bleu": self.delta_bleu, "p0": self.p0, "b0": self.b0, "mu": self.fit.mu,
             "b": self.fit.b, "p0_se": self.fit.p0_se, "b0_se": self.fit.b0_se,
-            "n_zero": self.fit.n_zero, "pvalue": self.pvalue, "n_permutations": self.n_permutations,
+            "n_zero": self.fit.n_zero, "pvalue": self.pvalue, "n_resamples": self.n_resamples,
             "subset_correlation": c.correlation, "subset_slope": c.slope,
             "subset_relative_rmse": c.relative_rmse, "tokenize": self.tokenize,
             "smooth_method": self.smooth_method, "n_refs": self.n_refs,
@@ -160,7 +160,7 @@ def _subset_check(actual: np.ndarray, predicted: np.ndarray) -> SubsetCheck:
 
 def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = "13a",
              lowercase: bool = False, smooth_method: BleuSmooth = "exp",
-             n_permutations: int = 10000, rng: RNGLike = 12345) -> BleuEstimateResult:
+             n_resamples: int = 10000, rng: RNGLike = 12345) -> BleuEstimateResult:
     """Fit P0 and b0 to two systems' outputs and run their paired randomization test.
 
     Parameters
@@ -171,7 +171,7 @@ def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = 
         One reference (a file path or its lines) or several (a list of
         ``Path`` objects or of lists of lines), each aligned with the outputs.
     tokenize, lowercase, smooth_method : sacrebleu's BLEU options (defaults: sacrebleu's).
-    n_permutations : int
+    n_resamples : int
         Random swap sets for the randomization test (sacrebleu's default: 10000).
     rng : seed or Generator
         Default 12345, sacrebleu's default seed: with an int seed the swap
@@ -193,7 +193,7 @@ def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = 
     ...      "it was a sunny day here", "we went to the market by car"]
     >>> b = ["the cat sat on a mat", "a dog ran in the park at noon",
     ...      "it was a very sunny day", "we went to the market by car"]
-    >>> res = estimate(a, b, refs, n_permutations=999)
+    >>> res = estimate(a, b, refs, n_resamples=999)
     >>> res.fit.n_zero  # sentence 4 is the same in both systems
     1
     """
@@ -206,7 +206,7 @@ def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = 
     streams = read_references(refs, len(a))
     tokenize = check_tokenize(tokenize)
     smooth_method = check_choice("smooth_method", smooth_method, BleuSmooth)
-    n_permutations = check_int("n_permutations", n_permutations, min=1)
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
     if not isinstance(lowercase, bool):
         raise InputError(f"lowercase must be True or False; got {lowercase!r}.")
     stats_a = segment_statistics(a, streams, tokenize=tokenize, lowercase=lowercase)
@@ -220,16 +220,16 @@ def estimate(hyps_a: Lines, hyps_b: Lines, refs: References, *, tokenize: str = 
     observed = bleu_a - bleu_b
     seq = root_seed(rng)
     gen = np.random.Generator(np.random.PCG64(seq))
-    keep = gen.integers(2, size=(n_permutations, len(a)), dtype=bool)  # sacrebleu's draw, one call
+    keep = gen.integers(2, size=(n_resamples, len(a)), dtype=bool)  # sacrebleu's draw, one call
     swaps = ~keep
     null = np.concatenate(list(subset_differences(stats_a, stats_b, swaps,
                                                   smooth_method=smooth_method)))
     exceed = int(np.count_nonzero(np.abs(null) >= abs(observed) - _TIE))
     predicted = np.concatenate([swaps[i:i + 4096].astype(np.float64) @ effects
-                                for i in range(0, n_permutations, 4096)])
+                                for i in range(0, n_resamples, 4096)])
     return BleuEstimateResult(
         n=len(a), bleu_a=bleu_a, bleu_b=bleu_b, delta_bleu=observed, fit=fit,
-        pvalue=(1.0 + exceed) / (1.0 + n_permutations), n_permutations=n_permutations,
+        pvalue=(1.0 + exceed) / (1.0 + n_resamples), n_resamples=n_resamples,
         subset_check=_subset_check(null - observed, predicted), tokenize=tokenize,
         smooth_method=smooth_method, n_refs=len(streams), seed=seed_record(seq),
         version=__version__, effects=effects)

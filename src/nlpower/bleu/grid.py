@@ -14,7 +14,7 @@ from .._rng import RNGLike
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
-from .power import BleuPowerResult, _check_permutations, power
+from .power import BleuPowerResult, _check_resamples, power
 
 __all__ = ["BleuProblem", "power_grid"]
 
@@ -28,23 +28,23 @@ class BleuProblem:
     """
 
     n_sims: int = 1000
-    n_permutations: int = 1000
+    n_resamples: int = 1000
     alpha: float = 0.05
     method: BleuMethod = "randomization"
 
     name: ClassVar[str] = "bleu"
     result_columns: ClassVar[tuple[str, ...]] = (
         "power", "ci_low", "ci_high", "se", "type_m", "type_s", "rejection_rate",
-        "mean_estimate", "n_sims", "n_permutations", "method",
+        "mean_estimate", "n_sims", "n_resamples", "method",
     )
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"n_sims": self.n_sims, "n_permutations": self.n_permutations,
+        return {"n_sims": self.n_sims, "n_resamples": self.n_resamples,
                 "alpha": self.alpha, "method": self.method}
 
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> BleuPowerResult:
         return power(key["n"], key["delta"], key["p0"], key["b0"], n_sims=self.n_sims,
-                     n_permutations=self.n_permutations, alpha=self.alpha, method=self.method,
+                     n_resamples=self.n_resamples, alpha=self.alpha, method=self.method,
                      rng=rng, keep_replicates=False)
 
     def from_record(self, record: Mapping[str, Any]) -> BleuPowerResult:
@@ -60,7 +60,7 @@ def _values(name: str, value: Any, check: Any) -> Any:
 
 
 def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
-               n_permutations: int = 1000, alpha: float = 0.05,
+               n_resamples: int = 1000, alpha: float = 0.05,
                method: BleuMethod = "randomization", rng: RNGLike = None, n_jobs: int = 1,
                backend: Backend = "loky", client: Any = None,
                checkpoint: str | os.PathLike[str] | None = None, progress: bool = True,
@@ -89,7 +89,7 @@ def power_grid(n: Any, delta: Any, p0: Any, b0: Any, *, n_sims: int = 1000,
     alpha = check_probability("alpha", alpha)
     method = check_choice("method", method, BleuMethod)
     problem = BleuProblem(n_sims=check_int("n_sims", n_sims, min=1),
-                          n_permutations=_check_permutations(n_permutations, alpha, method),
+                          n_resamples=_check_resamples(n_resamples, alpha, method),
                           alpha=alpha, method=method)
     run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
                      progress=progress, on_error=on_error, shard=shard)

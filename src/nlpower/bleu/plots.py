@@ -36,9 +36,9 @@ def _title(grid: Any, head: str, fixed: tuple[str, ...]) -> str:
             parts.append(f"{name} = {float(frame[col].iloc[0]):g}")
     if "n_sims" in frame.columns and frame["n_sims"].nunique() == 1:
         sims = f"{int(frame['n_sims'].iloc[0])} replicates per point"
-        if "n_permutations" in frame.columns and frame["n_permutations"].nunique() == 1 \
-                and int(frame["n_permutations"].iloc[0]) > 0:
-            sims += f", {int(frame['n_permutations'].iloc[0])} swap sets each"
+        if "n_resamples" in frame.columns and frame["n_resamples"].nunique() == 1 \
+                and int(frame["n_resamples"].iloc[0]) > 0:
+            sims += f", {int(frame['n_resamples'].iloc[0])} swap sets each"
         parts.append(sims)
     return head + (" (" + "; ".join(parts) + ")" if parts else "")
 

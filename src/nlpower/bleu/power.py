@@ -53,7 +53,7 @@ class BleuPowerResult:
     mean_estimate : float
         Mean ``dB_hat`` over replicates (``dB`` in expectation).
     n, delta, p0, b0, alpha : problem settings (``delta`` is dB in BLEU points).
-    n_permutations : int
+    n_resamples : int
         Swap sets per replicate (0 for ``method="normal"``).
     method : str
         ``"randomization"`` or ``"normal"``.
@@ -79,7 +79,7 @@ class BleuPowerResult:
     p0: float
     b0: float
     alpha: float
-    n_permutations: int
+    n_resamples: int
     method: str
     seed: dict[str, Any]
     version: str
@@ -103,7 +103,7 @@ class BleuPowerResult:
 
     def summary(self) -> str:
         """A short text report."""
-        test = (f"randomization test, {self.n_permutations} swap sets" if self.method == "randomization"
+        test = (f"randomization test, {self.n_resamples} swap sets" if self.method == "randomization"
                 else "normal limit of the randomization test")
         lines = [
             f"BLEU power: n = {self.n} sentences, dB = {self.delta:g} BLEU, P0 = {self.p0:g}, "
@@ -140,7 +140,7 @@ class BleuPowerResult:
             "n_rejected": self.n_rejected, "rejection_rate": self.rejection_rate,
             "mean_estimate": self.mean_estimate, "n": self.n, "delta": self.delta,
             "p0": self.p0, "b0": self.b0, "alpha": self.alpha,
-            "n_permutations": self.n_permutations, "method": self.method,
+            "n_resamples": self.n_resamples, "method": self.method,
             "normal_error_bound": self.normal_error_bound,
             **({} if self.mc is None else self.mc.to_record()),
             "seed": {"entropy": self.seed.get("entropy"),
@@ -196,7 +196,7 @@ def summarise(estimates: np.ndarray, pvalues: np.ndarray, delta: float, alpha: f
 
 
 def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
-          n_permutations: int = 1000, alpha: float = 0.05, method: BleuMethod = "randomization",
+          n_resamples: int = 1000, alpha: float = 0.05, method: BleuMethod = "randomization",
           rng: RNGLike = None, keep_replicates: bool = True) -> BleuPowerResult:
     """Power of the paired randomization test to detect a BLEU difference ``delta``.
 
@@ -214,7 +214,7 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
     p0, b0 : float
         Share of zero-effect sentences and the size-free Laplace scale
         (:func:`nlpower.bleu.preset` gives Table 3's values).
-    n_sims, n_permutations : int
+    n_sims, n_resamples : int
         Replicates, and swap sets per randomization test.
     alpha : float
         Two-sided level; only rejections with the sign of ``delta`` count.
@@ -229,7 +229,7 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
 
     Examples
     --------
-    >>> res = power(2000, 1.0, 0.125, 25.8, n_sims=200, n_permutations=500, rng=1)
+    >>> res = power(2000, 1.0, 0.125, 25.8, n_sims=200, n_resamples=500, rng=1)
     >>> 0.6 < res.power < 0.9
     True
 
@@ -239,12 +239,12 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
     n, delta, p0, b0, alpha = _check_problem(n, delta, p0, b0, alpha)
     n_sims = check_int("n_sims", n_sims, min=1)
     method = check_choice("method", method, BleuMethod)
-    n_permutations = _check_permutations(n_permutations, alpha, method)
+    n_resamples = _check_resamples(n_resamples, alpha, method)
     seq = root_seed(rng)
     batch = _kernels.REPLICATE_BATCH
     n_batches = -(-n_sims // batch)
     children = seq.spawn(n_batches + 1)  # one stream per batch of effects, one for the signs
-    signs = (_kernels.SharedSigns(children[-1], n_permutations, n)
+    signs = (_kernels.SharedSigns(children[-1], n_resamples, n)
              if method == "randomization" else None)
     per_block = max(1, _kernels.block_size(n) // batch)  # batches tested by one GEMM
     estimates = np.empty(n_sims)
@@ -264,7 +264,7 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
             bound = max(bound, b)
     return BleuPowerResult(
         **summarise(estimates, pvalues, delta, alpha), n=n, delta=delta, p0=p0, b0=b0,
-        alpha=alpha, n_permutations=n_permutations if method == "randomization" else 0,
+        alpha=alpha, n_resamples=n_resamples if method == "randomization" else 0,
         method=method, seed=seed_record(seq), version=__version__,
         normal_error_bound=bound if method == "normal" else None,
         estimates=estimates if keep_replicates else None,
@@ -295,7 +295,7 @@ class BleuMDEResult:
     b0: float
     alpha: float
     n_sims: int
-    n_permutations: int
+    n_resamples: int
     method: str
     tol: float
     seed: dict[str, Any]
@@ -310,7 +310,7 @@ class BleuMDEResult:
         return "\n".join([
             f"BLEU minimum detectable difference: n = {self.n}, P0 = {self.p0:g}, b0 = {self.b0:g}",
             f"  {self.method} test, alpha {self.alpha:g}, {self.n_sims} replicates"
-            + (f" x {self.n_permutations} swap sets" if self.method == "randomization" else ""),
+            + (f" x {self.n_resamples} swap sets" if self.method == "randomization" else ""),
             f"  MDE {self.mde:.3f} BLEU points for power {self.target_power:g} (Monte Carlo 95% "
             f"interval {self.mde_ci.low:.3f}-{self.mde_ci.high:.3f}; tolerance {self.tol:g})",
             f"  power there {self.power:.3f} (95% CI {self.ci.low:.3f}-{self.ci.high:.3f})",
@@ -329,25 +329,25 @@ class BleuMDEResult:
             "ci_low": self.ci.low, "ci_high": self.ci.high, "mde_ci_low": self.mde_ci.low,
             "mde_ci_high": self.mde_ci.high, "n": self.n, "p0": self.p0,
             "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
-            "n_permutations": self.n_permutations, "method": self.method, "tol": self.tol,
+            "n_resamples": self.n_resamples, "method": self.method, "tol": self.tol,
             "seed": {"entropy": self.seed.get("entropy"),
                      "spawn_key": list(self.seed.get("spawn_key", ()))},
             "version": self.version,
         }
 
 
-#: Largest n_sims x n_permutations table of null statistics mde() keeps in memory.
+#: Largest n_sims x n_resamples table of null statistics mde() keeps in memory.
 _MDE_MAX_NULL = 10_000_000  # two float64 tables: 160 MB at the limit
 
 
 def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float = 0.05,
-        n_sims: int = 1000, n_permutations: int = 1000, method: BleuMethod = "randomization",
+        n_sims: int = 1000, n_resamples: int = 1000, method: BleuMethod = "randomization",
         tol: float = 1e-3, rng: RNGLike = None) -> BleuMDEResult:
     """Smallest BLEU difference detected with ``target_power`` on a test set of ``n`` sentences.
 
     The effects are ``nonzero * (mu + b L)`` with ``mu`` linear in dB, so one
     set of draws and swap signs serves every candidate dB (common random
-    numbers): power(dB) is then computed in O(n_sims x n_permutations) and
+    numbers): power(dB) is then computed in O(n_sims x n_resamples) and
     bisected to ``tol``.
 
     Examples
@@ -360,15 +360,15 @@ def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float
     target_power = check_probability("target_power", target_power)
     n_sims = check_int("n_sims", n_sims, min=1)
     method = check_choice("method", method, BleuMethod)
-    n_permutations = _check_permutations(n_permutations, alpha, method)
+    n_resamples = _check_resamples(n_resamples, alpha, method)
     tol = check_real("tol", tol, min=0.0, min_open=True)
-    if method == "randomization" and n_sims * n_permutations > _MDE_MAX_NULL:
-        raise _too_big(n_sims, n_permutations)
+    if method == "randomization" and n_sims * n_resamples > _MDE_MAX_NULL:
+        raise _too_big(n_sims, n_resamples)
     seq = root_seed(rng)
     gen = np.random.Generator(np.random.PCG64(seq))
     nonzero, laplace = draw_parts(gen, n_sims, n, p0)
     null = _kernels.AffineNull(nonzero, laplace, b0 / n, gen if method == "randomization" else None,
-                               n_permutations)
+                               n_resamples)
 
     def power_at(d: float) -> float:
         mu = laplace_location(n, d, p0)
@@ -399,22 +399,22 @@ def mde(n: int, p0: float, b0: float, *, target_power: float = 0.8, alpha: float
         mde=hi, target_power=target_power, power=k / n_sims,
         ci=ConfidenceInterval(*wilson_ci(k, n_sims)), mde_ci=ConfidenceInterval(low, high),
         n=n, p0=p0, b0=b0, alpha=alpha,
-        n_sims=n_sims, n_permutations=n_permutations if method == "randomization" else 0,
+        n_sims=n_sims, n_resamples=n_resamples if method == "randomization" else 0,
         method=method, tol=tol, seed=seed_record(seq), version=__version__)
 
 
-def _check_permutations(n_permutations: Any, alpha: float, method: str) -> int:
-    n_permutations = check_int("n_permutations", n_permutations, min=1)
-    if method == "randomization" and 1.0 / (n_permutations + 1) > alpha:
+def _check_resamples(n_resamples: Any, alpha: float, method: str) -> int:
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
+    if method == "randomization" and 1.0 / (n_resamples + 1) > alpha:
         raise InputError(
-            f"n_permutations = {n_permutations} is too few for alpha = {alpha:g}: the smallest "
-            f"possible p-value is 1 / (n_permutations + 1) = {1 / (n_permutations + 1):.3g}, so "
-            f"nothing could be rejected. Use n_permutations >= {math.ceil(1 / alpha) - 1} "
+            f"n_resamples = {n_resamples} is too few for alpha = {alpha:g}: the smallest "
+            f"possible p-value is 1 / (n_resamples + 1) = {1 / (n_resamples + 1):.3g}, so "
+            f"nothing could be rejected. Use n_resamples >= {math.ceil(1 / alpha) - 1} "
             "(the default is 1000).")
-    return n_permutations
+    return n_resamples
 
 
-def _too_big(n_sims: int, n_permutations: int) -> InputError:
+def _too_big(n_sims: int, n_resamples: int) -> InputError:
     return InputError(
-        f"mde: n_sims x n_permutations = {n_sims} x {n_permutations} null statistics would be kept "
-        f"in memory (limit {_MDE_MAX_NULL}). Lower n_sims or n_permutations, or use method='normal'.")
+        f"mde: n_sims x n_resamples = {n_sims} x {n_resamples} null statistics would be kept "
+        f"in memory (limit {_MDE_MAX_NULL}). Lower n_sims or n_resamples, or use method='normal'.")

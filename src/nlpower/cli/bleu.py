@@ -24,7 +24,7 @@ def _params(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
     p.add_argument("--b0", type=kind, default=None,
                    help=f"Laplace scale times n (overrides --preset{more})")
     p.add_argument("--n-sims", type=int, default=1000, metavar="N", help="replicates (default: 1000)")
-    p.add_argument("--n-permutations", type=int, default=1000, metavar="R",
+    p.add_argument("--n-resamples", type=int, default=1000, metavar="R",
                    help="swap sets per randomization test (default: 1000)")
     p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default: 0.05)")
     p.add_argument("--method", choices=allowed(BleuMethod), default="randomization",
@@ -79,7 +79,7 @@ def register(subparsers: Any) -> None:
                    help="reference file(s), aligned with the outputs")
     e.add_argument("--tokenize", default="13a", help="sacrebleu tokenizer (default: 13a)")
     e.add_argument("--lowercase", action="store_true", help="lowercase before scoring")
-    e.add_argument("--n-permutations", type=int, default=10000, metavar="R",
+    e.add_argument("--n-resamples", type=int, default=10000, metavar="R",
                    help="swap sets for the randomization test (default: 10000, as sacrebleu)")
     e.add_argument("--seed", type=int, default=12345, help="seed of the swap sets (default: sacrebleu's 12345)")
     e.add_argument("--effects", type=Path, default=None, metavar="CSV",
@@ -111,7 +111,7 @@ def run_power(args: argparse.Namespace) -> int:
     from ..bleu import power
 
     p0, b0 = _p0_b0(args)
-    result = power(args.n, args.delta, p0, b0, n_sims=args.n_sims, n_permutations=args.n_permutations,
+    result = power(args.n, args.delta, p0, b0, n_sims=args.n_sims, n_resamples=args.n_resamples,
                    alpha=args.alpha, method=args.method, rng=args.seed)
     print(result.summary())
     write_json(args, result.to_record())
@@ -123,7 +123,7 @@ def run_mde(args: argparse.Namespace) -> int:
 
     p0, b0 = _p0_b0(args)
     result = mde(args.n, p0, b0, target_power=args.target_power, alpha=args.alpha, n_sims=args.n_sims,
-                 n_permutations=args.n_permutations, method=args.method, rng=args.seed)
+                 n_resamples=args.n_resamples, method=args.method, rng=args.seed)
     print(result.summary())
     write_json(args, result.to_record())
     return 0
@@ -136,7 +136,7 @@ def run_grid(args: argparse.Namespace) -> int:
     p0 = [base.p0] if args.p0 is None else args.p0
     b0 = [base.b0] if args.b0 is None else args.b0
     grid = power_grid(args.n, args.delta, p0 if len(p0) > 1 else p0[0], b0 if len(b0) > 1 else b0[0],
-                      n_sims=args.n_sims, n_permutations=args.n_permutations, alpha=args.alpha,
+                      n_sims=args.n_sims, n_resamples=args.n_resamples, alpha=args.alpha,
                       method=args.method, rng=args.seed, n_jobs=args.n_jobs,
                       checkpoint=args.checkpoint, progress=not args.quiet)
     print(grid.summary())
@@ -156,7 +156,7 @@ def run_estimate(args: argparse.Namespace) -> int:
 
     refs: Any = args.refs[0] if len(args.refs) == 1 else list(args.refs)
     result = estimate(args.hyps_a, args.hyps_b, refs, tokenize=args.tokenize,
-                      lowercase=args.lowercase, n_permutations=args.n_permutations, rng=args.seed)
+                      lowercase=args.lowercase, n_resamples=args.n_resamples, rng=args.seed)
     print(result.summary())
     if args.effects is not None:
         result.to_frame().to_csv(args.effects, index=False)

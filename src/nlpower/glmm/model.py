@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import nlopt
 import numpy as np
 
 from ..errors import FitError, InputError
@@ -34,100 +33,31 @@ from ..lmm.native import single_threaded
 from ..lmm.native.blocks import group_blocks, theta_layout
 from ..lmm.structure import ModelSpec
 from .agq import agq_deviance
+from .gradient import LaplaceGradient
+from .optim import bobyqa, fd_derivatives, gradient_hessian, lbfgsb, newton, newton_step
 from .pirls import Mode, Pirls
 from .response import check_response
 from .result import GlmmCore, GlmmFit, build_fit
 
 SINGULAR_TOL = 1e-4
-#: BOBYQA settings of the two stages (tighter than lme4's, so the optimum is reached)
+#: BOBYQA settings of the two stages without the analytic gradient (tighter than lme4's)
 STAGE1 = {"xtol_abs": 1e-2, "ftol_abs": 1e-4, "maxeval": 5000, "step": 0.25}
 #: ... when stage 1 is the fit (nAGQ = 0)
 STAGE1_FINAL = {"xtol_abs": 1e-6, "ftol_abs": 1e-8, "maxeval": 5000, "step": 0.25}
 STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
-#: Newton steps on the finite-difference Hessian after stage 2, until max|gradient| is below
+#: L-BFGS-B's projected-gradient tolerance of stage 1 (only a start for stage 2) and when
+#: stage 1 is the fit (nAGQ = 0); of stage 2's fallback
+STAGE1_GTOL = 1e-2
+STAGE1_FINAL_GTOL = 1e-6
+STAGE2_GTOL = 1e-6
+#: Newton steps after stage 2 without the gradient, until max|gradient| is below
 NEWTON_STEPS = 4
 NEWTON_GTOL = 1e-4
 #: ... or the last step gained less than this and max|gradient| is below 1e-2 (finite
 #: differences of a deviance known to ~1e-9 leave a gradient noise of ~1e-5)
 NEWTON_FTOL = 1e-7
-#: Newton (chord) steps of stage 2 before falling back to BOBYQA
+#: Newton (chord) steps of stage 2 before falling back to BOBYQA (no gradient)
 NEWTON_MAXIT = 12
-#: finite-difference step of the derivatives (lme4's deriv12)
-DERIV_STEP = 1e-4
-
-
-def derivatives(fu: Any, x: np.ndarray, fx: float, u0: np.ndarray | None,
-                hessian: bool = True, h: float = DERIV_STEP
-                ) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """Gradient and Hessian by finite differences: ``(g, H, evaluations)``.
-
-    ``fu(x, u_start) -> (value, u)`` evaluates the deviance with PIRLS started
-    at ``u_start`` and returns the mode it found; ``u0`` is the mode at ``x``.
-    The gradient and the Hessian's diagonal are central differences (lme4's
-    ``deriv12``), the off-diagonal elements forward differences
-    ``(f(x + h e_i + h e_j) - f(x + h e_i) - f(x + h e_j) + f(x)) / h^2`` --
-    ``2k + k(k-1)/2`` evaluations instead of ``deriv12``'s ``2k^2``, an
-    ``O(h)`` error in the off-diagonal elements (relative ``1e-4`` on the SEs).
-    PIRLS starts from the modes extrapolated linearly from those already
-    found (``2 u0 - u(x + h e_i)``, ``u(x + h e_i) + u(x + h e_j) - u0``): an
-    ``O(h^2)`` start, so one PIRLS step usually converges.
-    """
-    k = x.size
-    fp, fm = np.empty(k), np.empty(k)
-    up: list[np.ndarray | None] = []
-    for i in range(k):
-        e = np.zeros(k)
-        e[i] = h
-        fp[i], ui = fu(x + e, u0)
-        up.append(ui)
-        fm[i], _ = fu(x - e, None if u0 is None or ui is None else 2.0 * u0 - ui)
-    g = (fp - fm) / (2.0 * h)
-    if not hessian:
-        return g, None, 2 * k
-    H = np.diag((fp - 2.0 * fx + fm) / (h * h))
-    for i in range(k):
-        for j in range(i):
-            e = np.zeros(k)
-            e[i] = e[j] = h
-            ui, uj = up[i], up[j]
-            start = None if u0 is None or ui is None or uj is None else ui + uj - u0
-            H[i, j] = H[j, i] = (fu(x + e, start)[0] - fp[i] - fp[j] + fx) / (h * h)
-    return g, H, 2 * k + k * (k - 1) // 2
-
-
-def _bobyqa(fn: Any, x0: np.ndarray, lower: np.ndarray, step: np.ndarray,
-            ctl: dict[str, float]) -> tuple[np.ndarray, float, int, bool, str]:
-    """NLopt BOBYQA (best point kept on round-off); never raises for non-convergence."""
-    best_f, best_x = [math.inf], [x0.copy()]
-    count = [0]
-
-    def f(x: np.ndarray, grad: np.ndarray) -> float:
-        count[0] += 1
-        v = fn(x)
-        if not math.isfinite(v):
-            return 1e300
-        if v < best_f[0]:
-            best_f[0], best_x[0] = v, x.copy()
-        return float(v)
-
-    opt = nlopt.opt(nlopt.LN_BOBYQA, x0.size)
-    opt.set_min_objective(f)
-    opt.set_lower_bounds(lower)
-    opt.set_xtol_abs(ctl["xtol_abs"])
-    opt.set_ftol_abs(ctl["ftol_abs"])
-    opt.set_maxeval(int(ctl["maxeval"]))
-    opt.set_initial_step(step)
-    converged, msg = True, "converged"
-    try:
-        opt.optimize(np.maximum(x0, lower))
-        status = opt.last_optimize_result()
-        if status == nlopt.MAXEVAL_REACHED:
-            converged, msg = False, "maximum number of evaluations reached"
-    except nlopt.RoundoffLimited:
-        msg = "roundoff limited (best point kept)"
-    except (RuntimeError, ValueError) as exc:
-        converged, msg = False, f"NLopt failure: {exc}"
-    return np.asarray(best_x[0], dtype=float), float(best_f[0]), count[0], converged, msg
 
 
 def start_parts(start: Any) -> tuple[Any, Any]:
@@ -198,7 +128,19 @@ class GlmmModel:
         self.k = self.layout.size
         self.p = spec.p
         self.lower = np.concatenate([self.layout.lower, np.full(self.p, -np.inf)])
+        self.free = np.full(self.k + self.p, -np.inf)
+        # the columns of each term's factor: flipping one's sign leaves Lambda Lambda' unchanged
+        self._columns = []
+        for t, off in zip(self.layout.terms, self.layout.term_offsets, strict=True):
+            for j in range(t.q):
+                self._columns.append((off, t.q - j))
+                off += t.q - j
+        self.grad = LaplaceGradient(self.pirls, self.k)
         self._u: np.ndarray | None = None
+        self._last: Mode | None = None
+        self._anchor: tuple[np.ndarray, Mode, np.ndarray] | None = None
+        self._pending: np.ndarray | None = None     # Newton's next step after stage 2
+        self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
         self._maxeval = int(STAGE2["maxeval"])
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
@@ -210,6 +152,7 @@ class GlmmModel:
             self._u = mode.u
             if update_beta:
                 self._beta = mode.beta
+        self._last = mode
         return mode
 
     def deviance(self, theta: Any, beta: Any = None, *, nAGQ: int = 1) -> float:
@@ -225,6 +168,10 @@ class GlmmModel:
             return agq_deviance(self.pirls, mode, nAGQ)
         return mode.deviance
 
+    def _analytic(self, nAGQ: int) -> bool:
+        """Whether the analytic gradient is used (canonical link, Laplace or nAGQ = 0)."""
+        return self.grad.ok and nAGQ <= 1
+
     def _f2(self, nAGQ: int) -> Any:
         k = self.k
 
@@ -232,44 +179,86 @@ class GlmmModel:
             return self.deviance(x[:k], x[k:], nAGQ=nAGQ)
         return f
 
-    def _fu(self, nAGQ: int) -> Any:
-        """``(x, u_start) -> (deviance, mode)``: the stage-2 objective with a given PIRLS start."""
+    def _fu(self, nAGQ: int, gradient: bool = False) -> Any:
+        """``(x, u_start) -> (deviance, gradient or None, mode)``: the stage-2 objective."""
         k = self.k
 
-        def fu(x: np.ndarray, u_start: np.ndarray | None) -> tuple[float, np.ndarray | None]:
-            if u_start is not None:
+        def fu(x: np.ndarray, u_start: np.ndarray | None
+               ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+            anchor = self._anchor if gradient else None
+            if anchor is not None:     # the mode predicted from the last evaluation's
+                self._u = self.grad.predict_u(anchor[1], anchor[2], x - anchor[0])
+            elif u_start is not None:
                 self._u = u_start
             v = self.deviance(x[:k], x[k:], nAGQ=nAGQ)
-            return v, self._u
+            g = None
+            if gradient and math.isfinite(v):
+                g = self.grad(self._last, True)
+                if u_start is None and g is not None and self._last is not None:
+                    self._anchor = (x.copy(), self._last, self.pirls.zl)   # not a difference step
+            return v, g, self._u
         return fu
+
+    def _fu1(self) -> Any:
+        """Stage 1's objective (``beta`` in PIRLS) with its gradient over ``theta``."""
+        def fu(th: np.ndarray, u_start: np.ndarray | None
+               ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+            v = self.deviance(th)
+            return v, self.grad(self._last, False) if math.isfinite(v) else None, self._u
+        return fu
+
+    def canonical(self, x: np.ndarray) -> np.ndarray:
+        """``x`` with every factor column whose diagonal is negative negated (lme4's bounds).
+
+        The deviance depends on ``theta`` only through ``Lambda Lambda'``, which
+        a column's sign does not change: the gradient-based stages optimise
+        without bounds (a projected method stalls at a diagonal of 0, where
+        the gradient vanishes by this symmetry) and map the result back.
+        """
+        out = x.copy()
+        for start, length in self._columns:
+            if out[start] < 0:
+                out[start:start + length] *= -1.0
+        return out
 
     # -- stages ---------------------------------------------------------------------
     def _stage1(self, theta0: np.ndarray, final: bool = False) -> tuple[np.ndarray, float, int]:
         self._u = None
+        self._anchor = None
         self._beta = np.zeros(self.p)
         self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
         self._u = None
-
-        def f(th: np.ndarray) -> float:
-            return self.deviance(th)
-        ctl = STAGE1_FINAL if final else STAGE1          # stage 2's Newton steps finish the job
-        th, fv, n, _, _ = _bobyqa(f, theta0, self.layout.lower, np.full(self.k, ctl["step"]), ctl)
+        if self._analytic(0):
+            th, fv, n, _, _ = lbfgsb(self._fu1(), theta0, self.free[:self.k],
+                                     STAGE1_FINAL_GTOL if final else STAGE1_GTOL, 5000)
+            th = self.canonical(th)
+        else:
+            ctl = STAGE1_FINAL if final else STAGE1          # stage 2's Newton steps finish it
+            th, fv, n, _, _ = bobyqa(self.deviance, theta0, self.layout.lower,
+                                     np.full(self.k, ctl["step"]), ctl)
         self.deviance(th)                                        # leave beta and u at the optimum
         return th, fv, n + 2
 
     def _stage2(self, x0: np.ndarray, nAGQ: int, step: np.ndarray | None = None
                 ) -> tuple[np.ndarray, float, int, bool, str]:
+        if self._analytic(nAGQ):
+            # off a saddle: a diagonal of exactly 0 has a zero gradient by symmetry
+            x1 = np.where((self.lower == 0) & (np.abs(x0) < 1e-8), 1e-2, x0)
+            x, fv, n, ok, msg = lbfgsb(self._fu(nAGQ, True), x1, self.free, STAGE2_GTOL,
+                                       self._maxeval)
+            return self.canonical(x), fv, n, ok, msg
         if step is None:
             se = self._se_rx(x0)
             step = np.concatenate([np.full(self.k, STAGE2["step"]), np.maximum(0.2 * se, 1e-3)])
-        return _bobyqa(self._f2(nAGQ), x0, self.lower, step, {**STAGE2, "maxeval": self._maxeval})
+        return bobyqa(self._f2(nAGQ), x0, self.lower, step, {**STAGE2, "maxeval": self._maxeval})
 
     def _se_rx(self, x: np.ndarray) -> np.ndarray:
         return np.sqrt(np.diag(self.vcov_rx(x)))
 
-    def vcov_rx(self, x: np.ndarray) -> np.ndarray:
+    def vcov_rx(self, x: np.ndarray, mode: Mode | None = None) -> np.ndarray:
         """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
-        mode = self._mode(x[:self.k], x[self.k:], False)
+        if mode is None:
+            mode = self._mode(x[:self.k], x[self.k:], False)
         _, _, L2, _ = self.pirls.factor(mode.w, True)
         assert L2 is not None
         Lx = L2[self.pirls.qr:, self.pirls.qr:]
@@ -292,14 +281,21 @@ class GlmmModel:
         th, _, n = self._stage1(theta, final=nAGQ == 0)   # nAGQ = 0 always optimises theta here
         return np.concatenate([th, self._beta]), n, False
 
-    def set_response(self, y: Any) -> np.ndarray:
-        """Swap the response (checked); the structure is kept."""
+    def set_response(self, y: Any, weights: Any = None) -> np.ndarray:
+        """Swap the response (checked), and the prior weights if given; the structure is kept."""
         yv = np.asarray(y, dtype=float).ravel()
         if yv.shape != (self.spec.n,):
             raise InputError(f"y must have {self.spec.n} values (one per row); got shape {yv.shape}.")
+        if weights is not None:
+            wt = np.asarray(weights, dtype=float).ravel()
+            if wt.shape != (self.spec.n,) or not np.all(np.isfinite(wt)) or np.any(wt < 0):
+                raise InputError(f"weights must be {self.spec.n} finite values >= 0 (one per "
+                                 f"row); got shape {wt.shape}.")
+            self.wt = wt
         check_response(self.family, yv, self.wt, "y")
         self.pirls.set_response(yv, self.wt, self.offset)
         self._u = None
+        self._anchor = None
         return yv
 
     # -- fits -----------------------------------------------------------------------
@@ -308,22 +304,44 @@ class GlmmModel:
             raise InputError(
                 f"nAGQ={nAGQ} (adaptive Gauss-Hermite quadrature) needs a single scalar "
                 "random-effects term such as (1 | herd), as lme4; use nAGQ=1 (Laplace).")
+        self._pending = self._restart = None
         x0, n1, warm = self._start(start, nAGQ)
         if nAGQ == 0:
             fv = self.deviance(x0[:self.k])
             return x0, fv, n1, True, "stage 1 (nAGQ = 0)", warm
-        newton = self._newton_stage(x0, nAGQ)
-        if newton is not None:
-            x, fv, n2, g, H = newton
+        newton_res = (self._newton_gradient(x0, nAGQ) if self._analytic(nAGQ)
+                      else self._newton_stage(x0, nAGQ))
+        if newton_res is not None:
+            x, fv, n2 = newton_res
             return x, fv, n1 + n2, True, "converged", warm
         step = None
-        if warm:
+        if warm and not self._analytic(nAGQ):
             step = np.concatenate([np.full(self.k, 0.05), np.maximum(0.1 * self._se_rx(x0), 1e-3)])
+        if self._restart is not None:
+            x0, self._restart = self._restart, None
         x, fv, n2, ok, msg = self._stage2(x0, nAGQ, step)
         return x, fv, n1 + n2, ok, msg, warm
 
-    def _newton_stage(self, x0: np.ndarray, nAGQ: int
-                      ) -> tuple[np.ndarray, float, int, np.ndarray, np.ndarray] | None:
+    def _newton_gradient(self, x0: np.ndarray, nAGQ: int) -> tuple[np.ndarray, float, int] | None:
+        """Stage 2 by Newton's method on the analytic gradient (Hessian: its differences at x0)."""
+        fu = self._fu(nAGQ, True)
+        fv, g, u0 = fu(x0, None)
+        if not math.isfinite(fv) or g is None:
+            return None
+        H, n = gradient_hessian(fu, x0, u0, forward=g)
+        self._u = u0
+        res = newton(fu, x0, fv, g, H, self.free)
+        if res is None:
+            return None
+        x, fv, g, H, m, ok = res
+        if not ok:                        # L-BFGS from the best point so far
+            self._restart = self.canonical(x)
+            return None
+        st = newton_step(x, g, H, self.free)
+        self._pending = None if st is None else self.canonical(st[0])
+        return self.canonical(x), fv, n + m + 2
+
+    def _newton_stage(self, x0: np.ndarray, nAGQ: int) -> tuple[np.ndarray, float, int] | None:
         """Stage 2 by Newton steps on one finite-difference Hessian (from stage 1's optimum).
 
         Stage 1's optimum is close to stage 2's, so a few steps suffice; each step is halved until
@@ -335,7 +353,7 @@ class GlmmModel:
         x, fv = x0.copy(), f(x0)
         if not math.isfinite(fv):
             return None
-        g, H, n = derivatives(fu, x, fv, self._u)
+        g, H, n = fd_derivatives(fu, x, fv, self._u)
         assert H is not None
         n += 1
         try:
@@ -347,10 +365,11 @@ class GlmmModel:
             at_bound = (self.lower == 0) & (x <= 0) & (g > 0)
             gmax = float(np.max(np.abs(np.where(at_bound, 0.0, g))))
             if gmax < NEWTON_GTOL or (gained < NEWTON_FTOL and gmax < 1e-2):
-                return x, fv, n, g, H
-            x2 = self._newton(x, g, H, max_step=1.0)
-            if x2 is None:
+                return x, fv, n
+            st = newton_step(x, g, H, self.lower, max_step=1.0)
+            if st is None:
                 return None
+            x2 = st[0]
             for _ in range(8):
                 f2 = f(x2)
                 n += 1
@@ -359,7 +378,7 @@ class GlmmModel:
                 x2 = x + 0.5 * (x2 - x)
             else:
                 return None
-            g2 = derivatives(fu, x2, f2, self._u, hessian=False)[0]
+            g2 = fd_derivatives(fu, x2, f2, self._u, hessian=False)[0]
             n += 2 * x.size
             sv, yv = x2 - x, g2 - g                  # BFGS update of the Hessian
             Hs = H @ sv
@@ -368,17 +387,28 @@ class GlmmModel:
             x, fv, g, gained = x2, f2, g2, fv - f2
         return None
 
-    def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1) -> GlmmCore:
+    def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1, weights: Any = None) -> GlmmCore:
         """Fit a new response on the same structure: the light core (power replicates).
 
         ``start``: the truth or a previous fit (anything with ``theta`` and
-        ``beta``, or a dict); then stage 1 is skipped.  The covariance of
-        ``beta`` is PIRLS's (``RX``-based), no Hessian is computed.
+        ``beta``, or a dict); then stage 1 is skipped and Newton's method
+        starts there (the same optimum as the two stages reach from lme4's
+        start).  ``weights``: new prior weights (e.g. 0 for excluded rows).
+        The covariance of ``beta`` is PIRLS's (``RX``-based), no Hessian is computed.
         """
-        self.set_response(y)
+        self.set_response(y, weights)
         with single_threaded():          # small dense factors: BLAS threads only cost
             x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
-            return self._core(x, fv, n, ok, msg, self.vcov_rx(x))
+            mode = None
+            if self._pending is not None:    # Newton's last (predicted) step, where vcov is taken
+                x2 = self._pending
+                mode = self._mode(x2[:self.k], x2[self.k:], False)
+                n += 1
+                if mode.ok and mode.deviance <= fv:
+                    x, fv = x2, mode.deviance
+                else:
+                    mode = None
+            return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:
@@ -395,10 +425,9 @@ class GlmmModel:
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
         """Fit (``y=None``: ``spec.y``) and build the full :class:`GlmmFit` (never warns).
 
-        After stage 2, lme4's derivatives at the optimum (``deriv12`` over
-        ``(theta, beta)``): a Newton step is taken when it lowers the
-        deviance, the Hessian gives ``vcov`` (lme4's default for GLMMs) and
-        ``checkConv``'s gradient and Hessian checks.
+        After stage 2, lme4's derivatives at the optimum: the Hessian gives
+        ``vcov`` (lme4's default for GLMMs) and ``checkConv``'s gradient and
+        Hessian checks; Newton steps are taken while they lower the deviance.
         """
         if not isinstance(nAGQ, int | np.integer) or nAGQ < 0 or nAGQ > 100:
             raise InputError(f"nAGQ must be an integer from 0 to 100; got {nAGQ!r}.")
@@ -423,43 +452,66 @@ class GlmmModel:
         if nAGQ == 0:
             return build_fit(self, self._core(x, fv, n, ok, msg, self.vcov_rx(x)), nAGQ, None, "rx")
         f = self._f2(nAGQ)
-        fu = self._fu(nAGQ)
-        fv = f(x)                                    # the mode at the optimum: the centre
-        g, H, m = derivatives(fu, x, fv, self._u)    # at the optimum: vcov and checkConv
-        assert H is not None
-        n += m + 1
-        for _ in range(NEWTON_STEPS):                # finish BOBYQA's loose optimum
-            if np.max(np.abs(g)) < NEWTON_GTOL:
-                break
-            x2 = self._newton(x, g, H)
-            if x2 is None:
-                break
-            f2 = f(x2)
-            n += 1
-            if not f2 < fv:
-                break
-            x, fv = x2, f2
-            g = derivatives(fu, x, fv, self._u, hessian=False)[0]   # the Hessian barely moves
-            n += 2 * x.size
+        if self._analytic(nAGQ):
+            x, fv, g, H, m = self._final_gradient(x, fv, nAGQ)
+        else:
+            x, fv, g, H, m = self._final_fd(x, nAGQ)
+        n += m
         f(x)                                                     # modes at the optimum
         check = check_conv(f, x, fv, self.lower, ctl, given_gradient=g, given_hessian=H)
         vcov, how = self._vcov_hess(H, x)
         return build_fit(self, self._core(x, fv, n, ok, msg, vcov, check), nAGQ, check, how, ctl=ctl)
 
-    def _newton(self, x: np.ndarray, g: np.ndarray, H: np.ndarray, max_step: float = 0.1
-                ) -> np.ndarray | None:
-        free = ~((self.lower == 0) & (x < 1e-6) & (g > 0))
-        if not np.any(free):
-            return None
-        try:
-            step = np.linalg.solve(H[np.ix_(free, free)], g[free])
-        except np.linalg.LinAlgError:
-            return None
-        if not np.all(np.isfinite(step)) or np.max(np.abs(step)) > max_step:
-            return None
-        out = x.copy()
-        out[free] -= step
-        return np.maximum(out, self.lower)
+    def _final_gradient(self, x: np.ndarray, fv: float, nAGQ: int
+                        ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, int]:
+        """The Hessian at the optimum from central differences of the gradient (a Newton
+        step first when the gradient is not yet small)."""
+        fu = self._fu(nAGQ, True)
+        g = None
+        n = 1
+        if self._pending is not None:    # Newton's last step (predicted to gain < 1e-8)
+            f2, g, u0 = fu(self._pending, None)
+            if g is not None and f2 <= fv:
+                x, fv = self._pending, f2
+            else:
+                g = None
+                n += 1
+        if g is None:
+            fv, g, u0 = fu(x, None)
+        assert g is not None
+        H, m = gradient_hessian(fu, x, u0)
+        n += m
+        res = newton(fu, x, fv, g, H, self.free, maxit=3)
+        if res is not None and res[4] > 0 and res[1] <= fv:
+            x, m = self.canonical(res[0]), res[4]
+            fv, g, u0 = fu(x, None)
+            assert g is not None
+            H, m2 = gradient_hessian(fu, x, u0)
+            n += m + m2 + 1
+        return x, fv, g, H, n
+
+    def _final_fd(self, x: np.ndarray, nAGQ: int
+                  ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, int]:
+        """lme4's derivatives at the optimum by differences of the deviance (``deriv12``)."""
+        f, fu = self._f2(nAGQ), self._fu(nAGQ)
+        fv = f(x)                                    # the mode at the optimum: the centre
+        g, H, n = fd_derivatives(fu, x, fv, self._u)
+        assert H is not None
+        n += 1
+        for _ in range(NEWTON_STEPS):                # finish BOBYQA's loose optimum
+            if np.max(np.abs(g)) < NEWTON_GTOL:
+                break
+            st = newton_step(x, g, H, self.lower, max_step=0.1)
+            if st is None:
+                break
+            f2 = f(st[0])
+            n += 1
+            if not f2 < fv:
+                break
+            x, fv = st[0], f2
+            g = fd_derivatives(fu, x, fv, self._u, hessian=False)[0]   # the Hessian barely moves
+            n += 2 * x.size
+        return x, fv, g, H, n
 
     def _vcov_hess(self, H: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, str]:
         """lme4's Hessian-based ``vcov``: ``2 H^{-1}``'s fixed-effects block; PIRLS's if not PD."""

@@ -26,6 +26,7 @@ from .._validation import check_int
 from ..errors import InputError, NlpowerWarning
 from . import checkpoint as _ckpt
 from .axes import axis_values, cell_keys, cell_seed, cell_token
+from .batchfile import CellBatches
 from .problem import CellFailure, CellResult, PowerProblem
 from .result import GridCell, GridResult
 from .schedule import Job, run_jobs
@@ -77,7 +78,9 @@ class RunOptions:
     client : distributed.Client, optional
         Only with ``backend="dask"``.
     checkpoint : path, optional
-        JSON-lines file of finished cells (resumed when it exists).
+        JSON-lines file of finished cells (resumed when it exists); the
+        unfinished cells keep their finished batches of replicates in
+        ``<checkpoint>.cells/`` (:mod:`nlpower.grid.batchfile`).
     progress : bool
         A tqdm progress bar on stderr.
     on_error : {"raise", "warn", "record"}
@@ -164,7 +167,10 @@ def run_grid(
         appended (fsync'd); if it exists, its cells are read back and only the
         rest are run; a file from another grid raises
         :class:`~nlpower.errors.CheckpointError`; with ``rng=None`` a resumed
-        run reuses the seed stored in the file; ``progress`` -- a tqdm bar on
+        run reuses the seed stored in the file; a cell whose replicate loop
+        runs in batches (:func:`nlpower.powersim.batches.run_batches`) keeps
+        each finished batch in ``<checkpoint>.cells/`` and resumes mid-cell,
+        with the same numbers; ``progress`` -- a tqdm bar on
         stderr; ``on_error`` -- a cell that raises stops the grid (the error
         names the cell), or is kept as a :class:`CellFailure` (NaN power, its
         error in the frame), with a warning for ``"warn"``; failed cells are
@@ -231,6 +237,15 @@ def run_grid(
                 finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
                                            stored_cell["result"], resumed=True)
     n_resumed = len(finished)
+    batches = None
+    if checkpoint is not None:  # batch files of unfinished cells (checkpoints within a cell)
+        batches = CellBatches.for_checkpoint(checkpoint, fingerprint)
+        for index in mine:
+            token = cell_token(keys[index])
+            if index in finished:
+                batches.remove(token)      # left over if a kill came between record and delete
+            elif batches.path(token).exists():
+                batches.open(token, cell_seed(root, keys[index]).spawn_key)  # refused before any work
 
     bar = tqdm(total=len(mine), initial=n_resumed, desc=desc, unit="cell",
                disable=not run.progress, file=sys.stderr)
@@ -246,16 +261,20 @@ def run_grid(
                               NlpowerWarning, stacklevel=4)
         elif ckpt is not None:
             ckpt.append(cell_token(key), index, list(spawn_key), result.to_record())
+            if batches is not None:
+                batches.remove(cell_token(key))
         bar.update(1)
 
     jobs: Sequence[Job] = [(i, keys[i], cell_seed(root, keys[i])) for i in mine if i not in finished]
     try:
         run_jobs(problem, jobs, on_error=on_error, n_jobs=run.workers, backend=run.backend,
-                 client=run.client, on_done=on_done)
+                 client=run.client, on_done=on_done, batches=batches)
     finally:
         bar.close()
         if ckpt is not None:
             ckpt.close()
+        if batches is not None:
+            batches.tidy()
 
     cells = tuple(finished[i] for i in mine)
     return GridResult(

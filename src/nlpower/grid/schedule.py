@@ -15,6 +15,8 @@ from joblib import Parallel, delayed
 
 from .._choices import OnError
 from ..errors import EngineUnavailableError
+from .axes import cell_token
+from .batchfile import CellBatches, active
 from .problem import CellFailure, CellResult, PowerProblem
 
 __all__ = ["Job", "run_cell", "run_jobs"]
@@ -25,10 +27,18 @@ OnDone = Callable[[int, CellResult], None]
 
 
 def run_cell(problem: PowerProblem, index: int, key: Mapping[str, Any],
-             seed: np.random.SeedSequence, on_error: OnError) -> tuple[int, CellResult]:
-    """Run one cell; an error is re-raised naming the cell, or kept as a :class:`CellFailure`."""
+             seed: np.random.SeedSequence, on_error: OnError,
+             batches: CellBatches | None = None) -> tuple[int, CellResult]:
+    """Run one cell; an error is re-raised naming the cell, or kept as a :class:`CellFailure`.
+
+    With ``batches`` the cell's batch file (:mod:`nlpower.grid.batchfile`) is
+    current while it runs, so its replicate loops checkpoint every batch.
+    """
     try:
-        return index, problem.run_cell(key, seed)
+        if batches is None:
+            return index, problem.run_cell(key, seed)
+        with active(batches.open(cell_token(key), seed.spawn_key)):
+            return index, problem.run_cell(key, seed)
     except Exception as exc:
         if on_error == "raise":
             where = ", ".join(f"{k}={v!r}" for k, v in key.items())
@@ -38,26 +48,28 @@ def run_cell(problem: PowerProblem, index: int, key: Mapping[str, Any],
 
 
 def run_jobs(problem: PowerProblem, jobs: Sequence[Job], *, on_error: OnError, n_jobs: int,
-             backend: str, client: Any, on_done: OnDone) -> None:
+             backend: str, client: Any, on_done: OnDone,
+             batches: CellBatches | None = None) -> None:
     """Run ``jobs`` on ``backend`` with ``n_jobs`` workers, calling ``on_done`` per cell."""
     if backend == "dask":
-        _run_dask(problem, jobs, on_error, n_jobs, client, on_done)
+        _run_dask(problem, jobs, on_error, n_jobs, client, on_done, batches)
     elif n_jobs == 1 or len(jobs) <= 1:
         for index, key, seed in jobs:
-            on_done(*run_cell(problem, index, key, seed, on_error))
+            on_done(*run_cell(problem, index, key, seed, on_error, batches))
     else:
-        _run_loky(problem, jobs, on_error, n_jobs, on_done)
+        _run_loky(problem, jobs, on_error, n_jobs, on_done, batches)
 
 
 def _run_loky(problem: PowerProblem, jobs: Sequence[Job], on_error: OnError, n_jobs: int,
-              on_done: OnDone) -> None:
+              on_done: OnDone, batches: CellBatches | None) -> None:
     par = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
-    for index, result in par(delayed(run_cell)(problem, i, k, s, on_error) for i, k, s in jobs):
+    for index, result in par(delayed(run_cell)(problem, i, k, s, on_error, batches)
+                             for i, k, s in jobs):
         on_done(index, result)
 
 
 def _run_dask(problem: PowerProblem, jobs: Sequence[Job], on_error: OnError, n_jobs: int,
-              client: Any, on_done: OnDone) -> None:
+              client: Any, on_done: OnDone, batches: CellBatches | None) -> None:
     try:  # optional extra: imported only when backend="dask" is asked for
         import distributed
     except ImportError as exc:  # pragma: no cover - dask is installed in the dev env
@@ -73,7 +85,8 @@ def _run_dask(problem: PowerProblem, jobs: Sequence[Job], on_error: OnError, n_j
             own_cluster = distributed.LocalCluster(n_workers=n_jobs, threads_per_worker=1,
                                                    processes=True, dashboard_address=None)
             client = own_client = distributed.Client(own_cluster)
-    futures = [client.submit(run_cell, problem, i, k, s, on_error, pure=False) for i, k, s in jobs]
+    futures = [client.submit(run_cell, problem, i, k, s, on_error, batches, pure=False)
+               for i, k, s in jobs]
     try:
         for fut in distributed.as_completed(futures):
             index, result = fut.result()

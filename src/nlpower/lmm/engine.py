@@ -13,7 +13,7 @@ replicates -- goes through :func:`get_engine`::
     fit = model.fit(REML=True, checkconv="warning")  # full LmmFit (y=None: spec.y)
 
 Every engine fills the protocol the same way: ``prepare(spec, *, data=None,
-family=None)`` looks the family up in the engine's table of *fitters*
+family=None, **family_options)`` looks the family up in the engine's table of *fitters*
 (:func:`register_fitter`; dotted paths imported on first use), so a new
 outcome family is one registration, not a branch.  Nothing outside an engine
 branches on its name.
@@ -30,7 +30,12 @@ Engines
     lazily: R starts on the first fit, and a missing rpy2/R/lme4 raises
     :class:`~nlpower.errors.EngineUnavailableError` with install
     instructions.  ``refit`` is ``lme4::refit(fit, newresp)``; ``data`` (the
-    user's frame behind ``spec``) sends lme4 the formula unchanged.
+    user's frame behind ``spec``) sends lme4 the formula unchanged.  The
+    ordinal family: R's ``ordinal::clmm`` (lme4 has no cumulative link
+    models; the fitter of the ``"ordinal"`` engine below).
+``"ordinal"``
+    R's ``ordinal`` package through rpy2 (:mod:`nlpower.ordinal.rclmm`), the
+    reference of ``clmm``: ordinal family only; ``data`` is required.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import importlib
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import numpy as np
 
@@ -53,9 +58,11 @@ from .result import FitCore, LmmFit
 from .structure import ModelSpec
 
 __all__ = [
+    "AnyEngine",
     "Engine",
     "Lme4Engine",
     "NativeEngine",
+    "OrdinalREngine",
     "NativeGaussianModel",
     "PreparedModel",
     "get_engine",
@@ -64,11 +71,15 @@ __all__ = [
 ]
 
 
+#: Every engine's name: the two that fit every family (``EngineName``) and R's ``ordinal``.
+AnyEngine: TypeAlias = EngineName | Literal["ordinal"]
+
+
 @runtime_checkable
 class PreparedModel(Protocol):
     """A model structure prepared by an engine; the response is swapped per fit."""
 
-    engine: EngineName
+    engine: AnyEngine
     spec: ModelSpec
     family: Family
 
@@ -90,7 +101,7 @@ class PreparedModel(Protocol):
         ...
 
 
-#: A fitter: ``(spec, *, data, family) -> PreparedModel``.
+#: A fitter: ``(spec, *, data, family, **family_options) -> PreparedModel``.
 Fitter: TypeAlias = Callable[..., PreparedModel]
 
 # (engine, family name) -> "module:callable", imported on first use
@@ -102,21 +113,27 @@ _FITTERS: dict[tuple[str, str], str] = {
     ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
+    # R's ordinal::clmm, the reference: clmm(engine="ordinal"), and the lme4 engine's
+    # ordinal fitter (lme4 has none; fit_ratings(family="ordinal", engine="lme4"))
+    ("ordinal", "ordinal"): "nlpower.ordinal.rclmm:r_ordinal",
+    ("lme4", "ordinal"): "nlpower.ordinal.rclmm:r_ordinal",
 }
 
 
-def register_fitter(engine: EngineName, family: str, target: str) -> None:
+def register_fitter(engine: AnyEngine, family: str, target: str) -> None:
     """Make ``get_engine(engine).prepare(spec, family=...)`` use ``target`` for ``family``.
 
     ``target`` is ``"package.module:callable"``, imported on first use; it is
-    called as ``target(spec, data=data, family=family)`` and returns a
-    :class:`PreparedModel`.  This is how ``glmer`` and ``clmm`` plug in.
+    called as ``target(spec, data=data, family=family, **family_options)``
+    (the options :meth:`prepare` was given beside them) and returns a
+    :class:`PreparedModel`.  This is how ``glmer`` and ``clmm`` plug in (and
+    R's ``ordinal::clmm`` as the ordinal fitter of the R engines).
 
     Examples
     --------
     >>> register_fitter("native", "gaussian", "nlpower.lmm.engine:native_gaussian")
     """
-    check_choice("engine", engine, EngineName)
+    check_choice("engine", engine, tuple(_ENGINES))
     if ":" not in target:
         raise InputError(f"target must be 'package.module:callable'; got {target!r}.")
     _FITTERS[(engine, family)] = target
@@ -159,7 +176,7 @@ def native_gaussian(spec: ModelSpec, *, data: Any = None, family: Family | None 
 class _Engine:
     """An engine: a name and the fitters registered for it."""
 
-    name: EngineName
+    name: AnyEngine
     #: the balanced closed-form fits of :mod:`nlpower.powersim.balanced_fit` give this
     #: engine's numbers, so ``power(method="auto")`` may use them instead of refits
     balanced_shortcut: bool = False
@@ -189,21 +206,30 @@ class _Engine:
 class NativeEngine(_Engine):
     """The embedded engine (no R)."""
 
-    name: EngineName = "native"
+    name: AnyEngine = "native"
     balanced_shortcut = True
 
 
 class Lme4Engine(_Engine):
     """R's lme4 through rpy2 (optional extra ``nlpower[r]``); R starts on the first fit."""
 
-    name: EngineName = "lme4"
+    name: AnyEngine = "lme4"
+
+
+class OrdinalREngine(_Engine):
+    """R's ``ordinal`` package through rpy2 (``clmm(engine="ordinal")``, the ordinal reference).
+
+    It fits the ordinal family only (:mod:`nlpower.ordinal.rclmm`).
+    """
+
+    name: AnyEngine = "ordinal"
 
 
 @runtime_checkable
 class Engine(Protocol):
     """A fitter family: builds :class:`PreparedModel` objects from model structures."""
 
-    name: EngineName
+    name: AnyEngine
     balanced_shortcut: bool
 
     def prepare(self, spec: ModelSpec, *, data: Any = None,
@@ -211,23 +237,30 @@ class Engine(Protocol):
         ...
 
 
-_ENGINES: dict[str, Engine] = {"native": NativeEngine(), "lme4": Lme4Engine()}
+_ENGINES: dict[str, Engine] = {"native": NativeEngine(), "lme4": Lme4Engine(),
+                               "ordinal": OrdinalREngine()}
 
 
-def get_engine(name: EngineName) -> Engine:
-    """The engine called ``name`` (``"native"`` or ``"lme4"``; see :data:`nlpower._choices.EngineName`).
+def get_engine(name: AnyEngine) -> Engine:
+    """The engine called ``name``: ``"native"``, ``"lme4"`` or ``"ordinal"``.
+
+    ``"native"`` and ``"lme4"`` fit every family (:data:`nlpower._choices.EngineName`,
+    what ``lmer``, ``glmer``, ``power`` and ``fit_ratings`` take); ``"ordinal"``
+    (R's ``ordinal`` package) fits the ordinal family only (``clmm``).
 
     Raises
     ------
     InputError
-        Unknown name (the message lists the engines).
+        Unknown name (the message lists ``"native"`` and ``"lme4"``).
 
     Examples
     --------
     >>> get_engine("native").name
     'native'
     """
-    return _ENGINES[check_choice("engine", name, EngineName)]
+    engine = _ENGINES.get(name) if isinstance(name, str) else None
+    # an unknown name: the message lists the engines that fit every family (lmer's choices)
+    return engine if engine is not None else _ENGINES[check_choice("engine", name, EngineName)]
 
 
 def warn_diagnostics(fit: LmmFit, *, where: str = "lmer", singular: bool = True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -11,26 +11,34 @@ import pandas as pd
 from .._validation import check_choice
 from ..errors import InputError
 from ..formula import parse
+from ..lmm.engine import get_engine
 from ..lmm.family import Ordinal
 from ..lmm.frame import model_frame
 from ..lmm.structure import ModelSpec
 from .model import ClmmModel
 from .response import OrdinalResponse, ordinal_response
+from .result import ClmmFit
 
-__all__ = ["clmm", "native_ordinal", "prepare_clmm", "prepare_spec"]
+__all__ = ["clmm", "native_ordinal", "ordinal_frame", "prepare_clmm", "prepare_spec"]
 
 ENGINES = ("native", "ordinal")
 
 
-def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
-                 threshold: str = "flexible", nAGQ: int = 1,
-                 contrasts: Mapping[str, str] | None = None,
-                 warn: bool = True) -> ClmmModel:
-    """Build the :class:`~.model.ClmmModel` of ``formula`` on ``data`` (no fit)."""
+def ordinal_frame(formula: str, data: pd.DataFrame, *,
+                  contrasts: Mapping[str, str] | None = None,
+                  warn: bool = True) -> tuple[ModelSpec, OrdinalResponse, pd.DataFrame]:
+    """The structure of ``formula`` on ``data``, its ordinal response and the rows fitted.
+
+    Returns ``(spec, response, frame)``: ``spec.y`` holds the category codes,
+    ``response`` their labels (unused categories listed), ``frame`` the
+    formula's columns of the complete rows (what an R-backed fitter sends to R
+    and what ``predict`` codes new data against).  This is what every engine's
+    ordinal fitter is given (``prepare(spec, data=frame, family=...,
+    response=response)``).
+    """
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame with one row per rating; got "
                          f"{type(data).__name__}.")
-    family = Ordinal(link, threshold)  # type: ignore[arg-type]
     f = parse(formula)
     resp = f.response
     cols = [c for c in data.columns if str(c) in f.variables]
@@ -45,9 +53,17 @@ def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
     d[resp] = codes
     spec = model_frame(formula, d, contrasts)
     spec = spec.with_response(r.codes.astype(float))
-    model = ClmmModel(spec, family, r, nAGQ=nAGQ)
-    model.data = data.loc[complete, cols].reset_index(drop=True)
-    return model
+    return spec, r, data.loc[complete, cols].reset_index(drop=True)
+
+
+def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
+                 threshold: str = "flexible", nAGQ: int = 1,
+                 contrasts: Mapping[str, str] | None = None,
+                 warn: bool = True) -> ClmmModel:
+    """Build the native :class:`~.model.ClmmModel` of ``formula`` on ``data`` (no fit)."""
+    family = Ordinal(link, threshold)  # type: ignore[arg-type]
+    spec, r, frame = ordinal_frame(formula, data, contrasts=contrasts, warn=warn)
+    return native_ordinal(spec, data=frame, family=family, nAGQ=nAGQ, response=r)
 
 
 def prepare_spec(spec: ModelSpec, family: Ordinal, *, nAGQ: int = 1) -> ClmmModel:
@@ -68,15 +84,26 @@ def prepare_spec(spec: ModelSpec, family: Ordinal, *, nAGQ: int = 1) -> ClmmMode
 
 
 def native_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None = None,
-                   nAGQ: int = 1) -> ClmmModel:
-    """The native engine's fitter for the ordinal family (the engine registry's entry)."""
-    return prepare_spec(spec, family if family is not None else Ordinal(), nAGQ=nAGQ)
+                   nAGQ: int = 1, response: OrdinalResponse | None = None) -> ClmmModel:
+    """The native engine's fitter for the ordinal family (the engine registry's entry).
+
+    ``response``: the labels of the codes in ``spec.y`` (from
+    :func:`ordinal_frame`; default: ``spec.y``'s distinct values, in order).
+    ``data``: the rows fitted (kept for ``predict``; optional).
+    """
+    fam = family if family is not None else Ordinal()
+    if response is None:
+        model = prepare_spec(spec, fam, nAGQ=nAGQ)
+    else:
+        model = ClmmModel(spec, fam, response, nAGQ=nAGQ)
+    model.data = data
+    return model
 
 
 def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: str = "flexible",
          nAGQ: int = 1, engine: str = "native", start: Any = None,
          control: dict[str, Any] | None = None, contrasts: Mapping[str, str] | None = None,
-         checkconv: Any = None) -> Any:
+         checkconv: Any = None) -> ClmmFit:
     """Fit a cumulative link mixed model (``ordinal::clmm``) by maximum likelihood.
 
     ``P(Y <= j | b) = F(theta_j - x'beta - z'b)`` with ``F`` the inverse link
@@ -100,10 +127,12 @@ def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: st
         1: Laplace approximation; > 1: adaptive Gauss-Hermite with that many
         nodes (one scalar random-effect term only).
     engine : {"native", "ordinal"}
-        ``"native"``: this package's fitter; ``"ordinal"``: R's
-        ``ordinal::clmm`` through rpy2 (the reference; needs R and rpy2).
+        The engine (:func:`nlpower.lmm.get_engine`): ``"native"``, this
+        package's fitter; ``"ordinal"``, R's ``ordinal::clmm`` through rpy2
+        (the reference; needs R and rpy2; :mod:`nlpower.ordinal.rclmm`).
     start : array, optional
-        ``(alpha, beta, theta)``: thresholds, fixed effects, random-effect parameters.
+        ``(alpha, beta, theta)``: thresholds, fixed effects, random-effect
+        parameters (native engine; R chooses its own start).
     control : dict, optional
         Native: ``maxiter``, ``gtol``, ``ftol`` (L-BFGS-B).  ``ordinal``:
         passed to ``clmm.control``.
@@ -135,13 +164,10 @@ def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: st
     >>> fit.converged, round(float(fit.fixef["x"]), 1)
     (True, 0.8)
     """
-    check_choice("engine", engine, ENGINES)
-    if engine == "ordinal":
-        from .rclmm import fit_rclmm
-        return fit_rclmm(formula, data, link=link, threshold=threshold, nAGQ=nAGQ,
-                         control=control)
-    model = prepare_clmm(formula, data, link=link, threshold=threshold, nAGQ=nAGQ,
-                         contrasts=contrasts)
-    fit = model.fit(start=start, control=control, checkconv=checkconv)
+    eng = get_engine(check_choice("engine", engine, ENGINES))
+    family = Ordinal(link, threshold)  # type: ignore[arg-type]
+    spec, response, frame = ordinal_frame(formula, data, contrasts=contrasts)
+    model = eng.prepare(spec, data=frame, family=family, nAGQ=nAGQ, response=response)
+    fit = cast(ClmmFit, model.fit(start=start, control=control, checkconv=checkconv))
     fit.warn_diagnostics(checkconv)
     return fit

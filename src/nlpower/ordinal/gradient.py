@@ -56,14 +56,9 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     MSr = MS.reshape(L1, q1, Q2)
     Mr = Md.reshape(L1, q1, Q2)
     D11 = Ginv + np.einsum("ljk,lmk->ljm", MSr, Mr)   # (L1, q1, q1)
-    off = rs.offsets - fac.Q1
-    # positions of each observation's random effects in the Q2 part
-    pos2 = np.concatenate([(off[c] + blocks[c].codes * blocks[c].q)[:, None]
-                           + np.arange(blocks[c].q)[None, :] for c in range(1, len(blocks))],
-                          axis=1)                     # (n, q2tot)
-    a1 = ZL[0]
-    a2 = np.concatenate([ZL[c] for c in range(1, len(blocks))], axis=1)
-    rows1 = c1[:, None] * q1 + np.arange(q1)[None, :]  # (n, q1)
+    a1, a2 = rs.Avals[:, :q1], rs.Avals[:, q1:]
+    rows1 = rs.Acols[:, :q1]                          # (n, q1) positions in the first block
+    pos2 = rs.Acols[:, q1:] - fac.Q1                  # (n, q2tot) positions in the rest
     H12sel = -MS[rows1[:, :, None], pos2[:, None, :]]  # (n, q1, q2tot)
     H22sel = Sinv[pos2[:, :, None], pos2[:, None, :]]  # (n, q2tot, q2tot)
     v1 = np.einsum("ijk,ik->ij", D11[c1], a1) + np.einsum("ijk,ik->ij", H12sel, a2)
@@ -97,40 +92,33 @@ def laplace_gradient(rs: ReStructure, link: Link, up: np.ndarray, lo: np.ndarray
     ``up``/``lo``: the bounds at the modes; ``Bu``/``Bl``: ``d up / d psi`` and ``d lo /
     d psi`` for ``psi = (alpha, beta)`` (``(n, m)``, zero rows at open ends);
     ``theta_index``: for each ``theta`` element its (block, row, column) in ``Lambda_b``.
+    All parameters at once: one multi-column solve with ``H`` and two sparse products.
     """
     cp = inner.parts
     r, r_up, r_lo, W_up, W_lo = _partials(link, up, lo, cp)
     w = cp.w
     d1 = -r
     v = selected_inverse_rows(rs, inner)
-    lev = sum(np.einsum("ij,ij->i", zl, vb) for zl, vb in zip(rs._ZL, v, strict=True))
+    lev = np.einsum("ij,ij->i", rs.Avals, np.concatenate(v, axis=1))
     ub = rs.split(inner.u)
     m = Bu.shape[1]
     k = len(theta_index)
-    grad = np.empty(m + k)
-    # fixed parameters: d_up = Bu, d_lo = Bl
-    dh = ((cp.f_up / cp.p)[:, None] * Bu - (cp.f_lo / cp.p)[:, None] * Bl).sum(axis=0)
-    rhs = np.column_stack([rs.At(-(r_up * Bu[:, j] + r_lo * Bl[:, j])) for j in range(m)]) \
-        if m else np.zeros((rs.n_u, 0))
-    for j in range(m):
-        du = inner.factor.solve(rhs[:, j])
-        adu = rs.eta(du)
-        dW = W_up * (Bu[:, j] - adu) + W_lo * (Bl[:, j] - adu)
-        grad[j] = dh[j] - 0.5 * float(lev @ dW)
-    # relative-factor elements: dA = Z_b[:, row] e_col'
+    # changes of (upper, lower) at fixed u: Bu/Bl for (alpha, beta); -dA u for theta
+    delta = np.empty((rs.n, k))
+    dAt_d1 = np.zeros((rs.n_u, k))
+    trace = np.zeros(m + k)
     for t, (b, row, col) in enumerate(theta_index):
         blk = rs.blocks[b]
         z = blk.Z[:, row]
-        delta = -z * ub[b][blk.codes, col]
-        dh_t = float(r @ delta)
-        dAt_d1 = np.zeros((blk.L, blk.q))
-        dAt_d1[:, col] = np.bincount(blk.codes, weights=z * d1, minlength=blk.L)
-        rhs_t = rs.At(-(r_up + r_lo) * delta)
-        seg = rhs_t[rs.offsets[b]:rs.offsets[b + 1]]
-        rhs_t[rs.offsets[b]:rs.offsets[b + 1]] = seg + dAt_d1.ravel()
-        du = inner.factor.solve(rhs_t)
-        adu = rs.eta(du)
-        dW = (W_up + W_lo) * (delta - adu)
-        trace = 2.0 * float(np.sum(w * z * v[b][:, col]))
-        grad[m + t] = dh_t - 0.5 * (float(lev @ dW) + trace)
-    return grad
+        delta[:, t] = -z * ub[b][blk.codes, col]
+        pos = rs.offsets[b] + np.arange(blk.L) * blk.q + col
+        dAt_d1[pos, t] = np.bincount(blk.codes, weights=z * d1, minlength=blk.L)
+        trace[m + t] = 2.0 * float(np.sum(w * z * v[b][:, col]))
+    Du = np.hstack([Bu, delta])
+    Dl = np.hstack([Bl, delta])
+    dh = (cp.f_up / cp.p) @ Du - (cp.f_lo / cp.p) @ Dl
+    rhs = rs.At(-(r_up[:, None] * Du + r_lo[:, None] * Dl))
+    rhs[:, m:] += dAt_d1
+    adu = rs.eta(inner.factor.solve(rhs))
+    dW = W_up[:, None] * (Du - adu) + W_lo[:, None] * (Dl - adu)
+    return np.asarray(dh - 0.5 * (lev @ dW + trace))

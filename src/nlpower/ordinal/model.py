@@ -32,6 +32,7 @@ from .cumulative import cumulative_parts
 from .gradient import laplace_gradient
 from .laplace import agq_loglik, conditional_modes
 from .response import OrdinalResponse
+from .scalar import ScalarTerm
 from .structure import ReStructure
 from .thresholds import make_thresholds
 
@@ -118,6 +119,10 @@ class ClmmModel:
         self.X = np.ascontiguousarray(spec.X[:, keep])
         self.fixef_names = tuple(names[k] for k in keep)
         self.rs = ReStructure(spec.re_terms) if spec.re_terms else None
+        self._scalar: ScalarTerm | None = None
+        if self.rs is not None and len(self.rs.blocks) == 1 and self.rs.blocks[0].q == 1:
+            b0 = self.rs.blocks[0]
+            self._scalar = ScalarTerm(b0.codes, b0.Z[:, 0], b0.L)
         if not isinstance(nAGQ, int | np.integer) or nAGQ < 1:
             raise InputError(f"nAGQ must be a positive integer (1: Laplace); got {nAGQ!r}.")
         if nAGQ > 1 and (self.rs is None or len(self.rs.blocks) != 1 or self.rs.blocks[0].q != 1):
@@ -148,6 +153,7 @@ class ClmmModel:
         if y.shape != (self.spec.n,) or y.min() < 0 or y.max() >= K:
             raise InputError(f"y must be {self.spec.n} category codes in 0..{K - 1}.")
         self.y = y
+        self._last: tuple[np.ndarray, float] | None = None
         J = self.thr.jacobian
         self.top = y == K - 1
         self.bottom = y == 0
@@ -184,24 +190,36 @@ class ClmmModel:
     # -- objective -------------------------------------------------------------------
     def nll(self, x: np.ndarray) -> float:
         """``-loglik`` (Laplace or AGQ) at ``x = (alpha, beta, theta)``; warm-starts the modes."""
+        x = np.asarray(x, dtype=float)
+        last = self._last
+        if last is not None and np.array_equal(x, last[0]):
+            return last[1]            # the modes, offsets and parts held are this point's
         self.n_evals += 1
-        alpha, beta, theta = self.split(np.asarray(x, dtype=float))
+        self._last = None
+        alpha, beta, theta = self.split(x)
         if np.any(np.diff(self.thr.theta(alpha)) <= 0):
             return math.inf
         up, lo = self.offsets(alpha, beta)
+        self._last_offsets = (up, lo)
         if self.rs is None:
             return -float(np.sum(cumulative_parts(self.link, up, lo, derivatives=False).logp))
-        if self._theta_set is None or not np.array_equal(theta, self._theta_set):
-            self.rs.set_theta(theta)
-            self._theta_set = theta.copy()
-        inner = conditional_modes(self.rs, self.link, up, lo, self._u)
+        if self._scalar is not None and self.nAGQ == 1:
+            inner: Any = self._scalar.modes(self.link, up, lo, float(theta[0]), self._u)
+        else:
+            if self._theta_set is None or not np.array_equal(theta, self._theta_set):
+                self.rs.set_theta(theta)
+                self._theta_set = theta.copy()
+            inner = conditional_modes(self.rs, self.link, up, lo, self._u)
         if not np.isfinite(inner.h):
             return math.inf
         self._u = inner.u
         self._last_inner = inner
         if self.nAGQ > 1:
-            return -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
-        return -(inner.h - 0.5 * inner.logdet)
+            f = -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
+        else:
+            f = -(inner.h - 0.5 * inner.logdet)
+        self._last = (x.copy(), f)
+        return f
 
     def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``-loglik`` and its gradient (analytic for the Laplace approximation)."""
@@ -212,8 +230,11 @@ class ClmmModel:
             from ..lmm.checkconv import gradient
             return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
         inner = self._last_inner
-        alpha, beta, _ = self.split(np.asarray(x, dtype=float))
-        up0, lo0 = self.offsets(alpha, beta)
+        up0, lo0 = self._last_offsets
+        if self._scalar is not None:
+            ea = inner.a * inner.u[self._scalar.codes]
+            return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
+                                             inner)
         ea = self.rs.eta(inner.u)
         g = laplace_gradient(self.rs, self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl, inner,
                              self.rs.theta_index)
@@ -258,6 +279,8 @@ class ClmmModel:
         if isinstance(start, ClmmCore):
             self._u = start.u.copy() if start.u.size == self._u.size else self._u
             start = start.params
+        elif start is not None:
+            self._u = np.zeros_like(self._u)    # the start alone decides the fit
         x0 = self.start() if start is None else np.asarray(start, dtype=float).copy()
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
@@ -271,6 +294,15 @@ class ClmmModel:
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
+        if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
+            # scalar terms: BFGS from the Hessian at the start takes about half the gradient
+            # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
+            from .chord import bfgs_steps, canonical_theta, start_hessian
+            xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+            xq = canonical_theta(self, xq)
+            if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+            x0 = xq
         z0 = self._to_opt(x0)
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
@@ -427,6 +459,7 @@ class ClmmModel:
         if self.rs is not None:
             self.rs.set_theta(theta)
             self._theta_set = theta.copy()
+            self._last = None
             for r in range(n):
                 eta[r] += self.rs.eta(gen.standard_normal(self.rs.n_u))
         latent = eta + _latent_draws(self.link.name, gen, eta.shape)

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError, RatingsError
-from .api import prepare_clmm
+from ..lmm.engine import get_engine
+from ..lmm.family import Ordinal
+from .api import ordinal_frame
 from .result import ClmmFit
 
 __all__ = ["OrdinalRatingsFit", "fit_ratings_ordinal"]
@@ -104,7 +106,11 @@ class OrdinalRatingsFit:
 
 def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", start: Any = None,
                         control: dict[str, Any] | None = None) -> OrdinalRatingsFit:
-    """Fit ``choice.formula`` as a cumulative logit mixed model (see the module docstring)."""
+    """Fit ``choice.formula`` as a cumulative logit mixed model (see the module docstring).
+
+    ``engine``: the engine's ordinal fitter (:func:`nlpower.lmm.get_engine`;
+    ``"lme4"``'s is R's ``ordinal::clmm``).
+    """
     data = choice.data.copy()
     raw = ratings.data.loc[data.index, "rating_raw"].to_numpy(dtype=float)
     if not np.all(raw == np.round(raw)):
@@ -112,13 +118,11 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
                            f"non-integer values such as {raw[raw != np.round(raw)][0]!r}.")
     data["rating"] = raw.astype(int)
     try:
-        if engine == "native":
-            model = prepare_clmm(choice.formula, data, contrasts={"system": choice.coding})
-            fit = model.fit(start=start, control=control)
-        else:
-            from .api import clmm
-            fit = clmm(choice.formula, data, engine="ordinal", control=control,
-                       contrasts={"system": choice.coding})
+        spec, response, frame = ordinal_frame(choice.formula, data,
+                                              contrasts={"system": choice.coding})
+        model = get_engine(engine).prepare(spec, data=frame,  # type: ignore[arg-type]
+                                           family=Ordinal(), response=response)
+        fit = cast(ClmmFit, model.fit(start=start, control=control))
     except InputError as exc:
         if isinstance(exc, RatingsError):
             raise

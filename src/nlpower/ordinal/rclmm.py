@@ -1,8 +1,16 @@
 """``engine="ordinal"``: R's ``ordinal::clmm`` (and ``clm``) through rpy2, the reference.
 
-The formula, link, threshold and nAGQ go to R unchanged; the data go as the
-model's columns with the response as an ordered factor of the used
-categories.  The result is the same :class:`~.result.ClmmFit` as the native
+The engine registry's fitter of the ordinal family on the R engines
+(``("ordinal", "ordinal")``, which ``clmm(engine="ordinal")`` names, and
+``("lme4", "ordinal")``, which ``fit_ratings(family="ordinal",
+engine="lme4")`` names; :mod:`nlpower.lmm.engine`): :func:`r_ordinal`
+returns an :class:`RClmmModel`, a prepared model like the native
+:class:`~.model.ClmmModel`.
+
+The formula, link, threshold and nAGQ go to R unchanged, and the factor
+codings (``contrasts``) as the lme4 adapter sends them (``sum``:
+``contr.sum``, ``half``: ``contr.sum / 2``); the data go as the model's
+columns with the response as an ordered factor of the used categories.  The result is the same :class:`~.result.ClmmFit` as the native
 engine's: estimates, log-likelihood and the threshold/fixed-effect block of
 ``vcov`` come from R; the conditional modes are recomputed at R's estimates
 (they are a function of the parameters).  R starts on the first fit; a
@@ -23,21 +31,35 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
-from .api import prepare_clmm
-from .model import ClmmCore
+from ..lmm.family import Ordinal
+from ..lmm.structure import ModelSpec
+from .api import native_ordinal
+from .model import ClmmCore, ClmmModel
+from .response import OrdinalResponse
 from .result import ClmmFit
 
-__all__ = ["fit_rclmm"]
+__all__ = ["RClmmModel", "r_ordinal"]
 
 _R_FIT = r"""
-function(d, formula, link, threshold, nAGQ, ctrl) {
+function(d, formula, link, threshold, nAGQ, ctrl, contrasts) {
   suppressPackageStartupMessages(library(ordinal))
   f <- as.formula(formula)
   mixed <- length(lme4::findbars(f)) > 0
+  ctr <- NULL                                   # nlpower's codings, as lme4.py sends them
+  if (length(contrasts)) {
+    ctr <- lapply(names(contrasts), function(v) {
+      k <- contrasts[[v]]
+      if (k == "treatment") "contr.treatment"
+      else if (k == "sum") "contr.sum"
+      else contr.sum(nlevels(d[[v]])) / 2          # "half"
+    })
+    names(ctr) <- names(contrasts)
+  }
   t0 <- proc.time()[["elapsed"]]
   fm <- if (mixed) do.call(clmm, c(list(f, data = d, link = link, threshold = threshold,
-                                         nAGQ = nAGQ), if (length(ctrl)) list(control = do.call(clmm.control, ctrl))))
-        else do.call(clm, c(list(f, data = d, link = link, threshold = threshold),
+                                         nAGQ = nAGQ, contrasts = ctr),
+                                    if (length(ctrl)) list(control = do.call(clmm.control, ctrl))))
+        else do.call(clm, c(list(f, data = d, link = link, threshold = threshold, contrasts = ctr),
                             if (length(ctrl)) list(control = do.call(clm.control, ctrl))))
   secs <- proc.time()[["elapsed"]] - t0
   a <- length(fm$alpha); p <- length(fm$beta)
@@ -77,35 +99,94 @@ def _control(control: Any, ro: Any) -> Any:
     return ro.ListVector({str(k): _r_value(v, ro) for k, v in control.items()})
 
 
-def fit_rclmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
-              threshold: str = "flexible", nAGQ: int = 1, control: Any = None,
-              contrasts: Mapping[str, str] | None = None) -> ClmmFit:
-    """Fit with R's ``ordinal::clmm`` (``clm`` without random terms); a :class:`ClmmFit`.
+def r_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None = None,
+              nAGQ: int = 1, response: OrdinalResponse | None = None) -> RClmmModel:
+    """The R engines' fitter for the ordinal family: an :class:`RClmmModel`.
+
+    Takes what the native fitter takes (:func:`~.api.native_ordinal`); ``data``
+    is required: the formula's columns of the rows in ``spec`` (R refits the
+    formula on them).
 
     Raises
     ------
-    EngineUnavailableError
-        rpy2, R or the ``ordinal`` package missing.
-    FitError
-        ``clmm`` stopped with an error (e.g. "optimizer nlminb failed to converge").
+    InputError
+        ``data`` missing or not one row per observation of ``spec``.
     """
-    model = prepare_clmm(formula, data, link=link, threshold=threshold, nAGQ=nAGQ,
-                         contrasts=contrasts)
-    fn = _fit_fn()
-    ro = _FN["ro"]
-    from ..lmm.lme4 import _r_frame
-    frame = model.data.copy()
-    resp = model.spec.response
-    frame = frame.drop(columns=[resp])
-    rf = _r_frame(frame, ro)
-    labels = np.asarray(model.levels, dtype=object)[model.y]
-    rf = ro.r("function(d, name, y, lev) { d[[name]] <- factor(y, levels = lev, ordered = TRUE); d }")(
-        rf, resp, ro.StrVector(list(labels)), ro.StrVector(list(model.levels)))
-    try:
-        out = fn(rf, formula, link, threshold, int(nAGQ), _control(control, ro))
-    except Exception as exc:           # rpy2's RRuntimeError: clmm's own stop()
-        raise FitError(f"ordinal::clmm failed: {str(exc).strip()}") from exc
-    res = {k: out.rx2(k) for k in out.names}
+    if not isinstance(data, pd.DataFrame) or len(data) != spec.n:
+        got = f"{len(data)} rows" if isinstance(data, pd.DataFrame) else type(data).__name__
+        raise InputError(
+            f"R's ordinal::clmm refits the formula on the data: pass data= the rows behind the "
+            f"model ({spec.n} rows; nlpower.ordinal.api.ordinal_frame gives them); got {got}.")
+    return RClmmModel(native_ordinal(spec, data=data, family=family, nAGQ=nAGQ,
+                                     response=response))
+
+
+class RClmmModel:
+    """An ordinal model prepared for R's ``ordinal::clmm`` (``clm`` without random terms).
+
+    Holds the native :class:`~.model.ClmmModel` of the same structure (category
+    labels, thresholds, random-effect layout; the conditional modes at R's
+    estimates come from it) and its data.  ``fit``/``refit`` send the formula
+    and the rows to R; ``start`` and ``checkconv`` are not sent (R chooses its
+    start and runs its own checks: ``fit.converged`` is its convergence code).
+    """
+
+    engine = "ordinal"
+
+    def __init__(self, model: ClmmModel) -> None:
+        self.model = model
+        self.spec = model.spec
+        self.family = model.family
+
+    def __repr__(self) -> str:
+        return f"RClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n})"
+
+    def refit(self, y: Any = None, *, start: Any = None, control: Any = None,
+              checkconv: Any = None) -> ClmmCore:
+        """Fit response ``y`` (category codes; ``None``: the current one) with R; the core.
+
+        ``control``: arguments of ``clmm.control()`` (``clm.control()`` without
+        random terms), e.g. ``{"maxIter": 500}``.
+
+        Raises
+        ------
+        EngineUnavailableError
+            rpy2, R or the ``ordinal`` package missing.
+        FitError
+            ``clmm`` stopped with an error (e.g. "optimizer nlminb failed to converge").
+        """
+        model = self.model
+        if y is not None:
+            model.set_response(np.asarray(y))
+        fn = _fit_fn()
+        ro = _FN["ro"]
+        from ..lmm.lme4 import _r_frame
+        resp = self.spec.response
+        rf = _r_frame(model.data.drop(columns=[resp]), ro)
+        labels = np.asarray(model.levels, dtype=object)[model.y]
+        rf = ro.r("function(d, name, y, lev) { d[[name]] <- factor(y, levels = lev, "
+                  "ordered = TRUE); d }")(
+            rf, resp, ro.StrVector(list(labels)), ro.StrVector(list(model.levels)))
+        try:
+            out = fn(rf, self.spec.formula, self.family.link.name, self.family.threshold,
+                     int(model.nAGQ), _control(control, ro),
+                     ro.ListVector(dict(self.spec.contrasts.items())))
+        except Exception as exc:           # rpy2's RRuntimeError: clmm's own stop()
+            raise FitError(f"ordinal::clmm failed: {str(exc).strip()}") from exc
+        return _core(model, {k: out.rx2(k) for k in out.names})
+
+    def fit(self, y: Any = None, *, start: Any = None, control: Any = None,
+            checkconv: Any = None) -> ClmmFit:
+        """:meth:`refit` and the full :class:`~.result.ClmmFit` (its ``engine``: ``"ordinal"``)."""
+        return ClmmFit(self.refit(y, control=control), self.model, engine="ordinal")
+
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
+        """New responses from the model (the native model's :meth:`~.model.ClmmModel.simulate`)."""
+        return self.model.simulate(n, rng=rng, params=params)
+
+
+def _core(model: ClmmModel, res: dict[str, Any]) -> ClmmCore:
+    """R's estimates as a :class:`ClmmCore` (theta: the Cholesky factors of R's VarCorr)."""
     alpha = np.asarray(res["alpha"], dtype=float)
     beta = np.asarray(res["beta"], dtype=float)
     theta: list[float] = []
@@ -127,14 +208,13 @@ def fit_rclmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
     loglik = float(np.asarray(res["loglik"])[0])
     code = int(np.asarray(res["convergence"])[0])
     u = model.modes(x) if model.rs is not None else np.zeros(0)
-    core = ClmmCore(alpha=alpha, thresholds=model.thr.theta(alpha), beta=beta, theta=th,
+    return ClmmCore(alpha=alpha, thresholds=model.thr.theta(alpha), beta=beta, theta=th,
                     vcov=vcov, loglik=loglik, converged=code == 0,
                     singular=bool(np.any(th[model.lower[a:] == 0.0] < 1e-4)) if th.size else False,
                     n_evals=_int0(res["niter"]),
                     message=f"ordinal::clmm convergence code {code} "
                             f"({float(np.asarray(res['seconds'])[0]):.3g} s in R)",
                     u=u, cond_H=math.nan)
-    return ClmmFit(core, model, engine="ordinal")
 
 
 def _int0(v: Any) -> int:

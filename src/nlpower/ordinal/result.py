@@ -186,7 +186,8 @@ class ClmmFit:
         return out
 
     # -- prediction ------------------------------------------------------------------
-    def _eta(self, newdata: pd.DataFrame | None, re: bool) -> np.ndarray:
+    def _eta(self, newdata: pd.DataFrame | None, re: bool,
+             allow_new_levels: bool = False) -> np.ndarray:
         m = self.model
         if newdata is None:
             X = m.X
@@ -194,6 +195,7 @@ class ClmmFit:
             if re and m.rs is not None:
                 m.rs.set_theta(self.core.theta)
                 m._theta_set = self.core.theta.copy()
+                m._last = None
                 eta = eta + m.rs.eta(self.core.u)
             return np.asarray(eta)
         if not isinstance(newdata, pd.DataFrame):
@@ -204,35 +206,61 @@ class ClmmFit:
         if train is None:
             raise InputError("predict(newdata=...) needs a model prepared from a data frame "
                              "(nlpower.clmm); predict() without newdata works.")
-        need = [v for v in f.fixed.variables if v != resp]
+        with_re = re and m.rs is not None
+        need = [v for v in (f.variables if with_re else f.fixed.variables) if v != resp]
         missing = [v for v in need if v not in newdata.columns]
         if missing:
-            raise InputError(f"newdata lacks the predictor columns {missing}.")
+            what = "predictor and grouping" if with_re else "predictor"
+            hint = "; or predict(..., re=False) for the population level" if with_re else ""
+            raise InputError(f"newdata lacks the {what} columns {missing}{hint}.")
         both = pd.concat([train[need], newdata[need]], ignore_index=True)
         both[resp] = np.arange(len(both), dtype=float) % 2   # placeholder, not used
-        rhs = f.fixed.to_string(explicit_intercept=False) or "1"
-        spec = model_frame(f"{resp} ~ {rhs}", both, m.spec.contrasts)
-        Xn = spec.X[len(train):]
+        if with_re:
+            spec = model_frame(self.formula, both, m.spec.contrasts)
+        else:
+            rhs = f.fixed.to_string(explicit_intercept=False) or "1"
+            spec = model_frame(f"{resp} ~ {rhs}", both, m.spec.contrasts)
+        n0 = len(train)
+        Xn = spec.X[n0:]
         names = list(spec.fixef_names)
         cols = []
         for nm in m.fixef_names:
             if nm not in names:
                 raise InputError(f"newdata does not give the fixed-effect column {nm!r}.")
             cols.append(Xn[:, names.index(nm)])
-        d = newdata
         eta = (np.column_stack(cols) @ self.core.beta) if cols else np.zeros(len(newdata))
-        if re and m.rs is not None:
-            ranef = self.ranef()
-            for t in m.rs.terms:
-                g = t.group
-                if g not in d.columns or any(c not in ("(Intercept)",) for c in t.cnames):
-                    continue      # slopes on new data: population level for those terms
-                lv = d[g].astype(str).map(ranef[g]["(Intercept)"].to_dict())
-                eta = eta + lv.fillna(0.0).to_numpy(dtype=float)
+        if with_re:
+            eta = eta + self._re_part(spec, n0, allow_new_levels)
         return np.asarray(eta)
 
+    def _re_part(self, spec: Any, n0: int, allow_new_levels: bool) -> np.ndarray:
+        """``z' b`` of new rows: each term's columns times its level's conditional modes."""
+        rs = self.model.rs
+        assert rs is not None
+        ub = rs.split(self.core.u)
+        out = np.zeros(spec.n - n0)
+        for bi, blk in enumerate(rs.blocks):
+            B = ub[bi] @ rs.block_factor(bi, self.core.theta).T     # (L, q): b per level
+            index = {lv: i for i, lv in enumerate(blk.levels)}
+            for k, c in zip(blk.terms, blk.cols, strict=True):
+                t_new = spec.re_terms[k]
+                labels = np.asarray(t_new.levels, dtype=object)[np.asarray(t_new.codes)[n0:]]
+                pos = np.array([index.get(lv, -1) for lv in labels], dtype=np.intp)
+                unknown = pos < 0
+                if unknown.any() and not allow_new_levels:
+                    new = sorted({str(v) for v in labels[unknown]})
+                    raise InputError(
+                        f"newdata has levels of {blk.group!r} the model has not seen: "
+                        f"{new[:5]}{' ...' if len(new) > 5 else ''}. Pass allow_new_levels=True "
+                        "to predict them at random effect 0 (the population level).")
+                Bt = B[:, c][np.maximum(pos, 0)]
+                Bt[unknown] = 0.0
+                out += np.einsum("ij,ij->i", np.asarray(t_new.Z)[n0:], Bt)
+        return out
+
     def predict(self, newdata: pd.DataFrame | None = None, *, type: str = "prob",
-                re: bool = True) -> np.ndarray | pd.DataFrame | pd.Series:
+                re: bool = True, allow_new_levels: bool = False
+                ) -> np.ndarray | pd.DataFrame | pd.Series:
         """Predictions: category probabilities, most likely category, or the latent mean.
 
         Parameters
@@ -243,11 +271,15 @@ class ClmmFit:
             ``"prob"``: DataFrame of ``P(Y = j)`` (one column per category);
             ``"class"``: the most probable category; ``"latent"``: ``eta``.
         re : bool
-            Include the conditional modes (new or unknown levels: 0).  With
-            ``newdata``, random intercepts are used and random slopes are not.
+            Condition on the estimated random effects (conditional modes):
+            intercepts and slopes of every term, ``eta = x'beta + z'b``.
+            ``False``: the population level (``b = 0``).
+        allow_new_levels : bool
+            Levels of a grouping factor the fit has not seen are predicted at
+            ``b = 0``; without this they raise :class:`~nlpower.errors.InputError`.
         """
         check_choice("type", type, ("prob", "class", "latent"))
-        eta = self._eta(newdata, re)
+        eta = self._eta(newdata, re, allow_new_levels)
         if type == "latent":
             return pd.Series(eta, name="eta")
         cuts = np.concatenate([[-np.inf], self.core.thresholds, [np.inf]])

@@ -96,7 +96,14 @@ class ReStructure:
                         pos += 1
         self.offsets = np.cumsum([0] + [b.L * b.q for b in self.blocks])
         self.n_u = int(self.offsets[-1])
+        # A = Z Lambda as a CSR matrix: row i holds observation i's own random effects
+        # (the pattern is fixed; set_theta only refills the values)
+        self.Acols = np.column_stack(
+            [(self.offsets[bi] + b.codes * b.q)[:, None] + np.arange(b.q)[None, :]
+             for bi, b in enumerate(self.blocks)]) if self.blocks else np.zeros((self.n, 0), int)
+        self._indptr = np.arange(0, self.Acols.size + 1, max(self.Acols.shape[1], 1))
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
+        self._make_A()
 
     # -- theta -----------------------------------------------------------------------
     def term_factor(self, k: int, theta: np.ndarray) -> np.ndarray:
@@ -119,8 +126,29 @@ class ReStructure:
         return Lam
 
     def set_theta(self, theta: np.ndarray) -> None:
-        """Compute ``Z_b Lambda_b`` for every block."""
+        """Compute ``Z_b Lambda_b`` for every block (and the sparse ``A``)."""
         self._ZL = [b.Z @ self.block_factor(i, theta) for i, b in enumerate(self.blocks)]
+        self._make_A()
+
+    def _make_A(self) -> None:
+        self.Avals = (np.concatenate(self._ZL, axis=1) if self._ZL
+                      else np.zeros((self.n, 0)))
+        self.A = sp.csr_matrix((self.Avals.ravel(), self.Acols.ravel(), self._indptr),
+                               shape=(self.n, self.n_u))
+        self.AT = self.A.T
+        # each observation's products a_ij a_ik, split as H is (first block / coupling / rest)
+        q1 = self.blocks[0].q if self.blocks else 0
+        av1, av2 = self.Avals[:, :q1], self.Avals[:, q1:]
+        n = self.n
+        self.AoG = (av1[:, :, None] * av1[:, None, :]).reshape(n, -1)
+        self.Ao12 = (av1[:, :, None] * av2[:, None, :]).reshape(n, -1)
+        self.Ao22 = (av2[:, :, None] * av2[:, None, :]).reshape(n, -1)
+
+    def pattern(self) -> _Pattern:
+        """The (cached) placement of ``A``'s row products in ``H``."""
+        if getattr(self, "_pattern", None) is None:
+            self._pattern = _Pattern(self)
+        return self._pattern
 
     def start_theta(self, sd: float = 1.0) -> np.ndarray:
         return np.where(self.lower == 0.0, sd, 0.0)
@@ -131,52 +159,60 @@ class ReStructure:
                 for i, b in enumerate(self.blocks)]
 
     def eta(self, u: np.ndarray) -> np.ndarray:
-        """``A u``."""
-        out = np.zeros(self.n)
-        for b, ZL, ub in zip(self.blocks, self._ZL, self.split(u), strict=True):
-            if b.q == 1:
-                out += ZL[:, 0] * ub[b.codes, 0]
-            else:
-                out += np.einsum("ij,ij->i", ZL, ub[b.codes])
-        return out
+        """``A u`` (``u`` a vector or an ``(n_u, m)`` matrix)."""
+        return np.asarray(self.A @ u)
 
     def At(self, v: np.ndarray) -> np.ndarray:
-        """``A' v``."""
-        parts = []
-        for b, ZL in zip(self.blocks, self._ZL, strict=True):
-            m = np.empty((b.L, b.q))
-            for j in range(b.q):
-                m[:, j] = np.bincount(b.codes, weights=ZL[:, j] * v, minlength=b.L)
-            parts.append(m.ravel())
-        return np.concatenate(parts) if parts else np.zeros(0)
+        """``A' v`` (``v`` a vector or an ``(n, m)`` matrix)."""
+        return np.asarray(self.AT @ v)
 
     def factor(self, w: np.ndarray) -> HFactor:
         """Factor ``H = A' diag(w) A + I``."""
         return HFactor(self, w)
 
 
-def _diag_blocks(codes: np.ndarray, ZL: np.ndarray, w: np.ndarray, L: int) -> np.ndarray:
-    q = ZL.shape[1]
-    G = np.empty((L, q, q))
-    for j in range(q):
-        for k in range(j + 1):
-            v = np.bincount(codes, weights=w * ZL[:, j] * ZL[:, k], minlength=L)
-            G[:, j, k] = v
-            G[:, k, j] = v
-    G[:, np.arange(q), np.arange(q)] += 1.0
-    return G
+def _block_diag_csr(blocks: np.ndarray) -> sp.csr_matrix:
+    L, q, _ = blocks.shape
+    return sp.bsr_matrix((blocks, np.arange(L), np.arange(L + 1)), shape=(L * q, L * q)).tocsr()
+
+
+class _Pattern:
+    """Where each observation's products ``a_ij a_ik`` land in ``H`` (fixed by the design).
+
+    ``H = A' W A + I`` is assembled from the ``(n, nnz, nnz)`` outer products of
+    the rows of ``A`` (``nnz``: an observation's random effects): the diagonal
+    blocks ``G`` of the first block, the coupling ``H12`` and the rest ``H22``.
+    """
+
+    def __init__(self, rs: ReStructure):
+        b1 = rs.blocks[0]
+        q1 = b1.q
+        self.q1, self.L1 = q1, b1.L
+        self.Q1 = b1.L * q1
+        self.Q2 = Q2 = rs.n_u - self.Q1
+        ar = np.arange(q1)
+        self.idxG = (b1.codes[:, None, None] * q1 * q1 + ar[None, :, None] * q1
+                     + ar[None, None, :]).ravel()
+        c1 = rs.Acols[:, :q1]
+        c2 = rs.Acols[:, q1:] - self.Q1
+        self.rows12 = np.broadcast_to(c1[:, :, None], (rs.n, q1, c2.shape[1])).ravel()
+        self.cols12 = np.broadcast_to(c2[:, None, :], (rs.n, q1, c2.shape[1])).ravel()
+        self.idx12 = self.rows12 * Q2 + self.cols12
+        self.idx22 = (c2[:, :, None] * Q2 + c2[:, None, :]).ravel()
 
 
 class HFactor:
     """Blockwise Cholesky of ``H = A' W A + I``: ``logdet`` and ``solve``."""
 
     def __init__(self, rs: ReStructure, w: np.ndarray):
-        b1 = rs.blocks[0]
-        ZL1 = rs._ZL[0]
-        G = _diag_blocks(b1.codes, ZL1, w, b1.L)
-        self.q1 = b1.q
-        self.G1inv: sp.csr_matrix | None = None
-        if b1.q == 1:
+        pat = rs.pattern()
+        q1 = self.q1 = pat.q1
+        self.L1 = L1 = pat.L1
+        wc = w[:, None]
+        G: np.ndarray = np.bincount(pat.idxG, weights=(wc * rs.AoG).ravel(),
+                                    minlength=L1 * q1 * q1).astype(float, copy=False).reshape(L1, q1, q1)
+        G[:, np.arange(q1), np.arange(q1)] += 1.0
+        if q1 == 1:
             g = G[:, 0, 0]
             self.logdet = float(np.sum(np.log(g)))
             self.g1_diag = g
@@ -184,60 +220,31 @@ class HFactor:
         else:
             C = np.linalg.cholesky(G)
             self.logdet = float(2.0 * np.sum(np.log(np.diagonal(C, axis1=1, axis2=2))))
-            Ginv = np.linalg.inv(G)
-            self.Ginv_blocks = Ginv
-            self.G1inv = sp.bsr_matrix((Ginv, np.arange(b1.L), np.arange(b1.L + 1)),
-                                       shape=(b1.L * b1.q, b1.L * b1.q)).tocsr()
+            self.Ginv_blocks = np.linalg.inv(G)
             self.g1_diag = np.empty(0)
-        self.Q1 = b1.L * b1.q
-        self.Q2 = rs.n_u - self.Q1
+        self.Q1 = pat.Q1
+        self.Q2 = Q2 = pat.Q2
         self.chol2: np.ndarray | None = None
         self.dense = True
-        if self.Q2 == 0:
+        if Q2 == 0:
             return
-        Q2 = self.Q2
-        off = rs.offsets - self.Q1
-        H22flat = np.zeros(Q2 * Q2)
-        rows12, cols12, vals12 = [], [], []
-        rest = range(1, len(rs.blocks))
-        for c in rest:
-            bc, ZLc = rs.blocks[c], rs._ZL[c]
-            for k in range(bc.q):
-                colc = off[c] + bc.codes * bc.q + k
-                wz = w * ZLc[:, k]
-                for j in range(b1.q):
-                    rows12.append(b1.codes * b1.q + j)
-                    cols12.append(colc)
-                    vals12.append(wz * ZL1[:, j])
-                for d in rest:
-                    bd, ZLd = rs.blocks[d], rs._ZL[d]
-                    for m in range(bd.q):
-                        rowd = off[d] + bd.codes * bd.q + m
-                        H22flat += np.bincount(rowd * Q2 + colc, weights=wz * ZLd[:, m],
-                                           minlength=Q2 * Q2)
-        H22 = H22flat.reshape(Q2, Q2)
+        H22: np.ndarray = np.bincount(pat.idx22, weights=(wc * rs.Ao22).ravel(),
+                                      minlength=Q2 * Q2).astype(float, copy=False).reshape(Q2, Q2)
         H22[np.diag_indices(Q2)] += 1.0
-        rows = np.concatenate(rows12)
-        cols = np.concatenate(cols12)
-        vals = np.concatenate(vals12)
+        vals = (wc * rs.Ao12).ravel()
         if self.Q1 * Q2 <= _DENSE_LIMIT:
             # dense Schur complement: a few BLAS calls beat sparse products at crowd sizes
-            H12d = np.bincount(rows * Q2 + cols, weights=vals,
-                               minlength=self.Q1 * Q2).reshape(self.Q1, Q2)
-            if self.G1inv is None:
-                Md = H12d / self.g1_diag[:, None]
-            else:
-                L1 = b1.L
-                Md = np.einsum("lij,ljk->lik", self.Ginv_blocks,
-                               H12d.reshape(L1, b1.q, Q2)).reshape(self.Q1, Q2)
+            H12d = np.bincount(pat.idx12, weights=vals, minlength=self.Q1 * Q2).reshape(
+                self.Q1, Q2)
+            Md = self._solve1(H12d)
             S = H22 - H12d.T @ Md
             self.H12: Any = H12d
             self.M: Any = Md
             self.dense = True
         else:
-            H12 = sp.csr_matrix((vals, (rows, cols)), shape=(self.Q1, Q2))
-            M = (sp.diags(1.0 / self.g1_diag) @ H12 if self.G1inv is None
-                 else self.G1inv @ H12)
+            H12 = sp.csr_matrix((vals, (pat.rows12, pat.cols12)), shape=(self.Q1, Q2))
+            M = (sp.diags(1.0 / self.g1_diag) @ H12 if q1 == 1
+                 else _block_diag_csr(self.Ginv_blocks) @ H12)
             S = H22 - (H12.T @ M).toarray()
             self.H12 = H12
             self.M = M
@@ -246,12 +253,13 @@ class HFactor:
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
 
     def _solve1(self, r1: np.ndarray) -> np.ndarray:
-        if self.G1inv is None:
-            return r1 / self.g1_diag
-        return np.asarray(self.G1inv @ r1)
+        if self.q1 == 1:
+            return r1 / (self.g1_diag if r1.ndim == 1 else self.g1_diag[:, None])
+        rr = r1.reshape(self.L1, self.q1, -1)
+        return np.einsum("lij,ljk->lik", self.Ginv_blocks, rr).reshape(r1.shape)
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        """``H^{-1} r``."""
+        """``H^{-1} r`` (``r`` a vector or an ``(n_u, m)`` matrix)."""
         r1 = r[:self.Q1]
         if self.chol2 is None:
             return self._solve1(r1)

@@ -33,6 +33,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..powersim import fastpath as fp
 from ..powersim.balanced_fit import fit_balanced
+from ..powersim.batches import by_rows
 from ..powersim.models import build_model
 from ..powersim.options import PowerOptions
 from ..powersim.replicate import _FIT_FAILURES, _replicates, balanced_exact, prepare
@@ -51,7 +52,7 @@ def lmm_replicates(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     """
     if balanced_exact(design, proxy) is None:
         return _lmm_balanced(design, y01, proxy, opts)
-    return _lmm_general(design, y01, proxy, opts)
+    return by_rows(_lmm_general, "lmm", design, y01, proxy, opts)   # checkpointed batches
 
 
 def _lmm_balanced(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
@@ -99,39 +100,72 @@ def _lmm_general(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
 
 
 
-#: Random-effect SDs of a warm start are raised to at least this (latent units; a replicate
-#: whose fit put an SD at 0 must not pin the next replicate's start on the boundary).
+#: L-BFGS-B tolerances of a replicate: loose, because the Hessian the Wald SE needs anyway
+#: finishes the fit with Newton steps (quadratic convergence from close by).
+_REPLICATE_CONTROL = {"gtol": 1e-5, "ftol": 1e-10}
+
+#: each scalar random term's SD in LikertParams, by (grouping factor, column)
+_SD_NAMES = {("worker", "(Intercept)"): "sd_worker", ("worker", "x"): "sd_worker_slope",
+             ("item", "(Intercept)"): "sd_item", ("item", "x"): "sd_item_slope"}
+
+#: a true SD below this starts at it (an SD at exactly 0 is a stationary point)
 _SD_FLOOR = 0.1
 
 
-def _warm(model: Any, prev: Any) -> Any:
-    """The previous replicate's estimates as a start, SDs lifted off 0 (``None``: cold start)."""
-    if prev is None:
-        return None
-    x = np.asarray(prev.params, dtype=float).copy()
-    bounded = np.asarray(getattr(model, "lower", np.full(x.size, -np.inf))) == 0.0
-    x[bounded] = np.maximum(x[bounded], _SD_FLOOR)
-    return x
+def _truth_start(model: Any, params: Any, j: int) -> np.ndarray:
+    """The simulation's parameters on ``clmm``'s scale as ``(alpha, beta, theta)``.
+
+    Every replicate starts here, so its fit does not depend on which replicates
+    were fitted before it (any chunking, any ``n_jobs``).
+    """
+    sc = params.clmm_scale()
+    alpha = model.thr.alpha_from_theta(np.asarray(sc["thresholds"], dtype=float))
+    beta = np.zeros(model.p)
+    beta[j] = sc["effect"]
+    theta: list[float] = []
+    for t in model.rs.terms:
+        for jj in range(t.q):
+            for ii in range(jj, t.q):
+                if ii != jj:
+                    theta.append(0.0)
+                    continue
+                name = _SD_NAMES.get((t.group, t.cnames[ii]))
+                sd = sc[name] if name is not None else 0.0
+                theta.append(max(float(sd), _SD_FLOOR))
+    return np.concatenate([alpha, beta, np.asarray(theta)])
 
 
 def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                     opts: PowerOptions) -> Replicates:
+    """:func:`clmm_batch` over the fixed batches of :func:`nlpower.powersim.batches.by_rows`.
+
+    Each batch prepares its own models, so a run resumed from a checkpoint
+    (a grid cell's, or ``power(..., checkpoint=)``) gives the same numbers.
+    """
+    return by_rows(clmm_batch, "clmm", design, y, params, opts)
+
+
+def clmm_batch(design: CrossedDesign, y: np.ndarray, params: Any,
+               opts: PowerOptions) -> Replicates:
     """The cumulative link mixed model (``ordinal::clmm``) of the integer ratings, per replicate.
 
     ``rating ~ x + (1 + x || worker) + (1 + x || item)`` (the LMM's random
     structure; items nested in systems: ``(1 | item)``) with flexible
     thresholds and the parameters' link, fitted by Laplace through the engine
-    protocol's ordinal family (:mod:`nlpower.ordinal`); the structure is
-    prepared once for all ``K`` categories, each replicate refits from the
-    previous fit with its SDs lifted to at least 0.1 (a warm start that never
-    starts on the boundary: with starts taken unchanged from the previous fit, SDs
-    that a singular fit put at 0 stayed there and the Type I error measured
-    0.28 at 10 workers x 50 items over 300 replicates; 0.080 on the same
-    replicates with the floor).  A replicate that leaves a category unused is
-    fitted with that category dropped (as ``ordinal`` does).  Tests: Wald z,
-    or the likelihood ratio against the fit without ``x``.
+    protocol's ordinal family (:mod:`nlpower.ordinal`).  The structure is
+    prepared once per call (a batch); every replicate starts from the simulation's own parameters
+    (SDs of at least 0.1: an SD at exactly 0 is a stationary point it would
+    never leave), so a replicate's result does not depend on the others
+    (chunking, ``n_jobs``).  The fit takes Newton steps with one reference
+    Hessian per structure (:mod:`nlpower.ordinal.chord`; L-BFGS-B where they do
+    not converge) and is finished with the replicate's own Hessian, which the
+    Wald SE needs anyway.  A replicate that leaves a
+    category unused is fitted with that category dropped (as ``ordinal``
+    does), from the ``clm`` start.  Tests: Wald z, or the likelihood ratio
+    against the fit without ``x``.
     """
     from ..lmm.family import Ordinal
+    from ..ordinal.chord import chord_refit, reference_hessian
 
     proxy = params.latent_params()
     dm = build_model(design, proxy)
@@ -143,7 +177,7 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
     models: dict[tuple[int, ...], tuple[Any, Any]] = {}
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    starts: dict[tuple[int, ...], Any] = {}
+    refs: dict[tuple[int, ...], tuple[Any, Any]] = {}
     for k in range(r):
         used = tuple(int(c) for c in np.unique(y[k]))
         try:
@@ -155,13 +189,24 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                 models[used] = (m, m0)
             m, m0 = models[used]
             codes = np.searchsorted(np.asarray(used), y[k])
-            core = m.refit(codes, start=_warm(m, starts.get(used)))
-            starts[used] = core
+            if len(used) == k_levels:
+                x0 = _truth_start(m, params, j)
+                if used not in refs:
+                    refs[used] = (reference_hessian(m, x0), None if m0 is None else
+                                  reference_hessian(m0, np.delete(x0, m.n_alpha + j)))
+                core = chord_refit(m, codes, x0, refs[used][0], control=_REPLICATE_CONTROL)
+            else:
+                x0 = None
+                core = m.refit(codes, control=_REPLICATE_CONTROL)
             b, s = float(core.beta[j]), float(core.se[j])
             est[k], se[k] = b, s
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
             if m0 is not None:
-                core0 = m0.refit(codes, hessian=False)
+                if x0 is None:
+                    core0 = m0.refit(codes, control=_REPLICATE_CONTROL, hessian=False)
+                else:
+                    core0 = chord_refit(m0, codes, np.delete(x0, m.n_alpha + j), refs[used][1],
+                                        control=_REPLICATE_CONTROL, hessian=False)
                 stat[k] = np.copysign(np.sqrt(max(core0.deviance - core.deviance, 0.0)), b)
             else:
                 stat[k] = b / s

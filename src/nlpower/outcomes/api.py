@@ -1,35 +1,36 @@
-"""``outcome=`` / ``analysis=`` of the package's front ends: one call for every outcome.
+"""The models of the ``"likert"`` and ``"preference"`` outcome kinds.
 
-:func:`nlpower.power` takes ``outcome="gaussian"`` (default: the paper's
-continuous ratings) or ``outcome="likert"`` (``levels``-point ratings from the
-latent threshold model, :mod:`nlpower.outcomes.likert`) and ``analysis=``
-(``"lmm"``, the paper's LMM on [0, 1], or ``"clmm"``), or
-``outcome="preference"`` (repeated head-to-head judgements,
-:class:`~nlpower.outcomes.headtohead.HeadToHeadParams`, ``analysis="glmer"``);
-this module turns those arguments into a :func:`~nlpower.outcomes.likert_power`
-or :func:`~nlpower.outcomes.headtohead.headtohead_power` call.  One-judgement
-head-to-head studies have no worker x item design and live in
-:mod:`nlpower.preference` (CLI: ``nlpower power --outcome preference``).
+:mod:`nlpower.powersim.outcome` registers what is rated -- ``outcome=
+"gaussian"`` (the paper's continuous ratings), ``"likert"`` (``levels``-point
+ratings from the latent threshold model, :mod:`nlpower.outcomes.likert`,
+analysed by ``"lmm"`` -- the paper's LMM on [0, 1] -- or ``"clmm"``) and
+``"preference"`` (repeated head-to-head judgements,
+:class:`~nlpower.outcomes.headtohead.HeadToHeadParams`, ``analysis=
+"glmer"``) -- and points at the objects here for the two non-Gaussian ones:
+they turn the user's parameters into the outcome's and run the simulation
+with validated :class:`~nlpower.powersim.options.PowerOptions`.
+:func:`nlpower.power`, :func:`nlpower.power_grid`, :func:`nlpower.mde` and
+:func:`nlpower.plan` call them; nothing here branches on an outcome's name.
+One-judgement head-to-head studies have no worker x item design and live in
+:mod:`nlpower.preference`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from ..errors import InputError
 from ..params import LMMParams
-from ..powersim.result import PowerResult
+from ..powersim.batches import checkpointed
+from ..powersim.options import PowerOptions
+from ..powersim.outcome import OUTCOMES
 from ..presets import DatasetPreset
 from .headtohead import HeadToHeadParams, headtohead_power
 from .likert import LikertParams, check_levels
-from .power import likert_power
+from .power import AnalysisComparison, run_likert
 
-__all__ = ["OUTCOMES", "Outcome", "as_likert_params", "outcome_power"]
-
-#: What is rated: continuous ratings (the paper's model), K-point Likert ratings, or
-#: head-to-head preferences with repeated judgements.
-Outcome: TypeAlias = Literal["gaussian", "likert", "preference"]
-OUTCOMES: tuple[str, ...] = ("gaussian", "likert", "preference")
+__all__ = ["LIKERT", "OUTCOMES", "PREFERENCE", "LikertOutcome", "PreferenceOutcome",
+           "as_likert_params"]
 
 
 def as_likert_params(params: Any, levels: int | None) -> LikertParams:
@@ -48,27 +49,57 @@ def as_likert_params(params: Any, levels: int | None) -> LikertParams:
                      f"got {type(params).__name__}.")
 
 
-def outcome_power(design: Any, params: Any, *, outcome: str, levels: int | None,
-                  analysis: Any, test: str | None, **kwargs: Any) -> PowerResult:
-    """The non-Gaussian branch of :func:`nlpower.power` (module docstring)."""
-    if not isinstance(analysis, str) or analysis == "both":
-        raise InputError(f"nlpower.power takes one analysis; got analysis={analysis!r}. To compare "
-                         "analyses on the same replicates use nlpower.outcomes.likert_power("
-                         "..., analysis=[...]).")
-    if outcome not in OUTCOMES:
-        raise InputError(f"outcome must be one of {list(OUTCOMES)}; got {outcome!r}. One-judgement "
-                         "head-to-head studies: nlpower.preference.power(n, p_win).")
-    if outcome == "preference":
+class LikertOutcome:
+    """``outcome="likert"``: K-point ratings from the latent threshold model."""
+
+    def as_params(self, params: Any, opts: PowerOptions, *, effect: float | None = None,
+                  coding: Any = "sum", contrast: Any = None) -> LikertParams:
+        """:func:`as_likert_params`; ``effect`` (latent, the parameters' coding) replaces theirs."""
+        lp = as_likert_params(params, opts.levels)
+        return lp if effect is None else lp.with_effect(effect)
+
+    def with_effect(self, params: LikertParams, effect: float) -> LikertParams:
+        return params.with_effect(effect)
+
+    def effect_of(self, params: LikertParams) -> float:
+        return float(params.effect)
+
+    def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
+            progress: bool = False, checkpoint: Any = None) -> Any:
+        """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            out = run_likert(design, params, opts, rng=root)
+        return AnalysisComparison(out) if len(opts.analyses) > 1 else out[opts.analysis]
+
+
+class PreferenceOutcome:
+    """``outcome="preference"``: repeated head-to-head judgements, analysed by glmer."""
+
+    def as_params(self, params: Any, opts: PowerOptions, *, effect: float | None = None,
+                  coding: Any = "sum", contrast: Any = None) -> HeadToHeadParams:
         if not isinstance(params, HeadToHeadParams):
             raise InputError(f"outcome='preference' needs HeadToHeadParams (the logistic crossed "
                              f"model of repeated judgements); got {type(params).__name__}. One "
                              "judgement per person: nlpower.preference.power(n, p_win).")
-        if analysis not in ("glmer", "lmm") or levels is not None or test not in (None, "z"):
-            raise InputError("outcome='preference' is analysed by glmer with the Wald z test: "
-                             "pass analysis='glmer' and no levels= or other test=.")
-        kwargs.pop("engine", None)
-        return headtohead_power(design, params, **kwargs)
-    lp = as_likert_params(params, levels)
-    res = likert_power(design, lp, analysis=analysis, test=test, **kwargs)
-    assert isinstance(res, PowerResult)      # one analysis named: one result
-    return res
+        return params if effect is None else params.with_effect(effect)
+
+    def with_effect(self, params: HeadToHeadParams, effect: float) -> HeadToHeadParams:
+        return params.with_effect(effect)
+
+    def effect_of(self, params: HeadToHeadParams) -> float:
+        return float(params.effect)
+
+    def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
+            progress: bool = False, checkpoint: Any = None) -> Any:
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
+                                    alternative=opts.alternative, null=opts.null, rng=root,
+                                    keep_replicates=opts.keep_replicates,
+                                    on_failure=opts.on_failure)
+
+
+#: The targets of ``OUTCOMES["likert"]`` and ``OUTCOMES["preference"]``.
+LIKERT = LikertOutcome()
+PREFERENCE = PreferenceOutcome()

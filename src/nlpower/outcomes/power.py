@@ -15,14 +15,14 @@ replicate ``r`` of a run draws from child ``r`` of that run's sequence, as in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._choices import Alternative, EngineName, FailurePolicy, check_choice
+from .._choices import Alternative, EngineName, FailurePolicy
 from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -34,33 +34,7 @@ from ..powersim.summary import apply_failure_policy, power_result
 from .analyses import ANALYSES
 from .likert import LikertParams, simulate_likert_y
 
-__all__ = ["AnalysisComparison", "likert_power", "resolve_analyses"]
-
-#: Tests each analysis offers (the first is its default).
-ANALYSIS_TESTS: dict[str, tuple[str, ...]] = {
-    "lmm": ("satterthwaite", "z", "lrt", "kenward-roger"), "clmm": ("z", "lrt")}
-
-
-def resolve_analyses(analysis: Any) -> tuple[str, ...]:
-    """``analysis`` as a tuple of available analysis names (``"both"``: LMM and clmm)."""
-    names: Sequence[Any]
-    if analysis == "both":
-        names = ("lmm", "clmm")
-    elif isinstance(analysis, str):
-        names = (analysis,)
-    elif isinstance(analysis, (list, tuple)) and analysis:
-        names = tuple(analysis)
-    else:
-        raise InputError(f"analysis must be a name or a list of names from "
-                         f"{sorted(ANALYSES)}; got {analysis!r}.")
-    for a in names:
-        if a not in ANALYSES:
-            raise InputError(f"analysis={a!r} is not available; choose from "
-                             f"{sorted(ANALYSES)}.")
-    if len(set(names)) != len(names):
-        raise InputError(f"analysis lists a name twice: {list(names)!r}.")
-    return tuple(names)
-
+__all__ = ["ANALYSES", "AnalysisComparison", "likert_power", "run_likert"]
 
 @dataclass(frozen=True)
 class AnalysisComparison:
@@ -93,28 +67,6 @@ class AnalysisComparison:
         return f"AnalysisComparison({inner})"
 
 
-def _options(analysis: str, test: str | None, *, n_sims: int, alpha: float, alternative: str,
-             null: bool, engine: str, keep_replicates: bool, on_failure: str) -> PowerOptions:
-    allowed = ANALYSIS_TESTS[analysis]
-    t = allowed[0] if test is None else test
-    if t not in allowed:
-        raise InputError(f"test={t!r} is not a test of analysis={analysis!r}; choose from "
-                         f"{list(allowed)} (or leave test=None for {allowed[0]!r}).")
-    return power_options(n_sims=n_sims, alpha=alpha, test=t,  # type: ignore[arg-type]
-                         alternative=alternative, method="simulate",  # type: ignore[arg-type]
-                         engine=engine, null=null,  # type: ignore[arg-type]
-                         keep_replicates=keep_replicates, on_failure=on_failure)  # type: ignore[arg-type]
-
-
-def _truth(analysis: str, params: LikertParams) -> tuple[float, float]:
-    """(true effect on the analysis's scale, difference of mean rescaled ratings B - A)."""
-    x0, x1 = params.x_values
-    diff = params.mean_rating01(x1) - params.mean_rating01(x0)
-    if analysis == "lmm":
-        return params.lmm_effect(), diff
-    return params.effect / params.scale, diff
-
-
 def _simulate(design: CrossedDesign, params: LikertParams, seq: np.random.SeedSequence,
               n_sims: int) -> np.ndarray:
     arrays = design.arrays()
@@ -124,17 +76,62 @@ def _simulate(design: CrossedDesign, params: LikertParams, seq: np.random.SeedSe
     return out
 
 
-def analyse(analysis: str, design: CrossedDesign, y: np.ndarray, params: LikertParams,
-            opts: PowerOptions) -> Replicates:
-    """Replicates of one analysis of integer ratings ``y`` (``(n_sims, n)``, values 1..K)."""
-    if analysis == "lmm":
+class LinearAnalysis:
+    """``"lmm"``: the paper's LMM of the ratings rescaled to [0, 1] by ``(r - 1)/(K - 1)``."""
+
+    name = "lmm"
+
+    def truth(self, params: LikertParams) -> float:
+        """The true effect on this analysis's scale (:meth:`LikertParams.lmm_effect`)."""
+        return params.lmm_effect()
+
+    def replicates(self, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+                   opts: PowerOptions) -> Replicates:
         proxy = params.latent_params()
         proxy = LMMParams(beta0=0.5, effect=proxy.effect, sd_worker=proxy.sd_worker,
                           sd_worker_slope=proxy.sd_worker_slope, sd_item=proxy.sd_item,
                           sd_item_slope=proxy.sd_item_slope, sigma=proxy.sigma,
                           coding=proxy.coding)
-        return ANALYSES["lmm"](design, (y - 1.0) / (params.levels - 1), proxy, opts)
-    return ANALYSES[analysis](design, y, params, opts)
+        return ANALYSES[self.name](design, (y - 1.0) / (params.levels - 1), proxy, opts)
+
+    def method(self, design: CrossedDesign, params: LikertParams) -> str:
+        """``"balanced"`` where the exact balanced fitter fits all replicates at once."""
+        exact = balanced_exact(design, LMMParams(coding=params.coding)) is None
+        return "balanced" if exact else "simulate"
+
+    def describe(self, params: LikertParams) -> str:
+        return "LMM of ratings rescaled to [0, 1]"
+
+
+class OrdinalAnalysis:
+    """``"clmm"``: the cumulative link mixed model of the integer ratings."""
+
+    name = "clmm"
+
+    def truth(self, params: LikertParams) -> float:
+        """The latent effect over the latent scale (clmm's parametrisation)."""
+        return params.effect / params.scale
+
+    def replicates(self, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+                   opts: PowerOptions) -> Replicates:
+        return ANALYSES[self.name](design, y, params, opts)
+
+    def method(self, design: CrossedDesign, params: LikertParams) -> str:
+        return "simulate"
+
+    def describe(self, params: LikertParams) -> str:
+        return f"cumulative {params.link} mixed model (clmm)"
+
+
+#: The analyses of Likert ratings, by name (their tests: ``nlpower.powersim.outcome.OUTCOMES``).
+LIKERT_ANALYSES: dict[str, LinearAnalysis | OrdinalAnalysis] = {
+    "lmm": LinearAnalysis(), "clmm": OrdinalAnalysis()}
+
+
+def analyse(analysis: str, design: CrossedDesign, y: np.ndarray, params: LikertParams,
+            opts: PowerOptions) -> Replicates:
+    """Replicates of one analysis of integer ratings ``y`` (``(n_sims, n)``, values 1..K)."""
+    return LIKERT_ANALYSES[analysis].replicates(design, y, params, opts)
 
 
 def likert_power(
@@ -172,7 +169,7 @@ def likert_power(
         ``"satterthwaite"`` (default), ``"z"``, ``"lrt"`` or ``"kenward-roger"`` for
         the LMM (:mod:`nlpower.powersim.rules`; no bootstrap tests); ``"z"``
         (default, Wald) or ``"lrt"`` for clmm.  With
-        several analyses each uses its default unless ``test`` is one all accept.
+        several analyses each uses ``test`` if it offers it, else its default.
     alternative : {"two-sided", "greater", "less"}
     null : bool, default False
         Also simulate effect 0 (own child seed) and report the Type I error.
@@ -206,36 +203,45 @@ def likert_power(
                          f"for the paper's presets); got {type(params).__name__}.")
     if design.n_systems != 2:
         raise DesignError(f"Likert power handles two systems; the design has {design.n_systems}.")
-    names = resolve_analyses(analysis)
-    check_choice("alternative", alternative, Alternative)
-    opts = {a: _options(a, test if (len(names) == 1 or (test in ANALYSIS_TESTS[a])) else None,
-                        n_sims=n_sims, alpha=alpha, alternative=alternative, null=null,
-                        engine=engine, keep_replicates=keep_replicates, on_failure=on_failure)
-            for a in names}
+    opts = power_options(outcome="likert", analysis=analysis, test=test, n_sims=n_sims,
+                         alpha=alpha, alternative=alternative, null=null, engine=engine,
+                         keep_replicates=keep_replicates, on_failure=on_failure)
+    out = run_likert(design, params, opts, rng=rng)
+    return out[opts.analysis] if isinstance(analysis, str) and analysis != "both" else \
+        AnalysisComparison(out)
+
+
+def run_likert(design: CrossedDesign, params: LikertParams, opts: PowerOptions, *,
+               rng: RNGLike = None) -> dict[str, PowerResult]:
+    """Every analysis of ``opts`` on the same simulated ratings (options validated)."""
+    if not isinstance(design, CrossedDesign):
+        raise DesignError(f"design must be a CrossedDesign; got {type(design).__name__}.")
+    if not isinstance(params, LikertParams):
+        raise InputError(f"params must be LikertParams (LikertParams.from_preset(preset, levels) "
+                         f"for the paper's presets); got {type(params).__name__}.")
+    if design.n_systems != 2:
+        raise DesignError(f"Likert power handles two systems; the design has {design.n_systems}.")
     root = root_seed(rng)
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
-    n = next(iter(opts.values())).n_sims
+    n = opts.n_sims
     y = _simulate(design, params, main_seq, n)
-    y0 = _simulate(design, params.with_effect(0.0), null_seq, n) if null and params.effect != 0 \
-        else None
-    fast = balanced_exact(design, LMMParams(coding=params.coding)) is None
+    y0 = _simulate(design, params.with_effect(0.0), null_seq, n) \
+        if opts.null and params.effect != 0 else None
+    x0, x1 = params.x_values
+    diff = params.mean_rating01(x1) - params.mean_rating01(x0)
     out: dict[str, PowerResult] = {}
-    for a in names:
-        o = opts[a]
-        effect, diff = _truth(a, params)
-        main = analyse(a, design, y, params, o)
+    for a in opts.analyses:
+        o, an = opts.for_analysis(a), LIKERT_ANALYSES[a]
+        main = an.replicates(design, y, params, o)
         apply_failure_policy(main, o, "main")
         null_reps = None
         if y0 is not None:
-            null_reps = analyse(a, design, y0, params.with_effect(0.0), o)
+            null_reps = an.replicates(design, y0, params.with_effect(0.0), o)
             apply_failure_policy(null_reps, o, "null (effect 0)")
-        how = "balanced" if (a == "lmm" and fast) else "simulate"
         note = (f"{params.levels}-point ratings from a latent {params.link} threshold model; "
-                + ("LMM of ratings rescaled to [0, 1]" if a == "lmm" else
-                   f"cumulative {params.link} mixed model (clmm)"))
-        out[a] = power_result(main, null_reps, effect=effect, mean_difference=diff,
-                              design=design, method=how, coding=params.coding, opts=o, seed=seed,
-                              notes=[note])
-    return out[names[0]] if isinstance(analysis, str) and analysis != "both" else \
-        AnalysisComparison(out)
+                f"{an.describe(params)}")
+        out[a] = power_result(main, null_reps, effect=an.truth(params), mean_difference=diff,
+                              design=design, method=an.method(design, params),
+                              coding=params.coding, opts=o, seed=seed, notes=[note])
+    return out

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..errors import InputError, NlpowerWarning
+from ..errors import NlpowerWarning
 from ..intervals import wilson_ci
 from . import balanced_fit as bf
 from .fastpath import BalancedStats, design_matrix, stratum_dims
@@ -115,50 +115,35 @@ def calibrated_pvalues(st: BalancedStats, n_boot: int, gens: Sequence[np.random.
 class CalibratedRule(TestRule):
     """``test="calibrated"``: the Satterthwaite test with its critical value from the fitted null."""
 
-    def check(self, *, alpha: float, alternative: str, method: str, n_boot: int) -> None:
-        super().check(alpha=alpha, alternative=alternative, method=method, n_boot=n_boot)
-        if method == "simulate":
-            raise InputError(
-                "test='calibrated' runs on the exact balanced fast path only (fully crossed "
-                "two-system designs, Gaussian ratings); got method='simulate'. Use "
-                "method='auto' on such a design, or test='pblrt' on others.")
-
     def balanced(self, st: BalancedStats, fit: bf.BalancedFit,
                  gens: Sequence[np.random.Generator], n_boot: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         return fit.t, fit.df, calibrated_pvalues(st, n_boot, gens)
 
 
-
 CALIBRATED = CalibratedRule(
     "calibrated", "wald", "satterthwaite", "bootstrap", default_REML=True, REML="required",
     families=("gaussian",), analytic=None, approximation="satterthwaite", two_sided_only=True,
+    paths=("balanced",),
+    size_advice="With so few workers no test here holds alpha exactly; plan for more workers.",
     doc="Satterthwaite p prepivoted by a parametric bootstrap from the REML null fit")
 
 
 def check_path(test: str, how: str) -> None:
-    """Refuse ``test="calibrated"`` off the balanced fast path (before any replicate runs)."""
-    if test == CALIBRATED.name and how != "balanced":
-        raise InputError(
-            "test='calibrated' runs on the exact balanced fast path only (fully crossed "
-            "two-system designs, Gaussian ratings, method='auto'); this design needs the "
-            f"{how} path. Use test='pblrt' here.")
-
+    """Refuse a test off the paths it runs on (``TestRule.paths``; before any replicate runs)."""
+    from .rules import get_test  # rules registers CALIBRATED on import: import it lazily
+    get_test(test).check_path(how)
 
 
 def size_message(test: str, alpha: float, n_workers: int, n_type1: int, n_sims: int) -> str:
     """The plain warning when ``test`` rejects too often at effect 0 on a design."""
+    from .rules import get_test
     rate = n_type1 / n_sims
     lo, hi = wilson_ci(n_type1, n_sims)
-    hint = ("Use test='calibrated' (balanced designs; about n_boot closed-form fits per "
-            "replicate), or plan for more workers" if test != "calibrated" else
-            "With so few workers no test here holds alpha exactly; plan for more workers")
     return (f"test={test!r} does not hold alpha={alpha:g} on this design with {n_workers} "
             f"workers: its Type I error measured here is {rate:.3f} (95% CI {lo:.3f}-{hi:.3f}, "
             f"{n_sims} replicates at effect 0), so the power counts rejections a level-{alpha:g} "
-            f"test would not make. {hint}"
-            + ("; test='z' stays available to reproduce the paper's Figure 6."
-               if test == "z" else "."))
+            f"test would not make. {get_test(test).size_advice}")
 
 
 def size_check(test: str, alpha: float, n_workers: int, n_type1: int | None, n_sims: int

@@ -18,6 +18,7 @@ this module only turns the human-rating arguments into a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import __version__
 from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerMethod, RatingsTest
+from .._records import nan_to_none
 from .._rng import RNGLike
 from .._validation import closest_name
 from ..convert import as_params, is_pilot_fit
@@ -34,11 +37,11 @@ from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
 from .models import Params
-from .options import PowerOptions, power_options
+from .options import PowerOptions, power_options, same_value
 from .result import PowerResult
 from .run import power
 
-__all__ = ["FIGURE6_AXES", "RatingsProblem", "power_grid"]
+__all__ = ["FIGURE6_AXES", "ComparisonCell", "RatingsProblem", "power_grid"]
 
 #: The axes of Card et al. (2020), Figure 6.
 FIGURE6_AXES: dict[str, tuple[Any, ...]] = {
@@ -79,6 +82,8 @@ class RatingsProblem:
     #: options the caller left at None (the test's default REML, no Likert, n_boot 99):
     #: not in the fingerprint and not passed to a custom power_fn
     unset: frozenset[str] = frozenset()
+    #: analysis given as a list: per-analysis columns even for one analysis
+    compare: bool = False
 
     @property
     def given_options(self) -> dict[str, Any]:
@@ -87,13 +92,30 @@ class RatingsProblem:
         full = {"n_sims": o.n_sims, "alpha": o.alpha, "test": o.test,
                 "alternative": o.alternative, "method": o.method, "engine": o.engine,
                 "REML": o.REML, "likert": o.likert, "n_boot": o.n_boot}
-        return {k: v for k, v in full.items() if k not in self.unset and v is not None}
+        out: dict[str, Any] = {k: v for k, v in full.items()
+                               if k not in self.unset and v is not None}
+        # outcome options only when not the Gaussian defaults (a Gaussian grid's fingerprint,
+        # and so its checkpoints, stay as they were)
+        if o.null:
+            out["null"] = True
+        if o.outcome != "gaussian":
+            out.update(outcome=o.outcome, levels=o.levels,
+                       analysis=o.analysis if len(o.analyses) == 1 else list(o.analyses))
+        return out
 
     name = "ratings"
 
     @property
+    def several(self) -> bool:
+        """Analyses compared on the same replicates (``analysis=[...]``): a :class:`ComparisonCell`."""
+        return self.compare or len(self.options.analyses) > 1
+
+    @property
     def result_columns(self) -> tuple[str, ...]:
-        return ("effect", *RESULT_COLUMNS) if self.effect_per_scenario else RESULT_COLUMNS
+        cols = ComparisonCell.columns(self.options.analyses) if self.several else \
+            (*RESULT_COLUMNS, *(("type1", "type1_ci_low", "type1_ci_high") if self.options.null
+                                else ()))
+        return ("effect", *cols) if self.effect_per_scenario else cols
 
     def fingerprint(self) -> dict[str, Any]:
         fn = self.power_fn or power
@@ -119,15 +141,66 @@ class RatingsProblem:
             raise type(exc)(f"grid cell ({where}): {exc}") from exc
         return design, params
 
-    def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> PowerResult:
+    def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence
+                 ) -> PowerResult | ComparisonCell:
         design, params = self.cell(key)
-        if self.power_fn is None:
+        if self.power_fn is not None:
+            return self.power_fn(design, params, rng=rng, **self.given_options)
+        if not self.several:
             return power(design, params, rng=rng, options=self.options,
                          progress=self.replicate_progress)
-        return self.power_fn(design, params, rng=rng, **self.given_options)
+        model = self.options.kind.model
+        out = model.run(design, model.as_params(params, self.options, effect=None, coding="sum",
+                                                contrast=None),
+                        self.options, rng=rng, progress=self.replicate_progress)
+        return ComparisonCell.from_results(getattr(out, "results", {self.options.analysis: out}))
 
-    def from_record(self, record: Mapping[str, Any]) -> PowerResult:
-        return PowerResult.from_record(record)
+    def from_record(self, record: Mapping[str, Any]) -> PowerResult | ComparisonCell:
+        return ComparisonCell(dict(record)) if self.several else PowerResult.from_record(record)
+
+
+#: Per-analysis columns of a :class:`ComparisonCell` (``power_lmm``, ``type1_clmm``, ...).
+_PER_ANALYSIS = ("power", "ci_low", "ci_high", "type1", "type1_ci_low", "type1_ci_high",
+                 "type_m", "type_s", "n_failed", "n_singular")
+
+
+@dataclass(frozen=True)
+class ComparisonCell:
+    """A cell whose analyses share their replicates: ``power_<analysis>``, ``type1_<analysis>``...
+
+    ``power``, ``ci_low``, ``ci_high``, ``se``, ``type_m``, ``type_s`` are the
+    first analysis's (so a comparison grid plots like any other).
+    """
+
+    record: dict[str, Any]
+
+    @staticmethod
+    def columns(analyses: tuple[str, ...]) -> tuple[str, ...]:
+        return ("power", "ci_low", "ci_high", "n_sims",
+                *(f"{k}_{a}" for a in analyses for k in (*_PER_ANALYSIS, "effect", "test")))
+
+    @classmethod
+    def from_results(cls, results: Mapping[str, PowerResult]) -> ComparisonCell:
+        first = next(iter(results.values()))
+        rec: dict[str, Any] = {"power": nan_to_none(first.power),
+                               "ci_low": nan_to_none(first.ci.low),
+                               "ci_high": nan_to_none(first.ci.high), "se": nan_to_none(first.se),
+                               "type_m": nan_to_none(first.type_m),
+                               "type_s": nan_to_none(first.type_s), "n_sims": first.n_sims,
+                               "seed_entropy": first.seed.get("entropy"), "version": __version__}
+        for a, r in results.items():
+            t1 = r.type1_ci
+            vals = (r.power, r.ci.low, r.ci.high, r.type1, None if t1 is None else t1.low,
+                    None if t1 is None else t1.high, r.type_m, r.type_s, r.n_failed,
+                    r.n_singular)
+            rec.update({f"{k}_{a}": nan_to_none(v) for k, v in zip(_PER_ANALYSIS, vals,
+                                                                    strict=True)})
+            rec[f"effect_{a}"] = r.effect
+            rec[f"test_{a}"] = r.test
+        return cls(rec)
+
+    def to_record(self) -> dict[str, Any]:
+        return dict(self.record)
 
 
 def _params_fields(params: Any) -> tuple[str, ...]:
@@ -179,13 +252,19 @@ def power_grid(
     design: Any = None,
     n_sims: int = 200,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     method: PowerMethod = "auto",
     engine: EngineName = "native",
     REML: bool | None = None,
     likert: int | None = None,
     n_boot: int | None = None,
+    null: bool = False,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: Any = None,
+    options: PowerOptions | None = None,
+    run: RunOptions | None = None,
     n_jobs: int = 1,
     backend: Backend = "loky",
     client: Any = None,
@@ -203,7 +282,7 @@ def power_grid(
 
     Parameters
     ----------
-    params : LMMParams, dict of {str: LMMParams}, list of LMMParams, or RatingsFit
+    params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, or RatingsFit
         Model parameters, or a fitted pilot whose variance components are used
         (then ``effect`` is required, read in ``coding``; ``contrast`` picks
         the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by
@@ -229,6 +308,32 @@ def power_grid(
         Passed to :func:`nlpower.power` when given (fit criterion; Likert
         ratings with that many points; bootstrap samples per replicate of
         ``test="pblrt"``, default 99).
+    null : bool, default False
+        Also simulate every cell at effect 0 (its own child seed) and report
+        the Type I error (``type1``; ``type1_<analysis>`` with several analyses).
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+        What is rated (:func:`nlpower.power`; ``docs/power.md``, "One API for
+        every outcome").  ``"likert"``: ``params`` are presets on [0, 1]
+        (mapped to ``levels``-point ratings per cell, the effect axis their
+        latent effect) or :class:`~nlpower.outcomes.LikertParams`;
+        ``"preference"``: :class:`~nlpower.outcomes.HeadToHeadParams`, the
+        effect axis on the logit scale.  Axes are then fields of those
+        parameters.
+    levels : int, optional
+        Likert points (``outcome="likert"`` with presets).
+    analysis : str or list of str, optional
+        The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for
+        preferences).  For ``outcome="likert"`` a list (or ``"both"``)
+        analyses the same replicates of every cell with each, in columns
+        ``power_<analysis>``, ``type1_<analysis>``, ... (``power`` and its
+        interval are the first analysis's).
+    options : PowerOptions, optional
+        All analysis options at once (:func:`~nlpower.powersim.options.power_options`);
+        then the keywords above stay at their defaults.
+    run : RunOptions, optional
+        All scheduling options at once (:class:`nlpower.grid.RunOptions`:
+        ``n_jobs``, ``backend``, ``client``, ``checkpoint``, ``progress``,
+        ``on_error``, ``shard``); then those keywords stay at their defaults.
     n_jobs : int
         Cells run in parallel (``-1``: all cores).  Results do not depend on it.
     backend : {"loky", "dask"}
@@ -292,15 +397,34 @@ def power_grid(
 
     Figure 6 itself: ``n_workers=[3, 10], n_items=[50, 100, 500],
     effect=[0.05, 0.1, 0.15, 0.2], n_sims=200`` (:data:`FIGURE6_AXES`).
+
+    Likert ratings, the paper's LMM and the ordinal model on the same replicates:
+
+    >>> g = power_grid(presets.high_variance(), n_workers=[3, 5], n_items=20, effect=0.1,
+    ...                outcome="likert", levels=5, analysis=["lmm", "clmm"], null=True,
+    ...                n_sims=10, rng=1, progress=False)
+    >>> g.to_frame()[["n_workers", "type1_lmm", "type1_clmm"]].shape
+    (2, 3)
     """
+    opt_kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
+                              "alternative": alternative, "method": method, "engine": engine,
+                              "REML": REML, "likert": likert, "n_boot": n_boot, "null": null,
+                              "outcome": outcome, "levels": levels, "analysis": analysis}
+    run_kw: dict[str, Any] = {"n_jobs": n_jobs, "backend": backend, "client": client,
+                              "checkpoint": checkpoint, "progress": progress,
+                              "on_error": on_error, "shard": shard}
+    validated = _given_or_built(
+        "options", options, PowerOptions, opt_kw, "power_options(...)",
+        lambda: power_options(**{**opt_kw, "n_boot": 99 if n_boot is None else n_boot},
+                              keep_replicates=False))
+    run = _given_or_built("run", run, RunOptions, run_kw, "RunOptions(...)",
+                          lambda: RunOptions(**run_kw))
+    kind = validated.kind
+    kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast))
+                 if not same_value(v, _keyword_default(k))])
     if is_pilot_fit(params):  # variances from the pilot; effects (in coding) from the user
         head = effect[0] if isinstance(effect, (list, tuple)) and effect else effect
         params = as_params(params, effect=head, coding=coding, contrast=contrast)
-    validated = power_options(n_sims=n_sims, alpha=alpha, test=test, alternative=alternative,
-                              method=method, engine=engine, REML=REML, likert=likert,
-                              keep_replicates=False, n_boot=99 if n_boot is None else n_boot)
-    run = RunOptions(n_jobs=n_jobs, backend=backend, client=client, checkpoint=checkpoint,
-                     progress=progress, on_error=on_error, shard=shard)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
 
@@ -343,15 +467,38 @@ def power_grid(
     grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
     grid_axes.update(named)
     unset = frozenset(k for k, v in (("REML", REML), ("likert", likert), ("n_boot", n_boot))
-                      if v is None)
+                      if v is None) if options is None else frozenset()
     problem = RatingsProblem(scenarios=scenarios, design=design, options=validated,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
-                             replicate_progress=run.progress and run.in_process, unset=unset)
+                             replicate_progress=run.progress and run.in_process, unset=unset,
+                             compare=isinstance(analysis, (list, tuple)) or analysis == "both")
     _check_cells(problem, grid_axes)
     return run_grid(problem, grid_axes, rng=rng, run=run)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:
     """Build every cell's design and parameters once, so a bad cell fails before any runs."""
+    model = problem.options.kind.model
     for key in cell_keys({k: axis_values(k, v) for k, v in axes.items()}):
-        problem.cell(key)
+        _, params = problem.cell(key)
+        if problem.power_fn is None:
+            model.as_params(params, problem.options, effect=None, coding="sum", contrast=None)
+
+
+def _keyword_default(name: str) -> Any:
+    """The default of :func:`power_grid`'s keyword ``name`` (its signature is the one source)."""
+    return inspect.signature(power_grid).parameters[name].default
+
+
+def _given_or_built(name: str, given: Any, cls: type, keywords: Mapping[str, Any], how: str,
+                    build: Callable[[], Any]) -> Any:
+    """``given`` (a prebuilt ``cls``) when no keyword of it differs from its default, else built."""
+    if given is None:
+        return build()
+    if not isinstance(given, cls):
+        raise InputError(f"{name} must be a {cls.__name__} from {how}; got {type(given).__name__}.")
+    changed = [k for k, v in keywords.items() if not same_value(v, _keyword_default(k))]
+    if changed:
+        raise InputError(f"pass either {name}= (a {cls.__name__}) or its keywords, not both; got "
+                         f"{name}= and {', '.join(changed)}. Build it with {how} instead.")
+    return given

@@ -22,7 +22,7 @@ method         what runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from .._choices import (
 )
 from .._validation import check_int, check_real
 from ..errors import InputError
+from .outcome import OutcomeKind, get_outcome
 from .rules import get_test
 
 #: Old ``engine=`` values that named a way of computing power: what to pass instead.
@@ -66,6 +67,13 @@ class PowerOptions:
     likert : int or None
     keep_replicates : bool
     on_failure : {"ignore", "warn", "raise"}
+    outcome : {"gaussian", "likert", "preference"}
+        What is rated (:mod:`nlpower.powersim.outcome`).
+    analyses : tuple of str
+        The analysis (one; several only in a Likert grid, which compares
+        them on the same replicates); :attr:`analysis` is the first.
+    levels : int or None
+        Likert points of ``outcome="likert"``.
     """
 
     n_sims: int = 1000
@@ -80,14 +88,39 @@ class PowerOptions:
     keep_replicates: bool = True
     on_failure: FailurePolicy = "ignore"
     n_boot: int = 99
+    outcome: str = "gaussian"
+    analyses: tuple[str, ...] = ("lmm",)
+    levels: int | None = None
+    #: with several analyses, each one's test (``test`` is the first's); else empty
+    analysis_tests: tuple[str, ...] = ()
+
+    @property
+    def analysis(self) -> str:
+        """The (first) analysis."""
+        return self.analyses[0]
+
+    def for_analysis(self, analysis: str) -> PowerOptions:
+        """The options of one of several analyses (its test, and that test's REML)."""
+        if not self.analysis_tests:
+            return self
+        test = self.analysis_tests[self.analyses.index(analysis)]
+        return replace(self, test=test, REML=get_test(test).resolve_REML(None),  # type: ignore[arg-type]
+                       analyses=(analysis,), analysis_tests=())
+
+    @property
+    def kind(self) -> OutcomeKind:
+        """The :class:`~nlpower.powersim.outcome.OutcomeKind` of ``outcome``."""
+        return get_outcome(self.outcome)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as a JSON-able dict (what a grid stores in its fingerprint)."""
+        """The options as a JSON-able dict."""
         return {"n_sims": self.n_sims, "alpha": self.alpha, "test": self.test,
                 "alternative": self.alternative, "method": self.method, "engine": self.engine,
                 "REML": self.REML, "null": self.null, "likert": self.likert,
                 "keep_replicates": self.keep_replicates, "on_failure": self.on_failure,
-                "n_boot": self.n_boot}
+                "n_boot": self.n_boot, "outcome": self.outcome,
+                "analyses": list(self.analyses), "levels": self.levels,
+                "analysis_tests": list(self.analysis_tests)}
 
 
 def check_test_options(alpha: object, test: object, alternative: object
@@ -119,7 +152,7 @@ def power_options(
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | str | None = None,
     alternative: Alternative = "two-sided",
     method: PowerMethod = "auto",
     engine: EngineName = "native",
@@ -129,10 +162,19 @@ def power_options(
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
     n_boot: int = 99,
+    outcome: str = "gaussian",
+    analysis: Any = None,
+    levels: int | None = None,
 ) -> PowerOptions:
     """Validate the options of :func:`~nlpower.powersim.power` once.
 
-    Parameters are those of :func:`~nlpower.powersim.power`.  ``REML=None``
+    Parameters are those of :func:`~nlpower.powersim.power`.  ``outcome``
+    is looked up in :data:`nlpower.powersim.outcome.OUTCOMES`, which says
+    which analyses it has (``analysis=None``: its first), which tests each
+    analysis offers (``test=None``: the analysis's first, e.g.
+    ``"satterthwaite"`` for the Gaussian LMM, ``"z"`` for clmm) and which
+    options it reads: any other option given a value other than its
+    default is refused with a message naming it.  ``REML=None``
     resolves to the test rule's default (:mod:`nlpower.powersim.rules`):
     REML for ``test="satterthwaite"`` (lmerTest's default) and
     ``"kenward-roger"`` (which needs a REML fit, as in pbkrtest), ML for
@@ -150,6 +192,18 @@ def power_options(
     >>> opts.REML, opts.method, opts.engine
     (False, 'auto', 'native')
     """
+    given = [k for k, v in (("method", method), ("engine", engine), ("REML", REML),
+                            ("likert", likert), ("n_boot", n_boot), ("levels", levels))
+             if not _same(v, _DEFAULTS[k])]
+    kind = get_outcome(outcome)
+    kind.refuse(given)
+    analyses = kind.resolve_analyses(analysis)
+    # several analyses of the same replicates: each its default test unless it offers the one given
+    tests = tuple(kind.resolve_test(a, test if test in kind.analyses[a] else None)
+                  for a in analyses) if len(analyses) > 1 else ()
+    if tests and test is not None and test not in tests:
+        kind.resolve_test(analyses[0], test)       # offered by none: the message lists the tests
+    test = tests[0] if tests else kind.resolve_test(analyses[0], test)
     n_sims = check_int("n_sims", n_sims, min=1)
     alpha, test_, alternative_ = check_test_options(alpha, test, alternative)
     method_: PowerMethod = check_choice("method", method, PowerMethod)
@@ -178,7 +232,29 @@ def power_options(
         engine=engine_, REML=bool(REML), null=bool(null),
         likert=None if likert is None else int(likert), keep_replicates=bool(keep_replicates),
         on_failure=check_choice("on_failure", on_failure, FailurePolicy), n_boot=n_boot,
+        outcome=kind.name, analyses=analyses, analysis_tests=tests,
+        levels=None if levels is None else _check_levels(levels),
     )
 
 
-__all__ = ["PowerOptions", "check_engine", "check_test_options", "power_options"]
+def _check_levels(levels: Any) -> int:
+    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 2:
+        raise InputError(
+            f"levels (the number of Likert points) must be an integer >= 2, e.g. 5 for a 1-5 "
+            f"scale; got {levels!r}.")
+    return int(levels)
+
+
+#: Defaults of the options an outcome may refuse (compared with what the caller gave).
+_DEFAULTS: dict[str, Any] = {"method": "auto", "engine": "native", "REML": None, "likert": None,
+                             "n_boot": 99, "levels": None}
+
+
+def _same(value: Any, default: Any) -> bool:
+    """``value`` is ``default`` (``True`` is not ``1``)."""
+    return value is default or (type(value) is type(default) and value == default)
+
+
+__all__ = ["PowerOptions", "check_engine", "check_test_options", "power_options", "same_value"]
+
+same_value = _same

@@ -13,9 +13,11 @@ p-value, flags per replicate):
     computed from simulated rating arrays.  All replicates are fitted at once
     (:mod:`nlpower.powersim.balanced_fit`).
 :func:`run_simulate` (``method="simulate"``)
-    Any design: the structure is prepared once by the engine
-    (:func:`nlpower.lmm.get_engine`), each replicate swaps the response and
-    refits (warm start at the true theta).
+    Any design: the structure is prepared by the engine
+    (:func:`nlpower.lmm.get_engine`) once per batch of replicates
+    (:mod:`nlpower.powersim.batches`), each replicate swaps the response and
+    refits (start at the true theta); finished batches go to the current
+    checkpoint, so a killed run resumes mid-run with the same numbers.
 
 Tests are :class:`~nlpower.powersim.rules.TestRule` objects
 (:mod:`nlpower.powersim.rules`): each computes its statistic, df and (PB-LRT)
@@ -38,12 +40,14 @@ from tqdm.auto import tqdm
 
 from ..design import CrossedDesign
 from ..errors import FitError, InputError
+from ..grid.batchfile import BatchFile
 from ..lmm import PreparedModel, get_engine
 from ..lmm.structure import ModelSpec
 from ..params import LMMParams
 from ..simulation import simulate_y
 from . import fastpath as fp
 from .balanced_fit import fit_balanced
+from .batches import options_identity, run_batches, run_id, seeds_identity
 from .models import Params, build_model
 from .options import PowerOptions
 from .result import Replicates
@@ -122,11 +126,16 @@ _FIT_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError
 
 
 def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.random.SeedSequence],
-                 opts: PowerOptions, *, progress: bool = False, desc: str = "replicates") -> Replicates:
+                 opts: PowerOptions, *, progress: bool = False, desc: str = "replicates",
+                 checkpoint: BatchFile | None = None) -> Replicates:
     """Replicates simulated and refitted with ``opts.engine`` (module docstring).
 
-    A replicate whose fit raises is recorded as failed; with
-    ``on_failure="raise"`` the first one stops the run with a
+    Replicates run in the fixed batches of :mod:`nlpower.powersim.batches`,
+    each with its own prepared models; every fit starts at the true theta.
+    With ``checkpoint`` (default: the current batch file, e.g. a grid cell's)
+    each finished batch is stored and a resumed run reads it back -- same
+    numbers bit for bit.  A replicate whose fit raises is recorded as failed;
+    with ``on_failure="raise"`` the first one stops the run with a
     :class:`~nlpower.errors.FitError` naming it.
     """
     dm = build_model(design, params)
@@ -134,40 +143,53 @@ def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.rando
     r = len(seeds)
     rule = get_test(opts.test)
     j = dm.effect_index
-    est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
-    p_boot = np.full(r, np.nan) if rule.bootstrap else None
-    conv = np.zeros(r, dtype=bool)
-    sing = np.zeros(r, dtype=bool)
-    failed = np.zeros(r, dtype=bool)
-    state: GeneralState | None = None
-    bar = tqdm(seeds, desc=desc, unit="replicate", disable=not progress, leave=False,
-               file=sys.stderr)
-    for k, s in enumerate(bar):
-        gen = np.random.Generator(np.random.PCG64(s))
-        y = simulate_y(arrays, params, 1, gen, likert=opts.likert)[0]
-        try:
-            if state is None:
-                # prepared once, with the first usable replicate's response (engines check it)
-                null_model = (prepare(opts.engine, dm.null_spec().with_response(y))
-                              if rule.needs_null else None)
-                model = prepare(opts.engine, dm.spec.with_response(y))
-                state = rule.general_state(dm.spec, model, null_model, j, dm.theta,
-                                           opts.n_boot)
-            core = state.model.refit(y, REML=opts.REML, start=dm.theta)
-            est[k], se[k] = float(core.beta[j]), math.sqrt(float(core.vcov_beta[j, j]))
-            conv[k], sing[k] = bool(core.converged), bool(core.singular)
-            est[k], se[k], stat[k], df[k], pb = rule.general(state, core, y, gen, _FIT_FAILURES)
-            if p_boot is not None:
-                p_boot[k] = pb
-        except _FIT_FAILURES as exc:
-            if opts.on_failure == "raise":
-                raise FitError(
-                    f"replicate {k} of {r} failed to fit with engine={opts.engine!r}: {exc} "
-                    "(on_failure='raise'; use on_failure='ignore' or 'warn' to count failed fits "
-                    "as non-detections)."
-                ) from exc
-            failed[k] = True
-    return _replicates(est, se, stat, df, conv, sing, failed, opts, p_boot)
+
+    def batch(lo: int, hi: int) -> Replicates:
+        n = hi - lo
+        est, se, stat, df = (np.full(n, np.nan) for _ in range(4))
+        p_boot = np.full(n, np.nan) if rule.bootstrap else None
+        conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
+        state: GeneralState | None = None
+        for i, k in enumerate(range(lo, hi)):
+            gen = np.random.Generator(np.random.PCG64(seeds[k]))
+            y = simulate_y(arrays, params, 1, gen, likert=opts.likert)[0]
+            try:
+                if state is None:
+                    # prepared once per batch, with its first usable replicate's response
+                    null_model = (prepare(opts.engine, dm.null_spec().with_response(y))
+                                  if rule.needs_null else None)
+                    model = prepare(opts.engine, dm.spec.with_response(y))
+                    state = rule.general_state(dm.spec, model, null_model, j, dm.theta,
+                                               opts.n_boot)
+                core = state.model.refit(y, REML=opts.REML, start=dm.theta)
+                est[i], se[i] = float(core.beta[j]), math.sqrt(float(core.vcov_beta[j, j]))
+                conv[i], sing[i] = bool(core.converged), bool(core.singular)
+                est[i], se[i], stat[i], df[i], pb = rule.general(state, core, y, gen,
+                                                                 _FIT_FAILURES)
+                if p_boot is not None:
+                    p_boot[i] = pb
+            except _FIT_FAILURES as exc:
+                if opts.on_failure == "raise":
+                    raise FitError(
+                        f"replicate {k} of {r} failed to fit with engine={opts.engine!r}: {exc} "
+                        "(on_failure='raise'; use on_failure='ignore' or 'warn' to count failed "
+                        "fits as non-detections)."
+                    ) from exc
+                failed[i] = True
+            if bar is not None:
+                bar.update(1)
+        return _replicates(est, se, stat, df, conv, sing, failed, opts, p_boot)
+
+    run = run_id("simulate", params=repr(params), options=options_identity(opts),
+                 seeds=seeds_identity(seeds))
+    bar = tqdm(total=r, desc=desc, unit="replicate", leave=False, file=sys.stderr) \
+        if progress else None
+    try:
+        return run_batches(r, batch, run=run, checkpoint=checkpoint,
+                           on_read=None if bar is None else bar.update)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 __all__ = ["balanced_exact", "prepare", "pvalues", "run_balanced", "run_simulate"]

@@ -27,6 +27,11 @@ rule               statistic  df              reference    null fit   families
 ``pblrt``          signed LR  --              bootstrap    yes        any
 ``calibrated``     Wald t     Satterthwaite   bootstrap    no         Gaussian
 =================  =========  ==============  ===========  =========  ==============
+
+Every rule runs on both simulated-power paths except ``calibrated`` (the
+balanced fast path only: ``TestRule.paths``, checked by
+:meth:`TestRule.check_path`); what the few-workers size warning advises is
+``TestRule.size_advice``.
 """
 
 from __future__ import annotations
@@ -51,10 +56,20 @@ from .balanced_fit import BalancedFit, kr_df, null_deviance
 from .fastpath import BalancedStats
 from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 
-__all__ = ["TESTS", "GeneralState", "TestRule", "get_test"]
+__all__ = ["PATHS", "TESTS", "GeneralState", "TestRule", "get_test"]
 
 #: above this many ratings the general-path Kenward-Roger test warns about its cost
 KR_DENSE_WARN_N = 1000
+
+#: The power paths a rule can run on (``TestRule.paths``), as messages name them.
+#: name -> (what it is, where it applies).
+PATHS = {"balanced": ("the exact balanced fast path",
+                      "fully crossed two-system designs, Gaussian ratings, method='auto'"),
+         "simulate": ("the simulate path", "every design")}
+
+#: What the few-workers size warning advises by default (``TestRule.size_advice``).
+USE_CALIBRATED = ("Use test='calibrated' (balanced designs; about n_boot closed-form fits per "
+                  "replicate), or plan for more workers.")
 
 
 @dataclass
@@ -94,6 +109,11 @@ class TestRule:
         The analytic power approximation's distribution of the statistic
         (noncentral t with the df, or normal); ``None``: none (then
         ``approximation`` names the rule assurance uses instead).
+    paths : tuple of {"balanced", "simulate"}
+        The simulated-power paths the test runs on (:data:`PATHS`).
+    size_advice : str
+        What the warning says to do when the test does not hold alpha on a
+        design with few workers (:func:`~nlpower.powersim.calibrated.size_message`).
 
     Examples
     --------
@@ -114,6 +134,8 @@ class TestRule:
     analytic: Literal["nct", "normal"] | None = "nct"
     approximation: str | None = None
     two_sided_only: bool = False
+    paths: tuple[str, ...] = ("balanced", "simulate")
+    size_advice: str = field(default=USE_CALIBRATED, repr=False)
     doc: str = field(default="", repr=False)
 
     @property
@@ -161,6 +183,26 @@ class TestRule:
             raise InputError(
                 f"test={self.name!r} has no analytic approximation; got method='analytic'. Use "
                 "method='auto' (the balanced fast path when exact) or 'simulate'.")
+        if method in PATHS:
+            self.check_path(method, method=method)
+
+    def check_path(self, how: str, *, method: str | None = None) -> None:
+        """Refuse a path the test does not run on (before any replicate runs).
+
+        ``how``: the path a design needs (``"balanced"`` or ``"simulate"``; the
+        analytic path is :attr:`analytic`'s, checked by :meth:`check`);
+        ``method``: the ``method=`` that asked for it, if the user did.
+        """
+        if how not in PATHS or how in self.paths:
+            return
+        where = " and ".join(PATHS[p][0] for p in self.paths)
+        scope = "; ".join(PATHS[p][1] for p in self.paths)
+        there = [r.name for r in TESTS.values() if how in r.paths and r.bootstrap]
+        use = f"test={there[0]!r}" if there else "another test"
+        raise InputError(
+            f"test={self.name!r} runs on {where} only ({scope}); "
+            + (f"got method={method!r}. Use method='auto' on such a design, or {use} on others."
+               if method is not None else f"this design needs the {how} path. Use {use} here."))
 
     def check_family(self, family: Any) -> None:
         """Raise :class:`~nlpower.errors.InputError` if the test is not defined for ``family``."""
@@ -345,6 +387,8 @@ TESTS: dict[str, TestRule] = {
                               REML="required", families=_GAUSSIAN,
                               doc="Wald t on the KR-adjusted covariance with KR df (pbkrtest)"),
     "z": TestRule("z", "wald", "none", "normal", default_REML=False,
+                  size_advice=USE_CALIBRATED[:-1] + "; test='z' stays available to reproduce "
+                                                    "the paper's Figure 6.",
                   doc="Wald z, the paper's t > 1.96 rule"),
     "lrt": TestRule("lrt", "lr", "none", "normal", default_REML=False, REML="refused",
                     analytic="normal", doc="likelihood ratio against chi^2_1"),

@@ -20,10 +20,11 @@ run's sequence.
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
-from .._rng import RNGLike, root_seed, seed_record
+from .._rng import RNGLike, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -31,9 +32,10 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
+from .batches import checkpoint_root, open_run_checkpoint
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
-from .options import PowerOptions, power_options
+from .options import PowerOptions, power_options, same_value
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
 from .rules import get_test
@@ -62,7 +64,7 @@ def power(
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     method: PowerMethod = "auto",
     engine: EngineName = "native",
@@ -80,7 +82,8 @@ def power(
     contrast: Any = None,
     outcome: str = "gaussian",
     levels: int | None = None,
-    analysis: str = "lmm",
+    analysis: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -181,6 +184,15 @@ def power(
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
         changes no number.
+    checkpoint : path, optional
+        A file that keeps every finished batch of 50 replicates of
+        ``method="simulate"`` and of the Likert and preference outcomes'
+        refits (:mod:`nlpower.powersim.batches`): run the same call again
+        after a kill and it resumes at the first unfinished batch, with the
+        same numbers bit for bit (with ``rng=None`` it reuses the file's
+        seed).  A file written for other arguments or another seed raises
+        :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
+        paths take milliseconds and write none.
 
     Returns
     -------
@@ -206,38 +218,42 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
-    if outcome != "gaussian":
-        from ..outcomes.api import outcome_power
-        fixed = {"method": method != "auto", "likert": likert is not None, "options": options is
-                 not None, "effect": effect is not None, "coding": coding != "sum",
-                 "contrast": contrast is not None, "REML": REML is not None, "n_boot": n_boot != 99}
-        if any(fixed.values()):
-            raise InputError(f"outcome={outcome!r} does not take "
-                             f"{', '.join(k for k, v in fixed.items() if v)}; leave them at their "
-                             "defaults (the analysis chooses its fit and the effect is in params).")
-        return outcome_power(design, params, outcome=outcome, levels=levels, analysis=analysis,
-                             test=None if test == "satterthwaite" else test, n_sims=n_sims,
-                             alpha=alpha, alternative=alternative, null=null, engine=engine,
-                             rng=rng, keep_replicates=keep_replicates, on_failure=on_failure)
-    if effect is not None or is_pilot_fit(params):
-        params = as_params(params, effect=effect, coding=coding, contrast=contrast)
-    design, params = check_design_params(design, params)
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
-          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_boot": n_boot}
+          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_boot": n_boot,
+          "outcome": outcome, "analysis": analysis, "levels": levels}
     if options is None:
         opts = power_options(**kw)
     elif not isinstance(options, PowerOptions):
         raise InputError(f"options must be a PowerOptions from power_options(...); got "
                          f"{type(options).__name__}.")
     else:
-        changed = [k for k, v in kw.items() if not _same(v, _keyword_default(k))]
+        changed = [k for k, v in kw.items() if not same_value(v, _keyword_default(k))]
         if changed:
             raise InputError(
                 f"pass either options= (a PowerOptions) or keyword options, not both; got options= "
                 f"and {', '.join(changed)}. Build the options with power_options(...) instead."
             )
         opts = options
+    if len(opts.analyses) != 1:
+        raise InputError(f"nlpower.power takes one analysis; got analysis={list(opts.analyses)!r}. "
+                         "To compare analyses on the same replicates use "
+                         "nlpower.outcomes.likert_power(..., analysis=[...]) or "
+                         "nlpower.power_grid(..., analysis=[...]).")
+    kind = opts.kind
+    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast),
+                                ("checkpoint", checkpoint))
+                 if not same_value(v, _keyword_default(k))])
+    model = kind.model
+    params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
+    return model.run(design, params, opts, rng=rng, progress=progress, checkpoint=checkpoint)
+
+
+def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
+                   rng: RNGLike = None, progress: bool = False,
+                   checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
+    """:func:`power` of Gaussian ratings, options validated (the ``"gaussian"`` outcome's run)."""
+    design, params = check_design_params(design, params)
     how = resolve_method(opts, design, params)
     check_path(opts.test, how)
     effect = effect_of(params)
@@ -247,9 +263,11 @@ def power(
     if not isinstance(params, LMMParams):
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
-    root = root_seed(rng)
+    root = checkpoint_root(checkpoint, rng)       # rng=None resumes with the file's seed
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
+    ckpt = None if checkpoint is None or how != "simulate" else open_run_checkpoint(
+        checkpoint, design=design, params=params, options=opts, seed=seed)
 
     if how == "analytic":
         def analytic(p: Params) -> Any:
@@ -267,7 +285,7 @@ def power(
             assert isinstance(p, LMMParams)
             reps = run_balanced(design, p, seeds, opts)
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress,
+            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
                                 desc="replicates" if where == "main" else "replicates, effect 0")
         apply_failure_policy(reps, opts, where)
         return reps
@@ -292,8 +310,29 @@ def _keyword_default(name: str) -> Any:
     return inspect.signature(power).parameters[name].default
 
 
-def _same(value: Any, default: Any) -> bool:
-    return value is default or (type(value) is type(default) and value == default)
+class GaussianOutcome:
+    """The ``"gaussian"`` outcome's model (:mod:`nlpower.powersim.outcome`): the paper's ratings."""
+
+    def as_params(self, params: Any, opts: PowerOptions, *, effect: float | None, coding: Any,
+                  contrast: Any) -> Params:
+        """Parameters as given, or a pilot fit's (:func:`nlpower.convert.as_params`)."""
+        if effect is not None or is_pilot_fit(params):
+            return as_params(params, effect=effect, coding=coding, contrast=contrast)
+        return params  # type: ignore[no-any-return]
+
+    def with_effect(self, params: Params, effect: float) -> Params:
+        return with_effect(params, effect)
+
+    def effect_of(self, params: Params) -> float:
+        return effect_of(params)
+
+    def run(self, design: CrossedDesign, params: Params, opts: PowerOptions, *, rng: RNGLike,
+            progress: bool, checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
+        return gaussian_power(design, params, opts, rng=rng, progress=progress,
+                              checkpoint=checkpoint)
 
 
-__all__ = ["power", "resolve_method"]
+#: The Gaussian outcome's model (the target of ``OUTCOMES["gaussian"]``).
+GAUSSIAN = GaussianOutcome()
+
+__all__ = ["GAUSSIAN", "gaussian_power", "power", "resolve_method"]

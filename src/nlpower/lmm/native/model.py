@@ -89,9 +89,16 @@ class NativeModel:
 
     Examples
     --------
-    >>> model = NativeModel(spec)                       # doctest: +SKIP
-    >>> core = model.refit_core(y_sim, start=true_theta)  # doctest: +SKIP
-    >>> core.beta[1] / core.se[1]                        # doctest: +SKIP
+    >>> from nlpower import CrossedDesign, presets, simulate
+    >>> from nlpower.lmm.frame import model_frame
+    >>> design, params = CrossedDesign(6, 20), presets.high_variance(0.1)
+    >>> df = simulate(design, params, rng=1)
+    >>> model = NativeModel(model_frame("rating ~ x + (1 | worker) + (1 | item)", df))
+    >>> first = model.refit_core(df["rating"].to_numpy())
+    >>> y_sim = simulate(design, params, rng=2)["rating"].to_numpy()
+    >>> core = model.refit_core(y_sim, start=first.theta)   # a power replicate: warm start
+    >>> core.converged, core.beta.shape
+    (True, (2,))
     """
 
     engine = "native"

@@ -1,0 +1,173 @@
+"""The analytic gradient of the Laplace deviance (canonical links).
+
+The deviance of :mod:`.pirls` is ``d = pd(g^) + log|M| + const``: ``g^`` the
+conditional mode of the profiled variables ``g`` (``u``; with ``beta`` too in
+stage 1, lme4's ``nAGQ = 0``), ``pd(g) = sum unit(eta) + ||u||^2`` with
+``eta = A g + ...`` (``A = [Z Lambda]``, or ``[Z Lambda, X]``), and
+``M = Lambda'Z'WZ Lambda + I``.  For a parameter ``phi`` (an element of
+``theta``, or of ``beta`` in stage 2) write ``a = d eta / d phi`` with ``g``
+held fixed (``Z Lambda_phi u``, or a column of ``X``).  With a canonical link
+the Hessian of ``pd`` in ``g`` is ``2 Mt``, ``Mt = A'WA + diag(I, 0)`` (the
+factor PIRLS already has), so the mode moves by
+``dg = -Mt^{-1} ((dA)' r / 2 + A'W a)`` (``r = d unit / d eta``, the
+mode condition ``A'r + 2 P g = 0`` differentiated) and, by the envelope
+theorem for ``pd`` and ``d log|M| = tr(M^{-1} dM)``::
+
+    d d / d phi = (r + c)' a  -  r' (Z Lambda_phi xi_u) / 2  +  2 sum_i w_i (Z Lambda_phi)_i M^{-1} (Z Lambda)_i'
+
+with ``h_i = (Z Lambda)_i M^{-1} (Z Lambda)_i'``, ``v = h * dw/deta``,
+``xi = Mt^{-1} A'v`` (one solve for every ``phi``) and ``c = v - W A xi``;
+the last two terms only for ``theta`` (``Lambda_phi = d Lambda / d phi``).
+The ``h_i`` and the second-to-last term need the entries of ``M^{-1}`` at
+each observation's pairs of random-effects columns: the blocks of the
+inverse from the blocked factor (block 1 block-diagonal, the rest dense).
+
+Non-canonical links (probit, cloglog), whose Hessian in ``u`` is not the
+PIRLS factor, and adaptive quadrature use finite differences instead
+(:func:`.optim.fd_gradient`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import lapack
+
+from .pirls import Mode, Pirls
+
+#: the dense (rest x block 1) blocks of the inverse are formed only up to this many entries
+MAX_DENSE = 20_000_000
+
+
+class LaplaceGradient:
+    """The gradient of the Laplace deviance over ``theta`` (and ``beta``) at a PIRLS mode.
+
+    Built once per structure: for each element ``j`` of ``theta`` the slot
+    ``a_j`` whose raw ``Z`` column it multiplies and the slot ``b_j`` it moves
+    (``Lambda_j`` has one non-zero, at row ``a``, column ``b`` of its block).
+    """
+
+    def __init__(self, pir: Pirls, n_theta: int):
+        self.pir = pir
+        self.k = n_theta
+        self.canonical = pir._kind in ("logit", "log")
+        zraw, a_slot, b_slot, th = [], [], [], []
+        off = 0
+        for blk in pir.blocks:
+            zraw.append(np.asarray(blk.Z, dtype=float))
+            q = blk.q
+            for li, ti in zip(blk.lam_idx, blk.theta_idx, strict=True):
+                a_slot.append(off + int(li) // q)
+                b_slot.append(off + int(li) % q)
+                th.append(int(ti))
+            off += q
+        self.zraw = np.concatenate(zraw, axis=1)           # (n, s): raw Z per slot
+        order = np.argsort(th)
+        self.a_slot = np.asarray(a_slot, dtype=np.intp)[order]
+        self.b_slot = np.asarray(b_slot, dtype=np.intp)[order]
+        self.ok = self.canonical and pir.qr * pir.n1 <= MAX_DENSE
+
+    def _derivs(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
+        """``r = d unit / d eta`` and ``dw / d eta`` at the mode (canonical links)."""
+        pir, mu = self.pir, mode.mu
+        r = 2.0 * pir.wt * (mu - pir.y)
+        dw = mode.w * (1.0 - 2.0 * mu) if pir._kind == "logit" else mode.w
+        return r, dw
+
+    def _inverse_parts(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
+        """``(g, h)``: ``g_i = (M^{-1} (Z Lambda)_i')`` at observation i's slots, ``h_i = zl_i . g_i``."""
+        pir = self.pir
+        m1, q1, qr = pir.m1, pir.q1, pir.qr
+        L1 = mode.L1
+        zl = pir.zl
+        zl1, zlr = zl[:, :q1], zl[:, q1:]
+        codes1 = pir.cols1[:, 0] // q1
+        if qr == 0:
+            W2sq = np.zeros((m1, q1, q1))
+        else:
+            assert mode.L2 is not None
+            L2r = mode.L2[:qr, :qr]
+            CtT = mode.CtT[:qr]
+            CtT = CtT.toarray() if sp.issparse(CtT) else np.asarray(CtT)
+            W2 = lapack.dtrtrs(L2r, CtT, lower=1)[0]                       # (qr, n1)
+            P = lapack.dtrtrs(L2r, W2, lower=1, trans=1)[0]
+            Sinv = lapack.dpotri(L2r, lower=1)[0]
+            Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
+            W2b = W2.reshape(qr, m1, q1)
+            W2sq = np.einsum("tma,tmb->mab", W2b, W2b)
+        if q1 == 1:
+            d1 = L1[:, 0, 0]
+            B = ((1.0 + W2sq[:, 0, 0]) / (d1 * d1))[codes1]               # (n,)
+            g1 = (B * zl1[:, 0])[:, None]
+        else:
+            Linv = np.linalg.inv(L1)                                        # (m1, q1, q1)
+            Bm = np.swapaxes(Linv, 1, 2) @ (np.eye(q1)[None] + W2sq) @ Linv
+            g1 = np.einsum("nab,nb->na", Bm[codes1], zl1)
+        if qr == 0:
+            return g1, np.einsum("na,na->n", zl1, g1)
+        colsr = pir.colsr
+        if q1 == 1:
+            N21 = -P / d1[None, :]                                          # (qr, n1)
+            Nsel = N21[colsr, codes1[:, None]][:, :, None]                  # (n, sr, 1)
+        else:
+            # -P_g L1g^{-1} for each level g: (qr, m1, q1)
+            N21 = -np.einsum("tmb,mba->tma", P.reshape(qr, m1, q1), Linv)
+            Nsel = N21[colsr[:, :, None], codes1[:, None, None], np.arange(q1)[None, None, :]]
+        Ssel = Sinv[colsr[:, :, None], colsr[:, None, :]]                   # (n, sr, sr)
+        g1 = g1 + np.einsum("nta,nt->na", Nsel, zlr)
+        g2 = np.einsum("nta,na->nt", Nsel, zl1) + np.einsum("nts,ns->nt", Ssel, zlr)
+        g = np.concatenate([g1, g2], axis=1)
+        return g, np.einsum("ns,ns->n", zl, g)
+
+    def __call__(self, mode: Mode | None, with_beta: bool) -> np.ndarray | None:
+        """The gradient at a converged mode: over ``theta`` (stage 1, ``beta`` in the mode:
+        ``with_beta=False``) or over ``(theta, beta)`` (stage 2).  ``None`` where it is not
+        available (non-canonical link, an inverse too large to form)."""
+        if mode is None or not self.ok or not mode.ok:
+            return None
+        pir = self.pir
+        in_pirls = not with_beta
+        r, dw = self._derivs(mode)
+        g, h = self._inverse_parts(mode)
+        v = h * dw
+        rhs = pir.ztv(v)
+        if in_pirls:
+            rhs = np.concatenate([rhs, pir.X.T @ v])
+        xi = pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        xu = xi[:pir.q]
+        a_xi = pir.zu(xu)
+        if in_pirls:
+            a_xi = a_xi + pir.X @ xi[pir.q:]
+        rc = r + v - mode.w * a_xi
+        # per observation and slot: (r + c) u_b - r xi_b / 2 + 2 w g_b
+        slots = pir.slots
+        Q = rc[:, None] * mode.u[slots] - 0.5 * r[:, None] * xu[slots] + 2.0 * mode.w[:, None] * g
+        gth = np.einsum("nj,nj->j", self.zraw[:, self.a_slot], Q[:, self.b_slot])
+        if not with_beta:
+            return np.asarray(gth)
+        return np.concatenate([gth, pir.X.T @ rc])
+
+    def predict_u(self, mode: Mode, zl: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        """The mode after a step ``dx`` in ``(theta, beta)``, to first order (a PIRLS start).
+
+        ``du = -M^{-1} (Lambda_dx' Z' r / 2 + Lambda' Z' W a_dx)`` with
+        ``a_dx = X dbeta + Z Lambda_dx u`` (the mode condition differentiated,
+        module docstring); ``mode`` and ``zl`` (``Z Lambda`` per slot) are
+        those of the stage-2 evaluation the step starts from.
+        """
+        pir = self.pir
+        r, _ = self._derivs(mode)
+        dth, dbe = dx[:self.k], dx[self.k:]
+        slots = pir.slots
+        a = pir.X @ dbe
+        lr = np.zeros(pir.q)
+        for j in np.flatnonzero(dth):
+            za = self.zraw[:, self.a_slot[j]]
+            sb = slots[:, self.b_slot[j]]
+            a = a + dth[j] * za * mode.u[sb]
+            lr += dth[j] * np.bincount(sb, r * za, minlength=pir.q)
+        wa = mode.w * a
+        rhs = 0.5 * lr + np.bincount(slots.ravel(), (zl * wa[:, None]).ravel(), minlength=pir.q)
+        u = mode.u - pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        return u if np.all(np.isfinite(u)) else mode.u.copy()
+

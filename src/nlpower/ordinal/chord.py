@@ -1,0 +1,138 @@
+"""Refits of many responses on one structure: quasi-Newton steps from a reference Hessian.
+
+A power simulation refits the same model to a thousand responses drawn from
+the same parameters.  Their Hessians at the optimum differ little, so the
+Hessian of one reference response at the true parameters
+(:func:`reference_hessian`, computed once per structure from a fixed seed,
+so no replicate depends on another) serves every replicate as the matrix of
+first quasi-Newton step ``x <- x - H_ref^{-1} g(x)``; BFGS updates with the
+analytic gradient correct it where the curvature differs (near an SD of 0 it
+does): a handful of gradient calls from the truth instead of an L-BFGS-B
+run from a unit matrix.  The fit is then finished as any other (:meth:`ClmmModel._finish
+<nlpower.ordinal.model.ClmmModel._finish>`: the replicate's own Hessian by
+differences of the gradient -- the Wald SE needs it -- and Newton polish).
+
+Random-effect SDs may cross 0 during the steps: the Laplace likelihood is
+unchanged when a column of a relative factor ``Lambda`` changes sign (``u``
+and ``-u`` are equally likely), so the end point is mapped back to
+non-negative diagonals (:func:`canonical_theta`).  Where the chord steps do
+not converge (a fit on the boundary, a replicate far from the truth) the
+regular optimiser takes over from where they stopped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..lmm.checkconv import hessian_from_gradient
+from ..lmm.native._blas import single_threaded
+
+if TYPE_CHECKING:
+    from .model import ClmmCore, ClmmModel
+
+__all__ = ["canonical_theta", "chord_refit", "reference_hessian"]
+
+
+def canonical_theta(model: ClmmModel, x: np.ndarray) -> np.ndarray:
+    """``x`` with every column of each term's ``Lambda`` signed so its diagonal is >= 0."""
+    x = np.asarray(x, dtype=float).copy()
+    if model.rs is None:
+        return x
+    base = model.n_alpha + model.p
+    for k, t in enumerate(model.rs.terms):
+        pos = base + model.rs.theta_slices[k].start
+        for j in range(t.q):
+            n_col = t.q - j                     # elements of column j (diagonal first)
+            if x[pos] < 0.0:
+                x[pos:pos + n_col] *= -1.0
+            pos += n_col
+    return x
+
+
+def _floored(H: np.ndarray) -> np.ndarray:
+    """``H`` with its eigenvalues floored at a small positive value (steps always descend)."""
+    ev, V = np.linalg.eigh(0.5 * (H + H.T))
+    floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
+    return np.asarray((V * np.maximum(ev, floor)) @ V.T)
+
+
+def start_hessian(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
+    """Hessian of ``-loglik`` at ``x0`` for the current response (differences of the gradient)."""
+    f, g = model.nll_grad(x0)
+    return _floored(hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g))
+
+
+def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.ndarray:
+    """Hessian of ``-loglik`` at ``x0`` for one response simulated at ``x0`` (seed ``rng``).
+
+    Eigenvalues are floored at a small positive value so the steps always
+    descend.  The model's current response is restored.
+    """
+    y_keep = model.y
+    with single_threaded():
+        ysim = model.simulate(1, rng=rng, params=x0)[0]
+        if np.unique(ysim).size < len(model.levels):      # keep every category present
+            ysim[:len(model.levels)] = np.arange(len(model.levels))
+        model.set_response(ysim)
+        model._u = np.zeros_like(model._u)
+        try:
+            return start_hessian(model, x0)
+        finally:
+            model.set_response(y_keep)
+
+
+def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 25,
+               gtol: float = 1e-3) -> tuple[np.ndarray, bool]:
+    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``: the end point, converged."""
+    x = np.asarray(x, dtype=float).copy()
+    f, g = model.nll_grad(x)
+    B0 = np.linalg.inv(H)
+    B = B0.copy()                         # inverse Hessian, updated by BFGS
+    if not np.isfinite(f):
+        return x, False
+    for _ in range(maxit):
+        step = -B @ g
+        slope = float(g @ step)
+        if slope >= 0:                    # not a descent direction: restart from H
+            B = B0.copy()
+            step = -B @ g
+            slope = float(g @ step)
+        t = 1.0
+        for _ in range(12):
+            xn = x + t * step
+            fn, gn = model.nll_grad(xn)
+            if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
+                break
+            t *= 0.5
+        else:
+            return x, False
+        sx, sy = xn - x, gn - g
+        x, f, g = xn, fn, gn
+        if np.max(np.abs(g)) < gtol:
+            return x, True
+        sys_ = float(sx @ sy)
+        if sys_ > 1e-12:
+            rho = 1.0 / sys_
+            Bsy = B @ sy
+            B = (B - rho * (np.outer(sx, Bsy) + np.outer(Bsy, sx))
+                 + (rho * rho * float(sy @ Bsy) + rho) * np.outer(sx, sx))
+    return x, False
+
+
+def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,
+                maxit: int = 25, gtol: float = 1e-3, control: dict[str, Any] | None = None,
+                hessian: bool = True) -> ClmmCore:
+    """Fit response ``y`` from ``start`` by BFGS steps whose first Hessian is ``H``."""
+    with single_threaded():
+        model.set_response(np.asarray(y))
+        model.n_evals = 0
+        model._u = np.zeros_like(model._u)
+        x, ok = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
+    if not ok:        # hand over to the regular optimiser from where the steps stopped
+        return model.refit(None, start=canonical_theta(model, x), control=control,
+                           hessian=hessian)
+    x = canonical_theta(model, x)
+    with single_threaded():
+        return model._finish(x, True, "quasi-Newton steps", None, hessian)

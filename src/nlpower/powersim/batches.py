@@ -1,0 +1,245 @@
+"""Replicates in fixed batches: the unit of checkpoints within a long run.
+
+A replicate loop hands :func:`run_batches` a function that computes the
+replicates ``start:stop`` and returns their
+:class:`~nlpower.powersim.result.Replicates`; the driver calls it batch by
+batch, appends each finished batch to the current batch file
+(:mod:`nlpower.grid.batchfile`: a grid cell's, or the file of
+``power(..., checkpoint=)``) and, on a resumed run, reads the finished
+batches back instead of computing them.  The result is the same bit for bit
+whether a run was interrupted or not, with or without a checkpoint, for any
+``n_jobs``, because:
+
+- batches are fixed: replicates ``[0, 50), [50, 100), ...``
+  (:data:`BATCH_SIZE`; the last one shorter) -- they depend on nothing but
+  ``n_sims``, never on ``n_jobs`` or on where a run was resumed;
+- each replicate draws from its own child seed, and a batch's fits start
+  from the truth or from fits of the same batch -- never from a fit of
+  another batch (a replicate loop that warm-starts from the previous fit
+  starts each batch afresh);
+- stored values are the per-replicate floats themselves (JSON numbers read
+  back to the same bits).
+
+A run is named in the file by :func:`run_id` (what it computes: the loop, its
+options and its replicates' seeds or responses), so the main and effect-0
+runs of a cell, or two analyses of the same Likert replicates, keep their
+batches apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from .._rng import RNGLike, root_seed, seed_record
+from ..errors import InputError
+from ..grid.batchfile import BatchFile, active, current, digest, read_fingerprint
+from .result import Replicates
+
+__all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "checkpoint_root", "checkpointed", "concat",
+           "open_run_checkpoint", "options_identity",
+           "run_batches", "run_id", "seeds_identity"]
+
+#: Replicates per batch (the last batch of a run holds the rest).
+BATCH_SIZE = 50
+
+_FLOATS = ("estimate", "se", "statistic", "df", "pvalue")
+_FLAGS = ("converged", "singular", "failed")
+
+#: Computes the replicates ``start:stop`` of a run.
+ComputeBatch = Callable[[int, int], Replicates]
+
+
+def batch_bounds(n_sims: int) -> list[tuple[int, int]]:
+    """The fixed batches ``[(start, stop), ...]`` of a run of ``n_sims`` replicates.
+
+    Examples
+    --------
+    >>> batch_bounds(120)
+    [(0, 50), (50, 100), (100, 120)]
+    """
+    return [(lo, min(lo + BATCH_SIZE, n_sims)) for lo in range(0, n_sims, BATCH_SIZE)]
+
+
+def _to_columns(reps: Replicates) -> dict[str, list[Any]]:
+    cols: dict[str, list[Any]] = {k: [float(v) for v in getattr(reps, k)] for k in _FLOATS}
+    cols.update({k: [bool(v) for v in getattr(reps, k)] for k in _FLAGS})
+    return cols
+
+
+def _from_columns(cols: Mapping[str, Sequence[Any]], n: int) -> Replicates | None:
+    try:
+        arrays = {k: np.asarray(cols[k], dtype=float) for k in _FLOATS}
+        flags = {k: np.asarray(cols[k], dtype=bool) for k in _FLAGS}
+    except (KeyError, TypeError, ValueError):
+        return None
+    if any(a.shape != (n,) for a in (*arrays.values(), *flags.values())):
+        return None
+    return Replicates(**arrays, **flags)
+
+
+def concat(parts: Sequence[Replicates]) -> Replicates:
+    """The replicates of consecutive batches as one :class:`Replicates`."""
+    return Replicates(**{f.name: np.concatenate([getattr(p, f.name) for p in parts])
+                         for f in dataclasses.fields(Replicates)})
+
+
+def seeds_identity(seeds: Sequence[np.random.SeedSequence]) -> dict[str, Any]:
+    """What identifies a run's replicate seeds: the first child's entropy and spawn key, and how many."""
+    if not seeds:
+        return {"n": 0}
+    first = seeds[0]
+    entropy = first.entropy
+    return {"entropy": int(entropy) if isinstance(entropy, (int, np.integer)) else entropy,
+            "spawn_key": [int(k) for k in first.spawn_key], "n": len(seeds)}
+
+
+def options_identity(options: Any) -> Any:
+    """The options of a run as they enter its numbers (``keep_replicates`` dropped)."""
+    opts = _fields(options)
+    if isinstance(opts, dict):
+        opts.pop("keep_replicates", None)  # changes what is kept, not a number
+    return opts
+
+
+def run_id(kind: str, **identity: Any) -> str:
+    """A short name of one replicate loop in a batch file: ``kind`` and what determines its numbers."""
+    return f"{kind}:{digest({'kind': kind, **identity})[:16]}"
+
+
+def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
+                checkpoint: BatchFile | None = None,
+                on_read: Callable[[int], Any] | None = None) -> Replicates:
+    """All ``n_sims`` replicates of one run, computed (or read back) batch by batch.
+
+    Parameters
+    ----------
+    n_sims : int
+        Replicates of the run.
+    compute : callable
+        ``compute(start, stop) -> Replicates`` of replicates ``start:stop``;
+        it must depend on nothing outside that range (module docstring).
+    run : str
+        The run's name in the batch file (:func:`run_id`).
+    checkpoint : BatchFile, optional
+        Where finished batches go; default the current one
+        (:func:`nlpower.grid.batchfile.current`: a grid cell's), else none.
+    on_read : callable, optional
+        Called with the number of replicates of each batch read back from the
+        checkpoint (a progress bar's ``update``; ``compute`` reports its own).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def compute(lo, hi):
+    ...     z = np.arange(lo, hi, dtype=float)
+    ...     no = np.zeros(hi - lo, dtype=bool)
+    ...     return Replicates(z, z, z, z, z, no, no, no)
+    >>> run_batches(120, compute, run="demo").estimate[[0, 119]]
+    array([  0., 119.])
+    """
+    store = checkpoint if checkpoint is not None else current()
+    parts = []
+    for b, (lo, hi) in enumerate(batch_bounds(n_sims)):
+        reps = None
+        if store is not None:
+            cols = store.get(run, b, lo, hi)
+            reps = None if cols is None else _from_columns(cols, hi - lo)
+        if reps is None:
+            try:
+                reps = compute(lo, hi)
+            except Exception as exc:
+                exc.add_note(f"(in the batch of replicates {lo}-{hi - 1} of {n_sims})")
+                raise
+            if store is not None:
+                store.put(run, b, lo, hi, _to_columns(reps))
+        elif on_read is not None:
+            on_read(hi - lo)
+        parts.append(reps)
+    if not parts:
+        return compute(0, 0)
+    return parts[0] if len(parts) == 1 else concat(parts)
+
+
+def by_rows(analyse: Callable[..., Replicates], kind: str, design: Any, y: np.ndarray,
+            params: Any, opts: Any) -> Replicates:
+    """``analyse(design, y[start:stop], params, opts)`` batch by batch, as one run.
+
+    For a replicate loop over responses simulated beforehand (``y``: one row
+    per replicate) that builds its models afresh on every call: each batch
+    is one call, so no batch sees another's fits.  The run is named by
+    ``kind``, the options, the parameters and a digest of ``y`` itself.
+    """
+    y = np.asarray(y)
+    run = run_id(kind, options=options_identity(opts), params=repr(params),
+                 y=hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
+                 shape=list(y.shape))
+    return run_batches(y.shape[0], lambda lo, hi: analyse(design, y[lo:hi], params, opts), run=run)
+
+
+def _fields(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {"type": type(obj).__name__,
+                **{f.name: _fields(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
+    if isinstance(obj, (list, tuple)):
+        return [_fields(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {str(k): _fields(v) for k, v in obj.items()}
+    return obj if isinstance(obj, (str, int, float, bool, type(None))) else repr(obj)
+
+
+def checkpoint_root(checkpoint: Any, rng: RNGLike) -> np.random.SeedSequence:
+    """The root seed of a run with ``checkpoint=``: ``root_seed(rng)``, or the file's seed.
+
+    With ``rng=None`` and an existing checkpoint the run resumes with the seed
+    stored in the file (as a grid does); otherwise :func:`nlpower._rng.root_seed`.
+    """
+    if rng is None and isinstance(checkpoint, (str, os.PathLike)):
+        stored = (read_fingerprint(checkpoint) or {}).get("seed")
+        if isinstance(stored, dict) and "entropy" in stored:
+            return np.random.SeedSequence(stored["entropy"],
+                                          spawn_key=tuple(stored.get("spawn_key", ())))
+    return root_seed(rng)
+
+
+@contextmanager
+def checkpointed(checkpoint: Any, *, design: Any, params: Any, options: Any,
+                 rng: RNGLike) -> Iterator[np.random.SeedSequence]:
+    """Run a block with the batch file of ``checkpoint`` current; yields the run's root seed.
+
+    Without a checkpoint nothing changes (a grid cell's current file stays
+    current).  For replicate loops reached through several layers (the
+    Likert and head-to-head outcomes): ``with checkpointed(...) as root:
+    run(..., rng=root)``.
+    """
+    root = checkpoint_root(checkpoint, rng)
+    if checkpoint is None:
+        yield root
+        return
+    bf = open_run_checkpoint(checkpoint, design=design, params=params, options=options,
+                             seed=seed_record(root))
+    with active(bf):
+        yield root
+
+
+def open_run_checkpoint(path: Any, *, design: Any, params: Any, options: Any,
+                        seed: Mapping[str, Any]) -> BatchFile:
+    """The batch file of one :func:`nlpower.power` run (``checkpoint=path``).
+
+    Its fingerprint holds the design, the parameters, the options, the root
+    seed and the package version; a file written for anything else raises
+    :class:`~nlpower.errors.CheckpointError` naming what differs.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"checkpoint must be a file path (str or os.PathLike), e.g. 'run.ckpt'; "
+                         f"got {type(path).__name__}.")
+    fingerprint = {"problem": "power", "design": _fields(design), "params": _fields(params),
+                   "options": options_identity(options), "seed": dict(seed), "version": __version__}
+    return BatchFile(path, fingerprint)
