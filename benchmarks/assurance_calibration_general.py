@@ -117,7 +117,7 @@ def main() -> None:
         ordinal(args)
         return
     truth, effect = presets.high_variance(0.1), 0.1
-    target = plan(truth, effect).design
+    target = plan(truth, effect=effect).design
     true_power = analytic_power(target, truth).power
     root = np.random.SeedSequence(args.seed)
     rows = []
