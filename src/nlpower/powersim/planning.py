@@ -284,11 +284,12 @@ class PlanResult:
     outcome: str = "gaussian"
 
     def summary(self) -> str:
-        analytic = get_outcome(self.outcome).analytic
+        kind = get_outcome(self.outcome)
+        analytic = kind.analytic
+        scale = f"{self.coding} coding" if analytic else f"{kind.effect_scale}; {kind.name}"
         lines = [
             f"Cheapest design for power {self.target_power:g} at effect {self.effect:g} "
-            f"({self.coding} coding, {self.outcome} outcome), test {self.test!r} "
-            f"({self.alternative}, alpha {self.alpha:g}):",
+            f"({scale}), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
             f"  {self.design.describe()}",
             f"  {'analytic' if analytic else 'simulated'} power {self.power:.3f}; "
             f"cost {self.cost:g}",
