@@ -39,7 +39,6 @@ def test_plan_from_the_bundled_paired_pilot(tmp_path, capsys):
     _check_plans(rec)
 
 
-@pytest.mark.slow  # about a minute: bootstrap refits plus two plan searches
 def test_plan_from_the_bundled_nested_pilot(tmp_path, capsys):
     text, rec = _plan(["--ratings", str(NESTED), "--contrast", "C"], tmp_path, capsys)
     assert "4 systems" in rec["point_assurance"]["pilot"]
@@ -58,7 +57,6 @@ def test_plan_from_a_pilot_with_a_missing_rating(tmp_path, capsys):
     _check_plans(rec)
 
 
-@pytest.mark.slow  # about a minute: bootstrap refits plus two plan searches
 def test_plan_from_the_bundled_pilot_as_ordinal(tmp_path, capsys):
     """--family ordinal: clmm pilot fit, clmm refits, simulated power (the LMM analysis here)."""
     text, rec = _plan(["--ratings", str(PILOT), "--family", "ordinal", "--analysis", "lmm",
