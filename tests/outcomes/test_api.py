@@ -1,17 +1,13 @@
-"""``outcome=`` / ``analysis=`` through nlpower.power and ``nlpower power --outcome``."""
+"""``outcome=`` / ``analysis=`` through nlpower.power (the CLI: tests/cli/test_cli_outcomes.py)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 import nlpower
 from nlpower import CrossedDesign, presets
-from nlpower.cli import main
 from nlpower.errors import InputError
 from nlpower.outcomes import LikertParams, likert_power
-from nlpower.preference import power as preference_power
 
 
 def test_power_with_outcome_likert_is_likert_power():
@@ -37,34 +33,6 @@ def test_outcome_errors(kwargs, match):
     with pytest.raises(InputError, match="disagrees"):
         nlpower.power(CrossedDesign(5, 30), LikertParams(thresholds=[0.0]), outcome="likert",
                       levels=3)
-
-
-def test_cli_preference(capsys, tmp_path):
-    out = tmp_path / "p.json"
-    assert main(["power", "--outcome", "preference", "--judges", "100", "--p-win", "0.65",
-                 "--json", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "power   0.8276" in text
-    assert json.loads(out.read_text())["power"] == pytest.approx(preference_power(100, 0.65).power)
-
-
-def test_cli_likert(capsys):
-    assert main(["power", "--preset", "high-variance", "--workers", "5", "--items", "30",
-                 "--effect", "0.1", "--outcome", "likert", "--levels", "5", "--n-sims", "50",
-                 "--seed", "1"]) == 0
-    assert "5-point ratings" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("argv,msg", [
-    (["power", "--outcome", "preference", "--judges", "10"], "--p-win"),
-    (["power", "--preset", "high-variance", "--workers", "3"], "required: --items, --effect"),
-    (["power", "--preset", "high-variance", "--workers", "3", "--items", "9", "--effect", "0.1",
-      "--levels", "5"], "--levels is for --outcome likert"),
-])
-def test_cli_errors(argv, msg, capsys):
-    with pytest.raises(SystemExit):
-        main(argv)
-    assert msg in capsys.readouterr().err
 
 
 def test_power_takes_one_analysis():
