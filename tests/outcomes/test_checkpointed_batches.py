@@ -103,7 +103,7 @@ def test_likert_grid_killed_mid_cell_resumes_to_the_same_numbers(tmp_path, monke
     assert not (tmp_path / "grid.ckpt.cells").exists()
 
 
-def test_glmer_batches_start_cold_so_batches_do_not_depend_on_each_other():
+def test_glmer_batch_zero_alone_is_the_first_batch_of_a_longer_run():
     design, params, kw = CASES["glmer"]
     whole = power(design, params, **kw, n_sims=10, rng=3).replicates
     first = power(design, params, **kw, n_sims=4, rng=3).replicates    # batch 0 alone
