@@ -242,6 +242,8 @@ def pilots() -> dict[str, Any]:
             "gaussian": fit_ratings(r),
             "ordinal": fit_ratings(r, family="ordinal"),
             "poisson": nlpower.glmer("rating ~ system + (1|worker)", df, "poisson"),
+            "topbox": nlpower.glmer("top ~ system + (1|worker) + (1|item)",
+                                    df.assign(top=(df.rating >= 4).astype(int)), "binomial"),
         }
 
 
@@ -268,6 +270,15 @@ def test_assurance_with_a_pilot_of_the_wrong_family(pilots, pilot, kwargs, match
 def test_assurance_outcome_typo_is_did_you_mean(pilots):
     _raises(lambda: nlpower.assurance(pilots["ordinal"], D10, effect=0.1, outcome="likret",
                                       n_boot=20, n_sims=1, rng=1), InputError, r"Did you mean 'likert'")
+
+
+@pytest.mark.xfail(strict=True, reason="a two-system top-box pilot (top ~ system + (1|worker) + "
+                   "(1|item)) is read as head-to-head and refused with \"the position column "
+                   "'systemB' must take two values -c and +c\": the message should say binary "
+                   "pilots are head-to-head judgements (pilot/outcome_params.binary_params)")
+def test_topbox_binary_pilot_message_says_what_binary_pilots_are(pilots):
+    _raises(lambda: nlpower.assurance(pilots["topbox"], D10, effect=0.1, n_boot=20, n_sims=1, rng=1),
+            InputError, r"head-to-head")
 
 
 def test_plan_with_assurance_refuses_a_poisson_pilot(pilots):
