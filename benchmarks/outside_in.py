@@ -197,6 +197,7 @@ def check_c(n_boot: int) -> None:
         minus1 = Path(tmp) / "pilot_minus1.csv"
         pd.read_csv(PILOT).drop(index=17).to_csv(minus1, index=False)
         cases = [("two-system pilot", PILOT, []), ("nested 4-system pilot", NESTED, []),
+                 ("nested 4-system pilot --contrast C", NESTED, ["--contrast", "C"]),
                  ("two-system pilot minus one rating", minus1, [])]
         for name, path, extra in cases:
             argv = [sys.executable, "-m", "nlpower", "plan", "--ratings", str(path), "--effect",
@@ -206,10 +207,11 @@ def check_c(n_boot: int) -> None:
                                  env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
             wall = time.perf_counter() - t0
             lines = [x for x in out.stdout.splitlines() if x.strip()]
-            key = [x.strip() for x in lines if any(k in x.lower() for k in ("design", "assurance"))]
+            key = [" ".join(x.split()) for x in lines if x.split()[0] in ("point", "safeguard")]
             err = out.stderr.strip().splitlines()[-1:] if out.returncode else []
             row(f"c: plan --ratings {name}", out.returncode == 0 and "Traceback" not in out.stderr,
-                f"exit {out.returncode}, {wall:.1f} s; {' | '.join(key[:3])[:300]} {err}")
+                f"exit {out.returncode}, {wall:.1f} s; plan W I n cost power assurance se prob "
+                f"power_upper: {' / '.join(key)} {err}")
     try:
         ofit = fit_ratings(read_ratings(PILOT, scale=(1, 5)), family="ordinal")
         res, wall, cpu, _ = timed(lambda: nlpower.plan_with_assurance(
