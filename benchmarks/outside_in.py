@@ -130,6 +130,9 @@ def check_a(df: pd.DataFrame) -> None:
         row("a: fit_ratings(family='ordinal')", bool(inner.converged),
             f"model {inner.formula}; loglik {inner.loglik:.3f}; converged {inner.converged}; "
             f"{wall:.1f} s wall, {cpu:.1f} s CPU; warnings {ws[:2]}")
+        row("a: category 2 (nobody used it) reported unused", "2" in inner.unused_categories,
+            f"fit_ratings(scale=(1, 5)) categories {inner.categories}, unused "
+            f"{inner.unused_categories}")
         if "crossed" in fits:
             d = inner.loglik - fits["crossed"].loglik
             row("a: fit_ratings model loglik >= crossed intercepts", d >= -1e-6,

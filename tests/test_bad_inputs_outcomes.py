@@ -405,3 +405,16 @@ def test_messages_show_plain_numbers_not_numpy_reprs(tmp_path, capsys):
     assert "np.float64" not in str(info.value)
     assert main(["fit", "--family", "ordinal", str(_files(tmp_path)["nonint"])]) == 2
     assert "np.float64" not in capsys.readouterr().err
+
+
+@pytest.mark.xfail(strict=True, reason="integer ratings on a declared 1-5 scale that nobody rated 2: "
+                   "fit_ratings(family='ordinal') reports no unused category (unused_categories == (), "
+                   "no warning; an ordered Categorical reports '2'); issue 20.1/20.4 'unused "
+                   "categories allowed and reported' (ordinal/ratings.py, ordinal/response.py)")
+def test_integer_ratings_with_a_gap_report_the_unused_category():
+    df = pd.read_csv(PILOT)
+    df.loc[df.rating == 2, "rating"] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_ratings(read_ratings(df, scale=(1, 5)), family="ordinal")
+    assert fit.fit.unused_categories == ("2",)
