@@ -11,7 +11,7 @@ reported SE.  Prints a markdown table (the one in ``docs/power.md``,
 "Analytic approximations for Likert and head-to-head designs").
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/analytic_outcomes.py [--n-sims 300]
-      [--only preference|likert] [--cells 0,3] [--cache sims.json]
+      [--n-sims-likert 200] [--only preference|likert] [--cells 0,3] [--cache sims.json]
 
 ``--cache``: simulated results are read from / written to this JSON file
 (keyed by cell, n_sims and seed), so the analytic columns can be recomputed
@@ -88,22 +88,24 @@ def simulate_cell(outcome: str, design: CrossedDesign, params: object, n_sims: i
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-sims", type=int, default=300)
+    ap.add_argument("--n-sims-likert", type=int, help="n_sims of the Likert cells (default --n-sims)")
     ap.add_argument("--only", choices=("preference", "likert"))
     ap.add_argument("--cells", help="comma-separated cell indices")
     ap.add_argument("--cache", help="JSON file of simulated results (read and updated)")
     a = ap.parse_args()
     which = range(len(CELLS)) if a.cells is None else [int(c) for c in a.cells.split(",")]
-    print(f"n_sims {a.n_sims}; analytic = default (weights 'shrunk', noncentral t reference); "
+    print("analytic = default (weights 'shrunk', noncentral t reference); "
           "normal / mode / marginal: variants; simulated = power +/- MC SE; z = (analytic - "
           "simulated) / MC SE")
-    print("| # | outcome | design | parameters | analytic | normal | mode | marginal | simulated | "
+    print("| # | outcome | design | parameters | n_sims | analytic | normal | mode | marginal | simulated | "
           "z | df | SE analytic | SD(est) | mean SE | failed | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for k in which:
         outcome, label, design, params = CELLS[k]
         if a.only and outcome != a.only:
             continue
-        key = f"{k}/{a.n_sims}/{1000 + k}"
+        n_sims = a.n_sims_likert if (outcome == "likert" and a.n_sims_likert) else a.n_sims
+        key = f"{k}/{n_sims}/{1000 + k}"
         cache = {}
         if a.cache and os.path.exists(a.cache):
             with open(a.cache) as fh:
@@ -111,7 +113,7 @@ def main() -> None:
         if key in cache:
             sim = cache[key]
         else:
-            sim = simulate_cell(outcome, design, params, a.n_sims, seed=1000 + k)
+            sim = simulate_cell(outcome, design, params, n_sims, seed=1000 + k)
             if a.cache:       # re-read: another process may have added cells meanwhile
                 if os.path.exists(a.cache):
                     with open(a.cache) as fh:
@@ -122,7 +124,7 @@ def main() -> None:
         r = {**analytic_columns(design, params), **sim}
         z = (r["analytic"] - r["sim"]) / r["mcse"] if r["mcse"] > 0 else math.nan
         wpi = "" if design.workers_per_item is None else f", {design.workers_per_item} per item"
-        print(f"| {k} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | "
+        print(f"| {k} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | {n_sims} | "
               f"{r['analytic']:.3f} | {r['normal']:.3f} | {r['mode']:.3f} | {r['marginal']:.3f} | "
               f"{r['sim']:.3f} +/- {r['mcse']:.3f} | {z:+.1f} | {r['df']:.1f} | "
               f"{r['se_analytic']:.4f} | {r['sd_est']:.4f} | {r['mean_se']:.4f} | "

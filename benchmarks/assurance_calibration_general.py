@@ -8,9 +8,21 @@ Truth: Table 16's high-variance scenario with beta1 = 0.1 (sum coding); target
 design: the cheapest with true power 0.80 (``plan(truth, effect)``).  Pilots:
 
 * ``5x50 -10%``: 5 workers x 50 items x 2 systems, 10% of ratings missing at random;
-* ``8x50 k=4``: 8 workers, each item rated by 4 of them (balanced allocation).
+* ``8x50 k=4``: 8 workers, each item rated by 4 of them (balanced allocation);
+* ``8x40 -1``: the bundled pilot's shape (8 workers x 40 items x 2 systems) with
+  one rating deleted (the issue's "real pilots are rarely balanced" case).
+
+``--ordinal``: the same question for ordinal pilots.  Truth: 5-point ratings
+from the latent logistic threshold model (:data:`ORDINAL_TRUTH`, a latent
+effect of 0.3 in sum coding); pilot ``5x50 ordinal`` (5 workers x 50 items x 2
+systems) fitted by ``fit_ratings(..., family="ordinal")`` (clmm), bootstrapped
+by clmm refits; planned analysis: the paper's LMM of the ratings rescaled to
+[0, 1] (``analysis="lmm"``, cheap enough for a calibration); target design:
+10 workers and the fewest items (in steps of 5) whose simulated true power
+(4,000 replicates) reaches 0.8.
 
 Run:  PYTHONPATH=src python benchmarks/assurance_calibration_general.py [--n-pilots 30] [--n-boot 30]
+      [--kinds "8x40 -1"] [--ordinal] [--n-sims 10]
 """
 
 from __future__ import annotations
@@ -23,11 +35,73 @@ import numpy as np
 import pandas as pd
 
 from nlpower import CrossedDesign, presets, simulate
+from nlpower.outcomes import LikertParams, likert_power, simulate_likert
 from nlpower.pilot import assurance
 from nlpower.powersim import analytic_power, plan
 from nlpower.ratings import fit_ratings, read_ratings
 
-PILOTS = {"5x50 -10%": (CrossedDesign(5, 50), 0.10), "8x50 k=4": (CrossedDesign(8, 50, workers_per_item=4), 0.0)}
+#: pilot design and share of ratings dropped at random (an int: that many ratings dropped)
+PILOTS = {"5x50 -10%": (CrossedDesign(5, 50), 0.10),
+          "8x50 k=4": (CrossedDesign(8, 50, workers_per_item=4), 0.0),
+          "8x40 -1": (CrossedDesign(8, 40), 1)}
+ORDINAL_TRUTH = LikertParams(thresholds=(-2.0, -0.7, 0.7, 2.0), effect=0.3, sd_worker=0.5,
+                             sd_worker_slope=0.2, sd_item=0.8, sd_item_slope=0.3, link="logit")
+ORDINAL_PILOT = CrossedDesign(5, 50)
+
+
+def _keep(n: int, drop: float, gen: np.random.Generator) -> np.ndarray:
+    if isinstance(drop, int):
+        keep = np.ones(n, dtype=bool)
+        keep[gen.choice(n, size=drop, replace=False)] = False
+        return keep
+    return gen.random(n) >= drop
+
+
+def _table(df: pd.DataFrame, true_power: float | dict[str, float]) -> None:
+    print("| pilot | point: mean err | RMSE | <= true | assurance: mean err | RMSE | <= true | "
+          "safeguard: mean err | RMSE | <= true |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, g in df.groupby("pilot", sort=False):
+        tp = true_power[name] if isinstance(true_power, dict) else true_power
+        cells = [name]
+        for col in ("point", "assurance", "safeguard"):
+            err = g[col] - tp
+            cells += [f"{err.mean():.3f}", f"{np.sqrt(np.mean(err**2)):.3f}",
+                      f"{np.mean(g[col] <= tp + 1e-12):.3f}"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def ordinal(args: argparse.Namespace) -> None:
+    """The ``5x50 ordinal`` row (module docstring)."""
+    root = np.random.SeedSequence([args.seed, 1])
+    s_target, s_pilots = root.spawn(2)
+    t0 = time.time()
+    target, tp = None, 0.0
+    for n_items in range(20, 400, 5):
+        target = CrossedDesign(10, n_items)
+        tp = likert_power(target, ORDINAL_TRUTH, analysis="lmm", n_sims=4000, rng=s_target).power
+        if tp >= 0.8:
+            break
+    assert target is not None
+    rows = []
+    for s in s_pilots.spawn(args.n_pilots):
+        s_data, s_boot = s.spawn(2)
+        df = simulate_likert(ORDINAL_PILOT, ORDINAL_TRUTH, rng=s_data).drop(columns="x")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_ratings(read_ratings(df, scale=(1, 5)), family="ordinal")
+            a = assurance(fit, target, effect=ORDINAL_TRUTH.effect, analysis="lmm",
+                          n_boot=args.n_boot, n_sims=args.n_sims, rng=s_boot)
+        rows.append({"pilot": "5x50 ordinal", "point": a.power, "assurance": a.assurance,
+                     "safeguard": a.safeguard_power, "point_sims": a.point_sims})
+        print(f"  pilot {len(rows)}: {time.time() - t0:.0f} s", flush=True)
+    out = pd.DataFrame(rows)
+    print(f"\nordinal: target {target.n_workers} workers x {target.n_items} items, true power "
+          f"{tp:.3f} (4,000 replicates, MC SE {np.sqrt(tp * (1 - tp) / 4000):.3f}); "
+          f"{args.n_pilots} pilots, {args.n_boot} clmm refits each, {args.n_sims} replicates per "
+          f"draw, {int(out['point_sims'].iloc[0])} for the point and safeguard powers; seed "
+          f"{args.seed}, {time.time() - t0:.0f} s\n")
+    _table(out, tp)
 
 
 def main() -> None:
@@ -35,7 +109,13 @@ def main() -> None:
     ap.add_argument("--n-pilots", type=int, default=30)
     ap.add_argument("--n-boot", type=int, default=30)
     ap.add_argument("--seed", type=int, default=2020)
+    ap.add_argument("--kinds", nargs="*", default=list(PILOTS), help="Gaussian pilot kinds to run")
+    ap.add_argument("--ordinal", action="store_true", help="run the ordinal row (only)")
+    ap.add_argument("--n-sims", type=int, default=10, help="ordinal: replicates per draw")
     args = ap.parse_args()
+    if args.ordinal:
+        ordinal(args)
+        return
     truth, effect = presets.high_variance(0.1), 0.1
     target = plan(truth, effect).design
     true_power = analytic_power(target, truth).power
@@ -43,10 +123,13 @@ def main() -> None:
     rows = []
     t0 = time.time()
     for name, (design, drop) in PILOTS.items():
-        for s in root.spawn(args.n_pilots):
+        seeds = root.spawn(args.n_pilots)     # spawned for every kind: rows keep their seeds
+        if name not in args.kinds:
+            continue
+        for s in seeds:
             s_data, s_drop, s_boot = s.spawn(3)
             df = simulate(design, truth, rng=s_data)
-            keep = np.random.Generator(np.random.PCG64(s_drop)).random(len(df)) >= drop
+            keep = _keep(len(df), drop, np.random.Generator(np.random.PCG64(s_drop)))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fit = fit_ratings(read_ratings(df[keep].drop(columns="x"), scale="identity"))
@@ -58,16 +141,7 @@ def main() -> None:
     print(f"\ntarget {target.n_workers} workers x {target.n_items} items, true power "
           f"{true_power:.3f}; {args.n_pilots} pilots per kind, {args.n_boot} bootstrap refits "
           f"each, seed {args.seed}, {time.time() - t0:.0f} s\n")
-    print("| pilot | point: mean err | RMSE | <= true | assurance: mean err | RMSE | <= true | "
-          "safeguard: mean err | RMSE | <= true |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, g in df.groupby("pilot", sort=False):
-        cells = [name]
-        for col in ("point", "assurance", "safeguard"):
-            err = g[col] - true_power
-            cells += [f"{err.mean():.3f}", f"{np.sqrt(np.mean(err**2)):.3f}",
-                      f"{np.mean(g[col] <= true_power + 1e-12):.3f}"]
-        print("| " + " | ".join(cells) + " |")
+    _table(df, true_power)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ Workloads (``--workload``):
     A 1,000-replicate ordinal grid: 5-point Likert ratings from the high
     variance preset, analysed by clmm (Wald z), ``--workers`` x ``--items`` x
     ``--effects`` cells (default 3 workers x {10, 20} items x {0.1, 0.2}),
-    ``--n-sims`` replicates per cell (default 1000), seed 2020.  To spend the
+    ``--n-sims`` replicates per cell (default 1000), seed 2020, through
+    ``power_grid(..., outcome="likert", analysis="clmm")``.  To spend the
     shared machine's time once, the serial run *is* the shards: the
     ``--shards`` shards run one after the other in this process (timing every
-    cell), then ``n_jobs=2``; the merged shards must equal the ``n_jobs=2``
-    grid bit for bit.
+    cell; each with its checkpoint, so batches of replicates are written as a
+    cluster job would), then ``n_jobs=2``; the merged shards must equal the
+    ``n_jobs=2`` grid bit for bit.
 
 Both end with the projected wall time on N nodes: the largest shard's summed
 cell cost (cells are dealt round robin, as ``--shard i/N`` does).
@@ -37,7 +39,6 @@ Run:  .venv/bin/python benchmarks/bench_shards.py [--n-sims 50] [--shards 4]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -47,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from nlpower import power, power_grid, presets
-from nlpower.grid import merge, run_grid
+from nlpower.grid import merge
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -123,46 +124,49 @@ def figure6(args: argparse.Namespace) -> None:
     project(costs, (1, 2, 4, 8, 16, 48))
 
 
+class TimedCells:
+    """``nlpower.power`` recording each cell's cost by (workers, items, effect) (in this process)."""
+
+    def __init__(self) -> None:
+        self.costs: dict[tuple[int, int, float], float] = {}
+
+    def __call__(self, design: Any, params: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        out = power(design, params, **kw)
+        self.costs[(design.n_workers, design.n_items, float(params.effect))] = \
+            time.perf_counter() - t0
+        return out
+
+
 def ordinal(args: argparse.Namespace) -> None:
-    from nlpower.outcomes.grid import LikertProblem
-
-    class TimedLikert(LikertProblem):
-        """The Likert grid problem, recording each cell's cost (cells run in this process)."""
-
-        def run_cell(self, key: Any, rng: Any) -> Any:
-            t0 = time.perf_counter()
-            out = super().run_cell(key, rng)
-            COSTS[json.dumps(key, sort_keys=True)] = time.perf_counter() - t0
-            return out
-
     axes: dict[str, Any] = {"n_workers": _ints(args.workers), "n_items": _ints(args.items),
                             "effect": [float(v) for v in args.effects.split(",")]}
-    settings = dict(scenarios={"high variance": presets.high_variance()}, levels=5,
-                    analyses=("clmm",), n_sims=args.n_sims, alpha=0.05, null=False)
+    kw: dict[str, Any] = dict(axes, outcome="likert", levels=5, analysis="clmm",
+                              n_sims=args.n_sims, rng=2020, progress=False)
     n_cells = len(axes["n_workers"]) * len(axes["n_items"]) * len(axes["effect"])
-    print(f"ordinal grid: 5-point Likert, clmm (Wald z), {n_cells} cells x {args.n_sims} "
-          f"replicates: {axes}")
-    timed = TimedLikert(**settings)  # type: ignore[arg-type]
-    plain = LikertProblem(**settings)  # type: ignore[arg-type]
+    print(f"ordinal grid: 5-point Likert (high variance preset), clmm (Wald z), {n_cells} cells "
+          f"x {args.n_sims} replicates: {axes}", flush=True)
+    timed = TimedCells()
     shard_times = []
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"shard{i}.ckpt" for i in range(1, args.shards + 1)]
         for i, path in enumerate(files, start=1):
             t0 = time.perf_counter()
-            run_grid(timed, axes, rng=2020, progress=False, checkpoint=path,
-                     shard=f"{i}/{args.shards}")
+            power_grid(presets.high_variance(), **kw, power_fn=timed, checkpoint=path,
+                       shard=f"{i}/{args.shards}")
             shard_times.append(time.perf_counter() - t0)
-            print(f"  shard {i}/{args.shards}: {shard_times[-1]:.1f} s", flush=True)
+            print(f"  shard {i}/{args.shards}: {shard_times[-1]:.1f} s "
+                  f"(load average {os.getloadavg()[0]:.1f})", flush=True)
         t0 = time.perf_counter()
-        merged = merge(files, problem=plain)
+        merged = merge(files)
         t_merge = time.perf_counter() - t0
-    print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.perf_counter()
-    two = run_grid(plain, axes, rng=2020, progress=False, n_jobs=2)
+    two = power_grid(presets.high_variance(), **kw, n_jobs=2)
     t_two = time.perf_counter() - t0
     pd.testing.assert_frame_equal(merged.to_frame(), two.to_frame(), check_exact=True)
 
-    costs = [COSTS[json.dumps(c.key, sort_keys=True)] for c in merged.cells]  # grid order
+    costs = [timed.costs[(c.key["n_workers"], c.key["n_items"], float(c.key["effect"]))]
+             for c in merged.cells]                                    # grid order
     t_serial = sum(shard_times)
     print(f"  1 process (the {args.shards} shards one after another) {t_serial:7.1f} s  "
           f"(cells: {sum(costs):.1f} s, from {min(costs):.1f} to {max(costs):.1f} s each; "
@@ -170,9 +174,6 @@ def ordinal(args: argparse.Namespace) -> None:
     print(f"  2 processes (loky)   {t_two:7.1f} s  ({t_serial / t_two:.2f}x)")
     print(f"  merge {t_merge:.2f} s; merged shards == n_jobs=2 grid bit for bit: yes")
     project(costs, tuple(n for n in (1, 2, 4, 8) if n <= n_cells))
-
-
-COSTS: dict[str, float] = {}
 
 
 def _ints(text: str) -> list[int]:

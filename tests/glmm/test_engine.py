@@ -76,14 +76,14 @@ def test_simulate_reproducible_and_mean(cbpp_fit) -> None:
 
 
 def test_predict_link_and_response(cbpp_fit) -> None:
-    eta = cbpp_fit.predict("link")
+    eta = cbpp_fit.predict(type="link")
     b = cbpp_fit.ranef()["herd"]["(Intercept)"]
     herd = dataset("cbpp")["herd"].to_numpy()
     manual = cbpp_fit.model.spec.X @ cbpp_fit.fixef.to_numpy() + b.loc[herd].to_numpy()
     np.testing.assert_allclose(eta, manual, atol=1e-10)
-    np.testing.assert_allclose(cbpp_fit.predict("response"), 1 / (1 + np.exp(-eta)))
+    np.testing.assert_allclose(cbpp_fit.predict(type="response"), 1 / (1 + np.exp(-eta)))
     with pytest.raises(ValueError, match="type"):
-        cbpp_fit.predict("probability")
+        cbpp_fit.predict(type="probability")
 
 
 def test_summary_and_frames(cbpp_fit) -> None:

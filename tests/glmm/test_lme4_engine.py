@@ -28,7 +28,7 @@ def test_lme4_engine_matches_reference_and_native() -> None:
     assert list(fit.ranef()["herd"].columns) == ["(Intercept)"]
     nat = glmer("prop ~ period + (1 | herd)", d, weights="size")
     assert nat.loglik >= fit.loglik - 1e-4
-    np.testing.assert_allclose(nat.predict("response"), fit.predict("response"), atol=2e-3)
+    np.testing.assert_allclose(nat.predict(type="response"), fit.predict(type="response"), atol=2e-3)
 
 
 def test_lme4_engine_poisson_offset_and_refit() -> None:

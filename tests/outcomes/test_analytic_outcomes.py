@@ -208,6 +208,17 @@ def test_likert_effect_is_on_the_clmm_scale_and_power_grows_with_workers():
     assert r20.se < r10.se and r20.power > r10.power
 
 
+def test_far_tail_categories_stay_finite():
+    """Low-variance preset: item slopes of 5 latent scales move some ratings ~8 SDs past a
+    threshold, where 1 - 1 = 0 in floating point; the category probability must come from the
+    other tail (this raised a Cholesky error)."""
+    lp = LikertParams.from_preset(presets.low_variance(0.1), 5)
+    r = analytic_outcome_power(CrossedDesign(5, 50), lp)
+    assert 0.5 < r.power < 1.0 and math.isfinite(r.df)
+    se = {w: outcome_se(CrossedDesign(5, 50), lp, weights=w) for w in WEIGHTS}
+    assert se["shrunk"] == pytest.approx(se["mode"], rel=0.05)
+
+
 def test_random_effects_cost_information_and_weights_order():
     """Larger SDs give a larger SE; 'shrunk' lies between 'mode' and 'marginal'."""
     d = CrossedDesign(10, 40)

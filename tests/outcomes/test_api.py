@@ -1,17 +1,13 @@
-"""``outcome=`` / ``analysis=`` through nlpower.power and ``nlpower power --outcome``."""
+"""``outcome=`` / ``analysis=`` through nlpower.power (the CLI: tests/cli/test_cli_outcomes.py)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 import nlpower
 from nlpower import CrossedDesign, presets
-from nlpower.cli import main
 from nlpower.errors import InputError
 from nlpower.outcomes import LikertParams, likert_power
-from nlpower.preference import power as preference_power
 
 
 def test_power_with_outcome_likert_is_likert_power():
@@ -39,35 +35,24 @@ def test_outcome_errors(kwargs, match):
                       levels=3)
 
 
-def test_cli_preference(capsys, tmp_path):
-    out = tmp_path / "p.json"
-    assert main(["power", "--outcome", "preference", "--judges", "100", "--p-win", "0.65",
-                 "--json", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "power   0.8276" in text
-    assert json.loads(out.read_text())["power"] == pytest.approx(preference_power(100, 0.65).power)
-
-
-def test_cli_likert(capsys):
-    assert main(["power", "--preset", "high-variance", "--workers", "5", "--items", "30",
-                 "--effect", "0.1", "--outcome", "likert", "--levels", "5", "--n-sims", "50",
-                 "--seed", "1"]) == 0
-    assert "5-point ratings" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("argv,msg", [
-    (["power", "--outcome", "preference", "--judges", "10"], "--p-win"),
-    (["power", "--preset", "high-variance", "--workers", "3"], "required: --items, --effect"),
-    (["power", "--preset", "high-variance", "--workers", "3", "--items", "9", "--effect", "0.1",
-      "--levels", "5"], "--levels is for --outcome likert"),
-])
-def test_cli_errors(argv, msg, capsys):
-    with pytest.raises(SystemExit):
-        main(argv)
-    assert msg in capsys.readouterr().err
-
-
 def test_power_takes_one_analysis():
     with pytest.raises(InputError, match="one analysis"):
         nlpower.power(CrossedDesign(5, 30), presets.high_variance(0.1), outcome="likert",
                       levels=5, analysis=["lmm", "clmm"], n_sims=5)  # type: ignore[arg-type]
+
+
+def test_options_objects_carry_the_outcome():
+    d, p = CrossedDesign(5, 30), presets.high_variance(0.1)
+    opts = nlpower.power_options(outcome="likert", levels=5, analysis="clmm", n_sims=10)
+    assert (opts.outcome, opts.analysis, opts.levels, opts.test) == ("likert", "clmm", 5, "z")
+    via = nlpower.power(d, p, options=opts, rng=4)
+    direct = nlpower.power(d, p, outcome="likert", levels=5, analysis="clmm", n_sims=10, rng=4)
+    assert via.power == direct.power and via.test == "z"
+    with pytest.raises(InputError, match="either options= .* not both; got options= and levels"):
+        nlpower.power(d, p, options=opts, levels=5)
+    both = nlpower.power_options(outcome="likert", levels=5, analysis=["lmm", "clmm"], test="lrt")
+    assert both.analysis_tests == ("lrt", "lrt")
+    assert nlpower.power_options(outcome="likert", levels=5,
+                                 analysis="both").analysis_tests == ("satterthwaite", "z")
+    with pytest.raises(InputError, match="one analysis"):
+        nlpower.power(d, p, options=both)

@@ -160,3 +160,29 @@ def test_ordinal_pilot_with_more_systems_needs_a_contrast(likert_pilot):
         OrdinalPilot(fit)
     p = OrdinalPilot(fit, contrast=("B", "A"))
     assert p.systems == ("A", "B")
+
+
+# -- plans ---------------------------------------------------------------------------
+
+
+def test_plan_from_an_ordinal_pilot_reaches_the_target_by_simulation(ordinal_fit):
+    from nlpower.pilot import plan_with_assurance
+
+    res = plan_with_assurance(ordinal_fit, effect=1.0, analysis="lmm", n_boot=20, n_sims=2,
+                              max_workers=12, cost_per_worker=10, rng=5)
+    pt = res.point
+    # the plan's power is the simulated one (point_sims replicates); the item search stops at
+    # the target, so it is reached unless the search ran out of items (then the note says so)
+    assert res.point_assurance.point_sims == 40
+    assert pt.power >= 0.8 or "below the target" in res.note
+    assert res.point_assurance.power == pytest.approx(pt.power, abs=4 * 0.5 / np.sqrt(40))
+    assert res.safeguard is None or res.safeguard.cost >= pt.cost * 0.9
+    assert "latent scale" in res.summary() and "Gaussian stand-in" in res.note
+
+
+def test_gaussian_pilot_plans_take_no_n_sims(likert_pilot):
+    from nlpower.pilot import plan_with_assurance
+
+    fit = fit_ratings(read_ratings(likert_pilot, scale=(1, 5)))
+    with pytest.raises(InputError, match="n_sims is for ordinal and binary pilots"):
+        plan_with_assurance(fit, effect=0.1, n_sims=10)

@@ -48,10 +48,15 @@ def register(subparsers: Any) -> None:
                         "nested factors), paper (always the paper's formula), or an lme4 formula "
                         "over rating, system, worker, item for a simpler model, e.g. "
                         "'rating ~ system + (1|worker) + (1|item)'")
-    p.add_argument("--family", choices=("gaussian", "ordinal"), default="gaussian",
-                   help="gaussian (default: ratings rescaled to [0, 1], the paper's model) or "
+    p.add_argument("--family", choices=("gaussian", "ordinal", "binomial", "poisson"),
+                   default="gaussian",
+                   help="gaussian (default: ratings rescaled to [0, 1], the paper's model), "
                         "ordinal (cumulative logit mixed model of the integer ratings: thresholds "
-                        "and latent-scale SDs)")
+                        "and latent-scale SDs), binomial (0/1 outcomes, e.g. wins; logistic "
+                        "GLMM by glmer, Card et al. App. H.4) or poisson (counts; log link). "
+                        "For binomial and poisson the model is --model's formula, or "
+                        "'rating ~ system + (1|worker) + (1|item)' with your column names, "
+                        "and --scale is not used")
     p.add_argument("--sep", default=None,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
@@ -67,6 +72,8 @@ def _separator(text: str | None) -> str | None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    if args.family in ("binomial", "poisson"):
+        return _run_glmer(args)
     from ..ratings import fit_ratings, read_ratings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -99,3 +106,51 @@ def _brief(fit: Any) -> str:
     notes = fit.identifiability_notes() + [n for n in [fit.singular_note()] if n]
     lines += [f"note: {note}" for note in notes]
     return "\n".join(lines)
+
+
+def _run_glmer(args: argparse.Namespace) -> int:
+    """``--family binomial|poisson``: the file as read, ``nlpower.glmer``, its summary."""
+    from ..glmm import glmer
+    from ..ratings.io import load_source
+
+    data, _ = load_source(args.file, _separator(args.sep))
+    formula = args.model if "~" in args.model else (
+        f"{args.rating} ~ {args.system} + (1 | {args.worker}) + (1 | {args.item})")
+    data = data.copy()
+    for col in (args.worker, args.item):
+        if col in data.columns:
+            data[col] = data[col].astype(str)
+    contrasts = None
+    if args.system in data.columns:
+        data[args.system] = _system_factor(data[args.system], args.baseline, args.coding)
+        contrasts = {args.system: args.coding}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = glmer(formula, data, args.family, engine=args.engine, contrasts=contrasts)
+    for w in caught:
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    print(fit.summary())
+    if args.json_out:
+        record = {"formula": fit.formula, "family": fit.family, "link": fit.link,
+                  "engine": fit.engine, "nobs": fit.nobs, "loglik": fit.loglik, "aic": fit.aic,
+                  "bic": fit.bic, "converged": fit.converged, "singular": fit.singular,
+                  "coefficients": fit.to_frame().to_dict(orient="records")}
+        write_json(args, record, path=args.json_out)
+    return 0
+
+
+def _system_factor(col: Any, baseline: str | None, coding: str) -> Any:
+    """The system column as a factor: sorted labels, ``baseline`` last for sum/half coding
+    (it gets -1, as ``fit_ratings``) or first for treatment coding (the reference level)."""
+    import pandas as pd
+
+    from ..errors import InputError
+    labels = sorted(col.astype(str).unique())
+    if baseline is None:
+        baseline = labels[0]
+    if baseline not in labels:
+        raise InputError(f"baseline={baseline!r} is not a system in the file; the systems are "
+                         f"{', '.join(map(repr, labels))}.")
+    others = [v for v in labels if v != baseline]
+    order = [baseline, *others] if coding == "treatment" else [*others, baseline]
+    return pd.Categorical(col.astype(str), categories=order)

@@ -1,7 +1,10 @@
 """``nlpower mde``: the smallest effect a design detects with the target power.
 
 A thin edge over :func:`nlpower.mde` (a Table 16 scenario or a pilot rating
-file for the variance components); no statistics live here.
+file for the variance components; ``--outcome likert --levels K`` or
+``--outcome preference --sd-worker ... --sd-item ...`` for the other
+outcomes, whose MDE is searched on the simulated power curve); no statistics
+live here.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from .._choices import Alternative, Coding, MDEMethod, RatingsTest, allowed
 from ..errors import InputError
+from .outcome_args import add_outcome_arguments, outcome_kwargs, own_params
 from .output import write_json
 from .ratings_args import add_ratings_arguments
 
@@ -32,21 +36,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("--target-power", type=float, default=0.8, help="target power")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding the effect is reported in (sum: the paper's x = +-1)")
-    p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
-                   help="test of beta1")
+    p.add_argument("--test", choices=allowed(RatingsTest), default=None,
+                   help="test of the effect (default: the analysis's first -- satterthwaite for "
+                        "lmm, z for clmm and glmer)")
     p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (less: use greater, the MDE is the same in size)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
     p.add_argument("--method", choices=allowed(MDEMethod), default="analytic",
-                   help="analytic, or simulation (also simulates --n-sims replicates at the MDE)")
+                   help="analytic, or simulation (also simulates --n-sims replicates at the MDE); "
+                        "--outcome likert and preference always search the simulated power")
     p.add_argument("--n-sims", type=int, default=1000, metavar="N",
-                   help="replicates for --method simulation")
+                   help="replicates for --method simulation (likert, preference: per evaluation "
+                        "of the simulated power curve)")
     p.add_argument("--seed", type=int, default=None,
                    help="root seed for --method simulation (default: fresh entropy, printed)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write the result as JSON ('-' = stdout)")
+    add_outcome_arguments(p)
     add_ratings_arguments(p, required=False)
-    p.set_defaults(func=run_mde)
+    p.set_defaults(func=run_mde, parser=p)
 
 
 def run_mde(args: argparse.Namespace) -> int:
@@ -54,20 +62,22 @@ def run_mde(args: argparse.Namespace) -> int:
     from ..powersim import mde
     from .power import _scenarios, pilot_params
 
-    if (args.preset is None) == (args.ratings is None):
-        raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
-                         "whose variance components are used), not both or neither.")
     kw = {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
     design = CrossedDesign(args.workers, args.items, **kw)
-    if args.ratings is not None:
-        params = pilot_params(args, 1.0, args.coding)
-    else:
-        params = next(iter(_scenarios(args.preset).values()))
-        if args.coding != params.coding:
-            params = params.to_coding(args.coding)
+    params = own_params(args)
+    if params is None:
+        if (args.preset is None) == (args.ratings is None):
+            raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a "
+                             "pilot whose variance components are used), not both or neither.")
+        if args.ratings is not None:
+            params = pilot_params(args, 1.0, args.coding)
+        else:
+            params = next(iter(_scenarios(args.preset).values()))
+            if args.coding != params.coding:
+                params = params.to_coding(args.coding)
     result = mde(design, params, target_power=args.target_power, alpha=args.alpha,
                  test=args.test, alternative=args.alternative, method=args.method,
-                 n_sims=args.n_sims, rng=args.seed)
+                 n_sims=args.n_sims, rng=args.seed, **outcome_kwargs(args))
     print(result.summary())
     record = result.to_frame().iloc[0].to_dict()
     record["design"] = {"n_workers": args.workers, "n_items": args.items,

@@ -1,10 +1,18 @@
-"""``--outcome``, ``--levels``, ``--analysis`` of ``nlpower power`` (a thin edge, no statistics).
+"""``--outcome``, ``--levels``, ``--analysis`` and the preference flags (a thin edge, no statistics).
 
-``--outcome likert --levels K`` maps the chosen Table 16 scenario (or pilot)
-to ``K``-point ratings (:mod:`nlpower.outcomes`) and passes ``--analysis`` on;
-``--outcome preference`` computes the exact power of a one-judgement
-head-to-head test (:func:`nlpower.preference.power`) from ``--judges``,
-``--p-win`` and ``--p-draw``.
+Shared by ``nlpower power``, ``nlpower grid`` and ``nlpower mde``: the flags
+name the library's arguments (``outcome=``, ``levels=``, ``analysis=`` of
+:func:`nlpower.power`, :func:`nlpower.power_grid`, :func:`nlpower.mde`).
+
+- ``--outcome likert --levels K`` maps the chosen Table 16 scenario to
+  ``K``-point ratings (:mod:`nlpower.outcomes`) and passes ``--analysis`` on
+  (``lmm`` or ``clmm``; a grid also takes ``lmm,clmm``: both on the same
+  replicates).
+- ``--outcome preference`` with ``--workers``/``--items`` is repeated
+  head-to-head judgements (:class:`~nlpower.outcomes.HeadToHeadParams` from
+  ``--p-win``, ``--p-draw``, ``--sd-worker``, ``--sd-item``), analysed by
+  glmer; with ``--judges`` (``nlpower power`` only) it is one judgement per
+  person, the exact power of :func:`nlpower.preference.power`.
 """
 
 from __future__ import annotations
@@ -14,42 +22,115 @@ from typing import Any
 
 from .output import write_json
 
+#: ``--outcome`` choices: the keys of ``nlpower.powersim.outcome.OUTCOMES`` (a test checks).
 OUTCOMES = ("gaussian", "likert", "preference")
+#: ``--analysis`` choices: every analysis of every outcome (the library says which fits which).
+ANALYSES = ("lmm", "clmm", "glmer")
 
 
-def add_outcome_arguments(p: argparse.ArgumentParser) -> None:
+def _analyses(text: str) -> str | list[str]:
+    names = [t.strip() for t in text.split(",")]
+    bad = [n for n in names if n not in ANALYSES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(ANALYSES)} (a grid also takes a comma-separated list, "
+            f"e.g. lmm,clmm); got {text!r}")
+    return names[0] if len(names) == 1 else names
+
+
+def add_outcome_arguments(p: argparse.ArgumentParser, *, judges: bool = False,
+                          grid: bool = False) -> None:
+    """The outcome flags (``judges``: also the one-judgement flags of ``nlpower power``)."""
     p.add_argument("--outcome", choices=OUTCOMES, default="gaussian",
                    help="what is rated: gaussian (default, the paper's ratings), likert (--levels "
-                        "points from a latent threshold model) or preference (one judgement per "
-                        "person: --judges, --p-win, --p-draw)")
+                        "points from a latent threshold model) or preference (repeated head-to-"
+                        "head judgements: --p-win, --sd-worker, --sd-item"
+                        + ("; one judgement per person: --judges" if judges else "") + ")")
     p.add_argument("--levels", type=int, default=None, metavar="K",
                    help="Likert points for --outcome likert (e.g. 5)")
-    p.add_argument("--analysis", choices=("lmm", "clmm"), default="lmm",
-                   help="analysis of --outcome likert: lmm (the paper's LMM on [0, 1], default) "
-                        "or clmm (cumulative link mixed model)")
-    p.add_argument("--judges", type=int, default=None, metavar="N",
-                   help="--outcome preference: number of judgements")
-    p.add_argument("--p-win", type=float, default=None,
-                   help="--outcome preference: probability that a judge prefers system B")
+    p.add_argument("--analysis", type=_analyses, default=None, metavar="NAME",
+                   help="analysis: lmm (gaussian, likert: the paper's LMM on [0, 1]), clmm "
+                        "(likert: cumulative link mixed model) or glmer (preference); default: "
+                        "the outcome's first" + ("; a comma-separated list (likert) analyses the "
+                                                 "same replicates with each" if grid else ""))
+    p.add_argument("--p-win", type=(_floats if grid else float), default=None, metavar="P",
+                   help="--outcome preference: share of decisive judgements preferring system B "
+                        "for a typical worker and item" + (" (a comma-separated list makes the "
+                                                           "effect axis)" if grid else ""))
     p.add_argument("--p-draw", type=float, default=0.0,
                    help="--outcome preference: probability of a draw (default: 0)")
-    p.add_argument("--ties", choices=("exclude", "split"), default="exclude",
-                   help="--outcome preference: draws dropped (default) or split half and half")
+    p.add_argument("--sd-worker", type=float, default=0.0,
+                   help="--outcome preference: SD of worker intercepts, logit scale (default: 0)")
+    p.add_argument("--sd-item", type=float, default=0.0,
+                   help="--outcome preference: SD of item intercepts, logit scale (default: 0)")
+    if judges:
+        p.add_argument("--judges", type=int, default=None, metavar="N",
+                       help="--outcome preference: one judgement from each of N people (exact "
+                            "power, no workers x items design)")
+        p.add_argument("--ties", choices=("exclude", "split"), default="exclude",
+                       help="--outcome preference --judges: draws dropped (default) or split")
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of numbers, e.g. 0.6,0.65; got {text!r}") from None
 
 
 def outcome_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of :func:`nlpower.power` for ``--outcome gaussian|likert``."""
-    if args.outcome == "gaussian":
-        if args.levels is not None:
-            args.parser.error("--levels is for --outcome likert")
-        return {}
-    return {"outcome": args.outcome, "levels": args.levels, "analysis": args.analysis}
+    """``outcome=``, ``levels=``, ``analysis=`` as given (the library checks what fits)."""
+    out: dict[str, Any] = {"outcome": args.outcome}
+    if args.levels is not None:
+        out["levels"] = args.levels
+    if args.analysis is not None:
+        out["analysis"] = args.analysis
+    return out
+
+
+def preference_params(args: argparse.Namespace, p_win: float | None = None) -> Any:
+    """:class:`~nlpower.outcomes.HeadToHeadParams` of the preference flags."""
+    from ..outcomes import HeadToHeadParams
+
+    share = args.p_win if p_win is None else p_win
+    if share is None:
+        args.parser.error("--outcome preference needs --p-win P (the share preferring B)")
+    return HeadToHeadParams.from_share(share, sd_worker=args.sd_worker, sd_item=args.sd_item,
+                                       p_draw=args.p_draw)
+
+
+def _preference_effects(args: argparse.Namespace) -> list[float]:
+    shares = args.p_win if isinstance(args.p_win, list) else [args.p_win]
+    return [preference_params(args, p).effect for p in shares]
+
+
+#: Outcomes whose parameters come from their own flags (the others: --preset or --ratings),
+#: and the effect axis a grid builds from them.
+_OWN_PARAMS = {"preference": (preference_params, _preference_effects)}
+
+
+def own_params(args: argparse.Namespace) -> Any:
+    """The outcome's parameters from its own flags, or ``None`` (then --preset / --ratings)."""
+    entry = _OWN_PARAMS.get(args.outcome)
+    if entry is None:
+        return None
+    first = args.p_win[0] if isinstance(args.p_win, list) else None
+    return entry[0](args, first)
+
+
+def own_effects(args: argparse.Namespace) -> list[float] | None:
+    """A grid's effect axis from the outcome's own flags (``--p-win`` list), or ``None``."""
+    entry = _OWN_PARAMS.get(args.outcome)
+    return None if entry is None else entry[1](args)
 
 
 def run_preference(args: argparse.Namespace) -> int:
-    """``nlpower power --outcome preference``: exact one-judgement head-to-head power."""
-    if args.judges is None or args.p_win is None:
-        args.parser.error("--outcome preference needs --judges N and --p-win P")
+    """``nlpower power --outcome preference --judges N``: exact one-judgement power."""
+    if args.outcome != "preference":
+        args.parser.error("--judges is for --outcome preference (one judgement per person)")
+    if args.p_win is None:
+        args.parser.error("--outcome preference --judges N needs --p-win P")
     from ..preference import power as preference_power
 
     res = preference_power(args.judges, args.p_win, p_draw=args.p_draw, ties=args.ties,

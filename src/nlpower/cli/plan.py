@@ -1,6 +1,7 @@
 """``nlpower plan``: from a pilot rating file to the cheapest design, with assurance.
 
 A thin edge: :func:`nlpower.ratings.read_ratings` -> :func:`nlpower.ratings.fit_ratings`
+(``--family ordinal``: the cumulative link mixed model of the Likert scores)
 -> :func:`nlpower.pilot.plan_with_assurance` -> print.  No statistics live here.
 """
 
@@ -35,6 +36,16 @@ def register(subparsers: Any) -> None:
                    help="plan under a Table 16 scenario instead of a pilot (the cheapest design "
                         "at those SDs; no assurance)")
     add_ratings_arguments(p, required=False)
+    p.add_argument("--family", choices=("gaussian", "ordinal"), default="gaussian",
+                   help="model of the pilot (as in nlpower fit): gaussian (Card et al.'s LMM of "
+                        "ratings on [0, 1], default) or ordinal (clmm of the Likert scores; "
+                        "--effect is then on the latent logit scale, and power is simulated)")
+    p.add_argument("--analysis", choices=("clmm", "lmm"), default=None,
+                   help="with --family ordinal: analysis of the planned study, clmm (default) or "
+                        "lmm (the paper's LMM of rescaled ratings; much faster)")
+    p.add_argument("--n-sims", type=int, default=None,
+                   help="with --family ordinal: simulated replicates per bootstrap draw "
+                        "(default: 10)")
     p.add_argument("--effect", type=float, required=True,
                    help="smallest effect worth detecting, in --coding (sum: half the mean difference "
                         "on the [0, 1] scale)")
@@ -57,8 +68,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=allowed(AssuranceMethod), default="bootstrap",
                    help="the pilot's sampling distribution: bootstrap (parametric, default) or asymptotic")
     p.add_argument("--n-boot", type=int, default=200, help="bootstrap refits / draws (default: 200)")
-    p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
-                   help="test of the effect (default: satterthwaite; the paper: z)")
+    p.add_argument("--test", choices=allowed(RatingsTest), default=None,
+                   help="test of the effect (default: satterthwaite, or z for --analysis clmm; "
+                        "the paper: z)")
     p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (default: two-sided)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
@@ -76,7 +88,12 @@ def run_plan(args: argparse.Namespace) -> int:
                          "(a Table 16 scenario), not both or neither.")
     if args.preset is not None:
         return _plan_preset(args)
-    fit = fit_from_args(args)
+    if args.family == "gaussian" and (args.analysis is not None or args.n_sims is not None):
+        raise InputError("--analysis and --n-sims are for --family ordinal; a Gaussian pilot is "
+                         "planned with analytic power.")
+    fit = fit_from_args(args) if args.family == "gaussian" else _ordinal_fit(args)
+    extra = {} if args.family == "gaussian" else {"analysis": args.analysis,
+                                                   "n_sims": args.n_sims}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = plan_with_assurance(
@@ -88,6 +105,7 @@ def run_plan(args: argparse.Namespace) -> int:
             workers_per_item=args.workers_per_item, rng=args.seed,
             contrast=(args.contrast if args.contrast is None or "," not in args.contrast
                       else tuple(args.contrast.split(","))),
+            **extra,
         )
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
@@ -108,6 +126,21 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ordinal_fit(args: argparse.Namespace) -> Any:
+    """``--family ordinal``: the rating file's clmm fit (warnings to stderr)."""
+    from ..ratings import fit_ratings, read_ratings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
+                               system=args.system, rating=args.rating, scale=args.scale,
+                               duplicates=args.duplicates, sep=args.sep)
+        fit = fit_ratings(ratings, baseline=args.baseline, model=args.model, family="ordinal")
+    for w in caught:
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    return fit
+
+
 def _plan_preset(args: argparse.Namespace) -> int:
     """``--preset``: the cheapest design at a Table 16 scenario's SDs (:func:`nlpower.plan`)."""
     from ..powersim import plan
@@ -116,7 +149,7 @@ def _plan_preset(args: argparse.Namespace) -> int:
     params = next(iter(_scenarios(args.preset).values()))
     result = plan(params, effect=args.effect, coding=args.coding, target_power=args.target_power,
                   cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
-                  alpha=args.alpha, test=args.test, alternative=args.alternative,
+                  alpha=args.alpha, test=args.test or "satterthwaite", alternative=args.alternative,
                   min_workers=args.min_workers, max_workers=args.max_workers,
                   max_items=args.max_items, workers_per_item=args.workers_per_item)
     print(f"preset {args.preset}: {params!r}")

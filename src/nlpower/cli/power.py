@@ -15,7 +15,13 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
 from ..errors import InputError
-from .outcome_args import add_outcome_arguments, outcome_kwargs, run_preference
+from .outcome_args import (
+    add_outcome_arguments,
+    outcome_kwargs,
+    own_effects,
+    own_params,
+    run_preference,
+)
 from .output import save_figure, write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
@@ -50,10 +56,11 @@ def _scenarios(preset: str) -> dict[str, Any]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-sims", type=int, default=200, metavar="N",
                    help="simulated experiments per design (default: 200, as in the paper)")
-    p.add_argument("--test", choices=allowed(RatingsTest), default="satterthwaite",
-                   help="test of beta1 (default: satterthwaite, REML; the paper: z, ML fits; "
+    p.add_argument("--test", choices=allowed(RatingsTest), default=None,
+                   help="test of the effect (default: the analysis's first -- satterthwaite, "
+                        "REML, for lmm; z for clmm and glmer; the paper: z, ML fits; "
                         "kenward-roger: REML, KR df; pblrt: parametric-bootstrap LRT, ML)")
-    p.add_argument("--n-boot", type=int, default=99, metavar="B",
+    p.add_argument("--n-boot", type=int, default=None, metavar="B",
                    help="bootstrap samples per replicate for --test pblrt (default: 99)")
     p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (default: two-sided). Power counts only sign-correct "
@@ -83,7 +90,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--effect", type=float, default=None,
                    help="beta1 in --coding (default sum: half the mean difference on [0, 1]; "
                         "required)")
-    add_outcome_arguments(p)
+    add_outcome_arguments(p, judges=True)
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
     _common(p)
@@ -105,8 +112,12 @@ def register(subparsers: Any) -> None:
     g.add_argument("--items", type=_list_of(int, "integers"), default=[50, 100, 500],
                    help="numbers of items (default: 50,100,500)")
     g.add_argument("--effects", type=_list_of(float, "numbers"), default=[0.05, 0.1, 0.15, 0.2],
-                   help="effects beta1, sum coding (default: 0.05,0.1,0.15,0.2)")
+                   help="effects beta1, sum coding (likert: the latent effect; preference: "
+                        "give --p-win instead) (default: 0.05,0.1,0.15,0.2)")
+    add_outcome_arguments(g, grid=True)
     _common(g)
+    g.add_argument("--null", action="store_true",
+                   help="also simulate every cell at effect 0 and report the Type I error")
     g.add_argument("--n-jobs", type=int, default=1, metavar="N", help="parallel jobs (-1: all cores)")
     g.add_argument("--backend", choices=("loky", "dask"), default="loky", help="parallel backend")
     g.add_argument("--checkpoint", type=Path, default=None, metavar="FILE",
@@ -118,8 +129,12 @@ def register(subparsers: Any) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ratings_arguments(g, required=False)
     add_shard_argument(g)
-    g.set_defaults(func=run_grid)
+    g.set_defaults(func=run_grid, parser=g)
     register_merge(g)
+
+
+def _n_boot(args: argparse.Namespace) -> dict[str, Any]:
+    return {} if args.n_boot is None else {"n_boot": args.n_boot}
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -143,25 +158,27 @@ def run_power(args: argparse.Namespace) -> int:
     from ..design import CrossedDesign
     from ..powersim import power
 
-
-    if args.outcome == "preference":
+    if args.judges is not None:
         return run_preference(args)
-    missing = [f"--{k}" for k in ("workers", "items", "effect") if getattr(args, k) is None]
+    params = own_params(args)
+    needed = ("workers", "items") if params is not None else ("workers", "items", "effect")
+    missing = [f"--{k}" for k in needed if getattr(args, k) is None]
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
-    if (args.preset is None) == (args.ratings is None):
-        raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a pilot "
-                         "whose variance components are used), not both or neither.")
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
-    if args.ratings is not None:
-        params = pilot_params(args, args.effect, args.coding)
-    else:
-        params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
-        if args.coding != params.coding:
-            params = params.to_coding(args.coding).with_effect(args.effect)
+    if params is None:
+        if (args.preset is None) == (args.ratings is None):
+            raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a "
+                             "pilot whose variance components are used), not both or neither.")
+        if args.ratings is not None:
+            params = pilot_params(args, args.effect, args.coding)
+        else:
+            params = next(iter(_scenarios(args.preset).values())).with_effect(args.effect)
+            if args.coding != params.coding:
+                params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, n_boot=args.n_boot,
+                   rng=args.seed, progress=not args.quiet, **_n_boot(args),
                    **outcome_kwargs(args))
     print(result.summary())
     frame = result.to_frame()
@@ -182,14 +199,20 @@ def run_grid(args: argparse.Namespace) -> int:
     if args.preset is not None and args.ratings is not None:
         raise InputError("give either --preset (Table 16 scenarios) or --ratings FILE (a pilot "
                          "whose variance components are used), not both.")
-    scenarios = ({"pilot": pilot_params(args, args.effects[0])} if args.ratings is not None
-                 else _scenarios(args.preset or "both"))
+    own = own_params(args)
+    effects = own_effects(args) or args.effects
+    if own is not None:
+        scenarios: Any = own
+    elif args.ratings is not None:
+        scenarios = {"pilot": pilot_params(args, args.effects[0])}
+    else:
+        scenarios = _scenarios(args.preset or "both")
     result = power_grid(
-        scenarios, n_workers=args.workers, n_items=args.items, effect=args.effects,
+        scenarios, n_workers=args.workers, n_items=args.items, effect=effects,
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
-        checkpoint=args.checkpoint, n_boot=args.n_boot if args.test == "pblrt" else None,
-        rng=args.seed, progress=not args.quiet, shard=args.shard, **_design_kw(args),
+        checkpoint=args.checkpoint, null=args.null, rng=args.seed, progress=not args.quiet,
+        shard=args.shard, **_n_boot(args), **outcome_kwargs(args), **_design_kw(args),
     )
     print(result.summary())
     print_shard_note(args, result)

@@ -11,6 +11,7 @@ lme4's ``glmer`` through rpy2 with ``engine="lme4"``) and returns a
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -30,8 +31,10 @@ __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
 
 
 def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,
-               contrasts: dict[str, str] | None = None) -> tuple[Any, np.ndarray, np.ndarray]:
-    """``(spec, weights, offset)``: the model frame with the response in the family's form."""
+               contrasts: dict[str, str] | None = None
+               ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """``(spec, weights, offset, rows)``: the model frame with the response in the family's
+    form, and which rows of ``data`` it holds (those without missing values)."""
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame with one row per observation; got "
                          f"{type(data).__name__}.")
@@ -57,7 +60,7 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
     # the family's checks first: their messages say what to do (all 0, all 1, bad values)
     check_response(family, yk, wt_all[keep_rows], resp)
     spec = model_frame(formula, d, contrasts=contrasts, allow_n=True)
-    return spec, wt_all[keep_rows], off_all[keep_rows]
+    return spec, wt_all[keep_rows], off_all[keep_rows], keep_rows
 
 
 def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: str | None = None,
@@ -118,12 +121,14 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         raise InputError(f"nAGQ must be an integer from 0 to 100 (1 = Laplace); got {nAGQ!r}.")
     from ..lmm.engine import get_engine
     eng = get_engine(engine)
-    spec, wt, off = glmm_frame(formula, data, fam, weights=weights, offset=offset,
-                               contrasts=contrasts)
+    spec, wt, off, rows = glmm_frame(formula, data, fam, weights=weights, offset=offset,
+                                     contrasts=contrasts)
     ctl = CheckConvControl.coerce(checkconv)
     # a GLMM's prepared model: fit takes nAGQ= (a family keyword, not in the Gaussian protocol)
     model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off)
     fit = cast(GlmmFit, model.fit(start=start, nAGQ=int(nAGQ), control=control, checkconv=ctl))
+    fit = replace(fit, data=data.loc[rows], offset_name=offset if isinstance(offset, str) else None,
+                  offset_given=offset is not None and not isinstance(offset, str))
     if fit.optinfo.get("separation"):
         warnings.warn(
             "glmer: fitted probabilities numerically 0 or 1 occurred -- complete or quasi-complete "

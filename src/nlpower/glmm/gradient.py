@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import linalg
+from scipy.linalg import lapack
 
 from .pirls import Mode, Pirls
 
@@ -89,10 +89,10 @@ class LaplaceGradient:
             L2r = mode.L2[:qr, :qr]
             CtT = mode.CtT[:qr]
             CtT = CtT.toarray() if sp.issparse(CtT) else np.asarray(CtT)
-            W2 = linalg.solve_triangular(L2r, CtT, lower=True, check_finite=False)      # (qr, n1)
-            P = linalg.solve_triangular(L2r, W2, lower=True, trans=1, check_finite=False)
-            Li = linalg.solve_triangular(L2r, np.eye(qr), lower=True, check_finite=False)
-            Sinv = Li.T @ Li
+            W2 = lapack.dtrtrs(L2r, CtT, lower=1)[0]                       # (qr, n1)
+            P = lapack.dtrtrs(L2r, W2, lower=1, trans=1)[0]
+            Sinv = lapack.dpotri(L2r, lower=1)[0]
+            Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
             W2b = W2.reshape(qr, m1, q1)
             W2sq = np.einsum("tma,tmb->mab", W2b, W2b)
         if q1 == 1:
@@ -146,4 +146,28 @@ class LaplaceGradient:
         if not with_beta:
             return np.asarray(gth)
         return np.concatenate([gth, pir.X.T @ rc])
+
+    def predict_u(self, mode: Mode, zl: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        """The mode after a step ``dx`` in ``(theta, beta)``, to first order (a PIRLS start).
+
+        ``du = -M^{-1} (Lambda_dx' Z' r / 2 + Lambda' Z' W a_dx)`` with
+        ``a_dx = X dbeta + Z Lambda_dx u`` (the mode condition differentiated,
+        module docstring); ``mode`` and ``zl`` (``Z Lambda`` per slot) are
+        those of the stage-2 evaluation the step starts from.
+        """
+        pir = self.pir
+        r, _ = self._derivs(mode)
+        dth, dbe = dx[:self.k], dx[self.k:]
+        slots = pir.slots
+        a = pir.X @ dbe
+        lr = np.zeros(pir.q)
+        for j in np.flatnonzero(dth):
+            za = self.zraw[:, self.a_slot[j]]
+            sb = slots[:, self.b_slot[j]]
+            a = a + dth[j] * za * mode.u[sb]
+            lr += dth[j] * np.bincount(sb, r * za, minlength=pir.q)
+        wa = mode.w * a
+        rhs = 0.5 * lr + np.bincount(slots.ravel(), (zl * wa[:, None]).ravel(), minlength=pir.q)
+        u = mode.u - pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        return u if np.all(np.isfinite(u)) else mode.u.copy()
 

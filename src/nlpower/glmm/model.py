@@ -138,6 +138,9 @@ class GlmmModel:
         self.grad = LaplaceGradient(self.pirls, self.k)
         self._u: np.ndarray | None = None
         self._last: Mode | None = None
+        self._anchor: tuple[np.ndarray, Mode, np.ndarray] | None = None
+        self._pending: np.ndarray | None = None     # Newton's next step after stage 2
+        self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
         self._maxeval = int(STAGE2["maxeval"])
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
@@ -182,10 +185,17 @@ class GlmmModel:
 
         def fu(x: np.ndarray, u_start: np.ndarray | None
                ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
-            if u_start is not None:
+            anchor = self._anchor if gradient else None
+            if anchor is not None:     # the mode predicted from the last evaluation's
+                self._u = self.grad.predict_u(anchor[1], anchor[2], x - anchor[0])
+            elif u_start is not None:
                 self._u = u_start
             v = self.deviance(x[:k], x[k:], nAGQ=nAGQ)
-            g = self.grad(self._last, True) if gradient and math.isfinite(v) else None
+            g = None
+            if gradient and math.isfinite(v):
+                g = self.grad(self._last, True)
+                if u_start is None and g is not None and self._last is not None:
+                    self._anchor = (x.copy(), self._last, self.pirls.zl)   # not a difference step
             return v, g, self._u
         return fu
 
@@ -214,6 +224,7 @@ class GlmmModel:
     # -- stages ---------------------------------------------------------------------
     def _stage1(self, theta0: np.ndarray, final: bool = False) -> tuple[np.ndarray, float, int]:
         self._u = None
+        self._anchor = None
         self._beta = np.zeros(self.p)
         self._mode(np.zeros(self.k), self._beta, True)         # the GLM fit: the start for beta
         self._u = None
@@ -244,9 +255,10 @@ class GlmmModel:
     def _se_rx(self, x: np.ndarray) -> np.ndarray:
         return np.sqrt(np.diag(self.vcov_rx(x)))
 
-    def vcov_rx(self, x: np.ndarray) -> np.ndarray:
+    def vcov_rx(self, x: np.ndarray, mode: Mode | None = None) -> np.ndarray:
         """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
-        mode = self._mode(x[:self.k], x[self.k:], False)
+        if mode is None:
+            mode = self._mode(x[:self.k], x[self.k:], False)
         _, _, L2, _ = self.pirls.factor(mode.w, True)
         assert L2 is not None
         Lx = L2[self.pirls.qr:, self.pirls.qr:]
@@ -283,6 +295,7 @@ class GlmmModel:
         check_response(self.family, yv, self.wt, "y")
         self.pirls.set_response(yv, self.wt, self.offset)
         self._u = None
+        self._anchor = None
         return yv
 
     # -- fits -----------------------------------------------------------------------
@@ -291,6 +304,7 @@ class GlmmModel:
             raise InputError(
                 f"nAGQ={nAGQ} (adaptive Gauss-Hermite quadrature) needs a single scalar "
                 "random-effects term such as (1 | herd), as lme4; use nAGQ=1 (Laplace).")
+        self._pending = self._restart = None
         x0, n1, warm = self._start(start, nAGQ)
         if nAGQ == 0:
             fv = self.deviance(x0[:self.k])
@@ -303,6 +317,8 @@ class GlmmModel:
         step = None
         if warm and not self._analytic(nAGQ):
             step = np.concatenate([np.full(self.k, 0.05), np.maximum(0.1 * self._se_rx(x0), 1e-3)])
+        if self._restart is not None:
+            x0, self._restart = self._restart, None
         x, fv, n2, ok, msg = self._stage2(x0, nAGQ, step)
         return x, fv, n1 + n2, ok, msg, warm
 
@@ -317,7 +333,12 @@ class GlmmModel:
         res = newton(fu, x0, fv, g, H, self.free)
         if res is None:
             return None
-        x, fv, g, H, m = res
+        x, fv, g, H, m, ok = res
+        if not ok:                        # L-BFGS from the best point so far
+            self._restart = self.canonical(x)
+            return None
+        st = newton_step(x, g, H, self.free)
+        self._pending = None if st is None else self.canonical(st[0])
         return self.canonical(x), fv, n + m + 2
 
     def _newton_stage(self, x0: np.ndarray, nAGQ: int) -> tuple[np.ndarray, float, int] | None:
@@ -378,7 +399,16 @@ class GlmmModel:
         self.set_response(y, weights)
         with single_threaded():          # small dense factors: BLAS threads only cost
             x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
-            return self._core(x, fv, n, ok, msg, self.vcov_rx(x))
+            mode = None
+            if self._pending is not None:    # Newton's last (predicted) step, where vcov is taken
+                x2 = self._pending
+                mode = self._mode(x2[:self.k], x2[self.k:], False)
+                n += 1
+                if mode.ok and mode.deviance <= fv:
+                    x, fv = x2, mode.deviance
+                else:
+                    mode = None
+            return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:
@@ -423,7 +453,7 @@ class GlmmModel:
             return build_fit(self, self._core(x, fv, n, ok, msg, self.vcov_rx(x)), nAGQ, None, "rx")
         f = self._f2(nAGQ)
         if self._analytic(nAGQ):
-            x, fv, g, H, m = self._final_gradient(x, nAGQ)
+            x, fv, g, H, m = self._final_gradient(x, fv, nAGQ)
         else:
             x, fv, g, H, m = self._final_fd(x, nAGQ)
         n += m
@@ -432,17 +462,27 @@ class GlmmModel:
         vcov, how = self._vcov_hess(H, x)
         return build_fit(self, self._core(x, fv, n, ok, msg, vcov, check), nAGQ, check, how, ctl=ctl)
 
-    def _final_gradient(self, x: np.ndarray, nAGQ: int
+    def _final_gradient(self, x: np.ndarray, fv: float, nAGQ: int
                         ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, int]:
         """The Hessian at the optimum from central differences of the gradient (a Newton
         step first when the gradient is not yet small)."""
         fu = self._fu(nAGQ, True)
-        fv, g, u0 = fu(x, None)
+        g = None
+        n = 1
+        if self._pending is not None:    # Newton's last step (predicted to gain < 1e-8)
+            f2, g, u0 = fu(self._pending, None)
+            if g is not None and f2 <= fv:
+                x, fv = self._pending, f2
+            else:
+                g = None
+                n += 1
+        if g is None:
+            fv, g, u0 = fu(x, None)
         assert g is not None
-        H, n = gradient_hessian(fu, x, u0)
-        n += 1
+        H, m = gradient_hessian(fu, x, u0)
+        n += m
         res = newton(fu, x, fv, g, H, self.free, maxit=3)
-        if res is not None and res[4] > 0:
+        if res is not None and res[4] > 0 and res[1] <= fv:
             x, m = self.canonical(res[0]), res[4]
             fv, g, u0 = fu(x, None)
             assert g is not None

@@ -26,8 +26,9 @@ from scipy import optimize
 #: finite-difference step of the derivatives (lme4's deriv12)
 DERIV_STEP = 1e-4
 #: Newton's method stops when the predicted decrease g'H^{-1}g / 2 of the deviance is below
-#: this, or the step is below NEWTON_XTOL (analytic gradient)
-NEWTON_DECREMENT = 1e-10
+#: this (the step left is then ~1e-4 in the Hessian's norm: ~1e-5 SEs), or the step is below
+#: NEWTON_XTOL (analytic gradient)
+NEWTON_DECREMENT = 1e-8
 NEWTON_XTOL = 1e-7
 #: steps of Newton's method before the fallback (L-BFGS-B, or BOBYQA without a gradient)
 NEWTON_MAXIT = 25
@@ -101,8 +102,7 @@ def newton_step(x: np.ndarray, g: np.ndarray, H: np.ndarray, lower: np.ndarray,
     if not np.any(free):
         return None
     try:
-        Hf = H[np.ix_(free, free)]
-        c = np.linalg.cholesky(Hf)
+        c = np.linalg.cholesky(H[np.ix_(free, free)])
         step = np.linalg.solve(c.T, np.linalg.solve(c, g[free]))
     except np.linalg.LinAlgError:
         return None
@@ -115,21 +115,28 @@ def newton_step(x: np.ndarray, g: np.ndarray, H: np.ndarray, lower: np.ndarray,
 
 def newton(fu: Any, x: np.ndarray, fx: float, g: np.ndarray, H: np.ndarray,
            lower: np.ndarray, maxit: int = NEWTON_MAXIT
-           ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, int] | None:
-    """Newton's method with step halving and BFGS updates: ``(x, f, g, H, evaluations)``.
+           ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, int, bool] | None:
+    """Newton's method with step halving and BFGS updates: ``(x, f, g, H, evaluations, ok)``.
 
-    Stops when the predicted decrease is below ``NEWTON_DECREMENT`` or the
-    step below ``NEWTON_XTOL``; ``None`` when a step cannot be found (the
-    Hessian is not positive definite, or halving does not decrease the deviance).
+    ``ok``: the predicted decrease fell below ``NEWTON_DECREMENT`` or the
+    step below ``NEWTON_XTOL``; not ok when the steps stall (the predicted
+    decrease not falling 3x in three steps, e.g. towards a singular optimum,
+    where L-BFGS does better), a step cannot be found or ``maxit`` is
+    reached -- ``x`` is then the best point so far.  ``None`` when the
+    Hessian at the start is not positive definite.
     """
     n = 0
-    for _ in range(maxit):
+    decs: list[float] = []
+    for it in range(maxit):
         st = newton_step(x, g, H, lower)
         if st is None:
-            return None
+            return None if it == 0 else (x, fx, g, H, n, False)
         x2, dec = st
         if dec < NEWTON_DECREMENT or float(np.max(np.abs(x2 - x))) < NEWTON_XTOL:
-            return x, fx, g, H, n
+            return x, fx, g, H, n, True
+        decs.append(dec)
+        if len(decs) > 3 and dec > decs[-4] / 3.0:
+            return x, fx, g, H, n, False
         for _ in range(30):
             f2, g2, _ = fu(x2, None)
             n += 1
@@ -137,13 +144,13 @@ def newton(fu: Any, x: np.ndarray, fx: float, g: np.ndarray, H: np.ndarray,
                 break
             x2 = x + 0.5 * (x2 - x)
         else:
-            return None
+            return x, fx, g, H, n, False
         s, yv = x2 - x, g2 - g                    # BFGS update of the Hessian
         Hs = H @ s
         if float(yv @ s) > 1e-12 and float(s @ Hs) > 1e-12:
             H = H + np.outer(yv, yv) / float(yv @ s) - np.outer(Hs, Hs) / float(s @ Hs)
         x, fx, g = x2, f2, g2
-    return None
+    return x, fx, g, H, n, False
 
 
 def lbfgsb(fu: Any, x0: np.ndarray, lower: np.ndarray, gtol: float, maxeval: int

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import linalg, special
+from scipy import special
+from scipy.linalg import lapack
 
 from ..lmm.family import Family
 from ..lmm.native.blocks import GroupBlock
@@ -284,7 +285,9 @@ class Pirls:
         CC = CtT @ CtT.T
         S = S - (CC.toarray() if self.sparse_c else CC)
         S[np.diag_indices(qr)] += 1.0
-        L2 = linalg.cholesky(S, lower=True, check_finite=False)
+        L2, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)   # no wrapper: small, often
+        if info != 0:
+            raise np.linalg.LinAlgError(f"the PIRLS system is not positive definite (info {info})")
         ld2 = 2.0 * float(np.sum(np.log(np.diag(L2)[:qr])))
         return L1, CtT, L2, ld1 + ld2
 
@@ -299,8 +302,7 @@ class Pirls:
         if L2 is None:
             x2 = r2
         else:
-            y2 = linalg.solve_triangular(L2, r2 - CtT @ y1, lower=True, check_finite=False)
-            x2 = linalg.solve_triangular(L2, y2, lower=True, trans=1, check_finite=False)
+            x2 = lapack.dpotrs(L2, r2 - CtT @ y1, lower=1)[0]
         z1 = y1 - CtT.T @ x2 if x2.size else y1
         if q1 == 1:
             x1 = z1 / L1[:, 0, 0]
@@ -345,8 +347,9 @@ class Pirls:
                 uc = cand[:self.q]
                 fx = self.X @ cand[self.q:] + self.offset if update_beta else fixed
                 eta_c = fx + self.zu(uc)
-                mu_c, w_c, unit = self.working(eta_c)
-                pd_c = float(unit.sum()) + float(uc @ uc)
+                with np.errstate(over="ignore", invalid="ignore"):   # a too-long step: halved
+                    mu_c, w_c, unit = self.working(eta_c)
+                    pd_c = float(unit.sum()) + float(uc @ uc)
                 if math.isfinite(pd_c) and pd_c <= pd_old + 1e-10 * abs(pd_old):
                     break
                 step *= 0.5

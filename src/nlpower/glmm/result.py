@@ -12,13 +12,14 @@ deviance over ``(theta, beta)`` (``optinfo["vcov"]`` says which was used).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.native.blocks import ThetaLayout
 from ..lmm.result import VarTerm, varcorr_frame
@@ -98,6 +99,11 @@ class GlmmFit:
     ranef_tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     eta: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     model: Any = field(default=None, repr=False)
+    #: the rows of the user's data the model was fitted on (for ``predict(newdata=...)``)
+    data: pd.DataFrame | None = field(default=None, repr=False)
+    #: the offset: a column of ``data`` (its name), or given as values (``offset_given``)
+    offset_name: str | None = None
+    offset_given: bool = False
 
     # -- derived ----------------------------------------------------------------
     @property
@@ -139,18 +145,71 @@ class GlmmFit:
         return pd.DataFrame({"estimate": est, "std_error": se, "z": z,
                              "p": 2.0 * stats.norm.sf(np.abs(z))}, index=self.fixef.index)
 
-    def predict(self, type: str = "link") -> np.ndarray:
-        """Fitted values of the data: linear predictor (``"link"``) or mean (``"response"``).
+    def predict(self, newdata: pd.DataFrame | None = None, *, type: str = "link",
+                re_form: Any = None, allow_new_levels: bool = False,
+                offset: Any = None) -> np.ndarray:
+        """Predictions on the link (``"link"``) or response (``"response"``) scale, as lme4's
+        ``predict.merMod``.
 
-        Includes the conditional modes of the random effects and the offset
-        (lme4's ``predict(fit, type=...)`` without ``newdata``).
+        Parameters
+        ----------
+        newdata : DataFrame, optional
+            Rows to predict, with the model's predictor (and grouping) columns;
+            default: the fitted data (the fitted values, offset included).
+        type : {"link", "response"}
+            The linear predictor ``eta`` or the mean ``g^-1(eta)``.
+        re_form : None, "NA", "~0" or str
+            ``None``: every random effect (lme4's ``re.form = NULL``); ``"NA"``
+            or ``"~0"``: none (the population level, ``re.form = NA``); a
+            formula of random-effects terms, e.g. ``"~ (1 | worker)"``: those only.
+        allow_new_levels : bool, default False
+            A level of a grouping factor the fit has not seen is refused with
+            an error; with ``True`` its random effects are 0 (lme4's
+            ``allow.new.levels``).
+        offset : array, optional
+            The new rows' offset, when the model's was given as values (an
+            offset column of the data is read from ``newdata``).
+
+        Returns
+        -------
+        ndarray
+            One value per row (``nan`` where a needed column is missing).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from nlpower.glmm import glmer
+        >>> cbpp = pd.read_csv("tests/reference/data/cbpp.csv", dtype={"period": str, "herd": str})
+        >>> fit = glmer("prop ~ period + (1 | herd)", cbpp, "binomial", weights="size")
+        >>> new = pd.DataFrame({"period": ["1", "4"], "herd": ["1", "new"]})
+        >>> fit.predict(new, type="response", allow_new_levels=True).round(3).tolist()
+        [0.308, 0.048]
         """
         from .._validation import check_choice
         check_choice("type", type, ("link", "response"))
+        if newdata is None:
+            if re_form is not None:
+                from .predict import predict_newdata
+                if self.data is None:
+                    raise InputError("predict(re_form=...) needs a fit made by nlpower.glmer from "
+                                     "a data frame.")
+                eta = predict_newdata(self, self.data, re_form=re_form,
+                                      allow_new_levels=allow_new_levels,
+                                      offset=self._offset() if self.offset_given else None)
+            else:
+                eta = self.eta.copy()
+        else:
+            from .predict import predict_newdata
+            eta = predict_newdata(self, newdata, re_form=re_form,
+                                  allow_new_levels=allow_new_levels, offset=offset)
         if type == "link":
-            return self.eta.copy()
+            return eta
         from ..lmm.family import get_family
-        return np.asarray(get_family(self.family, self.link).link.linkinv(self.eta))
+        return np.asarray(get_family(self.family, self.link).link.linkinv(eta))
+
+    def _offset(self) -> np.ndarray:
+        m = self.model
+        return np.asarray(m.offset if hasattr(m, "offset") else m.native.offset)
 
     def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
         """``n`` responses from the fitted model (new random effects), shape ``(n, nobs)``."""
@@ -158,8 +217,10 @@ class GlmmFit:
 
     def refit(self, y: Any) -> GlmmFit:
         """The same model fitted to a new response, warm-started at this fit."""
-        return self.model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()},
-                              nAGQ=self.nAGQ)
+        new = self.model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()},
+                             nAGQ=self.nAGQ)
+        return replace(new, data=self.data, offset_name=self.offset_name,
+                       offset_given=self.offset_given)
 
     # -- presentation -------------------------------------------------------------
     def __repr__(self) -> str:

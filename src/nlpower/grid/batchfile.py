@@ -52,7 +52,7 @@ from .records import canonical, line_digest
 FORMAT = "nlpower-batch-checkpoint"
 FORMAT_VERSION = 1
 
-__all__ = ["BatchFile", "CellBatches", "active", "current", "digest"]
+__all__ = ["BatchFile", "CellBatches", "active", "current", "digest", "read_fingerprint"]
 
 _CURRENT: ContextVar[BatchFile | None] = ContextVar("nlpower_batch_file", default=None)
 
@@ -78,6 +78,19 @@ def active(batch_file: BatchFile | None) -> Iterator[BatchFile | None]:
 
 
 Key = tuple[str, int]
+
+
+def read_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The fingerprint in the header of the batch file at ``path`` (``None``: no such file)."""
+    try:
+        with Path(path).open("rb") as fh:
+            header = _json(fh.readline())
+    except OSError:
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        return None
+    fp = header.get("fingerprint")
+    return fp if isinstance(fp, dict) else None
 
 
 class BatchFile:

@@ -51,11 +51,24 @@ def canonical_theta(model: ClmmModel, x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _floored(H: np.ndarray) -> np.ndarray:
+    """``H`` with its eigenvalues floored at a small positive value (steps always descend)."""
+    ev, V = np.linalg.eigh(0.5 * (H + H.T))
+    floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
+    return np.asarray((V * np.maximum(ev, floor)) @ V.T)
+
+
+def start_hessian(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
+    """Hessian of ``-loglik`` at ``x0`` for the current response (differences of the gradient)."""
+    f, g = model.nll_grad(x0)
+    return _floored(hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g))
+
+
 def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.ndarray:
     """Hessian of ``-loglik`` at ``x0`` for one response simulated at ``x0`` (seed ``rng``).
 
-    Eigenvalues are floored at a small positive value so the chord steps
-    always descend.  The model's current response is restored.
+    Eigenvalues are floored at a small positive value so the steps always
+    descend.  The model's current response is restored.
     """
     y_keep = model.y
     with single_threaded():
@@ -65,13 +78,47 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
         model.set_response(ysim)
         model._u = np.zeros_like(model._u)
         try:
-            f, g = model.nll_grad(x0)
-            H = hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g)
+            return start_hessian(model, x0)
         finally:
             model.set_response(y_keep)
-    ev, V = np.linalg.eigh(H)
-    floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
-    return np.asarray((V * np.maximum(ev, floor)) @ V.T)
+
+
+def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 25,
+               gtol: float = 1e-3) -> tuple[np.ndarray, bool]:
+    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``: the end point, converged."""
+    x = np.asarray(x, dtype=float).copy()
+    f, g = model.nll_grad(x)
+    B0 = np.linalg.inv(H)
+    B = B0.copy()                         # inverse Hessian, updated by BFGS
+    if not np.isfinite(f):
+        return x, False
+    for _ in range(maxit):
+        step = -B @ g
+        slope = float(g @ step)
+        if slope >= 0:                    # not a descent direction: restart from H
+            B = B0.copy()
+            step = -B @ g
+            slope = float(g @ step)
+        t = 1.0
+        for _ in range(12):
+            xn = x + t * step
+            fn, gn = model.nll_grad(xn)
+            if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
+                break
+            t *= 0.5
+        else:
+            return x, False
+        sx, sy = xn - x, gn - g
+        x, f, g = xn, fn, gn
+        if np.max(np.abs(g)) < gtol:
+            return x, True
+        sys_ = float(sx @ sy)
+        if sys_ > 1e-12:
+            rho = 1.0 / sys_
+            Bsy = B @ sy
+            B = (B - rho * (np.outer(sx, Bsy) + np.outer(Bsy, sx))
+                 + (rho * rho * float(sy @ Bsy) + rho) * np.outer(sx, sx))
+    return x, False
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,
@@ -82,40 +129,10 @@ def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarra
         model.set_response(np.asarray(y))
         model.n_evals = 0
         model._u = np.zeros_like(model._u)
-        x = np.asarray(start, dtype=float).copy()
-        f, g = model.nll_grad(x)
-        B = np.linalg.inv(H)                  # inverse Hessian, updated by BFGS
-        ok = False
-        if np.isfinite(f):
-            for _ in range(maxit):
-                step = -B @ g
-                slope = float(g @ step)
-                if slope >= 0:                # not a descent direction: restart from H
-                    B = np.linalg.inv(H)
-                    step, slope = -B @ g, float(g @ -(B @ g))
-                t = 1.0
-                for _ in range(12):
-                    xn = x + t * step
-                    fn, gn = model.nll_grad(xn)
-                    if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
-                        break
-                    t *= 0.5
-                else:
-                    break
-                sx, sy = xn - x, gn - g
-                x, f, g = xn, fn, gn
-                if np.max(np.abs(g)) < gtol:
-                    ok = True
-                    break
-                sys_ = float(sx @ sy)
-                if sys_ > 1e-12:
-                    rho = 1.0 / sys_
-                    Bsy = B @ sy
-                    B = (B - rho * (np.outer(sx, Bsy) + np.outer(Bsy, sx))
-                         + (rho * rho * float(sy @ Bsy) + rho) * np.outer(sx, sx))
+        x, ok = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
     if not ok:        # hand over to the regular optimiser from where the steps stopped
         return model.refit(None, start=canonical_theta(model, x), control=control,
                            hessian=hessian)
     x = canonical_theta(model, x)
     with single_threaded():
-        return model._finish(x, True, "chord Newton steps", None, hessian)
+        return model._finish(x, True, "quasi-Newton steps", None, hessian)

@@ -294,6 +294,15 @@ class ClmmModel:
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
+        if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
+            # scalar terms: BFGS from the Hessian at the start takes about half the gradient
+            # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
+            from .chord import bfgs_steps, canonical_theta, start_hessian
+            xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+            xq = canonical_theta(self, xq)
+            if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+            x0 = xq
         z0 = self._to_opt(x0)
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]

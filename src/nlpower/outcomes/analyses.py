@@ -33,6 +33,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..powersim import fastpath as fp
 from ..powersim.balanced_fit import fit_balanced
+from ..powersim.batches import by_rows
 from ..powersim.models import build_model
 from ..powersim.options import PowerOptions
 from ..powersim.replicate import _FIT_FAILURES, _replicates, balanced_exact, prepare
@@ -51,7 +52,7 @@ def lmm_replicates(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     """
     if balanced_exact(design, proxy) is None:
         return _lmm_balanced(design, y01, proxy, opts)
-    return _lmm_general(design, y01, proxy, opts)
+    return by_rows(_lmm_general, "lmm", design, y01, proxy, opts)   # checkpointed batches
 
 
 def _lmm_balanced(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
@@ -136,13 +137,23 @@ def _truth_start(model: Any, params: Any, j: int) -> np.ndarray:
 
 def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
                     opts: PowerOptions) -> Replicates:
+    """:func:`clmm_batch` over the fixed batches of :func:`nlpower.powersim.batches.by_rows`.
+
+    Each batch prepares its own models, so a run resumed from a checkpoint
+    (a grid cell's, or ``power(..., checkpoint=)``) gives the same numbers.
+    """
+    return by_rows(clmm_batch, "clmm", design, y, params, opts)
+
+
+def clmm_batch(design: CrossedDesign, y: np.ndarray, params: Any,
+               opts: PowerOptions) -> Replicates:
     """The cumulative link mixed model (``ordinal::clmm``) of the integer ratings, per replicate.
 
     ``rating ~ x + (1 + x || worker) + (1 + x || item)`` (the LMM's random
     structure; items nested in systems: ``(1 | item)``) with flexible
     thresholds and the parameters' link, fitted by Laplace through the engine
     protocol's ordinal family (:mod:`nlpower.ordinal`).  The structure is
-    prepared once; every replicate starts from the simulation's own parameters
+    prepared once per call (a batch); every replicate starts from the simulation's own parameters
     (SDs of at least 0.1: an SD at exactly 0 is a stationary point it would
     never leave), so a replicate's result does not depend on the others
     (chunking, ``n_jobs``).  The fit takes Newton steps with one reference

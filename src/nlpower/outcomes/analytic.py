@@ -283,8 +283,13 @@ def _likert_parts(design: CrossedDesign, params: LikertParams
     def blocks(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = tau[None, :] - s[:, None]                         # n x (K-1)
         F = np.column_stack([np.zeros(n), cdf(z), np.ones(n)])
+        S = np.column_stack([np.ones(n), cdf(-z), np.zeros(n)])   # upper tail (symmetric links)
         f = np.column_stack([np.zeros(n), pdf(z), np.zeros(n)])
-        p = np.maximum(np.diff(F, axis=1), 1e-300)            # n x K
+        # p_k from the tail that does not cancel: far in the upper tail 1 - 1 = 0 in floating point
+        p = np.where(np.column_stack([np.full(n, -np.inf), z]) > 0, -np.diff(S, axis=1),
+                     np.diff(F, axis=1))
+        pos = p > 1e-300
+        p = np.where(pos, p, np.inf)                          # an impossible category adds nothing
         dps = f[:, :-1] - f[:, 1:]                            # dp_k/ds = -f_k + f_{k-1}
         # dp_k/dtau_j = f_j [k = j] - f_j [k = j + 1]
         D = np.zeros((n, k1 + 1, k1 + 1))                     # params x categories

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..params import LMMParams
+from ..powersim.batches import checkpointed
 from ..powersim.options import PowerOptions
 from ..powersim.outcome import OUTCOMES
 from ..presets import DatasetPreset
@@ -66,7 +67,9 @@ class LikertOutcome:
     def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
             progress: bool = False, checkpoint: Any = None) -> Any:
         """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
-        out = run_likert(design, params, opts, rng=rng)
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            out = run_likert(design, params, opts, rng=root)
         return AnalysisComparison(out) if len(opts.analyses) > 1 else out[opts.analysis]
 
 
@@ -89,10 +92,12 @@ class PreferenceOutcome:
 
     def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
             progress: bool = False, checkpoint: Any = None) -> Any:
-        return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
-                                alternative=opts.alternative, null=opts.null, rng=rng,
-                                keep_replicates=opts.keep_replicates,
-                                on_failure=opts.on_failure)
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
+                                    alternative=opts.alternative, null=opts.null, rng=root,
+                                    keep_replicates=opts.keep_replicates,
+                                    on_failure=opts.on_failure)
 
 
 #: The targets of ``OUTCOMES["likert"]`` and ``OUTCOMES["preference"]``.

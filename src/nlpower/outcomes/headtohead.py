@@ -38,8 +38,10 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
+from ..glmm.model import GlmmModel
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
+from ..powersim.batches import options_identity, run_batches, run_id, seeds_identity
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
@@ -105,7 +107,12 @@ def simulate_judgements(design: CrossedDesign, params: HeadToHeadParams,
                         gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One replicate: ``(win, draw)`` arrays, one entry per (worker, item pair) of the design."""
     w, i, pos, _ = _pairs(design)
-    nw, ni = design.n_workers, design.n_items
+    return _draw(w, i, pos, design.n_workers, design.n_items, params, gen)
+
+
+def _draw(w: np.ndarray, i: np.ndarray, pos: np.ndarray, nw: int, ni: int,
+          params: HeadToHeadParams, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate_judgements` on the design's pairs, computed once per run."""
     u, s = gen.standard_normal(nw), gen.standard_normal(nw)
     v, t = gen.standard_normal(ni), gen.standard_normal(ni)
     eta = (params.effect + params.sd_worker * u[w] + params.sd_item * v[i]
@@ -126,23 +133,46 @@ def _formula(params: HeadToHeadParams) -> str:
     return "win ~ 1 + pos + " + " + ".join(terms)
 
 
+#: a zero SD in the truth starts theta here: 0 is a stationary point of the deviance in that
+#: direction (its symmetry), where a gradient method would stay
+_START_FLOOR = 0.05
+
+
+def _truth(model: GlmmModel, params: HeadToHeadParams) -> dict[str, np.ndarray]:
+    """The data-generating ``(theta, beta)`` in the fitted model's order: each replicate's start."""
+    sd = {("worker", "(Intercept)"): params.sd_worker, ("item", "(Intercept)"): params.sd_item,
+          ("worker", "pos"): params.sd_worker_position, ("item", "pos"): params.sd_item_position}
+    theta = [max(sd[(t.group, t.cnames[0])], _START_FLOOR) for t in model.layout.terms]
+    fixed = {"(Intercept)": params.effect, "pos": params.position}
+    return {"theta": np.array(theta), "beta": np.array([fixed[n] for n in model.spec.fixef_names])}
+
+
 def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
          opts: PowerOptions) -> Replicates:
-    from ..glmm.model import GlmmModel
+    """The replicates in checkpointed batches (:mod:`nlpower.powersim.batches`)."""
+    seeds = seq.spawn(opts.n_sims)
+    run = run_id("glmer", params=repr(params), options=options_identity(opts),
+                 seeds=seeds_identity(seeds))
+    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], opts),
+                       run=run)
 
-    _, _, _, frame = _pairs(design)
+
+def _batch(design: CrossedDesign, params: HeadToHeadParams,
+           seeds: list[np.random.SeedSequence], opts: PowerOptions) -> Replicates:
+    """A batch on one prepared structure: the response and the draws' weights swapped,
+    Newton's method started at the truth (so a replicate's fit depends on its own data only)."""
+    w, i, pos, frame = _pairs(design)
     spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
-    r = opts.n_sims
+    model = GlmmModel(spec, Binomial())
+    start = _truth(model, params)
+    r = len(seeds)
     est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    start = None
-    for k, s in enumerate(seq.spawn(r)):
-        win, draw = simulate_judgements(design, params, np.random.Generator(np.random.PCG64(s)))
+    for k, s in enumerate(seeds):
+        win, draw = _draw(w, i, pos, design.n_workers, design.n_items, params,
+                          np.random.Generator(np.random.PCG64(s)))
         try:
-            model = GlmmModel(spec.with_response(win.astype(float)), Binomial(),
-                              weights=(~draw).astype(float))
-            core = model.refit(win.astype(float), start=start)
-            start = core
+            core = model.refit(win.astype(float), start=start, weights=(~draw).astype(float))
             est[k], se[k] = float(core.beta[0]), float(core.se[0])
             stat[k], df[k] = est[k] / se[k], math.inf
             conv[k], sing[k] = bool(core.converged), bool(core.singular)

@@ -1,4 +1,4 @@
-"""From a fitted pilot to power, plans and assurance (``docs/pilot.md``).
+"""From a fitted pilot (Gaussian, ordinal or binary) to power, plans and assurance (``docs/pilot.md``).
 
 :func:`as_params` is the one hand-off every planning entry point uses: it
 takes parameters or a fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or

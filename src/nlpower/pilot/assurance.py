@@ -242,17 +242,22 @@ def assurance(
 
     Parameters
     ----------
-    fit : RatingsFit or LMMParams
-        The pilot, from :func:`~nlpower.ratings.fit_ratings`: two systems,
-        every worker rating every item under both systems once.  Or
-        parameters estimated (by ML) from such a pilot, with ``pilot``.
+    fit : RatingsFit, LMMParams, clmm / OrdinalRatingsFit or GlmmFit
+        The pilot: a Gaussian fit from :func:`~nlpower.ratings.fit_ratings`
+        (balanced two-system pilots take the shortcut, any other the general
+        bootstrap); parameters estimated (by ML) from a balanced pilot, with
+        ``pilot``; an ordinal fit (:func:`nlpower.clmm`,
+        ``fit_ratings(..., family="ordinal")``) or a binomial
+        :func:`nlpower.glmer` fit of head-to-head judgements
+        (:mod:`nlpower.pilot.outcome_assurance`; ``docs/pilot.md``).
     design : CrossedDesign
         The planned study (2 systems, paired items).
     pilot : (n_workers, n_items), optional
         Size of the balanced pilot that ``fit`` (parameters) came from.
     effect : float
         Smallest effect of interest, in ``coding`` (required; the pilot's own
-        estimate is never used).
+        estimate is never used); on the latent scale for an ordinal pilot, the
+        logit of the share preferring B for a binary one.
     coding : {"sum", "half", "treatment"}, default "sum"
         Coding of ``effect`` ("sum": half the mean difference, the paper's).
     contrast : optional
@@ -261,16 +266,26 @@ def assurance(
         For ``prob_target`` (share of draws whose power reaches it).
     n_boot : int, default 200
         Bootstrap refits (or asymptotic draws).
-    n_sims : int, default 0
-        0: analytic power per draw (fast); > 0: simulated power with that many
-        replicates per draw (:func:`nlpower.power`).
+    n_sims : int, optional
+        Gaussian pilots: 0 (default) analytic power per draw (fast), > 0
+        simulated power with that many replicates per draw
+        (:func:`nlpower.power`).  Ordinal and binary pilots: replicates per
+        draw, >= 1 (default 10; power is always simulated).
     method : {"bootstrap", "asymptotic"}, default "bootstrap"
         How the pilot's sampling distribution is described
         (:mod:`nlpower.pilot.draws`).
     confidence_level : float, default 0.8
         One-sided level of the SDs' upper bounds (``safeguard_power``).
     alpha, test, alternative
-        As in :func:`nlpower.power`.
+        As in :func:`nlpower.power` (``test`` default: ``"satterthwaite"``
+        for an LMM analysis, ``"z"`` for clmm and glmer).
+    outcome : {"gaussian", "likert", "preference"}, optional
+        The planned outcome; default the pilot's.  One the pilot's family
+        cannot describe raises :class:`~nlpower.errors.InputError`.
+    analysis : {"lmm", "clmm", "glmer"}, optional
+        Analysis of the planned study: ``"lmm"`` for Gaussian pilots;
+        ``"clmm"`` (default) or ``"lmm"`` (ratings rescaled to [0, 1]) for
+        ordinal ones; ``"glmer"`` for binary ones.
     rng : optional
         Seed or stream (``docs/api.md``, "Randomness").
 
@@ -322,7 +337,7 @@ def assurance(
 
 
 def plan_with_assurance(
-    fit: RatingsFit | LMMParams,
+    fit: Any,
     *,
     pilot: tuple[int, int] | None = None,
     effect: float,
@@ -335,12 +350,15 @@ def plan_with_assurance(
     method: AssuranceMethod = "bootstrap",
     n_boot: int = 200,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     min_workers: int = 2,
     max_workers: int = 50,
     max_items: int = 5000,
     workers_per_item: int | None = None,
+    outcome: str | None = None,
+    analysis: str | None = None,
+    n_sims: int | None = None,
     rng: RNGLike = None,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
@@ -352,6 +370,9 @@ def plan_with_assurance(
     pilot's sampling distribution, power at the upper bounds).
 
     Parameters are those of :func:`assurance` and :func:`nlpower.plan`.
+    For an ordinal or binary pilot the search uses a Gaussian stand-in of the
+    latent model and the chosen designs are checked by simulation
+    (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
 
     Returns
     -------
@@ -368,7 +389,25 @@ def plan_with_assurance(
     """
     target_power, confidence_level, method, n_boot = _check_common(
         target_power, confidence_level, method, n_boot)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    if pilot_family(fit) != "gaussian":      # ordinal or binary pilot (.outcome_plan)
+        from .outcome_plan import outcome_plan
+
+        alpha, _, alternative = check_test_options(alpha, "z", alternative)
+        seq = root_seed(rng)
+        return outcome_plan(
+            fit, effect=effect, coding=coding, contrast=contrast, outcome=outcome,
+            analysis=analysis, test=test, target_power=target_power,
+            cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
+            confidence_level=confidence_level, method=method, n_boot=n_boot,
+            n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
+            alpha=alpha, alternative=alternative, min_workers=min_workers,
+            max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
+            seq=seq, seed=seed_record(seq))
+    check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
+    if n_sims not in (None, 0):
+        raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
+                         "analytic power (nlpower.plan). Leave n_sims unset.")
+    alpha, test, alternative = check_test_options(alpha, test or "satterthwaite", alternative)
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,

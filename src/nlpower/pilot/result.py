@@ -189,12 +189,16 @@ class PilotPlanResult:
 
     def summary(self) -> str:
         a = self.point_assurance
+        scale = {"likert": "latent scale", "preference": "logit scale"}.get(a.outcome,
+                                                                            "+-1 scale")
+        how = ("analytic" if a.point_sims == 0 else
+               f"simulated ({a.point_sims} replicates, analysis {a.analysis!r})")
         lines = [
             f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
             f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
             f"pilot {a.pilot}",
             "",
-            f"SDs (+-1 scale)  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
+            f"SDs ({scale})  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
         ]
         w = max(15, *map(len, a.sd_point))
         for k in a.sd_point:
@@ -204,7 +208,7 @@ class PilotPlanResult:
         lines.append(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         lines.append("")
         lines.append(
-            "power_at_estimates: analytic power if the pilot's SDs were the truth; assurance: "
+            f"power_at_estimates: {how} power if the pilot's SDs were the truth; assurance: "
             f"mean power over the pilot's sampling distribution ({self.method}, "
             f"{a.n_boot} draws); prob_target: share of draws reaching {a.target_power:g}; "
             "power_at_upper_sds: power if every SD were at its upper bound."

@@ -31,17 +31,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from .. import __version__
+from .._rng import RNGLike, root_seed, seed_record
 from ..errors import InputError
-from ..grid.batchfile import BatchFile, current, digest
+from ..grid.batchfile import BatchFile, active, current, digest, read_fingerprint
 from .result import Replicates
 
-__all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "concat", "open_run_checkpoint", "options_identity",
+__all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "checkpoint_root", "checkpointed", "concat",
+           "open_run_checkpoint", "options_identity",
            "run_batches", "run_id", "seeds_identity"]
 
 #: Replicates per batch (the last batch of a run holds the rest).
@@ -190,6 +193,40 @@ def _fields(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(k): _fields(v) for k, v in obj.items()}
     return obj if isinstance(obj, (str, int, float, bool, type(None))) else repr(obj)
+
+
+def checkpoint_root(checkpoint: Any, rng: RNGLike) -> np.random.SeedSequence:
+    """The root seed of a run with ``checkpoint=``: ``root_seed(rng)``, or the file's seed.
+
+    With ``rng=None`` and an existing checkpoint the run resumes with the seed
+    stored in the file (as a grid does); otherwise :func:`nlpower._rng.root_seed`.
+    """
+    if rng is None and isinstance(checkpoint, (str, os.PathLike)):
+        stored = (read_fingerprint(checkpoint) or {}).get("seed")
+        if isinstance(stored, dict) and "entropy" in stored:
+            return np.random.SeedSequence(stored["entropy"],
+                                          spawn_key=tuple(stored.get("spawn_key", ())))
+    return root_seed(rng)
+
+
+@contextmanager
+def checkpointed(checkpoint: Any, *, design: Any, params: Any, options: Any,
+                 rng: RNGLike) -> Iterator[np.random.SeedSequence]:
+    """Run a block with the batch file of ``checkpoint`` current; yields the run's root seed.
+
+    Without a checkpoint nothing changes (a grid cell's current file stays
+    current).  For replicate loops reached through several layers (the
+    Likert and head-to-head outcomes): ``with checkpointed(...) as root:
+    run(..., rng=root)``.
+    """
+    root = checkpoint_root(checkpoint, rng)
+    if checkpoint is None:
+        yield root
+        return
+    bf = open_run_checkpoint(checkpoint, design=design, params=params, options=options,
+                             seed=seed_record(root))
+    with active(bf):
+        yield root
 
 
 def open_run_checkpoint(path: Any, *, design: Any, params: Any, options: Any,

@@ -84,6 +84,8 @@ class OutcomeKind:
         than its default is refused with a message naming it.
     params : str
         What ``params`` must be (for messages).
+    effect_scale : str
+        The scale of the effect ``mde`` solves for and ``plan`` plans for.
     analytic : bool
         ``mde``/``plan`` search an analytic power curve (else a simulated one).
     several : bool
@@ -97,6 +99,7 @@ class OutcomeKind:
     options: frozenset[str]
     params: str
     target: str
+    effect_scale: str = ""
     analytic: bool = False
     several: bool = False
 
@@ -156,18 +159,22 @@ OUTCOMES: dict[str, OutcomeKind] = {
         options=frozenset({"method", "engine", "REML", "likert", "n_boot", "effect", "coding",
                            "contrast", "checkpoint"}),
         params="LMMParams, K-system parameters or a fitted pilot",
-        target="nlpower.powersim.run:GAUSSIAN", analytic=True),
+        target="nlpower.powersim.run:GAUSSIAN", analytic=True,
+        effect_scale="beta1 in the parameters' coding"),
     "likert": OutcomeKind(
         name="likert", analyses={"lmm": ("satterthwaite", "z", "lrt", "kenward-roger"),
                                  "clmm": ("z", "lrt")},
-        options=frozenset({"engine", "levels", "effect"}),
+        options=frozenset({"engine", "levels", "effect", "checkpoint"}),
         params="LikertParams, or LMMParams (a preset on [0, 1]) with levels=K",
-        target="nlpower.outcomes.api:LIKERT", several=True),
+        target="nlpower.outcomes.api:LIKERT", several=True,
+        effect_scale="latent scale, the parameters' coding"),
     "preference": OutcomeKind(
-        name="preference", analyses={"glmer": ("z",)}, options=frozenset({"effect"}),
+        name="preference", analyses={"glmer": ("z",)},
+        options=frozenset({"effect", "checkpoint"}),
         params="HeadToHeadParams (repeated judgements; one judgement per person: "
                "nlpower.preference.power)",
-        target="nlpower.outcomes.api:PREFERENCE"),
+        target="nlpower.outcomes.api:PREFERENCE",
+        effect_scale="logit of the share preferring B"),
 }
 
 

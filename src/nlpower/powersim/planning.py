@@ -8,6 +8,7 @@ answer by simulation (:func:`~nlpower.powersim.replicate.power`).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from .._choices import Alternative, Coding, MDEMethod, RatingsTest, check_choice
-from .._rng import RNGLike
+from .._choices import Alternative, Coding, EngineName, MDEMethod, RatingsTest, check_choice
+from .._rng import RNGLike, root_seed
 from .._validation import check_int, check_real
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
@@ -25,9 +26,16 @@ from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments, power_from_moments
 from .models import Params, with_effect
-from .options import check_test_options
-from .result import PowerResult
+from .options import check_test_options, power_options, same_value
+from .outcome import get_outcome
+from .result import ConfidenceInterval, PowerResult
 from .run import power
+from .simsearch import SimulatedPower, simulated_mde
+
+
+def _default(fn: Any, name: str) -> Any:
+    """The default of ``fn``'s keyword ``name`` (its signature is the one source)."""
+    return inspect.signature(fn).parameters[name].default
 
 
 def _check_target(target_power: Any) -> float:
@@ -58,10 +66,19 @@ class MDEResult:
         The same effect as a difference between the system means (2 systems),
         or system minus grand mean (K systems).
     se, df : float
-        SE of the estimate and Satterthwaite df at the true variances.
+        SE of the estimate and Satterthwaite df at the true variances (NaN
+        for a simulated MDE).
     design : CrossedDesign
     simulated : PowerResult or None
         Simulated power at ``effect`` (``method="simulation"``).
+    effect_ci : ConfidenceInterval or None
+        A simulated MDE's Monte Carlo interval: the effects whose simulated
+        power cannot be told from the target (:mod:`nlpower.powersim.simsearch`).
+    outcome, analysis : str
+        What is rated and how it is analysed (:mod:`nlpower.powersim.outcome`).
+    scale : str
+        The scale of ``effect`` when it is not a coding of Gaussian ratings
+        (e.g. ``"latent scale (likert, clmm)"``).
     """
 
     effect: float
@@ -76,13 +93,21 @@ class MDEResult:
     method: str
     design: CrossedDesign
     simulated: PowerResult | None = field(default=None, repr=False)
+    effect_ci: ConfidenceInterval | None = None
+    outcome: str = "gaussian"
+    analysis: str = "lmm"
+    scale: str = ""
 
     def summary(self) -> str:
+        how = (f"analytic SE {self.se:.4g}, df {self.df:.1f}" if self.effect_ci is None else
+               f"simulated, Monte Carlo interval {self.effect_ci.low:.4g}-"
+               f"{self.effect_ci.high:.4g}")
+        scale = self.scale or f"{self.coding} coding"
         lines = [
             f"Minimum detectable effect: {self.design!r}",
-            f"  {self.effect:.4g} ({self.coding} coding) = mean difference {self.mean_difference:.4g} "
+            f"  {self.effect:.4g} ({scale}) = mean difference {self.mean_difference:.4g} "
             f"for power {self.target_power:g} (test {self.test!r}, {self.alternative}, "
-            f"alpha {self.alpha:g}; analytic SE {self.se:.4g}, df {self.df:.1f})",
+            f"alpha {self.alpha:g}; {how})",
         ]
         if self.simulated is not None:
             s = self.simulated
@@ -98,6 +123,9 @@ class MDEResult:
         if self.simulated is not None:
             row.update(sim_power=self.simulated.power, sim_ci_low=self.simulated.ci.low,
                        sim_ci_high=self.simulated.ci.high)
+        if self.effect_ci is not None:
+            row.update(effect_ci_low=self.effect_ci.low, effect_ci_high=self.effect_ci.high,
+                       outcome=self.outcome, analysis=self.analysis)
         return pd.DataFrame([row])
 
     def __repr__(self) -> str:
@@ -111,13 +139,17 @@ def mde(
     *,
     target_power: float = 0.8,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     method: MDEMethod = "analytic",
     n_sims: int = 1000,
     rng: RNGLike = None,
     coding: Coding = "sum",
     contrast: Any = None,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: str | None = None,
+    engine: EngineName = "native",
 ) -> MDEResult:
     """Minimum detectable (positive) effect of ``design`` at ``target_power``.
 
@@ -128,6 +160,16 @@ def mde(
     also simulates ``n_sims`` replicates at the MDE (``rng``) and reports
     that power with its CI in ``result.simulated``.
 
+    ``outcome="likert"`` (with ``levels=K`` for a preset, ``analysis="lmm"``
+    or ``"clmm"``) and ``outcome="preference"`` (``HeadToHeadParams``,
+    ``analysis="glmer"``) have no analytic power: their MDE is the root of
+    the *simulated* power curve in the latent (Likert) or logit
+    (preference) effect, ``n_sims`` replicates per evaluation, every
+    evaluation from the same seed ``rng`` (common random numbers), with the
+    Monte Carlo interval of the MDE in ``result.effect_ci``
+    (:mod:`nlpower.powersim.simsearch`; ``method`` is ignored there, and
+    ``engine`` refits the Likert LMM off the balanced fast path).
+
     Examples
     --------
     >>> from nlpower import CrossedDesign, presets
@@ -135,11 +177,8 @@ def mde(
     >>> round(m.mean_difference, 3) == round(2 * m.effect, 3)
     True
     """
-    if is_pilot_fit(params):  # variances from the pilot; the effect is what we solve for
-        params = as_params(params, effect=1.0, coding=coding, contrast=contrast)
-    design, params = check_design_params(design, params)
+    kind = get_outcome(outcome)
     target_power = _check_target(target_power)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
     method = check_choice("method", method, MDEMethod)
     if alternative == "less":
         raise InputError(
@@ -148,6 +187,29 @@ def mde(
             "effect is the same in absolute value)."
         )
     n_sims = check_int("n_sims", n_sims, min=1)
+    if not kind.analytic:
+        kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast)) if
+                     not same_value(v, _default(mde, k))])
+        opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
+                             n_sims=n_sims, alpha=alpha, alternative=alternative, engine=engine,
+                             keep_replicates=False)
+        p = kind.model.as_params(params, opts, effect=None, coding=coding, contrast=contrast)
+        curve = SimulatedPower(kind, p, opts, root_seed(rng))
+        start = abs(kind.model.effect_of(p)) or 0.1
+        eff, ci = simulated_mde(lambda e: curve(design, e), start, target_power)
+        at = curve(design, eff)
+        return MDEResult(effect=eff, mean_difference=at.mean_difference,
+                         coding=str(getattr(p, "coding", "sum")), target_power=target_power,
+                         alpha=opts.alpha, test=opts.test, alternative=opts.alternative,
+                         se=float("nan"), df=float("nan"), method="simulation", design=design,
+                         simulated=at, effect_ci=ci, outcome=kind.name, analysis=opts.analysis,
+                         scale=f"{kind.effect_scale}; {kind.name}, {opts.analysis}")
+    kind.refuse([k for k, v in (("levels", levels),) if v is not None])
+    test = kind.resolve_test(kind.resolve_analyses(analysis)[0], test)  # type: ignore[assignment]
+    if is_pilot_fit(params):  # variances from the pilot; the effect is what we solve for
+        params = as_params(params, effect=1.0, coding=coding, contrast=contrast)
+    design, params = check_design_params(design, params)
+    alpha, test, alternative = check_test_options(alpha, test, alternative)
     # SE and df do not depend on the effect: the moments at effect 1 give the whole curve
     ap = analytic_moments(design, with_effect(params, 1.0), alpha=alpha, test=test,
                           alternative=alternative)
@@ -174,7 +236,7 @@ def mde(
     sim = None
     if method == "simulation":
         sim = power(design, with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False)
+                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine)
     return MDEResult(effect=eff, mean_difference=eff * _x_span(params), coding=params.coding,
                      target_power=target_power, alpha=alpha, test=test, alternative=alternative,
                      se=se, df=df, method=method, design=design, simulated=sim)
@@ -199,7 +261,10 @@ class PlanResult:
         Power of the chosen number of workers over a range of item counts
         around the chosen one.
     simulated : PowerResult or None
-        Simulation of the chosen design (when ``rng`` is given).
+        Simulation of the chosen design (when ``rng`` is given; always for
+        outcomes without analytic power, whose ``power`` it is).
+    outcome : str
+        What is rated (:mod:`nlpower.powersim.outcome`).
     """
 
     design: CrossedDesign
@@ -216,13 +281,18 @@ class PlanResult:
     frontier: pd.DataFrame = field(repr=False)
     curve: pd.DataFrame = field(repr=False)
     simulated: PowerResult | None = field(default=None, repr=False)
+    outcome: str = "gaussian"
 
     def summary(self) -> str:
+        kind = get_outcome(self.outcome)
+        analytic = kind.analytic
+        scale = f"{self.coding} coding" if analytic else f"{kind.effect_scale}; {kind.name}"
         lines = [
             f"Cheapest design for power {self.target_power:g} at effect {self.effect:g} "
-            f"({self.coding} coding), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
+            f"({scale}), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
             f"  {self.design.describe()}",
-            f"  analytic power {self.power:.3f}; cost {self.cost:g}",
+            f"  {'analytic' if analytic else 'simulated'} power {self.power:.3f}; "
+            f"cost {self.cost:g}",
         ]
         if self.simulated is not None:
             s = self.simulated
@@ -244,7 +314,7 @@ def plan(
     effect: float,
     target_power: float = 0.8,
     alpha: float = 0.05,
-    test: RatingsTest = "satterthwaite",
+    test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     cost_per_rating: float = 1.0,
     cost_per_worker: float = 0.0,
@@ -256,6 +326,10 @@ def plan(
     rng: RNGLike = None,
     coding: Coding = "sum",
     contrast: Any = None,
+    outcome: str = "gaussian",
+    levels: int | None = None,
+    analysis: str | None = None,
+    engine: EngineName = "native",
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
@@ -274,6 +348,17 @@ def plan(
     method, slower per evaluation, so keep the ranges moderate).  When
     ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
 
+    ``outcome="likert"`` / ``"preference"`` (``levels``, ``analysis``, as in
+    :func:`nlpower.power`; ``effect`` on the latent / logit scale) have no
+    analytic power: the same search runs on the *simulated* power,
+    ``n_sims`` replicates per design, every design from the same seed
+    ``rng`` (:mod:`nlpower.powersim.simsearch`).  ``power`` is then the
+    chosen design's simulated power (``simulated`` its result, with the
+    Wilson interval) and the frontier also lists the simulated power of
+    one item fewer; the worker range is searched as given (no extension:
+    every evaluation is a simulation), so keep it small, or fix the workers
+    with ``min_workers == max_workers``.
+
     Examples
     --------
     >>> from nlpower import presets
@@ -281,18 +366,32 @@ def plan(
     >>> p.power >= 0.8
     True
     """
-    if is_pilot_fit(params):  # variances from the pilot, the effect (in coding) from the user
-        params = as_params(params, effect=effect, coding=coding, contrast=contrast)
-    if not isinstance(params, LMMParams):
-        raise InputError(
-            f"plan() searches 2-system designs and needs LMMParams; got {type(params).__name__}."
-        )
+    kind = get_outcome(outcome)
     effect = check_real("effect", effect)
     if effect == 0:
         raise InputError("effect must be non-zero: a design cannot have power to detect 0. "
                          "Pass the smallest effect worth detecting (in the parameters' coding).")
     target_power = _check_target(target_power)
-    alpha, test, alternative = check_test_options(alpha, test, alternative)
+    if kind.analytic:
+        kind.refuse([k for k, v in (("levels", levels),) if v is not None])
+        test = kind.resolve_test(kind.resolve_analyses(analysis)[0], test)  # type: ignore[assignment]
+        if is_pilot_fit(params):  # variances from the pilot, the effect (in coding) from the user
+            params = as_params(params, effect=effect, coding=coding, contrast=contrast)
+        if not isinstance(params, LMMParams):
+            raise InputError(f"plan() searches 2-system designs and needs LMMParams; got "
+                             f"{type(params).__name__}.")
+        alpha, test, alternative = check_test_options(alpha, test, alternative)
+        p: Any = params.with_effect(effect)
+        curve = None
+    else:
+        kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast)) if
+                     not same_value(v, _default(plan, k))])
+        opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
+                             n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha,
+                             alternative=alternative, engine=engine, keep_replicates=False)
+        alpha, test, alternative = opts.alpha, opts.test, opts.alternative  # type: ignore[assignment]
+        p = kind.model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
+        curve = SimulatedPower(kind, p, opts, root_seed(rng))
     cost_per_rating = check_real("cost_per_rating", cost_per_rating, min=0.0)
     cost_per_worker = check_real("cost_per_worker", cost_per_worker, min=0.0)
     if cost_per_rating == 0 and cost_per_worker == 0:
@@ -307,13 +406,14 @@ def plan(
             raise DesignError(f"workers_per_item={workers_per_item} exceeds max_workers={max_workers}; "
                               "raise max_workers.")
         min_workers = max(min_workers, workers_per_item)
-    p = params.with_effect(effect)
 
     def design_for(w: int, i: int) -> CrossedDesign:
         k = None if workers_per_item is None or workers_per_item >= w else workers_per_item
         return CrossedDesign(w, i, workers_per_item=k)
 
     def pw(w: int, i: int) -> float:
+        if curve is not None:
+            return curve(design_for(w, i), effect).power
         return analytic_moments(design_for(w, i), p, alpha=alpha, test=test,
                                 alternative=alternative).power
 
@@ -342,7 +442,9 @@ def plan(
             d = design_for(w, hi)
             cost = cost_per_rating * d.n_ratings + cost_per_worker * w
             rows.append({"n_workers": w, "n_items": hi, "n_ratings": d.n_ratings,
-                         "power": pw(w, hi), "cost": cost})
+                         "power": pw(w, hi), "cost": cost,
+                         **({} if curve is None else
+                            {"power_one_item_fewer": pw(w, hi - 1) if hi > lo else np.nan})})
         return rows
 
     def cheapest(ok: pd.DataFrame) -> int:
@@ -355,7 +457,7 @@ def plan(
     # nothing feasible yet, or the cheapest design on the edge of the worker range: search on
     # (doubling, up to 20 x max_workers) so the optimum found is interior
     top, cap = max_workers, 20 * max_workers
-    while (ok.empty or cheapest(ok) == top) and top < cap:
+    while (ok.empty or cheapest(ok) == top) and top < cap and curve is None:
         rows += frontier_rows(range(top + 1, min(2 * top, cap) + 1))
         top = min(2 * top, cap)
         frontier = pd.DataFrame(rows)
@@ -371,16 +473,22 @@ def plan(
     fewest = max(2, -(-w // workers_per_item)) if workers_per_item is not None else 2
     grid = sorted({max(fewest, int(round(i * f)))
                    for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
-    curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)} for ii in grid])
+    if curve is not None:   # simulated: one item either side of the choice, not a wide sweep
+        grid = sorted({max(fewest, i - 1), i, i + 1})
+    power_curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)}
+                                for ii in grid])
     sim = None
     design = design_for(w, i)
-    if rng is not None:
+    if curve is not None:
+        sim = curve(design, effect)
+    elif rng is not None:
         sim = power(design, p, n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False)
+                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine)
     return PlanResult(design=design, n_workers=w, n_items=i, power=float(best["power"]),
-                      cost=float(best["cost"]), effect=effect, coding=p.coding,
-                      target_power=target_power, test=test, alpha=alpha, alternative=alternative,
-                      frontier=frontier, curve=curve, simulated=sim)
+                      cost=float(best["cost"]), effect=effect,
+                      coding=str(getattr(p, "coding", "sum")), target_power=target_power,
+                      test=str(test), alpha=alpha, alternative=alternative, frontier=frontier,
+                      curve=power_curve, simulated=sim, outcome=kind.name)
 
 
 __all__ = ["MDEResult", "PlanResult", "mde", "plan"]

@@ -30,6 +30,7 @@ from scipy.linalg import lapack
 
 from .block1 import block1_factor, block1_reduced
 from .blocks import Blocks, DenseSchur, SparseSchur
+from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
 _LOG2PI = math.log(2.0 * math.pi)
 # the grouped Schur complement (see DevianceEvaluator._init_grouped) stores this many
@@ -61,16 +62,19 @@ class Factor:
     ldRX2: float         # log|R_X|^2
     r2: float            # penalised residual sum of squares
     L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
-    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest
+    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``)
+    peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
 
 
 class DevianceEvaluator:
     """Deviance evaluations at successive ``theta`` for one structure."""
 
-    def __init__(self, blocks: Blocks, grouped: bool = True):
+    def __init__(self, blocks: Blocks, grouped: bool = True, peel: bool = True):
         self.b = blocks
         self._grouped_ok = grouped
         b = blocks
+        # the rest's sparse periphery peeled off before the dense factor, where that pays
+        self.peel = peel_plan(blocks) if peel else None
         # dpotrf reads only the lower triangle; the upper one is needed only when
         # a non-diagonal Lambda block of the rest mixes rows and columns
         self._need_upper = not all(blk.diagonal for blk, _ in b.rest)
@@ -89,6 +93,11 @@ class DevianceEvaluator:
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
         self._init_grouped()
+        # peeled rest with sparse Schur products: the work vector without a dense M
+        self._direct: PeelDirect | None = None
+        if (self.peel is not None and self._grp is None and self._diag2 is None
+                and isinstance(b.schur, SparseSchur)):
+            self._direct = peel_direct(self.peel, b, b.schur.S_lo)
         self.n_evals = 0
 
     # -- set-up of the fast paths -------------------------------------------------
@@ -270,8 +279,12 @@ class DevianceEvaluator:
         if self._grp is not None or self._diag2 is not None:
             pass
         elif isinstance(schur, SparseSchur):
-            M = self._rest_minus_patterns(schur, Wl if b.patterns is not None
-                                          else K @ np.swapaxes(K, 1, 2))
+            Wx = Wl if b.patterns is not None else K @ np.swapaxes(K, 1, 2)
+            if self._direct is not None:
+                lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
+                work = self._direct.work(b, schur.V @ Wx.ravel(), lams)
+                return self._finish(theta, None, ld1, L1, work)
+            M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
             M = b.Arr.copy()
@@ -324,10 +337,24 @@ class DevianceEvaluator:
             Mf[sparse.S_up] -= vals[sparse.S_off]
         return M
 
-    def _finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
-                L1: np.ndarray | None) -> Factor:
-        """Factor the rest ``M`` (overwritten) and collect the log-determinants."""
+    def _finish(self, theta: np.ndarray, M: np.ndarray | None, ld1: float,
+                L1: np.ndarray | None, work: np.ndarray | None = None) -> Factor:
+        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants."""
         nre2 = self.b.nre2
+        if self.peel is not None:
+            if M is not None and M.flags.f_contiguous:   # the plan reads the lower triangle
+                M = M.T                                  # in C order
+            pf = peel_factor(self.peel, M, work)
+            if pf is None:
+                return self._fail(theta)
+            fac, ldp = pf
+            p = self.b.p
+            lg = np.log(fac.Lc.diagonal())
+            nc = lg.size - p - 1
+            return Factor(theta=theta, ok=True, ldL2=ld1 + ldp + 2.0 * float(lg[:nc].sum()),
+                          ldRX2=2.0 * float(lg[nc:-1].sum()), r2=float(fac.Lc[-1, -1]) ** 2,
+                          L1=L1, Lrr=np.zeros((0, 0)), peel=fac)
+        assert M is not None
         if M.flags.f_contiguous:
             Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
         else:
@@ -422,10 +449,11 @@ class DevianceEvaluator:
                 M[s, :] *= dv[:, None]
                 M[:, s] *= dv[None, :]
             else:
-                sub = M[s, :].reshape(blk.m, blk.q, N2)
-                M[s, :] = np.matmul(lam.T, sub).reshape(-1, N2)
-                sub = M[:, s].reshape(N2, blk.m, blk.q)
-                M[:, s] = np.matmul(sub, lam).reshape(N2, -1)
+                # one GEMM per side (batched q x q products of tiny stacks are ~10x slower)
+                m, q = blk.m, blk.q
+                rows = np.tensordot(lam.T, M[s, :].reshape(m, q, N2), axes=([1], [1]))
+                M[s, :] = rows.transpose(1, 0, 2).reshape(m * q, N2)
+                M[:, s] = (M[:, s].reshape(N2 * m, q) @ lam).reshape(N2, m * q)
 
     def _L1(self, f: Factor) -> np.ndarray:
         if f.L1 is not None:
@@ -476,24 +504,66 @@ class DevianceEvaluator:
         return dev
 
     # -- fixed effects and conditional modes ----------------------------------
+    def dense_factor(self, f: Factor) -> tuple[np.ndarray, np.ndarray | None]:
+        """The rest's dense lower factor and its column order (``None``: the original).
+
+        A peeled factor is assembled here, in the peeled order ``perm``: the
+        random-effects columns permuted, ``X`` and ``y`` last as always.
+        """
+        if f.peel is not None:
+            return f.peel.dense(), f.peel.plan.perm
+        return f.Lrr, None
+
+    def _xrows(self, f: Factor) -> tuple[np.ndarray, np.ndarray]:
+        """``R_X'`` and the ``y`` row's ``X`` part of the factor (order-independent)."""
+        p = self.b.p
+        if f.peel is not None:
+            Lc = f.peel.Lc
+            k = Lc.shape[0] - p - 1
+            return Lc[k:k + p, k:k + p], Lc[-1, k:k + p]
+        nre2 = self.b.nre2
+        return f.Lrr[nre2:nre2 + p, nre2:nre2 + p], f.Lrr[-1, nre2:nre2 + p]
+
     def beta(self, f: Factor) -> np.ndarray:
-        nre2, p = self.b.nre2, self.b.p
-        Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
-        return _trsolve(Lxx, f.Lrr[-1, nre2:nre2 + p], trans=1)
+        Lxx, lyx = self._xrows(f)
+        return _trsolve(Lxx, lyx, trans=1)
 
     def RXinv(self, f: Factor) -> np.ndarray:
         """``R_X^{-1}`` (upper triangular): ``Var(beta) = sigma^2 R_X^{-1} R_X^{-T}``."""
-        nre2, p = self.b.nre2, self.b.p
-        Lxx = f.Lrr[nre2:nre2 + p, nre2:nre2 + p]
-        return _trsolve(Lxx, np.eye(p), trans=0).T
+        Lxx, _ = self._xrows(f)
+        return _trsolve(Lxx, np.eye(self.b.p), trans=0).T
+
+    def solve_v(self, f: Factor) -> np.ndarray:
+        """Spherical modes of the rest and ``beta``: ``L[:-1, :-1]' v = L[-1, :-1]``."""
+        L, perm = self.dense_factor(f)
+        v = _trsolve(L[:-1, :-1], L[-1, :-1], trans=1)
+        if perm is None:
+            return v
+        out = np.empty_like(v)
+        out[perm[:-1]] = v
+        return out
+
+    def rest_inverse(self, f: Factor, Nr: int) -> np.ndarray:
+        """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least)."""
+        if not Nr:
+            return np.zeros((0, 0))
+        L, perm = self.dense_factor(f)
+        Si, info = lapack.dpotri(L[:Nr, :Nr], lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
+        if perm is None:
+            return np.asarray(Si)
+        Si = np.tril(Si) + np.tril(Si, -1).T
+        ip = np.empty(Nr, dtype=np.intp)
+        ip[perm[:Nr]] = np.arange(Nr)       # the first Nr positions hold the first Nr columns
+        return Si[np.ix_(ip, ip)]
 
     def modes(self, f: Factor) -> list[np.ndarray]:
         """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""
         b = self.b
         b1 = b.b1
         N2 = b.N2
-        Lrr = f.Lrr
-        v = _trsolve(Lrr[:-1, :-1], Lrr[-1, :-1], trans=1)
+        v = self.solve_v(f)
         theta = f.theta
         # z = Lambda_r v on the random-effects rows, beta on the X rows, 0 for y
         z = np.zeros(N2)

@@ -37,6 +37,7 @@ from scipy.linalg import lapack
 
 from .blocks import GroupBlock, SparseSchur
 from .deviance import DevianceEvaluator, Factor
+from .rest import selected_inverse
 
 __all__ = ["theta_gradient"]
 
@@ -44,6 +45,7 @@ _PIVOT_TOL = 1e-10     # a diagonal of L_t below this: the term is singular (no 
 _CHUNK = 4_000_000     # numbers of G (block-1 levels x rows of the factor) per chunk
 _DENSE_E = 200_000     # E as a dense array up to this many numbers (rest rows x block-1 columns)
 _DENSE_FILL = 0.25     # ... or when at least this share of it is filled
+_GATHER_MAX = 5_000_000  # peeled rests: L21 as a dense array up to this many numbers
 
 
 def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -53,13 +55,31 @@ def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
 
 
 def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.csr_matrix:
-    """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows)."""
-    b = ev.b
-    parts = []
-    for blk, _off in b.rest:
-        parts.append(sp.kron(sp.identity(blk.m, format="csr"), sp.csr_matrix(blk.lam(theta).T)))
-    parts.append(sp.identity(n_rows - b.nre2, format="csr"))
-    return sp.block_diag(parts, format="csr")
+    """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows).
+
+    The sparsity structure is built once per ``n_rows`` (cached on ``ev``);
+    a call only fills in the values from ``theta``.
+    """
+    cache = ev.__dict__.setdefault("_lam_rows", {})
+    if n_rows not in cache:
+        b = ev.b
+        rows, cols, src = [], [], []
+        for blk, off in b.rest:
+            r, c = np.divmod(blk.lam_idx, blk.q)              # Lambda[r, c] = theta[src]
+            base = off + blk.q * np.arange(blk.m)[:, None]
+            rows.append((base + c[None, :]).ravel())          # Lambda' : (c, r)
+            cols.append((base + r[None, :]).ravel())
+            src.append(np.tile(blk.theta_idx, blk.m))
+        ident = np.arange(b.nre2, n_rows)
+        rows.append(ident)
+        cols.append(ident)
+        src.append(np.full(ident.size, -1))                   # -1 -> the value 1
+        R, C, S = np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
+        mat = sp.csr_matrix((np.arange(1.0, R.size + 1.0), (R, C)), shape=(n_rows, n_rows))
+        cache[n_rows] = (mat, S[mat.data.astype(np.intp) - 1])
+    mat, S = cache[n_rows]
+    mat.data = np.where(S >= 0, theta[np.maximum(S, 0)], 1.0)
+    return mat
 
 
 def _lambda_t_rows(ev: DevianceEvaluator, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -83,18 +103,25 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     """
     b = ev.b
     q1, m1 = b.b1.q, b.b1.m
-    T, info = lapack.dtrtri(f.Lrr[:Nr, :Nr], lower=1) if Nr else (np.zeros((0, 0)), 0)
+    Lrr, perm = ev.dense_factor(f)
+    T, info = lapack.dtrtri(Lrr[:Nr, :Nr], lower=1) if Nr else (np.zeros((0, 0)), 0)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
+    # a peeled factor is of the permuted rest: T's columns follow perm (the first Nr
+    # positions hold the first Nr original columns)
+    rows = perm[:Nr] if perm is not None else slice(0, Nr)
+    ip = np.arange(Nr)
+    if perm is not None:
+        ip[perm[:Nr]] = np.arange(Nr)
     L1inv = np.linalg.inv(L1)
     D1 = np.zeros((q1, q1))
     if isinstance(E, np.ndarray):
-        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])).reshape(Nr, m1, q1).transpose(1, 2, 0)
+        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]).reshape(Nr, m1, q1).transpose(1, 2, 0)
         H = G @ np.swapaxes(G, 1, 2)                                 # (m1, q1, q1): G_l'G_l
         H[:, np.arange(q1), np.arange(q1)] += 1.0
         D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     else:
-        L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsc()   # (Nr, m1 q1)
+        L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsr()[rows].tocsc()  # (Nr, m1 q1)
         per = max(1, _CHUNK // max(Nr * q1, 1))
         for s0 in range(0, m1, per):
             s1 = min(m1, s0 + per)
@@ -105,9 +132,80 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
             D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
     rest = []
     for blk, off in b.rest:
-        Tb = T[:, off:off + blk.m * blk.q].reshape(Nr * blk.m, blk.q)
+        Tb = T[:, ip[off:off + blk.m * blk.q]].reshape(Nr * blk.m, blk.q)
         rest.append(Tb.T @ Tb)
     return D1, rest
+
+
+def _level_rows(ev: DevianceEvaluator, Nr: int) -> np.ndarray:
+    """Per block-1 level, the rest rows (``< Nr``) it couples to, whole rest levels, padded.
+
+    ``(m1, rmax)``; padding is ``Nr`` (a zero row).  Cached per ``Nr`` on ``ev``.
+    """
+    cache = ev.__dict__.setdefault("_grad_rows", {})
+    if Nr in cache:
+        return cache[Nr]
+    b = ev.b
+    unit0 = np.arange(b.N2)
+    width = np.ones(b.N2, dtype=np.intp)
+    for blk, off in b.rest:
+        cols = np.arange(off, off + blk.m * blk.q)
+        unit0[cols] = off + ((cols - off) // blk.q) * blk.q
+        width[cols] = blk.q
+    keep = b.pair_row < Nr
+    lev, row = b.pair_lev[keep], b.pair_row[keep]
+    per: list[list[int]] = [[] for _ in range(b.b1.m)]
+    for l_, r_ in zip(lev.tolist(), row.tolist(), strict=True):
+        per[l_].append(r_)
+    rows = []
+    for rr in per:
+        u = sorted({int(unit0[r]) for r in rr})
+        rows.append([c for u0 in u for c in range(u0, u0 + int(width[u0]))])
+    rmax = max((len(r) for r in rows), default=0)
+    R = np.full((b.b1.m, max(rmax, 1)), Nr, dtype=np.intp)
+    for i, r in enumerate(rows):
+        R[i, :len(r)] = r
+    cache[Nr] = R
+    return R
+
+
+def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: Any,
+                           Nr: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """As :func:`_inverse_blocks_dense`, from ``S^{-1}`` gathered per block-1 level.
+
+    ``G_l'G_l = L21_l' S^{-1} L21_l`` where ``L21_l`` (``Lambda_r' E`` at level
+    ``l``'s columns) is nonzero only on the few rest levels ``l`` couples to
+    (a worker's items in a sparse crowd design): a batch of small products
+    instead of the dense ``T L21`` (``Nr^2 m1 q1`` flops).  For peeled rests.
+    """
+    b = ev.b
+    q1, m1 = b.b1.q, b.b1.m
+    R = _level_rows(ev, Nr)
+    assert f.peel is not None
+    plan = f.peel.plan
+    # S^{-1} on the pattern only (the selected inverse of the peeled factor)
+    z = selected_inverse(f.peel, Nr)
+    cache = ev.__dict__.setdefault("_gather_idx", {})
+    if Nr not in cache:
+        ipx = np.append(plan.ipos[:Nr], plan.N2)       # row Nr (padding) -> the zero entry
+        rest_idx = []
+        for blk, off in b.rest:
+            idx = ipx[off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)]
+            rest_idx.append(plan.index(idx[:, :, None], idx[:, None, :]))
+        cache[Nr] = (plan.index(ipx[R][:, :, None], ipx[R][:, None, :]), rest_idx)
+    sg_idx, rest_idx = cache[Nr]
+    L21 = _lambda_rows(ev, f.theta, Nr) @ (E[:Nr] if isinstance(E, np.ndarray)
+                                           else E[:Nr, :])
+    L21 = np.vstack([np.asarray(L21.toarray() if sp.issparse(L21) else L21),
+                     np.zeros((1, m1 * q1))])
+    cols = (np.arange(m1) * q1)[:, None, None] + np.arange(q1)[None, None, :]
+    Lg = L21[R[:, :, None], cols]                                  # (m1, rmax, q1)
+    Sg = z[sg_idx]                                                 # (m1, rmax, rmax)
+    H = np.swapaxes(Lg, 1, 2) @ Sg @ Lg
+    H[:, np.arange(q1), np.arange(q1)] += 1.0
+    L1inv = np.linalg.inv(L1)
+    D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
+    return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -125,13 +223,8 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor
     b1 = b.b1
     m1, q1, N2 = b1.m, b1.q, b.N2
     assert ev._scale_idx is not None            # the caller checks: diagonal Lambda_r
-    # only the lower triangle of S^{-1} is formed and read (V's rows are i >= k)
-    if Nr:
-        Si, info = lapack.dpotri(f.Lrr[:Nr, :Nr], lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
-    else:
-        Si = np.zeros((0, 0))
+    # only the lower triangle of S^{-1} is read (V's rows are i >= k)
+    Si = ev.rest_inverse(f, Nr)
     te = np.append(f.theta, 1.0)
     dv = te[ev._scale_idx]
     i, k = np.divmod(sparse.S_lo, N2)
@@ -164,10 +257,9 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     b1 = b.b1
     theta = f.theta
     n, p, nre2 = b.n, b.p, b.nre2
-    Lrr = f.Lrr
     L1 = ev._L1(f)                                            # (m1, q1, q1)
     # -- spherical modes and residuals -------------------------------------------
-    v = np.asarray(lapack.dtrtrs(Lrr[:-1, :-1], Lrr[-1, :-1], lower=1, trans=1)[0])
+    v = ev.solve_v(f)
     z = v.copy()                                             # b on the RE rows, beta on X
     for blk, off in b.rest:
         s = slice(off, off + blk.m * blk.q)
@@ -188,7 +280,9 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     # -- diagonal blocks of the inverse --------------------------------------------
     Nr = nre2 + (p if REML else 0)
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray]] = []   # (block, D, R)
-    if isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
+    if f.peel is not None and b.N2 * b1.m * b1.q <= _GATHER_MAX:
+        D1, rest_D = _inverse_blocks_gather(ev, f, L1, E, Nr)
+    elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
     else:
         D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)

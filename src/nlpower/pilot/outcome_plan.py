@@ -1,0 +1,158 @@
+"""Plans from ordinal and binary pilots: an approximate search, then simulation of what it chose.
+
+Simulated power of a clmm or glmer analysis costs a fit per replicate, far
+too much to search thousands of designs.  :func:`outcome_plan` searches with
+a Gaussian stand-in of the latent model and checks the choice by simulation:
+
+1. **search**: :func:`nlpower.plan` (analytic, the same cost model and
+   range) on :class:`~nlpower.params.LMMParams` of the latent model whose
+   residual variance carries the information lost to categories
+   (:func:`latent_proxy`): for ``K``-point ratings with marginal category
+   shares ``p_k`` a location shift has ``1 - sum p_k^3`` of the information
+   of the uncategorised latent variable (Whitehead 1993, proportional odds),
+   so the residual variance is ``v_e / (1 - sum p_k^3)`` (``v_e`` = 3 for the
+   logistic latent residual's location information, 1 for probit); a
+   head-to-head judgement is one paired difference with residual variance
+   ``1 / (p (1 - p) (1 - p_draw))`` plus the position SDs' share;
+2. **check**: the chosen design's power at the estimates is simulated
+   (:data:`~.outcome_assurance.POINT_SIMS` replicates, the planned analysis);
+   while it is below the target, the number of items grows by 15% (at most
+   ``max_items``);
+3. **assurance** of each chosen design over the pilot's bootstrap draws
+   (:func:`~.outcome_assurance.outcome_assurance`, the same draws for both).
+
+Only step 1 is approximate: every power reported is simulated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..design import CrossedDesign
+from ..errors import DesignError
+from ..outcomes import HeadToHeadParams, LikertParams
+from ..params import LMMParams
+from ..powersim import PlanResult, plan
+from .draws import bias_corrected
+from .outcome_assurance import (
+    POINT_SIMS,
+    SD_FIELDS,
+    OutcomePilot,
+    _power,
+    _Setup,
+    _variances,
+    _with_variances,
+    check_outcome,
+    outcome_assurance,
+    outcome_draws,
+    planned_effect,
+)
+from .result import PilotPlanResult
+
+__all__ = ["latent_proxy", "outcome_plan"]
+
+#: Growth of the item count while the simulated power is below the target.
+ITEM_STEP = 1.15
+#: Most item-count increases in the check.
+MAX_STEPS = 8
+
+
+def latent_proxy(params: LikertParams | HeadToHeadParams) -> LMMParams:
+    """Gaussian stand-in of an ordinal or head-to-head model for the plan search (module docstring).
+
+    Examples
+    --------
+    >>> lp = LikertParams(thresholds=(-1.0, 0.0, 1.0), effect=0.3, sd_item_slope=0.2)
+    >>> round(latent_proxy(lp).sigma, 3)
+    1.045
+    """
+    if isinstance(params, LikertParams):
+        q = params.with_effect(0.0)
+        x0, x1 = q.x_values
+        shares = (q.category_probabilities(x0) + q.category_probabilities(x1)) / 2.0
+        eff = max(1.0 - float(np.sum(shares**3)), 1e-6)
+        v_e = 3.0 if q.link == "logit" else 1.0
+        return LMMParams(beta0=0.0, effect=params.effect, sd_worker=params.sd_worker,
+                         sd_worker_slope=params.sd_worker_slope, sd_item=params.sd_item,
+                         sd_item_slope=params.sd_item_slope, sigma=math.sqrt(v_e / eff),
+                         coding=params.coding)
+    p = 1.0 / (1.0 + math.exp(-params.effect))
+    v = 1.0 / (p * (1.0 - p) * (1.0 - params.p_draw))
+    v += (params.sd_worker_position**2 + params.sd_item_position**2) / 4.0
+    # one judgement per (worker, item) = the paired difference y_B - y_A of a rating design
+    return LMMParams(beta0=0.0, effect=params.effect / 2.0, sd_worker=0.0,
+                     sd_worker_slope=params.sd_worker / 2.0, sd_item=0.0,
+                     sd_item_slope=params.sd_item / 2.0, sigma=math.sqrt(v / 2.0), coding="sum")
+
+
+def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
+            seed: np.random.SeedSequence) -> tuple[PlanResult, float]:
+    """Approximate plan, then items grown until the simulated power reaches the target."""
+    proxy = latent_proxy(params)
+    res = plan(proxy, effect=proxy.effect, max_items=max_items, **kw)
+    design = res.design
+    target = kw["target_power"]
+    for step in range(MAX_STEPS + 1):
+        pw = _power(replace(setup, design=design), params, seed, POINT_SIMS)
+        if pw >= target or design.n_items >= max_items or step == MAX_STEPS:
+            break
+        n_items = min(max_items, math.ceil(design.n_items * ITEM_STEP))
+        design = CrossedDesign(design.n_workers, n_items,
+                               workers_per_item=design.workers_per_item)
+    cost = kw["cost_per_rating"] * design.n_ratings + kw["cost_per_worker"] * design.n_workers
+    return replace(res, design=design, n_items=design.n_items, power=pw, cost=cost), pw
+
+
+def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: Any,
+                 analysis: Any, test: Any, target_power: float, cost_per_rating: float,
+                 cost_per_worker: float, confidence_level: float, method: str, n_boot: int,
+                 n_sims: int, alpha: float, alternative: str, min_workers: int,
+                 max_workers: int, max_items: int, workers_per_item: int | None,
+                 seq: np.random.SeedSequence, seed: dict[str, Any]) -> PilotPlanResult:
+    """:func:`nlpower.pilot.plan_with_assurance` for an ordinal or binary pilot (module docstring)."""
+    p = OutcomePilot(fit, contrast)
+    a = check_outcome(p.outcome, outcome, analysis)
+    eff = planned_effect(p.outcome, effect, coding)
+    names = SD_FIELDS[p.outcome]
+    s_draws, s_point, s_safe, s_check = seq.spawn(4)
+    raw = outcome_draws(p, s_draws.spawn(n_boot))
+    v_hat = _variances(p.point, names)
+    v = bias_corrected(v_hat, np.array([_variances(d, names) for d in raw]), cap=None)
+    point = p.point.with_effect(eff)
+    upper = _with_variances(point, names, np.quantile(v, confidence_level, axis=0))
+    half = 0.5 if p.outcome == "preference" else 1.0      # judgements are half a design's rows
+    kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, alternative=alternative,
+                              cost_per_rating=cost_per_rating * half,
+                              cost_per_worker=cost_per_worker, min_workers=min_workers,
+                              max_workers=max_workers, workers_per_item=workers_per_item,
+                              test="z")
+    setup = _Setup(CrossedDesign(2, 2), p.outcome, a, test, n_sims, alpha, alternative)
+    s_c1, s_c2 = s_check.spawn(2)
+    point_plan, _ = _choose(point, setup, kw=kw, max_items=max_items, seed=s_c1)
+    akw: dict[str, Any] = dict(effect=effect, coding=coding, contrast=contrast, outcome=outcome,
+                               analysis=a, test=test, target_power=target_power, n_boot=n_boot,
+                               n_sims=n_sims, method=method, confidence_level=confidence_level,
+                               alpha=alpha, alternative=alternative, seed=seed, pilot=p, draws=raw)
+    point_a = outcome_assurance(fit, point_plan.design, seq=s_point, **akw)
+    note = ("the designs were searched with a Gaussian stand-in of the latent model "
+            "(nlpower.pilot.outcome_plan.latent_proxy) and checked by simulation: every power "
+            f"shown is simulated ({point_a.point_sims} replicates at the estimates and bounds).")
+    safe_plan: PlanResult | None
+    try:
+        safe_plan, _ = _choose(upper, setup, kw=kw, max_items=max_items, seed=s_c2)
+        safe_a = outcome_assurance(fit, safe_plan.design, seq=s_safe, **akw)
+    except DesignError as exc:
+        safe_plan, safe_a = None, None
+        note += (f" No design in the searched range reaches the target at the upper bounds of "
+                 f"the SDs ({exc}).")
+    for name, pl in (("point", point_plan), ("safeguard", safe_plan)):
+        if pl is not None and pl.power < target_power:
+            note += (f" The {name} plan's simulated power at its SDs ({pl.power:.3f}) is below "
+                     "the target after the item search: raise max_items or max_workers.")
+    return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
+                           safeguard_assurance=safe_a, confidence_level=confidence_level,
+                           method=method, note=note)
