@@ -33,6 +33,21 @@ __all__ = ["LIKERT", "OUTCOMES", "PREFERENCE", "LikertOutcome", "PreferenceOutco
            "as_likert_params"]
 
 
+def _analytic(design: Any, params: Any, opts: PowerOptions, rng: Any) -> Any:
+    """``method="analytic"``: the expected-information tier (:mod:`nlpower.outcomes.analytic`);
+    ``None`` for ``"auto"``/``"simulate"``, which simulate."""
+    if opts.method in ("auto", "simulate"):
+        return None
+    if opts.method != "analytic" or len(opts.analyses) > 1:
+        raise InputError(f"outcome={opts.outcome!r} takes method='auto', 'simulate' or 'analytic' "
+                         f"(one analysis); got method={opts.method!r} with analysis="
+                         f"{list(opts.analyses)!r}.")
+    from .analytic import analytic_outcome_result
+    return analytic_outcome_result(design, params, analysis=opts.analysis, test=opts.test,
+                                   alpha=opts.alpha, alternative=opts.alternative,
+                                   null=opts.null, rng=rng)
+
+
 def as_likert_params(params: Any, levels: int | None) -> LikertParams:
     """``params`` as :class:`LikertParams`: as given, or a preset mapped to ``levels`` points."""
     if isinstance(params, LikertParams):
@@ -67,6 +82,9 @@ class LikertOutcome:
     def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
             progress: bool = False, checkpoint: Any = None) -> Any:
         """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
+        analytic = _analytic(design, params, opts, rng)
+        if analytic is not None:
+            return analytic
         with checkpointed(checkpoint, design=design, params=params, options=opts,
                           rng=rng) as root:
             out = run_likert(design, params, opts, rng=root)
@@ -92,6 +110,9 @@ class PreferenceOutcome:
 
     def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
             progress: bool = False, checkpoint: Any = None) -> Any:
+        analytic = _analytic(design, params, opts, rng)
+        if analytic is not None:
+            return analytic
         with checkpointed(checkpoint, design=design, params=params, options=opts,
                           rng=rng) as root:
             return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,

@@ -164,13 +164,13 @@ OUTCOMES: dict[str, OutcomeKind] = {
     "likert": OutcomeKind(
         name="likert", analyses={"lmm": ("satterthwaite", "z", "lrt", "kenward-roger"),
                                  "clmm": ("z", "lrt")},
-        options=frozenset({"engine", "levels", "effect", "checkpoint"}),
+        options=frozenset({"method", "engine", "levels", "effect", "checkpoint"}),
         params="LikertParams, or LMMParams (a preset on [0, 1]) with levels=K",
         target="nlpower.outcomes.api:LIKERT", several=True,
         effect_scale="latent scale, the parameters' coding"),
     "preference": OutcomeKind(
         name="preference", analyses={"glmer": ("z",)},
-        options=frozenset({"effect", "checkpoint"}),
+        options=frozenset({"method", "effect", "checkpoint"}),
         params="HeadToHeadParams (repeated judgements; one judgement per person: "
                "nlpower.preference.power)",
         target="nlpower.outcomes.api:PREFERENCE",
