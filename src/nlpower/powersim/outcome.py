@@ -164,7 +164,7 @@ OUTCOMES: dict[str, OutcomeKind] = {
     "likert": OutcomeKind(
         name="likert", analyses={"lmm": ("satterthwaite", "z", "lrt", "kenward-roger"),
                                  "clmm": ("z", "lrt")},
-        options=frozenset({"method", "engine", "levels", "effect", "checkpoint"}),
+        options=frozenset({"method", "engine", "levels", "effect", "contrast", "checkpoint"}),
         params="LikertParams, or LMMParams (a preset on [0, 1]) with levels=K",
         target="nlpower.outcomes.api:LIKERT", several=True,
         effect_scale="latent scale, the parameters' coding"),
