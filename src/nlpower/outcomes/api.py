@@ -62,8 +62,9 @@ def as_likert_params(params: Any, levels: int | None) -> LikertParams:
             raise InputError("outcome='likert' with parameters on the [0, 1] scale needs "
                              "levels=K, the number of Likert points (e.g. levels=5).")
         return LikertParams.from_preset(params, check_levels(levels))
-    raise InputError(f"outcome='likert' needs LikertParams or LMMParams (a preset) and levels=; "
-                     f"got {type(params).__name__}.")
+    raise InputError(f"outcome='likert' needs LikertParams, LMMParams (a preset) and levels=, "
+                     f"or an ordinal pilot fit (clmm, fit_ratings(..., family='ordinal')); got "
+                     f"{type(params).__name__}.")
 
 
 def _pilot_effect(effect: Any, outcome: str, scale: str) -> float:
@@ -141,7 +142,8 @@ class PreferenceOutcome:
             return binary_params(params).with_effect(e)
         if not isinstance(params, HeadToHeadParams):
             raise InputError(f"outcome='preference' needs HeadToHeadParams (the logistic crossed "
-                             f"model of repeated judgements); got {type(params).__name__}. One "
+                             f"model of repeated judgements) or a binomial glmer pilot fit of "
+                             f"them; got {type(params).__name__}. One "
                              "judgement per person: nlpower.preference.power(n, p_win).")
         return params if effect is None else params.with_effect(effect)
 
