@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from nlpower import CrossedDesign, fit_ratings, read_ratings
+from nlpower.convert_outcomes import OrdinalPilot, binary_params
 from nlpower.errors import InputError
 from nlpower.glmm import glmer
 from nlpower.ordinal import clmm
@@ -16,7 +17,6 @@ from nlpower.outcomes import HeadToHeadParams, LikertParams, simulate_likert
 from nlpower.outcomes.headtohead import _pairs, simulate_judgements
 from nlpower.pilot import assurance
 from nlpower.pilot.outcome_assurance import OutcomePilot
-from nlpower.pilot.outcome_params import OrdinalPilot, binary_params
 
 TRUTH = LikertParams(thresholds=(-1.5, -0.5, 0.5, 1.5), effect=0.4, sd_worker=0.5,
                      sd_worker_slope=0.3, sd_item=0.7, sd_item_slope=0.3, link="logit")

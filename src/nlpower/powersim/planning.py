@@ -193,7 +193,8 @@ def mde(
         opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
                              n_sims=n_sims, alpha=alpha, alternative=alternative, engine=engine,
                              keep_replicates=False)
-        p = kind.model.as_params(params, opts, effect=None, coding=coding, contrast=contrast)
+        p = kind.model.as_params(params, opts, effect=1.0 if is_pilot_fit(params) else None,
+                                 coding=coding, contrast=contrast)  # a pilot: effect solved for
         curve = SimulatedPower(kind, p, opts, root_seed(rng))
         start = abs(kind.model.effect_of(p)) or 0.1
         eff, ci = simulated_mde(lambda e: curve(design, e), start, target_power)
