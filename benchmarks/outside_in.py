@@ -218,7 +218,10 @@ def check_c(n_boot: int) -> None:
             lines = [x for x in out.stdout.splitlines() if x.strip()]
             key = [" ".join(x.split()) for x in lines if x.split()[0] in ("point", "safeguard")]
             err = out.stderr.strip().splitlines()[-1:] if out.returncode else []
-            row(f"c: plan --ratings {name}", out.returncode == 0 and "Traceback" not in out.stderr,
+            ok: bool | None = out.returncode == 0 and "Traceback" not in out.stderr
+            if out.returncode == 2 and "--contrast" in out.stderr and "Traceback" not in out.stderr:
+                ok = None                   # refused with a one-line request for --contrast
+            row(f"c: plan --ratings {name}", ok,
                 f"exit {out.returncode}, {wall:.1f} s; plan W I n cost power assurance se prob "
                 f"power_upper: {' / '.join(key)} {err}")
     try:
