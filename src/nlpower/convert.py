@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,10 +65,14 @@ def is_pilot_fit(obj: Any) -> bool:
     ``"preference"``; :mod:`nlpower.convert_outcomes`)."""
     if isinstance(obj, (FittedPilot, LmmFit)):
         return True
-    from .glmm import GlmmFit
-    from .ordinal import ClmmFit
-    from .ordinal.ratings import OrdinalRatingsFit
-    return isinstance(obj, (GlmmFit, ClmmFit, OrdinalRatingsFit))
+    # no import: an instance of these classes exists only once their module is loaded
+    return any(isinstance(obj, getattr(sys.modules[m], c)) for m, c in _OUTCOME_FITS
+               if m in sys.modules)
+
+
+#: The non-Gaussian pilot fits (module, class) of :func:`is_pilot_fit`.
+_OUTCOME_FITS = (("nlpower.glmm.result", "GlmmFit"), ("nlpower.ordinal.result", "ClmmFit"),
+                 ("nlpower.ordinal.ratings", "OrdinalRatingsFit"))
 
 
 def _span(coding: Coding) -> float:

@@ -114,3 +114,16 @@ def test_plan_runs_from_ordinal_and_binary_pilots(ordinal_fit, binary_fit):
     assert p.power == q.power and p.power >= 0.8
     r = nlpower.plan(binary_fit, outcome="preference", effect=2.0, **kw)
     assert r.power >= 0.8 and r.design.n_workers <= 4
+
+
+def test_contrast_reaches_the_ordinal_converter(ordinal_fit):
+    """contrast= is the converter's (an unknown system is its error); with parameters, refused."""
+    d = CrossedDesign(3, 8)
+    systems = OrdinalPilot(ordinal_fit).systems          # (baseline, other)
+    kw = dict(outcome="likert", effect=0.8, n_sims=3, rng=1, progress=False)
+    named = nlpower.power(d, ordinal_fit, contrast=systems[1], **kw)
+    assert named.power == nlpower.power(d, ordinal_fit, **kw).power
+    with pytest.raises(InputError, match="contrast must name"):
+        nlpower.power(d, ordinal_fit, contrast="no-such-system", **kw)
+    with pytest.raises(InputError, match="does not take contrast"):
+        nlpower.power(d, TRUTH, contrast="B", **kw)

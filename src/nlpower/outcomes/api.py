@@ -82,8 +82,9 @@ def _pilot_effect(effect: Any, outcome: str, scale: str) -> float:
 
 def _no_contrast(contrast: Any, outcome: str) -> None:
     if contrast is not None:
-        raise InputError(f"contrast={contrast!r} names the systems of a pilot fit; outcome="
-                         f"{outcome!r} parameters describe one comparison already: drop contrast=.")
+        raise InputError(f"outcome={outcome!r} does not take contrast={contrast!r} with "
+                         "parameters: contrast names two systems of a pilot fit, and parameters "
+                         "describe one comparison already. Drop contrast=.")
 
 
 class LikertOutcome:
