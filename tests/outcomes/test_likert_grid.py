@@ -96,7 +96,7 @@ def test_options_and_run_objects_give_the_same_grid():
     ({"outcome": "likert"}, "levels=K"),
     ({"outcome": "likert", "levels": 1}, "levels"),
     ({"outcome": "likert", "levels": 5, "analysis": "glm"}, "must be one of 'lmm', 'clmm'"),
-    ({"outcome": "likert", "levels": 5, "method": "balanced"}, "does not take method"),
+    ({"outcome": "likert", "levels": 5, "method": "balanced"}, "takes method='auto' or"),
     ({"outcome": "preference"}, "needs HeadToHeadParams"),
     ({"outcome": "preference", "levels": 5}, "does not take levels"),
     ({"outcome": "gaussian", "levels": 5}, "does not take levels"),

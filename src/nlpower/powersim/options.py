@@ -208,6 +208,9 @@ def power_options(
     n_sims = check_int("n_sims", n_sims, min=1)
     alpha, test_, alternative_ = check_test_options(alpha, test, alternative)
     method_: PowerMethod = check_choice("method", method, PowerMethod)
+    if method_ not in kind.methods:
+        raise InputError(f"outcome={kind.name!r} takes method={' or '.join(map(repr, kind.methods))}"
+                         f"; got method={method_!r}.")
     engine_ = check_engine(engine)
     if engine_ != "native" and method_ in ("balanced", "analytic"):
         raise InputError(

@@ -89,6 +89,8 @@ class OutcomeKind:
         The scale of the effect ``mde`` solves for and ``plan`` plans for.
     analytic : bool
         ``mde``/``plan`` search an analytic power curve (else a simulated one).
+    methods : tuple of str
+        The ``method=`` values it takes (``"analytic"``: its expected-information tier).
     several : bool
         Several analyses can share the same replicates (``analysis=[...]``).
     target : str
@@ -102,6 +104,7 @@ class OutcomeKind:
     target: str
     effect_scale: str = ""
     analytic: bool = False
+    methods: tuple[str, ...] = ("auto", "balanced", "simulate", "analytic")
     several: bool = False
 
     @property
@@ -169,13 +172,14 @@ OUTCOMES: dict[str, OutcomeKind] = {
         params="LikertParams, LMMParams (a preset on [0, 1]) with levels=K, or an ordinal "
                "pilot fit (clmm) with effect=",
         target="nlpower.outcomes.api:LIKERT", several=True,
+        methods=("auto", "simulate", "analytic"),
         effect_scale="latent scale, the parameters' coding"),
     "preference": OutcomeKind(
         name="preference", analyses={"glmer": ("z",)},
         options=frozenset({"method", "effect", "checkpoint"}),
         params="HeadToHeadParams (repeated judgements), or a binary glmer pilot fit with "
                "effect= (one judgement per person: nlpower.preference.power)",
-        target="nlpower.outcomes.api:PREFERENCE",
+        target="nlpower.outcomes.api:PREFERENCE", methods=("auto", "simulate", "analytic"),
         effect_scale="logit of the share preferring B"),
 }
 
