@@ -12,6 +12,7 @@ reported SE.  Prints a markdown table (the one in ``docs/power.md``,
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/analytic_outcomes.py [--n-sims 300]
       [--n-sims-likert 200] [--only preference|likert] [--cells 0,3] [--cache sims.json]
+      [--seed 1000]
 
 ``--cache``: simulated results are read from / written to this JSON file
 (keyed by cell, n_sims and seed), so the analytic columns can be recomputed
@@ -68,7 +69,7 @@ def analytic_columns(design: CrossedDesign, params: object) -> dict[str, float]:
         r = analytic_outcome_power(design, params, **kw)  # type: ignore[arg-type]
         out[key] = r.power
         if key == "analytic":
-            out["se_analytic"], out["df"] = r.se, r.df
+            out["se_analytic"], out["df"], out["effect"] = r.se, r.df, r.effect
     return out
 
 
@@ -82,6 +83,7 @@ def simulate_cell(outcome: str, design: CrossedDesign, params: object, n_sims: i
     return {"cpu": time.process_time() - t, "sim": res.power,
             "mcse": math.sqrt(res.power * (1 - res.power) / n_sims),
             "sd_est": float(np.std(reps.estimate[ok], ddof=1)),
+            "mean_est": float(np.mean(reps.estimate[ok])),
             "mean_se": float(np.mean(reps.se[ok])), "n_failed": int(reps.failed.sum())}
 
 
@@ -92,20 +94,21 @@ def main() -> None:
     ap.add_argument("--only", choices=("preference", "likert"))
     ap.add_argument("--cells", help="comma-separated cell indices")
     ap.add_argument("--cache", help="JSON file of simulated results (read and updated)")
+    ap.add_argument("--seed", type=int, default=1000, help="cell k simulates with seed + k")
     a = ap.parse_args()
     which = range(len(CELLS)) if a.cells is None else [int(c) for c in a.cells.split(",")]
     print("analytic = default (weights 'shrunk', noncentral t reference); "
           "normal / mode / marginal: variants; simulated = power +/- MC SE; z = (analytic - "
           "simulated) / MC SE")
     print("| # | outcome | design | parameters | n_sims | analytic | normal | mode | marginal | simulated | "
-          "z | df | SE analytic | SD(est) | mean SE | failed | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "z | df | effect | mean est | SE analytic | SD(est) | mean SE | failed | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for k in which:
         outcome, label, design, params = CELLS[k]
         if a.only and outcome != a.only:
             continue
         n_sims = a.n_sims_likert if (outcome == "likert" and a.n_sims_likert) else a.n_sims
-        key = f"{k}/{n_sims}/{1000 + k}"
+        key = f"{k}/{n_sims}/{a.seed + k}"
         cache = {}
         if a.cache and os.path.exists(a.cache):
             with open(a.cache) as fh:
@@ -113,7 +116,7 @@ def main() -> None:
         if key in cache:
             sim = cache[key]
         else:
-            sim = simulate_cell(outcome, design, params, n_sims, seed=1000 + k)
+            sim = simulate_cell(outcome, design, params, n_sims, seed=a.seed + k)
             if a.cache:       # re-read: another process may have added cells meanwhile
                 if os.path.exists(a.cache):
                     with open(a.cache) as fh:
@@ -123,10 +126,13 @@ def main() -> None:
                     json.dump(cache, fh, indent=1)
         r = {**analytic_columns(design, params), **sim}
         z = (r["analytic"] - r["sim"]) / r["mcse"] if r["mcse"] > 0 else math.nan
+        mean_est = f"{r['mean_est']:.3f}" if "mean_est" in r else "-"
         wpi = "" if design.workers_per_item is None else f", {design.workers_per_item} per item"
-        print(f"| {k} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | {n_sims} | "
+        tag = f"{k}" if a.seed == 1000 else f"{k} (seed {a.seed + k})"
+        print(f"| {tag} | {outcome} | {design.n_workers} x {design.n_items}{wpi} | {label} | {n_sims} | "
               f"{r['analytic']:.3f} | {r['normal']:.3f} | {r['mode']:.3f} | {r['marginal']:.3f} | "
               f"{r['sim']:.3f} +/- {r['mcse']:.3f} | {z:+.1f} | {r['df']:.1f} | "
+              f"{r['effect']:.3f} | {mean_est} | "
               f"{r['se_analytic']:.4f} | {r['sd_est']:.4f} | {r['mean_se']:.4f} | "
               f"{r['n_failed']} | {r['cpu']:.0f} |", flush=True)
 

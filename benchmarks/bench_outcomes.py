@@ -131,6 +131,11 @@ def binary_lines(n_binary: int, glmer_reps: int, skip_r: bool) -> list[str]:
     lines = [f"  nlpower glmer, head-to-head (1,000 binary judgements, 10 x 100, 20% draws "
              f"excluded; power {res.power:.3f}) {wall * k:8.1f} s wall, {cpu * k:8.1f} s CPU "
              f"({how}; one process)"]
+    t0 = time.perf_counter()
+    two = headtohead_power(design, hp, n_sims=n_binary, rng=4, keep_replicates=False, n_jobs=2)
+    wall2 = time.perf_counter() - t0
+    lines.append(f"  ... the same with n_jobs=2 (2 loky processes; same power {two.power:.3f})"
+                 f"     {wall2 * k:8.1f} s wall ({how})")
     r: tuple[float, float] | str = "skipped (--skip-r)"
     if not skip_r:
         r = r_glmer_seconds_per_rep(glmer_reps)

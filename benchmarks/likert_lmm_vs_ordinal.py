@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--scenarios", default="high variance,low variance")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=2020)
+    ap.add_argument("--checkpoint", default=None,
+                    help="file of finished cells (a rerun resumes from it)")
     args = ap.parse_args()
     analyses = args.analyses.split(",")
     t0 = time.time()
@@ -44,7 +46,7 @@ def main() -> None:
         n_workers=[int(w) for w in args.workers.split(",")],
         n_items=[int(i) for i in args.items.split(",")], effect=args.effect, levels=args.levels,
         analysis=analyses, n_sims=args.n_sims, null=True, rng=args.seed, n_jobs=args.n_jobs,
-        progress=False)
+        checkpoint=args.checkpoint, progress=False)
     df = g.to_frame()
     n = args.n_sims
     se = math.sqrt(0.05 * 0.95 / n)

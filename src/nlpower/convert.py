@@ -59,8 +59,15 @@ _EFFECT_HELP = (
 
 
 def is_pilot_fit(obj: Any) -> bool:
-    """Whether ``obj`` is a fitted pilot (a :class:`FittedPilot` such as ``RatingsFit``, or an :class:`LmmFit`)."""
-    return isinstance(obj, (FittedPilot, LmmFit))
+    """Whether ``obj`` is a fitted pilot: a :class:`FittedPilot` such as ``RatingsFit``, an
+    :class:`LmmFit`, or an ordinal (``clmm``) or ``glmer`` fit (``outcome="likert"`` /
+    ``"preference"``; :mod:`nlpower.convert_outcomes`)."""
+    if isinstance(obj, (FittedPilot, LmmFit)):
+        return True
+    from .glmm import GlmmFit
+    from .ordinal import ClmmFit
+    from .ordinal.ratings import OrdinalRatingsFit
+    return isinstance(obj, (GlmmFit, ClmmFit, OrdinalRatingsFit))
 
 
 def _span(coding: Coding) -> float:
@@ -147,6 +154,11 @@ def as_params(
         p = _lmmfit_params(obj, coding)
         return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
     if not isinstance(obj, FittedPilot):
+        if is_pilot_fit(obj):
+            raise InputError(
+                f"a {type(obj).__name__} pilot describes ordinal ratings (clmm) or head-to-head "
+                "judgements (glmer), not Gaussian ratings: pass outcome='likert' (ordinal) or "
+                "outcome='preference' (binary glmer) with effect=.")
         raise InputError(
             f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
             f"the LmmFit of the paper's model; got {type(params_or_fit).__name__}. Fit a pilot "

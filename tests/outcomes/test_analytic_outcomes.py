@@ -244,6 +244,10 @@ def test_power_result_hook_for_the_dispatcher():
     assert h.test == "lrt" and h.type1 is None and h.mean_difference == pytest.approx(0.1)
     with pytest.raises(InputError, match="analysis='clmm'"):
         analytic_outcome_result(d, lp, analysis="lmm")
+    with pytest.raises(InputError, match="analysis='glmer'"):
+        analytic_outcome_result(d, HeadToHeadParams.from_share(0.6), analysis="clmm")
+    assert analytic_outcome_result(d, HeadToHeadParams.from_share(0.6), analysis="lmm").power == \
+        pytest.approx(h.power)          # power()'s default analysis, read as glmer
     with pytest.raises(InputError, match="test='z'"):
         analytic_outcome_result(d, lp, test="satterthwaite")
 
@@ -282,3 +286,23 @@ def test_bad_input_raises_package_errors():
         analytic_outcome_power(CrossedDesign(5, 20, systems=3), lp)
     with pytest.raises(DesignError, match="paired"):
         analytic_outcome_power(CrossedDesign(5, 20, items="nested"), HeadToHeadParams(0.2))
+
+
+def test_power_method_analytic_is_the_outcome_tier():
+    """``nlpower.power(..., method="analytic")`` of a Likert or head-to-head design is the
+    expected-information tier, and other methods than simulation are refused."""
+    import nlpower
+    from nlpower import CrossedDesign, presets
+    from nlpower.errors import InputError
+    from nlpower.outcomes import HeadToHeadParams, LikertParams
+    from nlpower.outcomes.analytic import analytic_outcome_power
+
+    d = CrossedDesign(10, 50)
+    lp = LikertParams.from_preset(presets.high_variance(0.1), 5)
+    hp = HeadToHeadParams.from_share(0.6, sd_worker=0.5, sd_item=0.5)
+    for outcome, p, kw in (("likert", lp, {"analysis": "clmm"}), ("preference", hp, {})):
+        res = nlpower.power(d, p, outcome=outcome, method="analytic", **kw)
+        assert res.method == "analytic"
+        assert res.power == pytest.approx(analytic_outcome_power(d, p).power, rel=1e-12)
+    with pytest.raises(InputError, match="method"):
+        nlpower.power(d, lp, outcome="likert", method="balanced")

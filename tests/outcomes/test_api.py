@@ -39,3 +39,20 @@ def test_power_takes_one_analysis():
     with pytest.raises(InputError, match="one analysis"):
         nlpower.power(CrossedDesign(5, 30), presets.high_variance(0.1), outcome="likert",
                       levels=5, analysis=["lmm", "clmm"], n_sims=5)  # type: ignore[arg-type]
+
+
+def test_options_objects_carry_the_outcome():
+    d, p = CrossedDesign(5, 30), presets.high_variance(0.1)
+    opts = nlpower.power_options(outcome="likert", levels=5, analysis="clmm", n_sims=10)
+    assert (opts.outcome, opts.analysis, opts.levels, opts.test) == ("likert", "clmm", 5, "z")
+    via = nlpower.power(d, p, options=opts, rng=4)
+    direct = nlpower.power(d, p, outcome="likert", levels=5, analysis="clmm", n_sims=10, rng=4)
+    assert via.power == direct.power and via.test == "z"
+    with pytest.raises(InputError, match="either options= .* not both; got options= and levels"):
+        nlpower.power(d, p, options=opts, levels=5)
+    both = nlpower.power_options(outcome="likert", levels=5, analysis=["lmm", "clmm"], test="lrt")
+    assert both.analysis_tests == ("lrt", "lrt")
+    assert nlpower.power_options(outcome="likert", levels=5,
+                                 analysis="both").analysis_tests == ("satterthwaite", "z")
+    with pytest.raises(InputError, match="one analysis"):
+        nlpower.power(d, p, options=both)

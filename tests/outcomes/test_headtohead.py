@@ -44,6 +44,23 @@ def test_same_seed_same_result_and_front_end():
     assert a.power == b.power and np.array_equal(a.replicates.estimate, b.replicates.estimate)
 
 
+def test_results_do_not_depend_on_n_jobs_or_on_the_other_replicates():
+    """Each replicate has its own seed and starts at the truth: chunks change nothing."""
+    p = HeadToHeadParams.from_share(0.6, sd_worker=0.4, sd_item=0.4, p_draw=0.1)
+    d = CrossedDesign(5, 30)
+    a = headtohead_power(d, p, n_sims=6, rng=11)
+    b = headtohead_power(d, p, n_sims=6, rng=11, n_jobs=2)
+    np.testing.assert_array_equal(a.replicates.estimate, b.replicates.estimate)
+    np.testing.assert_array_equal(a.replicates.se, b.replicates.se)
+    # replicate 3 alone (its own child seed) fits to the same numbers as inside the run
+    from nlpower.outcomes.headtohead import _fit_chunk
+    seeds = np.random.SeedSequence(11).spawn(2)[0].spawn(6)
+    est, se, *_ = _fit_chunk(d, p, seeds[3:4], 3, 6, True)
+    assert est[0] == a.replicates.estimate[3] and se[0] == a.replicates.se[3]
+    with pytest.raises(InputError, match="n_jobs"):
+        headtohead_power(d, p, n_sims=2, n_jobs=0)
+
+
 def test_k_of_w_design_and_position_slopes():
     p = HeadToHeadParams.from_share(0.6, sd_worker=0.4, position=0.3, sd_worker_position=0.3)
     r = headtohead_power(CrossedDesign(6, 18, workers_per_item=3), p, n_sims=3, rng=2)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from nlpower import CrossedDesign, fit_ratings, read_ratings
+from nlpower.convert_outcomes import OrdinalPilot, binary_params
 from nlpower.errors import InputError
 from nlpower.glmm import glmer
 from nlpower.ordinal import clmm
@@ -16,7 +17,6 @@ from nlpower.outcomes import HeadToHeadParams, LikertParams, simulate_likert
 from nlpower.outcomes.headtohead import _pairs, simulate_judgements
 from nlpower.pilot import assurance
 from nlpower.pilot.outcome_assurance import OutcomePilot
-from nlpower.pilot.outcome_params import OrdinalPilot, binary_params
 
 TRUTH = LikertParams(thresholds=(-1.5, -0.5, 0.5, 1.5), effect=0.4, sd_worker=0.5,
                      sd_worker_slope=0.3, sd_item=0.7, sd_item_slope=0.3, link="logit")
@@ -186,3 +186,38 @@ def test_gaussian_pilot_plans_take_no_n_sims(likert_pilot):
     fit = fit_ratings(read_ratings(likert_pilot, scale=(1, 5)))
     with pytest.raises(InputError, match="n_sims is for ordinal and binary pilots"):
         plan_with_assurance(fit, effect=0.1, n_sims=10)
+
+
+def test_ordinal_pilot_errors(likert_pilot):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cll = clmm("rating ~ system + (1 | worker)", likert_pilot, link="cloglog")
+        plain = clmm("rating ~ system + (1 | worker)", likert_pilot)
+        judge = clmm("rating ~ system + (1 | judge)", likert_pilot.rename(columns={"worker":
+                                                                                 "judge"}))
+    with pytest.raises(InputError, match="'cloglog' link.*link='logit' or 'probit'"):
+        OrdinalPilot(cll)
+    with pytest.raises(InputError, match=r"grouped by \['judge'\]"):
+        OrdinalPilot(judge)
+    with pytest.raises(InputError, match="contrast must name one system"):
+        OrdinalPilot(plain, contrast="Z")
+
+
+def test_binary_pilot_shape_errors(binary_fit, judgements):
+    with pytest.raises(InputError, match="a head-to-head pilot compares its two systems"):
+        OutcomePilot(binary_fit, contrast="B")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lopsided = glmer("win ~ 1 + pos + (1 | worker)",
+                         judgements.assign(pos=np.where(judgements["pos"] > 0, 1.0, 0.0)),
+                         weights="w")
+        trials = glmer("win ~ 1 + (1 | worker)", judgements.assign(w=judgements["w"] * 2 + 1),
+                       weights="w")
+        grouped = glmer("win ~ 1 + (1 | judge)", judgements.rename(columns={"worker": "judge"}),
+                        weights="w")
+    with pytest.raises(InputError, match="must take two values -c and \\+c"):
+        binary_params(lopsided)
+    with pytest.raises(InputError, match="one judgement per row"):
+        binary_params(trials)
+    with pytest.raises(InputError, match="grouped by 'judge'"):
+        binary_params(grouped)

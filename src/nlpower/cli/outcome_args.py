@@ -1,8 +1,9 @@
 """``--outcome``, ``--levels``, ``--analysis`` and the preference flags (a thin edge, no statistics).
 
-Shared by ``nlpower power``, ``nlpower grid`` and ``nlpower mde``: the flags
-name the library's arguments (``outcome=``, ``levels=``, ``analysis=`` of
-:func:`nlpower.power`, :func:`nlpower.power_grid`, :func:`nlpower.mde`).
+Shared by ``nlpower power``, ``nlpower grid``, ``nlpower mde`` and ``nlpower
+plan``: the flags name the library's arguments (``outcome=``, ``levels=``,
+``analysis=`` of :func:`nlpower.power`, :func:`nlpower.power_grid`,
+:func:`nlpower.mde`, :func:`nlpower.plan`).
 
 - ``--outcome likert --levels K`` maps the chosen Table 16 scenario to
   ``K``-point ratings (:mod:`nlpower.outcomes`) and passes ``--analysis`` on
@@ -39,8 +40,9 @@ def _analyses(text: str) -> str | list[str]:
 
 
 def add_outcome_arguments(p: argparse.ArgumentParser, *, judges: bool = False,
-                          grid: bool = False) -> None:
-    """The outcome flags (``judges``: also the one-judgement flags of ``nlpower power``)."""
+                          grid: bool = False, analysis: bool = True) -> None:
+    """The outcome flags (``judges``: also the one-judgement flags of ``nlpower power``;
+    ``analysis=False``: the command defines its own ``--analysis``)."""
     p.add_argument("--outcome", choices=OUTCOMES, default="gaussian",
                    help="what is rated: gaussian (default, the paper's ratings), likert (--levels "
                         "points from a latent threshold model) or preference (repeated head-to-"
@@ -48,11 +50,13 @@ def add_outcome_arguments(p: argparse.ArgumentParser, *, judges: bool = False,
                         + ("; one judgement per person: --judges" if judges else "") + ")")
     p.add_argument("--levels", type=int, default=None, metavar="K",
                    help="Likert points for --outcome likert (e.g. 5)")
-    p.add_argument("--analysis", type=_analyses, default=None, metavar="NAME",
-                   help="analysis: lmm (gaussian, likert: the paper's LMM on [0, 1]), clmm "
-                        "(likert: cumulative link mixed model) or glmer (preference); default: "
-                        "the outcome's first" + ("; a comma-separated list (likert) analyses the "
-                                                 "same replicates with each" if grid else ""))
+    if analysis:
+        p.add_argument("--analysis", type=_analyses, default=None, metavar="NAME",
+                       help="analysis: lmm (gaussian, likert: the paper's LMM on [0, 1]), clmm "
+                            "(likert: cumulative link mixed model) or glmer (preference); "
+                            "default: the outcome's first"
+                            + ("; a comma-separated list (likert) analyses the same replicates "
+                               "with each" if grid else ""))
     p.add_argument("--p-win", type=(_floats if grid else float), default=None, metavar="P",
                    help="--outcome preference: share of decisive judgements preferring system B "
                         "for a typical worker and item" + (" (a comma-separated list makes the "

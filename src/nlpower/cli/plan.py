@@ -2,7 +2,10 @@
 
 A thin edge: :func:`nlpower.ratings.read_ratings` -> :func:`nlpower.ratings.fit_ratings`
 (``--family ordinal``: the cumulative link mixed model of the Likert scores)
--> :func:`nlpower.pilot.plan_with_assurance` -> print.  No statistics live here.
+-> :func:`nlpower.pilot.plan_with_assurance` -> print.  Without a pilot,
+``--preset`` (Gaussian, or ``--outcome likert --levels K``) or ``--outcome
+preference --p-win ...`` plans from parameters with :func:`nlpower.plan`
+(simulated power for the non-Gaussian outcomes).  No statistics live here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
 from ..errors import InputError
 from .messages import speak_cli
+from .outcome_args import add_outcome_arguments, outcome_kwargs, own_params
 from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 
@@ -40,15 +44,20 @@ def register(subparsers: Any) -> None:
                    help="model of the pilot (as in nlpower fit): gaussian (Card et al.'s LMM of "
                         "ratings on [0, 1], default) or ordinal (clmm of the Likert scores; "
                         "--effect is then on the latent logit scale, and power is simulated)")
-    p.add_argument("--analysis", choices=("clmm", "lmm"), default=None,
-                   help="with --family ordinal: analysis of the planned study, clmm (default) or "
-                        "lmm (the paper's LMM of rescaled ratings; much faster)")
+    p.add_argument("--analysis", choices=("clmm", "lmm", "glmer"), default=None,
+                   help="with --family ordinal or --outcome likert: analysis of the planned study, "
+                        "clmm (default for --family ordinal) or lmm (the paper's LMM of rescaled "
+                        "ratings; much faster; default for --outcome likert); glmer: --outcome "
+                        "preference (its only analysis)")
     p.add_argument("--n-sims", type=int, default=None,
                    help="with --family ordinal: simulated replicates per bootstrap draw "
-                        "(default: 10)")
-    p.add_argument("--effect", type=float, required=True,
-                   help="smallest effect worth detecting, in --coding (sum: half the mean difference "
-                        "on the [0, 1] scale)")
+                        "(default: 10); with --outcome likert/preference: per design evaluated "
+                        "(default: 500)")
+    p.add_argument("--effect", type=float, default=None,
+                   help="smallest effect worth detecting (required; --outcome preference: "
+                        "defaults to the logit of --p-win), in --coding (sum: half the mean "
+                        "difference on the [0, 1] scale); --family ordinal and --outcome likert: "
+                        "latent scale; --outcome preference: logit of the share preferring B")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
     p.add_argument("--contrast", default=None, metavar="A[,B]",
@@ -77,12 +86,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write both plans and their assurance as JSON ('-' = stdout)")
-    p.set_defaults(func=run_plan)
+    add_outcome_arguments(p, analysis=False)
+    p.set_defaults(func=run_plan, parser=p)
 
 
 def run_plan(args: argparse.Namespace) -> int:
     from ..pilot import plan_with_assurance
 
+    if args.outcome != "gaussian":
+        return _plan_outcome(args)
+    if args.levels is not None:
+        raise InputError("--levels is for --outcome likert (planning K-point ratings from "
+                         "--preset); a Likert pilot file is planned with --family ordinal.")
+    if args.effect is None:
+        args.parser.error("--effect is required: the smallest effect worth detecting.")
     if (args.preset is None) == (args.ratings is None):
         raise InputError("give either --ratings FILE (a pilot: plans with assurance) or --preset "
                          "(a Table 16 scenario), not both or neither.")
@@ -139,6 +156,52 @@ def _ordinal_fit(args: argparse.Namespace) -> Any:
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     return fit
+
+
+def _plan_outcome(args: argparse.Namespace) -> int:
+    """``--outcome likert|preference``: :func:`nlpower.plan` from parameters (no pilot)."""
+    from ..powersim import plan
+    from .power import _scenarios
+
+    if args.ratings is not None or args.family != "gaussian":
+        raise InputError(f"--outcome {args.outcome} plans from parameters (--preset, or the "
+                         "preference flags); to plan from a Likert pilot file use --ratings FILE "
+                         "--family ordinal (with assurance).")
+    params = own_params(args)
+    effect = args.effect
+    if params is None:
+        if args.preset is None:
+            raise InputError(f"--outcome {args.outcome} needs --preset (a Table 16 scenario, "
+                             "mapped to --levels K points).")
+        params = next(iter(_scenarios(args.preset).values()))
+    elif args.preset is not None:
+        raise InputError(f"--outcome {args.outcome} takes its parameters from its own flags "
+                         "(--p-win, --sd-worker, ...); drop --preset.")
+    elif effect is None:
+        effect = params.effect                 # the logit of --p-win
+    if effect is None:
+        args.parser.error("--effect is required: the smallest effect worth detecting (latent "
+                          "scale for --outcome likert).")
+    kw = outcome_kwargs(args)
+    if args.analysis is not None:
+        kw["analysis"] = args.analysis
+    if args.n_sims is not None:
+        kw["n_sims"] = args.n_sims
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = plan(params, effect=effect, target_power=args.target_power,
+                      cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+                      alpha=args.alpha, test=args.test, alternative=args.alternative,
+                      min_workers=args.min_workers, max_workers=args.max_workers,
+                      max_items=args.max_items, workers_per_item=args.workers_per_item,
+                      rng=args.seed, **kw)
+    for w in caught:
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    print(f"{args.outcome}: {params!r}")
+    print(result.summary())
+    write_json(args, {"outcome": args.outcome, "effect": effect,
+                      "plans": result.to_frame().to_dict(orient="records")})
+    return 0
 
 
 def _plan_preset(args: argparse.Namespace) -> int:

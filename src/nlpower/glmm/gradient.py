@@ -153,13 +153,16 @@ class LaplaceGradient:
         ``du = -M^{-1} (Lambda_dx' Z' r / 2 + Lambda' Z' W a_dx)`` with
         ``a_dx = X dbeta + Z Lambda_dx u`` (the mode condition differentiated,
         module docstring); ``mode`` and ``zl`` (``Z Lambda`` per slot) are
-        those of the stage-2 evaluation the step starts from.
+        those of the stage-2 evaluation the step starts from.  In stage 1
+        (``dx`` over ``theta`` only, ``beta`` in the mode) ``(u, beta)``
+        move together, through the factor with ``X``: ``u`` then ``beta``.
         """
         pir = self.pir
         r, _ = self._derivs(mode)
+        stage1 = dx.size == self.k
         dth, dbe = dx[:self.k], dx[self.k:]
         slots = pir.slots
-        a = pir.X @ dbe
+        a = np.zeros(pir.n) if stage1 else pir.X @ dbe
         lr = np.zeros(pir.q)
         for j in np.flatnonzero(dth):
             za = self.zraw[:, self.a_slot[j]]
@@ -168,6 +171,10 @@ class LaplaceGradient:
             lr += dth[j] * np.bincount(sb, r * za, minlength=pir.q)
         wa = mode.w * a
         rhs = 0.5 * lr + np.bincount(slots.ravel(), (zl * wa[:, None]).ravel(), minlength=pir.q)
-        u = mode.u - pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
-        return u if np.all(np.isfinite(u)) else mode.u.copy()
+        cur = mode.u
+        if stage1:
+            rhs = np.concatenate([rhs, pir.X.T @ wa])
+            cur = np.concatenate([mode.u, mode.beta])
+        new = cur - pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        return new if np.all(np.isfinite(new)) else cur.copy()
 

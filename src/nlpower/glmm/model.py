@@ -6,17 +6,21 @@ lme4's ``theta`` layout and grouping blocks (shared with the LMM engine) ->
 :class:`~nlpower.glmm.pirls.Pirls` (conditional modes, Laplace deviance) ->
 
 1. stage 1 (lme4's ``nAGQ = 0``): ``beta`` updated inside PIRLS with ``u``,
-   BOBYQA over ``theta``;
+   optimised over ``theta`` -- L-BFGS on the analytic gradient
+   (:mod:`.gradient`, canonical links) or BOBYQA;
 2. stage 2: ``(theta, beta)`` on the Laplace (or adaptive Gauss-Hermite)
-   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton steps on
-   a finite-difference Hessian updated by BFGS (:meth:`GlmmModel._newton_stage`),
-   BOBYQA when that fails; then the derivatives at the optimum (lme4's
-   ``vcov`` and ``checkConv`` input) and Newton steps while the gradient is
-   not small.
+   deviance, PIRLS over ``u`` only, from stage 1's optimum: Newton's method
+   on a Hessian from differences of the analytic gradient
+   (:meth:`GlmmModel._newton_gradient`) or of the deviance
+   (:meth:`GlmmModel._newton_stage`), updated by BFGS; L-BFGS or BOBYQA when
+   that fails; then the derivatives at the optimum (lme4's ``vcov`` and
+   ``checkConv`` input).
 
-:meth:`GlmmModel.refit` is the power replicates' light path: stage 2 only
-when a warm start is given, the fixed-effects covariance from the PIRLS
-factor (lme4's ``use.hessian = FALSE``), no Hessian at the optimum.
+The gradient stages run without bounds on ``theta`` and map the result back
+(:meth:`GlmmModel.canonical`).  :meth:`GlmmModel.refit` is the power
+replicates' light path: stage 2 only when a warm start is given, the
+fixed-effects covariance from the PIRLS factor (lme4's ``use.hessian =
+FALSE``), no Hessian at the optimum.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ STAGE2 = {"xtol_abs": 1e-5, "ftol_abs": 1e-7, "maxeval": 20000, "step": 0.1}
 STAGE1_GTOL = 1e-2
 STAGE1_FINAL_GTOL = 1e-6
 STAGE2_GTOL = 1e-6
+#: stage 1 starts PIRLS at the first-order predicted (u, beta) after steps in theta up to this
+PREDICT_STEP = 0.1
 #: Newton steps after stage 2 without the gradient, until max|gradient| is below
 NEWTON_STEPS = 4
 NEWTON_GTOL = 1e-4
@@ -201,10 +207,19 @@ class GlmmModel:
 
     def _fu1(self) -> Any:
         """Stage 1's objective (``beta`` in PIRLS) with its gradient over ``theta``."""
+        anchor: list[Any] = []
+
         def fu(th: np.ndarray, u_start: np.ndarray | None
                ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+            if anchor and np.max(np.abs(th - anchor[0])) < PREDICT_STEP:
+                # (u, beta) predicted from the last evaluation's mode (a short step: first order)
+                ub = self.grad.predict_u(anchor[1], anchor[2], th - anchor[0])
+                self._u, self._beta = ub[:self.pirls.q], ub[self.pirls.q:]
             v = self.deviance(th)
-            return v, self.grad(self._last, False) if math.isfinite(v) else None, self._u
+            g = self.grad(self._last, False) if math.isfinite(v) else None
+            if g is not None and self._last is not None:
+                anchor[:] = [th.copy(), self._last, self.pirls.zl]
+            return v, g, self._u
         return fu
 
     def canonical(self, x: np.ndarray) -> np.ndarray:

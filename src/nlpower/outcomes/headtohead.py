@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,6 @@ from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
-from ..glmm.model import GlmmModel
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
 from ..powersim.batches import options_identity, run_batches, run_id, seeds_identity
@@ -46,6 +46,9 @@ from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
 from ..powersim.summary import apply_failure_policy, power_result
+
+if TYPE_CHECKING:
+    from ..glmm.model import GlmmModel
 
 __all__ = ["HeadToHeadParams", "headtohead_power"]
 
@@ -147,26 +150,20 @@ def _truth(model: GlmmModel, params: HeadToHeadParams) -> dict[str, np.ndarray]:
     return {"theta": np.array(theta), "beta": np.array([fixed[n] for n in model.spec.fixef_names])}
 
 
-def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
-         opts: PowerOptions) -> Replicates:
-    """The replicates in checkpointed batches (:mod:`nlpower.powersim.batches`)."""
-    seeds = seq.spawn(opts.n_sims)
-    run = run_id("glmer", params=repr(params), options=options_identity(opts),
-                 seeds=seeds_identity(seeds))
-    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], opts),
-                       run=run)
+def _fit_chunk(design: CrossedDesign, params: HeadToHeadParams,
+               seeds: list[np.random.SeedSequence], first: int, n_sims: int, raise_on: bool
+               ) -> tuple[np.ndarray, ...]:
+    """Replicates ``first, first + 1, ...`` (one child seed each) on one prepared structure:
+    the response and the draws' weights swapped, Newton's method started at the truth (so a
+    replicate's fit depends on its own data only, not on the chunk or batch it runs in)."""
+    from ..glmm.model import GlmmModel  # the fitting machinery on first use
 
-
-def _batch(design: CrossedDesign, params: HeadToHeadParams,
-           seeds: list[np.random.SeedSequence], opts: PowerOptions) -> Replicates:
-    """A batch on one prepared structure: the response and the draws' weights swapped,
-    Newton's method started at the truth (so a replicate's fit depends on its own data only)."""
     w, i, pos, frame = _pairs(design)
     spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
     model = GlmmModel(spec, Binomial())
     start = _truth(model, params)
     r = len(seeds)
-    est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
+    est, se = np.full(r, np.nan), np.full(r, np.nan)
     conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
     for k, s in enumerate(seeds):
         win, draw = _draw(w, i, pos, design.n_workers, design.n_items, params,
@@ -174,14 +171,40 @@ def _batch(design: CrossedDesign, params: HeadToHeadParams,
         try:
             core = model.refit(win.astype(float), start=start, weights=(~draw).astype(float))
             est[k], se[k] = float(core.beta[0]), float(core.se[0])
-            stat[k], df[k] = est[k] / se[k], math.inf
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
         except _FIT_FAILURES as exc:
-            if opts.on_failure == "raise":
-                raise FitError(f"replicate {k} of {r} failed to fit (glmer of head-to-head "
-                               f"judgements): {exc}.") from exc
+            if raise_on:
+                raise FitError(f"replicate {first + k} of {n_sims} failed to fit (glmer of "
+                               f"head-to-head judgements): {exc}.") from exc
             failed[k] = True
-    return _replicates(est, se, stat, df, conv, sing, failed, opts)
+    return est, se, conv, sing, failed
+
+
+def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
+         opts: PowerOptions, n_jobs: int = 1) -> Replicates:
+    """All replicates, in checkpointed batches (:mod:`nlpower.powersim.batches`), each batch
+    in ``n_jobs`` contiguous chunks (loky processes when more than one)."""
+    seeds = seq.spawn(opts.n_sims)
+    run = run_id("glmer", params=repr(params), options=options_identity(opts),
+                 seeds=seeds_identity(seeds))
+    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds, lo, hi, opts,
+                                                         n_jobs), run=run)
+
+
+def _batch(design: CrossedDesign, params: HeadToHeadParams, seeds: list[np.random.SeedSequence],
+           lo: int, hi: int, opts: PowerOptions, n_jobs: int) -> Replicates:
+    r, raise_on = len(seeds), opts.on_failure == "raise"
+    bounds = np.linspace(lo, hi, min(n_jobs, hi - lo) + 1).astype(int)
+    chunks = [(int(a), seeds[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if len(chunks) == 1:
+        parts = [_fit_chunk(design, params, seeds[lo:hi], lo, r, raise_on)]
+    else:
+        from joblib import Parallel, delayed
+        parts = Parallel(n_jobs=len(chunks), backend="loky")(
+            delayed(_fit_chunk)(design, params, c, a, r, raise_on) for a, c in chunks)
+    est, se, conv, sing, failed = (np.concatenate([p[j] for p in parts]) for j in range(5))
+    df = np.full(hi - lo, math.inf)
+    return _replicates(est, se, est / se, df, conv, sing, failed, opts)
 
 
 def headtohead_power(
@@ -196,6 +219,7 @@ def headtohead_power(
     rng: RNGLike = None,
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
+    n_jobs: int = 1,
 ) -> PowerResult:
     """Power of repeated head-to-head judgements analysed by glmer (module docstring).
 
@@ -212,6 +236,9 @@ def headtohead_power(
         ``effect = 0``, own child seed).  The test is the Wald z of the intercept.
     ties : {"exclude"}
         Draws are excluded (prior weight 0).
+    n_jobs : int, default 1
+        Processes for the replicates (loky): each replicate has its own child
+        seed and starts at the truth, so the results are the same for any ``n_jobs``.
 
     Returns
     -------
@@ -237,16 +264,19 @@ def headtohead_power(
             f"ties={ties!r}: with repeated judgements the analysis is a binomial GLMM, where a "
             "draw split half and half is not a whole number of successes; use ties='exclude' "
             "(draws get prior weight 0), or nlpower.preference for one judgement per person.")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise InputError(f"n_jobs must be a positive integer (processes for the replicates); "
+                         f"got {n_jobs!r}.")
     opts = power_options(n_sims=n_sims, alpha=alpha, test="z", alternative=alternative,
                          method="simulate", null=null, keep_replicates=keep_replicates,
                          on_failure=on_failure)
     root = root_seed(rng)
     main_seq, null_seq = root.spawn(2)
-    main = _run(design, params, main_seq, opts)
+    main = _run(design, params, main_seq, opts, int(n_jobs))
     apply_failure_policy(main, opts, "main")
     null_reps = None
     if null and params.effect != 0:
-        null_reps = _run(design, params.with_effect(0.0), null_seq, opts)
+        null_reps = _run(design, params.with_effect(0.0), null_seq, opts, int(n_jobs))
         apply_failure_policy(null_reps, opts, "null (effect 0)")
     share = 1.0 / (1.0 + math.exp(-params.effect))
     note = (f"head-to-head judgements, logistic crossed model (P(draw) {params.p_draw:g}, draws "

@@ -39,6 +39,7 @@ from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..convert import as_params
+from ..convert_outcomes import pilot_family
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
@@ -60,7 +61,6 @@ from .draws import (
 )
 from .general import general_draws, general_label
 from .outcome_assurance import DEFAULT_OUTCOME_SIMS, check_outcome, outcome_assurance
-from .outcome_params import pilot_family
 from .result import AssuranceResult, PilotPlanResult, summarise_powers
 
 __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]

@@ -7,7 +7,7 @@ variances (thresholds, position effects), so assurance is computed the long
 way, as ``lme4``'s ``bootMer`` / ``simulate + refit`` with simr-style power:
 
 1. the pilot fit is turned into the parameters of its outcome model
-   (:mod:`.outcome_params`: :class:`~nlpower.outcomes.LikertParams` or
+   (:mod:`nlpower.convert_outcomes`: :class:`~nlpower.outcomes.LikertParams` or
    :class:`~nlpower.outcomes.HeadToHeadParams`), with the user's effect;
 2. each of ``n_boot`` bootstrap samples simulates a new response on the
    pilot's own rows from the fitted model (``fit.simulate``), refits the same
@@ -44,11 +44,11 @@ import numpy as np
 
 from .._choices import Coding
 from ..coding import x_values
+from ..convert_outcomes import OrdinalPilot, binary_params, pilot_family
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..outcomes import HeadToHeadParams, LikertParams, headtohead_power, likert_power
 from .draws import bias_corrected
-from .outcome_params import OrdinalPilot, binary_params, pilot_family
 
 __all__ = ["DEFAULT_OUTCOME_SIMS", "OutcomePilot", "POINT_SIMS", "SD_FIELDS", "outcome_assurance", "outcome_draws"]
 

@@ -114,7 +114,7 @@ class AssuranceResult:
             f"  P(power >= {self.target_power:g}) over the draws: {self.prob_target:.2f}",
             f"  safeguard power (SDs at their upper {self.confidence_level:.0%} bounds): "
             f"{self.safeguard_power:.3f}",
-            "  SD" + " " * (w - 2) + "  estimate  upper bound",
+            "  SD" + " " * (w - 3) + "estimate  upper bound",
         ]
         for k in self.sd_point:
             lines.append(f"  {k:<{w}} {self.sd_point[k]:8.4f}  {self.sd_upper[k]:8.4f}")

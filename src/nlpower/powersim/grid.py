@@ -31,7 +31,7 @@ from .._choices import Alternative, Backend, Coding, EngineName, OnError, PowerM
 from .._records import nan_to_none
 from .._rng import RNGLike
 from .._validation import closest_name
-from ..convert import as_params, is_pilot_fit
+from ..convert import is_pilot_fit
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
@@ -424,7 +424,8 @@ def power_grid(
                  if not same_value(v, _keyword_default(k))])
     if is_pilot_fit(params):  # variances from the pilot; effects (in coding) from the user
         head = effect[0] if isinstance(effect, (list, tuple)) and effect else effect
-        params = as_params(params, effect=head, coding=coding, contrast=contrast)
+        params = kind.model.as_params(params, validated, effect=head, coding=coding,
+                                      contrast=contrast)
     if power_fn is not None and not callable(power_fn):
         raise InputError(f"power_fn must be a callable like nlpower.power; got {type(power_fn).__name__}.")
 

@@ -22,6 +22,7 @@ method         what runs
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -194,7 +195,7 @@ def power_options(
     """
     given = [k for k, v in (("method", method), ("engine", engine), ("REML", REML),
                             ("likert", likert), ("n_boot", n_boot), ("levels", levels))
-             if not _same(v, _DEFAULTS[k])]
+             if not _same(v, _default(k))]
     kind = get_outcome(outcome)
     kind.refuse(given)
     analyses = kind.resolve_analyses(analysis)
@@ -245,9 +246,9 @@ def _check_levels(levels: Any) -> int:
     return int(levels)
 
 
-#: Defaults of the options an outcome may refuse (compared with what the caller gave).
-_DEFAULTS: dict[str, Any] = {"method": "auto", "engine": "native", "REML": None, "likert": None,
-                             "n_boot": 99, "levels": None}
+def _default(name: str) -> Any:
+    """The default of :func:`power_options`' keyword ``name`` (its signature is the one source)."""
+    return inspect.signature(power_options).parameters[name].default
 
 
 def _same(value: Any, default: Any) -> bool:

@@ -27,9 +27,10 @@ outcome        params                      analysis (tests)       effect scale
                params, or a pilot fit      of :mod:`.rules`)
 ``likert``     ``LikertParams``, or a      ``lmm`` (satterthwaite latent effect / latent scale
                preset with ``levels=K``    kenward-roger, z,      (``clmm``); the LMM's effect on
-                                           lrt), ``clmm`` (z,     [0, 1] is reported as ``effect``
+               or an ordinal pilot fit     lrt), ``clmm`` (z,     [0, 1] is reported as ``effect``
                                            lrt)                   of its result
-``preference`` ``HeadToHeadParams``        ``glmer`` (z)          logit of the share preferring B
+``preference`` ``HeadToHeadParams``, or a  ``glmer`` (z)          logit of the share preferring B
+               binary ``glmer`` pilot fit
 =============  ==========================  =====================  ===================================
 
 Adding an outcome is one :class:`OutcomeKind` in :data:`OUTCOMES` and a
@@ -164,15 +165,16 @@ OUTCOMES: dict[str, OutcomeKind] = {
     "likert": OutcomeKind(
         name="likert", analyses={"lmm": ("satterthwaite", "z", "lrt", "kenward-roger"),
                                  "clmm": ("z", "lrt")},
-        options=frozenset({"engine", "levels", "effect", "checkpoint"}),
-        params="LikertParams, or LMMParams (a preset on [0, 1]) with levels=K",
+        options=frozenset({"method", "engine", "levels", "effect", "contrast", "checkpoint"}),
+        params="LikertParams, LMMParams (a preset on [0, 1]) with levels=K, or an ordinal "
+               "pilot fit (clmm) with effect=",
         target="nlpower.outcomes.api:LIKERT", several=True,
         effect_scale="latent scale, the parameters' coding"),
     "preference": OutcomeKind(
         name="preference", analyses={"glmer": ("z",)},
-        options=frozenset({"effect", "checkpoint"}),
-        params="HeadToHeadParams (repeated judgements; one judgement per person: "
-               "nlpower.preference.power)",
+        options=frozenset({"method", "effect", "checkpoint"}),
+        params="HeadToHeadParams (repeated judgements), or a binary glmer pilot fit with "
+               "effect= (one judgement per person: nlpower.preference.power)",
         target="nlpower.outcomes.api:PREFERENCE",
         effect_scale="logit of the share preferring B"),
 }

@@ -193,7 +193,8 @@ def mde(
         opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
                              n_sims=n_sims, alpha=alpha, alternative=alternative, engine=engine,
                              keep_replicates=False)
-        p = kind.model.as_params(params, opts, effect=None, coding=coding, contrast=contrast)
+        p = kind.model.as_params(params, opts, effect=1.0 if is_pilot_fit(params) else None,
+                                 coding=coding, contrast=contrast)  # a pilot: effect solved for
         curve = SimulatedPower(kind, p, opts, root_seed(rng))
         start = abs(kind.model.effect_of(p)) or 0.1
         eff, ci = simulated_mde(lambda e: curve(design, e), start, target_power)
@@ -284,11 +285,12 @@ class PlanResult:
     outcome: str = "gaussian"
 
     def summary(self) -> str:
-        analytic = get_outcome(self.outcome).analytic
+        kind = get_outcome(self.outcome)
+        analytic = kind.analytic
+        scale = f"{self.coding} coding" if analytic else f"{kind.effect_scale}; {kind.name}"
         lines = [
             f"Cheapest design for power {self.target_power:g} at effect {self.effect:g} "
-            f"({self.coding} coding, {self.outcome} outcome), test {self.test!r} "
-            f"({self.alternative}, alpha {self.alpha:g}):",
+            f"({scale}), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
             f"  {self.design.describe()}",
             f"  {'analytic' if analytic else 'simulated'} power {self.power:.3f}; "
             f"cost {self.cost:g}",

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import inspect
 import os
+import warnings
 from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
 from .._rng import RNGLike, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
-from ..errors import DesignError, InputError
+from ..errors import DesignError, InputError, NlpowerWarning
 from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
@@ -97,8 +98,11 @@ def power(
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}
-        ``"satterthwaite"`` (default): Wald t with Satterthwaite df (lmerTest);
+    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}, optional
+        ``None`` (default): the analysis's first test -- ``"satterthwaite"``
+        for the LMM, ``"z"`` for clmm and glmer
+        (:data:`nlpower.powersim.outcome.OUTCOMES` lists each analysis's tests).
+        ``"satterthwaite"``: Wald t with Satterthwaite df (lmerTest);
         ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
         (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
         balanced fast path identical to ``"satterthwaite"``, see
@@ -172,14 +176,19 @@ def power(
         ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
         LMM on [0, 1]; ``"clmm"``: cumulative link mixed model).
         ``"preference"``: repeated head-to-head judgements (``params`` a
-        ``HeadToHeadParams``, ``analysis="glmer"``).  Then ``method``,
-        ``likert``, ``options``, ``effect``, ``coding``, ``contrast``, ``REML``
-        and ``n_boot`` keep their defaults.
+        ``HeadToHeadParams``, ``analysis="glmer"``).  The outcome registry
+        (:mod:`nlpower.powersim.outcome`) says which options each outcome
+        reads; the others (for Likert ratings ``method``, ``likert``,
+        ``REML``, ``n_boot``, ``coding``, ``contrast``; for preferences also
+        ``engine`` and ``levels``) must keep their defaults.  ``effect``
+        replaces the parameters' effect (latent / logit scale).
     levels : int, optional
-        Likert points for ``outcome="likert"``.
-    analysis : str, default "lmm"
-        The analysis of ``outcome="likert"`` (several on the same replicates:
-        :func:`nlpower.outcomes.likert_power` with a list).
+        Likert points for ``outcome="likert"`` with a preset.
+    analysis : str, optional
+        The outcome's analysis (default its first: ``"lmm"``, ``"glmer"``
+        for preferences).  Several on the same replicates:
+        :func:`nlpower.outcomes.likert_power` or :func:`nlpower.power_grid`
+        with a list.
     progress : bool, default False
         A per-replicate progress bar on stderr for ``method="simulate"`` (the
         balanced and analytic paths take milliseconds and show none).  It
@@ -246,7 +255,24 @@ def power(
                  if not same_value(v, _keyword_default(k))])
     model = kind.model
     params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
-    return model.run(design, params, opts, rng=rng, progress=progress, checkpoint=checkpoint)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = model.run(design, params, opts, rng=rng, progress=progress,
+                           checkpoint=checkpoint)
+    _reemit(caught)
+    return result
+
+
+def _reemit(caught: list[warnings.WarningMessage]) -> None:
+    """The warnings of a run again, the package's own pointing at the caller of :func:`power`.
+
+    (However deep the outcome's run emitted them; others keep their origin.)
+    """
+    for w in caught:
+        if issubclass(w.category, NlpowerWarning):
+            warnings.warn(w.message, w.category, stacklevel=3)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,

@@ -242,11 +242,11 @@ class SparseSchur:
     ``S``'s lower triangle is a sparse matrix ``V`` (rows: the ``(i, k)``
     entries of ``S``; columns: the ``(l, a, b)`` entries of ``W``) times
     ``vec(W)`` -- one SpMV per evaluation, the products ``C[i,l,a] C[k,l,b]``
-    precomputed.  Per entry of ``V``: the pairs ``p1``, ``p2`` and columns
-    ``a``, ``b`` of its product; ``ypos``: the entries that involve the ``y``
-    row; ``S_lo`` / ``S_up``: the flat positions ``i*N2 + k`` / ``k*N2 + i``
-    of each row of ``V`` in ``S`` (``S_up`` for the off-diagonal rows,
-    ``S_off``).
+    precomputed.  ``ypos``: the entries of ``V.data`` that involve the ``y``
+    row, with the pairs ``p1``, ``p2`` and columns ``a``, ``b`` of their
+    products (recomputed by :meth:`set_response`); ``S_lo`` / ``S_up``: the
+    flat positions ``i*N2 + k`` / ``k*N2 + i`` of each row of ``V`` in ``S``
+    (``S_up`` for the off-diagonal rows, ``S_off``).
     """
 
     V: sp.csr_matrix
@@ -261,8 +261,8 @@ class SparseSchur:
 
     def set_response(self, blocks: Blocks) -> None:
         """Recompute the products that involve the ``y`` row."""
-        pos, C = self.ypos, blocks.C
-        self.V.data[pos] = C[self.p1[pos], self.a[pos]] * C[self.p2[pos], self.b[pos]]
+        C = blocks.C
+        self.V.data[self.ypos] = C[self.p1, self.a] * C[self.p2, self.b]
 
 
 @dataclass(eq=False)
@@ -356,6 +356,13 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
         P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
     key = pair_row[P1].astype(np.int64) * N2 + pair_row[P2]
     col = pair_lev[P1] if q1 == 1 else pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
+    # the products in generation order (one gather of the permutation below instead of
+    # four random gathers of 10^6-element arrays afterwards)
+    if q1 == 1:
+        c0 = np.ascontiguousarray(C[:, 0])
+        data0 = c0[P1] * c0[P2]
+    else:
+        data0 = C[P1, A] * C[P2, B]
     # CSR over all N2^2 entries of S by a counting sort (no comparison sort: InstEval has
     # ~10^6 products); the data carry the products' positions, then empty rows are dropped
     # (positions from 1: the conversion drops explicit zeros)
@@ -365,19 +372,16 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
     used = np.flatnonzero(np.diff(big.indptr))
     indptr = np.concatenate([[0], np.cumsum(np.diff(big.indptr)[used])])
     ukey = used
-    P1, P2 = P1[perm], P2[perm]
-    if q1 > 1:
-        A, B = A[perm], B[perm]
-        data = C[P1, A] * C[P2, B]
-    else:
-        c0 = C[:, 0]
-        data = c0[P1] * c0[P2]
-    V = sp.csr_matrix((data, big.indices, indptr), shape=(ukey.size, b1.m * q1 * q1))
+    V = sp.csr_matrix((data0[perm], big.indices, indptr), shape=(ukey.size, b1.m * q1 * q1))
     yrow = N2 - 1
+    # rows are ordered i >= k, so a product involves y iff its row i is y's: the rows of
+    # V are sorted by i * N2 + k, so those are its last rows
+    r0 = int(np.searchsorted(ukey, yrow * N2))
+    ypos = np.arange(int(indptr[r0]), int(indptr[-1]))
+    py = perm[ypos]
     i, k = ukey // N2, ukey % N2
     off = i != k
-    return SparseSchur(V=V, p1=P1, a=A, p2=P2, b=B,
-                       ypos=np.flatnonzero((pair_row[P1] == yrow) | (pair_row[P2] == yrow)),
+    return SparseSchur(V=V, p1=P1[py], a=A[py], p2=P2[py], b=B[py], ypos=ypos,
                        S_lo=i * N2 + k, S_up=(k * N2 + i)[off], S_off=off)
 
 

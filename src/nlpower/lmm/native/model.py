@@ -377,14 +377,12 @@ class NativeModel:
         theta = core.theta
         s2 = core.sigma ** 2
         # variance components per term (lme4 order)
+        # lmm.draw imports this package (theta_layout): import its theta -> Lambda map here
+        from ..draw import relative_factor
+
         var_terms = []
         for t, off, grp in zip(lay.terms, lay.term_offsets, lay.grp_names, strict=True):
-            lam = np.zeros((t.q, t.q))
-            k = off
-            for j in range(t.q):
-                for i in range(j, t.q):
-                    lam[i, j] = theta[k]
-                    k += 1
+            lam = relative_factor(theta[off:], t.q)      # the one theta -> Lambda map
             var_terms.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames),
                                      cov=s2 * (lam @ lam.T)))
         # conditional modes and residuals

@@ -100,7 +100,7 @@ class PeelPlan:
         return out
 
 
-def _level_graph(b: Blocks) -> tuple[list[set[int]], np.ndarray, np.ndarray]:
+def _level_graph(b: Blocks) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """Adjacency of the rest's levels (nonzero off-diagonal blocks of ``M``), their columns."""
     nre2 = b.nre2
     starts, sizes = [], []
@@ -114,14 +114,11 @@ def _level_graph(b: Blocks) -> tuple[list[set[int]], np.ndarray, np.ndarray]:
     re = b.pair_row < nre2
     E = sp.csr_matrix((np.ones(int(re.sum())), (unit_of_col[b.pair_row[re]], b.pair_lev[re])),
                       shape=(nu, b.b1.m))
-    G = (E @ E.T).tocoo()
+    # E E' and W'W are symmetric already
+    U = (E @ E.T).tocsr()
     ai, ak = np.nonzero(b.Arr[:nre2, :nre2])
-    rows = np.concatenate([G.row, unit_of_col[ai]])
-    cols = np.concatenate([G.col, unit_of_col[ak]])
-    U = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nu, nu))
-    U = ((U + U.T) > 0).tocsr()
-    adj = [set(U.indices[U.indptr[v]:U.indptr[v + 1]].tolist()) - {v} for v in range(nu)]
-    return adj, start, size
+    U = U + sp.csr_matrix((np.ones(ai.size), (unit_of_col[ai], unit_of_col[ak])), shape=(nu, nu))
+    return U, start, size
 
 
 def peel_plan(b: Blocks) -> PeelPlan | None:
@@ -133,8 +130,16 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
     counts = np.bincount(b.pair_lev[b.pair_row < nre2], minlength=b.b1.m).astype(float)
     if float(np.sum(counts * counts)) > 2.0 * PEEL_MAX_DEGREE * nre2 * nre2 / 4.0 + 1e6:
         return None
-    adj, start, size = _level_graph(b)
+    U, start, size = _level_graph(b)
     q = int(np.bincount(size).argmax())               # levels of the commonest width are peeled
+    # screen: the levels of degree <= PEEL_MAX_DEGREE now must hold enough columns to
+    # shrink the core (elimination rarely lowers a degree); InstEval's lecturers do not
+    deg = np.diff(U.indptr) - 1
+    low = (deg <= PEEL_MAX_DEGREE) & (size == q)
+    if float(size[low].sum()) < (1.0 - PEEL_MAX_CORE) * N2:
+        return None
+    adj = [set(U.indices[U.indptr[v]:U.indptr[v + 1]].tolist()) - {v}
+           for v in range(start.size)]
     alive = set(range(start.size))
     rounds_units: list[list[int]] = []
     neigh: dict[int, list[int]] = {}

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..formula import parse
-from ..outcomes import HeadToHeadParams, LikertParams
-from ..params import pm1_random_effects
+from .errors import InputError
+from .formula import parse
+from .outcomes import HeadToHeadParams, LikertParams
+from .params import pm1_random_effects
 
 __all__ = ["GROUPS", "OrdinalPilot", "binary_params", "is_binary_fit", "is_ordinal_fit",
            "pilot_family"]
@@ -45,19 +45,19 @@ GROUPS = ("worker", "item")
 
 
 def _is_clmm(obj: Any) -> bool:
-    from ..ordinal import ClmmFit
+    from .ordinal import ClmmFit
     return isinstance(obj, ClmmFit)
 
 
 def is_ordinal_fit(obj: Any) -> bool:
     """A ``clmm`` fit or an ``OrdinalRatingsFit`` (``fit_ratings(..., family="ordinal")``)."""
-    from ..ordinal.ratings import OrdinalRatingsFit
+    from .ordinal.ratings import OrdinalRatingsFit
     return _is_clmm(obj) or isinstance(obj, OrdinalRatingsFit)
 
 
 def is_binary_fit(obj: Any) -> bool:
     """A ``glmer`` fit (any family; :func:`binary_params` checks it is binomial)."""
-    from ..glmm import GlmmFit
+    from .glmm import GlmmFit
     return isinstance(obj, GlmmFit)
 
 
@@ -87,7 +87,7 @@ class OrdinalPilot:
     """
 
     def __init__(self, fit: Any, contrast: Any = None) -> None:
-        from ..ordinal.ratings import OrdinalRatingsFit
+        from .ordinal.ratings import OrdinalRatingsFit
         clmm = fit.fit if isinstance(fit, OrdinalRatingsFit) else fit
         if not _is_clmm(clmm):
             raise InputError(f"an ordinal pilot must be a clmm fit or fit_ratings(..., "
