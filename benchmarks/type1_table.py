@@ -11,7 +11,7 @@ For 3, 5, 10 workers x 50, 100 items (every worker rates every item under both
 systems) and both Table 16 scenarios (``presets.high_variance(0.0)``,
 ``presets.low_variance(0.0)``), the rejection rate at effect 0 and alpha 0.05
 of every ``power(..., test=...)`` -- ``"satterthwaite"``, ``"kenward-roger"``
-(REML), ``"z"``, ``"lrt"``, ``"pblrt"`` (ML; ``n_boot=99``), ``"calibrated"``
+(REML), ``"z"``, ``"lrt"``, ``"pblrt"`` (ML; ``n_resamples=99``), ``"calibrated"``
 (REML, Satterthwaite prepivoted by 99 bootstrap draws from the REML null fit,
 :mod:`nlpower.powersim.calibrated`; ``--tests`` picks a subset) -- through the
 exact balanced fast path (``method="auto"``), ``--n-sims`` replicates each
@@ -141,7 +141,7 @@ def general_cost() -> list[str]:
         cells = []
         for test, n in tests:
             kw = {"test": test, "method": "simulate"}
-            power(design, presets.high_variance(0.0), n_sims=1, rng=0, n_boot=19, **kw)  # warm-up
+            power(design, presets.high_variance(0.0), n_sims=1, rng=0, n_resamples=19, **kw)  # warm-up
             t0 = time.perf_counter()
             power(design, presets.high_variance(0.0), n_sims=n, rng=1, **kw)
             cells.append(f"{(time.perf_counter() - t0) / n * 1e3:.0f} ms")

@@ -140,14 +140,14 @@ def test_outputs_into_a_missing_directory_are_refused_before_any_work(tmp_path, 
     assert "--json" in capsys.readouterr().err and not missing.exists()
 
 
-def test_power_pblrt_passes_n_boot(capsys):
+def test_power_pblrt_passes_n_resamples(capsys):
     from nlpower.powersim import power
 
-    argv = [*POWER[:POWER.index("--test")], "--test", "pblrt", "--n-boot", "19",
+    argv = [*POWER[:POWER.index("--test")], "--test", "pblrt", "--n-resamples", "19",
             "--method", "balanced", "--seed", "4"]
     assert main(argv) == 0
     expected = power(CrossedDesign(3, 20), presets.high_variance(0.1), n_sims=30, test="pblrt",
-                     n_boot=19, method="balanced", rng=4)
+                     n_resamples=19, method="balanced", rng=4)
     out = capsys.readouterr().out
     assert expected.summary() in out and "x 19 bootstrap samples" in out
 
@@ -155,8 +155,8 @@ def test_power_pblrt_passes_n_boot(capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--test", "pblrt", "--n-boot", "5"], "--n-boot 5 cannot reject at --alpha 0.05"),
-        (["--test", "pblrt", "--n-boot", "19", "--alternative", "greater"],
+        (["--test", "pblrt", "--n-resamples", "5"], "--n-resamples 5 cannot reject at --alpha 0.05"),
+        (["--test", "pblrt", "--n-resamples", "19", "--alternative", "greater"],
          "--test 'pblrt' is two-sided"),
     ],
 )

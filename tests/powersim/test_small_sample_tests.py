@@ -41,10 +41,10 @@ P = LMMParams(beta0=0.5, effect=0.0, sigma=0.3, sd_worker=0.2, sd_worker_slope=0
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"test": "pblrt", "n_boot": 0}, "n_boot must be >= 1"),
-        ({"test": "pblrt", "n_boot": 9.5}, "n_boot must be an integer"),
-        ({"test": "pblrt", "n_boot": 10}, r"n_boot=10 cannot reject at alpha=0.05.*n_boot >= 19"),
-        ({"test": "pblrt", "n_boot": 49, "alpha": 0.01}, r"n_boot >= 99"),
+        ({"test": "pblrt", "n_resamples": 0}, "n_resamples must be >= 1"),
+        ({"test": "pblrt", "n_resamples": 9.5}, "n_resamples must be an integer"),
+        ({"test": "pblrt", "n_resamples": 10}, r"n_resamples=10 cannot reject at alpha=0.05.*n_resamples >= 19"),
+        ({"test": "pblrt", "n_resamples": 49, "alpha": 0.01}, r"n_resamples >= 99"),
         ({"test": "pblrt", "alternative": "greater"}, "test='pblrt' is two-sided"),
         ({"test": "pblrt", "method": "analytic"}, "test='pblrt' has no analytic approximation"),
         ({"test": "pblrt", "REML": True}, "REML likelihoods"),
@@ -60,12 +60,12 @@ def test_bad_options(kwargs, match):
 def test_option_defaults_and_records():
     assert power_options(test="kenward-roger").REML is True
     assert power_options(test="pblrt").REML is False
-    assert power_options(test="pblrt", n_boot=19).n_boot == 19
-    res = power(CrossedDesign(3, 10), HIGH(0.1), n_sims=20, rng=1, test="pblrt", n_boot=19)
-    assert res.n_boot == 19 and "19 bootstrap samples" in res.summary()
+    assert power_options(test="pblrt", n_resamples=19).n_resamples == 19
+    res = power(CrossedDesign(3, 10), HIGH(0.1), n_sims=20, rng=1, test="pblrt", n_resamples=19)
+    assert res.n_resamples == 19 and "19 bootstrap samples" in res.summary()
     back = PowerResult.from_record(res.to_record())
-    assert back.n_boot == 19 and back.test == "pblrt"
-    assert power(CrossedDesign(3, 10), HIGH(0.1), n_sims=5, rng=1, n_boot=19).n_boot is None
+    assert back.n_resamples == 19 and back.test == "pblrt"
+    assert power(CrossedDesign(3, 10), HIGH(0.1), n_sims=5, rng=1, n_resamples=19).n_resamples is None
 
 
 def test_analytic_refuses_pblrt_and_treats_kr_as_satterthwaite():
@@ -154,7 +154,7 @@ def test_pblrt_holds_alpha_with_ten_workers():
     """Balanced path, 10 workers: rejection rate within 3 MC SE of alpha (B = 19: exact size)."""
     n = 1000
     res = power(CrossedDesign(10, 20), presets.low_variance(0.0), n_sims=n, rng=11, test="pblrt",
-                n_boot=19)
+                n_resamples=19)
     se = math.sqrt(0.05 * 0.95 / n)
     assert abs(res.rejection_rate - 0.05) < 3 * se
     p = res.replicates.pvalue
@@ -162,16 +162,16 @@ def test_pblrt_holds_alpha_with_ten_workers():
 
 
 def test_pblrt_replicates_do_not_depend_on_the_run_length():
-    short = power(CrossedDesign(3, 10), HIGH(0.0), n_sims=30, rng=4, test="pblrt", n_boot=19)
-    long = power(CrossedDesign(3, 10), HIGH(0.0), n_sims=60, rng=4, test="pblrt", n_boot=19)
+    short = power(CrossedDesign(3, 10), HIGH(0.0), n_sims=30, rng=4, test="pblrt", n_resamples=19)
+    long = power(CrossedDesign(3, 10), HIGH(0.0), n_sims=60, rng=4, test="pblrt", n_resamples=19)
     np.testing.assert_array_equal(short.replicates.pvalue, long.replicates.pvalue[:30])
 
 
 def test_general_pblrt_agrees_with_the_balanced_path_in_distribution():
     """B null refits through the engine vs the vectorised fast path: mean p-value within 4 SE."""
     design, params = CrossedDesign(3, 6), P.with_effect(0.08)
-    gen = power(design, params, n_sims=20, rng=8, test="pblrt", n_boot=19, method="simulate")
-    bal = power(design, params, n_sims=800, rng=9, test="pblrt", n_boot=19)
+    gen = power(design, params, n_sims=20, rng=8, test="pblrt", n_resamples=19, method="simulate")
+    bal = power(design, params, n_sims=800, rng=9, test="pblrt", n_resamples=19)
     assert gen.method == "simulate" and bal.method == "balanced" and gen.n_failed == 0
     pg, pb = gen.replicates.pvalue, bal.replicates.pvalue
     se = math.sqrt(pg.var(ddof=1) / pg.size + pb.var(ddof=1) / pb.size)
@@ -182,12 +182,12 @@ def test_general_pblrt_agrees_with_the_balanced_path_in_distribution():
                                atol=4 * np.abs(gen.replicates.statistic).std() / math.sqrt(20))
 
 
-def test_power_grid_passes_n_boot():
+def test_power_grid_passes_n_resamples():
     grid = power_grid(HIGH(), n_workers=3, n_items=10, effect=[0.0, 0.3], n_sims=10, rng=1,
-                      test="pblrt", n_boot=19, progress=False)
+                      test="pblrt", n_resamples=19, progress=False)
     frame = grid.to_frame()
     assert list(frame["test"]) == ["pblrt", "pblrt"]
-    assert all(c.result.n_boot == 19 for c in grid.cells)
+    assert all(c.result.n_resamples == 19 for c in grid.cells)
 
 
 @pytest.mark.slow
@@ -204,7 +204,7 @@ def test_default_test_holds_alpha_with_ten_workers():
 def test_general_pblrt_screen_changes_no_pvalue(monkeypatch):
     """The exact bound LR* <= n log(1 + z*^2/n) only skips null refits that cannot exceed."""
     design, params = CrossedDesign(6, 12, workers_per_item=3), HIGH(0.0)
-    kw = {"n_sims": 5, "rng": 3, "test": "pblrt", "n_boot": 19, "method": "simulate"}
+    kw = {"n_sims": 5, "rng": 3, "test": "pblrt", "n_resamples": 19, "method": "simulate"}
     screened = power(design, params, **kw).replicates.pvalue
     build = GeneralPBLRT.build
     monkeypatch.setattr(GeneralPBLRT, "build", classmethod(

@@ -60,7 +60,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="test of the effect (default: the analysis's first -- satterthwaite, "
                         "REML, for lmm; z for clmm and glmer; the paper: z, ML fits; "
                         "kenward-roger: REML, KR df; pblrt: parametric-bootstrap LRT, ML)")
-    p.add_argument("--n-boot", type=int, default=None, metavar="B",
+    p.add_argument("--n-resamples", type=int, default=None, metavar="B",
                    help="bootstrap samples per replicate for --test pblrt (default: 99)")
     p.add_argument("--alternative", choices=allowed(Alternative), default="two-sided",
                    help="alternative hypothesis (default: two-sided). Power counts only sign-correct "
@@ -133,8 +133,8 @@ def register(subparsers: Any) -> None:
     register_merge(g)
 
 
-def _n_boot(args: argparse.Namespace) -> dict[str, Any]:
-    return {} if args.n_boot is None else {"n_boot": args.n_boot}
+def _n_resamples(args: argparse.Namespace) -> dict[str, Any]:
+    return {} if args.n_resamples is None else {"n_resamples": args.n_resamples}
 
 
 def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,7 +178,7 @@ def run_power(args: argparse.Namespace) -> int:
                 params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, **_n_boot(args),
+                   rng=args.seed, progress=not args.quiet, **_n_resamples(args),
                    **outcome_kwargs(args))
     print(result.summary())
     frame = result.to_frame()
@@ -212,7 +212,7 @@ def run_grid(args: argparse.Namespace) -> int:
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, null=args.null, rng=args.seed, progress=not args.quiet,
-        shard=args.shard, **_n_boot(args), **outcome_kwargs(args), **_design_kw(args),
+        shard=args.shard, **_n_resamples(args), **outcome_kwargs(args), **_design_kw(args),
     )
     print(result.summary())
     print_shard_note(args, result)

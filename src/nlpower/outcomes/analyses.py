@@ -63,7 +63,7 @@ def _lmm_balanced(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     rule = get_test(opts.test)
     fit = fit_balanced(st, REML=opts.REML, with_df=rule.df_method == "satterthwaite")
     scale = 2.0 / (proxy.x_values[1] - proxy.x_values[0])  # sum -> the proxy's coding
-    stat, df, _ = rule.balanced(st, fit, [], opts.n_boot)
+    stat, df, _ = rule.balanced(st, fit, [], opts.n_resamples)
     return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
                        np.zeros(r, dtype=bool), opts)
 
@@ -85,7 +85,7 @@ def _lmm_general(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
                               if rule.needs_null else None)
                 model = prepare(opts.engine, dm.spec.with_response(y))
                 state = rule.general_state(dm.spec, model, null_model, dm.effect_index,
-                                           dm.theta, opts.n_boot)
+                                           dm.theta, opts.n_resamples)
             core = state.model.refit(y, REML=opts.REML, start=dm.theta)
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
             est[k], se[k], stat[k], df[k], _ = rule.general(state, core, y, gen, _FIT_FAILURES)

@@ -9,7 +9,7 @@ from the REML fit of the model without the system effect,
 
     p_cal = (1 + #{b : p*_b <= p}) / (1 + B),
 
-with ``p*_b`` the Satterthwaite p-values of ``B = n_boot`` data sets drawn
+with ``p*_b`` the Satterthwaite p-values of ``B = n_resamples`` data sets drawn
 from that fit.  On the balanced fast path each bootstrap data set is its five
 stratum sums of squares (chi-square draws) and its mean difference (a normal
 draw), fitted in closed form, so a replicate costs about ``B`` closed-form
@@ -76,22 +76,22 @@ def null_variances_reml(st: BalancedStats) -> np.ndarray:
     return np.asarray(v[best * r + np.arange(r)] * c[:, None])
 
 
-def bootstrap_stats(st: BalancedStats, variances: np.ndarray, n_boot: int,
+def bootstrap_stats(st: BalancedStats, variances: np.ndarray, n_resamples: int,
                     gens: Sequence[np.random.Generator]) -> BalancedStats:
-    """``n_boot`` null data sets per replicate, replicate ``k`` drawn from ``gens[k]``."""
+    """``n_resamples`` null data sets per replicate, replicate ``k`` drawn from ``gens[k]``."""
     w, i = st.n_workers, st.n_items
     n = 2.0 * w * i
     lam = variances @ design_matrix(w, i).T            # (r, 7) stratum eigenvalues
     m5 = stratum_dims(w, i)
     r = lam.shape[0]
-    chi = np.empty((r, n_boot, 5))
-    z = np.empty((r, n_boot))
+    chi = np.empty((r, n_resamples, 5))
+    z = np.empty((r, n_resamples))
     for k, gen in enumerate(gens):
-        chi[k] = gen.chisquare(np.broadcast_to(m5, (n_boot, 5)))
-        z[k] = gen.standard_normal(n_boot)
+        chi[k] = gen.chisquare(np.broadcast_to(m5, (n_resamples, 5)))
+        z[k] = gen.standard_normal(n_resamples)
     b1 = z * np.sqrt(lam[:, 1] / n)[:, None]
     ss = (chi * lam[:, None, 2:]).reshape(-1, 5)
-    return BalancedStats(w, i, np.zeros(r * n_boot), b1.ravel(), ss)
+    return BalancedStats(w, i, np.zeros(r * n_resamples), b1.ravel(), ss)
 
 
 def _satterthwaite_p(st: BalancedStats) -> tuple[np.ndarray, bf.BalancedFit]:
@@ -99,15 +99,15 @@ def _satterthwaite_p(st: BalancedStats) -> tuple[np.ndarray, bf.BalancedFit]:
     return 2.0 * stats.t.sf(np.abs(fit.t), fit.df), fit
 
 
-def calibrated_pvalues(st: BalancedStats, n_boot: int, gens: Sequence[np.random.Generator]
+def calibrated_pvalues(st: BalancedStats, n_resamples: int, gens: Sequence[np.random.Generator]
                        ) -> np.ndarray:
     """Prepivoted Satterthwaite p-values of every replicate (module docstring)."""
     p, _ = _satterthwaite_p(st)
-    boot = bootstrap_stats(st, null_variances_reml(st), n_boot, gens)
+    boot = bootstrap_stats(st, null_variances_reml(st), n_resamples, gens)
     p_star, _ = _satterthwaite_p(boot)
-    p_star = p_star.reshape(st.n_sims, n_boot)
+    p_star = p_star.reshape(st.n_sims, n_resamples)
     hits = np.sum(p_star <= p[:, None] * (1.0 + 1e-12), axis=1)
-    out = (1.0 + hits) / (1.0 + n_boot)
+    out = (1.0 + hits) / (1.0 + n_resamples)
     return np.where(np.isfinite(p), out, np.nan)
 
 
@@ -116,9 +116,9 @@ class CalibratedRule(TestRule):
     """``test="calibrated"``: the Satterthwaite test with its critical value from the fitted null."""
 
     def balanced(self, st: BalancedStats, fit: bf.BalancedFit,
-                 gens: Sequence[np.random.Generator], n_boot: int
+                 gens: Sequence[np.random.Generator], n_resamples: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        return fit.t, fit.df, calibrated_pvalues(st, n_boot, gens)
+        return fit.t, fit.df, calibrated_pvalues(st, n_resamples, gens)
 
 
 CALIBRATED = CalibratedRule(

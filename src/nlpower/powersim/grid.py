@@ -79,7 +79,7 @@ class RatingsProblem:
     power_fn: PowerFunction | None = None
     effect_per_scenario: bool = False
     replicate_progress: bool = False  # a per-replicate bar inside each cell (serial runs only)
-    #: options the caller left at None (the test's default REML, no Likert, n_boot 99):
+    #: options the caller left at None (the test's default REML, no Likert, n_resamples 99):
     #: not in the fingerprint and not passed to a custom power_fn
     unset: frozenset[str] = frozenset()
     #: analysis given as a list: per-analysis columns even for one analysis
@@ -91,7 +91,7 @@ class RatingsProblem:
         o = self.options
         full = {"n_sims": o.n_sims, "alpha": o.alpha, "test": o.test,
                 "alternative": o.alternative, "method": o.method, "engine": o.engine,
-                "REML": o.REML, "likert": o.likert, "n_boot": o.n_boot}
+                "REML": o.REML, "likert": o.likert, "n_resamples": o.n_resamples}
         out: dict[str, Any] = {k: v for k, v in full.items()
                                if k not in self.unset and v is not None}
         # outcome options only when not the Gaussian defaults (a Gaussian grid's fingerprint,
@@ -258,7 +258,7 @@ def power_grid(
     engine: EngineName = "native",
     REML: bool | None = None,
     likert: int | None = None,
-    n_boot: int | None = None,
+    n_resamples: int | None = None,
     null: bool = False,
     outcome: str = "gaussian",
     levels: int | None = None,
@@ -304,7 +304,7 @@ def power_grid(
         ``test="z", alternative="two-sided"``: power counts only sign-correct
         rejections, so a detection is t > 1.96 (App. H.3); ``"z"`` fits by ML.
         (``alternative="greater"`` would be t > 1.645 at ``alpha=0.05``.)
-    REML, likert, n_boot : optional
+    REML, likert, n_resamples : optional
         Passed to :func:`nlpower.power` when given (fit criterion; Likert
         ratings with that many points; bootstrap samples per replicate of
         ``test="pblrt"``, default 99).
@@ -408,14 +408,14 @@ def power_grid(
     """
     opt_kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
                               "alternative": alternative, "method": method, "engine": engine,
-                              "REML": REML, "likert": likert, "n_boot": n_boot, "null": null,
+                              "REML": REML, "likert": likert, "n_resamples": n_resamples, "null": null,
                               "outcome": outcome, "levels": levels, "analysis": analysis}
     run_kw: dict[str, Any] = {"n_jobs": n_jobs, "backend": backend, "client": client,
                               "checkpoint": checkpoint, "progress": progress,
                               "on_error": on_error, "shard": shard}
     validated = _given_or_built(
         "options", options, PowerOptions, opt_kw, "power_options(...)",
-        lambda: power_options(**{**opt_kw, "n_boot": 99 if n_boot is None else n_boot},
+        lambda: power_options(**{**opt_kw, "n_resamples": 99 if n_resamples is None else n_resamples},
                               keep_replicates=False))
     run = _given_or_built("run", run, RunOptions, run_kw, "RunOptions(...)",
                           lambda: RunOptions(**run_kw))
@@ -467,7 +467,7 @@ def power_grid(
 
     grid_axes: dict[str, Any] = {"scenario": list(scenarios)} if has_scenario else {}
     grid_axes.update(named)
-    unset = frozenset(k for k, v in (("REML", REML), ("likert", likert), ("n_boot", n_boot))
+    unset = frozenset(k for k, v in (("REML", REML), ("likert", likert), ("n_resamples", n_resamples))
                       if v is None) if options is None else frozenset()
     problem = RatingsProblem(scenarios=scenarios, design=design, options=validated,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,

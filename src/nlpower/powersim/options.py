@@ -62,7 +62,7 @@ class PowerOptions:
         Fitter of ``method="simulate"``.
     REML : bool
         Fit criterion, resolved from ``test`` when not given.
-    n_boot : int
+    n_resamples : int
         Bootstrap samples per replicate of ``test="pblrt"`` (unused by the other tests).
     null : bool
     likert : int or None
@@ -88,7 +88,7 @@ class PowerOptions:
     likert: int | None = None
     keep_replicates: bool = True
     on_failure: FailurePolicy = "ignore"
-    n_boot: int = 99
+    n_resamples: int = 99
     outcome: str = "gaussian"
     analyses: tuple[str, ...] = ("lmm",)
     levels: int | None = None
@@ -119,7 +119,7 @@ class PowerOptions:
                 "alternative": self.alternative, "method": self.method, "engine": self.engine,
                 "REML": self.REML, "null": self.null, "likert": self.likert,
                 "keep_replicates": self.keep_replicates, "on_failure": self.on_failure,
-                "n_boot": self.n_boot, "outcome": self.outcome,
+                "n_resamples": self.n_resamples, "outcome": self.outcome,
                 "analyses": list(self.analyses), "levels": self.levels,
                 "analysis_tests": list(self.analysis_tests)}
 
@@ -162,7 +162,7 @@ def power_options(
     likert: int | None = None,
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
-    n_boot: int = 99,
+    n_resamples: int = 99,
     outcome: str = "gaussian",
     analysis: Any = None,
     levels: int | None = None,
@@ -194,7 +194,7 @@ def power_options(
     (False, 'auto', 'native')
     """
     given = [k for k, v in (("method", method), ("engine", engine), ("REML", REML),
-                            ("likert", likert), ("n_boot", n_boot), ("levels", levels))
+                            ("likert", likert), ("n_resamples", n_resamples), ("levels", levels))
              if not _same(v, _default(k))]
     kind = get_outcome(outcome)
     kind.refuse(given)
@@ -224,10 +224,10 @@ def power_options(
             f"likert must be None (Gaussian ratings) or the number of scale points, an integer "
             f">= 2; got {likert!r}."
         )
-    n_boot = check_int("n_boot", n_boot, min=1)
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
     rule = get_test(test_)
     REML = rule.resolve_REML(REML)
-    rule.check(alpha=alpha, alternative=alternative_, method=method_, n_boot=n_boot)
+    rule.check(alpha=alpha, alternative=alternative_, method=method_, n_resamples=n_resamples)
     for name, flag in (("null", null), ("keep_replicates", keep_replicates)):
         if not isinstance(flag, (bool, np.bool_)):
             raise InputError(f"{name} must be True or False; got {flag!r}.")
@@ -235,7 +235,7 @@ def power_options(
         n_sims=n_sims, alpha=alpha, test=test_, alternative=alternative_, method=method_,
         engine=engine_, REML=bool(REML), null=bool(null),
         likert=None if likert is None else int(likert), keep_replicates=bool(keep_replicates),
-        on_failure=check_choice("on_failure", on_failure, FailurePolicy), n_boot=n_boot,
+        on_failure=check_choice("on_failure", on_failure, FailurePolicy), n_resamples=n_resamples,
         outcome=kind.name, analyses=analyses, analysis_tests=tests,
         levels=None if levels is None else _check_levels(levels),
     )

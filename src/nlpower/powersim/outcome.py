@@ -160,7 +160,7 @@ _LMM_TESTS = ("satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated
 OUTCOMES: dict[str, OutcomeKind] = {
     "gaussian": OutcomeKind(
         name="gaussian", analyses={"lmm": _LMM_TESTS},
-        options=frozenset({"method", "engine", "REML", "likert", "n_boot", "effect", "coding",
+        options=frozenset({"method", "engine", "REML", "likert", "n_resamples", "effect", "coding",
                            "contrast", "checkpoint"}),
         params="LMMParams, K-system parameters or a fitted pilot",
         target="nlpower.powersim.run:GAUSSIAN", analytic=True,

@@ -74,22 +74,22 @@ def lr_statistic(stats: BalancedStats) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(np.minimum(dev0, dev1 + z2) - dev1, 0.0), v0
 
 
-def _null_draws(lam: np.ndarray, m: np.ndarray, n: float, n_boot: int,
+def _null_draws(lam: np.ndarray, m: np.ndarray, n: float, n_resamples: int,
                 rng: np.random.Generator | Sequence[np.random.Generator]
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap sums of squares ``(r, B, 5)`` and ``beta1*`` ``(r, B)`` from null eigenvalues."""
     r = lam.shape[0]
     if isinstance(rng, np.random.Generator):
-        chi = rng.chisquare(np.broadcast_to(m, (r, n_boot, 5)))
-        z = rng.standard_normal((r, n_boot))
+        chi = rng.chisquare(np.broadcast_to(m, (r, n_resamples, 5)))
+        z = rng.standard_normal((r, n_resamples))
     else:  # one stream per replicate: results do not depend on chunking
-        dfs = np.broadcast_to(m, (n_boot, 5))
+        dfs = np.broadcast_to(m, (n_resamples, 5))
         chi = np.stack([g.chisquare(dfs) for g in rng])
-        z = np.stack([g.standard_normal(n_boot) for g in rng])
+        z = np.stack([g.standard_normal(n_resamples) for g in rng])
     return chi * lam[:, None, 2:], z * np.sqrt(lam[:, 1] / n)[:, None]
 
 
-def pb_lrt_pvalues(stats: BalancedStats, n_boot: int,
+def pb_lrt_pvalues(stats: BalancedStats, n_resamples: int,
                    rng: np.random.Generator | Sequence[np.random.Generator],
                    chunk: int = 50_000) -> tuple[np.ndarray, np.ndarray]:
     """Parametric-bootstrap p-values of ``beta1 = 0`` for every replicate in ``stats``.
@@ -119,17 +119,17 @@ def pb_lrt_pvalues(stats: BalancedStats, n_boot: int,
     if streams is not None and len(streams) != R:
         raise ValueError(f"rng: one generator per replicate ({R}) or a single Generator")
     exceed = np.zeros(R)
-    per = max(1, chunk // max(n_boot, 1))
+    per = max(1, chunk // max(n_resamples, 1))
     for s in range(0, R, per):
         rows = np.arange(s, min(R, s + per))
         gens = rng if streams is None else streams[s:s + rows.size]
-        ss, b1 = _null_draws(lam[rows], m, n, n_boot, gens)
+        ss, b1 = _null_draws(lam[rows], m, n, n_resamples, gens)
         ss = ss.reshape(-1, 5)
         b1 = b1.ravel()
         v1, dev1, _ = _minimise_ml(ss, np.zeros(b1.size), w, i)
         s_sys = n * b1**2
         z2 = s_sys / (v1 @ A[1])                           # LR* <= z*^2 (module docstring)
-        thr = np.repeat(lr[rows] * (1.0 - TIE), n_boot)
+        thr = np.repeat(lr[rows] * (1.0 - TIE), n_resamples)
         hit = np.zeros(b1.size, dtype=bool)
         need = np.flatnonzero(z2 >= thr)
         if need.size:  # the default two starts: an upper bound of the null deviance
@@ -140,8 +140,8 @@ def pb_lrt_pvalues(stats: BalancedStats, n_boot: int,
         if need.size:  # may exceed: complete the thorough search (all five starts)
             _, dev0x, _ = _minimise_ml(ss[need], s_sys[need], w, i, only_extra=True)
             hit[need] = np.minimum(dev0, dev0x) - dev1[need] >= thr[need]
-        exceed[rows] = hit.reshape(rows.size, n_boot).sum(axis=1)
-    return (1.0 + exceed) / (1.0 + n_boot), lr
+        exceed[rows] = hit.reshape(rows.size, n_resamples).sum(axis=1)
+    return (1.0 + exceed) / (1.0 + n_resamples), lr
 
 
 # ----------------------------------------------------------------------------------------
@@ -175,14 +175,14 @@ class GeneralPBLRT:
     def build(cls, full: PreparedModel, null: PreparedModel, effect_index: int) -> GeneralPBLRT:
         return cls(full, null, GaussianSimulator.from_spec(null.spec), effect_index)
 
-    def simulate(self, core: FitCore, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    def simulate(self, core: FitCore, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
         """``(B, n)`` responses from the fitted null model ``core`` (lme4's ``simulate``)."""
-        return self.sim.draw(core.theta, core.beta, core.sigma, n_boot, rng=rng)
+        return self.sim.draw(core.theta, core.beta, core.sigma, n_resamples, rng=rng)
 
-    def pvalue(self, lr: float, core0: FitCore, n_boot: int, rng: np.random.Generator,
+    def pvalue(self, lr: float, core0: FitCore, n_resamples: int, rng: np.random.Generator,
                errors: tuple[type[BaseException], ...]) -> float:
         """Bootstrap p-value of the observed ``lr`` (failed bootstrap fits dropped)."""
-        ys = self.simulate(core0, n_boot, rng)
+        ys = self.simulate(core0, n_resamples, rng)
         n = ys.shape[1]
         j = self.effect_index
         thr = lr * (1.0 - TIE)

@@ -107,7 +107,7 @@ def run_balanced(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.ra
     rule = get_test(opts.test)
     fit = fit_balanced(st, REML=opts.REML, with_df=rule.df_method == "satterthwaite")
     scale = 2.0 / (params.x_values[1] - params.x_values[0])  # sum -> params' coding
-    stat, df, p_boot = rule.balanced(st, fit, gens, opts.n_boot)
+    stat, df, p_boot = rule.balanced(st, fit, gens, opts.n_resamples)
     return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
                        np.zeros(st.n_sims, dtype=bool), opts, p_boot)
 
@@ -160,7 +160,7 @@ def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.rando
                                   if rule.needs_null else None)
                     model = prepare(opts.engine, dm.spec.with_response(y))
                     state = rule.general_state(dm.spec, model, null_model, j, dm.theta,
-                                               opts.n_boot)
+                                               opts.n_resamples)
                 core = state.model.refit(y, REML=opts.REML, start=dm.theta)
                 est[i], se[i] = float(core.beta[j]), math.sqrt(float(core.vcov_beta[j, j]))
                 conv[i], sing[i] = bool(core.converged), bool(core.singular)

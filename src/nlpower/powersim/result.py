@@ -95,7 +95,7 @@ class PowerResult:
         Per-replicate estimate, SE, statistic, df, p-value and flags.
     REML : bool
         Whether the replicates were fitted by REML (else ML).
-    n_boot : int or None
+    n_resamples : int or None
         Bootstrap samples per replicate of ``test="pblrt"`` (None for the
         other tests).
     mc : MonteCarloSummary or None
@@ -133,7 +133,7 @@ class PowerResult:
     n_type1: int | None = None
     n_type1_sims: int | None = None
     REML: bool = False
-    n_boot: int | None = None
+    n_resamples: int | None = None
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
@@ -180,7 +180,7 @@ class PowerResult:
             f"{'' if self.engine is None else f' (engine {self.engine!r})'}, "
             f"{'REML' if self.REML else 'ML'} fits, "
             f"{self.n_sims} replicates"
-            f"{'' if self.n_boot is None else f' x {self.n_boot} bootstrap samples'}"
+            f"{'' if self.n_resamples is None else f' x {self.n_resamples} bootstrap samples'}"
         )
         if self.effect != 0:
             lines.append(
@@ -244,7 +244,7 @@ class PowerResult:
             "type1": self.type1, "n_type1": self.n_type1, "n_type1_sims": self.n_type1_sims,
             "type1_ci_low": None if self.type1_ci is None else self.type1_ci.low,
             "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
-            "design": design_record(self.design), "REML": self.REML, "n_boot": self.n_boot,
+            "design": design_record(self.design), "REML": self.REML, "n_resamples": self.n_resamples,
             "notes": list(self.notes),
             **({} if self.mc is None else self.mc.to_record()),
             "seed": {"entropy": self.seed.get("entropy"),

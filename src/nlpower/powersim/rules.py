@@ -68,7 +68,7 @@ PATHS = {"balanced": ("the exact balanced fast path",
          "simulate": ("the simulate path", "every design")}
 
 #: What the few-workers size warning advises by default (``TestRule.size_advice``).
-USE_CALIBRATED = ("Use test='calibrated' (balanced designs; about n_boot closed-form fits per "
+USE_CALIBRATED = ("Use test='calibrated' (balanced designs; about n_resamples closed-form fits per "
                   "replicate), or plan for more workers.")
 
 
@@ -81,7 +81,7 @@ class GeneralState:
     j: int
     L: np.ndarray
     start: np.ndarray
-    n_boot: int
+    n_resamples: int
     boot: GeneralPBLRT | None = None
     kr: KRTest | None = None
 
@@ -166,14 +166,14 @@ class TestRule:
                 "REML=False. Use REML=True (or None), or test='satterthwaite' for ML fits.")
         return bool(REML)
 
-    def check(self, *, alpha: float, alternative: str, method: str, n_boot: int) -> None:
+    def check(self, *, alpha: float, alternative: str, method: str, n_resamples: int) -> None:
         """Options this test cannot run with (the message says what to use instead)."""
-        if self.bootstrap and (1.0 / (n_boot + 1.0)) > alpha:
+        if self.bootstrap and (1.0 / (n_resamples + 1.0)) > alpha:
             need = math.ceil(1.0 / alpha - 1.0 - 1e-9)
             raise InputError(
-                f"n_boot={n_boot} cannot reject at alpha={alpha:g}: the smallest parametric-"
-                f"bootstrap p-value is 1/(n_boot + 1) = {1.0 / (n_boot + 1.0):.4g}. Use "
-                f"n_boot >= {need} (99 or more recommended).")
+                f"n_resamples={n_resamples} cannot reject at alpha={alpha:g}: the smallest parametric-"
+                f"bootstrap p-value is 1/(n_resamples + 1) = {1.0 / (n_resamples + 1.0):.4g}. Use "
+                f"n_resamples >= {need} (99 or more recommended).")
         if self.two_sided_only and alternative != "two-sided":
             raise InputError(
                 f"test={self.name!r} is two-sided (the likelihood ratio has no sign, as in "
@@ -278,7 +278,7 @@ class TestRule:
 
     # -- the balanced fast path -------------------------------------------------------------
     def balanced(self, st: BalancedStats, fit: BalancedFit,
-                 gens: Sequence[np.random.Generator], n_boot: int
+                 gens: Sequence[np.random.Generator], n_resamples: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(statistic, df, bootstrap p or None)`` of every replicate from the balanced fits.
 
@@ -289,7 +289,7 @@ class TestRule:
         """
         p_boot = None
         if self.bootstrap:
-            p_boot, lr = pb_lrt_pvalues(st, n_boot, gens)
+            p_boot, lr = pb_lrt_pvalues(st, n_resamples, gens)
             stat = np.sign(fit.beta1) * np.sqrt(lr)
         elif self.statistic == "lr":
             lr = np.maximum(null_deviance(st) - fit.deviance, 0.0)
@@ -306,12 +306,12 @@ class TestRule:
 
     # -- the simulate path ------------------------------------------------------------------
     def general_state(self, spec: ModelSpec, model: PreparedModel,
-                      null_model: PreparedModel | None, j: int, start: np.ndarray, n_boot: int
+                      null_model: PreparedModel | None, j: int, start: np.ndarray, n_resamples: int
                       ) -> GeneralState:
         """What :meth:`general` keeps across one run's replicates (built once; ``spec``: the model's)."""
         L = np.zeros(spec.p)
         L[j] = 1.0
-        st = GeneralState(model, null_model, j, L, start, n_boot)
+        st = GeneralState(model, null_model, j, L, start, n_resamples)
         if self.bootstrap:
             assert null_model is not None
             st.boot = GeneralPBLRT.build(model, null_model, j)
@@ -332,7 +332,7 @@ class TestRule:
             core0 = state.null_model.refit(y, REML=False, start=state.start)
             lr = max(float(core0.deviance - core.deviance), 0.0)
             if state.boot is not None:
-                p_boot = state.boot.pvalue(lr, core0, state.n_boot, gen, failures)
+                p_boot = state.boot.pvalue(lr, core0, state.n_resamples, gen, failures)
             return b, sd, math.copysign(math.sqrt(lr), b), math.inf, p_boot
         if state.kr is not None:
             est, se, df = state.kr.test(core, j)

@@ -75,7 +75,7 @@ def power(
     keep_replicates: bool = True,
     REML: bool | None = None,
     on_failure: FailurePolicy = "ignore",
-    n_boot: int = 99,
+    n_resamples: int = 99,
     options: PowerOptions | None = None,
     progress: bool = False,
     effect: float | None = None,
@@ -111,10 +111,10 @@ def power(
         sign-correct rejections as power always does here, it is the paper's
         ``t > 1.96``); ``"lrt"``: likelihood ratio of ML fits with and
         without the effect (chi^2(1); the sign comes from the estimate);
-        ``"pblrt"``: the same likelihood ratio referred to ``n_boot``
+        ``"pblrt"``: the same likelihood ratio referred to ``n_resamples``
         parametric-bootstrap samples from the null fit (pbkrtest's
         ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only);
-        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_boot``
+        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_resamples``
         bootstrap draws from the REML null fit (balanced fast path only,
         :mod:`nlpower.powersim.calibrated`).  On a balanced design with fewer
         than 10 workers ``power`` also measures the Type I error at effect 0
@@ -146,12 +146,12 @@ def power(
     on_failure : {"ignore", "warn", "raise"}
         Failed replicate fits: count them as non-detections (``n_failed``,
         a note), also warn, or raise :class:`~nlpower.errors.FitError`.
-    n_boot : int, default 99
+    n_resamples : int, default 99
         Bootstrap samples per replicate of ``test="pblrt"`` (p-value
-        ``(1 + #{LR* >= LR}) / (1 + n_boot)``; at least ``1/alpha - 1``).
+        ``(1 + #{LR* >= LR}) / (1 + n_resamples)``; at least ``1/alpha - 1``).
         On the balanced fast path they cost about 1e-4 s each; with
         ``method="simulate"`` each is up to two engine refits, so a
-        replicate costs up to ``2 n_boot + 2`` fits -- keep ``n_sims``
+        replicate costs up to ``2 n_resamples + 2`` fits -- keep ``n_sims``
         small there.
     options : PowerOptions, optional
         All of the options above, already validated by
@@ -179,7 +179,7 @@ def power(
         ``HeadToHeadParams``, ``analysis="glmer"``).  The outcome registry
         (:mod:`nlpower.powersim.outcome`) says which options each outcome
         reads; the others (for Likert ratings ``method``, ``likert``,
-        ``REML``, ``n_boot``, ``coding``, ``contrast``; for preferences also
+        ``REML``, ``n_resamples``, ``coding``, ``contrast``; for preferences also
         ``engine`` and ``levels``) must keep their defaults.  ``effect``
         replaces the parameters' effect (latent / logit scale).
     levels : int, optional
@@ -229,7 +229,7 @@ def power(
     """
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
-          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_boot": n_boot,
+          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_resamples": n_resamples,
           "outcome": outcome, "analysis": analysis, "levels": levels}
     if options is None:
         opts = power_options(**kw)

@@ -106,7 +106,7 @@ def power_result(main: Replicates, null: Replicates | None, *, effect: float, me
         seed=seed, version=__version__, notes=tuple(notes),
         replicates=main if opts.keep_replicates else None,
         n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_sims, REML=opts.REML,
-        n_boot=opts.n_boot if get_test(opts.test).bootstrap else None, mc=mc,
+        n_resamples=opts.n_resamples if get_test(opts.test).bootstrap else None, mc=mc,
     )
 
 
