@@ -106,8 +106,6 @@ def test_glmer_complete_separation_warns_with_advice():
         nlpower.glmer("y ~ x + (1|w)", _with((_X > 0).astype(float)), "binomial")
 
 
-@pytest.mark.xfail(strict=True, reason="the did-you-mean list of glmer's family names 'gaussian' "
-                   "and 'ordinal', which glmer then refuses (glmm family lookup shared with lmer/clmm)")
 def test_glmer_family_typo_lists_only_glmer_families():
     with pytest.raises(InputError) as info:
         nlpower.glmer("y ~ x + (1|w)", _with(Y01), "binomal")
@@ -394,9 +392,6 @@ def test_cli_bad_input(tmp_path, capsys, argv, match):
     assert re.search(match, last), last
 
 
-@pytest.mark.xfail(strict=True, reason="messages print numpy 2 reprs ('got np.float64(5.5)'): "
-                   "ordinal/response.py (clmm) and the CLI fit --family ordinal check format the "
-                   "value with !r")
 def test_messages_show_plain_numbers_not_numpy_reprs(tmp_path, capsys):
     with pytest.raises(InputError) as info:
         nlpower.clmm("y ~ x + (1|w)", _with(YK + 0.5))
@@ -405,10 +400,6 @@ def test_messages_show_plain_numbers_not_numpy_reprs(tmp_path, capsys):
     assert "np.float64" not in capsys.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason="integer ratings on a declared 1-5 scale that nobody rated 2: "
-                   "fit_ratings(family='ordinal') reports no unused category (unused_categories == (), "
-                   "no warning; an ordered Categorical reports '2'); issue 20.1/20.4 'unused "
-                   "categories allowed and reported' (ordinal/ratings.py, ordinal/response.py)")
 def test_integer_ratings_with_a_gap_report_the_unused_category():
     df = pd.read_csv(PILOT)
     df.loc[df.rating == 2, "rating"] = 1

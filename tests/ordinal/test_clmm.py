@@ -233,3 +233,30 @@ def test_warm_start_from_a_singular_fit_leaves_zero() -> None:
 def _with_theta(core, theta):  # type: ignore[no-untyped-def]
     import dataclasses
     return dataclasses.replace(core, theta=np.asarray(theta, dtype=float))
+
+
+def test_integer_scores_on_a_declared_scale_report_unused_scores() -> None:
+    """levels=range(1, 6) on integer scores: the same fit and report as the Categorical 1..5."""
+    d = crowd(n_workers=20, n_items=15, per_item=4, seed=5)
+    d = d.assign(rating=d.rating.replace({2: 1}))          # nobody uses 2
+    cat = d.assign(rating=pd.Categorical(d.rating, categories=[1, 2, 3, 4, 5], ordered=True))
+    with pytest.warns(NlpowerWarning, match=r"categories nobody used \('2'\)"):
+        f = clmm("rating ~ system + (1 | worker)", d, levels=range(1, 6))
+    g = _fit("rating ~ system + (1 | worker)", cat)
+    assert f.unused_categories == g.unused_categories == ("2",)
+    assert list(f.thresholds.index) == list(g.thresholds.index) == ["1|3", "3|4", "4|5"]
+    assert f.loglik == pytest.approx(g.loglik, abs=1e-8)
+    assert _fit("rating ~ system + (1 | worker)", d).unused_categories == ()
+
+
+@pytest.mark.parametrize(("values", "levels", "match"), [
+    ([1, 2, 6] * 10, range(1, 6), r"scores outside levels \(6; levels are 1, 2, 3, 4, 5\)"),
+    ([1, 2, 3] * 10, [1.5, 2.5], "increasing integer scores"),
+    ([1, 2, 3] * 10, [3, 2, 1], "increasing integer scores"),
+    ([1, 2, 3] * 10, 5, "integer scores of the rating scale"),
+    (pd.Categorical([1, 2, 3] * 10, ordered=True), range(1, 4), "levels= is for integer scores"),
+])
+def test_bad_levels(values: object, levels: object, match: str) -> None:
+    d = pd.DataFrame({"rating": values, "worker": np.repeat(np.arange(10), 3)})
+    with pytest.raises(InputError, match=match):
+        clmm("rating ~ (1 | worker)", d, levels=levels)

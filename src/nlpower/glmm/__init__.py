@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._choices import EngineName
+from .._validation import check_choice
 from ..errors import ConvergenceWarning, InputError, NlpowerWarning, SingularFitWarning
 from ..formula import parse
 from ..lmm.checkconv import CheckConvControl, apply_policy
@@ -28,6 +29,8 @@ from .response import binary_response, check_response, offset_vector, prior_weig
 from .result import GlmmCore, GlmmFit
 
 __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
+
+GLMER_FAMILIES = ("binomial", "poisson")
 
 
 def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,
@@ -113,10 +116,14 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
     >>> round(fit.loglik, 2)
     -92.03
     """
+    if isinstance(family, str) and family.lower() not in ("gaussian", "ordinal"):
+        # suggest only the families glmer fits (not every name get_family knows)
+        check_choice("family", family.lower(), GLMER_FAMILIES)
     fam = get_family(family, link)
-    if fam.name not in ("binomial", "poisson"):
+    if fam.name not in GLMER_FAMILIES:
         raise InputError(f"glmer fits the 'binomial' and 'poisson' families; got {fam.name!r}. "
-                         "Use nlpower.lmm.lmer for Gaussian responses.")
+                         "Use nlpower.lmm.lmer for Gaussian responses and nlpower.clmm for "
+                         "ordinal ones.")
     if not isinstance(nAGQ, int | np.integer) or isinstance(nAGQ, bool) or not 0 <= nAGQ <= 100:
         raise InputError(f"nAGQ must be an integer from 0 to 100 (1 = Laplace); got {nAGQ!r}.")
     from ..lmm.engine import get_engine

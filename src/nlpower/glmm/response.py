@@ -105,7 +105,7 @@ def _vector(what: str, value: Any, data: pd.DataFrame, n: int, keep: np.ndarray 
         raise InputError(f"{what} has missing or infinite values; drop those rows first.")
     if nonneg and np.any(arr < 0):
         raise InputError(f"{what} must be non-negative (numbers of trials); got a minimum of "
-                         f"{arr.min()!r}.")
+                         f"{float(arr.min()):g}.")
     return arr
 
 

@@ -25,8 +25,8 @@ ENGINES = ("native", "ordinal")
 
 
 def ordinal_frame(formula: str, data: pd.DataFrame, *,
-                  contrasts: Mapping[str, str] | None = None,
-                  warn: bool = True) -> tuple[ModelSpec, OrdinalResponse, pd.DataFrame]:
+                  contrasts: Mapping[str, str] | None = None, warn: bool = True,
+                  levels: Any = None) -> tuple[ModelSpec, OrdinalResponse, pd.DataFrame]:
     """The structure of ``formula`` on ``data``, its ordinal response and the rows fitted.
 
     Returns ``(spec, response, frame)``: ``spec.y`` holds the category codes,
@@ -34,7 +34,8 @@ def ordinal_frame(formula: str, data: pd.DataFrame, *,
     formula's columns of the complete rows (what an R-backed fitter sends to R
     and what ``predict`` codes new data against).  This is what every engine's
     ordinal fitter is given (``prepare(spec, data=frame, family=...,
-    response=response)``).
+    response=response)``).  ``levels``: the scores of the rating scale
+    (:func:`~.response.ordinal_response`).
     """
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame with one row per rating; got "
@@ -46,7 +47,7 @@ def ordinal_frame(formula: str, data: pd.DataFrame, *,
         model_frame(formula, data, contrasts)      # raises the formula layer's error
     complete = ~data[cols].isna().any(axis=1)
     y = data.loc[complete, resp]
-    r: OrdinalResponse = ordinal_response(y, resp, warn=warn)
+    r: OrdinalResponse = ordinal_response(y, resp, warn=warn, levels=levels)
     d = data.copy()
     codes = pd.Series(np.nan, index=d.index)
     codes[complete] = r.codes.astype(float)
@@ -59,10 +60,10 @@ def ordinal_frame(formula: str, data: pd.DataFrame, *,
 def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",
                  threshold: str = "flexible", nAGQ: int = 1,
                  contrasts: Mapping[str, str] | None = None,
-                 warn: bool = True) -> ClmmModel:
+                 warn: bool = True, levels: Any = None) -> ClmmModel:
     """Build the native :class:`~.model.ClmmModel` of ``formula`` on ``data`` (no fit)."""
     family = Ordinal(link, threshold)  # type: ignore[arg-type]
-    spec, r, frame = ordinal_frame(formula, data, contrasts=contrasts, warn=warn)
+    spec, r, frame = ordinal_frame(formula, data, contrasts=contrasts, warn=warn, levels=levels)
     return native_ordinal(spec, data=frame, family=family, nAGQ=nAGQ, response=r)
 
 
@@ -103,7 +104,7 @@ def native_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None 
 def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: str = "flexible",
          nAGQ: int = 1, engine: str = "native", start: Any = None,
          control: dict[str, Any] | None = None, contrasts: Mapping[str, str] | None = None,
-         checkconv: Any = None) -> ClmmFit:
+         checkconv: Any = None, levels: Any = None) -> ClmmFit:
     """Fit a cumulative link mixed model (``ordinal::clmm``) by maximum likelihood.
 
     ``P(Y <= j | b) = F(theta_j - x'beta - z'b)`` with ``F`` the inverse link
@@ -141,6 +142,11 @@ def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: st
     checkconv : dict or str, optional
         lme4-style convergence-check policies (``nlpower.lmm.checkconv``);
         default: warn.
+    levels : sequence of int, optional
+        For integer scores: the scores of the rating scale, e.g.
+        ``range(1, 6)`` for Likert 1-5, so that scores nobody gave are
+        reported in ``fit.unused_categories`` (default: the distinct scores
+        in the data).  A score outside ``levels`` is an error.
 
     Returns
     -------
@@ -149,8 +155,9 @@ def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: st
     Raises
     ------
     InputError
-        Unordered or non-integer responses, a single category, too few
-        categories for the thresholds, unknown columns (``FormulaError``).
+        Unordered or non-integer responses, scores outside ``levels``, a
+        single category, too few categories for the thresholds, unknown
+        columns (``FormulaError``).
 
     Examples
     --------
@@ -166,7 +173,7 @@ def clmm(formula: str, data: pd.DataFrame, *, link: str = "logit", threshold: st
     """
     eng = get_engine(check_choice("engine", engine, ENGINES))
     family = Ordinal(link, threshold)  # type: ignore[arg-type]
-    spec, response, frame = ordinal_frame(formula, data, contrasts=contrasts)
+    spec, response, frame = ordinal_frame(formula, data, contrasts=contrasts, levels=levels)
     model = eng.prepare(spec, data=frame, family=family, nAGQ=nAGQ, response=response)
     fit = cast(ClmmFit, model.fit(start=start, control=control, checkconv=checkconv))
     fit.warn_diagnostics(checkconv)

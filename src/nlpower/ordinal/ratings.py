@@ -4,7 +4,8 @@ The same model choice as the Gaussian fit (:func:`nlpower.ratings.model.choose_m
 ``rating ~ system + (system || worker) + (system || item)`` or the identified
 per-system variances for nested factors, or a formula given as ``model=``)
 fitted by :func:`nlpower.clmm` to the ratings *as read* (integer Likert
-scores, not rescaled).  Results are on the latent logistic scale: fixed
+scores, not rescaled; with integer ends of the Likert scale, its scores
+nobody gave are reported as unused categories).  Results are on the latent logistic scale: fixed
 effects without an intercept (the thresholds take its place), the
 latent residual SD ``pi / sqrt(3)`` in the place of ``sigma``, and the
 worker/item SDs of Tables 14-15 (intercept, then per system:
@@ -115,10 +116,14 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     raw = ratings.data.loc[data.index, "rating_raw"].to_numpy(dtype=float)
     if not np.all(raw == np.round(raw)):
         raise RatingsError("family='ordinal' needs integer ratings (Likert scores); the file has "
-                           f"non-integer values such as {raw[raw != np.round(raw)][0]!r}.")
+                           f"non-integer values such as {float(raw[raw != np.round(raw)][0])!r}.")
     data["rating"] = raw.astype(int)
+    # integer ends of the Likert scale: its scores nobody gave are unused categories (reported)
+    levels = None
+    if ratings.scale is not None and all(float(v).is_integer() for v in ratings.scale):
+        levels = range(int(ratings.scale[0]), int(ratings.scale[1]) + 1)
     try:
-        spec, response, frame = ordinal_frame(choice.formula, data,
+        spec, response, frame = ordinal_frame(choice.formula, data, levels=levels,
                                               contrasts={"system": choice.coding})
         model = get_engine(engine).prepare(spec, data=frame,  # type: ignore[arg-type]
                                            family=Ordinal(), response=response)

@@ -1,7 +1,7 @@
 """The ordinal response: an ordered factor or integer scores -> category codes.
 
 Categories are the ordered ``Categorical``'s categories, or the sorted
-distinct integer scores.  Categories nobody used are dropped from the fit
+distinct integer scores (or the scores of a declared scale, ``levels=``).  Categories nobody used are dropped from the fit
 (as ``ordinal::clm`` does: the thresholds either side merge, ``"2|4"``) and
 reported; the fit needs at least two used categories.
 """
@@ -31,13 +31,39 @@ class OrdinalResponse:
     scores: tuple[float, ...] | None   # numeric value of each used level (integer scores)
 
 
+def _plain(v: Any) -> Any:
+    """A numpy scalar as the Python value (messages show ``5.5``, not ``np.float64(5.5)``)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _listing(labels: tuple[str, ...], most: int = 10) -> str:
+    shown = ", ".join(map(repr, labels[:most]))
+    return shown if len(labels) <= most else f"{shown} and {len(labels) - most} more"
+
+
 def _label(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
 
 
-def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> OrdinalResponse:
+def _declared_levels(levels: Any, name: str) -> np.ndarray:
+    """``levels=``: the integer scores of the rating scale, in increasing order."""
+    try:
+        lv = np.asarray(list(levels), dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"levels must be the integer scores of the rating scale, such as "
+                         f"range(1, 6); got {levels!r}.") from None
+    if lv.ndim != 1 or lv.size < 2 or not np.all(np.isfinite(lv) & (lv == np.round(lv))) \
+            or np.any(np.diff(lv) <= 0):
+        raise InputError(f"levels must be two or more increasing integer scores of the rating "
+                         f"scale for {name!r}, such as range(1, 6); got "
+                         f"{[_plain(x) for x in np.asarray(list(levels)).ravel()]!r}.")
+    return lv
+
+
+def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
+                     levels: Any = None) -> OrdinalResponse:
     """Validate an ordinal response and code its categories.
 
     Parameters
@@ -46,12 +72,19 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
         An *ordered* pandas ``Categorical`` or integer scores (e.g. Likert 1-5).
     name : str
         Column name, for messages.
+    levels : sequence of int, optional
+        The scores of the rating scale for integer scores, e.g. ``range(1, 6)``
+        for a 1-5 Likert scale: scores of the scale nobody gave are then
+        reported as unused (default: the scale is the distinct scores given).
+        A score outside ``levels`` is an error.  Not for a ``Categorical``,
+        whose categories are the scale.
 
     Raises
     ------
     InputError
         Unordered categorical or text responses, non-integer scores,
-        missing values, or fewer than two used categories.
+        missing values, scores outside ``levels``, or fewer than two used
+        categories.
 
     Examples
     --------
@@ -62,6 +95,8 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
     ...                                      ordered=True), warn=False)
     >>> r.levels, r.unused
     (('lo', 'hi'), ('mid',))
+    >>> ordinal_response(pd.Series([1, 3, 5]), levels=range(1, 6), warn=False).unused
+    ('2', '4')
     """
     s = y if isinstance(y, pd.Series) else pd.Series(y)
     if s.isna().any():
@@ -69,6 +104,11 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
                          "drop those rows first.")
     scores: tuple[float, ...] | None = None
     if isinstance(s.dtype, pd.CategoricalDtype):
+        if levels is not None:
+            raise InputError(
+                f"levels= is for integer scores; the response {name!r} is a Categorical, whose "
+                "categories are the scale. Drop levels=, or set the categories with "
+                "pd.CategoricalDtype([...], ordered=True).")
         if not s.cat.ordered:
             raise InputError(
                 f"the response {name!r} is an unordered categorical; an ordinal model needs the "
@@ -78,7 +118,7 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
         raw = s.cat.codes.to_numpy()
     elif pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
         raise InputError(
-            f"the response {name!r} has dtype {s.dtype} (e.g. {s.iloc[0]!r}); an ordinal model "
+            f"the response {name!r} has dtype {s.dtype} (e.g. {_plain(s.iloc[0])!r}); an ordinal model "
             "needs an ordered pandas Categorical or integer scores such as Likert 1-5. Convert "
             "it with pd.Categorical(values, categories=[...], ordered=True).")
     else:
@@ -86,9 +126,19 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
         if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
             bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
             raise InputError(
-                f"the response {name!r} must hold integer scores (e.g. Likert 1-5); got {bad!r}. "
+                f"the response {name!r} must hold integer scores (e.g. Likert 1-5); got {float(bad)!r}. "
                 "Round or map the values to integers, or pass an ordered Categorical.")
         uniq = np.unique(v)
+        if levels is not None:
+            declared = _declared_levels(levels, name)
+            outside = np.setdiff1d(uniq, declared)
+            if outside.size:
+                raise InputError(
+                    f"the response {name!r} has scores outside levels "
+                    f"({', '.join(_label(float(u)) for u in outside[:5])}; levels are "
+                    f"{', '.join(_label(float(u)) for u in declared)}). Correct the scores or "
+                    "the declared scale.")
+            uniq = declared
         all_levels = tuple(_label(float(u)) for u in uniq)
         raw = np.searchsorted(uniq, v)
         scores = tuple(float(u) for u in uniq)
@@ -102,7 +152,7 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True) -> Or
             "rows); an ordinal model needs ratings in at least two categories.")
     if unused and warn:
         warnings.warn(
-            f"the response {name!r} has categories nobody used ({', '.join(map(repr, unused))}); "
+            f"the response {name!r} has categories nobody used ({_listing(unused)}); "
             "they are dropped from the fit and the thresholds either side merge (as ordinal::clm).",
             NlpowerWarning, stacklevel=3)
     remap = np.cumsum(used) - 1
