@@ -220,11 +220,11 @@ def test_outcome_bad_input(call, error, match):
     _raises(call, error, match)
 
 
-@pytest.mark.xfail(strict=True, reason="power(params=LikertParams) without outcome='likert' says "
-                   "'params must be LMMParams' but not that outcome='likert' takes them")
 def test_likert_params_without_outcome_points_to_outcome_likert():
     _raises(lambda: nlpower.power(DESIGN, LikertParams(thresholds=[-1.0, 0.0, 1.0]), n_sims=5,
                                   rng=1), InputError, r"outcome='likert'")
+    _raises(lambda: nlpower.power(DESIGN, HeadToHeadParams(effect=0.3), n_sims=5, rng=1),
+            InputError, r"outcome='preference'")
 
 
 # --- pilots of the wrong family to plan / assurance (issue 21.5) -------------------------------
@@ -262,21 +262,14 @@ def test_assurance_with_a_pilot_of_the_wrong_family(pilots, pilot, kwargs, match
                                       **kwargs), InputError, match)
 
 
-@pytest.mark.xfail(strict=True, reason="assurance(outcome='likret') on an ordinal pilot says "
-                   "'cannot use this pilot' instead of naming the outcomes (no did-you-mean); "
-                   "pilot/assurance.py checks the pilot before the outcome name")
 def test_assurance_outcome_typo_is_did_you_mean(pilots):
     _raises(lambda: nlpower.assurance(pilots["ordinal"], D10, effect=0.1, outcome="likret",
                                       n_boot=20, n_sims=1, rng=1), InputError, r"Did you mean 'likert'")
 
 
-@pytest.mark.xfail(strict=True, reason="a two-system top-box pilot (top ~ system + (1|worker) + "
-                   "(1|item)) is read as head-to-head and refused with \"the position column "
-                   "'systemB' must take two values -c and +c\": the message should say binary "
-                   "pilots are head-to-head judgements (pilot/outcome_params.binary_params)")
 def test_topbox_binary_pilot_message_says_what_binary_pilots_are(pilots):
     _raises(lambda: nlpower.assurance(pilots["topbox"], D10, effect=0.1, n_boot=20, n_sims=1, rng=1),
-            InputError, r"head-to-head")
+            InputError, r"head-to-head judgements.*top-box.*outcome='likert'")
 
 
 def test_plan_with_assurance_refuses_a_poisson_pilot(pilots):
@@ -289,11 +282,11 @@ def test_assurance_refuses_likert_params_as_pilot():
                                       n_boot=20, rng=1), InputError, r"got LikertParams")
 
 
-@pytest.mark.xfail(strict=True, reason="plan(pilot_fit) says 'needs LMMParams' but not what to do "
-                   "with a pilot fit (plan_with_assurance / as_params)")
 def test_plan_with_a_fit_says_what_to_do(pilots):
     _raises(lambda: nlpower.plan(pilots["ordinal"], effect=0.1), InputError,
-            r"plan_with_assurance|assurance|as_params")
+            r"pass outcome='likert'.*plan_with_assurance")
+    _raises(lambda: nlpower.plan(pilots["poisson"], effect=0.1), InputError,
+            r"\(poisson\) is no model nlpower plans from.*fit_ratings")
 
 
 # --- CLI ---------------------------------------------------------------------------------------

@@ -160,10 +160,25 @@ def as_params(
         return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
     if not isinstance(obj, FittedPilot):
         if is_pilot_fit(obj):
+            from .convert_outcomes import pilot_family
+
+            kind = pilot_family(obj)
+            if kind == "preference" and getattr(obj, "family", None) != "binomial":
+                kind = "gaussian"          # e.g. a Poisson glmer: no outcome plans from it
+            if kind == "gaussian":
+                raise InputError(
+                    f"this {type(obj).__name__} pilot ({getattr(obj, 'family', '?')}) is no model "
+                    "nlpower plans from: fit the ratings with nlpower.fit_ratings(...) "
+                    "(outcome='gaussian'), fit_ratings(..., family='ordinal') (outcome='likert'), "
+                    "or head-to-head judgements with a binomial glmer (outcome='preference').")
+            what = ("K-point ratings on a latent scale (clmm)" if kind == "likert" else
+                    "head-to-head judgements (binomial glmer)")
             raise InputError(
-                f"a {type(obj).__name__} pilot describes ordinal ratings (clmm) or head-to-head "
-                "judgements (glmer), not Gaussian ratings: pass outcome='likert' (ordinal) or "
-                "outcome='preference' (binary glmer) with effect=.")
+                f"this {type(obj).__name__} pilot describes {what}, not the Gaussian ratings of "
+                f"outcome='gaussian': pass outcome={kind!r} with effect=, e.g. plan(fit, "
+                f"effect=0.3, outcome={kind!r}); or plan for the pilot's uncertainty with "
+                "nlpower.plan_with_assurance(fit, effect=...) (nlpower.assurance for a given "
+                "design).")
         raise InputError(
             f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
             f"the LmmFit of the paper's model; got {type(params_or_fit).__name__}. Fit a pilot "

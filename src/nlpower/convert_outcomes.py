@@ -178,6 +178,13 @@ def _shares_level(data: pd.DataFrame, g: str, codes: np.ndarray, a: str, b: str)
 # ------------------------------------------------------------------------------------
 
 
+#: What a study of a 0/1 rating per system (top-box, acceptable / not) plans with instead.
+_TOPBOX = ("A 0/1 rating of each system (e.g. top-box, rating >= 4) is no head-to-head judgement: "
+           "it is a 2-point rating, so fit it with nlpower.fit_ratings(nlpower.read_ratings(data, "
+           "rating='top', scale=(0, 1)), family='ordinal') (or, better, the full K-point ratings) "
+           "and plan with outcome='likert', analysis='clmm'.")
+
+
 def binary_params(fit: Any) -> HeadToHeadParams:
     """:class:`HeadToHeadParams` (effect 0) of a binomial ``glmer`` fit of head-to-head judgements.
 
@@ -197,17 +204,20 @@ def binary_params(fit: Any) -> HeadToHeadParams:
                          "pilot with the native engine to bootstrap it.")
     names = list(fit.fixef.index)
     if "(Intercept)" not in names or len(names) > 2:
-        raise InputError(f"a head-to-head pilot is 'win ~ 1 [+ pos] + (1 | worker) + (1 | item) "
-                         f"...': the intercept (the preference) and at most a position column; "
-                         f"got fixed effects {names}.")
+        raise InputError(f"a binary pilot is a model of head-to-head judgements, 'win ~ 1 [+ pos] "
+                         f"+ (1 | worker) + (1 | item)': the intercept (the preference) and at most "
+                         f"a position column; got fixed effects {names}. {_TOPBOX}")
     pos = next((n for n in names if n != "(Intercept)"), None)
     c = 0.5
     if pos is not None:
         x = np.asarray(model.spec.X, dtype=float)[:, names.index(pos)]
         vals = np.unique(np.round(x, 12))
         if vals.size != 2 or not math.isclose(vals[0], -vals[1]) or vals[1] <= 0:
-            raise InputError(f"the position column {pos!r} must take two values -c and +c (e.g. "
-                             f"-1/2 when system B is shown second, +1/2 first); got {vals[:5]}.")
+            raise InputError(f"a binary pilot is a model of head-to-head judgements, 'win ~ 1 "
+                             f"[+ pos] + (1 | worker) + (1 | item)' (win = 1 when B is preferred), "
+                             f"so its second fixed effect is the position column, which must take "
+                             f"two values -c and +c (e.g. -1/2 when system B is shown second, "
+                             f"+1/2 first); {pos!r} takes {vals[:5].tolist()}. {_TOPBOX}")
         c = float(vals[1])
     k = 2.0 * c                            # coefficients of pos = +-c, re-expressed for +-1/2
     var: dict[tuple[str, str], float] = {}

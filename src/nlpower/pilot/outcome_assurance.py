@@ -43,11 +43,13 @@ from typing import Any
 import numpy as np
 
 from .._choices import Coding
+from .._validation import check_choice
 from ..coding import x_values
 from ..convert_outcomes import OrdinalPilot, binary_params, pilot_family
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..outcomes import HeadToHeadParams, LikertParams, headtohead_power, likert_power
+from ..powersim.outcome import OUTCOMES
 from .draws import bias_corrected
 
 __all__ = ["DEFAULT_OUTCOME_SIMS", "OutcomePilot", "POINT_SIMS", "SD_FIELDS", "outcome_assurance", "outcome_draws"]
@@ -181,6 +183,8 @@ def _power(s: _Setup, params: Any, seed: np.random.SeedSequence, n_sims: int) ->
 
 def check_outcome(fit_outcome: str, outcome: Any, analysis: Any) -> str:
     """The planned analysis, after checking the planned outcome can use this pilot."""
+    if outcome is not None:
+        check_choice("outcome", outcome, OUTCOMES)   # a misspelt name first: did you mean
     if outcome is not None and outcome != fit_outcome:
         what = {"likert": "an ordinal (clmm) pilot describes K-point ratings on a latent scale",
                 "preference": "a binary (glmer) pilot describes head-to-head judgements",
