@@ -343,20 +343,14 @@ CLI_CASES: list[Any] = [
     pytest.param([*PREF, "--judges", "100"], r"needs --p-win P|needs --judges N and --p-win P",
                  id="power-preference-no-p_win"),
     pytest.param([*PREF, "--judges", "0", "--p-win", "0.6"], r"--judges must be >= 1",
-                 marks=pytest.mark.xfail(strict=True, reason="says 'n must be >= 1': the library's "
-                                         "n is not rewritten to --judges (cli/messages speak_cli)"),
                  id="power-preference-judges-0"),
     pytest.param([*POWER, "--outcome", "gaussian", "--analysis", "clmm"], r"--analysis",
                  id="power-gaussian-analysis-clmm"),
-    pytest.param([*POWER, "--outcome", "likert", "--levels", "5", "--p-win", "0.6"], r"--p-win",
-                 marks=pytest.mark.xfail(strict=True, reason="exit 0: --p-win silently ignored "
-                                         "for --outcome likert"),
+    pytest.param([*POWER, "--outcome", "likert", "--levels", "5", "--p-win", "0.6"],
+                 r"--outcome likert does not read --p-win \(for --outcome preference\): drop it",
                  id="power-likert-p_win"),
     pytest.param([*POWER, "--outcome", "preference", "--judges", "100", "--p-win", "0.6"],
-                 r"--preset|--workers|--items",
-                 marks=pytest.mark.xfail(strict=True, reason="exit 0: --preset/--workers/--items/"
-                                         "--effect silently ignored by the one-judgement preference "
-                                         "path"),
+                 r"one judgement per person.*drop --preset, --workers, --items, --effect",
                  id="power-preference-with-crossed-flags"),
     pytest.param(["plan", "--ratings", "{single}", "--effect", "0.1", "--seed", "1"],
                  r"every rating equals 3", id="plan-single-category"),

@@ -13,7 +13,9 @@ import pytest
 import nlpower
 from nlpower import CrossedDesign, presets
 from nlpower.cli import main
-from nlpower.cli.outcome_args import ANALYSES, OUTCOMES
+from nlpower.cli import build_parser
+from nlpower.cli.messages import cli_flags, speak_cli
+from nlpower.cli.outcome_args import ANALYSES, FOR, OUTCOMES, READS
 from nlpower.grid import cell_seed
 from nlpower.outcomes import HeadToHeadParams
 from nlpower.powersim.outcome import OUTCOMES as REGISTRY
@@ -98,7 +100,7 @@ def test_mde_likert_is_the_library_call(tmp_path):
 @pytest.mark.parametrize("argv,msg", [
     (["power", "--outcome", "preference", "--judges", "10"], "--p-win"),
     (["power", "--outcome", "likert", "--judges", "10", "--p-win", "0.6"],
-     "--judges is for --outcome preference"),
+     "--judges (for --outcome preference, one judgement per person)"),
     (["power", "--preset", "high-variance", "--workers", "3"], "required: --items, --effect"),
     (["power", "--outcome", "preference", "--workers", "3", "--items", "9"], "--p-win"),
     (["grid", "--outcome", "likert", "--analysis", "lm"], "expected one of lmm, clmm, glmer"),
@@ -122,3 +124,58 @@ def test_usage_errors(argv, msg, capsys):
 def test_library_errors_in_the_words_of_the_command_line(argv, msg, capsys):
     assert main(argv) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_every_outcome_flag_is_in_the_table():
+    """The table knows every outcome-specific flag, and what each kind of run reads."""
+    power = build_parser()._subparsers._group_actions[0].choices["power"]
+    dests = {a.dest for a in power._actions if a.dest not in ("outcome", "analysis")}
+    own = {"levels", "p_win", "p_draw", "sd_worker", "sd_item", "judges", "ties"}
+    assert own <= dests and set(FOR) == own
+    assert set(READS) == {*OUTCOMES, "preference --judges"}
+    assert all(set(r) <= own for r in READS.values())
+
+
+CROSSED = ["--preset", "high-variance", "--workers", "3", "--items", "9"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["power", *CROSSED, "--effect", "0.1", "--outcome", "likert", "--levels", "5", "--p-draw",
+      "0.1"], "--outcome likert does not read --p-draw (for --outcome preference): drop it"),
+    (["power", *CROSSED, "--effect", "0.1", "--sd-worker", "0.2", "--sd-item", "0.3"],
+     "does not read --sd-worker, --sd-item (for --outcome preference with"),
+    (["power", "--outcome", "preference", "--judges", "50", "--p-win", "0.6", "--sd-item", "0.3"],
+     "--judges N does not read --sd-item"),
+    (["power", "--outcome", "preference", "--judges", "50", "--p-win", "0.6", "--n-sims", "9"],
+     "drop --n-sims, or drop --judges"),
+    (["power", "--outcome", "preference", "--workers", "3", "--items", "9", "--p-win", "0.6",
+      "--effect", "0.2"], "from --p-win (with --p-draw, --sd-worker, --sd-item): drop --effect"),
+    (["power", *CROSSED, "--effect", "0.1", "--ties", "split"],
+     "does not read --ties (for --outcome preference --judges N)"),
+    (["grid", "--outcome", "likert", "--levels", "5", "--p-win", "0.6"], "does not read --p-win"),
+    (["grid", "--outcome", "preference", "--p-win", "0.6", "--effects", "0.1"], "drop --effects"),
+    (["grid", "--outcome", "preference", "--p-win", "0.6", "--preset", "both"], "drop --preset"),
+    (["mde", "--workers", "3", "--items", "9", "--outcome", "preference", "--p-win", "0.6",
+      "--preset", "high-variance"], "drop --preset"),
+    (["mde", "--workers", "3", "--items", "9", "--preset", "high-variance", "--sd-item", "0.2"],
+     "--outcome gaussian does not read --sd-item"),
+    (["plan", "--preset", "high-variance", "--effect", "0.1", "--p-win", "0.6"],
+     "--outcome gaussian does not read --p-win"),
+    (["plan", "--outcome", "likert", "--levels", "5", "--preset", "high-variance", "--effect",
+      "0.5", "--sd-worker", "0.1"], "--outcome likert does not read --sd-worker"),
+])
+def test_flags_the_outcome_does_not_read_are_refused(argv, msg, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "error:" in last and msg in last
+
+
+def test_library_n_is_judges_only_where_judges_is_a_flag():
+    parser = build_parser()
+    power = cli_flags(parser, parser.parse_args(["power", "--judges", "0"]))
+    fit = cli_flags(parser, parser.parse_args(["fit", "x.csv"]))
+    assert speak_cli("n must be >= 1; got 0.", power) == "--judges must be >= 1; got 0."
+    assert speak_cli("n must be >= 1; got 0.", fit) == "n must be >= 1; got 0."
+    assert speak_cli("pass rng=3", power) == "pass --seed 3"

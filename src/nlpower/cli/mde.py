@@ -15,7 +15,12 @@ from typing import Any
 
 from .._choices import Alternative, Coding, MDEMethod, RatingsTest, allowed
 from ..errors import InputError
-from .outcome_args import add_outcome_arguments, outcome_kwargs, own_params
+from .outcome_args import (
+    add_outcome_arguments,
+    check_outcome_flags,
+    outcome_kwargs,
+    own_params,
+)
 from .output import write_json
 from .ratings_args import add_ratings_arguments
 
@@ -62,6 +67,7 @@ def run_mde(args: argparse.Namespace) -> int:
     from ..powersim import mde
     from .power import _scenarios, pilot_params
 
+    check_outcome_flags(args)
     kw = {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
     design = CrossedDesign(args.workers, args.items, **kw)
     params = own_params(args)

@@ -15,7 +15,10 @@ Rewritten:
   ``has``, ``column``, a quoted value, ``(`` or ``:`` (``scale must be ...``,
   ``baseline 'Z' is not ...``), also after a ``where:`` prefix -- so the
   article in ``a formula ...`` stays an article even where ``--a`` is a flag;
-* a dest quoted as an argument (```rating```, ``argument 'rating'``).
+* a dest quoted as an argument (```rating```, ``argument 'rating'``);
+* a library argument a flag feeds under another name (:data:`LIBRARY_NAMES`:
+  ``rng=`` is ``--seed``, ``n must be >= 1`` under ``nlpower power --judges``
+  is ``--judges must be >= 1``).
 
 Not rewritten: a dest inside a longer name or a path (``n_sims=`` in
 ``my_n_sims=``, ``/tmp/worker=3.csv``), ``==``, and quoted *values*
@@ -27,7 +30,7 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_words",
+__all__ = ["LIBRARY_NAMES", "PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_words",
            "flag_names", "speak_cli"]
 
 #: Advice written for Python users, in the words of the command line (applied first).
@@ -48,6 +51,12 @@ PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
     (r"Fit a pilot with nlpower\.fit_ratings\(nlpower\.read_ratings\(path, scale=\(lo, hi\)\)\)\.",
      "Give the pilot with --ratings FILE --scale LO HI."),
 )
+
+
+#: Library arguments a flag feeds under another name, ``{library name: dest}``, wherever the
+#: subcommand has that flag: ``rng=`` is ``--seed``; ``n`` of :func:`nlpower.preference.power`
+#: is ``nlpower power --judges`` (the only subcommand with ``--judges``).
+LIBRARY_NAMES: dict[str, str] = {"rng": "seed", "n": "judges"}
 
 
 def cli_words(message: str) -> str:
@@ -81,8 +90,9 @@ def cli_flags(parser: argparse.ArgumentParser,
     out: dict[str, tuple[str, bool]] = {}
     for sub in chosen_parsers(parser, args):
         out.update(flag_names(sub))
-    if "seed" in out:  # the library's rng= is the command line's --seed
-        out.setdefault("rng", out["seed"])
+    for library, dest in LIBRARY_NAMES.items():
+        if dest in out:
+            out.setdefault(library, out[dest])
     return out
 
 

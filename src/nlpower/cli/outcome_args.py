@@ -14,6 +14,10 @@ plan``: the flags name the library's arguments (``outcome=``, ``levels=``,
   ``--p-win``, ``--p-draw``, ``--sd-worker``, ``--sd-item``), analysed by
   glmer; with ``--judges`` (``nlpower power`` only) it is one judgement per
   person, the exact power of :func:`nlpower.preference.power`.
+
+Each kind of run reads only some of these flags (:data:`READS`); a flag it
+does not read, given anyway, is a usage error naming it
+(:func:`check_outcome_flags`) rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -27,6 +31,75 @@ from .output import write_json
 OUTCOMES = ("gaussian", "likert", "preference")
 #: ``--analysis`` choices: every analysis of every outcome (the library says which fits which).
 ANALYSES = ("lmm", "clmm", "glmer")
+
+
+#: Where each outcome-specific flag is read (``dest``: the runs that read it, for messages).
+FOR = {
+    "levels": "--outcome likert",
+    "p_win": "--outcome preference",
+    "p_draw": "--outcome preference",
+    "sd_worker": "--outcome preference with --workers x --items",
+    "sd_item": "--outcome preference with --workers x --items",
+    "judges": "--outcome preference, one judgement per person",
+    "ties": "--outcome preference --judges N",
+}
+#: The outcome-specific flags (keys of :data:`FOR`) each kind of run reads; the others are refused.
+READS: dict[str, tuple[str, ...]] = {
+    "gaussian": (),
+    "likert": ("levels",),
+    "preference": ("p_win", "p_draw", "sd_worker", "sd_item"),
+    "preference --judges": ("judges", "p_win", "p_draw", "ties"),
+}
+#: Passed on to the library, which refuses them where they do not fit (in its own words).
+LIBRARY_CHECKS = ("levels",)
+#: Other flags a kind of run has no use for: preference takes its parameters (and a grid's
+#: effect axis) from --p-win; one judgement per person has no worker x item design to simulate.
+UNUSED: dict[str, tuple[str, ...]] = {
+    "preference": ("preset", "ratings", "effect", "effects", "coding"),
+    "preference --judges": ("preset", "ratings", "workers", "items", "effect", "workers_per_item",
+                            "coding", "analysis", "n_sims", "test", "n_resamples", "method",
+                            "engine"),
+}
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    """``dest`` is a flag of this command, set away from its default (the default: not given)."""
+    if dest not in vars(args):
+        return False
+    return bool(getattr(args, dest) != args.parser.get_default(dest))
+
+
+def _flag(args: argparse.Namespace, dest: str) -> str:
+    flags = getattr(args, "flags", {})
+    return str(flags[dest][0]) if dest in flags else "--" + dest.replace("_", "-")
+
+
+def check_outcome_flags(args: argparse.Namespace, *, own: tuple[str, ...] = ()) -> None:
+    """A usage error naming the flags this run would silently ignore (:data:`READS`,
+    :data:`UNUSED`); ``own``: flags the command reads or refuses itself (``plan``: --effect)."""
+    judged = args.outcome == "preference" and _given(args, "judges")
+    kind = "preference --judges" if judged else args.outcome
+    stray = [d for d in FOR if d not in READS[kind] and d not in LIBRARY_CHECKS
+             and _given(args, d)]
+    if stray:
+        groups: dict[str, list[str]] = {}
+        for d in stray:
+            groups.setdefault(FOR[d], []).append(_flag(args, d))
+        where = ", ".join(f"{', '.join(f)} (for {use})" for use, f in groups.items())
+        args.parser.error(f"--outcome {args.outcome}{' --judges N' if judged else ''} does not "
+                          f"read {where}: drop {'it' if len(stray) == 1 else 'them'}, or "
+                          f"{'drop --judges' if judged else 'choose that outcome'}")
+    unused = [_flag(args, d) for d in UNUSED.get(kind, ()) if d not in own and _given(args, d)]
+    if not unused:
+        return
+    if judged:
+        args.parser.error(
+            "--outcome preference --judges N is one judgement per person (exact power: no "
+            f"workers x items design, nothing simulated): drop {', '.join(unused)}, or drop "
+            "--judges to simulate repeated judgements by --workers x --items")
+    args.parser.error(
+        "--outcome preference takes its parameters and effect from --p-win (with --p-draw, "
+        f"--sd-worker, --sd-item): drop {', '.join(unused)}")
 
 
 def _analyses(text: str) -> str | list[str]:
@@ -131,8 +204,6 @@ def own_effects(args: argparse.Namespace) -> list[float] | None:
 
 def run_preference(args: argparse.Namespace) -> int:
     """``nlpower power --outcome preference --judges N``: exact one-judgement power."""
-    if args.outcome != "preference":
-        args.parser.error("--judges is for --outcome preference (one judgement per person)")
     if args.p_win is None:
         args.parser.error("--outcome preference --judges N needs --p-win P")
     from ..preference import power as preference_power

@@ -19,7 +19,12 @@ from typing import Any
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
 from ..errors import InputError
 from .messages import speak_cli
-from .outcome_args import add_outcome_arguments, outcome_kwargs, own_params
+from .outcome_args import (
+    add_outcome_arguments,
+    check_outcome_flags,
+    outcome_kwargs,
+    own_params,
+)
 from .output import write_json
 from .ratings_args import add_ratings_arguments, fit_from_args
 
@@ -93,6 +98,8 @@ def register(subparsers: Any) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     from ..pilot import plan_with_assurance
 
+    # --effect is read by every outcome; --preset / --ratings are refused below in plan's words
+    check_outcome_flags(args, own=("effect", "preset", "ratings"))
     if args.outcome != "gaussian":
         return _plan_outcome(args)
     if args.levels is not None:

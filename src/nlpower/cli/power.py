@@ -17,6 +17,7 @@ from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest
 from ..errors import InputError
 from .outcome_args import (
     add_outcome_arguments,
+    check_outcome_flags,
     outcome_kwargs,
     own_effects,
     own_params,
@@ -158,6 +159,7 @@ def run_power(args: argparse.Namespace) -> int:
     from ..design import CrossedDesign
     from ..powersim import power
 
+    check_outcome_flags(args)
     if args.judges is not None:
         return run_preference(args)
     params = own_params(args)
@@ -194,6 +196,7 @@ def run_power(args: argparse.Namespace) -> int:
 
 def run_grid(args: argparse.Namespace) -> int:
     check_shard(args)
+    check_outcome_flags(args)
     from ..powersim.grid import power_grid
 
     if args.preset is not None and args.ratings is not None:
