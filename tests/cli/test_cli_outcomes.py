@@ -12,8 +12,7 @@ import pytest
 
 import nlpower
 from nlpower import CrossedDesign, presets
-from nlpower.cli import main
-from nlpower.cli import build_parser
+from nlpower.cli import build_parser, main
 from nlpower.cli.messages import cli_flags, speak_cli
 from nlpower.cli.outcome_args import ANALYSES, FOR, OUTCOMES, READS
 from nlpower.grid import cell_seed
