@@ -243,3 +243,29 @@ def test_batch_file_refuses_another_fingerprint_and_names_it(tmp_path):
     with pytest.raises(CheckpointError, match=r"seed is \[1\] in the file but \[2\] now"):
         batchfile.BatchFile(path, {"cell": "a", "seed": [2]})
 
+
+
+@pytest.mark.parametrize("outcome", ["gaussian", "likert"])
+def test_power_n_jobs_runs_batches_in_processes_with_the_same_numbers(outcome):
+    """``power(..., n_jobs=2)`` computes the batches in two processes and changes no number."""
+    import nlpower
+    from nlpower import CrossedDesign, presets
+
+    kw = ({"method": "simulate"} if outcome == "gaussian"
+          else {"outcome": "likert", "levels": 5, "analysis": "clmm"})
+    design = CrossedDesign(3, 8) if outcome == "gaussian" else CrossedDesign(3, 6)
+    n_sims = 120 if outcome == "gaussian" else 60          # more than one batch of 50
+    a = nlpower.power(design, presets.high_variance(0.3), n_sims=n_sims, rng=5, **kw)
+    b = nlpower.power(design, presets.high_variance(0.3), n_sims=n_sims, rng=5, n_jobs=2, **kw)
+    assert np.array_equal(a.replicates.pvalue, b.replicates.pvalue, equal_nan=True)
+    assert np.array_equal(a.replicates.estimate, b.replicates.estimate, equal_nan=True)
+    assert a.power == b.power
+
+
+def test_replicate_jobs_refuses_bad_n_jobs():
+    from nlpower.errors import InputError
+    from nlpower.powersim.batches import replicate_jobs
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(InputError, match="n_jobs"):
+            with replicate_jobs(bad):
+                pass

@@ -28,6 +28,7 @@ repeated-judgement model excludes them; the one-judgement analysis
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,13 @@ from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
-from ..powersim.batches import options_identity, run_batches, run_id, seeds_identity
+from ..powersim.batches import (
+    options_identity,
+    replicate_jobs,
+    run_batches,
+    run_id,
+    seeds_identity,
+)
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
@@ -181,30 +188,22 @@ def _fit_chunk(design: CrossedDesign, params: HeadToHeadParams,
 
 
 def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
-         opts: PowerOptions, n_jobs: int = 1) -> Replicates:
-    """All replicates, in checkpointed batches (:mod:`nlpower.powersim.batches`), each batch
-    in ``n_jobs`` contiguous chunks (loky processes when more than one)."""
+         opts: PowerOptions) -> Replicates:
+    """All replicates, in checkpointed batches (:mod:`nlpower.powersim.batches`; in parallel
+    under :func:`~nlpower.powersim.batches.replicate_jobs`)."""
     seeds = seq.spawn(opts.n_sims)
     run = run_id("glmer", params=repr(params), options=options_identity(opts),
                  seeds=seeds_identity(seeds))
-    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds, lo, hi, opts,
-                                                         n_jobs), run=run)
+    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], lo, opts),
+                       run=run)
 
 
 def _batch(design: CrossedDesign, params: HeadToHeadParams, seeds: list[np.random.SeedSequence],
-           lo: int, hi: int, opts: PowerOptions, n_jobs: int) -> Replicates:
-    r, raise_on = len(seeds), opts.on_failure == "raise"
-    bounds = np.linspace(lo, hi, min(n_jobs, hi - lo) + 1).astype(int)
-    chunks = [(int(a), seeds[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    if len(chunks) == 1:
-        parts = [_fit_chunk(design, params, seeds[lo:hi], lo, r, raise_on)]
-    else:
-        from joblib import Parallel, delayed
-        parts = Parallel(n_jobs=len(chunks), backend="loky")(
-            delayed(_fit_chunk)(design, params, c, a, r, raise_on) for a, c in chunks)
-    est, se, conv, sing, failed = (np.concatenate([p[j] for p in parts]) for j in range(5))
-    df = np.full(hi - lo, math.inf)
-    return _replicates(est, se, est / se, df, conv, sing, failed, opts)
+           first: int, opts: PowerOptions) -> Replicates:
+    est, se, conv, sing, failed = _fit_chunk(design, params, seeds, first, opts.n_sims,
+                                             opts.on_failure == "raise")
+    return _replicates(est, se, est / se, np.full(len(seeds), math.inf), conv, sing, failed,
+                       opts)
 
 
 def headtohead_power(
@@ -219,7 +218,7 @@ def headtohead_power(
     rng: RNGLike = None,
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
-    n_jobs: int = 1,
+    n_jobs: int | None = None,
 ) -> PowerResult:
     """Power of repeated head-to-head judgements analysed by glmer (module docstring).
 
@@ -236,9 +235,12 @@ def headtohead_power(
         ``effect = 0``, own child seed).  The test is the Wald z of the intercept.
     ties : {"exclude"}
         Draws are excluded (prior weight 0).
-    n_jobs : int, default 1
-        Processes for the replicates (loky): each replicate has its own child
-        seed and starts at the truth, so the results are the same for any ``n_jobs``.
+    n_jobs : int, optional
+        Processes for the batches of replicates (loky;
+        :func:`~nlpower.powersim.batches.replicate_jobs`; default: the
+        caller's, e.g. ``nlpower.power(..., n_jobs=)``, else 1): each replicate
+        has its own child seed and starts at the truth, so the results are the
+        same for any ``n_jobs``.
 
     Returns
     -------
@@ -264,19 +266,18 @@ def headtohead_power(
             f"ties={ties!r}: with repeated judgements the analysis is a binomial GLMM, where a "
             "draw split half and half is not a whole number of successes; use ties='exclude' "
             "(draws get prior weight 0), or nlpower.preference for one judgement per person.")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
-        raise InputError(f"n_jobs must be a positive integer (processes for the replicates); "
-                         f"got {n_jobs!r}.")
     opts = power_options(n_sims=n_sims, alpha=alpha, test="z", alternative=alternative,
                          method="simulate", null=null, keep_replicates=keep_replicates,
                          on_failure=on_failure)
     root = root_seed(rng)
     main_seq, null_seq = root.spawn(2)
-    main = _run(design, params, main_seq, opts, int(n_jobs))
+    with nullcontext() if n_jobs is None else replicate_jobs(n_jobs):
+        main = _run(design, params, main_seq, opts)
+        null_reps = None
+        if null and params.effect != 0:
+            null_reps = _run(design, params.with_effect(0.0), null_seq, opts)
     apply_failure_policy(main, opts, "main")
-    null_reps = None
-    if null and params.effect != 0:
-        null_reps = _run(design, params.with_effect(0.0), null_seq, opts, int(n_jobs))
+    if null_reps is not None:
         apply_failure_policy(null_reps, opts, "null (effect 0)")
     share = 1.0 / (1.0 + math.exp(-params.effect))
     note = (f"head-to-head judgements, logistic crossed model (P(draw) {params.p_draw:g}, draws "

@@ -33,6 +33,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ from ..grid.batchfile import BatchFile, active, current, digest, read_fingerprin
 from .result import Replicates
 
 __all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "checkpoint_root", "checkpointed", "concat",
-           "open_run_checkpoint", "options_identity",
+           "open_run_checkpoint", "options_identity", "replicate_jobs",
            "run_batches", "run_id", "seeds_identity"]
 
 #: Replicates per batch (the last batch of a run holds the rest).
@@ -55,6 +56,36 @@ _FLAGS = ("converged", "singular", "failed")
 
 #: Computes the replicates ``start:stop`` of a run.
 ComputeBatch = Callable[[int, int], Replicates]
+
+#: Processes for the batches of the replicate loops run in this context (:func:`replicate_jobs`).
+_JOBS: ContextVar[int] = ContextVar("nlpower_replicate_jobs", default=1)
+
+
+@contextmanager
+def replicate_jobs(n_jobs: int) -> Iterator[None]:
+    """Compute the batches of the replicate loops run inside in ``n_jobs`` loky processes.
+
+    No number changes: a batch depends on nothing outside its replicates
+    (module docstring), and finished batches are stored in order by this
+    process.  ``-1`` means every core.
+    """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not (
+            n_jobs >= 1 or n_jobs == -1):
+        raise InputError(f"n_jobs must be a positive integer (processes for the replicates) or "
+                         f"-1 (every core); got {n_jobs!r}.")
+    token = _JOBS.set(int(n_jobs) if n_jobs != -1 else (os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        _JOBS.reset(token)
+
+
+def _compute(compute: ComputeBatch, lo: int, hi: int, n_sims: int) -> Replicates:
+    try:
+        return compute(lo, hi)
+    except Exception as exc:
+        exc.add_note(f"(in the batch of replicates {lo}-{hi - 1} of {n_sims})")
+        raise
 
 
 def batch_bounds(n_sims: int) -> list[tuple[int, int]]:
@@ -146,26 +177,32 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     array([  0., 119.])
     """
     store = checkpoint if checkpoint is not None else current()
-    parts = []
+    parts: dict[int, Replicates] = {}
+    todo = []
     for b, (lo, hi) in enumerate(batch_bounds(n_sims)):
-        reps = None
-        if store is not None:
-            cols = store.get(run, b, lo, hi)
-            reps = None if cols is None else _from_columns(cols, hi - lo)
+        cols = None if store is None else store.get(run, b, lo, hi)
+        reps = None if cols is None else _from_columns(cols, hi - lo)
         if reps is None:
-            try:
-                reps = compute(lo, hi)
-            except Exception as exc:
-                exc.add_note(f"(in the batch of replicates {lo}-{hi - 1} of {n_sims})")
-                raise
-            if store is not None:
-                store.put(run, b, lo, hi, _to_columns(reps))
-        elif on_read is not None:
-            on_read(hi - lo)
-        parts.append(reps)
+            todo.append((b, lo, hi))
+        else:
+            parts[b] = reps
+            if on_read is not None:
+                on_read(hi - lo)
+    jobs = min(_JOBS.get(), len(todo))
+    if jobs > 1:
+        from joblib import Parallel, delayed
+        done: Any = Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
+            delayed(_compute)(compute, lo, hi, n_sims) for _, lo, hi in todo)
+    else:
+        done = (_compute(compute, lo, hi, n_sims) for _, lo, hi in todo)
+    for (b, lo, hi), reps in zip(todo, done, strict=True):
+        if store is not None:
+            store.put(run, b, lo, hi, _to_columns(reps))
+        parts[b] = reps
     if not parts:
         return compute(0, 0)
-    return parts[0] if len(parts) == 1 else concat(parts)
+    ordered = [parts[b] for b in sorted(parts)]
+    return ordered[0] if len(ordered) == 1 else concat(ordered)
 
 
 def by_rows(analyse: Callable[..., Replicates], kind: str, design: Any, y: np.ndarray,

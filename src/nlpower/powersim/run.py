@@ -33,7 +33,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
-from .batches import checkpoint_root, open_run_checkpoint
+from .batches import checkpoint_root, open_run_checkpoint, replicate_jobs
 from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
@@ -85,6 +85,7 @@ def power(
     levels: int | None = None,
     analysis: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    n_jobs: int = 1,
 ) -> PowerResult:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -202,6 +203,10 @@ def power(
         seed).  A file written for other arguments or another seed raises
         :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
         paths take milliseconds and write none.
+    n_jobs : int, default 1
+        Processes (loky; ``-1``: every core) for those batches of refits
+        (:func:`nlpower.powersim.batches.replicate_jobs`).  No number depends
+        on it: a batch depends on nothing outside its own replicates.
 
     Returns
     -------
@@ -257,8 +262,9 @@ def power(
     params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = model.run(design, params, opts, rng=rng, progress=progress,
-                           checkpoint=checkpoint)
+        with replicate_jobs(n_jobs):
+            result = model.run(design, params, opts, rng=rng, progress=progress,
+                               checkpoint=checkpoint)
     _reemit(caught)
     return result
 
