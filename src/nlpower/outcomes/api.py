@@ -86,7 +86,30 @@ def _no_contrast(contrast: Any, outcome: str) -> None:
                          "describe one comparison already. Drop contrast=.")
 
 
-class LikertOutcome:
+class _OutcomeModel:
+    """What the two outcome models share: the effect is ``params.effect``; ``run`` is the
+    analytic tier or :meth:`simulate` under the run's checkpoint."""
+
+    def with_effect(self, params: Any, effect: float) -> Any:
+        return params.with_effect(effect)
+
+    def effect_of(self, params: Any) -> float:
+        return float(params.effect)
+
+    def run(self, design: Any, params: Any, opts: PowerOptions, *, rng: Any,
+            progress: bool = False, checkpoint: Any = None) -> Any:
+        analytic = _analytic(design, params, opts, rng)
+        if analytic is not None:
+            return analytic
+        with checkpointed(checkpoint, design=design, params=params, options=opts,
+                          rng=rng) as root:
+            return self.simulate(design, params, opts, root)
+
+    def simulate(self, design: Any, params: Any, opts: PowerOptions, root: Any) -> Any:
+        raise NotImplementedError
+
+
+class LikertOutcome(_OutcomeModel):
     """``outcome="likert"``: K-point ratings from the latent threshold model."""
 
     def as_params(self, params: Any, opts: PowerOptions, *, effect: float | None = None,
@@ -106,25 +129,13 @@ class LikertOutcome:
         lp = as_likert_params(params, opts.levels)
         return lp if effect is None else lp.with_effect(effect)
 
-    def with_effect(self, params: LikertParams, effect: float) -> LikertParams:
-        return params.with_effect(effect)
-
-    def effect_of(self, params: LikertParams) -> float:
-        return float(params.effect)
-
-    def run(self, design: Any, params: LikertParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False, checkpoint: Any = None) -> Any:
+    def simulate(self, design: Any, params: LikertParams, opts: PowerOptions, root: Any) -> Any:
         """:class:`PowerResult` (one analysis) or :class:`AnalysisComparison` (several)."""
-        analytic = _analytic(design, params, opts, rng)
-        if analytic is not None:
-            return analytic
-        with checkpointed(checkpoint, design=design, params=params, options=opts,
-                          rng=rng) as root:
-            out = run_likert(design, params, opts, rng=root)
+        out = run_likert(design, params, opts, rng=root)
         return AnalysisComparison(out) if len(opts.analyses) > 1 else out[opts.analysis]
 
 
-class PreferenceOutcome:
+class PreferenceOutcome(_OutcomeModel):
     """``outcome="preference"``: repeated head-to-head judgements, analysed by glmer."""
 
     def as_params(self, params: Any, opts: PowerOptions, *, effect: float | None = None,
@@ -147,23 +158,12 @@ class PreferenceOutcome:
                              "judgement per person: nlpower.preference.power(n, p_win).")
         return params if effect is None else params.with_effect(effect)
 
-    def with_effect(self, params: HeadToHeadParams, effect: float) -> HeadToHeadParams:
-        return params.with_effect(effect)
-
-    def effect_of(self, params: HeadToHeadParams) -> float:
-        return float(params.effect)
-
-    def run(self, design: Any, params: HeadToHeadParams, opts: PowerOptions, *, rng: Any,
-            progress: bool = False, checkpoint: Any = None) -> Any:
-        analytic = _analytic(design, params, opts, rng)
-        if analytic is not None:
-            return analytic
-        with checkpointed(checkpoint, design=design, params=params, options=opts,
-                          rng=rng) as root:
-            return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
-                                    alternative=opts.alternative, null=opts.null, rng=root,
-                                    keep_replicates=opts.keep_replicates,
-                                    on_failure=opts.on_failure)
+    def simulate(self, design: Any, params: HeadToHeadParams, opts: PowerOptions,
+                 root: Any) -> Any:
+        return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
+                                alternative=opts.alternative, null=opts.null, rng=root,
+                                keep_replicates=opts.keep_replicates,
+                                on_failure=opts.on_failure)
 
 
 #: The targets of ``OUTCOMES["likert"]`` and ``OUTCOMES["preference"]``.
