@@ -196,13 +196,6 @@ def likert_power(
     >>> 0.0 <= r.power <= 1.0
     True
     """
-    if not isinstance(design, CrossedDesign):
-        raise DesignError(f"design must be a CrossedDesign; got {type(design).__name__}.")
-    if not isinstance(params, LikertParams):
-        raise InputError(f"params must be LikertParams (LikertParams.from_preset(preset, levels) "
-                         f"for the paper's presets); got {type(params).__name__}.")
-    if design.n_systems != 2:
-        raise DesignError(f"Likert power handles two systems; the design has {design.n_systems}.")
     opts = power_options(outcome="likert", analysis=analysis, test=test, n_sims=n_sims,
                          alpha=alpha, alternative=alternative, null=null, engine=engine,
                          keep_replicates=keep_replicates, on_failure=on_failure)
