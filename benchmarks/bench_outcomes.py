@@ -60,21 +60,27 @@ cat(t[["elapsed"]] / reps, (t[["user.self"]] + t[["sys.self"]]) / reps, "\n")
 """
 
 
-def r_seconds_per_rep(which: str, reps: int, tau: str) -> tuple[float, float] | str:
-    """(wall, CPU) seconds per replicate inside R, or why not."""
+def _r_seconds(script: str, *args: str) -> tuple[float, float] | str:
+    """(wall, CPU) seconds per replicate that ``script`` prints inside R, or why not."""
     if shutil.which("Rscript") is None:
         return "no Rscript"
     with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
-        fh.write(R_SCRIPT)
+        fh.write(script)
     try:
-        out = subprocess.run(["Rscript", fh.name, str(reps), which, tau], capture_output=True,
-                             text=True, timeout=3600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        out = subprocess.run(["Rscript", fh.name, *args], capture_output=True, text=True,
+                             timeout=3600, env={**os.environ, "OMP_NUM_THREADS": "1",
+                                                "OPENBLAS_NUM_THREADS": "1"})
         if out.returncode != 0:
             return f"R failed: {out.stderr.strip().splitlines()[-1:]}"
         wall, cpu = (float(v) for v in out.stdout.split()[-2:])
         return wall, cpu
     finally:
         os.unlink(fh.name)
+
+
+def r_seconds_per_rep(which: str, reps: int, tau: str) -> tuple[float, float] | str:
+    """(wall, CPU) seconds per replicate of lmer or clmm inside R, or why not."""
+    return _r_seconds(R_SCRIPT, str(reps), which, tau)
 
 
 R_GLMER = r"""
@@ -101,20 +107,7 @@ cat(t[["elapsed"]] / reps, (t[["user.self"]] + t[["sys.self"]]) / reps, "\n")
 
 def r_glmer_seconds_per_rep(reps: int) -> tuple[float, float] | str:
     """(wall, CPU) seconds per head-to-head replicate of lme4's glmer inside R, or why not."""
-    if shutil.which("Rscript") is None:
-        return "no Rscript"
-    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
-        fh.write(R_GLMER)
-    try:
-        out = subprocess.run(["Rscript", fh.name, str(reps)], capture_output=True, text=True,
-                             timeout=3600, env={**os.environ, "OMP_NUM_THREADS": "1",
-                                                "OPENBLAS_NUM_THREADS": "1"})
-        if out.returncode != 0:
-            return f"R failed: {out.stderr.strip().splitlines()[-1:]}"
-        wall, cpu = (float(v) for v in out.stdout.split()[-2:])
-        return wall, cpu
-    finally:
-        os.unlink(fh.name)
+    return _r_seconds(R_GLMER, str(reps))
 
 
 def binary_lines(n_binary: int, glmer_reps: int, skip_r: bool) -> list[str]:
