@@ -30,6 +30,7 @@ from scipy.linalg import lapack
 
 from .block1 import block1_factor, block1_reduced
 from .blocks import Blocks, DenseSchur, SparseSchur
+from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -98,6 +99,10 @@ class DevianceEvaluator:
         if (self.peel is not None and self._grp is None and self._diag2 is None
                 and isinstance(b.schur, SparseSchur)):
             self._direct = peel_direct(self.peel, b, b.schur.S_lo)
+        # dense rest from sparse Schur products, diagonal Lambda_r: M on its pattern only
+        self._lower: LowerBuild | None = None
+        if self.peel is None and self._grp is None and self._scale_idx is not None:
+            self._lower = lower_build(b, self._scale_idx)
         self.n_evals = 0
 
     # -- set-up of the fast paths -------------------------------------------------
@@ -284,6 +289,11 @@ class DevianceEvaluator:
                 lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
                 work = self._direct.work(b, schur.V @ Wx.ravel(), lams)
                 return self._finish(theta, None, ld1, L1, work)
+            if self._lower is not None:
+                te = self._theta_ext
+                te[:-1] = theta
+                M = self._lower.matrix(b, schur.V @ Wx.ravel(), te)
+                return self._finish(theta, M, ld1, L1, clean=False)
             M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
@@ -338,8 +348,11 @@ class DevianceEvaluator:
         return M
 
     def _finish(self, theta: np.ndarray, M: np.ndarray | None, ld1: float,
-                L1: np.ndarray | None, work: np.ndarray | None = None) -> Factor:
-        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants."""
+                L1: np.ndarray | None, work: np.ndarray | None = None, clean: bool = True
+                ) -> Factor:
+        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants.
+
+        ``clean=False``: ``M``'s upper triangle is zero already (:mod:`.lower`)."""
         nre2 = self.b.nre2
         if self.peel is not None:
             if M is not None and M.flags.f_contiguous:   # the plan reads the lower triangle
@@ -356,7 +369,7 @@ class DevianceEvaluator:
                           L1=L1, Lrr=np.zeros((0, 0)), peel=fac)
         assert M is not None
         if M.flags.f_contiguous:
-            Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+            Lrr, info = lapack.dpotrf(M, lower=1, clean=int(clean), overwrite_a=1)
         else:
             # C order: factor the transpose (the same symmetric matrix) in place as U'U,
             # U = L' -- no copy into Fortran order
