@@ -548,13 +548,9 @@ class DevianceEvaluator:
 
     def solve_v(self, f: Factor) -> np.ndarray:
         """Spherical modes of the rest and ``beta``: ``L[:-1, :-1]' v = L[-1, :-1]``."""
-        L, perm = self.dense_factor(f)
-        v = _trsolve(L[:-1, :-1], L[-1, :-1], trans=1)
-        if perm is None:
-            return v
-        out = np.empty_like(v)
-        out[perm[:-1]] = v
-        return out
+        if f.peel is not None:
+            return f.peel.solve_v()
+        return _trsolve(f.Lrr[:-1, :-1], f.Lrr[-1, :-1], trans=1)
 
     def rest_inverse(self, f: Factor, Nr: int) -> np.ndarray:
         """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least)."""

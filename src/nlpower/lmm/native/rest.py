@@ -237,7 +237,35 @@ class PeelFactor:
     plan: PeelPlan
     parts: list[tuple[np.ndarray, np.ndarray]]   # per round: (npl, q, q) L_pp, (npl, r, q) K
     Lc: np.ndarray                               # dense lower factor of the core, X and y
+    linv: list[np.ndarray] | None = None         # per round: (npl, q, q) L_pp^{-1}
     _dense: np.ndarray | None = None
+
+    def solve_v(self) -> np.ndarray:
+        """``v`` with ``L[:-1, :-1]' v = L[-1, :-1]``, in the original column order.
+
+        Back substitution through the structure (no dense factor): the core
+        block by ``dtrtrs``, then the rounds in reverse, a batch of levels at
+        a time: with ``x_y = -1`` (the ``y`` position) ``x_j = -L_jj^{-T}
+        sum_R K_Rj' x_R``.
+        """
+        plan = self.plan
+        N2, c0 = plan.N2, plan.core
+        x = np.zeros(N2 + 1)                          # position N2: padding, stays 0
+        x[N2 - 1] = -1.0
+        Lc = self.Lc
+        if Lc.shape[0] > 1:
+            xc, info = lapack.dtrtrs(Lc[:-1, :-1], Lc[-1, :-1], lower=1, trans=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
+            x[c0:N2 - 1] = xc
+        linv = self.linv if self.linv is not None else [np.linalg.inv(L) for L, _ in self.parts]
+        for rnd, (_, K), Li in zip(reversed(plan.rounds), reversed(self.parts), reversed(linv),
+                                   strict=True):
+            t = np.matmul(x[rnd.rows][:, None, :], K)                # (npl, 1, q): x_R' K
+            x[rnd.cols] = -np.matmul(t, Li)[:, 0, :]                 # -(L_jj^{-T} K' x_R)'
+        out = np.empty(N2 - 1)
+        out[plan.perm[:-1]] = x[:N2 - 1]
+        return out
 
     def dense(self) -> np.ndarray:
         """The lower Cholesky factor of the rest in the peeled order, ``N2 x N2``."""
@@ -272,20 +300,23 @@ def peel_factor(plan: PeelPlan, M: np.ndarray | None, work: np.ndarray | None = 
     work[-2] = 0.0                                    # the zero entry (padding reads it)
     ld = 0.0
     parts = []
+    linv = []
     for rnd in plan.rounds:
         try:
             Lpp = np.linalg.cholesky(work[rnd.pp])
         except np.linalg.LinAlgError:
             return None
         ld += 2.0 * float(np.sum(np.log(np.diagonal(Lpp, axis1=1, axis2=2))))
-        K = work[rnd.rq] @ np.swapaxes(np.linalg.inv(Lpp), 1, 2)    # (npl, r, q): B L^{-T}
+        Li = np.linalg.inv(Lpp)
+        linv.append(Li)
+        K = work[rnd.rq] @ np.swapaxes(Li, 1, 2)                      # (npl, r, q): B L^{-T}
         U = K @ np.swapaxes(K, 1, 2)
         work[rnd.uniq] -= np.bincount(rnd.inv, U.reshape(-1)[rnd.sel], minlength=rnd.uniq.size)
         parts.append((Lpp, K))
     Lc, info = lapack.dpotrf(work[plan.core_idx], lower=1, clean=1, overwrite_a=1)
     if info != 0:
         return None
-    return PeelFactor(plan=plan, parts=parts, Lc=Lc), ld
+    return PeelFactor(plan=plan, parts=parts, Lc=Lc, linv=linv), ld
 
 
 def selected_inverse(fac: PeelFactor, Nr: int) -> np.ndarray:
@@ -310,9 +341,10 @@ def selected_inverse(fac: PeelFactor, Nr: int) -> np.ndarray:
         Zc = np.tril(Zc) + np.tril(Zc, -1).T
         z[plan.core_idx[:k, :k]] = Zc
     z[-2] = 0.0
-    for rnd, (Lpp, K) in zip(reversed(plan.rounds), reversed(fac.parts), strict=True):
+    linv = fac.linv if fac.linv is not None else [np.linalg.inv(L) for L, _ in fac.parts]
+    for rnd, (_, K), Linv in zip(reversed(plan.rounds), reversed(fac.parts), reversed(linv),
+                                 strict=True):
         Kx = np.where((rnd.rows < Nr)[:, :, None], K, 0.0)        # rows of the leading block
-        Linv = np.linalg.inv(Lpp)
         ZR = -(z[rnd.rr] @ (Kx @ Linv))                            # (npl, r, q)
         Zjj = np.swapaxes(Linv, 1, 2) @ (Linv - np.swapaxes(Kx, 1, 2) @ ZR)
         z[rnd.rq] = ZR
