@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced
+from .block1 import block1_factor, block1_reduced, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
 from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
@@ -65,6 +65,7 @@ class Factor:
     L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
     Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``)
     peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
+    L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
 
 
 class DevianceEvaluator:
@@ -468,19 +469,22 @@ class DevianceEvaluator:
                 M[s, :] = rows.transpose(1, 0, 2).reshape(m * q, N2)
                 M[:, s] = (M[:, s].reshape(N2 * m, q) @ lam).reshape(N2, m * q)
 
-    def _L1(self, f: Factor) -> np.ndarray:
-        if f.L1 is not None:
-            return f.L1
-        r1 = block1_factor(self.b, f.theta)
-        if r1 is None:
-            raise np.linalg.LinAlgError("block 1 is not positive definite")
-        return r1[0]
+    def _L1(self, f: Factor, inverse: bool = False) -> np.ndarray:
+        """Block 1's factors ``L1`` per level (``inverse``: ``L1^{-1}``), cached on ``f``."""
+        if f.L1 is None:
+            r1 = block1_factor(self.b, f.theta)
+            if r1 is None:
+                raise np.linalg.LinAlgError("block 1 is not positive definite")
+            f.L1 = r1[0]
+        if inverse and f.L1inv is None:
+            f.L1inv = tri_inv(f.L1)
+        return f.L1inv if inverse else f.L1  # type: ignore[return-value]
 
     def E(self, f: Factor) -> np.ndarray:
         """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
         b = self.b
         lam1 = b.b1.lam(f.theta)
-        K = lam1 @ np.swapaxes(np.linalg.inv(self._L1(f)), 1, 2)    # (m1, q1, q1)
+        K = lam1 @ np.swapaxes(self._L1(f, inverse=True), 1, 2)    # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
     def _fail(self, theta: np.ndarray) -> Factor:

@@ -113,7 +113,7 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     ip = np.arange(Nr)
     if perm is not None:
         ip[perm[:Nr]] = np.arange(Nr)
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     D1 = np.zeros((q1, q1))
     if isinstance(E, np.ndarray):
         G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]).reshape(Nr, m1, q1).transpose(1, 2, 0)
@@ -253,7 +253,7 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
     Sg = z[sg_idx]                                                 # (m1, rmax, rmax)
     H = np.swapaxes(Lg, 1, 2) @ Sg @ Lg
     H[:, np.arange(q1), np.arange(q1)] += 1.0
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
@@ -285,7 +285,7 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor
     Yo = (sparse.V.T @ np.where(i != k, pv, 0.0)).reshape(m1, q1, q1)
     Q = Y + np.swapaxes(Yo, 1, 2)
     lam1 = b1.lam(f.theta)
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     Binv = np.swapaxes(L1inv, 1, 2) @ L1inv
     D1 = (Binv + Binv @ (lam1.T @ Q @ lam1) @ Binv).sum(axis=0)
     rest = []

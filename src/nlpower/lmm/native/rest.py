@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .block1 import tri_inv
 from .blocks import Blocks
 
 __all__ = ["PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelDirect", "PeelFactor",
@@ -258,7 +259,7 @@ class PeelFactor:
             if info != 0:
                 raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
             x[c0:N2 - 1] = xc
-        linv = self.linv if self.linv is not None else [np.linalg.inv(L) for L, _ in self.parts]
+        linv = self.linv if self.linv is not None else [tri_inv(L) for L, _ in self.parts]
         for rnd, (_, K), Li in zip(reversed(plan.rounds), reversed(self.parts), reversed(linv),
                                    strict=True):
             t = np.matmul(x[rnd.rows][:, None, :], K)                # (npl, 1, q): x_R' K
@@ -307,7 +308,7 @@ def peel_factor(plan: PeelPlan, M: np.ndarray | None, work: np.ndarray | None = 
         except np.linalg.LinAlgError:
             return None
         ld += 2.0 * float(np.sum(np.log(np.diagonal(Lpp, axis1=1, axis2=2))))
-        Li = np.linalg.inv(Lpp)
+        Li = tri_inv(Lpp)
         linv.append(Li)
         K = work[rnd.rq] @ np.swapaxes(Li, 1, 2)                      # (npl, r, q): B L^{-T}
         U = K @ np.swapaxes(K, 1, 2)
@@ -341,7 +342,7 @@ def selected_inverse(fac: PeelFactor, Nr: int) -> np.ndarray:
         Zc = np.tril(Zc) + np.tril(Zc, -1).T
         z[plan.core_idx[:k, :k]] = Zc
     z[-2] = 0.0
-    linv = fac.linv if fac.linv is not None else [np.linalg.inv(L) for L, _ in fac.parts]
+    linv = fac.linv if fac.linv is not None else [tri_inv(L) for L, _ in fac.parts]
     for rnd, (_, K), Linv in zip(reversed(plan.rounds), reversed(fac.parts), reversed(linv),
                                  strict=True):
         Kx = np.where((rnd.rows < Nr)[:, :, None], K, 0.0)        # rows of the leading block
