@@ -354,7 +354,7 @@ def selected_inverse(fac: PeelFactor, Nr: int) -> np.ndarray:
     return z
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class PeelDirect:
     """The plan's work vector straight from the sparse Schur products (no dense ``M``).
 
@@ -378,18 +378,31 @@ class PeelDirect:
     diag: np.ndarray           # positions (in the scaled layout) of the random-effects diagonal
     src: np.ndarray            # (support,) position in the scaled layout of each work entry
     q: int
+    _u0: np.ndarray | None = None     # A_rr at arr_idx (per response)
+    _version: int = -1
+
+    def __post_init__(self) -> None:
+        self._valid = np.flatnonzero(self.v_idx >= 0)
+        self._vrow = self.v_idx[self._valid]
 
     def work(self, b: Blocks, vals: np.ndarray, lams: np.ndarray) -> np.ndarray:
         """The work vector at the Schur products ``vals`` and the rest's ``Lambda`` blocks."""
-        u = b.Arr.reshape(-1)[self.arr_idx]
-        valid = self.v_idx >= 0
-        u[valid] -= vals[self.v_idx[valid]]
+        if self._u0 is None or self._version != b.version:
+            self._u0 = b.Arr.reshape(-1)[self.arr_idx]
+            self._version = b.version
+        u = self._u0.copy()
+        u[self._valid] -= vals[self._vrow]
         q, nb, ns = self.q, self.nb, self.ns
         B = u[:nb * q * q].reshape(nb, q, q)
         out = np.empty(u.size + 2)
-        out[:nb * q * q] = (np.swapaxes(lams[self.bA], 1, 2) @ B @ lams[self.bC]).reshape(-1)
         e = nb * q * q + ns * q
-        out[nb * q * q:e] = (u[nb * q * q:e].reshape(ns, 1, q) @ lams[self.sC]).reshape(-1)
+        if lams.shape[0] == 1:                       # one rest block: broadcast its Lambda
+            lam = lams[0]
+            out[:nb * q * q] = (lam.T @ B @ lam).reshape(-1)
+            out[nb * q * q:e] = (u[nb * q * q:e].reshape(ns, q) @ lam).reshape(-1)
+        else:
+            out[:nb * q * q] = (np.swapaxes(lams[self.bA], 1, 2) @ B @ lams[self.bC]).reshape(-1)
+            out[nb * q * q:e] = (u[nb * q * q:e].reshape(ns, 1, q) @ lams[self.sC]).reshape(-1)
         out[e:-2] = u[e:]
         out[self.diag] += 1.0
         return out[self.src]
