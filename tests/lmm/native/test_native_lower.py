@@ -158,3 +158,29 @@ def test_tri_inv_equals_numpy_inverse(q):
     # any leading batch shape
     np.testing.assert_allclose(tri_inv(L.reshape(4, 10, q, q)),
                                np.linalg.inv(L).reshape(4, 10, q, q), rtol=1e-12, atol=1e-14)
+
+
+def test_scalar_schur_products_equal_the_general_construction(monkeypatch):
+    """The q1 = 1 lookup-table construction of V gives the general path's products."""
+    import nlpower.lmm.native.blocks as blocks_mod
+
+    spec = insteval_like(9)
+    fast = NativeModel(spec, mode="sparse").blocks.schur
+    monkeypatch.setattr(blocks_mod, "_TABLE_MAX", 0)
+    general_model = NativeModel(spec, mode="sparse")
+    general = general_model.blocks.schur
+    assert np.array_equal(fast.S_lo, general.S_lo)
+    assert np.array_equal(fast.S_up, general.S_up)
+    rng = np.random.default_rng(9)
+    w = rng.uniform(size=fast.V.shape[1])
+    p = rng.uniform(size=fast.V.shape[0])
+    np.testing.assert_allclose(fast.V @ w, general.V @ w, rtol=1e-13)
+    np.testing.assert_allclose(fast.V.T @ p, general.V.T @ p, rtol=1e-13)
+    # the products of the y row follow a new response
+    monkeypatch.undo()
+    fast_model = NativeModel(spec, mode="sparse")
+    y2 = rng.normal(size=spec.n)
+    fast_model._set_y(y2)
+    general_model._set_y(y2)
+    np.testing.assert_allclose(fast_model.blocks.schur.V @ w, general_model.blocks.schur.V @ w,
+                               rtol=1e-13)

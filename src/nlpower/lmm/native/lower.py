@@ -78,7 +78,10 @@ def lower_build(b: Blocks, scale_idx: np.ndarray) -> LowerBuild | None:
     arr_lo = i.astype(np.int64) * N2 + k
     yrow = (N2 - 1) * np.int64(N2) + np.arange(N2, dtype=np.int64)
     rdiag = np.arange(nre2, dtype=np.int64) * (N2 + 1)
-    pattern = np.unique(np.concatenate([s_lo, arr_lo, yrow, rdiag]))
+    mark = np.zeros(N2 * N2, dtype=bool)              # sorted union without a sort
+    for part in (s_lo, arr_lo, yrow, rdiag):
+        mark[part] = True
+    pattern = np.flatnonzero(mark)
     pi, pk = np.divmod(pattern, N2)
     uT, tmap = np.unique(scale_idx, return_inverse=True)
     tmap = np.asarray(tmap).ravel()
