@@ -277,13 +277,19 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor
     Si = ev.rest_inverse(f, Nr)
     te = np.append(f.theta, 1.0)
     dv = te[ev._scale_idx]
-    i, k = np.divmod(sparse.S_lo, N2)
-    inside = (i < Nr) & (k < Nr)
-    pv = np.zeros(i.size)
-    pv[inside] = dv[i[inside]] * dv[k[inside]] * Si[i[inside], k[inside]]
-    Y = (sparse.V.T @ pv).reshape(m1, q1, q1)
-    Yo = (sparse.V.T @ np.where(i != k, pv, 0.0)).reshape(m1, q1, q1)
-    Q = Y + np.swapaxes(Yo, 1, 2)
+    cache = ev.__dict__.setdefault("_sparse_inside", {})
+    if Nr not in cache:
+        i, k = np.divmod(sparse.S_lo, N2)
+        inside = np.flatnonzero((i < Nr) & (k < Nr))
+        cache[Nr] = (inside, i[inside], k[inside], i != k)
+    inside, ii, kk, off = cache[Nr]
+    pv = np.zeros(sparse.S_lo.size)
+    pv[inside] = dv[ii] * dv[kk] * Si[ii, kk]
+    if q1 == 1:                                 # Q = Y + Yo' in one product
+        Q = (sparse.V.T @ np.where(off, 2.0 * pv, pv)).reshape(m1, 1, 1)
+    else:                                       # Y and Yo in one pass over V
+        YY = sparse.V.T @ np.column_stack([pv, np.where(off, pv, 0.0)])
+        Q = YY[:, 0].reshape(m1, q1, q1) + np.swapaxes(YY[:, 1].reshape(m1, q1, q1), 1, 2)
     lam1 = b1.lam(f.theta)
     L1inv = ev._L1(f, inverse=True)
     Binv = np.swapaxes(L1inv, 1, 2) @ L1inv
