@@ -22,13 +22,14 @@ from nlpower.lmm.native.gradient import theta_gradient
 from nlpower.lmm.structure import ModelSpec
 
 
-def insteval_like(seed: int, n_s: int = 60, n_d: int = 25, n_dept: int = 4) -> ModelSpec:
+def insteval_like(seed: int, n_s: int = 60, n_d: int = 25, n_dept: int = 4,
+                  per_student: tuple[int, int] = (1, 7)) -> ModelSpec:
     """``y ~ service + (1 | s) + (1 | d) + (1 | dept)``: each student rates a few lecturers."""
     rng = np.random.default_rng(seed)
     dept_of_d = rng.integers(0, n_dept, n_d)
     dept_of_d[:n_dept] = np.arange(n_dept)                     # every department used
     rows = [(s, d) for s in range(n_s)
-            for d in rng.choice(n_d, int(rng.integers(1, 7)), replace=False)]
+            for d in rng.choice(n_d, int(rng.integers(*per_student)), replace=False)]
     s = np.array([r[0] for r in rows])
     d = np.array([r[1] for r in rows])
     d[:n_d] = np.arange(n_d)                                   # every lecturer rated
@@ -198,3 +199,22 @@ def test_sparse_schur_gradient_with_two_column_block1_equals_the_dense_strategy(
     gs, _ = theta_gradient(ms.ev, ms.ev.factor(theta), REML)
     gd, _ = theta_gradient(md.ev, md.ev.factor(theta), REML)
     np.testing.assert_allclose(gs, gd, rtol=1e-9, atol=1e-9)
+
+
+def test_the_cheap_peel_screen_rejects_only_what_the_graph_rejects(monkeypatch):
+    """_few_low_degree (a degree lower bound) never rejects a plan the graph would accept."""
+    import nlpower.lmm.native.rest as rest_mod
+    from nlpower import CrossedDesign, presets, simulate
+    from nlpower.lmm.frame import model_frame
+
+    df = simulate(CrossedDesign(300, 200, 2, workers_per_item=3), presets.high_variance(0.1),
+                  rng=5)
+    crowd = NativeModel(model_frame("rating ~ x + (1 | item) + (1 | worker)", df)).blocks
+    # students rating 15-30 of 200 lecturers: every lecturer's degree is above 12
+    dense = NativeModel(insteval_like(10, n_s=400, n_d=200, n_dept=5, per_student=(15, 30)),
+                        mode="sparse").blocks
+    assert not rest_mod._few_low_degree(crowd)
+    assert rest_mod.peel_plan(crowd) is not None
+    assert rest_mod._few_low_degree(dense)
+    monkeypatch.setattr(rest_mod, "_few_low_degree", lambda b: False)
+    assert rest_mod.peel_plan(dense) is None                 # the graph's screen agrees

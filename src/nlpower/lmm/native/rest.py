@@ -122,6 +122,36 @@ def _level_graph(b: Blocks) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     return U, start, size
 
 
+def _few_low_degree(b: Blocks) -> bool:
+    """The screen below without the graph (~2 ms instead of ~25 on InstEval).
+
+    Levels of the rest that share a block-1 level are coupled, so a level's
+    degree is at least the number of other levels in any of its block-1
+    levels.  When the levels whose lower bound is at most ``PEEL_MAX_DEGREE``
+    cannot shrink the core enough, neither can those of degree at most that.
+    """
+    nre2, m1 = b.nre2, b.b1.m
+    size = np.concatenate([np.full(blk.m, blk.q) for blk, _ in b.rest])
+    unit0 = np.concatenate([np.zeros(1, dtype=np.intp), np.cumsum([blk.m for blk, _ in b.rest])])
+    unit_of_col = np.empty(nre2, dtype=np.intp)
+    for j, (blk, off) in enumerate(b.rest):
+        unit_of_col[off:off + blk.m * blk.q] = unit0[j] + np.arange(blk.m).repeat(blk.q)
+    if size.size * m1 > 5e7:                                     # no room for the table
+        return False
+    re = b.pair_row < nre2
+    mark = np.zeros(size.size * m1, dtype=bool)                # (unit, level) pairs, sorted
+    mark[unit_of_col[b.pair_row[re]].astype(np.int64) * m1 + b.pair_lev[re]] = True
+    unit, lev = np.divmod(np.flatnonzero(mark), m1)
+    per_level = np.bincount(lev, minlength=m1)                  # rest levels per block-1 level
+    low_bound = np.zeros(size.size, dtype=np.int64)
+    first = np.flatnonzero(np.diff(unit, prepend=-1))
+    if first.size:
+        low_bound[unit[first]] = np.maximum.reduceat(per_level[lev] - 1, first)
+    q = int(np.bincount(size).argmax())
+    low = (low_bound <= PEEL_MAX_DEGREE) & (size == q)
+    return float(size[low].sum()) < (1.0 - PEEL_MAX_CORE) * b.N2
+
+
 def peel_plan(b: Blocks) -> PeelPlan | None:
     """The peeling plan of the rest, or ``None`` when the dense factor is as good."""
     N2, nre2 = b.N2, b.nre2
@@ -130,6 +160,8 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
     # cheap screen before the graph: a dense Schur pattern (e.g. InstEval) cannot peel
     counts = np.bincount(b.pair_lev[b.pair_row < nre2], minlength=b.b1.m).astype(float)
     if float(np.sum(counts * counts)) > 2.0 * PEEL_MAX_DEGREE * nre2 * nre2 / 4.0 + 1e6:
+        return None
+    if _few_low_degree(b):
         return None
     U, start, size = _level_graph(b)
     q = int(np.bincount(size).argmax())               # levels of the commonest width are peeled
