@@ -28,6 +28,7 @@ import numpy as np
 
 from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
+from .scalar import fd_hessian
 
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel
@@ -61,7 +62,10 @@ def _floored(H: np.ndarray) -> np.ndarray:
 def start_hessian(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
     """Hessian of ``-loglik`` at ``x0`` for the current response (differences of the gradient)."""
     f, g = model.nll_grad(x0)
-    return _floored(hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g))
+    H = fd_hessian(model, x0, g)                 # one scalar term: the k points in one batch
+    if H is None:
+        H = hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g)
+    return _floored(H)
 
 
 def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.ndarray:

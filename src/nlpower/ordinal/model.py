@@ -32,7 +32,7 @@ from .cumulative import cumulative_parts
 from .gradient import laplace_gradient
 from .laplace import agq_loglik, conditional_modes
 from .response import OrdinalResponse
-from .scalar import ScalarTerm
+from .scalar import ScalarTerm, fd_hessian
 from .structure import ReStructure
 from .thresholds import make_thresholds
 
@@ -391,9 +391,15 @@ class ClmmModel:
             def devgrad(zf: np.ndarray) -> np.ndarray:        # lme4's checkConv scale
                 return 2.0 * self.nll_grad(full(zf))[1][free]
 
+            def hess(xf: np.ndarray, g: np.ndarray) -> np.ndarray:
+                # one scalar term: the shifted points in one batch (the same differences)
+                H = fd_hessian(self, full(xf), g, free=free, scale=2.0)
+                return H if H is not None else hessian_from_gradient(devgrad, xf, delta=1e-4,
+                                                                     g=g)
+
             xf = x[free]
             g = devgrad(xf)
-            H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
+            H = hess(xf, g)
             for _ in range(3):        # Newton polish of the optimiser's end point
                 if np.max(np.abs(g)) < 1e-8:
                     break
@@ -412,7 +418,7 @@ class ClmmModel:
                 opt_ok = True
                 g = devgrad(xf)
                 if np.max(np.abs(step)) > 1e-3:     # a small step leaves H as it was
-                    H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
+                    H = hess(xf, g)
             check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
                                self.lower[free], ctl, given_gradient=g, given_hessian=H)
             if singular:
