@@ -297,8 +297,13 @@ class ClmmModel:
         if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
             # scalar terms: BFGS from the Hessian at the start takes about half the gradient
             # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
-            from .chord import bfgs_steps, canonical_theta, start_hessian
-            xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+            from .chord import BATCH_LIMIT, bfgs_steps, canonical_theta, newton_steps, start_hessian
+            if self._scalar is not None and self.spec.n * (x0.size + 1) <= BATCH_LIMIT:
+                # one scalar term, small data: Newton steps, each Hessian one batch of points
+                xq, ok, Hq = newton_steps(self, x0)
+                self._hess_at = (xq.copy(), Hq) if ok else None
+            else:
+                xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
@@ -370,6 +375,7 @@ class ClmmModel:
                 hessian: bool) -> ClmmCore:
         f = self.nll(x)
         k = x.size
+        at, self._hess_at = getattr(self, "_hess_at", None), None   # (x, H) of newton_steps
         ctl = CheckConvControl.coerce(checkconv)
         vcov = np.full((k, k), np.nan)
         check: ConvCheck | None = None
@@ -392,6 +398,8 @@ class ClmmModel:
                 return 2.0 * self.nll_grad(full(zf))[1][free]
 
             def hess(xf: np.ndarray, g: np.ndarray) -> np.ndarray:
+                if at is not None and free.all() and np.array_equal(at[0], full(xf)):
+                    return 2.0 * at[1]         # Newton's last Hessian, at this very point
                 # one scalar term: the shifted points in one batch (the same differences)
                 H = fd_hessian(self, full(xf), g, free=free, scale=2.0)
                 return H if H is not None else hessian_from_gradient(devgrad, xf, delta=1e-4,
