@@ -160,3 +160,35 @@ def test_ordinal_frame_categorical_response_and_integer_labels() -> None:
     assert fit.converged and fit.categories == r.levels
     # predict codes new rows against the rows fitted (the frame ordinal_frame returned)
     np.testing.assert_allclose(fit.predict(d.iloc[:7]), fit.predict()[:7], rtol=1e-12)
+
+
+@pytest.mark.parametrize("link", ["logit", "probit", "cloglog"])
+@pytest.mark.parametrize("threshold", ["flexible", "equidistant"])
+def test_agq_gradient_matches_central_differences(link: str, threshold: str) -> None:
+    m = prepare_clmm("rating ~ x + temp + (1 | judge)", ratings(seed=11), link=link,
+                     threshold=threshold, nAGQ=7)
+    x = m.start()
+    x[m.n_alpha:m.n_alpha + m.p] += 0.2
+    x[-1] = 0.8
+    f, g = m.nll_grad(x)
+
+    def nll(z: np.ndarray) -> float:
+        m._last = None
+        return m.nll(z)
+
+    h = 1e-5
+    fd = np.array([(nll(x + h * e) - nll(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+    # central differences: O(h^2) ~ 1e-10 plus the modes' noise over 2h (~1e-12 / 1e-5)
+    np.testing.assert_allclose(g, fd, atol=1e-6)
+    assert np.abs(g).max() > 1e-1
+
+
+def test_agq_fit_ends_where_the_gradient_vanishes() -> None:
+    fit = clmm("rating ~ x + temp + (1 | judge)", ratings(seed=12), nAGQ=10)
+    assert fit.converged
+    g = fit.model.nll_grad(np.concatenate([fit.alpha, fit.fixef, fit.theta]))[1]
+    assert np.abs(g).max() < 1e-4
+    lap = clmm("rating ~ x + temp + (1 | judge)", ratings(seed=12))
+    # the quadrature changes the likelihood a little, not the fit
+    assert abs(fit.loglik - lap.loglik) < 0.5
+    np.testing.assert_allclose(fit.fixef, lap.fixef, atol=0.05)

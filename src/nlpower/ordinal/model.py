@@ -27,6 +27,7 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_fro
 from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
+from .agq import agq_gradient
 from .clm import clm_newton
 from .cumulative import cumulative_parts
 from .gradient import laplace_gradient
@@ -226,11 +227,14 @@ class ClmmModel:
         f = self.nll(x)
         if not np.isfinite(f):
             return f, np.full(x.size, np.nan)
-        if self.rs is None or self.nAGQ > 1:
+        if self.rs is None:
             from ..lmm.checkconv import gradient
             return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
         inner = self._last_inner
         up0, lo0 = self._last_offsets
+        if self.nAGQ > 1:
+            return f, -agq_gradient(self.rs, self.link, up0, lo0, self.Bu, self.Bl, inner,
+                                    self.nAGQ)
         if self._scalar is not None:
             ea = inner.a * inner.u[self._scalar.codes]
             return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
