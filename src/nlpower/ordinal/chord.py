@@ -22,6 +22,7 @@ regular optimiser takes over from where they stopped.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,7 +133,8 @@ def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 2
 
 
 def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 30, gtol: float = 1e-3,
-                 delta: float = 1e-4) -> tuple[np.ndarray, bool, np.ndarray | None]:
+                 delta: float = 1e-4
+                 ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, np.ndarray] | None]:
     """Newton steps on ``-loglik`` of a one-scalar-term Laplace fit, Hessians by differences.
 
     Each step evaluates the point and its ``k`` shifts in one batch
@@ -143,36 +145,54 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 30, gtol: floa
     BFGS from the same first Hessian, and ends with the Hessian at its end
     point, which :meth:`ClmmModel._finish <nlpower.ordinal.model.ClmmModel._finish>`
     reuses.  Returns the end point, whether ``max |grad| < gtol`` there, and
-    that Hessian (``None`` when a batch could not be evaluated).
+    ``-loglik``, its gradient and Hessian there (``None`` when a batch could not
+    be evaluated).
     """
     x = np.asarray(x, dtype=float).copy()
     k = x.size
     shift = np.arange(k)
     model.nll(x)                               # the modes the batch starts from
+    step: np.ndarray | None = None
+    f = slope = math.nan
     for _ in range(maxit):
-        xs = np.tile(x, (k + 1, 1))
-        xs[1 + shift, shift] += delta
-        res = batch_nll_grad(model, xs)
+        # the full step's point and its shifts in one batch; a step that does not lower
+        # -loglik enough is halved (one point at a time) and the batch evaluated there
+        xt = x if step is None else x + step
+        res = _newton_batch(model, xt, shift, delta)
+        if res is not None and step is not None and not res[0] <= f + 1e-4 * slope:
+            res = None
+            t = 0.5
+            for _ in range(11):
+                fn = model.nll(x + t * step)
+                if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
+                    xt = x + t * step
+                    res = _newton_batch(model, xt, shift, delta)
+                    break
+                t *= 0.5
         if res is None:
             return x, False, None
-        f, g = float(res[0][0]), res[1][0]
-        H = (res[1][1:] - g).T / delta
-        H = 0.5 * (H + H.T)
+        x = xt
+        f, g, H = res
         if np.max(np.abs(g)) < gtol:
-            return x, True, H
+            return x, True, res
         step = -np.linalg.solve(_floored(H), g)
         slope = float(g @ step)
-        t = 1.0
-        for _ in range(12):
-            xn = x + t * step
-            fn = model.nll(xn)
-            if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
-                break
-            t *= 0.5
-        else:
-            return x, False, None
-        x = xn
     return x, False, None
+
+
+def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float
+                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """``-loglik``, its gradient and Hessian by forward differences at ``x`` (one batch)."""
+    k = x.size
+    xs = np.tile(x, (k + 1, 1))
+    xs[1 + shift, shift] += delta
+    res = batch_nll_grad(model, xs)
+    if res is None or not np.isfinite(res[0][0]):
+        return None
+    model._u = res[2][0].copy()            # warm start of the next batch and line search
+    g = res[1][0]
+    H = (res[1][1:] - g).T / delta
+    return float(res[0][0]), g, 0.5 * (H + H.T)
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,
