@@ -4,7 +4,7 @@ The stages, each a function that can be called and tested alone (lme4's
 ``lFormula``: ``model.frame`` -> ``model.matrix`` -> ``mkReTrms``)::
 
     parse(formula)                       nlpower.formula
-    _frame_columns(formula, data)        used columns, NA rows dropped
+    frame_columns(formula, data)         used columns, NA rows dropped
     _response(formula, frame)            numeric, finite, not constant y
     _variables(formula, frame)           numeric arrays / factor codes   (columns.py)
     _contrasts(contrasts, variables)     coding of each factor
@@ -77,10 +77,13 @@ from .structure import ModelSpec, ReTerm
 __all__ = [
     "CONTRASTS",
     "Factor",
+    "FrameColumns",
     "contrast_matrix",
     "drop_aliased",
+    "frame_columns",
     "model_frame",
     "model_matrix",
+    "spec_from_columns",
 ]
 
 # ---------------------------------------------------------------------------
@@ -167,11 +170,31 @@ def model_frame(
     (('(Intercept)', 'sys1'), [1.0, -1.0], ('u', 'v', 'w'))
     """
     f, contrasts_in = _check_inputs(formula, data, contrasts)
-    frame, n_dropped = _frame_columns(f, data)
-    n = len(frame)
-    y = _response(f, frame)
+    frame = frame_columns(f, data)
+    return spec_from_columns(f, frame, contrasts_in, list(map(str, data.columns)), allow_n=allow_n)
+
+
+def spec_from_columns(
+    f: Formula,
+    frame: FrameColumns,
+    contrasts: Mapping[str, str],
+    columns: list[str],
+    *,
+    allow_n: bool = False,
+    y: np.ndarray | None = None,
+) -> ModelSpec:
+    """The :class:`ModelSpec` of ``f`` on the columns :func:`frame_columns` took.
+
+    The stages of :func:`model_frame` after the column selection (``contrasts``
+    as :func:`_check_inputs` returns them; ``columns``: the data's column
+    names, for messages).  ``y``: the response values of the rows kept, used
+    instead of the data's response column without its numeric checks (the
+    ordinal fitter passes category codes).
+    """
+    n = frame.n
+    y = _response(f, frame) if y is None else np.asarray(y, dtype=float)
     variables = _variables(f, frame)
-    used_contrasts = _contrasts(contrasts_in, variables, list(map(str, data.columns)))
+    used_contrasts = _contrasts(contrasts, variables, columns)
 
     X, names = model_matrix(f.fixed, variables, used_contrasts, n)
     X, names, dropped = drop_aliased(
@@ -182,10 +205,10 @@ def model_frame(
             f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
             f"column{'s' if len(dropped) > 1 else ''} / coefficient"
             f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}.",
-            NlpowerWarning, stacklevel=2,
+            NlpowerWarning, stacklevel=3,
         )
 
-    _check_scale(X, names)
+    _check_scale(X, names, stacklevel=4)
 
     group_factors = {g: as_factor(frame[g]) for g in f.grouping_variables}
     re_terms = tuple(
@@ -201,11 +224,11 @@ def model_frame(
         contrasts=used_contrasts,
         data_columns=f.variables,
         dropped=tuple(dropped),
-        n_dropped=n_dropped,
+        n_dropped=frame.n_dropped,
     )
 
 
-def _check_scale(X: np.ndarray, names: list[str], tol: float = 1e3) -> None:
+def _check_scale(X: np.ndarray, names: list[str], tol: float = 1e3, stacklevel: int = 3) -> None:
     """lme4's ``checkScaleX``: warn when continuous columns have very different scales.
 
     Columns with values other than 0/1 are "continuous"; lme4 1.1-31 warns when
@@ -229,11 +252,40 @@ def _check_scale(X: np.ndarray, names: list[str], tol: float = 1e3) -> None:
             "Some predictor variables are on very different scales: consider rescaling "
             f"(standard deviations of {', '.join(cols)} range from {sd.min():.3g} to "
             f"{sd.max():.3g}).",
-            NlpowerWarning, stacklevel=3,
+            NlpowerWarning, stacklevel=stacklevel,
         )
 
 
-def _frame_columns(f: Formula, data: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+@dataclasses.dataclass(frozen=True, eq=False)
+class FrameColumns:
+    """The used columns of the rows kept (column name -> Series), as :func:`frame_columns` takes them.
+
+    ``rows``: positions in the data of the rows kept (``None``: all ``n``);
+    ``n_dropped``: rows dropped for missing values.
+    """
+
+    columns: dict[str, pd.Series]
+    n: int
+    rows: np.ndarray | None
+    n_dropped: int
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return self.columns[name]
+
+
+def _isna(col: pd.Series) -> np.ndarray | None:
+    """Missing values of ``col`` (``None``: a numpy integer or bool column, which has none)."""
+    dt = col.dtype
+    if isinstance(dt, np.dtype):
+        if dt.kind in "iub":
+            return None
+        if dt.kind == "f":
+            return np.isnan(col.to_numpy())
+        return np.asarray(pd.isna(col.to_numpy()), dtype=bool)
+    return np.asarray(col.array.isna(), dtype=bool)      # extension arrays (strings, categoricals)
+
+
+def frame_columns(f: Formula, data: pd.DataFrame) -> FrameColumns:
     """The used columns (named as strings) without rows that have missing values."""
     columns = list(map(str, data.columns))
     used = f.variables
@@ -246,34 +298,45 @@ def _frame_columns(f: Formula, data: pd.DataFrame) -> tuple[pd.DataFrame, int]:
                 f"{', '.join(map(repr, columns[:30]))}{' ...' if len(columns) > 30 else ''}.",
                 "".join(" " if c.isspace() else c for c in f.text), f.positions.get(name),
             )
-    if len(data) == 0:
+    n = len(data)
+    if n == 0:
         raise InputError("data has no rows; a model needs at least a few observations.")
-    frame = data.loc[:, [c for c in data.columns if str(c) in used]]
-    frame.columns = pd.Index([str(c) for c in frame.columns])
-    if frame.columns.duplicated().any():
-        dup = frame.columns[frame.columns.duplicated()][0]
-        raise InputError(f"data has more than one column named {dup!r}; rename them.")
-    na = frame.isna()
-    missing = na.any(axis=1).to_numpy()
+    picked = [(str(c), c) for c in data.columns if str(c) in used]
+    seen: set[str] = set()
+    for name, _ in picked:
+        if name in seen:
+            raise InputError(f"data has more than one column named {name!r}; rename them.")
+        seen.add(name)
+    cols: dict[str, pd.Series] = {}
+    for name, c in picked:          # each label is unique here: data[c] is one column
+        col = data[c]
+        cols[name] = col if col.name == name else col.rename(name)
+    na = {name: _isna(col) for name, col in cols.items()}
+    missing = np.zeros(n, dtype=bool)
+    for m in na.values():
+        if m is not None:
+            missing |= m
     n_dropped = int(missing.sum())
-    if n_dropped:
-        if n_dropped == len(frame):
-            raise InputError(
-                f"every row of data has a missing value in a column the formula uses "
-                f"({', '.join(map(repr, used))}); nothing is left to fit."
-            )
-        by_col = na.sum()
-        detail = ", ".join(f"{c}: {int(k)}" for c, k in by_col.items() if k)
-        warnings.warn(
-            f"dropped {n_dropped} of {len(frame)} rows with missing values "
-            f"(missing per column: {detail}).",
-            NlpowerWarning, stacklevel=3,
+    if not n_dropped:
+        return FrameColumns(cols, n, None, 0)
+    if n_dropped == n:
+        raise InputError(
+            f"every row of data has a missing value in a column the formula uses "
+            f"({', '.join(map(repr, used))}); nothing is left to fit."
         )
-        frame = frame.loc[~missing]
-    return frame, n_dropped
+    counts = {name: 0 if m is None else int(m.sum()) for name, m in na.items()}
+    detail = ", ".join(f"{c}: {k}" for c, k in counts.items() if k)
+    warnings.warn(
+        f"dropped {n_dropped} of {n} rows with missing values "
+        f"(missing per column: {detail}).",
+        NlpowerWarning, stacklevel=3,
+    )
+    keep = ~missing
+    return FrameColumns({name: col[keep] for name, col in cols.items()}, n - n_dropped,
+                        np.flatnonzero(keep), n_dropped)
 
 
-def _response(f: Formula, frame: pd.DataFrame) -> np.ndarray:
+def _response(f: Formula, frame: FrameColumns) -> np.ndarray:
     """The response as floats: numeric, finite and not constant."""
     ycol = frame[f.response]
     if isinstance(ycol.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(ycol.dtype):
@@ -296,7 +359,7 @@ def _response(f: Formula, frame: pd.DataFrame) -> np.ndarray:
     return y
 
 
-def _variables(f: Formula, frame: pd.DataFrame) -> dict[str, Variable]:
+def _variables(f: Formula, frame: FrameColumns) -> dict[str, Variable]:
     """Predictors of the fixed part and of the random terms: floats or :class:`Factor`."""
     names: dict[str, None] = dict.fromkeys(f.fixed.variables)
     for r in f.random:
@@ -325,7 +388,7 @@ def _contrasts(
                 warnings.warn(
                     f"contrasts[{key!r}] is ignored: column {key!r} is not a predictor in the "
                     "formula (R: 'variable is absent, its contrast will be ignored').",
-                    NlpowerWarning, stacklevel=3,
+                    NlpowerWarning, stacklevel=4,
                 )
                 continue
             close = closest_name(key, factors + list(columns or []))

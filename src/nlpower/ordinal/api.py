@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -10,10 +11,10 @@ import pandas as pd
 
 from .._validation import check_choice
 from ..errors import InputError
-from ..formula import parse
+from ..formula import Formula, parse
 from ..lmm.engine import get_engine
 from ..lmm.family import Ordinal
-from ..lmm.frame import model_frame
+from ..lmm.frame import FrameColumns, _check_inputs, frame_columns, spec_from_columns
 from ..lmm.structure import ModelSpec
 from .model import ClmmModel
 from .response import OrdinalResponse, ordinal_response
@@ -40,21 +41,30 @@ def ordinal_frame(formula: str, data: pd.DataFrame, *,
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame with one row per rating; got "
                          f"{type(data).__name__}.")
-    f = parse(formula)
-    resp = f.response
-    cols = [c for c in data.columns if str(c) in f.variables]
-    if resp not in map(str, data.columns):
-        model_frame(formula, data, contrasts)      # raises the formula layer's error
-    complete = ~data[cols].isna().any(axis=1)
-    y = data.loc[complete, resp]
-    r: OrdinalResponse = ordinal_response(y, resp, warn=warn, levels=levels)
-    d = data.copy()
-    codes = pd.Series(np.nan, index=d.index)
-    codes[complete] = r.codes.astype(float)
-    d[resp] = codes
-    spec = model_frame(formula, d, contrasts)
-    spec = spec.with_response(r.codes.astype(float))
-    return spec, r, data.loc[complete, cols].reset_index(drop=True)
+    f, contrasts_in = _check_inputs(_parse(formula) if isinstance(formula, str) else formula,
+                                    data, contrasts)
+    cols = frame_columns(f, data)        # unknown columns, missing rows dropped (with a warning)
+    r: OrdinalResponse = ordinal_response(cols[f.response], f.response, warn=warn, levels=levels)
+    spec = spec_from_columns(f, cols, contrasts_in, list(map(str, data.columns)),
+                             y=r.codes.astype(float))
+    return spec, r, _rows_fitted(data, f, cols)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(formula: str) -> Formula:
+    """:func:`~nlpower.formula.parse`, remembered (a power run fits one formula many times)."""
+    return parse(formula)
+
+
+def _rows_fitted(data: pd.DataFrame, f: Formula, cols: FrameColumns) -> pd.DataFrame:
+    """The formula's columns of the rows fitted, indexed 0 .. n-1 (what ``predict`` codes against)."""
+    out = data.take([k for k, c in enumerate(data.columns) if str(c) in f.variables], axis=1)
+    if cols.rows is not None:
+        out = out.take(cols.rows)
+    idx = out.index
+    if not (isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1):
+        out = out.reset_index(drop=True)
+    return out
 
 
 def prepare_clmm(formula: str, data: pd.DataFrame, *, link: str = "logit",

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from ..lmm.family import Link
+from .agq import agq_loglik
 from .cumulative import CumulativeParts, cumulative_parts
 from .structure import HFactor, ReStructure
 
@@ -74,25 +74,3 @@ def conditional_modes(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndar
         u, parts, h = un, pn, hn
     fac = rs.factor(parts.w)
     return InnerResult(u, h, fac.logdet, fac, parts, converged, it)
-
-
-def agq_loglik(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
-               inner: InnerResult, n_agq: int) -> float:
-    """Adaptive Gauss-Hermite log-likelihood for one scalar random-effect term."""
-    blk = rs.blocks[0]
-    x, wq = special.roots_hermite(n_agq)
-    ustar = inner.u
-    g = inner.factor.g1_diag
-    if g.size != blk.L:
-        raise ValueError("adaptive Gauss-Hermite needs a single scalar random-effect term")
-    s = 1.0 / np.sqrt(g)                                  # (L,)
-    nodes = ustar[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]   # (L, K)
-    zl = rs._ZL[0][:, 0]
-    eta = zl[:, None] * nodes[blk.codes]                  # (n, K)
-    parts = cumulative_parts(link, up0[:, None] - eta, lo0[:, None] - eta, derivatives=False)
-    hl = np.zeros((blk.L, n_agq))
-    np.add.at(hl, blk.codes, parts.logp)
-    hl -= 0.5 * nodes ** 2
-    terms = hl + (np.log(wq) + x ** 2)[None, :]
-    ll = special.logsumexp(terms, axis=1) + np.log(np.sqrt(2.0) * s) - 0.5 * np.log(2.0 * np.pi)
-    return float(np.sum(ll))

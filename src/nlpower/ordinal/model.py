@@ -27,12 +27,13 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_fro
 from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
+from .agq import agq_gradient
 from .clm import clm_newton
 from .cumulative import cumulative_parts
 from .gradient import laplace_gradient
 from .laplace import agq_loglik, conditional_modes
 from .response import OrdinalResponse
-from .scalar import ScalarTerm
+from .scalar import ScalarTerm, fd_hessian
 from .structure import ReStructure
 from .thresholds import make_thresholds
 
@@ -226,11 +227,14 @@ class ClmmModel:
         f = self.nll(x)
         if not np.isfinite(f):
             return f, np.full(x.size, np.nan)
-        if self.rs is None or self.nAGQ > 1:
+        if self.rs is None:
             from ..lmm.checkconv import gradient
             return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
         inner = self._last_inner
         up0, lo0 = self._last_offsets
+        if self.nAGQ > 1:
+            return f, -agq_gradient(self.rs, self.link, up0, lo0, self.Bu, self.Bl, inner,
+                                    self.nAGQ)
         if self._scalar is not None:
             ea = inner.a * inner.u[self._scalar.codes]
             return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
@@ -248,9 +252,13 @@ class ClmmModel:
         return self._u.copy()
 
     # -- fitting ---------------------------------------------------------------------
-    def start(self) -> np.ndarray:
-        """clm estimates (no random effects) and SDs of 1."""
-        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X)
+    def start(self, *, clm_steps: int = 100) -> np.ndarray:
+        """clm estimates (no random effects) and SDs of 1.
+
+        ``clm_steps``: Newton steps of the clm fit (a few suffice where Newton
+        steps on the mixed model follow, :meth:`_batch_newton`).
+        """
+        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=clm_steps)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
         return np.concatenate([alpha, beta, theta])
 
@@ -281,7 +289,9 @@ class ClmmModel:
             start = start.params
         elif start is not None:
             self._u = np.zeros_like(self._u)    # the start alone decides the fit
-        x0 = self.start() if start is None else np.asarray(start, dtype=float).copy()
+        fast = start is None and not ctl and self._batch_newton()
+        x0 = (self.start(clm_steps=2 if fast else 100) if start is None
+              else np.asarray(start, dtype=float).copy())
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
                              f"(thresholds, fixed effects, random-effect parameters); got {x0.size}.")
@@ -297,8 +307,13 @@ class ClmmModel:
         if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
             # scalar terms: BFGS from the Hessian at the start takes about half the gradient
             # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
-            from .chord import bfgs_steps, canonical_theta, start_hessian
-            xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+            from .chord import bfgs_steps, canonical_theta, newton_steps, start_hessian
+            if fast:
+                # one scalar term, small data: Newton steps, each Hessian one batch of points
+                xq, ok, end = newton_steps(self, x0)
+                self._hess_at = (xq.copy(), *end) if ok and end is not None else None
+            else:
+                xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
@@ -330,6 +345,12 @@ class ClmmModel:
         # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
         return self._finish(x, bool(res.success) or "ABNORMAL" in str(res.message),
                             str(res.message), checkconv, hessian)
+
+    def _batch_newton(self) -> bool:
+        """One scalar term, Laplace, small data: Newton steps with batched Hessians."""
+        from .chord import BATCH_LIMIT
+        k = self.n_alpha + self.p + self.n_theta
+        return self._scalar is not None and self.nAGQ == 1 and self.spec.n * (k + 1) <= BATCH_LIMIT
 
     def _off_boundary(self, z: np.ndarray, f: float) -> np.ndarray | None:
         """A point with lower ``-loglik`` next to an SD at 0 (``None``: 0 is a minimum there).
@@ -368,7 +389,11 @@ class ClmmModel:
 
     def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
                 hessian: bool) -> ClmmCore:
-        f = self.nll(x)
+        # (x, f, g, H) where newton_steps ended: its last batch already evaluated x
+        at: Any = getattr(self, "_hess_at", None)
+        self._hess_at = None
+        at_x = at is not None and np.array_equal(at[0], x)
+        f = at[1] if at_x else self.nll(x)
         k = x.size
         ctl = CheckConvControl.coerce(checkconv)
         vcov = np.full((k, k), np.nan)
@@ -391,15 +416,26 @@ class ClmmModel:
             def devgrad(zf: np.ndarray) -> np.ndarray:        # lme4's checkConv scale
                 return 2.0 * self.nll_grad(full(zf))[1][free]
 
+            def hess(xf: np.ndarray, g: np.ndarray) -> np.ndarray:
+                if at_x and free.all() and np.array_equal(at[0], full(xf)):
+                    return 2.0 * at[3]         # Newton's last Hessian, at this very point
+                # one scalar term: the shifted points in one batch (the same differences)
+                H = fd_hessian(self, full(xf), g, free=free, scale=2.0)
+                return H if H is not None else hessian_from_gradient(devgrad, xf, delta=1e-4,
+                                                                     g=g)
+
             xf = x[free]
-            g = devgrad(xf)
-            H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
+            g = 2.0 * at[2] if at_x and free.all() else devgrad(xf)
+            H = hess(xf, g)
             for _ in range(3):        # Newton polish of the optimiser's end point
                 if np.max(np.abs(g)) < 1e-8:
                     break
                 try:
                     step = np.linalg.solve(H, g)
                 except np.linalg.LinAlgError:
+                    break
+                if 0.0 <= float(g @ step) < 1e-12:    # the deviance would fall by < 1e-12:
+                    opt_ok = True                     # the gradient is the modes' noise
                     break
                 xn = xf - step
                 if np.any(xn[self.lower[free] == 0.0] < 0.0):
@@ -412,7 +448,7 @@ class ClmmModel:
                 opt_ok = True
                 g = devgrad(xf)
                 if np.max(np.abs(step)) > 1e-3:     # a small step leaves H as it was
-                    H = hessian_from_gradient(devgrad, xf, delta=1e-4, g=g)
+                    H = hess(xf, g)
             check = check_conv(lambda zf: 2.0 * self.nll(full(zf)), xf, 2.0 * f,
                                self.lower[free], ctl, given_gradient=g, given_hessian=H)
             if singular:

@@ -62,6 +62,13 @@ def _declared_levels(levels: Any, name: str) -> np.ndarray:
     return lv
 
 
+def _n_missing(s: pd.Series) -> int:
+    """Missing values in ``s`` (numpy integer and bool columns have none: no pass over them)."""
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iub":
+        return 0
+    return int(s.isna().sum())
+
+
 def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
                      levels: Any = None) -> OrdinalResponse:
     """Validate an ordinal response and code its categories.
@@ -99,8 +106,9 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
     ('2', '4')
     """
     s = y if isinstance(y, pd.Series) else pd.Series(y)
-    if s.isna().any():
-        raise InputError(f"the response {name!r} has {int(s.isna().sum())} missing values; "
+    n_missing = _n_missing(s)
+    if n_missing:
+        raise InputError(f"the response {name!r} has {n_missing} missing values; "
                          "drop those rows first.")
     scores: tuple[float, ...] | None = None
     if isinstance(s.dtype, pd.CategoricalDtype):

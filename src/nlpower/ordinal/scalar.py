@@ -3,17 +3,20 @@
 ``rating ~ x + (1 | judge)`` -- ``wine``, ``soup`` and most single-grouping
 fits -- has ``H = A' W A + I`` diagonal (one random effect per level), so
 the conditional modes are ``L`` independent one-dimensional Newton problems
-and every sum over a level is a ``reduceat`` over the observations sorted
-by level.  The formulas are those of :mod:`.laplace` and :mod:`.gradient`
-with ``A = s z`` (``s`` the SD, ``z`` the term's column) written out for a
-diagonal ``H``; this module only spends fewer numpy calls on them (tiny
-fits are dominated by per-call overhead).  Checked against the general
-path in ``tests/ordinal/test_gradient.py``.
+and every sum over a level is a ``bincount``.  The formulas are those of
+:mod:`.laplace` and :mod:`.gradient` with ``A = s z`` (``s`` the SD, ``z``
+the term's column) written out for a diagonal ``H``; this module only
+spends fewer numpy calls on them (tiny fits are dominated by per-call
+overhead), and evaluates many parameter points at once
+(:func:`batch_nll_grad`: the points of a Hessian by differences).  Checked
+against the general path in ``tests/ordinal/test_gradient.py`` and
+``tests/ordinal/test_small_fit_speed_paths.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +24,7 @@ from ..lmm.family import Link
 from .cumulative import CumulativeParts, cumulative_parts
 from .gradient import _partials
 
-__all__ = ["DiagFactor", "ScalarTerm"]
+__all__ = ["DiagFactor", "ScalarTerm", "batch_nll_grad", "fd_hessian", "laplace_grad"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,25 +63,24 @@ class ScalarInner:
 
 
 class ScalarTerm:
-    """Level codes and column ``z`` of the one scalar term, sorted for ``reduceat``."""
+    """Level codes and column ``z`` of the one scalar term."""
 
     def __init__(self, codes: np.ndarray, z: np.ndarray, L: int):
         self.codes = np.asarray(codes, dtype=np.intp)
         self.z = np.asarray(z, dtype=float)
         self.L = L
-        self.order = np.argsort(self.codes, kind="stable")
-        counts = np.bincount(self.codes, minlength=L)
-        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self.empty = counts == 0
+        self._flat: dict[int, np.ndarray] = {}
 
-    def level_sum(self, v: np.ndarray) -> np.ndarray:
-        """Sums of ``v`` (``(n,)`` or ``(n, m)``) over each level's observations."""
-        if v.ndim == 1:
-            return np.bincount(self.codes, weights=v, minlength=self.L)
-        out = np.add.reduceat(v[self.order], self.starts, axis=0)
-        if self.empty.any():
-            out[self.empty] = 0.0
-        return out
+    def sums(self, v: np.ndarray) -> np.ndarray:
+        """Sums of ``v`` (``(m, n)``: ``m`` points) over each level's observations: ``(m, L)``."""
+        m = v.shape[0]
+        if m == 1:
+            return np.bincount(self.codes, weights=v[0], minlength=self.L)[None]
+        flat = self._flat.get(m)
+        if flat is None:              # level codes of point j shifted by j L, flattened
+            flat = (self.codes + self.L * np.arange(m)[:, None]).ravel()
+            self._flat[m] = flat
+        return np.bincount(flat, weights=v.ravel(), minlength=m * self.L).reshape(m, self.L)
 
     def modes(self, link: Link, up0: np.ndarray, lo0: np.ndarray, s: float, u0: np.ndarray, *,
               tol: float = 1e-15, maxit: int = 60) -> ScalarInner:
@@ -130,20 +132,153 @@ class ScalarTerm:
         ``up``/``lo``: the bounds at the modes; ``Bu``/``Bl``: their derivatives in
         ``(alpha, beta)`` at fixed ``u`` (as :func:`~.gradient.laplace_gradient`).
         """
-        cp = inner.parts
-        r, r_up, r_lo, W_up, W_lo = _partials(link, up, lo, cp)
-        c, a, z = self.codes, inner.a, self.z
-        Hinv = 1.0 / inner.factor.g1_diag
-        v = a * Hinv[c]                        # H^{-1} a_i at the observation's own level
-        lev = a * v
-        delta = -z * inner.u[c]                # d(upper) / ds at fixed u
-        Du = np.column_stack([Bu, delta])
-        Dl = np.column_stack([Bl, delta])
-        dh = (cp.f_up / cp.p) @ Du - (cp.f_lo / cp.p) @ Dl
-        rhs = self.level_sum(a[:, None] * -(r_up[:, None] * Du + r_lo[:, None] * Dl))
-        rhs[:, -1] += np.bincount(c, weights=-z * r, minlength=self.L)
-        adu = a[:, None] * (rhs * Hinv[:, None])[c]
-        dW = W_up[:, None] * (Du - adu) + W_lo[:, None] * (Dl - adu)
-        g = dh - 0.5 * (lev @ dW)
-        g[-1] -= float(np.sum(cp.w * z * v))   # the trace term, 2 tr(H^{-1} A' W dA) / 2
-        return np.asarray(g)
+        return laplace_grad(self, link, up[None], lo[None], inner.parts, inner.a[None],
+                            inner.u[None], inner.factor.g1_diag[None], Bu, Bl)[0]
+
+
+def _partials_scaled(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeParts
+                     ) -> tuple[np.ndarray, ...]:
+    """``f_up / p``, ``f_lo / p`` and :func:`~.gradient._partials` (fewer calls for the logit).
+
+    The logistic density's second derivative is ``f (1 - 6 f)`` (``f = F (1 - F)``,
+    ``f' = f (1 - 2 F)``), zero at the open ends as ``f`` is.
+    """
+    if link.name != "logit":
+        p = cp.p
+        return (cp.f_up / p, cp.f_lo / p, *_partials(link, up, lo, cp))
+    p = cp.p
+    fu_p, fl_p = cp.f_up / p, cp.f_lo / p
+    dfu_p, dfl_p = cp.df_up / p, cp.df_lo / p
+    r = fu_p - fl_p
+    s = dfu_p - dfl_p
+    r_up = dfu_p - r * fu_p
+    r_lo = r * fl_p - dfl_p
+    s_up = fu_p * (1.0 - 6.0 * cp.f_up) - s * fu_p
+    s_lo = s * fl_p - fl_p * (1.0 - 6.0 * cp.f_lo)
+    return fu_p, fl_p, r, r_up, r_lo, 2.0 * r * r_up - s_up, 2.0 * r * r_lo - s_lo
+
+
+def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
+                 parts: CumulativeParts, a: np.ndarray, u: np.ndarray, H: np.ndarray,
+                 Bu: np.ndarray, Bl: np.ndarray) -> np.ndarray:
+    """The Laplace gradient over ``(alpha, beta, s)`` at ``m`` points at once (``(m, k)``).
+
+    ``up``, ``lo``, ``a`` (``s z``) and ``parts``: ``(m, n)`` at the modes ``u``
+    (``(m, L)``), ``H`` the diagonal of ``A' W A + I`` there (``(m, L)``);
+    ``Bu``/``Bl``: ``d up / d (alpha, beta)`` at fixed ``u`` (``(n, k - 1)``).
+
+    :func:`~.gradient.laplace_gradient` with ``H`` diagonal and the
+    derivative of the modes contracted before it is expanded: with
+    ``lev = a^2 / H[c]``, ``R = H^{-1} sum_level(lev (W_up + W_lo) a)`` and
+    ``q = R[c] a``, the gradient is ``cu' D_up + cl' D_lo`` minus the SD's
+    trace terms, where ``cu = f_up/p - (lev W_up + q r_up)/2``, ``cl = -f_lo/p
+    - (lev W_lo + q r_lo)/2`` and ``D = [B, -z u[c]]`` -- per-observation
+    arrays and two products with ``B``, no ``(n, k)`` temporaries per point.
+    """
+    c, z = term.codes, term.z
+    fu_p, fl_p, r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, up, lo, parts)
+    Hinv = 1.0 / H
+    v = a * Hinv[:, c]                           # H^{-1} a_i at the observation's own level
+    lev = a * v
+    R = Hinv * term.sums(lev * (W_up + W_lo) * a)
+    q = R[:, c] * a
+    cu = fu_p - 0.5 * (lev * W_up + q * r_up)
+    cl = -fl_p - 0.5 * (lev * W_lo + q * r_lo)
+    g = np.empty((up.shape[0], Bu.shape[1] + 1))
+    g[:, :-1] = cu @ Bu + cl @ Bl
+    delta = -z * u[:, c]                         # d(upper) / ds at fixed u
+    g[:, -1] = (np.sum((cu + cl) * delta, axis=1) - 0.5 * np.sum(R[:, c] * z * r, axis=1)
+                - np.sum(parts.w * z * v, axis=1))  # the trace term, 2 tr(H^{-1} A' W dA) / 2
+    return g
+
+
+def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``-loglik`` and its gradient at the ``m`` points ``xs`` (``(m, k)``) of a scalar-term fit.
+
+    The points' conditional modes are found together (Newton steps over an
+    ``(m, L)`` array of modes, warm-started from the model's current ones)
+    and the gradients are those of :meth:`ScalarTerm.gradient` with a leading
+    axis over the points: what a Hessian by differences of the gradient
+    needs, in the numpy calls of about two single evaluations.  Returns
+    ``(f, grad, u)``: ``(m,)``, ``(m, k)`` and the modes ``(m, L)``; ``None``
+    when a point is outside the parameter space (the caller then evaluates
+    one point at a time).  The model's state (modes, cached point) is left
+    as it was.
+    """
+    term: ScalarTerm = model._scalar
+    link = model.link
+    xs = np.atleast_2d(np.asarray(xs, dtype=float))
+    m = xs.shape[0]
+    na, p = model.n_alpha, model.p
+    alpha, beta, s = xs[:, :na], xs[:, na:na + p], xs[:, na + p]
+    cuts = alpha @ model.thr.jacobian.T
+    if np.any(cuts[:, 1:] <= cuts[:, :-1]):
+        return None
+    xb = beta @ model.X.T
+    UP = np.where(model.top, np.inf, alpha @ model.Ju.T - xb)
+    LO = np.where(model.bottom, -np.inf, alpha @ model.Jl.T - xb)
+    c, z = term.codes, term.z
+    a = s[:, None] * z                                   # (m, n)
+    u = np.tile(model._u, (m, 1))
+    ea = a * u[:, c]
+    parts = cumulative_parts(link, UP - ea, LO - ea)
+    hl = term.sums(parts.logp) - 0.5 * u * u
+    ok = False
+    for _ in range(maxit):
+        g = term.sums(a * ((parts.f_lo - parts.f_up) / parts.p)) - u
+        H = term.sums(a * a * parts.w) + 1.0
+        du = g / H
+        dec = np.sum(g * du, axis=1)
+        if not np.all(np.isfinite(dec)):
+            return None
+        if np.all(dec < tol):
+            ok = True
+            break
+        du[dec < tol] = 0.0
+        step = np.ones_like(u)
+        for _ in range(40):
+            un = u + step * du
+            ea = a * un[:, c]
+            pn = cumulative_parts(link, UP - ea, LO - ea)
+            hn = term.sums(pn.logp) - 0.5 * un * un
+            bad = hn < hl - 1e-13 * np.abs(hl)
+            if not bad.any():
+                break
+            step = np.where(bad, 0.5 * step, step)
+        else:
+            return None
+        u, parts, hl = un, pn, hn
+    if not ok:
+        return None
+    H = term.sums(a * a * parts.w) + 1.0
+    f = -(np.sum(hl, axis=1) - 0.5 * np.sum(np.log(H), axis=1))
+    grad = laplace_grad(term, link, UP - ea, LO - ea, parts, a, u, H, model.Bu, model.Bl)
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(grad))):
+        return None
+    return f, -grad, u
+
+
+def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
+               scale: float = 1.0, delta: float = 1e-4) -> np.ndarray | None:
+    """Hessian of ``scale * -loglik`` over ``x[free]`` by forward differences of its gradient.
+
+    ``g``: that gradient at ``x`` (over ``free``); the model's modes must be
+    ``x``'s.  The same differences as
+    :func:`~nlpower.lmm.checkconv.hessian_from_gradient` (step ``delta``,
+    symmetrised), the ``k`` shifted points evaluated in one batch
+    (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
+    of one scalar term or a shifted point cannot be evaluated in the batch.
+    """
+    if getattr(model, "_scalar", None) is None or model.nAGQ != 1:
+        return None
+    x = np.asarray(x, dtype=float)
+    idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
+    xs = np.tile(x, (idx.size, 1))
+    xs[np.arange(idx.size), idx] += delta
+    res = batch_nll_grad(model, xs)
+    if res is None:
+        return None
+    G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
+    H = (G - np.asarray(g, dtype=float)).T / delta
+    return np.asarray(0.5 * (H + H.T))
