@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..lmm.family import Link
+from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
 from .laplace import InnerResult
 from .structure import ReStructure
@@ -40,6 +41,8 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     One ``(n, q_b)`` array per block.
     """
     fac = inner.factor
+    if isinstance(fac, PairFactor):
+        return fac.selected_rows()
     blocks, ZL = rs.blocks, rs._ZL
     b1 = blocks[0]
     Ginv = fac.Ginv_blocks                            # (L1, q1, q1)

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import special
 
 from ..lmm.family import Link
+from .crossed import PairFactor
 from .cumulative import CumulativeParts, cumulative_parts
 from .structure import HFactor, ReStructure
 
@@ -32,7 +33,7 @@ class InnerResult:
     u: np.ndarray
     h: float                   # penalised log-likelihood at u
     logdet: float              # log det H at u
-    factor: HFactor
+    factor: HFactor | PairFactor
     parts: CumulativeParts
     converged: bool
     iterations: int
