@@ -26,7 +26,7 @@ square).
 
 *Selected inverse.*  With ``f_i = sum_j c_ij e_j``, ``c_ij = delta_ij - w_j
 K_ij`` (the cells of observation ``i``'s level-mates), ``Phi = Sc^{-1} R'``
-and ``Sigma = R Phi``::
+and ``Sigma = R Phi`` (read at the pairs only, from the same gathers of ``Phi``)::
 
     (H^{-1} a_i)_2 = Y Phi f_i
     (H^{-1} a_i)_1 = G_l^{-1} (a1_i - sum_j w_j a1_j e_j' Sigma f_i)
@@ -110,6 +110,7 @@ class PairPlan:
                                          for ci in cells for cj in cells])
         self.tgt_diag = np.concatenate([ci * Dc + cj for ci in cells for cj in cells])
         self.n_pairs = self.pi.size
+        self.pid_i = [p[self.pi] for p in pid]              # i's pattern in each rest block
         # flat positions in Phi (Nr x Dc) of (rows of i's level in rest block k, cell of j)
         self.phi_idx = [[((self.r_off[k] + blk.codes[self.pi] * self.r[k]) * Dc + cj[self.pj])[None, :]
                          + (np.arange(self.r[k]) * Dc)[:, None]
@@ -160,17 +161,27 @@ def pair_plan(rs: ReStructure) -> PairPlan | None:
     return PairPlan(rs, pats, pid)
 
 
-def _blockdiag_right(M: np.ndarray, plan: PairPlan, mats: list[np.ndarray], src: list[int],
-                     dst: list[int], Ls: list[int]) -> np.ndarray:
-    """``M @ blockdiag(kron(I_L_b, mats_b))``: columns in ``src``-sized groups per level."""
-    out = np.empty((M.shape[0], sum(L * d for L, d in zip(Ls, dst, strict=True))))
-    c_in = c_out = 0
-    for Mb, s, d, L in zip(mats, src, dst, Ls, strict=True):
-        blk = M[:, c_in:c_in + L * s].reshape(M.shape[0] * L, s)
-        out[:, c_out:c_out + L * d] = (blk @ Mb).reshape(M.shape[0], L * d)
-        c_in += L * s
-        c_out += L * d
-    return out
+def _right(M: np.ndarray, mats: list[np.ndarray], src: list[int], dst: list[int],
+           Ls: list[int]) -> np.ndarray:
+    """``M @ blockdiag(kron(I_L_b, mats_b))`` (``mats_b``: ``src_b x dst_b``)."""
+    if len(mats) == 1 and M.shape[1] == Ls[0] * src[0]:
+        return (M.reshape(-1, src[0]) @ mats[0]).reshape(M.shape[0], -1)
+    out, c = [], 0
+    for Mb, s_, L in zip(mats, src, Ls, strict=True):
+        blk = np.ascontiguousarray(M[:, c:c + L * s_])
+        out.append((blk.reshape(-1, s_) @ Mb).reshape(M.shape[0], -1))
+        c += L * s_
+    return np.hstack(out)
+
+
+def _left(M: np.ndarray, mats: list[np.ndarray], src: list[int], Ls: list[int]) -> np.ndarray:
+    """``blockdiag(kron(I_L_b, mats_b)) @ M`` (``mats_b``: ``dst_b x src_b``; row slices)."""
+    out, c = [], 0
+    for Mb, s_, L in zip(mats, src, Ls, strict=True):
+        blk = M[c:c + L * s_].reshape(L, s_, M.shape[1])
+        out.append(np.matmul(Mb, blk).reshape(-1, M.shape[1]))
+        c += L * s_
+    return out[0] if len(out) == 1 else np.vstack(out)
 
 
 class PairFactor:
@@ -219,8 +230,7 @@ class PairFactor:
         self.Rs, self.Ys = Rs, Ys
         Ls = [b.L for b in rs.blocks[1:]]
         Ps = [p.shape[0] for p in plan.pats]
-        CR = _blockdiag_right(C, plan, Rs, Ps, plan.r, Ls)                 # C R
-        Sc = _blockdiag_right(CR.T.copy(), plan, Rs, Ps, plan.r, Ls)       # R' C R
+        Sc = _left(_right(C, Rs, Ps, plan.r, Ls), [R.T for R in Rs], Ps, Ls)   # R' C R
         Sc[np.diag_indices_from(Sc)] += 1.0
         self.chol = sla.cholesky(Sc, lower=True, check_finite=False)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol))))
@@ -275,37 +285,34 @@ class PairFactor:
         n, pi, pj = rs.n, plan.pi, plan.pj
         Ls = [b.L for b in rs.blocks[1:]]
         Ps = [p.shape[0] for p in plan.pats]
-        # Sc^{-1} from its Cholesky factor (dpotri), then Phi = Sc^{-1} R', Sigma = R Phi
+        # Sc^{-1} from its Cholesky factor (dpotri), then Phi = Sc^{-1} R'
         inv, info = lapack.dpotri(self.chol, lower=1)
         if info != 0:
             inv = sla.cho_solve((self.chol, True), np.eye(plan.Nr), check_finite=False)
         else:
-            inv = np.tril(inv) + np.tril(inv, -1).T
-        Phi = _blockdiag_right(inv, plan, [R.T for R in self.Rs], plan.r, Ps, Ls)   # (Nr, Dc)
-        Sigma = _blockdiag_right(Phi.T.copy(), plan, [R.T for R in self.Rs], plan.r, Ps, Ls)
+            inv = np.tril(inv)
+            inv += np.tril(inv, -1).T
+        Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
+        Pf = Phi.ravel()
         c = np.where(pi == pj, 1.0, 0.0) - self.wJ * self.K                 # c_ij
         seg, order = plan.seg, plan.order
-        nb = len(plan.cells)
+        # z_i = sum_j c_ij Phi[(b, lev_b(i)), cells(j)] per rest block (the rows of i's
+        # level, summed over j's cells); sigma_ij = e_i' Sigma e_j = sum_b R_b[p_b(i)] . zc_b
+        sig = np.zeros(pi.size)
+        zs = []
+        for k in range(len(rs.blocks) - 1):
+            zc = np.take(Pf, plan.phi_idx[k][0])                           # (r, pairs)
+            for idx in plan.phi_idx[k][1:]:
+                zc += np.take(Pf, idx)
+            sig += np.einsum("ap,ap->p", np.take(self.Rs[k].T, plan.pid_i[k], axis=1), zc)
+            z = np.empty((plan.r[k], n))
+            z[:, order] = np.add.reduceat(c * zc, seg, axis=1)
+            zs.append(z.T @ self.Ys[k].T)
         # v1: G^{-1} (a1_i - sum_j c_ij Q_j),  Q_i = sum_j w_j a1_j sigma_ij (sigma symmetric)
-        Sf = Sigma.ravel()
-        npairs = pi.size
-        sig = np.take(Sf, plan.tgt_pairs[:npairs])
-        for t in range(1, nb * nb):
-            sig += np.take(Sf, plan.tgt_pairs[t * npairs:(t + 1) * npairs])
         a1J = np.take(self.a1.T, pj, axis=1)                               # (q1, pairs)
         Q = np.empty((self.q1, n))
         Q[:, order] = np.add.reduceat((self.wJ * sig) * a1J, seg, axis=1)
         out = np.empty((self.q1, n))
         out[:, order] = np.add.reduceat(c * np.take(Q, pj, axis=1), seg, axis=1)
         v1 = self.Ga - np.einsum("ijk,ki->ij", self.Ginv_blocks[rs.blocks[0].codes], out)
-        res = [v1]
-        # v2 for each rest block b: Y_b z_i, z_i = sum_j c_ij Phi[(b, lev_b(i)), cells(j)]
-        Pf = Phi.ravel()
-        for k in range(len(rs.blocks) - 1):
-            zc = np.take(Pf, plan.phi_idx[k][0])                           # (r, pairs)
-            for idx in plan.phi_idx[k][1:]:
-                zc += np.take(Pf, idx)
-            z = np.empty((plan.r[k], n))
-            z[:, order] = np.add.reduceat(c * zc, seg, axis=1)
-            res.append(z.T @ self.Ys[k].T)
-        return res
+        return [v1, *zs]
