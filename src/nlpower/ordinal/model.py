@@ -157,6 +157,7 @@ class ClmmModel:
         self.y = y
         self._last: tuple[np.ndarray, float] | None = None
         self._anchor = None
+        self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
         J = self.thr.jacobian
         self.top = y == K - 1
         self.bottom = y == 0
@@ -212,7 +213,9 @@ class ClmmModel:
             if self._theta_set is None or not np.array_equal(theta, self._theta_set):
                 self.rs.set_theta(theta)
                 self._theta_set = theta.copy()
-            inner = conditional_modes(self.rs, self.link, up, lo, self._predicted_u(x, up, lo))
+            prev = self._last_inner
+            inner = conditional_modes(self.rs, self.link, up, lo, self._predicted_u(x, up, lo),
+                                      factor0=prev.factor if prev is not None else None)
         if not np.isfinite(inner.h):
             return math.inf
         self._u = inner.u
@@ -301,7 +304,9 @@ class ClmmModel:
             raise InputError(f"control has unknown keys {sorted(unknown)}; allowed: 'maxiter', "
                              "'gtol', 'ftol'.")
         self.n_evals = 0
-        self._anchor = None
+        self._anchor = None               # a fit depends on its start only, not on the last fit
+        self._last_inner = None
+        self._last = None
         if isinstance(start, ClmmCore):
             self._u = start.u.copy() if start.u.size == self._u.size else self._u
             start = start.params
