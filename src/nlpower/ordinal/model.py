@@ -318,6 +318,13 @@ class ClmmModel:
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
             x0 = xq
+        elif start is None and not ctl and self.nAGQ > 1:
+            from .chord import agq_steps, canonical_theta
+            xq, ok = agq_steps(self, x0)          # from the Laplace fit (small data)
+            xq = canonical_theta(self, xq)
+            if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+            x0 = xq
         z0 = self._to_opt(x0)
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
