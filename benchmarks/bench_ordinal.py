@@ -22,7 +22,9 @@ BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
 the batch size), then each repeat times back-to-back calls for at least
 ``--min-time`` seconds (default 0.2) and divides by their number, so that a
 fit of a few milliseconds is not timed by one scheduler slice on a shared
-machine; ``--min-time 0`` times one call per repeat.  Data: ``tests/reference/data`` (exported by
+machine; ``--min-time 0`` times one call per repeat.  The CPU-time ratio
+(process time in Python, user + system time in R) is printed too: on a loaded
+machine it moves less than the wall-clock one.  Data: ``tests/reference/data`` (exported by
 ``tests/reference/clmm_reference.R``) and a fixed-seed simulation for ``crowd20k``.
 """
 
@@ -65,12 +67,13 @@ fit1 <- function() tryCatch(clmm(f, data = d, nAGQ = nagq), error = function(e) 
 t1 <- system.time(fm <- fit1())[["elapsed"]]     # first call: warm-up, sets the batch size
 if (inherits(fm, "error")) { cat(toJSON(list(error = conditionMessage(fm)), auto_unbox = TRUE)); quit() }
 ll <- as.numeric(logLik(fm)); calls <- max(1L, as.integer(ceiling(min_time / max(t1, 1e-3))))
-times <- c()
+times <- c(); cpu <- c()
 for (r in seq_len(reps)) {
-  t <- system.time(for (j in seq_len(calls)) fm <- fit1())[["elapsed"]]
-  times <- c(times, t / calls)
+  st <- system.time(for (j in seq_len(calls)) fm <- fit1())
+  times <- c(times, st[["elapsed"]] / calls)
+  cpu <- c(cpu, (st[["user.self"]] + st[["sys.self"]]) / calls)
 }
-cat(toJSON(list(times = times, loglik = ll, calls = calls), digits = NA))
+cat(toJSON(list(times = times, cpu = cpu, loglik = ll, calls = calls), digits = NA))
 """
 
 
@@ -100,13 +103,15 @@ def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1,
     t = time.perf_counter()
     fit = fit1()                        # first call: warm-up, sets the batch size
     calls = max(1, math.ceil(min_time / max(time.perf_counter() - t, 1e-3)))
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for _ in range(calls):
             fit = fit1()
         times.append((time.perf_counter() - t) / calls)
-    return {"times": times, "median": statistics.median(times), "loglik": fit.loglik,
+        cpu.append((time.process_time() - c) / calls)
+    return {"times": times, "median": statistics.median(times), "cpu": cpu,
+            "cpu_median": statistics.median(cpu), "loglik": fit.loglik,
             "converged": fit.converged, "calls": calls}
 
 
@@ -125,8 +130,10 @@ def run_r(path: Path, formula: str, repeats: int, nAGQ: int = 1,
     res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     if "times" in res:
         res["times"] = [float(t) for t in np.ravel(res["times"])]
+        res["cpu"] = [float(t) for t in np.ravel(res["cpu"])]
         res["loglik"] = float(np.ravel(res["loglik"])[0])
         res["median"] = statistics.median(res["times"])
+        res["cpu_median"] = statistics.median(res["cpu"])
     return res
 
 
@@ -149,8 +156,9 @@ def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True,
         msg = f"{name:10s} native {nat['median']:7.3f} s (loglik {nat['loglik']:.4f})"
         if "median" in rr:
             row["ratio"] = rr["median"] / nat["median"]
+            row["cpu_ratio"] = rr["cpu_median"] / max(nat["cpu_median"], 1e-9)
             msg += (f" | ordinal::clmm {rr['median']:7.3f} s (loglik {rr['loglik']:.4f}) | "
-                    f"ratio {row['ratio']:.1f}x")
+                    f"ratio {row['ratio']:.1f}x (CPU time {row['cpu_ratio']:.1f}x)")
         else:
             msg += f" | ordinal::clmm {rr.get('skipped') or rr.get('error')}"
         print(msg, flush=True)
