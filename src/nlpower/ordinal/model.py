@@ -262,8 +262,8 @@ class ClmmModel:
         (``c = 1`` for the probit; ``(16 sqrt(3) / (15 pi))^2 = 0.346`` for the
         logit, Zeger, Liang & Albert 1988; unscaled for the cloglog).
         """
-        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X,
-                                    maxit=2 if quick else 100)
+        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
+                                    design=(self.Ju, self.Jl, self.Bu, self.Bl))
         if quick:
             c = {"logit": 0.346, "probit": 1.0}.get(self.link.name, 0.0)
             alpha, beta = alpha * math.sqrt(1.0 + c), beta * math.sqrt(1.0 + c)
