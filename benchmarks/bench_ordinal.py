@@ -18,7 +18,13 @@ Cases (logit link, flexible thresholds, Laplace):
 
 Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
 around ``clmm()`` inside one R process (start-up and data loading excluded);
-BLAS single-threaded.  Data: ``tests/reference/data`` (exported by
+BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
+the batch size), then each repeat times back-to-back calls for at least
+``--min-time`` seconds (default 0.2) and divides by their number, so that a
+fit of a few milliseconds is not timed by one scheduler slice on a shared
+machine; ``--min-time 0`` times one call per repeat.  The CPU-time ratio
+(process time in Python, user + system time in R) is printed too: on a loaded
+machine it moves less than the wall-clock one.  Data: ``tests/reference/data`` (exported by
 ``tests/reference/clmm_reference.R``) and a fixed-seed simulation for ``crowd20k``.
 """
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -55,14 +62,18 @@ suppressMessages(library(ordinal)); library(jsonlite)
 args <- commandArgs(TRUE); d <- read.csv(args[1]); f <- as.formula(args[2]); reps <- as.integer(args[3])
 nagq <- as.integer(args[4])
 resp <- all.vars(f)[1]; d[[resp]] <- factor(d[[resp]], ordered = TRUE)
-times <- c(); ll <- NA
+min_time <- as.numeric(args[5])
+fit1 <- function() tryCatch(clmm(f, data = d, nAGQ = nagq), error = function(e) e)
+t1 <- system.time(fm <- fit1())[["elapsed"]]     # first call: warm-up, sets the batch size
+if (inherits(fm, "error")) { cat(toJSON(list(error = conditionMessage(fm)), auto_unbox = TRUE)); quit() }
+ll <- as.numeric(logLik(fm)); calls <- max(1L, as.integer(ceiling(min_time / max(t1, 1e-3))))
+times <- c(); cpu <- c()
 for (r in seq_len(reps)) {
-  t <- system.time(fm <- tryCatch(clmm(f, data = d, nAGQ = nagq),
-                                  error = function(e) e))[["elapsed"]]
-  if (inherits(fm, "error")) { cat(toJSON(list(error = conditionMessage(fm)), auto_unbox = TRUE)); quit() }
-  times <- c(times, t); ll <- as.numeric(logLik(fm))
+  st <- system.time(for (j in seq_len(calls)) fm <- fit1())
+  times <- c(times, st[["elapsed"]] / calls)
+  cpu <- c(cpu, (st[["user.self"]] + st[["sys.self"]]) / calls)
 }
-cat(toJSON(list(times = times, loglik = ll), digits = NA))
+cat(toJSON(list(times = times, cpu = cpu, loglik = ll, calls = calls), digits = NA))
 """
 
 
@@ -79,26 +90,38 @@ def crowd20k(path: Path) -> None:
     d.to_csv(path, index=False)
 
 
-def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1) -> dict[str, Any]:
+def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1,
+               min_time: float = 0.0) -> dict[str, Any]:
     from nlpower.ordinal import clmm
     d = pd.read_csv(path)
-    times, ll, conv = [], float("nan"), False
-    for _ in range(repeats):
-        t = time.perf_counter()
+
+    def fit1() -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = clmm(formula, d, nAGQ=nAGQ)
-        times.append(time.perf_counter() - t)
-        ll, conv = fit.loglik, fit.converged
-    return {"times": times, "median": statistics.median(times), "loglik": ll, "converged": conv}
+            return clmm(formula, d, nAGQ=nAGQ)
+
+    t = time.perf_counter()
+    fit = fit1()                        # first call: warm-up, sets the batch size
+    calls = max(1, math.ceil(min_time / max(time.perf_counter() - t, 1e-3)))
+    times, cpu = [], []
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            fit = fit1()
+        times.append((time.perf_counter() - t) / calls)
+        cpu.append((time.process_time() - c) / calls)
+    return {"times": times, "median": statistics.median(times), "cpu": cpu,
+            "cpu_median": statistics.median(cpu), "loglik": fit.loglik,
+            "converged": fit.converged, "calls": calls}
 
 
-def run_r(path: Path, formula: str, repeats: int, nAGQ: int = 1) -> dict[str, Any]:
+def run_r(path: Path, formula: str, repeats: int, nAGQ: int = 1,
+          min_time: float = 0.0) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
         fh.write(R_TIMER)
     try:
         out = subprocess.run(["Rscript", "--vanilla", fh.name, str(path), formula, str(repeats),
-                              str(nAGQ)],
+                              str(nAGQ), str(min_time)],
                              capture_output=True, text=True, timeout=3600)
     finally:
         os.unlink(fh.name)
@@ -107,12 +130,15 @@ def run_r(path: Path, formula: str, repeats: int, nAGQ: int = 1) -> dict[str, An
     res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     if "times" in res:
         res["times"] = [float(t) for t in np.ravel(res["times"])]
+        res["cpu"] = [float(t) for t in np.ravel(res["cpu"])]
         res["loglik"] = float(np.ravel(res["loglik"])[0])
         res["median"] = statistics.median(res["times"])
+        res["cpu_median"] = statistics.median(res["cpu"])
     return res
 
 
-def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True) -> dict[str, Any]:
+def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True,
+            min_time: float = 0.2) -> dict[str, Any]:
     """Time every case with both engines; print and return the ratios."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     report: dict[str, Any] = {}
@@ -123,15 +149,16 @@ def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True) ->
         if file is None:
             crowd20k(path)
         nagq = NAGQ.get(name, 1)
-        nat = run_native(path, formula, repeats, nagq)
-        rr = run_r(path, formula, repeats, nagq) if (r and name != "crowd20k") else {
+        nat = run_native(path, formula, repeats, nagq, min_time)
+        rr = run_r(path, formula, repeats, nagq, min_time) if (r and name != "crowd20k") else {
             "skipped": "not run (crossed crowd file; see docs/ordinal.md)"}
         row = {"formula": formula, "native": nat, "ordinal": rr}
         msg = f"{name:10s} native {nat['median']:7.3f} s (loglik {nat['loglik']:.4f})"
         if "median" in rr:
             row["ratio"] = rr["median"] / nat["median"]
+            row["cpu_ratio"] = rr["cpu_median"] / max(nat["cpu_median"], 1e-9)
             msg += (f" | ordinal::clmm {rr['median']:7.3f} s (loglik {rr['loglik']:.4f}) | "
-                    f"ratio {row['ratio']:.1f}x")
+                    f"ratio {row['ratio']:.1f}x (CPU time {row['cpu_ratio']:.1f}x)")
         else:
             msg += f" | ordinal::clmm {rr.get('skipped') or rr.get('error')}"
         print(msg, flush=True)
@@ -144,9 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-r", action="store_true", help="native timings only")
+    ap.add_argument("--min-time", type=float, default=0.2,
+                    help="each repeat times back-to-back calls for at least this many seconds "
+                         "(per-call time = total / calls; 0: one call per repeat)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
-    rep = run_all(args.repeats, [c for c in args.cases.split(",") if c], r=not args.no_r)
+    rep = run_all(args.repeats, [c for c in args.cases.split(",") if c], r=not args.no_r,
+                  min_time=args.min_time)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=2, default=str))

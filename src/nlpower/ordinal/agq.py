@@ -25,6 +25,7 @@ Checked against central differences of the log-likelihood in
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,39 +41,52 @@ if TYPE_CHECKING:
 __all__ = ["agq_gradient", "agq_loglik"]
 
 
-def _nodes(inner: InnerResult, n_agq: int, L: int) -> tuple[np.ndarray, ...]:
+@functools.lru_cache(maxsize=16)
+def _hermite(n_agq: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes and the log of ``w_k exp(x_k^2)`` (read-only; computed once)."""
     x, wq = special.roots_hermite(n_agq)
+    logw = np.log(wq) + x ** 2
+    x.flags.writeable = False
+    logw.flags.writeable = False
+    return x, logw
+
+
+def _logsumexp_rows(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``log sum_k exp(t_lk)`` per row and the softmax weights ``exp(t_lk - that)``."""
+    m = t.max(axis=1, keepdims=True)
+    e = np.exp(t - m)
+    tot = e.sum(axis=1, keepdims=True)
+    return (m + np.log(tot))[:, 0], e / tot
+
+
+def _level_node_sums(codes: np.ndarray, v: np.ndarray, L: int) -> np.ndarray:
+    """Sums over each level of ``v`` (``(n, K)``): ``(L, K)``."""
+    K = v.shape[1]
+    idx = (codes[:, None] * K + np.arange(K)).ravel()
+    return np.bincount(idx, weights=v.ravel(), minlength=L * K).reshape(L, K)
+
+
+def _nodes(inner: InnerResult, n_agq: int, L: int) -> tuple[np.ndarray, ...]:
+    x, logw = _hermite(n_agq)
     g = inner.factor.g1_diag
     if g.size != L:
         raise ValueError("adaptive Gauss-Hermite needs a single scalar random-effect term")
     s = 1.0 / np.sqrt(g)                                  # (L,)
     nodes = inner.u[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]   # (L, K)
-    return x, wq, s, nodes
+    return x, logw, s, nodes
 
 
 def agq_loglik(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
                inner: InnerResult, n_agq: int) -> float:
     """Adaptive Gauss-Hermite log-likelihood for one scalar random-effect term."""
     blk = rs.blocks[0]
-    x, wq, s, nodes = _nodes(inner, n_agq, blk.L)
+    x, logw, s, nodes = _nodes(inner, n_agq, blk.L)
     zl = rs._ZL[0][:, 0]
     eta = zl[:, None] * nodes[blk.codes]                  # (n, K)
     parts = cumulative_parts(link, up0[:, None] - eta, lo0[:, None] - eta, derivatives=False)
-    hl = np.zeros((blk.L, n_agq))
-    np.add.at(hl, blk.codes, parts.logp)
-    hl -= 0.5 * nodes ** 2
-    terms = hl + (np.log(wq) + x ** 2)[None, :]
-    ll = special.logsumexp(terms, axis=1) + np.log(np.sqrt(2.0) * s) - 0.5 * np.log(2.0 * np.pi)
+    terms = _level_node_sums(blk.codes, parts.logp, blk.L) - 0.5 * nodes ** 2 + logw
+    ll = _logsumexp_rows(terms)[0] + np.log(np.sqrt(2.0) * s) - 0.5 * np.log(2.0 * np.pi)
     return float(np.sum(ll))
-
-
-def _level_sums(codes: np.ndarray, v: np.ndarray, L: int) -> np.ndarray:
-    """Sums over each level of the rows of ``v`` (``(n,)`` or ``(n, m)``)."""
-    if v.ndim == 1:
-        return np.bincount(codes, weights=v, minlength=L)
-    out = np.zeros((L, v.shape[1]))
-    np.add.at(out, codes, v)
-    return out
 
 
 def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
@@ -89,7 +103,7 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     c, L = blk.codes, blk.L
     zl = rs._ZL[0][:, 0]                                  # a = s z: the term's column, scaled
     z = blk.Z[:, 0]
-    x, wq, s, nodes = _nodes(inner, n_agq, L)
+    x, logw, s, nodes = _nodes(inner, n_agq, L)
     u = inner.u
     H = inner.factor.g1_diag
     # -- the mode and the curvature as functions of psi (as in the Laplace gradient)
@@ -100,26 +114,21 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     delta = -z * u[c]                                     # d(upper) / ds at fixed u
     Du = np.column_stack([Bu, delta])
     Dl = np.column_stack([Bl, delta])
-    rhs = _level_sums(c, zl[:, None] * -(r_up[:, None] * Du + r_lo[:, None] * Dl), L)
+    rhs = _level_node_sums(c, zl[:, None] * -(r_up[:, None] * Du + r_lo[:, None] * Dl), L)
     rhs[:, -1] += np.bincount(c, weights=-z * r, minlength=L)
     du = rhs / H[:, None]                                 # (L, k): d u_l / d psi
     adu = zl[:, None] * du[c]
     dW = W_up[:, None] * (Du - adu) + W_lo[:, None] * (Dl - adu)
-    dH = _level_sums(c, (zl * zl)[:, None] * dW, L)
+    dH = _level_node_sums(c, (zl * zl)[:, None] * dW, L)
     dH[:, -1] += np.bincount(c, weights=2.0 * zl * z * cp.w, minlength=L)
     ds = -0.5 * (s ** 3)[:, None] * dH                    # (L, k): d s_l / d psi
     # -- the integrand at the nodes
     eta = zl[:, None] * nodes[c]                          # (n, K)
     parts = cumulative_parts(link, up0[:, None] - eta, lo0[:, None] - eta)
-    hl = np.zeros((L, n_agq))
-    np.add.at(hl, c, parts.logp)
-    hl -= 0.5 * nodes ** 2
-    terms = hl + (np.log(wq) + x ** 2)[None, :]
-    pi = np.exp(terms - special.logsumexp(terms, axis=1, keepdims=True))   # (L, K)
+    terms = _level_node_sums(c, parts.logp, L) - 0.5 * nodes ** 2 + logw
+    pi = _logsumexp_rows(terms)[1]                        # (L, K): the nodes' weights
     d1 = (parts.f_lo - parts.f_up) / parts.p              # d log p / d eta at the nodes
-    hprime = np.zeros((L, n_agq))
-    np.add.at(hprime, c, zl[:, None] * d1)
-    hprime -= nodes                                       # h_l'(v_lk)
+    hprime = _level_node_sums(c, zl[:, None] * d1, L) - nodes   # h_l'(v_lk)
     pic = pi[c]                                           # (n, K): each observation's level
     g = np.empty(Bu.shape[1] + 1)
     g[:-1] = ((pic * parts.f_up / parts.p).sum(axis=1) @ Bu

@@ -34,7 +34,7 @@ from .scalar import batch_nll_grad, fd_hessian
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel
 
-__all__ = ["BATCH_LIMIT", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
+__all__ = ["BATCH_LIMIT", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
 
 
 #: largest observations x (parameters + 1) for which a one-scalar-term fit takes
@@ -193,6 +193,32 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
     return float(res[0][0]), g, 0.5 * (H + H.T)
+
+
+def agq_steps(model: ClmmModel, x0: np.ndarray) -> tuple[np.ndarray, bool]:
+    """An ``nAGQ > 1`` fit from the Laplace one: BFGS on the quadrature likelihood.
+
+    The Laplace optimum (:func:`newton_steps` with the model switched to
+    ``nAGQ = 1``) is close to the quadrature one, and its Hessian is a good
+    first matrix: a few analytic quadrature gradients
+    (:func:`~.agq.agq_gradient`) finish the fit.  ``(x0, False)`` where the
+    Laplace steps do not apply (larger data) or do not converge.
+    """
+    nagq = model.nAGQ
+    model.nAGQ = 1
+    model._last = None                 # the cached point's value is the other likelihood's
+    try:
+        if not model._batch_newton():
+            return x0, False
+        xl, ok, end = newton_steps(model, x0)
+    finally:
+        model.nAGQ = nagq
+        model._last = None
+    if not ok or end is None:
+        return x0, False
+    xc = canonical_theta(model, xl)
+    flip = np.where(xc != xl, -1.0, 1.0)   # a column of Lambda signed: D H D
+    return bfgs_steps(model, xc, _floored(end[2] * np.outer(flip, flip)))
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,

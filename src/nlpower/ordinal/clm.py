@@ -23,24 +23,30 @@ __all__ = ["clm_newton"]
 
 
 def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, maxit: int = 100,
-               tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, bool]:
+               tol: float = 1e-12, design: tuple[np.ndarray, ...] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Maximum-likelihood ``(alpha, beta)`` of a cumulative link model; ``converged``.
 
-    ``y``: category codes ``0 .. K-1``; ``X``: fixed design without intercept.
+    ``y``: category codes ``0 .. K-1``; ``X``: fixed design without intercept;
+    ``design``: ``(Ju, Jl, Bu, Bl)`` of ``y`` when the caller has them (a
+    :class:`~.model.ClmmModel` does), else built here.
     """
     J = thr.jacobian
     K1 = J.shape[0]
     n = X.shape[0]
     top, bottom = y == K1, y == 0
-    Ju, Jl = J[np.minimum(y, K1 - 1)], J[np.maximum(y - 1, 0)]
-    # start: thresholds from the marginal cumulative proportions, beta = 0
     cum = np.cumsum(np.bincount(y, minlength=K1 + 1))[:-1] / n
+    if design is not None:
+        Ju, Jl, Bu, Bl = design
+    else:
+        Ju, Jl = J[np.minimum(y, K1 - 1)], J[np.maximum(y - 1, 0)]
+        Bu = np.where(top[:, None], 0.0, np.hstack([Ju, -X]))
+        Bl = np.where(bottom[:, None], 0.0, np.hstack([Jl, -X]))
+    # start: thresholds from the marginal cumulative proportions, beta = 0
     cuts = link.linkfun(np.clip(cum, 1e-3, 1 - 1e-3))
     cuts = np.maximum.accumulate(cuts + 1e-3 * np.arange(K1))
-    alpha = thr.alpha_from_theta(cuts)
+    alpha = cuts if thr.kind == "flexible" else thr.alpha_from_theta(cuts)
     beta = np.zeros(X.shape[1])
-    Bu = np.where(top[:, None], 0.0, np.hstack([Ju, -X]))
-    Bl = np.where(bottom[:, None], 0.0, np.hstack([Jl, -X]))
     a = alpha.size
 
     def parts(psi: np.ndarray):  # type: ignore[no-untyped-def]
@@ -67,7 +73,8 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
         t = 1.0
         for _ in range(40):
             new = psi + t * step
-            if np.all(np.diff(thr.theta(new[:a])) > 0):
+            th = thr.theta(new[:a])
+            if np.all(th[1:] > th[:-1]):
                 cn = parts(new)
                 lln = float(np.sum(cn.logp))
                 if lln >= ll - 1e-12 * abs(ll):

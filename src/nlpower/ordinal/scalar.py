@@ -86,6 +86,7 @@ class ScalarTerm:
               tol: float = 1e-15, maxit: int = 60) -> ScalarInner:
         """Newton steps for the ``L`` conditional modes (step halving per level)."""
         a = s * self.z
+        a2 = a * a
         u = u0.copy()
         c = self.codes
         ea = a * u[c]
@@ -94,9 +95,10 @@ class ScalarTerm:
         converged = False
         it = 0
         for it in range(1, maxit + 1):  # noqa: B007
-            d1 = (parts.f_lo - parts.f_up) / parts.p
-            g = np.bincount(c, weights=a * d1, minlength=self.L) - u
-            H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
+            r = (parts.f_up - parts.f_lo) / parts.p      # -d log p / d eta; w = r^2 - g2 / p
+            g = np.bincount(c, weights=-a * r, minlength=self.L) - u
+            w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
+            H = np.bincount(c, weights=a2 * w, minlength=self.L) + 1.0
             du = g / H
             dec = float(g @ du)
             if not np.isfinite(dec):
@@ -220,14 +222,17 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     LO = np.where(model.bottom, -np.inf, alpha @ model.Jl.T - xb)
     c, z = term.codes, term.z
     a = s[:, None] * z                                   # (m, n)
+    a2 = a * a
     u = np.tile(model._u, (m, 1))
     ea = a * u[:, c]
-    parts = cumulative_parts(link, UP - ea, LO - ea)
+    up, lo = UP - ea, LO - ea
+    parts = cumulative_parts(link, up, lo)
     hl = term.sums(parts.logp) - 0.5 * u * u
     ok = False
     for _ in range(maxit):
-        g = term.sums(a * ((parts.f_lo - parts.f_up) / parts.p)) - u
-        H = term.sums(a * a * parts.w) + 1.0
+        r = (parts.f_up - parts.f_lo) / parts.p          # -d log p / d eta
+        g = term.sums(-a * r) - u
+        H = term.sums(a2 * np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)) + 1.0
         du = g / H
         dec = np.sum(g * du, axis=1)
         if not np.all(np.isfinite(dec)):
@@ -240,7 +245,8 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
         for _ in range(40):
             un = u + step * du
             ea = a * un[:, c]
-            pn = cumulative_parts(link, UP - ea, LO - ea)
+            up, lo = UP - ea, LO - ea
+            pn = cumulative_parts(link, up, lo)
             hn = term.sums(pn.logp) - 0.5 * un * un
             bad = hn < hl - 1e-13 * np.abs(hl)
             if not bad.any():
@@ -251,9 +257,8 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
         u, parts, hl = un, pn, hn
     if not ok:
         return None
-    H = term.sums(a * a * parts.w) + 1.0
     f = -(np.sum(hl, axis=1) - 0.5 * np.sum(np.log(H), axis=1))
-    grad = laplace_grad(term, link, UP - ea, LO - ea, parts, a, u, H, model.Bu, model.Bl)
+    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl)
     if not (np.all(np.isfinite(f)) and np.all(np.isfinite(grad))):
         return None
     return f, -grad, u
