@@ -154,3 +154,42 @@ def test_fit_through_pairs_reaches_the_blockwise_optimum() -> None:
     assert ca.loglik >= cb.loglik - 1e-6
     np.testing.assert_allclose(ca.beta, cb.beta, atol=1e-3)
     np.testing.assert_allclose(ca.alpha, cb.alpha, atol=1e-3)
+
+
+def test_intercept_is_redundant_next_to_a_dummy_coded_term() -> None:
+    """The staged start's premise: only s0^2 11' + L L' enters the likelihood."""
+    d = _crowd(9)
+    m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
+    rs = m.rs
+    ks = [k for k, t in enumerate(rs.terms) if t.group == "w"]
+    k0 = next(k for k in ks if rs.terms[k].q == 1)
+    k1 = next(k for k in ks if rs.terms[k].q == 4)
+    rng = np.random.default_rng(10)
+    L = np.tril(rng.uniform(-0.5, 0.5, (4, 4))) + np.diag(rng.uniform(0.4, 1.0, 4))
+    s0 = 0.8
+    Lt = np.linalg.cholesky(s0 ** 2 * np.ones((4, 4)) + L @ L.T)
+    base = m.start()
+    off = m.n_alpha + m.p
+
+    def x_of(sd0: float, Lw: np.ndarray) -> np.ndarray:
+        x = base.copy()
+        th = x[off:]
+        th[rs.theta_slices[k0]] = sd0
+        th[rs.theta_slices[k1]] = np.concatenate([Lw[j:, j] for j in range(4)])
+        th[[i for i in range(rs.n_theta) if not any(
+            i in range(*rs.theta_slices[k].indices(rs.n_theta)) for k in ks)]] = 0.7
+        return x
+
+    assert m.nll(x_of(s0, L)) == pytest.approx(m.nll(x_of(0.0, Lt)), abs=1e-8)
+    assert abs(m.nll(x_of(s0, L)) - m.nll(x_of(0.0, L))) > 1e-3
+
+
+def test_staged_start_reaches_the_unit_start_optimum() -> None:
+    d = _crowd(11, n=700)
+    m = prepare_clmm("rating ~ s + (s || w) + (s || i)", d)
+    staged = m.refit()
+    unit = m.refit(start=m.start())
+    assert staged.converged and unit.converged
+    assert staged.loglik >= unit.loglik - 1e-6
+    np.testing.assert_allclose(staged.beta, unit.beta, atol=1e-3)
+    np.testing.assert_allclose(staged.thresholds, unit.thresholds, atol=1e-3)
