@@ -102,3 +102,94 @@ def test_gradient_of_the_crossed_q5_model_matches_differences(link: str) -> None
     f2, g2 = m2.nll_grad(x)
     assert f2 == pytest.approx(f, abs=1e-8)
     np.testing.assert_allclose(g2, g, atol=1e-7)
+
+
+def test_blockwise_schur_fallback_dense_and_sparse_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the pair path switched off, HFactor's dense and sparse coupling agree."""
+    import nlpower.ordinal.structure as st
+    d = _crowd(5)
+    m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
+    m.rs.use_pairs = False
+    rng = np.random.default_rng(6)
+    m.rs.set_theta(rng.uniform(0.3, 1.2, m.rs.n_theta))
+    w = rng.uniform(0.05, 0.3, m.rs.n)
+    dense = st.HFactor(m.rs, w)
+    monkeypatch.setattr(st, "_DENSE_LIMIT", 0)
+    sparse = st.HFactor(m.rs, w)
+    assert dense.dense and not sparse.dense
+    assert sparse.logdet == pytest.approx(dense.logdet, rel=1e-12)
+    r = rng.normal(size=m.rs.n_u)
+    np.testing.assert_allclose(sparse.solve(r), dense.solve(r), rtol=1e-9, atol=1e-12)
+
+
+def test_chord_steps_reach_the_newton_modes() -> None:
+    """Modes seeded by another point's factor equal the modes of plain Newton steps."""
+    from nlpower.ordinal.laplace import conditional_modes
+    d = _crowd(7)
+    m = prepare_clmm("rating ~ s + (s || w) + (s || i)", d)
+    x = m.start()
+    alpha, beta, theta = m.split(x)
+    m.rs.set_theta(theta)
+    up, lo = m.offsets(alpha, beta)
+    u0 = np.zeros(m.rs.n_u)
+    plain = conditional_modes(m.rs, m.link, up, lo, u0)
+    far = conditional_modes(m.rs, m.link, up + 0.3, lo + 0.3, u0)      # another point's H
+    seeded = conditional_modes(m.rs, m.link, up, lo, far.u, factor0=far.factor)
+    assert plain.converged and seeded.converged
+    np.testing.assert_allclose(seeded.u, plain.u, atol=1e-7)
+    assert seeded.h == pytest.approx(plain.h, abs=1e-9)
+    assert seeded.logdet == pytest.approx(plain.logdet, abs=1e-7)
+    assert seeded.iterations <= plain.iterations
+
+
+def test_fit_through_pairs_reaches_the_blockwise_optimum() -> None:
+    d = _crowd(8, n=600)
+    f = "rating ~ s + (s || w) + (s || i)"
+    a = prepare_clmm(f, d)
+    b = prepare_clmm(f, d)
+    b.rs.use_pairs = False
+    assert a.rs.pair_plan() is not None and b.rs.pair_plan() is None
+    ca, cb = a.refit(), b.refit()
+    assert ca.converged and cb.converged
+    assert ca.loglik >= cb.loglik - 1e-6
+    np.testing.assert_allclose(ca.beta, cb.beta, atol=1e-3)
+    np.testing.assert_allclose(ca.alpha, cb.alpha, atol=1e-3)
+
+
+def test_intercept_is_redundant_next_to_a_dummy_coded_term() -> None:
+    """The staged start's premise: only s0^2 11' + L L' enters the likelihood."""
+    d = _crowd(9)
+    m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
+    rs = m.rs
+    ks = [k for k, t in enumerate(rs.terms) if t.group == "w"]
+    k0 = next(k for k in ks if rs.terms[k].q == 1)
+    k1 = next(k for k in ks if rs.terms[k].q == 4)
+    rng = np.random.default_rng(10)
+    L = np.tril(rng.uniform(-0.5, 0.5, (4, 4))) + np.diag(rng.uniform(0.4, 1.0, 4))
+    s0 = 0.8
+    Lt = np.linalg.cholesky(s0 ** 2 * np.ones((4, 4)) + L @ L.T)
+    base = m.start()
+    off = m.n_alpha + m.p
+
+    def x_of(sd0: float, Lw: np.ndarray) -> np.ndarray:
+        x = base.copy()
+        th = x[off:]
+        th[rs.theta_slices[k0]] = sd0
+        th[rs.theta_slices[k1]] = np.concatenate([Lw[j:, j] for j in range(4)])
+        th[[i for i in range(rs.n_theta) if not any(
+            i in range(*rs.theta_slices[k].indices(rs.n_theta)) for k in ks)]] = 0.7
+        return x
+
+    assert m.nll(x_of(s0, L)) == pytest.approx(m.nll(x_of(0.0, Lt)), abs=1e-8)
+    assert abs(m.nll(x_of(s0, L)) - m.nll(x_of(0.0, L))) > 1e-3
+
+
+def test_staged_start_reaches_the_unit_start_optimum() -> None:
+    d = _crowd(11, n=700)
+    m = prepare_clmm("rating ~ s + (s || w) + (s || i)", d)
+    staged = m.refit()
+    unit = m.refit(start=m.start())
+    assert staged.converged and unit.converged
+    assert staged.loglik >= unit.loglik - 1e-6
+    np.testing.assert_allclose(staged.beta, unit.beta, atol=1e-3)
+    np.testing.assert_allclose(staged.thresholds, unit.thresholds, atol=1e-3)

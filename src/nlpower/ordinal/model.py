@@ -340,6 +340,9 @@ class ClmmModel:
         th0 = x0[self.n_alpha + self.p:]
         diag = self.rs.lower == 0.0
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
+        if start is None and self.nAGQ == 1:
+            from .staged import intercepts_start
+            x0 = intercepts_start(self, x0)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
         if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
