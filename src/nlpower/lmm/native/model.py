@@ -89,6 +89,8 @@ def moment_start(X: np.ndarray, y: np.ndarray, layout: Any) -> np.ndarray:
     n, p = X.shape
     r = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
     var_r = float(r @ r) / (n - p)
+    if not var_r > 0:                    # fitted exactly by X: nothing to apportion
+        return layout.start.copy()
     cols = []                            # (theta index, var(b), mean 1/sum z^2, mean z^2)
     for t, off in zip(layout.terms, layout.term_offsets, strict=True):
         Z = np.asarray(t.Z, dtype=float)
@@ -302,7 +304,7 @@ class NativeModel:
         fm, f1 = self.ev(xm, REML), self.ev(x0, REML)
         if math.isfinite(fm) and fm < f1:
             return xm, fm, MOMENT_STEP, 2
-        vals = [f1] + [self.ev(c * x0, REML) for c in START_SCALES[1:]]
+        vals = [f1] + [self.ev(c * x0, REML) for c in START_SCALES[1:]]   # START_SCALES[0] = 1
         best = int(np.argmin(vals))
         return START_SCALES[best] * x0, vals[best], 0.0, 1 + len(START_SCALES)
 
