@@ -155,3 +155,26 @@ def test_moment_start_recovers_one_way_components():
     fit = model.fit(REML=False, checkconv="ignore")
     xm = moment_start(model.spec.X, model.spec.y, model.layout)
     assert xm[0] == pytest.approx(fit.theta[0], rel=0.1)
+
+
+def _bowl(x: np.ndarray) -> tuple[float, np.ndarray, int]:
+    A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    d = x - np.array([0.7, 0.3, -0.2])
+    return float(0.5 * d @ A @ d), A @ d, 1
+
+
+@pytest.mark.parametrize("offset, steps", [(1e-5, 0), (1e-2, 1)])
+def test_newton_takes_no_first_step_below_bobyqas_ftol(offset, steps):
+    """Predicted gain ~1e-10 (below 1e-8): the point stays, k gradient calls, no k + 1-th."""
+    from nlpower.lmm.native.optimize import NEWTON_SKIP_GAIN, newton
+
+    x = np.array([0.7, 0.3, -0.2]) + offset
+    f, g, _ = _bowl(x)
+    done, x2, f2, n, derivs = newton(_bowl, x, f, g, np.array([0.0, 0.0, -np.inf]))
+    assert done
+    if steps == 0:
+        assert f < NEWTON_SKIP_GAIN                   # a quadratic: f is the predicted gain
+        assert np.array_equal(x2, x) and f2 == f and n == 3
+        assert np.array_equal(derivs[0], x) and np.array_equal(derivs[2], x)
+    else:               # a Hessian, the step; a second Hessian and (null) step as before
+        assert f2 < 1e-12 and n == 3 + 1 + 3 + 1

@@ -73,6 +73,7 @@ NEWTON_MAX_K = 12       # Newton steps (instead of the polish) up to this many p
 NEWTON_ITER = 3         # Newton steps at most
 NEWTON_MAX_GAIN = 1e-2  # ... only where the predicted gain is below this (near the optimum)
 NEWTON_GAIN_TOL = 1e-6  # no further step after one that was predicted to gain less
+NEWTON_SKIP_GAIN = 1e-8  # no first step when predicted to gain less (lme4's ftol_abs)
 UNFOLD_DELTA = 0.05     # relative ridge added to a singular term's Lambda Lambda'
 UNFOLD_TOL = 1e-4       # a diagonal theta below this counts as on the bound (lme4's isSingular)
 MAX_ROUNDS = 3          # polish/unfold rounds at most (a new round only after an unfold gain)
@@ -365,7 +366,9 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
     False -- and the quasi-Newton polish runs instead -- when the problem is
     larger, on a bound, not positive definite (the ridge of ``(f || g)``
     terms) or when the predicted gain exceeds ``NEWTON_MAX_GAIN`` (far from
-    the optimum).  Also returns ``(x, gradient at x, where the Hessian was
+    the optimum).  A first step predicted to gain less than
+    ``NEWTON_SKIP_GAIN`` is not taken (the point and its gradient stay;
+    ``k`` calls instead of ``k + 1``).  Also returns ``(x, gradient at x, where the Hessian was
     computed, Hessian)`` for the convergence check, which would compute the
     same things.
     """
@@ -385,6 +388,10 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
         gain = 0.5 * float(g @ step)
         if not 0.0 <= gain <= NEWTON_MAX_GAIN:
             return False, x, fx, n, None
+        if gain < NEWTON_SKIP_GAIN and derivs is None:
+            # the optimiser's point is within BOBYQA's ftol_abs: no step (InstEval: 5e-10)
+            derivs = (x.copy(), g, xH, H)
+            break
         x2 = np.maximum(x - step, lower)
         f2, g2, m = fg(x2)
         n += m
