@@ -48,10 +48,16 @@ _DENSE_FILL = 0.25     # ... or when at least this share of it is filled
 _GATHER_MAX = 5_000_000  # peeled rests: L21 as a dense array up to this many numbers
 
 
-def _group_sums(blk: GroupBlock, x: np.ndarray) -> np.ndarray:
-    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column."""
-    return np.stack([np.bincount(blk.codes, blk.Z[:, c] * x, minlength=blk.m)
-                     for c in range(blk.q)], axis=1)
+def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
+    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column (one sparse mat-vec,
+    the ``(m q, n)`` matrix ``Z'`` of the block cached on ``ev``)."""
+    cache = ev.__dict__.setdefault("_zt", {})
+    if id(blk) not in cache:
+        n, q = blk.Z.shape
+        rows = (blk.codes[:, None] * q + np.arange(q)[None, :]).ravel()
+        cols = np.repeat(np.arange(n), q)
+        cache[id(blk)] = (blk, sp.csr_matrix((blk.Z.ravel(), (rows, cols)), shape=(blk.m * q, n)))
+    return (cache[id(blk)][1] @ x).reshape(blk.m, blk.q)
 
 
 def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.csr_matrix:
@@ -329,8 +335,11 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         t = E[-1] - E[:-1].T @ z
     else:
         E = sp.csr_matrix((Ep.ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
-        t = np.asarray(E[-1, :].toarray()).ravel() - E[:-1, :].T @ z
-    u1 = np.linalg.solve(np.swapaxes(L1, 1, 2), t.reshape(b1.m, b1.q)[:, :, None])[:, :, 0]
+        ey = np.zeros((b1.m, b1.q))                       # E's y row: the y pairs
+        ey[b.y_levels] = Ep[b.y_pairs]
+        t = ey.ravel() - E.T @ np.append(z, 0.0)
+    # u1 = L1^{-T} t per level
+    u1 = np.einsum("lba,lb->la", ev._L1(f, inverse=True), t.reshape(b1.m, b1.q))
     b1m = u1 @ b1.lam(theta).T
     res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
     # -- diagonal blocks of the inverse --------------------------------------------
@@ -342,10 +351,10 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
     else:
         D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
-    groups.append((b1, D1, _group_sums(b1, res).T @ u1))
+    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1))
     for (blk, off), D in zip(b.rest, rest_D, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
-        groups.append((blk, D, _group_sums(blk, res).T @ ub))
+        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub))
     # -- assemble ----------------------------------------------------------------
     n_eff = n - p if REML else n
     g = np.zeros(theta.size)
