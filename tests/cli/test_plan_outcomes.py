@@ -28,6 +28,17 @@ def test_plan_likert_is_the_library_plan(tmp_path):
     assert _plans(out) == json.loads(lib.to_frame().to_json(orient="records"))
 
 
+def test_plan_likert_reads_effect_in_coding(tmp_path):
+    # --coding half: --effect is the half-coded latent effect, as for power and mde
+    out = tmp_path / "h.json"
+    assert main(["plan", "--outcome", "likert", "--levels", "5", "--preset", "high-variance",
+                 "--effect", "2.0", "--coding", "half", "--analysis", "lmm", *SEARCH,
+                 "--json", str(out)]) == 0
+    lib = nlpower.plan(presets.high_variance().to_coding("half"), effect=2.0, outcome="likert",
+                       levels=5, analysis="lmm", **LIB)
+    assert _plans(out) == json.loads(lib.to_frame().to_json(orient="records"))
+
+
 def test_plan_preference_is_the_library_plan(tmp_path):
     out = tmp_path / "p.json"
     assert main(["plan", "--outcome", "preference", "--p-win", "0.8", "--sd-worker", "0.3",

@@ -181,6 +181,8 @@ def _plan_outcome(args: argparse.Namespace) -> int:
             raise InputError(f"--outcome {args.outcome} needs --preset (a Table 16 scenario, "
                              "mapped to --levels K points).")
         params = next(iter(_scenarios(args.preset).values()))
+        if args.coding != params.coding:    # --effect is read in --coding, as power and mde do
+            params = params.to_coding(args.coding)
     elif args.preset is not None:
         raise InputError(f"--outcome {args.outcome} takes its parameters from its own flags "
                          "(--p-win, --sd-worker, ...); drop --preset.")

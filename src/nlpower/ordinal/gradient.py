@@ -23,10 +23,13 @@ in ``tests/ordinal/test_gradient.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg as sla
 
 from ..lmm.family import Link
+from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
 from .laplace import InnerResult
 from .structure import ReStructure
@@ -40,6 +43,8 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     One ``(n, q_b)`` array per block.
     """
     fac = inner.factor
+    if isinstance(fac, PairFactor):
+        return fac.selected_rows()
     blocks, ZL = rs.blocks, rs._ZL
     b1 = blocks[0]
     Ginv = fac.Ginv_blocks                            # (L1, q1, q1)
@@ -86,13 +91,16 @@ def _partials(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeParts
 
 def laplace_gradient(rs: ReStructure, link: Link, up: np.ndarray, lo: np.ndarray,
                      Bu: np.ndarray, Bl: np.ndarray, inner: InnerResult,
-                     theta_index: list[tuple[int, int, int]]) -> np.ndarray:
+                     theta_index: list[tuple[int, int, int]], *, want_du: bool = False
+                     ) -> Any:
     """Gradient of the Laplace log-likelihood over ``(alpha, beta, theta)``.
 
     ``up``/``lo``: the bounds at the modes; ``Bu``/``Bl``: ``d up / d psi`` and ``d lo /
     d psi`` for ``psi = (alpha, beta)`` (``(n, m)``, zero rows at open ends);
     ``theta_index``: for each ``theta`` element its (block, row, column) in ``Lambda_b``.
     All parameters at once: one multi-column solve with ``H`` and two sparse products.
+    ``want_du``: also return ``d u* / d (alpha, beta, theta)`` (``(n_u, k)``; the
+    conditional modes' first-order change, a predictor for the next Newton start).
     """
     cp = inner.parts
     r, r_up, r_lo, W_up, W_lo = _partials(link, up, lo, cp)
@@ -119,6 +127,8 @@ def laplace_gradient(rs: ReStructure, link: Link, up: np.ndarray, lo: np.ndarray
     dh = (cp.f_up / cp.p) @ Du - (cp.f_lo / cp.p) @ Dl
     rhs = rs.At(-(r_up[:, None] * Du + r_lo[:, None] * Dl))
     rhs[:, m:] += dAt_d1
-    adu = rs.eta(inner.factor.solve(rhs))
+    du = inner.factor.solve(rhs)
+    adu = rs.eta(du)
     dW = W_up[:, None] * (Du - adu) + W_lo[:, None] * (Dl - adu)
-    return np.asarray(dh - 0.5 * (lev @ dW + trace))
+    g = np.asarray(dh - 0.5 * (lev @ dW + trace))
+    return (g, du) if want_du else g

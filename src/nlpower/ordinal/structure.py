@@ -29,6 +29,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
+from .crossed import PairFactor, PairPlan, pair_plan
 
 __all__ = ["Block", "HFactor", "ReStructure"]
 
@@ -57,7 +58,14 @@ class Block:
 
 
 class ReStructure:
-    """Blocks, ``theta`` layout and the products with ``A = Z Lambda``."""
+    """Blocks, ``theta`` layout and the products with ``A = Z Lambda``.
+
+    ``use_pairs``: factor crossed designs through observation pairs
+    (:mod:`.crossed`) where the rest compresses; ``False`` forces the blockwise
+    dense Schur complement of :class:`HFactor` (the reference the tests compare with).
+    """
+
+    use_pairs = True
 
     def __init__(self, terms: tuple[ReTerm, ...]):
         self.terms = terms
@@ -103,6 +111,8 @@ class ReStructure:
              for bi, b in enumerate(self.blocks)]) if self.blocks else np.zeros((self.n, 0), int)
         self._indptr = np.arange(0, self.Acols.size + 1, max(self.Acols.shape[1], 1))
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
+        self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
+        self._lam_version = 0
         self._make_A()
 
     # -- theta -----------------------------------------------------------------------
@@ -127,7 +137,9 @@ class ReStructure:
 
     def set_theta(self, theta: np.ndarray) -> None:
         """Compute ``Z_b Lambda_b`` for every block (and the sparse ``A``)."""
-        self._ZL = [b.Z @ self.block_factor(i, theta) for i, b in enumerate(self.blocks)]
+        self._lams = [self.block_factor(i, theta) for i in range(len(self.blocks))]
+        self._ZL = [b.Z @ lam for b, lam in zip(self.blocks, self._lams, strict=True)]
+        self._lam_version += 1
         self._make_A()
 
     def _make_A(self) -> None:
@@ -166,8 +178,17 @@ class ReStructure:
         """``A' v`` (``v`` a vector or an ``(n, m)`` matrix)."""
         return np.asarray(self.AT @ v)
 
-    def factor(self, w: np.ndarray) -> HFactor:
+    def pair_plan(self) -> PairPlan | None:
+        """The (cached) pair plan of :mod:`.crossed`, ``None`` where the rest does not compress."""
+        if not hasattr(self, "_pair_plan"):
+            self._pair_plan = pair_plan(self) if self.use_pairs else None
+        return self._pair_plan
+
+    def factor(self, w: np.ndarray) -> HFactor | PairFactor:
         """Factor ``H = A' diag(w) A + I``."""
+        plan = self.pair_plan()
+        if plan is not None:
+            return PairFactor(self, w, plan)
         return HFactor(self, w)
 
 

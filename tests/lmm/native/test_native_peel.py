@@ -54,10 +54,10 @@ def _rest_matrix(ev: DevianceEvaluator, theta: np.ndarray) -> np.ndarray:
     seen: dict[str, np.ndarray] = {}
     finish = ev._finish
 
-    def grab(th, M, ld1, L1):
-        Mc = np.ascontiguousarray(M.T if M.flags.f_contiguous else M)
-        seen["M"] = np.tril(Mc) + np.tril(Mc, -1).T
-        return finish(th, M, ld1, L1)
+    def grab(th, M, ld1, L1, **kw):
+        Mc = np.tril(M)                       # the lower triangle is valid in every path
+        seen["M"] = Mc + np.tril(Mc, -1).T
+        return finish(th, M, ld1, L1, **kw)
 
     ev._finish = grab
     try:

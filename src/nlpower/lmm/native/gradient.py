@@ -113,7 +113,7 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     ip = np.arange(Nr)
     if perm is not None:
         ip[perm[:Nr]] = np.arange(Nr)
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     D1 = np.zeros((q1, q1))
     if isinstance(E, np.ndarray):
         G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]).reshape(Nr, m1, q1).transpose(1, 2, 0)
@@ -169,7 +169,62 @@ def _level_rows(ev: DevianceEvaluator, Nr: int) -> np.ndarray:
     return R
 
 
-def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: Any,
+def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
+               Ep: np.ndarray) -> np.ndarray:
+    """``L21 = Lambda_r' E`` gathered per block-1 level on its rows ``R``: ``(m1, rmax, q1)``.
+
+    One sparse mat-vec with the pairs' ``E`` (``Ep``, (pairs, q1)): entry
+    ``(l, i, b)`` is ``sum_c Lambda'[R[l, i], c] E[c, (l, b)]`` over the rest
+    rows ``c`` of ``R[l, i]``'s level (identity on the ``X`` rows).  The
+    operator's structure is built once per ``Nr`` (cached on ``ev``); a call
+    fills in ``theta``.
+    """
+    b = ev.b
+    m1, q1 = b.b1.m, b.b1.q
+    cache = ev.__dict__.setdefault("_l21_op", {})
+    if Nr not in cache:
+        rmax = R.shape[1]
+        # every (rest row r, row c of its level, theta source) with Lambda'[r, c] != 0
+        rr, cc, ss = [], [], []
+        for blk, off in b.rest:
+            lr, lc = np.divmod(blk.lam_idx, blk.q)            # Lambda[lr, lc] = theta[src]
+            base = off + blk.q * np.arange(blk.m)[:, None]
+            rr.append((base + lc[None, :]).ravel())           # Lambda'[lc, lr]
+            cc.append((base + lr[None, :]).ravel())
+            ss.append(np.tile(blk.theta_idx, blk.m))
+        ident = np.arange(b.nre2, Nr)
+        rr.append(ident)
+        cc.append(ident)
+        ss.append(np.full(ident.size, -1))                    # -1 -> the value 1
+        r_all, c_all, s_all = np.concatenate(rr), np.concatenate(cc), np.concatenate(ss)
+        order = np.argsort(r_all, kind="stable")
+        r_all, c_all, s_all = r_all[order], c_all[order], s_all[order]
+        start = np.searchsorted(r_all, np.arange(Nr + 1))
+        # positions (l, i) of R and their rows' entries
+        li = np.flatnonzero(R.ravel() < Nr)
+        rows_r = R.ravel()[li]
+        cnt = start[rows_r + 1] - start[rows_r]
+        pos = np.repeat(li, cnt)
+        ent = np.concatenate([np.arange(start[r], start[r + 1]) for r in rows_r]) \
+            if rows_r.size else np.zeros(0, dtype=np.intp)
+        lev = pos // rmax
+        key = c_all[ent].astype(np.int64) * m1 + lev
+        pkey = b.pair_row.astype(np.int64) * m1 + b.pair_lev     # sorted (CSR order)
+        pidx = np.minimum(np.searchsorted(pkey, key), pkey.size - 1)
+        ok = pkey[pidx] == key
+        pos, pidx, src = pos[ok], pidx[ok], s_all[ent][ok]
+        rows = (pos[:, None] * q1 + np.arange(q1)).ravel()
+        cols = (pidx[:, None] * q1 + np.arange(q1)).ravel()
+        srcq = np.repeat(src, q1)
+        mat = sp.csr_matrix((np.arange(1.0, rows.size + 1.0), (rows, cols)),
+                            shape=(m1 * rmax * q1, b.pair_row.size * q1))
+        cache[Nr] = (mat, srcq[mat.data.astype(np.intp) - 1])
+    mat, src = cache[Nr]
+    mat.data = np.where(src >= 0, theta[np.maximum(src, 0)], 1.0)
+    return (mat @ Ep.ravel()).reshape(m1, R.shape[1], q1)
+
+
+def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep: np.ndarray,
                            Nr: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """As :func:`_inverse_blocks_dense`, from ``S^{-1}`` gathered per block-1 level.
 
@@ -179,7 +234,7 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: 
     instead of the dense ``T L21`` (``Nr^2 m1 q1`` flops).  For peeled rests.
     """
     b = ev.b
-    q1, m1 = b.b1.q, b.b1.m
+    q1 = b.b1.q
     R = _level_rows(ev, Nr)
     assert f.peel is not None
     plan = f.peel.plan
@@ -194,16 +249,11 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: 
             rest_idx.append(plan.index(idx[:, :, None], idx[:, None, :]))
         cache[Nr] = (plan.index(ipx[R][:, :, None], ipx[R][:, None, :]), rest_idx)
     sg_idx, rest_idx = cache[Nr]
-    L21 = _lambda_rows(ev, f.theta, Nr) @ (E[:Nr] if isinstance(E, np.ndarray)
-                                           else E[:Nr, :])
-    L21 = np.vstack([np.asarray(L21.toarray() if sp.issparse(L21) else L21),
-                     np.zeros((1, m1 * q1))])
-    cols = (np.arange(m1) * q1)[:, None, None] + np.arange(q1)[None, None, :]
-    Lg = L21[R[:, :, None], cols]                                  # (m1, rmax, q1)
+    Lg = _level_L21(ev, Nr, R, f.theta, Ep)                        # (m1, rmax, q1)
     Sg = z[sg_idx]                                                 # (m1, rmax, rmax)
     H = np.swapaxes(Lg, 1, 2) @ Sg @ Lg
     H[:, np.arange(q1), np.arange(q1)] += 1.0
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
@@ -227,15 +277,21 @@ def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor
     Si = ev.rest_inverse(f, Nr)
     te = np.append(f.theta, 1.0)
     dv = te[ev._scale_idx]
-    i, k = np.divmod(sparse.S_lo, N2)
-    inside = (i < Nr) & (k < Nr)
-    pv = np.zeros(i.size)
-    pv[inside] = dv[i[inside]] * dv[k[inside]] * Si[i[inside], k[inside]]
-    Y = (sparse.V.T @ pv).reshape(m1, q1, q1)
-    Yo = (sparse.V.T @ np.where(i != k, pv, 0.0)).reshape(m1, q1, q1)
-    Q = Y + np.swapaxes(Yo, 1, 2)
+    cache = ev.__dict__.setdefault("_sparse_inside", {})
+    if Nr not in cache:
+        i, k = np.divmod(sparse.S_lo, N2)
+        inside = np.flatnonzero((i < Nr) & (k < Nr))
+        cache[Nr] = (inside, i[inside], k[inside], i != k)
+    inside, ii, kk, off = cache[Nr]
+    pv = np.zeros(sparse.S_lo.size)
+    pv[inside] = dv[ii] * dv[kk] * Si[ii, kk]
+    if q1 == 1:                                 # Q = Y + Yo' in one product
+        Q = (sparse.V.T @ np.where(off, 2.0 * pv, pv)).reshape(m1, 1, 1)
+    else:                                       # Y and Yo in one pass over V
+        YY = sparse.V.T @ np.column_stack([pv, np.where(off, pv, 0.0)])
+        Q = YY[:, 0].reshape(m1, q1, q1) + np.swapaxes(YY[:, 1].reshape(m1, q1, q1), 1, 2)
     lam1 = b1.lam(f.theta)
-    L1inv = np.linalg.inv(L1)
+    L1inv = ev._L1(f, inverse=True)
     Binv = np.swapaxes(L1inv, 1, 2) @ L1inv
     D1 = (Binv + Binv @ (lam1.T @ Q @ lam1) @ Binv).sum(axis=0)
     rest = []
@@ -281,7 +337,7 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     Nr = nre2 + (p if REML else 0)
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray]] = []   # (block, D, R)
     if f.peel is not None and b.N2 * b1.m * b1.q <= _GATHER_MAX:
-        D1, rest_D = _inverse_blocks_gather(ev, f, L1, E, Nr)
+        D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
     elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
     else:

@@ -1,0 +1,78 @@
+"""A start for models with random slopes: the intercepts-only model's fit first.
+
+``rating ~ system + (system || worker) + (system || item)`` has 28
+parameters; from the clm start with unit SDs L-BFGS-B spends many
+evaluations (each a factorisation of a crossed ``H``) before the variance
+components are roughly right.  The same model with the intercept terms
+only (``(1 | worker) + (1 | item)``: 8 parameters, a scalar per level, cheap
+evaluations) gives thresholds, fixed effects and each factor's overall SD.
+The full model starts from them: where a term's columns are a full dummy
+coding with an unstructured covariance (each row sums to 1, so ``Z l = c``
+for ``l = c 1``), the intercept term of that factor is redundant -- the
+likelihood depends on ``s0^2 1 1' + L L'`` only, and every such matrix is
+some ``L L'`` -- so its SD goes to the term's first column and the intercept
+starts (and stays) at 0 instead of leaving L-BFGS-B a flat ridge to crawl
+along; otherwise the intercept keeps it.  The other columns start at a
+fifth of it.  On the crowd file of ``benchmarks/ordinal_crowd_scaling.py``
+about half the evaluations; the optimum is the one the unit-SD start
+reaches (log-likelihood and parameters, ``tests/ordinal/test_crowd_scale.py``
+and the benchmark's ``--reference``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .model import ClmmModel
+
+__all__ = ["intercepts_start"]
+
+#: the smallest SD a start holds (the model's floor: an SD at 0 is a stationary point)
+_FLOOR = 0.2
+
+
+def _dummy_coded(Z: np.ndarray) -> bool:
+    return bool(Z.shape[1] > 1 and np.allclose(Z.sum(axis=1), 1.0) and np.all((Z == 0) | (Z == 1)))
+
+
+def intercepts_start(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
+    """``x0`` improved from the intercepts-only fit (``x0`` itself when it does not apply)."""
+    rs = model.rs
+    if rs is None or all(t.q == 1 for t in rs.terms):
+        return x0
+    icpt = [k for k, t in enumerate(rs.terms) if tuple(t.cnames) == ("(Intercept)",)]
+    if not icpt or len(icpt) == len(rs.terms):
+        return x0
+    from .model import ClmmModel
+    sub = dataclasses.replace(model.spec, re_terms=tuple(rs.terms[k] for k in icpt))
+    m1 = ClmmModel(sub, model.family, model.response)
+    m1.set_response(model.y)
+    c1 = m1.refit(hessian=False)
+    model.n_evals += c1.n_evals
+    if not (c1.converged and math.isfinite(c1.loglik)):
+        return x0
+    k0 = model.n_alpha + model.p
+    x = x0.copy()
+    x[:k0] = c1.params[:k0]
+    sd = {rs.terms[k].group: float(s) for k, s in zip(icpt, c1.theta, strict=True)}
+    folded = {t.group for t in rs.terms if t.group in sd and _dummy_coded(np.asarray(t.Z))}
+    th = x[k0:]
+    for k, t in enumerate(rs.terms):
+        s = sd.get(t.group)
+        if s is None:
+            continue                      # a factor without an intercept term: unit SDs
+        sl = rs.theta_slices[k]
+        if k in icpt:
+            th[sl] = 0.0 if t.group in folded else max(s, _FLOOR)
+            continue
+        d = max(0.2 * s, _FLOOR)
+        L = d * np.eye(t.q)
+        if t.group in folded and _dummy_coded(np.asarray(t.Z)):
+            L[:, 0] = math.sqrt(max(s * s - _FLOOR ** 2 - d * d, d * d))
+        th[sl] = np.concatenate([L[j:, j] for j in range(t.q)])
+    return x
