@@ -205,3 +205,30 @@ def test_agq_from_laplace_gives_the_lbfgsb_fit(seed: int) -> None:
     np.testing.assert_allclose(quick.params, full.params, atol=2e-5)
     np.testing.assert_allclose(np.sqrt(np.diag(quick.vcov)), np.sqrt(np.diag(full.vcov)),
                                rtol=1e-3)
+
+
+@pytest.mark.parametrize("seed", [5, 11, 17, 20])
+@pytest.mark.parametrize("link", ["logit", "probit", "cloglog"])
+def test_small_fits_at_least_as_high_as_the_bfgs_path(seed: int, link: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # singular and near-singular SDs, 3-5 categories, equidistant thresholds: Newton steps
+    # that cannot finish hand over to BFGS from the converged clm start (then L-BFGS-B)
+    rng = np.random.default_rng(seed)
+    n_levels, per = int(rng.integers(4, 15)), int(rng.integers(4, 12))
+    g = np.repeat(np.arange(n_levels), per)
+    x = rng.normal(size=g.size)
+    sd = [0.0, 0.3, 1.0, 2.5][seed % 4]
+    n_cat = [3, 4, 5][seed % 3]
+    latent = 0.7 * x + rng.normal(0, sd, n_levels)[g] + rng.logistic(size=g.size)
+    d = pd.DataFrame({"y": np.digitize(latent, np.linspace(-1.5, 1.5, n_cat - 1)) + 1,
+                      "x": x, "g": g})
+    m = prepare_clmm("y ~ x + (1 | g)", d, link=link,
+                     threshold=["flexible", "equidistant"][seed % 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = m.refit()
+        monkeypatch.setattr(chord, "BATCH_LIMIT", 0)
+        slow = m.refit()
+    assert fast.loglik >= slow.loglik - 1e-6
+    assert fast.converged == slow.converged
+    np.testing.assert_allclose(fast.beta, slow.beta, atol=1e-3)

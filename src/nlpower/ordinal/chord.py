@@ -132,7 +132,7 @@ def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 2
     return x, False
 
 
-def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 30, gtol: float = 1e-3,
+def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: float = 1e-3,
                  delta: float = 1e-4
                  ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, np.ndarray] | None]:
     """Newton steps on ``-loglik`` of a one-scalar-term Laplace fit, Hessians by differences.
@@ -159,8 +159,8 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 30, gtol: floa
         # -loglik enough is halved (one point at a time) and the batch evaluated there
         xt = x if step is None else x + step
         res = _newton_batch(model, xt, shift, delta)
-        if res is not None and step is not None and not res[0] <= f + 1e-4 * slope:
-            res = None
+        if step is not None and (res is None or not res[0] <= f + 1e-4 * slope):
+            res = None                 # outside the parameter space, or not low enough
             t = 0.5
             for _ in range(11):
                 fn = model.nll(x + t * step)
@@ -176,6 +176,9 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 30, gtol: floa
         if np.max(np.abs(g)) < gtol:
             return x, True, res
         step = -np.linalg.solve(_floored(H), g)
+        big = float(np.max(np.abs(step)))
+        if big > 2.0:                  # a floored eigenvalue (an SD near 0): cap the step
+            step *= 2.0 / big
         slope = float(g @ step)
     return x, False, None
 

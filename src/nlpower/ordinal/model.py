@@ -353,6 +353,9 @@ class ClmmModel:
                 # one scalar term, small data: Newton steps, each Hessian one batch of points
                 xq, ok, end = newton_steps(self, x0)
                 self._hess_at = (xq.copy(), *end) if ok and end is not None else None
+                if not ok:            # as for larger data: BFGS from the converged clm start
+                    x0 = self.start()
+                    xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
             else:
                 xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
             xq = canonical_theta(self, xq)
