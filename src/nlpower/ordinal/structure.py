@@ -150,11 +150,28 @@ class ReStructure:
         self.AT = self.A.T
         # each observation's products a_ij a_ik, split as H is (first block / coupling / rest)
         q1 = self.blocks[0].q if self.blocks else 0
-        av1, av2 = self.Avals[:, :q1], self.Avals[:, q1:]
+        av1 = self.Avals[:, :q1]
         n = self.n
         self.AoG = (av1[:, :, None] * av1[:, None, :]).reshape(n, -1)
-        self.Ao12 = (av1[:, :, None] * av2[:, None, :]).reshape(n, -1)
-        self.Ao22 = (av2[:, :, None] * av2[:, None, :]).reshape(n, -1)
+        self._Ao_rest: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def Ao12(self) -> np.ndarray:
+        """Products ``a_1j a_2k`` of the coupling (only :class:`HFactor` reads them)."""
+        return self._ao_rest()[0]
+
+    @property
+    def Ao22(self) -> np.ndarray:
+        return self._ao_rest()[1]
+
+    def _ao_rest(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._Ao_rest is None:
+            q1 = self.blocks[0].q if self.blocks else 0
+            av1, av2 = self.Avals[:, :q1], self.Avals[:, q1:]
+            n = self.n
+            self._Ao_rest = ((av1[:, :, None] * av2[:, None, :]).reshape(n, -1),
+                             (av2[:, :, None] * av2[:, None, :]).reshape(n, -1))
+        return self._Ao_rest
 
     def pattern(self) -> _Pattern:
         """The (cached) placement of ``A``'s row products in ``H``."""
