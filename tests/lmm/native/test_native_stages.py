@@ -178,3 +178,15 @@ def test_newton_takes_no_first_step_below_bobyqas_ftol(offset, steps):
         assert np.array_equal(derivs[0], x) and np.array_equal(derivs[2], x)
     else:               # a Hessian, the step; a second Hessian and (null) step as before
         assert f2 < 1e-12 and n == 3 + 1 + 3 + 1
+
+
+def test_bobyqa_takes_over_where_the_gradient_path_stalls(sparse4, monkeypatch):
+    """A projected gradient above GRADIENT_GTOL after L-BFGS-B (here: any): BOBYQA runs."""
+    from nlpower.lmm.native import optimize
+
+    ref = sparse4.fit(REML=False, checkconv="ignore")
+    monkeypatch.setattr(optimize, "GRADIENT_GTOL", 0.0)
+    fit = sparse4.fit(REML=False, checkconv="ignore")
+    assert "bobyqa" in fit.optinfo["stages"] and fit.optinfo["optimizer"] == "nlopt LN_BOBYQA"
+    assert fit.optinfo["nlopt_message"].startswith("NLOPT")
+    assert fit.deviance == pytest.approx(ref.deviance, abs=1e-5)
