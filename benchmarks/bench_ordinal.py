@@ -22,7 +22,10 @@ BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
 the batch size), then each repeat times back-to-back calls for at least
 ``--min-time`` seconds (default 0.2) and divides by their number, so that a
 fit of a few milliseconds is not timed by one scheduler slice on a shared
-machine; ``--min-time 0`` times one call per repeat.  The CPU-time ratio
+machine; ``--min-time 0`` times one call per repeat.  The engines take turns:
+one native repeat, then one R repeat (a fresh R process, warm-up included),
+and so on, so that a change of the machine's load falls on both
+(``--no-interleave``: all native repeats, then all R repeats in one process).  The CPU-time ratio
 (process time in Python, user + system time in R) is printed too: on a loaded
 machine it moves less than the wall-clock one.  Data: ``tests/reference/data`` (exported by
 ``tests/reference/clmm_reference.R``) and a fixed-seed simulation for ``crowd20k``.
@@ -137,8 +140,21 @@ def run_r(path: Path, formula: str, repeats: int, nAGQ: int = 1,
     return res
 
 
+def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One engine's repeats, each from its own :func:`run_native`/:func:`run_r` call."""
+    bad = [q for q in runs if "times" not in q]
+    if bad:
+        return bad[0]
+    out = dict(runs[-1])
+    out["times"] = [t for q in runs for t in q["times"]]
+    out["cpu"] = [t for q in runs for t in q["cpu"]]
+    out["median"] = statistics.median(out["times"])
+    out["cpu_median"] = statistics.median(out["cpu"])
+    return out
+
+
 def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True,
-            min_time: float = 0.2) -> dict[str, Any]:
+            min_time: float = 0.2, interleave: bool = True) -> dict[str, Any]:
     """Time every case with both engines; print and return the ratios."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     report: dict[str, Any] = {}
@@ -149,9 +165,17 @@ def run_all(repeats: int = 3, cases: list[str] | None = None, r: bool = True,
         if file is None:
             crowd20k(path)
         nagq = NAGQ.get(name, 1)
-        nat = run_native(path, formula, repeats, nagq, min_time)
-        rr = run_r(path, formula, repeats, nagq, min_time) if (r and name != "crowd20k") else {
-            "skipped": "not run (crossed crowd file; see docs/ordinal.md)"}
+        with_r = r and name != "crowd20k"
+        if interleave and with_r:
+            # one repeat of each engine in turn (a fresh R process each time), so that a
+            # change of the machine's load falls on both sides alike
+            runs = [(run_native(path, formula, 1, nagq, min_time),
+                     run_r(path, formula, 1, nagq, min_time)) for _ in range(repeats)]
+            nat, rr = _pooled([n for n, _ in runs]), _pooled([q for _, q in runs])
+        else:
+            nat = run_native(path, formula, repeats, nagq, min_time)
+            rr = run_r(path, formula, repeats, nagq, min_time) if with_r else {
+                "skipped": "not run (crossed crowd file; see docs/ordinal.md)"}
         row = {"formula": formula, "native": nat, "ordinal": rr}
         msg = f"{name:10s} native {nat['median']:7.3f} s (loglik {nat['loglik']:.4f})"
         if "median" in rr:
@@ -171,13 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-r", action="store_true", help="native timings only")
+    ap.add_argument("--no-interleave", action="store_true",
+                    help="all native repeats, then all R repeats in one R process (default: "
+                         "alternate, one R process per repeat)")
     ap.add_argument("--min-time", type=float, default=0.2,
                     help="each repeat times back-to-back calls for at least this many seconds "
                          "(per-call time = total / calls; 0: one call per repeat)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
     rep = run_all(args.repeats, [c for c in args.cases.split(",") if c], r=not args.no_r,
-                  min_time=args.min_time)
+                  min_time=args.min_time, interleave=not args.no_interleave)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=2, default=str))

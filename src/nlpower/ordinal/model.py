@@ -284,18 +284,28 @@ class ClmmModel:
         """clm estimates (no random effects) and SDs of 1.
 
         ``quick``: the start of Newton steps on one scalar term
-        (:meth:`_batch_newton`): two Newton steps of the clm fit, its
-        thresholds and fixed effects scaled from the marginal to the
-        conditional scale of a unit-SD random intercept, ``sqrt(1 + c)``
-        (``c = 1`` for the probit; ``(16 sqrt(3) / (15 pi))^2 = 0.346`` for the
-        logit, Zeger, Liang & Albert 1988; unscaled for the cloglog).
+        (:meth:`_batch_newton`): two Newton steps of the clm fit; the SD from
+        the levels' one-step effects ``b_l = score_l / info_l`` at the clm fit,
+        ``s^2 = mean(b_l^2 - 1 / info_l)`` (at least 0.2^2); thresholds and
+        fixed effects scaled from the marginal to the conditional scale,
+        ``sqrt(1 + c s^2)`` (``c = 1`` for the probit; ``(16 sqrt(3) / (15
+        pi))^2 = 0.346`` for the logit, Zeger, Liang & Albert 1988; unscaled
+        for the cloglog).
         """
         alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
                                     design=(self.Ju, self.Jl, self.Bu, self.Bl))
-        if quick:
-            c = {"logit": 0.346, "probit": 1.0}.get(self.link.name, 0.0)
-            alpha, beta = alpha * math.sqrt(1.0 + c), beta * math.sqrt(1.0 + c)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
+        if quick and self._scalar is not None:
+            t = self._scalar
+            cp = cumulative_parts(self.link, *self.offsets(alpha, beta))
+            score = np.bincount(t.codes, weights=t.z * (cp.f_lo - cp.f_up) / cp.p, minlength=t.L)
+            info = np.bincount(t.codes, weights=t.z * t.z * cp.w, minlength=t.L)
+            pos = info > 0
+            var = max(float(np.mean((score[pos] / info[pos]) ** 2 - 1.0 / info[pos])),
+                      _MIN_START_SD ** 2) if pos.any() else 1.0
+            c = {"logit": 0.346, "probit": 1.0}.get(self.link.name, 0.0)
+            alpha, beta = alpha * math.sqrt(1.0 + c * var), beta * math.sqrt(1.0 + c * var)
+            theta = np.array([math.sqrt(var)])
         return np.concatenate([alpha, beta, theta])
 
     def refit(self, y: Any = None, *, start: Any = None, control: dict[str, Any] | None = None,
