@@ -289,8 +289,7 @@ class PairFactor:
         inv, info = lapack.dpotri(self.chol, lower=1)
         if info != 0:
             inv = sla.cho_solve((self.chol, True), np.eye(plan.Nr), check_finite=False)
-        else:
-            inv = np.tril(inv)
+        else:                    # the upper triangle is 0 (sla.cholesky cleans it)
             inv += np.tril(inv, -1).T
         Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
         Pf = Phi.ravel()
