@@ -213,6 +213,7 @@ class ClmmFit:
             what = "predictor and grouping" if with_re else "predictor"
             hint = "; or predict(..., re=False) for the population level" if with_re else ""
             raise InputError(f"newdata lacks the {what} columns {missing}{hint}.")
+        _check_factor_levels(train, newdata, [v for v in f.fixed.variables if v != resp])
         both = pd.concat([train[need], newdata[need]], ignore_index=True)
         both[resp] = np.arange(len(both), dtype=float) % 2   # placeholder, not used
         if with_re:
@@ -350,3 +351,19 @@ class ClmmFit:
         return (f"ClmmFit({self.formula!r}, link={self.model.link.name!r}, "
                 f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{flags})")
 
+
+
+def _check_factor_levels(train: pd.DataFrame, newdata: pd.DataFrame, names: list[str]) -> None:
+    """A fixed-effect factor level the fit has not seen has no coefficient: an error, not
+    a silent prediction at the reference level."""
+    for v in names:
+        col = train[v]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            continue
+        seen = set(col.astype(str))
+        new = sorted({str(x) for x in newdata[v].dropna()} - seen)
+        if new:
+            raise InputError(
+                f"newdata has values of {v!r} the model was not fitted with: {new[:5]}"
+                f"{' ...' if len(new) > 5 else ''}; a fixed effect has no coefficient for them "
+                f"(fitted levels: {sorted(seen)[:10]}). Predict only the fitted levels.")

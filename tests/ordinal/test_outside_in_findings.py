@@ -1,0 +1,42 @@
+"""Findings of the outside-in check (``benchmarks/outside_in_ordinal.py``), kept fixed."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlpower.errors import InputError
+from nlpower.ordinal import clmm
+
+
+@pytest.fixture(scope="module")
+def two_system_fit():  # type: ignore[no-untyped-def]
+    g = np.random.default_rng(20)
+    n = 600
+    d = pd.DataFrame({"worker": g.integers(0, 30, n).astype(str),
+                      "system": g.choice(["A", "B"], n)})
+    lat = 0.8 * (d.system == "B") + g.normal(0, 1, 30)[d.worker.astype(int)] + g.logistic(size=n)
+    d["rating"] = np.searchsorted([-1.0, 0.0, 1.0], lat) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return clmm("rating ~ system + (1 | worker)", d)
+
+
+@pytest.mark.parametrize("re", [True, False])
+def test_predict_rejects_a_system_level_the_fit_has_not_seen(two_system_fit, re) -> None:  # type: ignore[no-untyped-def]
+    # before: system "C" had no column and was predicted silently as the reference level "A"
+    new = pd.DataFrame({"system": ["C", "A"], "worker": ["1", "2"]})
+    with pytest.raises(InputError, match="'system'.*'C'"):
+        two_system_fit.predict(new, type="prob", re=re)
+
+
+def test_predict_of_fitted_levels_still_works(two_system_fit) -> None:  # type: ignore[no-untyped-def]
+    new = pd.DataFrame({"system": pd.Categorical(["B", "A"]), "worker": ["1", "2"]})
+    P = two_system_fit.predict(new, type="prob", re=False).to_numpy()
+    assert np.allclose(P.sum(axis=1), 1.0)
+    # population level: system B shifts the latent mean by its coefficient
+    lat = two_system_fit.predict(new, type="latent", re=False).to_numpy()
+    assert lat[0] - lat[1] == pytest.approx(float(two_system_fit.fixef["systemB"]))
