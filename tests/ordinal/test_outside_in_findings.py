@@ -40,3 +40,33 @@ def test_predict_of_fitted_levels_still_works(two_system_fit) -> None:  # type: 
     # population level: system B shifts the latent mean by its coefficient
     lat = two_system_fit.predict(new, type="latent", re=False).to_numpy()
     assert lat[0] - lat[1] == pytest.approx(float(two_system_fit.fixef["systemB"]))
+
+
+@pytest.fixture(scope="module")
+def intercepts_only():  # type: ignore[no-untyped-def]
+    from nlpower import fit_ratings, read_ratings
+    g = np.random.default_rng(21)
+    rows = [(w, i, s) for w in range(25) for i in range(12) for s in ("A", "B")]
+    d = pd.DataFrame(rows, columns=["worker", "item", "system"]).astype(str)
+    lat = 0.5 * (d.system == "B") + g.normal(0, 1.5, 25)[d.worker.astype(int)] \
+        + g.logistic(size=len(d))
+    d["rating"] = np.searchsorted([-1.5, -0.5, 0.5, 1.5], lat) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_ratings(read_ratings(d, scale=(1, 5)), family="ordinal",
+                           model="rating ~ system + (1 | worker) + (1 | item)")
+
+
+def test_per_system_sds_outside_the_model_print_as_dash_not_zero(intercepts_only) -> None:  # type: ignore[no-untyped-def]
+    # before: Tables 14-15 printed 0.0000, which reads as an SD estimated at zero
+    text = intercepts_only.summary()
+    t14 = text[text.index("Table 14 layout"):text.index("Table 15 layout")]
+    assert "0.0000" not in t14 and "-" in t14.splitlines()[2]
+    assert "no per-system worker term" in t14
+    assert intercepts_only.tables()["Table 14"]["sigma1w"].iloc[0] == 0.0   # values stay numeric
+
+
+def test_design_report_does_not_claim_ordinal_ratings_are_rescaled(intercepts_only) -> None:  # type: ignore[no-untyped-def]
+    text = intercepts_only.summary()
+    assert "rescaled to [0, 1]" not in text
+    assert "fitted as ordered categories" in text and "not rescaled" in text

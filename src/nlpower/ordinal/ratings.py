@@ -31,6 +31,9 @@ from .result import ClmmFit
 __all__ = ["OrdinalRatingsFit", "fit_ratings_ordinal"]
 
 GROUPS = ("worker", "item")
+#: the design report's scale line says what the Gaussian fit does; the ordinal fit does not rescale
+_RESCALED = "ratings rescaled to [0, 1] as (r - lo) / (hi - lo)"
+_AS_CATEGORIES = "integer ratings fitted as ordered categories (family='ordinal': not rescaled)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +48,8 @@ class OrdinalRatingsFit:
     formula: str
     intercept_sd: dict[str, float]
     system_sd: dict[str, pd.Series]
+    #: groups whose formula has per-system terms (else their per-system SDs print as "-")
+    system_terms: frozenset[str] = frozenset(GROUPS)
 
     @property
     def fixef(self) -> pd.Series:
@@ -73,7 +78,8 @@ class OrdinalRatingsFit:
         return out
 
     def summary(self) -> str:
-        lines = [self.report.summary(), "",
+        design = self.report.summary().replace(_RESCALED, _AS_CATEGORIES)
+        lines = [design, "",
                  f"Model: {self.formula}  (cumulative {self.fit.model.link.name} mixed model, "
                  "Laplace; ratings as ordered categories, latent scale)",
                  f"  systems in fitted order: {', '.join(self.systems)} (coding {self.coding!r}, "
@@ -82,9 +88,15 @@ class OrdinalRatingsFit:
         caption = {"Table 13": "fixed effects, thresholds and latent residual SD",
                    "Table 14": "worker SDs (intercept, then per system)",
                    "Table 15": "item SDs (intercept, then per system)"}
-        for title, t in self.tables().items():
-            lines += [f"{title} layout -- {caption[title]}:",
-                      t.to_string(index=False, float_format=lambda v: f"{v:.4f}"), ""]
+        for (title, t), g in zip(self.tables().items(), (None, *GROUPS), strict=True):
+            text = t.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+            if g is not None and g not in self.system_terms:   # as the Gaussian fit's tables
+                shown = t.astype(object)
+                shown.iloc[0, 1:] = "-"
+                text = shown.to_string(index=False, formatters={
+                    shown.columns[0]: lambda v: f"{v:.4f}"}) + \
+                    f"\n- : no per-system {g} term in the fitted model (0 in the values)"
+            lines += [f"{title} layout -- {caption[title]}:", text, ""]
         if self.fit.singular:
             lines.append("note: boundary (singular) fit -- some SD is estimated as 0 (expected "
                          "for (system || g) terms, whose intercept and per-system SDs trade off)")
@@ -140,6 +152,7 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     first = np.array([int(np.flatnonzero(codes == j)[0]) for j in range(len(choice.levels))])
     intercept_sd: dict[str, float] = {}
     system_sd: dict[str, pd.Series] = {}
+    with_terms = frozenset(t.group for t in spec.re_terms if tuple(t.cnames) != ("(Intercept)",))
     for g in GROUPS:
         s0 = 0.0
         cov = np.zeros((len(choice.levels),) * 2)
@@ -157,4 +170,4 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     return OrdinalRatingsFit(fit=fit, report=ratings.report, systems=tuple(choice.levels),
                              baseline=choice.baseline, coding=choice.coding,
                              formula=choice.formula, intercept_sd=intercept_sd,
-                             system_sd=system_sd)
+                             system_sd=system_sd, system_terms=with_terms)
