@@ -62,7 +62,7 @@ def test_per_system_sds_outside_the_model_print_as_dash_not_zero(intercepts_only
     text = intercepts_only.summary()
     t14 = text[text.index("Table 14 layout"):text.index("Table 15 layout")]
     assert "0.0000" not in t14 and "-" in t14.splitlines()[2]
-    assert "no per-system worker term" in t14
+    assert "not in the fitted model" in t14
     assert intercepts_only.tables()["Table 14"]["sigma1w"].iloc[0] == 0.0   # values stay numeric
 
 
@@ -70,3 +70,21 @@ def test_design_report_does_not_claim_ordinal_ratings_are_rescaled(intercepts_on
     text = intercepts_only.summary()
     assert "rescaled to [0, 1]" not in text
     assert "fitted as ordered categories" in text and "not rescaled" in text
+
+
+def test_nested_items_without_an_intercept_print_dash_for_sigma0i() -> None:
+    from nlpower import fit_ratings, read_ratings
+    g = np.random.default_rng(22)
+    rows = [(f"w{w}", f"{s}_{i}", s) for s in ("A", "B") for i in range(15)
+            for w in g.choice(20, 5, replace=False)]
+    d = pd.DataFrame(rows, columns=["worker", "item", "system"])
+    lat = g.normal(0, 1.5, 20)[d.worker.str[1:].astype(int)] + g.logistic(size=len(d))
+    d["rating"] = np.searchsorted([-1.0, 0.0, 1.0], lat) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_ratings(read_ratings(d, scale=(1, 4)), family="ordinal")
+    assert "(1 | item)" not in fit.formula.replace("(1|item)", "(1 | item)")   # nested: no item intercept
+    text = fit.summary()
+    t15 = text[text.index("Table 15 layout"):].splitlines()
+    assert t15[2].split()[0] == "-"          # sigma0i: not in the model
+    assert t15[2].split()[1] != "-"          # sigma1i: estimated

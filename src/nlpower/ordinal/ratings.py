@@ -48,8 +48,9 @@ class OrdinalRatingsFit:
     formula: str
     intercept_sd: dict[str, float]
     system_sd: dict[str, pd.Series]
-    #: groups whose formula has per-system terms (else their per-system SDs print as "-")
+    #: groups whose formula has per-system / intercept terms (else those SDs print as "-")
     system_terms: frozenset[str] = frozenset(GROUPS)
+    intercept_terms: frozenset[str] = frozenset(GROUPS)
 
     @property
     def fixef(self) -> pd.Series:
@@ -90,12 +91,16 @@ class OrdinalRatingsFit:
                    "Table 15": "item SDs (intercept, then per system)"}
         for (title, t), g in zip(self.tables().items(), (None, *GROUPS), strict=True):
             text = t.to_string(index=False, float_format=lambda v: f"{v:.4f}")
-            if g is not None and g not in self.system_terms:   # as the Gaussian fit's tables
+            absent = [] if g is None else (
+                ([0] if g not in self.intercept_terms else [])
+                + (list(range(1, t.shape[1])) if g not in self.system_terms else []))
+            if absent:                      # as the Gaussian fit's tables: "-", not 0.0000
                 shown = t.astype(object)
-                shown.iloc[0, 1:] = "-"
-                text = shown.to_string(index=False, formatters={
-                    shown.columns[0]: lambda v: f"{v:.4f}"}) + \
-                    f"\n- : no per-system {g} term in the fitted model (0 in the values)"
+                for j in range(t.shape[1]):
+                    v = float(t.to_numpy(dtype=float)[0, j])
+                    shown.iloc[0, j] = "-" if j in absent else f"{v:.4f}"
+                text = (shown.to_string(index=False)
+                        + f"\n- : not in the fitted model ({g} terms; 0 in the values)")
             lines += [f"{title} layout -- {caption[title]}:", text, ""]
         if self.fit.singular:
             lines.append("note: boundary (singular) fit -- some SD is estimated as 0 (expected "
@@ -153,6 +158,7 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     intercept_sd: dict[str, float] = {}
     system_sd: dict[str, pd.Series] = {}
     with_terms = frozenset(t.group for t in spec.re_terms if tuple(t.cnames) != ("(Intercept)",))
+    with_intercept = frozenset(t.group for t in spec.re_terms if "(Intercept)" in t.cnames)
     for g in GROUPS:
         s0 = 0.0
         cov = np.zeros((len(choice.levels),) * 2)
@@ -170,4 +176,5 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     return OrdinalRatingsFit(fit=fit, report=ratings.report, systems=tuple(choice.levels),
                              baseline=choice.baseline, coding=choice.coding,
                              formula=choice.formula, intercept_sd=intercept_sd,
-                             system_sd=system_sd, system_terms=with_terms)
+                             system_sd=system_sd, system_terms=with_terms,
+                             intercept_terms=with_intercept)
