@@ -387,8 +387,10 @@ def independent_laplace(sub: pd.DataFrame, grp: str, link: str, alpha: np.ndarra
 
         def h(u: float, up: np.ndarray = up, lo: np.ndarray = lo) -> float:
             return float(-np.sum(np.log(F(up - sd * u) - F(lo - sd * u))) + 0.5 * u * u)
-        u = optimize.minimize_scalar(h, bounds=(-40, 40), method="bounded",
-                                     options={"xatol": 1e-12}).x
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)    # log(0) far from the mode
+            u = optimize.minimize_scalar(h, bounds=(-40, 40), method="bounded",
+                                         options={"xatol": 1e-12}).x
         e = 1e-4
         total += -h(u) - 0.5 * math.log((h(u + e) - 2 * h(u) + h(u - e)) / e ** 2)
     return total

@@ -88,3 +88,15 @@ def test_nested_items_without_an_intercept_print_dash_for_sigma0i() -> None:
     t15 = text[text.index("Table 15 layout"):].splitlines()
     assert t15[2].split()[0] == "-"          # sigma0i: not in the model
     assert t15[2].split()[1] != "-"          # sigma1i: estimated
+
+
+def test_cli_single_category_error_reads_as_the_flag(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # before: "fit_ratings(--family 'ordinal'): cannot fit ..." (a function call with a flag in it)
+    from nlpower.cli import main
+    rows = [(f"w{w}", f"i{i}", s, 4) for w in range(6) for i in range(5) for s in ("A", "B")]
+    path = tmp_path / "one.csv"
+    pd.DataFrame(rows, columns=["worker", "item", "system", "rating"]).to_csv(path, index=False)
+    assert main(["fit", str(path), "--family", "ordinal", "--scale", "1,5"]) != 0
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and "Traceback" not in err[0]
+    assert "--family 'ordinal' cannot fit" in err[0] and "single used category" in err[0]

@@ -148,7 +148,7 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     except InputError as exc:
         if isinstance(exc, RatingsError):
             raise
-        raise RatingsError(f"fit_ratings(family='ordinal'): cannot fit {choice.formula!r}: {exc}"
+        raise RatingsError(f"family='ordinal' cannot fit {choice.formula!r}: {exc}"
                            ) from exc
     # singular fits are expected for this over-parameterised model: reported, not warned
     fit.warn_diagnostics({"singular": "ignore"}, where="fit_ratings")
