@@ -100,3 +100,16 @@ def test_cli_single_category_error_reads_as_the_flag(tmp_path, capsys) -> None: 
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(err) == 1 and "Traceback" not in err[0]
     assert "--family 'ordinal' cannot fit" in err[0] and "single used category" in err[0]
+
+
+def test_duplicates_mean_non_integer_error_names_the_averaging() -> None:
+    # before: "the file has non-integer values such as 4.5" -- the file had none
+    from nlpower import fit_ratings, read_ratings
+    from nlpower.errors import RatingsError
+    rows = [(f"w{w}", f"i{i}", s, 1 + (w + i) % 5) for w in range(6) for i in range(5)
+            for s in ("A", "B")]
+    d = pd.DataFrame(rows, columns=["worker", "item", "system", "rating"])
+    again = d.head(3).assign(rating=lambda x: np.where(x.rating < 5, x.rating + 1, 4))
+    r = read_ratings(pd.concat([d, again], ignore_index=True), scale=(1, 5), duplicates="mean")
+    with pytest.raises(RatingsError, match=r"averaging the 3 repeated .*duplicates='keep'"):
+        fit_ratings(r, family="ordinal", model="rating ~ system + (1 | worker)")

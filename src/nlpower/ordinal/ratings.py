@@ -132,6 +132,14 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     data = choice.data.copy()
     raw = ratings.data.loc[data.index, "rating_raw"].to_numpy(dtype=float)
     if not np.all(raw == np.round(raw)):
+        rep = ratings.report
+        if getattr(rep, "duplicates", None) == "mean" and getattr(rep, "n_duplicate_groups", 0):
+            raise RatingsError(
+                "family='ordinal' needs integer ratings (Likert scores); averaging the "
+                f"{rep.n_duplicate_groups} repeated (worker, item, system) ratings "
+                f"(duplicates='mean') made non-integer values such as "
+                f"{float(raw[raw != np.round(raw)][0])!r}. Pass duplicates='keep' to fit "
+                "repeated ratings as replicates, or remove them.")
         raise RatingsError("family='ordinal' needs integer ratings (Likert scores); the file has "
                            f"non-integer values such as {float(raw[raw != np.round(raw)][0])!r}.")
     data["rating"] = raw.astype(int)
