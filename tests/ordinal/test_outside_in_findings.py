@@ -113,3 +113,12 @@ def test_duplicates_mean_non_integer_error_names_the_averaging() -> None:
     r = read_ratings(pd.concat([d, again], ignore_index=True), scale=(1, 5), duplicates="mean")
     with pytest.raises(RatingsError, match=r"averaging the 3 repeated .*duplicates='keep'"):
         fit_ratings(r, family="ordinal", model="rating ~ system + (1 | worker)")
+
+
+@pytest.mark.parametrize("col", ["system", "worker"])
+def test_predict_rejects_missing_values_instead_of_dropping_rows(two_system_fit, col) -> None:  # type: ignore[no-untyped-def]
+    # before: the row was dropped, so the result had fewer rows than newdata (misaligned)
+    new = pd.DataFrame({"system": ["B", "A"], "worker": ["1", "2"]})
+    new.loc[1, col] = None
+    with pytest.raises(InputError, match=rf"missing values in \['{col}'\]"):
+        two_system_fit.predict(new, type="prob")

@@ -213,6 +213,12 @@ class ClmmFit:
             what = "predictor and grouping" if with_re else "predictor"
             hint = "; or predict(..., re=False) for the population level" if with_re else ""
             raise InputError(f"newdata lacks the {what} columns {missing}{hint}.")
+        na = newdata[need].isna().any(axis=1).to_numpy()
+        if na.any():    # the model frame would drop them: rows out of line with newdata's
+            bad = [v for v in need if newdata[v].isna().any()]
+            raise InputError(f"newdata has missing values in {bad} (rows "
+                             f"{list(np.flatnonzero(na)[:5])}{' ...' if na.sum() > 5 else ''} by "
+                             "position); drop or fill those rows before predict().")
         _check_factor_levels(train, newdata, [v for v in f.fixed.variables if v != resp])
         both = pd.concat([train[need], newdata[need]], ignore_index=True)
         both[resp] = np.arange(len(both), dtype=float) % 2   # placeholder, not used
