@@ -23,7 +23,7 @@ stop); (2) ``nlpower fit --family ordinal FILE`` and six bad inputs;
 same run, time ratio); (4) ``predict``/``simulate``/``refit``/``summary``.
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/outside_in_ordinal.py
-      [--only a,b,c] [--parts 1,2,3,4] [--skip-r] [--timeout 180]
+      [--only a,b,c] [--parts 1,2,3,4] [--skip-r] [--timeout 180] [--r-full]
 (the files come from ``outside_in_ordinal_data.py``; one ~18,000-rating paper-model fit
 takes ~35 s CPU, the whole run ~6-10 min on a loaded 2-core machine)
 Wall and CPU seconds and the load average are printed per fit: the machine is
@@ -533,6 +533,8 @@ def main() -> None:
     ap.add_argument("--skip-r", action="store_true")
     ap.add_argument("--timeout", type=int, default=180, help="seconds per fit")
     ap.add_argument("--r-subset", type=int, default=2500, help="ratings per R comparison")
+    ap.add_argument("--r-full", action="store_true",
+                    help="also compare with R on the whole files (R takes minutes per fit)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     print(f"nlpower {nlpower.__version__}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
@@ -549,6 +551,8 @@ def main() -> None:
                     bad_inputs(df, tmp)
             if "3" in parts and not args.skip_r and shutil.which("Rscript"):
                 part3(name, df, truth, tmp, args.r_subset, args.timeout)
+                if args.r_full:
+                    part3(name, df, truth, tmp, len(df), args.timeout * 5)
             if "4" in parts:
                 if fit is None:
                     fit = nlpower.clmm("rating ~ system + (1|item) + (1|worker)", df,

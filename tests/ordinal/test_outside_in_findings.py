@@ -122,3 +122,15 @@ def test_predict_rejects_missing_values_instead_of_dropping_rows(two_system_fit,
     new.loc[1, col] = None
     with pytest.raises(InputError, match=rf"missing values in \['{col}'\]"):
         two_system_fit.predict(new, type="prob")
+
+
+def test_refit_rejects_non_integer_codes_and_a_single_category(two_system_fit) -> None:  # type: ignore[no-untyped-def]
+    n = two_system_fit.nobs
+    # before: 1.5 was truncated to code 1, and one category "converged" at loglik 0 with
+    # thresholds near +25
+    with pytest.raises(InputError, match="integer category codes"):
+        two_system_fit.refit(np.full(n, 1.5))
+    with pytest.raises(InputError, match="single category"):
+        two_system_fit.refit(np.zeros(n, dtype=int))
+    y = np.asarray(two_system_fit.model.spec.y)            # float codes that are integers: fine
+    assert two_system_fit.refit(y).loglik == pytest.approx(two_system_fit.loglik, abs=1e-6)

@@ -310,7 +310,16 @@ class ClmmFit:
 
     def refit(self, y: Any) -> ClmmFit:
         """Refit to a new response (category codes ``0..K-1``), warm-started here."""
-        core = self.model.refit(np.asarray(y), start=self.core)
+        y = np.asarray(y)
+        if y.dtype.kind not in "iub" and not (
+                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
+            raise InputError("refit(y): y must be integer category codes 0..K-1 (as simulate() "
+                             "returns); got non-integer values.")
+        if y.size and np.unique(y).size < 2:
+            raise InputError(f"refit(y): y has a single category (code {int(y.flat[0])} in all "
+                             f"{y.size} rows); an ordinal model needs at least two (its thresholds "
+                             "would run off to infinity).")
+        core = self.model.refit(y.astype(np.intp), start=self.core)
         return ClmmFit(core, self.model, self.engine)
 
     # -- reporting -------------------------------------------------------------------
