@@ -31,6 +31,9 @@ from .result import ClmmFit
 __all__ = ["OrdinalRatingsFit", "fit_ratings_ordinal"]
 
 GROUPS = ("worker", "item")
+#: the design report's scale line says what the Gaussian fit does; the ordinal fit does not rescale
+_RESCALED = "ratings rescaled to [0, 1] as (r - lo) / (hi - lo)"
+_AS_CATEGORIES = "integer ratings fitted as ordered categories (family='ordinal': not rescaled)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +48,9 @@ class OrdinalRatingsFit:
     formula: str
     intercept_sd: dict[str, float]
     system_sd: dict[str, pd.Series]
+    #: groups whose formula has per-system / intercept terms (else those SDs print as "-")
+    system_terms: frozenset[str] = frozenset(GROUPS)
+    intercept_terms: frozenset[str] = frozenset(GROUPS)
 
     @property
     def fixef(self) -> pd.Series:
@@ -73,7 +79,8 @@ class OrdinalRatingsFit:
         return out
 
     def summary(self) -> str:
-        lines = [self.report.summary(), "",
+        design = self.report.summary().replace(_RESCALED, _AS_CATEGORIES)
+        lines = [design, "",
                  f"Model: {self.formula}  (cumulative {self.fit.model.link.name} mixed model, "
                  "Laplace; ratings as ordered categories, latent scale)",
                  f"  systems in fitted order: {', '.join(self.systems)} (coding {self.coding!r}, "
@@ -82,9 +89,19 @@ class OrdinalRatingsFit:
         caption = {"Table 13": "fixed effects, thresholds and latent residual SD",
                    "Table 14": "worker SDs (intercept, then per system)",
                    "Table 15": "item SDs (intercept, then per system)"}
-        for title, t in self.tables().items():
-            lines += [f"{title} layout -- {caption[title]}:",
-                      t.to_string(index=False, float_format=lambda v: f"{v:.4f}"), ""]
+        for (title, t), g in zip(self.tables().items(), (None, *GROUPS), strict=True):
+            text = t.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+            absent = [] if g is None else (
+                ([0] if g not in self.intercept_terms else [])
+                + (list(range(1, t.shape[1])) if g not in self.system_terms else []))
+            if absent:                      # as the Gaussian fit's tables: "-", not 0.0000
+                shown = t.astype(object)
+                for j in range(t.shape[1]):
+                    v = float(t.to_numpy(dtype=float)[0, j])
+                    shown.iloc[0, j] = "-" if j in absent else f"{v:.4f}"
+                text = (shown.to_string(index=False)
+                        + f"\n- : not in the fitted model ({g} terms; 0 in the values)")
+            lines += [f"{title} layout -- {caption[title]}:", text, ""]
         if self.fit.singular:
             lines.append("note: boundary (singular) fit -- some SD is estimated as 0 (expected "
                          "for (system || g) terms, whose intercept and per-system SDs trade off)")
@@ -115,6 +132,14 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     data = choice.data.copy()
     raw = ratings.data.loc[data.index, "rating_raw"].to_numpy(dtype=float)
     if not np.all(raw == np.round(raw)):
+        rep = ratings.report
+        if getattr(rep, "duplicates", None) == "mean" and getattr(rep, "n_duplicate_groups", 0):
+            raise RatingsError(
+                "family='ordinal' needs integer ratings (Likert scores); averaging the "
+                f"{rep.n_duplicate_groups} repeated (worker, item, system) ratings "
+                f"(duplicates='mean') made non-integer values such as "
+                f"{float(raw[raw != np.round(raw)][0])!r}. Pass duplicates='keep' to fit "
+                "repeated ratings as replicates, or remove them.")
         raise RatingsError("family='ordinal' needs integer ratings (Likert scores); the file has "
                            f"non-integer values such as {float(raw[raw != np.round(raw)][0])!r}.")
     data["rating"] = raw.astype(int)
@@ -131,7 +156,7 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     except InputError as exc:
         if isinstance(exc, RatingsError):
             raise
-        raise RatingsError(f"fit_ratings(family='ordinal'): cannot fit {choice.formula!r}: {exc}"
+        raise RatingsError(f"family='ordinal' cannot fit {choice.formula!r}: {exc}"
                            ) from exc
     # singular fits are expected for this over-parameterised model: reported, not warned
     fit.warn_diagnostics({"singular": "ignore"}, where="fit_ratings")
@@ -140,6 +165,8 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     first = np.array([int(np.flatnonzero(codes == j)[0]) for j in range(len(choice.levels))])
     intercept_sd: dict[str, float] = {}
     system_sd: dict[str, pd.Series] = {}
+    with_terms = frozenset(t.group for t in spec.re_terms if tuple(t.cnames) != ("(Intercept)",))
+    with_intercept = frozenset(t.group for t in spec.re_terms if "(Intercept)" in t.cnames)
     for g in GROUPS:
         s0 = 0.0
         cov = np.zeros((len(choice.levels),) * 2)
@@ -157,4 +184,5 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
     return OrdinalRatingsFit(fit=fit, report=ratings.report, systems=tuple(choice.levels),
                              baseline=choice.baseline, coding=choice.coding,
                              formula=choice.formula, intercept_sd=intercept_sd,
-                             system_sd=system_sd)
+                             system_sd=system_sd, system_terms=with_terms,
+                             intercept_terms=with_intercept)

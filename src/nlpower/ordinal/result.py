@@ -213,6 +213,13 @@ class ClmmFit:
             what = "predictor and grouping" if with_re else "predictor"
             hint = "; or predict(..., re=False) for the population level" if with_re else ""
             raise InputError(f"newdata lacks the {what} columns {missing}{hint}.")
+        na = newdata[need].isna().any(axis=1).to_numpy()
+        if na.any():    # the model frame would drop them: rows out of line with newdata's
+            bad = [v for v in need if newdata[v].isna().any()]
+            raise InputError(f"newdata has missing values in {bad} (rows "
+                             f"{list(np.flatnonzero(na)[:5])}{' ...' if na.sum() > 5 else ''} by "
+                             "position); drop or fill those rows before predict().")
+        _check_factor_levels(train, newdata, [v for v in f.fixed.variables if v != resp])
         both = pd.concat([train[need], newdata[need]], ignore_index=True)
         both[resp] = np.arange(len(both), dtype=float) % 2   # placeholder, not used
         if with_re:
@@ -303,7 +310,16 @@ class ClmmFit:
 
     def refit(self, y: Any) -> ClmmFit:
         """Refit to a new response (category codes ``0..K-1``), warm-started here."""
-        core = self.model.refit(np.asarray(y), start=self.core)
+        y = np.asarray(y)
+        if y.dtype.kind not in "iub" and not (
+                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
+            raise InputError("refit(y): y must be integer category codes 0..K-1 (as simulate() "
+                             "returns); got non-integer values.")
+        if y.size and np.unique(y).size < 2:
+            raise InputError(f"refit(y): y has a single category (code {int(y.flat[0])} in all "
+                             f"{y.size} rows); an ordinal model needs at least two (its thresholds "
+                             "would run off to infinity).")
+        core = self.model.refit(y.astype(np.intp), start=self.core)
         return ClmmFit(core, self.model, self.engine)
 
     # -- reporting -------------------------------------------------------------------
@@ -350,3 +366,19 @@ class ClmmFit:
         return (f"ClmmFit({self.formula!r}, link={self.model.link.name!r}, "
                 f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{flags})")
 
+
+
+def _check_factor_levels(train: pd.DataFrame, newdata: pd.DataFrame, names: list[str]) -> None:
+    """A fixed-effect factor level the fit has not seen has no coefficient: an error, not
+    a silent prediction at the reference level."""
+    for v in names:
+        col = train[v]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            continue
+        seen = set(col.astype(str))
+        new = sorted({str(x) for x in newdata[v].dropna()} - seen)
+        if new:
+            raise InputError(
+                f"newdata has values of {v!r} the model was not fitted with: {new[:5]}"
+                f"{' ...' if len(new) > 5 else ''}; a fixed effect has no coefficient for them "
+                f"(fitted levels: {sorted(seen)[:10]}). Predict only the fitted levels.")
