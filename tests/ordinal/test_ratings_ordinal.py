@@ -66,3 +66,31 @@ def test_cli_family_ordinal(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert rc == 0
     assert "cumulative logit mixed model" in out and "theta[1|2]" in out
+
+
+def test_link_probit(pilot, ofit) -> None:  # type: ignore[no-untyped-def]
+    # the link reaches the fit: a probit fit is a different likelihood with a unit latent SD
+    f = fit_ratings(pilot, family="ordinal", link="probit",
+                    model="rating ~ system + (1 | worker) + (1 | item)")
+    assert f.fit.model.link.name == "probit" and f.to_dict()["link"] == "probit"
+    assert f.tables()["Table 13"]["sigma (latent)"].iloc[0] == pytest.approx(1.0)
+    assert abs(f.fit.loglik - ofit.fit.loglik) > 1e-6
+    assert "cumulative probit mixed model" in f.summary()
+
+
+def test_link_refused_for_gaussian_and_unknown(pilot) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RatingsError, match="link='probit' is for family='ordinal'"):
+        fit_ratings(pilot, link="probit")
+    with pytest.raises(RatingsError, match="link"):
+        fit_ratings(pilot, family="ordinal", link="identity")
+
+
+def test_cli_link(capsys: pytest.CaptureFixture[str]) -> None:
+    from nlpower.cli import main
+    args = ["fit", str(FIXTURES / "pilot_ratings.csv"), "--scale", "1", "5",
+            "--model", "rating ~ system + (1|worker) + (1|item)"]
+    assert main([*args, "--family", "ordinal", "--link", "probit"]) == 0
+    assert "cumulative probit mixed model" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*args, "--link", "probit"])           # gaussian: no link to choose
+    assert "--link is for --family ordinal or binomial" in capsys.readouterr().err

@@ -22,11 +22,12 @@ def register(subparsers: Any) -> None:
         "fit",
         help="fit Card et al.'s mixed model to a rating file and print Tables 13-15",
         description=(
-            "Read a rating file (one row per rating: worker, item, system, rating), rescale "
-            "ratings to [0, 1], print the design report and fit "
-            "rating ~ system + (system || worker) + (system || item) by maximum likelihood "
-            "(Card et al. 2020, App. H.3; sum contrasts, the baseline gets -1), or a simpler "
-            "formula given with --model."
+            "Read a rating file (one row per rating: worker, item, system, rating), print the "
+            "design report and fit rating ~ system + (system || worker) + (system || item) by "
+            "maximum likelihood (Card et al. 2020, App. H.3; sum contrasts, the baseline gets "
+            "-1), or a simpler formula given with --model: to the ratings rescaled to [0, 1] "
+            "(--family gaussian, the paper's) or to the integer scores as ordered categories "
+            "(--family ordinal, with --link)."
         ),
     )
     p.add_argument("file", help="CSV, TSV, JSON, JSON Lines or Parquet file (.gz ok for text)")
@@ -51,19 +52,22 @@ def register(subparsers: Any) -> None:
     p.add_argument("--family", choices=("gaussian", "ordinal", "binomial", "poisson"),
                    default="gaussian",
                    help="gaussian (default: ratings rescaled to [0, 1], the paper's model), "
-                        "ordinal (cumulative logit mixed model of the integer ratings: thresholds "
+                        "ordinal (cumulative link mixed model of the integer ratings, --link: thresholds "
                         "and latent-scale SDs), binomial (0/1 outcomes, e.g. wins; logistic "
                         "GLMM by glmer, Card et al. App. H.4) or poisson (counts; log link). "
                         "For binomial and poisson the model is --model's formula, or "
                         "'rating ~ system + (1|worker) + (1|item)' with your column names, "
                         "and --scale is not used")
+    p.add_argument("--link", choices=("logit", "probit", "cloglog"), default=None,
+                   help="link of --family ordinal (default logit) or binomial (default logit; "
+                        "also probit, cloglog)")
     p.add_argument("--sep", default=None,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
                    help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
     p.add_argument("--full", action="store_true",
                    help="print the full summary (identified quantities and lme4-style output)")
-    p.set_defaults(func=run_fit, flags=flag_names(p))
+    p.set_defaults(func=run_fit, flags=flag_names(p), parser=p)
 
 
 def _separator(text: str | None) -> str | None:
@@ -72,6 +76,9 @@ def _separator(text: str | None) -> str | None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    if args.link is not None and args.family not in ("ordinal", "binomial"):
+        args.parser.error(f"--link is for --family ordinal or binomial; --family {args.family} "
+                          "has none to choose: drop --link")
     if args.family in ("binomial", "poisson"):
         return _run_glmer(args)
     from ..ratings import fit_ratings, read_ratings
@@ -84,7 +91,8 @@ def run_fit(args: argparse.Namespace) -> int:
             duplicates=args.duplicates, sep=_separator(args.sep),
         )
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
-                          model=args.model, family=args.family)
+                          model=args.model, family=args.family,
+                          **({"link": args.link} if args.link else {}))
         text = fit.summary() if (args.full or args.family == "ordinal") else _brief(fit)
     for w in caught:  # library warnings name arguments (scale=); the user typed flags
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
@@ -126,7 +134,8 @@ def _run_glmer(args: argparse.Namespace) -> int:
         contrasts = {args.system: args.coding}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = glmer(formula, data, args.family, engine=args.engine, contrasts=contrasts)
+        fit = glmer(formula, data, args.family, link=args.link, engine=args.engine,
+                    contrasts=contrasts)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(fit.summary())

@@ -111,7 +111,8 @@ class OrdinalRatingsFit:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": "ordinal", "formula": self.formula, "systems": list(self.systems),
+        return {"family": "ordinal", "link": self.fit.model.link.name, "formula": self.formula,
+                "systems": list(self.systems),
                 "baseline": self.baseline, "coding": self.coding,
                 "tables": {k: v.iloc[0].to_dict() for k, v in self.tables().items()},
                 "loglik": self.fit.loglik, "converged": self.fit.converged,
@@ -123,12 +124,17 @@ class OrdinalRatingsFit:
 
 
 def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", start: Any = None,
-                        control: dict[str, Any] | None = None) -> OrdinalRatingsFit:
-    """Fit ``choice.formula`` as a cumulative logit mixed model (see the module docstring).
+                        control: dict[str, Any] | None = None,
+                        link: str | None = None) -> OrdinalRatingsFit:
+    """Fit ``choice.formula`` as a cumulative link mixed model (see the module docstring).
 
     ``engine``: the engine's ordinal fitter (:func:`nlpower.lmm.get_engine`;
-    ``"lme4"``'s is R's ``ordinal::clmm``).
+    ``"lme4"``'s is R's ``ordinal::clmm``); ``link``: logit (default), probit or cloglog.
     """
+    try:
+        family = Ordinal(link)
+    except InputError as exc:
+        raise RatingsError(str(exc)) from None
     data = choice.data.copy()
     raw = ratings.data.loc[data.index, "rating_raw"].to_numpy(dtype=float)
     if not np.all(raw == np.round(raw)):
@@ -151,7 +157,7 @@ def fit_ratings_ordinal(ratings: Any, choice: Any, *, engine: str = "native", st
         spec, response, frame = ordinal_frame(choice.formula, data, levels=levels,
                                               contrasts={"system": choice.coding})
         model = get_engine(engine).prepare(spec, data=frame,  # type: ignore[arg-type]
-                                           family=Ordinal(), response=response)
+                                           family=family, response=response)
         fit = cast(ClmmFit, model.fit(start=start, control=control))
     except InputError as exc:
         if isinstance(exc, RatingsError):

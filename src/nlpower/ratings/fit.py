@@ -37,6 +37,7 @@ def fit_ratings(
     start: Any = None,
     control: dict[str, Any] | None = None,
     family: str = "gaussian",
+    link: str | None = None,
 ) -> Any:
     """Fit ``rating ~ system + (system || worker) + (system || item)`` (Card et al. 2020).
 
@@ -76,6 +77,9 @@ def fit_ratings(
         ``"lme4"`` for R's ``ordinal::clmm``); returns an
         :class:`~nlpower.ordinal.ratings.OrdinalRatingsFit` with thresholds
         and latent-scale SDs in the layout of Tables 13-15.
+    link : {"logit", "probit", "cloglog"}, optional
+        The cumulative link of ``family="ordinal"`` (default ``"logit"``);
+        not read by the Gaussian fit (giving one is an error).
 
     Returns
     -------
@@ -130,7 +134,10 @@ def fit_ratings(
         from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
         # the ordinal fitter takes the engine's name: native, else its R reference (ordinal::clmm)
         return fit_ratings_ordinal(ratings, choice, engine=eng.name, start=start,
-                                   control=control)
+                                   control=control, link=link)
+    if link is not None:
+        raise RatingsError(f"link={link!r} is for family='ordinal' (the cumulative link); the "
+                           "Gaussian fit of ratings on [0, 1] has none. Drop link=.")
     fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
     return _ratings_fit(ratings, choice, fit, loadings)
 
