@@ -64,6 +64,9 @@ def as_factor(col: pd.Series) -> Factor:
     values = col.to_numpy()
     if pd.api.types.is_bool_dtype(col.dtype):
         values = values.astype(bool)
+    fast = _small_factor(values)
+    if fast is not None:
+        return fast
     try:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:  # mixed types that cannot be compared: order by label
@@ -79,6 +82,28 @@ def as_factor(col: pd.Series) -> Factor:
             f"({list(uniques)[:6]}...); convert it to one type (e.g. .astype(str))."
         )
     return Factor(np.asarray(codes, dtype=np.intp), labels)
+
+
+def _small_factor(values: np.ndarray) -> Factor | None:
+    """``as_factor`` of integer, bool or short all-text columns without pandas' hashing.
+
+    The same codes and levels as ``pd.factorize(values, sort=True)`` (sorted
+    distinct values); a power run's tiny fits would otherwise spend tens of
+    microseconds per column in it.  ``None``: not such a column.
+    """
+    if values.dtype.kind in "iub":
+        uniques, codes = np.unique(values, return_inverse=True)
+        return Factor(np.asarray(codes, dtype=np.intp).reshape(-1),
+                      tuple(label(u) for u in uniques))
+    if values.dtype.kind != "O" or values.size > 2000:
+        return None
+    seen = set(values.tolist())
+    if not all(type(v) is str for v in seen):
+        return None
+    levels = sorted(seen)
+    index = {v: k for k, v in enumerate(levels)}
+    codes = np.fromiter((index[v] for v in values.tolist()), dtype=np.intp, count=values.size)
+    return Factor(codes, tuple(levels))
 
 
 def as_numeric(col: pd.Series, role: str) -> np.ndarray:

@@ -162,12 +162,13 @@ def _partials_scaled(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeP
 
 def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
                  parts: CumulativeParts, a: np.ndarray, u: np.ndarray, H: np.ndarray,
-                 Bu: np.ndarray, Bl: np.ndarray) -> np.ndarray:
+                 Bu: np.ndarray, Bl: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """The Laplace gradient over ``(alpha, beta, s)`` at ``m`` points at once (``(m, k)``).
 
     ``up``, ``lo``, ``a`` (``s z``) and ``parts``: ``(m, n)`` at the modes ``u``
     (``(m, L)``), ``H`` the diagonal of ``A' W A + I`` there (``(m, L)``);
-    ``Bu``/``Bl``: ``d up / d (alpha, beta)`` at fixed ``u`` (``(n, k - 1)``).
+    ``Bu``/``Bl``: ``d up / d (alpha, beta)`` at fixed ``u`` (``(n, k - 1)``);
+    ``w``: ``parts.w`` when the caller has it.
 
     :func:`~.gradient.laplace_gradient` with ``H`` diagonal and the
     derivative of the modes contracted before it is expanded: with
@@ -183,14 +184,16 @@ def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
     v = a * Hinv[:, c]                           # H^{-1} a_i at the observation's own level
     lev = a * v
     R = Hinv * term.sums(lev * (W_up + W_lo) * a)
-    q = R[:, c] * a
+    Rc = R[:, c]
+    q = Rc * a
     cu = fu_p - 0.5 * (lev * W_up + q * r_up)
     cl = -fl_p - 0.5 * (lev * W_lo + q * r_lo)
     g = np.empty((up.shape[0], Bu.shape[1] + 1))
     g[:, :-1] = cu @ Bu + cl @ Bl
-    delta = -z * u[:, c]                         # d(upper) / ds at fixed u
-    g[:, -1] = (np.sum((cu + cl) * delta, axis=1) - 0.5 * np.sum(R[:, c] * z * r, axis=1)
-                - np.sum(parts.w * z * v, axis=1))  # the trace term, 2 tr(H^{-1} A' W dA) / 2
+    if w is None:
+        w = parts.w
+    # d(upper) / ds at fixed u is -z u[c]; the trace term 2 tr(H^{-1} A' W dA) / 2 is w z v
+    g[:, -1] = np.sum(((cu + cl) * u[:, c] + 0.5 * Rc * r + w * v) * -z, axis=1)
     return g
 
 
@@ -232,7 +235,8 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     for _ in range(maxit):
         r = (parts.f_up - parts.f_lo) / parts.p          # -d log p / d eta
         g = term.sums(-a * r) - u
-        H = term.sums(a2 * np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)) + 1.0
+        w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
+        H = term.sums(a2 * w) + 1.0
         du = g / H
         dec = np.sum(g * du, axis=1)
         if not np.all(np.isfinite(dec)):
@@ -258,7 +262,7 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     if not ok:
         return None
     f = -(np.sum(hl, axis=1) - 0.5 * np.sum(np.log(H), axis=1))
-    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl)
+    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl, w)
     if not (np.all(np.isfinite(f)) and np.all(np.isfinite(grad))):
         return None
     return f, -grad, u

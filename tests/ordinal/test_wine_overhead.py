@@ -1,0 +1,55 @@
+"""The per-call shortcuts of small fits give the same answers as the general code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlpower.lmm.columns import as_factor
+from nlpower.lmm.frame import model_frame
+from nlpower.ordinal.structure import ReStructure
+
+
+@pytest.mark.parametrize("values", [
+    [3, 1, 2, 3, 1, 7],
+    [True, False, True],
+    ["warm", "cold", "cold", "b", "warm"],
+    np.array(["z", "a", "m"], dtype=object),
+])
+def test_small_factor_matches_pandas_factorize(values):
+    col = pd.Series(values, name="v")
+    fac = as_factor(col)
+    codes, uniques = pd.factorize(col.to_numpy(), sort=True)
+    assert np.array_equal(fac.codes, codes)
+    assert len(fac.levels) == len(uniques)
+    assert fac.codes.dtype == np.intp
+
+
+def test_mixed_object_column_keeps_the_general_path():
+    fac = as_factor(pd.Series(["b", 1, "a", 1], dtype=object, name="v"))
+    assert fac.levels == ("1", "a", "b")
+    assert fac.codes.tolist() == [2, 0, 1, 0]
+
+
+def test_lazy_sparse_A_is_built_on_demand_and_follows_theta():
+    d = pd.DataFrame({"y": np.arange(12.0), "g": np.repeat(list("abcd"), 3),
+                      "x": np.linspace(-1, 1, 12)})
+    spec = model_frame("y ~ x + (1 + x | g)", d)
+    rs = ReStructure(spec.re_terms)
+    assert rs._A is None                      # nothing sparse until read
+    theta = np.array([1.5, 0.3, 0.7])
+    rs.set_theta(theta)
+    assert rs._A is None
+    u = np.linspace(-1, 1, rs.n_u)
+    dense = rs.Avals
+    expect = np.array([dense[i] @ u[rs.Acols[i]] for i in range(rs.n)])
+    assert np.allclose(rs.eta(u), expect)
+    A = rs.A
+    assert rs.A is A                          # cached until theta changes
+    assert np.allclose(rs.At(np.ones(rs.n)), A.toarray().sum(axis=0))
+    q1 = rs.blocks[0].q
+    assert np.allclose(rs.AoG, np.einsum("ij,ik->ijk", dense[:, :q1], dense[:, :q1]).reshape(rs.n, -1))
+    rs.set_theta(2.0 * theta)
+    assert rs.A is not A
+    assert np.allclose(rs.A.toarray(), 2.0 * A.toarray())
