@@ -292,12 +292,13 @@ class ClmmModel:
         pi))^2 = 0.346`` for the logit, Zeger, Liang & Albert 1988; unscaled
         for the cloglog).
         """
+        at: list[Any] = []
         alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
-                                    design=(self.Ju, self.Jl, self.Bu, self.Bl))
+                                    design=(self.Ju, self.Jl, self.Bu, self.Bl), parts_out=at)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
         if quick and self._scalar is not None:
             t = self._scalar
-            cp = cumulative_parts(self.link, *self.offsets(alpha, beta))
+            cp = at[0]                    # the parts at (alpha, beta), as clm_newton left them
             score = np.bincount(t.codes, weights=t.z * (cp.f_lo - cp.f_up) / cp.p, minlength=t.L)
             info = np.bincount(t.codes, weights=t.z * t.z * cp.w, minlength=t.L)
             pos = info > 0
