@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -53,3 +55,24 @@ def test_lazy_sparse_A_is_built_on_demand_and_follows_theta():
     rs.set_theta(2.0 * theta)
     assert rs.A is not A
     assert np.allclose(rs.A.toarray(), 2.0 * A.toarray())
+
+
+def test_rows_fitted_are_taken_on_first_read_and_ignore_later_edits():
+    import warnings
+
+    import nlpower
+    from nlpower.ordinal.api import ordinal_frame
+
+    d = pd.read_csv(Path(__file__).parents[1] / "reference" / "data" / "wine.csv")
+    d.loc[3, "temp"] = None                       # one row dropped
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = nlpower.clmm("rating ~ temp + contact + (1|judge)", d)
+        _, _, frame = ordinal_frame("rating ~ temp + contact + (1|judge)", d)
+    d.loc[0, "contact"] = "maybe"                 # an edit after the fit
+    got = fit.model.data
+    assert list(got.columns) == ["rating", "temp", "contact", "judge"]
+    assert len(got) == 71 and got.index.equals(pd.RangeIndex(71))
+    assert got.equals(frame)
+    assert got.loc[0, "contact"] == "no"
+    assert fit.model.data is got                  # taken once

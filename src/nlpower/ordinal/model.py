@@ -141,12 +141,23 @@ class ClmmModel:
         # (x, u*(x), d u*/dx) of the last gradient: the modes' first-order predictor
         self._anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.n_evals = 0
-        self.data: Any = None        # the rows fitted (predict on new data codes factors alike)
+        self._data: Any = None       # the rows fitted, or a callable that takes them (.data)
         self.set_response(np.asarray(spec.y))
 
     def __repr__(self) -> str:
         return (f"ClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n}, "
                 f"categories={len(self.levels)}, nAGQ={self.nAGQ})")
+
+    @property
+    def data(self) -> Any:
+        """The rows fitted (a DataFrame; ``None`` when the model was built from a structure)."""
+        if callable(self._data):
+            self._data = self._data()
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
 
     # -- response --------------------------------------------------------------------
     def set_response(self, y: np.ndarray) -> None:
