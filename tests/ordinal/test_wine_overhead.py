@@ -15,6 +15,7 @@ from nlpower.ordinal.structure import ReStructure
 
 @pytest.mark.parametrize("values", [
     [3, 1, 2, 3, 1, 7],
+    [-2, 10, -2, 0],
     [True, False, True],
     ["warm", "cold", "cold", "b", "warm"],
     np.array(["z", "a", "m"], dtype=object),
@@ -76,3 +77,20 @@ def test_rows_fitted_are_taken_on_first_read_and_ignore_later_edits():
     assert got.equals(frame)
     assert got.loc[0, "contact"] == "no"
     assert fit.model.data is got                  # taken once
+
+
+@pytest.mark.parametrize("values", [np.arange(3000) % 7, np.array([2.5, np.nan, 1.0]),
+                                    np.array([3, 1, 2], dtype=np.uint8)])
+def test_as_numeric_and_large_int_factors_match_pandas(values):
+    from nlpower.lmm.columns import as_numeric
+
+    col = pd.Series(values, name="v")
+    if np.isnan(values.astype(float)).any():
+        assert np.array_equal(as_numeric(col.dropna(), "predictor"),
+                              col.dropna().to_numpy(dtype=float))
+    else:
+        got = as_numeric(col, "predictor")
+        assert got.dtype == float and np.array_equal(got, values.astype(float))
+        assert not np.shares_memory(got, values)
+        fac = as_factor(col)
+        assert np.array_equal(fac.codes, pd.factorize(values, sort=True)[0])

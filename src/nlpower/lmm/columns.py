@@ -91,23 +91,29 @@ def _small_factor(values: np.ndarray) -> Factor | None:
     distinct values); a power run's tiny fits would otherwise spend tens of
     microseconds per column in it.  ``None``: not such a column.
     """
-    if values.dtype.kind in "iub":
+    kind = values.dtype.kind
+    if kind in "iub" and values.size > 2000:
         uniques, codes = np.unique(values, return_inverse=True)
         return Factor(np.asarray(codes, dtype=np.intp).reshape(-1),
                       tuple(label(u) for u in uniques))
-    if values.dtype.kind != "O" or values.size > 2000:
+    if kind not in "iubO" or values.size > 2000:
         return None
-    seen = set(values.tolist())
-    if not all(type(v) is str for v in seen):
+    items = values.tolist()               # Python ints, bools or objects
+    seen = set(items)
+    if kind == "O" and not all(type(v) is str for v in seen):
         return None
     levels = sorted(seen)
     index = {v: k for k, v in enumerate(levels)}
-    codes = np.fromiter((index[v] for v in values.tolist()), dtype=np.intp, count=values.size)
-    return Factor(codes, tuple(levels))
+    codes = np.fromiter((index[v] for v in items), dtype=np.intp, count=values.size)
+    return Factor(codes, tuple(label(v) for v in levels))
 
 
 def as_numeric(col: pd.Series, role: str) -> np.ndarray:
-    values = col.to_numpy(dtype=float, na_value=np.nan)
+    dt = col.dtype
+    if isinstance(dt, np.dtype) and dt.kind in "iuf":     # numpy columns: no pandas conversion
+        values = np.array(col.to_numpy(), dtype=float)
+    else:
+        values = col.to_numpy(dtype=float, na_value=np.nan)
     bad = ~np.isfinite(values)
     if bad.any():
         raise InputError(
