@@ -61,7 +61,16 @@ def canonical_theta(model: ClmmModel, x: np.ndarray) -> np.ndarray:
 
 def _floored(H: np.ndarray) -> np.ndarray:
     """``H`` with its eigenvalues floored at a small positive value (steps always descend)."""
-    ev, V = np.linalg.eigh(0.5 * (H + H.T))
+    Hs = 0.5 * (H + H.T)
+    # no eigenvalue below the floor (bounded through the Frobenius norm, >= max |ev|)
+    # when Hs - floor I has a Cholesky factor: Hs itself, without the decomposition
+    bound = 1e-6 * max(float(np.sqrt((Hs * Hs).sum())), 1.0)
+    try:
+        np.linalg.cholesky(Hs - bound * np.eye(Hs.shape[0]))
+        return Hs
+    except np.linalg.LinAlgError:
+        pass
+    ev, V = np.linalg.eigh(Hs)
     floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
     return np.asarray((V * np.maximum(ev, floor)) @ V.T)
 

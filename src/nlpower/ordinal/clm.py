@@ -13,6 +13,8 @@ Used for models without random terms and as the start of ``clmm``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..lmm.family import Link
@@ -23,13 +25,14 @@ __all__ = ["clm_newton"]
 
 
 def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, maxit: int = 100,
-               tol: float = 1e-12, design: tuple[np.ndarray, ...] | None = None
-               ) -> tuple[np.ndarray, np.ndarray, bool]:
+               tol: float = 1e-12, design: tuple[np.ndarray, ...] | None = None,
+               parts_out: list[Any] | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
     """Maximum-likelihood ``(alpha, beta)`` of a cumulative link model; ``converged``.
 
     ``y``: category codes ``0 .. K-1``; ``X``: fixed design without intercept;
     ``design``: ``(Ju, Jl, Bu, Bl)`` of ``y`` when the caller has them (a
-    :class:`~.model.ClmmModel` does), else built here.
+    :class:`~.model.ClmmModel` does), else built here.  ``parts_out``: a list that
+    receives the :class:`~.cumulative.CumulativeParts` at the returned point.
     """
     J = thr.jacobian
     K1 = J.shape[0]
@@ -69,6 +72,8 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
             step = np.linalg.lstsq(-H, g, rcond=None)[0]
         dec = float(g @ step)
         if dec < tol:
+            if parts_out is not None:
+                parts_out.append(cp)
             return psi[:a], psi[a:], True
         t = 1.0
         for _ in range(40):
@@ -81,7 +86,9 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
                     break
             t *= 0.5
         else:
-            return psi[:a], psi[a:], False
+            break
         psi, cp, ll = new, cn, lln
+    if parts_out is not None:
+        parts_out.append(cp)
     return psi[:a], psi[a:], False
 

@@ -141,12 +141,23 @@ class ClmmModel:
         # (x, u*(x), d u*/dx) of the last gradient: the modes' first-order predictor
         self._anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.n_evals = 0
-        self.data: Any = None        # the rows fitted (predict on new data codes factors alike)
+        self._data: Any = None       # the rows fitted, or a callable that takes them (.data)
         self.set_response(np.asarray(spec.y))
 
     def __repr__(self) -> str:
         return (f"ClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n}, "
                 f"categories={len(self.levels)}, nAGQ={self.nAGQ})")
+
+    @property
+    def data(self) -> Any:
+        """The rows fitted (a DataFrame; ``None`` when the model was built from a structure)."""
+        if callable(self._data):
+            self._data = self._data()
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
 
     # -- response --------------------------------------------------------------------
     def set_response(self, y: np.ndarray) -> None:
@@ -292,12 +303,13 @@ class ClmmModel:
         pi))^2 = 0.346`` for the logit, Zeger, Liang & Albert 1988; unscaled
         for the cloglog).
         """
+        at: list[Any] = []
         alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
-                                    design=(self.Ju, self.Jl, self.Bu, self.Bl))
+                                    design=(self.Ju, self.Jl, self.Bu, self.Bl), parts_out=at)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
         if quick and self._scalar is not None:
             t = self._scalar
-            cp = cumulative_parts(self.link, *self.offsets(alpha, beta))
+            cp = at[0]                    # the parts at (alpha, beta), as clm_newton left them
             score = np.bincount(t.codes, weights=t.z * (cp.f_lo - cp.f_up) / cp.p, minlength=t.L)
             info = np.bincount(t.codes, weights=t.z * t.z * cp.w, minlength=t.L)
             pos = info > 0

@@ -130,8 +130,10 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
             "needs an ordered pandas Categorical or integer scores such as Likert 1-5. Convert "
             "it with pd.Categorical(values, categories=[...], ordered=True).")
     else:
-        v = s.to_numpy(dtype=float)
-        if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
+        integral = isinstance(s.dtype, np.dtype) and s.dtype.kind in "iu"
+        # numpy integer scores: no pandas conversion, and every value is a finite integer
+        v = np.asarray(s.to_numpy(), dtype=float) if integral else s.to_numpy(dtype=float)
+        if not integral and (not np.all(np.isfinite(v)) or not np.all(v == np.round(v))):
             bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
             raise InputError(
                 f"the response {name!r} must hold integer scores (e.g. Likert 1-5); got {float(bad)!r}. "

@@ -94,9 +94,10 @@ class ScalarTerm:
         hl = np.bincount(c, weights=parts.logp, minlength=self.L) - 0.5 * u * u
         converged = False
         it = 0
+        neg_a = -a
         for it in range(1, maxit + 1):  # noqa: B007
             r = (parts.f_up - parts.f_lo) / parts.p      # -d log p / d eta; w = r^2 - g2 / p
-            g = np.bincount(c, weights=-a * r, minlength=self.L) - u
+            g = np.bincount(c, weights=neg_a * r, minlength=self.L) - u
             w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
             H = np.bincount(c, weights=a2 * w, minlength=self.L) + 1.0
             du = g / H
@@ -106,16 +107,18 @@ class ScalarTerm:
             if dec < tol:
                 converged = True
                 break
-            step = np.ones(self.L)
+            floor = hl - 1e-13 * np.abs(hl)
+            un = u + du                                  # the full step first
+            step: np.ndarray | None = None
             for _ in range(40):
-                un = u + step * du
                 ea = a * un[c]
                 pn = cumulative_parts(link, up0 - ea, lo0 - ea)
                 hn = np.bincount(c, weights=pn.logp, minlength=self.L) - 0.5 * un * un
-                bad = hn < hl - 1e-13 * np.abs(hl)
+                bad = hn < floor
                 if not bad.any():
                     break
-                step = np.where(bad, 0.5 * step, step)
+                step = np.where(bad, 0.5, 1.0) if step is None else np.where(bad, 0.5 * step, step)
+                un = u + step * du
             else:
                 break
             u, parts, hl = un, pn, hn
@@ -124,7 +127,7 @@ class ScalarTerm:
         if not converged:
             H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
         fac = DiagFactor(H)
-        return ScalarInner(u, float(np.sum(hl)), float(np.sum(np.log(H))), fac, parts,
+        return ScalarInner(u, float(hl.sum()), float(np.log(H).sum()), fac, parts,
                            converged, it, a)
 
     def gradient(self, link: Link, up: np.ndarray, lo: np.ndarray, Bu: np.ndarray,
@@ -162,12 +165,13 @@ def _partials_scaled(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeP
 
 def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
                  parts: CumulativeParts, a: np.ndarray, u: np.ndarray, H: np.ndarray,
-                 Bu: np.ndarray, Bl: np.ndarray) -> np.ndarray:
+                 Bu: np.ndarray, Bl: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """The Laplace gradient over ``(alpha, beta, s)`` at ``m`` points at once (``(m, k)``).
 
     ``up``, ``lo``, ``a`` (``s z``) and ``parts``: ``(m, n)`` at the modes ``u``
     (``(m, L)``), ``H`` the diagonal of ``A' W A + I`` there (``(m, L)``);
-    ``Bu``/``Bl``: ``d up / d (alpha, beta)`` at fixed ``u`` (``(n, k - 1)``).
+    ``Bu``/``Bl``: ``d up / d (alpha, beta)`` at fixed ``u`` (``(n, k - 1)``);
+    ``w``: ``parts.w`` when the caller has it.
 
     :func:`~.gradient.laplace_gradient` with ``H`` diagonal and the
     derivative of the modes contracted before it is expanded: with
@@ -183,14 +187,16 @@ def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
     v = a * Hinv[:, c]                           # H^{-1} a_i at the observation's own level
     lev = a * v
     R = Hinv * term.sums(lev * (W_up + W_lo) * a)
-    q = R[:, c] * a
+    Rc = R[:, c]
+    q = Rc * a
     cu = fu_p - 0.5 * (lev * W_up + q * r_up)
     cl = -fl_p - 0.5 * (lev * W_lo + q * r_lo)
     g = np.empty((up.shape[0], Bu.shape[1] + 1))
     g[:, :-1] = cu @ Bu + cl @ Bl
-    delta = -z * u[:, c]                         # d(upper) / ds at fixed u
-    g[:, -1] = (np.sum((cu + cl) * delta, axis=1) - 0.5 * np.sum(R[:, c] * z * r, axis=1)
-                - np.sum(parts.w * z * v, axis=1))  # the trace term, 2 tr(H^{-1} A' W dA) / 2
+    if w is None:
+        w = parts.w
+    # d(upper) / ds at fixed u is -z u[c]; the trace term 2 tr(H^{-1} A' W dA) / 2 is w z v
+    g[:, -1] = np.sum(((cu + cl) * u[:, c] + 0.5 * Rc * r + w * v) * -z, axis=1)
     return g
 
 
@@ -222,6 +228,7 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     LO = np.where(model.bottom, -np.inf, alpha @ model.Jl.T - xb)
     c, z = term.codes, term.z
     a = s[:, None] * z                                   # (m, n)
+    neg_a = -a
     a2 = a * a
     u = np.tile(model._u, (m, 1))
     ea = a * u[:, c]
@@ -229,37 +236,44 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     parts = cumulative_parts(link, up, lo)
     hl = term.sums(parts.logp) - 0.5 * u * u
     ok = False
+    # (method calls rather than np.sum / np.all: a tiny fit is dominated by per-call overhead)
     for _ in range(maxit):
         r = (parts.f_up - parts.f_lo) / parts.p          # -d log p / d eta
-        g = term.sums(-a * r) - u
-        H = term.sums(a2 * np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)) + 1.0
+        g = term.sums(neg_a * r) - u
+        w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
+        H = term.sums(a2 * w) + 1.0
         du = g / H
-        dec = np.sum(g * du, axis=1)
-        if not np.all(np.isfinite(dec)):
+        dec = (g * du).sum(axis=1)
+        if not np.isfinite(dec).all():
             return None
-        if np.all(dec < tol):
+        done = dec < tol
+        if done.all():
             ok = True
             break
-        du[dec < tol] = 0.0
-        step = np.ones_like(u)
+        du[done] = 0.0
+        floor = hl - 1e-13 * np.abs(hl)
+        un = u + du                                      # the full step first
+        step: np.ndarray | None = None
         for _ in range(40):
-            un = u + step * du
             ea = a * un[:, c]
             up, lo = UP - ea, LO - ea
             pn = cumulative_parts(link, up, lo)
             hn = term.sums(pn.logp) - 0.5 * un * un
-            bad = hn < hl - 1e-13 * np.abs(hl)
+            bad = hn < floor
             if not bad.any():
                 break
+            if step is None:
+                step = np.ones_like(u)
             step = np.where(bad, 0.5 * step, step)
+            un = u + step * du
         else:
             return None
         u, parts, hl = un, pn, hn
     if not ok:
         return None
-    f = -(np.sum(hl, axis=1) - 0.5 * np.sum(np.log(H), axis=1))
-    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl)
-    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(grad))):
+    f = 0.5 * np.log(H).sum(axis=1) - hl.sum(axis=1)
+    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl, w)
+    if not (np.isfinite(f).all() and np.isfinite(grad).all()):
         return None
     return f, -grad, u
 

@@ -145,15 +145,37 @@ class ReStructure:
     def _make_A(self) -> None:
         self.Avals = (np.concatenate(self._ZL, axis=1) if self._ZL
                       else np.zeros((self.n, 0)))
-        self.A = sp.csr_matrix((self.Avals.ravel(), self.Acols.ravel(), self._indptr),
-                               shape=(self.n, self.n_u))
-        self.AT = self.A.T
-        # each observation's products a_ij a_ik, split as H is (first block / coupling / rest)
-        q1 = self.blocks[0].q if self.blocks else 0
-        av1 = self.Avals[:, :q1]
-        n = self.n
-        self.AoG = (av1[:, :, None] * av1[:, None, :]).reshape(n, -1)
+        # the sparse A, A' and the row products are built when first read: the one-scalar-term
+        # path (:mod:`.scalar`) never reads them, and a tiny fit would spend a tenth of its
+        # time on their set-up
+        self._A: sp.csr_matrix | None = None
+        self._AT: Any = None
+        self._AoG: np.ndarray | None = None
         self._Ao_rest: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def A(self) -> sp.csr_matrix:
+        """``A = Z Lambda`` as a CSR matrix: row ``i`` holds observation ``i``'s random effects."""
+        if self._A is None:
+            self._A = sp.csr_matrix((self.Avals.ravel(), self.Acols.ravel(), self._indptr),
+                                    shape=(self.n, self.n_u))
+        return self._A
+
+    @property
+    def AT(self) -> Any:
+        """``A'`` (the transpose view of :attr:`A`)."""
+        if self._AT is None:
+            self._AT = self.A.T
+        return self._AT
+
+    @property
+    def AoG(self) -> np.ndarray:
+        """Each observation's products ``a_1j a_1k`` within the first block."""
+        if self._AoG is None:
+            q1 = self.blocks[0].q if self.blocks else 0
+            av1 = self.Avals[:, :q1]
+            self._AoG = (av1[:, :, None] * av1[:, None, :]).reshape(self.n, -1)
+        return self._AoG
 
     @property
     def Ao12(self) -> np.ndarray:
