@@ -110,6 +110,7 @@ class PairPlan:
                                          for ci in cells for cj in cells])
         self.tgt_diag = np.concatenate([ci * Dc + cj for ci in cells for cj in cells])
         self.n_pairs = self.pi.size
+        self.same = (self.pi == self.pj).astype(float)       # delta_ij of c_ij
         self.pid_i = [p[self.pi] for p in pid]              # i's pattern in each rest block
         # flat positions in Phi (Nr x Dc) of (rows of i's level in rest block k, cell of j)
         self.phi_idx = [[((self.r_off[k] + blk.codes[self.pi] * self.r[k]) * Dc + cj[self.pj])[None, :]
@@ -290,10 +291,11 @@ class PairFactor:
         if info != 0:
             inv = sla.cho_solve((self.chol, True), np.eye(plan.Nr), check_finite=False)
         else:                    # the upper triangle is 0 (sla.cholesky cleans it)
-            inv += np.tril(inv, -1).T
+            np.add(inv, inv.T, out=inv)          # numpy buffers the overlapping transpose
+            inv[np.diag_indices_from(inv)] *= 0.5
         Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
         Pf = Phi.ravel()
-        c = np.where(pi == pj, 1.0, 0.0) - self.wJ * self.K                 # c_ij
+        c = plan.same - self.wJ * self.K                                    # c_ij
         seg, order = plan.seg, plan.order
         # z_i = sum_j c_ij Phi[(b, lev_b(i)), cells(j)] per rest block (the rows of i's
         # level, summed over j's cells); sigma_ij = e_i' Sigma e_j = sum_b R_b[p_b(i)] . zc_b
