@@ -77,9 +77,9 @@ def main() -> None:
         return
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores shared)")
     print("| items | ratings | wall (s) | CPU (s) | log-likelihood | converged | evaluations "
-          "| factorisations |" + (" reference loglik | d loglik | max d param | max rel d SE |"
+          "| factorisations |" + (" reference CPU (s) | reference loglik | d loglik | max d param | max rel d SE |"
                                   if args.reference else ""))
-    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if args.reference else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if args.reference else ""))
     for n in args.items:
         r = fit_subset(n)
         line = (f"| {n} | {r['ratings']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
@@ -94,7 +94,7 @@ def main() -> None:
             ok = np.isfinite(se) & np.isfinite(se_ref)      # an intercept held at 0 has none
             same_nan = bool(np.array_equal(np.isfinite(se), np.isfinite(se_ref)))
             dse = float(np.max(np.abs(se[ok] / se_ref[ok] - 1.0))) if same_nan else np.nan
-            line += (f" {ref['loglik']:.6f} | {r['loglik'] - ref['loglik']:+.2e} | {dpar:.1e} |"
+            line += (f" {ref['cpu']:.1f} | {ref['loglik']:.6f} | {r['loglik'] - ref['loglik']:+.2e} | {dpar:.1e} |"
                      f" {dse:.1e} |")
         print(line, flush=True)
 
