@@ -8,7 +8,8 @@ wall and CPU seconds, the log-likelihood, convergence, the likelihood
 evaluations and the sparse factorisations of ``H`` they took (see the
 "Speed" section of ``docs/ordinal.md``).  ``--reference DIR``: also fit with
 the ``src`` tree in ``DIR`` (e.g. an older checkout) in a subprocess and
-print the log-likelihood and largest parameter difference.
+print the log-likelihood, the largest parameter difference and the largest
+relative difference of the standard errors (from ``vcov``).
 
 Run:  OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/ordinal_crowd_scaling.py \\
           --items 100 200 500 1000
@@ -60,7 +61,8 @@ def fit_subset(n_items: int) -> dict[str, object]:
     return {"items": n_items, "ratings": len(sub), "wall": wall, "cpu": cpu,
             "loglik": float(f.loglik), "converged": bool(f.converged),
             "evals": int(core.n_evals), "factors": counter["factor"],
-            "params": np.asarray(core.params).tolist()}
+            "params": np.asarray(core.params).tolist(),
+            "se": np.sqrt(np.diag(np.asarray(core.vcov))).tolist()}
 
 
 def main() -> None:
@@ -75,9 +77,9 @@ def main() -> None:
         return
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores shared)")
     print("| items | ratings | wall (s) | CPU (s) | log-likelihood | converged | evaluations "
-          "| factorisations |" + (" reference loglik | d loglik | max d param |"
+          "| factorisations |" + (" reference CPU (s) | reference loglik | d loglik | max d param | max rel d SE |"
                                   if args.reference else ""))
-    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if args.reference else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if args.reference else ""))
     for n in args.items:
         r = fit_subset(n)
         line = (f"| {n} | {r['ratings']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
@@ -88,7 +90,12 @@ def main() -> None:
                                  env=env, capture_output=True, text=True, check=True)
             ref = json.loads(out.stdout.strip().splitlines()[-1])[0]
             dpar = float(np.max(np.abs(np.subtract(r["params"], ref["params"]))))
-            line += f" {ref['loglik']:.6f} | {r['loglik'] - ref['loglik']:+.2e} | {dpar:.1e} |"
+            se, se_ref = np.asarray(r["se"]), np.asarray(ref.get("se", np.nan))
+            ok = np.isfinite(se) & np.isfinite(se_ref)      # an intercept held at 0 has none
+            same_nan = bool(np.array_equal(np.isfinite(se), np.isfinite(se_ref)))
+            dse = float(np.max(np.abs(se[ok] / se_ref[ok] - 1.0))) if same_nan else np.nan
+            line += (f" {ref['cpu']:.1f} | {ref['loglik']:.6f} | {r['loglik'] - ref['loglik']:+.2e} | {dpar:.1e} |"
+                     f" {dse:.1e} |")
         print(line, flush=True)
 
 

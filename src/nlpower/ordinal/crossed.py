@@ -110,6 +110,7 @@ class PairPlan:
                                          for ci in cells for cj in cells])
         self.tgt_diag = np.concatenate([ci * Dc + cj for ci in cells for cj in cells])
         self.n_pairs = self.pi.size
+        self.same = (self.pi == self.pj).astype(float)       # delta_ij of c_ij
         self.pid_i = [p[self.pi] for p in pid]              # i's pattern in each rest block
         # flat positions in Phi (Nr x Dc) of (rows of i's level in rest block k, cell of j)
         self.phi_idx = [[((self.r_off[k] + blk.codes[self.pi] * self.r[k]) * Dc + cj[self.pj])[None, :]
@@ -232,7 +233,11 @@ class PairFactor:
         Ps = [p.shape[0] for p in plan.pats]
         Sc = _left(_right(C, Rs, Ps, plan.r, Ls), [R.T for R in Rs], Ps, Ls)   # R' C R
         Sc[np.diag_indices_from(Sc)] += 1.0
-        self.chol = sla.cholesky(Sc, lower=True, check_finite=False)
+        # potrf in place on the (symmetric) transpose: Fortran order, no copy, upper cleaned
+        chol, info = lapack.dpotrf(Sc.T, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"{info}-th leading minor of Sc not positive definite")
+        self.chol = chol
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol))))
         self.A1, self.A2, self.A1T, self.A2T = plan.split_A(rs)
 
@@ -289,11 +294,12 @@ class PairFactor:
         inv, info = lapack.dpotri(self.chol, lower=1)
         if info != 0:
             inv = sla.cho_solve((self.chol, True), np.eye(plan.Nr), check_finite=False)
-        else:                    # the upper triangle is 0 (sla.cholesky cleans it)
-            inv += np.tril(inv, -1).T
+        else:                    # the upper triangle is 0 (dpotrf cleans it)
+            np.add(inv, inv.T, out=inv)          # numpy buffers the overlapping transpose
+            inv[np.diag_indices_from(inv)] *= 0.5
         Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
         Pf = Phi.ravel()
-        c = np.where(pi == pj, 1.0, 0.0) - self.wJ * self.K                 # c_ij
+        c = plan.same - self.wJ * self.K                                    # c_ij
         seg, order = plan.seg, plan.order
         # z_i = sum_j c_ij Phi[(b, lev_b(i)), cells(j)] per rest block (the rows of i's
         # level, summed over j's cells); sigma_ij = e_i' Sigma e_j = sum_b R_b[p_b(i)] . zc_b
