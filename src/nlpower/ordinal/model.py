@@ -34,6 +34,7 @@ from .gradient import laplace_gradient
 from .laplace import agq_loglik, conditional_modes
 from .response import OrdinalResponse
 from .scalar import ScalarTerm, fd_hessian
+from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds
 
@@ -363,7 +364,6 @@ class ClmmModel:
         diag = self.rs.lower == 0.0
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if start is None and self.nAGQ == 1:
-            from .staged import intercepts_start
             x0 = intercepts_start(self, x0)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
@@ -406,7 +406,7 @@ class ClmmModel:
         # curvature pairs saves about a third of the evaluations (each a sparse factorisation)
         opts = {"maxiter": int(ctl.get("maxiter", 1000)), "ftol": float(ctl.get("ftol", 1e-14)),
                 "gtol": float(ctl.get("gtol", 1e-8)), "maxcor": 30}
-        stop = _EarlyStop(z0.size - self.n_theta, self.rs.lower)
+        stop = EarlyStop(z0.size - self.n_theta, self.rs.lower)
         vector = not ctl and any(t.q > 1 for t in self.rs.terms)
         res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds, options=opts,
                                 callback=stop if vector else None)
@@ -578,29 +578,6 @@ class ClmmModel:
                 eta[r] += self.rs.eta(gen.standard_normal(self.rs.n_u))
         latent = eta + _latent_draws(self.link.name, gen, eta.shape)
         return np.searchsorted(cuts, latent, side="left").astype(np.intp)
-
-
-class _EarlyStop:
-    """L-BFGS-B callback for vector terms: stop when an iteration gains < 1e-10 relative.
-
-    The last tens of evaluations gain < 1e-6; ``_finish``'s Newton steps (the
-    ``vcov`` Hessian) take the rest.  Not while an SD is in ``[1e-4, 1e-2)``:
-    Newton steps cannot cross the bound at 0, so L-BFGS-B goes on.
-    """
-
-    def __init__(self, k0: int, lower: np.ndarray):
-        self.k0, self.sd, self.prev, self.stopped = k0, np.asarray(lower) == 0.0, math.inf, False
-
-    def __call__(self, intermediate_result: Any) -> None:
-        f = float(intermediate_result.fun)
-        prev, self.prev = self.prev, f
-        if not prev - f <= 1e-10 * max(abs(f), 1.0):
-            return
-        sd = np.asarray(intermediate_result.x)[self.k0:][self.sd]
-        if np.any((sd >= 1e-4) & (sd < 1e-2)):
-            return
-        self.stopped = True
-        raise StopIteration
 
 
 def _latent_draws(link: str, gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
