@@ -26,19 +26,20 @@ Checked against central differences of the log-likelihood in
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import special
 
 from ..lmm.family import Link
-from .cumulative import cumulative_parts
+from .cumulative import CumulativeParts, cumulative_parts
 
 if TYPE_CHECKING:
     from .laplace import InnerResult
+    from .scalar import ScalarTerm
     from .structure import ReStructure
 
-__all__ = ["agq_gradient", "agq_loglik"]
+__all__ = ["agq_gradient", "agq_loglik", "batch_agq", "batch_agq_nll_grad"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -138,3 +139,93 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     B = np.sqrt(2.0) * np.sum(pi * hprime * x[None, :], axis=1)
     g += A @ du + (B + 1.0 / s) @ ds
     return g
+
+
+def _sums3(term: ScalarTerm, v: np.ndarray) -> np.ndarray:
+    """Level sums of ``v`` (``(m, n, K)``): ``(m, L, K)``."""
+    m, n, K = v.shape
+    t = term.sums(np.ascontiguousarray(v.transpose(0, 2, 1)).reshape(m * K, n))
+    return t.reshape(m, K, term.L).transpose(0, 2, 1)
+
+
+def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: np.ndarray,
+              u: np.ndarray, H: np.ndarray, cp: CumulativeParts, Bu: np.ndarray,
+              Bl: np.ndarray, n_agq: int, *, gradient: bool = True
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``-loglik`` (adaptive Gauss-Hermite) and its gradient at ``m`` points at once.
+
+    The quantities of :func:`agq_loglik` and :func:`agq_gradient` from a
+    scalar term's batched modes (:func:`~.scalar.batch_modes`): ``UP``/``LO``
+    the bounds without the random effect and ``a = s z`` (``(m, n)``), the
+    modes ``u`` and the curvature ``H`` there (``(m, L)``), ``cp`` the parts
+    at the modes.  Returns ``(f, grad)``: ``(m,)`` and ``(m, k)`` (``None``
+    without ``gradient``).
+    """
+    x, logw = _hermite(n_agq)
+    c, z = term.codes, term.z
+    sc = 1.0 / np.sqrt(H)                                  # (m, L)
+    nodes = u[:, :, None] + np.sqrt(2.0) * sc[:, :, None] * x   # (m, L, K)
+    nc = nodes[:, c, :]                                    # (m, n, K)
+    eta = a[:, :, None] * nc
+    parts = cumulative_parts(link, UP[:, :, None] - eta, LO[:, :, None] - eta,
+                             derivatives=gradient)
+    terms = _sums3(term, parts.logp) - 0.5 * nodes * nodes + logw
+    mx = terms.max(axis=2, keepdims=True)
+    e = np.exp(terms - mx)
+    tot = e.sum(axis=2, keepdims=True)
+    ll = (mx + np.log(tot))[:, :, 0] + np.log(np.sqrt(2.0) * sc) - 0.5 * np.log(2.0 * np.pi)
+    f = -ll.sum(axis=1)
+    if not gradient:
+        return f, None
+    from .gradient import _partials  # gradient imports laplace, which imports this module
+
+    pi = e / tot                                          # (m, L, K)
+    # -- the mode and the curvature as functions of psi (as in agq_gradient)
+    ea = a * u[:, c]
+    r, r_up, r_lo, W_up, W_lo = _partials(link, UP - ea, LO - ea, cp)
+    delta = -z * u[:, c]                                   # (m, n)
+    m, n = a.shape
+    k = Bu.shape[1] + 1
+    Du = np.empty((m, n, k))
+    Dl = np.empty((m, n, k))
+    Du[:, :, :-1] = Bu
+    Dl[:, :, :-1] = Bl
+    Du[:, :, -1] = delta
+    Dl[:, :, -1] = delta
+    rhs = _sums3(term, a[:, :, None] * -(r_up[:, :, None] * Du + r_lo[:, :, None] * Dl))
+    rhs[:, :, -1] += term.sums(-z * r)
+    du = rhs / H[:, :, None]                              # (m, L, k)
+    adu = a[:, :, None] * du[:, c, :]
+    dW = W_up[:, :, None] * (Du - adu) + W_lo[:, :, None] * (Dl - adu)
+    dH = _sums3(term, (a * a)[:, :, None] * dW)
+    dH[:, :, -1] += term.sums(2.0 * a * z * cp.w)
+    ds = -0.5 * (sc ** 3)[:, :, None] * dH                # (m, L, k)
+    # -- the integrand at the nodes
+    d1 = (parts.f_lo - parts.f_up) / parts.p
+    hprime = _sums3(term, a[:, :, None] * d1) - nodes
+    pic = pi[:, c, :]
+    g = np.empty((m, k))
+    g[:, :-1] = ((pic * parts.f_up / parts.p).sum(axis=2) @ Bu
+                 - (pic * parts.f_lo / parts.p).sum(axis=2) @ Bl)
+    g[:, -1] = (pic * d1 * (z[:, None] * nc)).sum(axis=(1, 2))
+    A = (pi * hprime).sum(axis=2)
+    B = np.sqrt(2.0) * (pi * hprime * x).sum(axis=2)
+    g += np.einsum("ml,mlk->mk", A, du) + np.einsum("ml,mlk->mk", B + 1.0 / sc, ds)
+    return f, -g
+
+
+def batch_agq_nll_grad(model: Any, xs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`~.scalar.batch_nll_grad` for ``nAGQ > 1``: ``-loglik``, gradient, modes at ``xs``."""
+    from .scalar import batch_modes
+
+    res = batch_modes(model, xs)
+    if res is None:
+        return None
+    UP, LO, a, u, H, _, _, parts, _, _ = res
+    f, g = batch_agq(model._scalar, model.link, UP, LO, a, u, H, parts, model.Bu, model.Bl,
+                     model.nAGQ)
+    assert g is not None
+    if not (np.isfinite(f).all() and np.isfinite(g).all()):
+        return None
+    return f, g, u
