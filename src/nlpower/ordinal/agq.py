@@ -229,3 +229,13 @@ def batch_agq_nll_grad(model: Any, xs: np.ndarray
     if not (np.isfinite(f).all() and np.isfinite(g).all()):
         return None
     return f, g, u
+
+
+def scalar_agq(model: Any, inner: Any, up0: np.ndarray, lo0: np.ndarray, *,
+               gradient: bool = False) -> tuple[float, np.ndarray | None]:
+    """``-loglik`` (and its gradient) at one point from a scalar term's modes ``inner``."""
+    f, g = batch_agq(model._scalar, model.link, up0[None], lo0[None], inner.a[None],
+                     inner.u[None], inner.factor.g1_diag[None],
+                     CumulativeParts(*(v[None] for v in inner.parts)), model.Bu,
+                     model.Bl, model.nAGQ, gradient=gradient)
+    return float(f[0]), None if g is None else g[0]

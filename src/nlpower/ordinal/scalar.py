@@ -308,13 +308,17 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
     of one scalar term or a shifted point cannot be evaluated in the batch.
     """
-    if getattr(model, "_scalar", None) is None or model.nAGQ != 1:
+    if getattr(model, "_scalar", None) is None:
         return None
     x = np.asarray(x, dtype=float)
     idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
     xs = np.tile(x, (idx.size, 1))
     xs[np.arange(idx.size), idx] += delta
-    res = batch_nll_grad(model, xs)
+    if model.nAGQ == 1:
+        res = batch_nll_grad(model, xs)
+    else:                                         # adaptive Gauss-Hermite: the same differences
+        from .agq import batch_agq_nll_grad
+        res = batch_agq_nll_grad(model, xs)
     if res is None:
         return None
     G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
