@@ -239,10 +239,17 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     # quadrature gradient instead of a batch; kept where it lowers -loglik
     flip = np.where(xc != xl, -1.0, 1.0)          # a column of Lambda signed: D H D
     f, g = model.nll_grad(xc)
-    if np.isfinite(f):
-        x1 = xc - np.linalg.solve(_floored(end[2] * np.outer(flip, flip)), g)
-        if model.nll(x1) < f:
-            xc = x1
+    if not np.isfinite(f):
+        return x0, False, None
+    x1 = xc - np.linalg.solve(_floored(end[2] * np.outer(flip, flip)), g)
+    # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
+    res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
+    if res is not None and res[0] < f:
+        if np.max(np.abs(res[1])) < 1e-3:
+            return x1, True, res
+        xc = x1
+    else:
+        model._u = model.modes(xc)            # the batch may have moved the warm start
     return newton_steps(model, xc)
 
 
