@@ -177,40 +177,32 @@ def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: n
     f = -ll.sum(axis=1)
     if not gradient:
         return f, None
-    from .gradient import _partials  # gradient imports laplace, which imports this module
+    from .scalar import _partials_scaled  # scalar imports gradient, which imports laplace
 
-    pi = e / tot                                          # (m, L, K)
-    # -- the mode and the curvature as functions of psi (as in agq_gradient)
-    ea = a * u[:, c]
-    r, r_up, r_lo, W_up, W_lo = _partials(link, UP - ea, LO - ea, cp)
-    delta = -z * u[:, c]                                   # (m, n)
     m, n = a.shape
-    k = Bu.shape[1] + 1
-    Du = np.empty((m, n, k))
-    Dl = np.empty((m, n, k))
-    Du[:, :, :-1] = Bu
-    Dl[:, :, :-1] = Bl
-    Du[:, :, -1] = delta
-    Dl[:, :, -1] = delta
-    rhs = _sums3(term, a[:, :, None] * -(r_up[:, :, None] * Du + r_lo[:, :, None] * Dl))
-    rhs[:, :, -1] += term.sums(-z * r)
-    du = rhs / H[:, :, None]                              # (m, L, k)
-    adu = a[:, :, None] * du[:, c, :]
-    dW = W_up[:, :, None] * (Du - adu) + W_lo[:, :, None] * (Dl - adu)
-    dH = _sums3(term, (a * a)[:, :, None] * dW)
-    dH[:, :, -1] += term.sums(2.0 * a * z * cp.w)
-    ds = -0.5 * (sc ** 3)[:, :, None] * dH                # (m, L, k)
-    # -- the integrand at the nodes
-    d1 = (parts.f_lo - parts.f_up) / parts.p
-    hprime = _sums3(term, a[:, :, None] * d1) - nodes
-    pic = pi[:, c, :]
-    g = np.empty((m, k))
-    g[:, :-1] = ((pic * parts.f_up / parts.p).sum(axis=2) @ Bu
-                 - (pic * parts.f_lo / parts.p).sum(axis=2) @ Bl)
-    g[:, -1] = (pic * d1 * (z[:, None] * nc)).sum(axis=(1, 2))
-    A = (pi * hprime).sum(axis=2)
-    B = np.sqrt(2.0) * (pi * hprime * x).sum(axis=2)
-    g += np.einsum("ml,mlk->mk", A, du) + np.einsum("ml,mlk->mk", B + 1.0 / sc, ds)
+    pi = e / tot                                          # (m, L, K): the nodes' weights
+    # -- the integrand at the nodes (fixed nodes)
+    fu_n = parts.f_up / parts.p
+    fl_n = parts.f_lo / parts.p
+    d1 = fl_n - fu_n                                      # d log p / d eta at the nodes
+    pic = pi[:, c, :]                                     # (m, n, K): each observation's level
+    g = np.empty((m, Bu.shape[1] + 1))
+    g[:, :-1] = (pic * fu_n).sum(axis=2) @ Bu - (pic * fl_n).sum(axis=2) @ Bl
+    g[:, -1] = ((pic * d1 * nc).sum(axis=2) * z).sum(axis=1)   # d eta / ds = z v at fixed v
+    ph = pi * (_sums3(term, a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
+    A = ph.sum(axis=2)                                    # coefficient of d u_l
+    gam = -0.5 * sc ** 3 * (np.sqrt(2.0) * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
+    # -- through the mode and the curvature (agq_gradient's du = rhs / H and dH, contracted
+    # with their coefficients before they are expanded: per-observation weights times B)
+    ea = a * u[:, c]
+    r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, UP - ea, LO - ea, cp)[2:]
+    a2 = a * a
+    kap = (A - gam * term.sums(a2 * a * (W_up + W_lo))) / H     # coefficient of rhs_l
+    kc, gc = kap[:, c], gam[:, c]
+    cu = gc * a2 * W_up - kc * a * r_up
+    cl = gc * a2 * W_lo - kc * a * r_lo
+    g[:, :-1] += cu @ Bu + cl @ Bl
+    g[:, -1] += ((cu + cl) * (-z * u[:, c]) - kc * z * r + 2.0 * gc * a * z * cp.w).sum(axis=1)
     return f, -g
 
 
