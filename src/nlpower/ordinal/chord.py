@@ -35,7 +35,7 @@ from .scalar import batch_nll_grad, fd_hessian
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel
 
-__all__ = ["BATCH_LIMIT", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
+__all__ = ["BATCH_LIMIT", "agq_batched", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
 
 
 #: largest observations x (parameters + 1) for which a one-scalar-term fit takes
@@ -206,6 +206,18 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
     return float(res[0][0]), g, 0.5 * (H + H.T)
+
+
+def agq_batched(model: ClmmModel) -> bool:
+    """``nAGQ > 1`` on data small enough for :func:`agq_steps`' batched Newton steps."""
+    if model.nAGQ == 1:
+        return False
+    nagq = model.nAGQ
+    model.nAGQ = 1
+    try:
+        return model._batch_newton()
+    finally:
+        model.nAGQ = nagq
 
 
 def agq_steps(model: ClmmModel, x0: np.ndarray

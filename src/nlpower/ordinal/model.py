@@ -349,7 +349,8 @@ class ClmmModel:
             start = start.params
         elif start is not None:
             self._u = np.zeros_like(self._u)    # the start alone decides the fit
-        fast = start is None and not ctl and self._batch_newton()
+        from .chord import agq_batched  # nAGQ > 1: starts as the Laplace fit it begins with
+        fast = start is None and not ctl and (self._batch_newton() or agq_batched(self))
         x0 = self.start(quick=fast) if start is None else np.asarray(start, dtype=float).copy()
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "

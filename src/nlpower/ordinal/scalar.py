@@ -227,7 +227,7 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
 
 
 def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60
-                ) -> tuple[np.ndarray, ...] | None:
+                ) -> tuple[Any, ...] | None:
     """The conditional modes of a scalar-term fit at the ``m`` points ``xs`` (``(m, k)``).
 
     Newton steps over an ``(m, L)`` array of modes, warm-started from the
