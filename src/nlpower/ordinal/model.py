@@ -365,7 +365,7 @@ class ClmmModel:
         if start is None and self.nAGQ == 1:
             from .staged import intercepts_start
             x0 = intercepts_start(self, x0)
-        if not np.isfinite(self.nll(x0)):
+        if not (fast and self.nAGQ > 1) and not np.isfinite(self.nll(x0)):   # agq_steps: Laplace
             x0 = self.start()
         if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
             # scalar terms: BFGS from the Hessian at the start takes about half the gradient
