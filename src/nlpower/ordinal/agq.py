@@ -224,7 +224,7 @@ def batch_agq_nll_grad(model: Any, xs: np.ndarray
 
 
 def scalar_agq(model: Any, inner: Any, up0: np.ndarray, lo0: np.ndarray, *,
-               gradient: bool = False) -> tuple[float, np.ndarray | None]:
+               gradient: bool = False) -> tuple[float, Any]:
     """``-loglik`` (and its gradient) at one point from a scalar term's modes ``inner``."""
     f, g = batch_agq(model._scalar, model.link, up0[None], lo0[None], inner.a[None],
                      inner.u[None], inner.factor.g1_diag[None],

@@ -233,7 +233,7 @@ class ClmmModel:
         self._u = inner.u
         self._last_inner = inner
         if self.nAGQ > 1:                 # one scalar term: its quadrature from its modes
-            f = scalar_agq(self, inner, up, lo)[0]
+            f, self._agq_g = scalar_agq(self, inner, up, lo, gradient=True)   # for nll_grad
         else:
             f = -(inner.h - 0.5 * inner.logdet)
         self._last = (x.copy(), f)
@@ -271,7 +271,7 @@ class ClmmModel:
         inner = self._last_inner
         up0, lo0 = self._last_offsets
         if self.nAGQ > 1:
-            return f, scalar_agq(self, inner, up0, lo0, gradient=True)[1]  # type: ignore[return-value]
+            return f, self._agq_g        # nll computed it with the value (for its point)
         if self._scalar is not None:
             ea = inner.a * inner.u[self._scalar.codes]
             return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
