@@ -26,19 +26,20 @@ Checked against central differences of the log-likelihood in
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import special
 
 from ..lmm.family import Link
-from .cumulative import cumulative_parts
+from .cumulative import CumulativeParts, cumulative_parts
 
 if TYPE_CHECKING:
     from .laplace import InnerResult
+    from .scalar import ScalarTerm
     from .structure import ReStructure
 
-__all__ = ["agq_gradient", "agq_loglik"]
+__all__ = ["agq_gradient", "agq_loglik", "batch_agq", "batch_agq_nll_grad"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -138,3 +139,95 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     B = np.sqrt(2.0) * np.sum(pi * hprime * x[None, :], axis=1)
     g += A @ du + (B + 1.0 / s) @ ds
     return g
+
+
+def _sums3(term: ScalarTerm, v: np.ndarray) -> np.ndarray:
+    """Level sums of ``v`` (``(m, n, K)``): ``(m, L, K)``."""
+    m, n, K = v.shape
+    t = term.sums(np.ascontiguousarray(v.transpose(0, 2, 1)).reshape(m * K, n))
+    return t.reshape(m, K, term.L).transpose(0, 2, 1)
+
+
+def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: np.ndarray,
+              u: np.ndarray, H: np.ndarray, cp: CumulativeParts, Bu: np.ndarray,
+              Bl: np.ndarray, n_agq: int, *, gradient: bool = True
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``-loglik`` (adaptive Gauss-Hermite) and its gradient at ``m`` points at once.
+
+    The quantities of :func:`agq_loglik` and :func:`agq_gradient` from a
+    scalar term's batched modes (:func:`~.scalar.batch_modes`): ``UP``/``LO``
+    the bounds without the random effect and ``a = s z`` (``(m, n)``), the
+    modes ``u`` and the curvature ``H`` there (``(m, L)``), ``cp`` the parts
+    at the modes.  Returns ``(f, grad)``: ``(m,)`` and ``(m, k)`` (``None``
+    without ``gradient``).
+    """
+    x, logw = _hermite(n_agq)
+    c, z = term.codes, term.z
+    sc = 1.0 / np.sqrt(H)                                  # (m, L)
+    nodes = u[:, :, None] + np.sqrt(2.0) * sc[:, :, None] * x   # (m, L, K)
+    nc = nodes[:, c, :]                                    # (m, n, K)
+    eta = a[:, :, None] * nc
+    parts = cumulative_parts(link, UP[:, :, None] - eta, LO[:, :, None] - eta,
+                             derivatives=gradient)
+    terms = _sums3(term, parts.logp) - 0.5 * nodes * nodes + logw
+    mx = terms.max(axis=2, keepdims=True)
+    e = np.exp(terms - mx)
+    tot = e.sum(axis=2, keepdims=True)
+    ll = (mx + np.log(tot))[:, :, 0] + np.log(np.sqrt(2.0) * sc) - 0.5 * np.log(2.0 * np.pi)
+    f = -ll.sum(axis=1)
+    if not gradient:
+        return f, None
+    from .scalar import _partials_scaled  # scalar imports gradient, which imports laplace
+
+    m, n = a.shape
+    pi = e / tot                                          # (m, L, K): the nodes' weights
+    # -- the integrand at the nodes (fixed nodes)
+    fu_n = parts.f_up / parts.p
+    fl_n = parts.f_lo / parts.p
+    d1 = fl_n - fu_n                                      # d log p / d eta at the nodes
+    pic = pi[:, c, :]                                     # (m, n, K): each observation's level
+    g = np.empty((m, Bu.shape[1] + 1))
+    g[:, :-1] = (pic * fu_n).sum(axis=2) @ Bu - (pic * fl_n).sum(axis=2) @ Bl
+    g[:, -1] = ((pic * d1 * nc).sum(axis=2) * z).sum(axis=1)   # d eta / ds = z v at fixed v
+    ph = pi * (_sums3(term, a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
+    A = ph.sum(axis=2)                                    # coefficient of d u_l
+    gam = -0.5 * sc ** 3 * (np.sqrt(2.0) * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
+    # -- through the mode and the curvature (agq_gradient's du = rhs / H and dH, contracted
+    # with their coefficients before they are expanded: per-observation weights times B)
+    ea = a * u[:, c]
+    r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, UP - ea, LO - ea, cp)[2:]
+    a2 = a * a
+    kap = (A - gam * term.sums(a2 * a * (W_up + W_lo))) / H     # coefficient of rhs_l
+    kc, gc = kap[:, c], gam[:, c]
+    cu = gc * a2 * W_up - kc * a * r_up
+    cl = gc * a2 * W_lo - kc * a * r_lo
+    g[:, :-1] += cu @ Bu + cl @ Bl
+    g[:, -1] += ((cu + cl) * (-z * u[:, c]) - kc * z * r + 2.0 * gc * a * z * cp.w).sum(axis=1)
+    return f, -g
+
+
+def batch_agq_nll_grad(model: Any, xs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`~.scalar.batch_nll_grad` for ``nAGQ > 1``: ``-loglik``, gradient, modes at ``xs``."""
+    from .scalar import batch_modes
+
+    res = batch_modes(model, xs)
+    if res is None:
+        return None
+    UP, LO, a, u, H, _, _, parts, _, _ = res
+    f, g = batch_agq(model._scalar, model.link, UP, LO, a, u, H, parts, model.Bu, model.Bl,
+                     model.nAGQ)
+    assert g is not None
+    if not (np.isfinite(f).all() and np.isfinite(g).all()):
+        return None
+    return f, g, u
+
+
+def scalar_agq(model: Any, inner: Any, up0: np.ndarray, lo0: np.ndarray, *,
+               gradient: bool = False) -> tuple[float, Any]:
+    """``-loglik`` (and its gradient) at one point from a scalar term's modes ``inner``."""
+    f, g = batch_agq(model._scalar, model.link, up0[None], lo0[None], inner.a[None],
+                     inner.u[None], inner.factor.g1_diag[None],
+                     CumulativeParts(*(v[None] for v in inner.parts)), model.Bu,
+                     model.Bl, model.nAGQ, gradient=gradient)
+    return float(f[0]), None if g is None else g[0]

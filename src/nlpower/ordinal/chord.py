@@ -29,12 +29,13 @@ import numpy as np
 
 from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
+from .agq import batch_agq_nll_grad
 from .scalar import batch_nll_grad, fd_hessian
 
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel
 
-__all__ = ["BATCH_LIMIT", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
+__all__ = ["BATCH_LIMIT", "agq_batched", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
 
 
 #: largest observations x (parameters + 1) for which a one-scalar-term fit takes
@@ -198,7 +199,7 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     k = x.size
     xs = np.tile(x, (k + 1, 1))
     xs[1 + shift, shift] += delta
-    res = batch_nll_grad(model, xs)
+    res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs)
     if res is None or not np.isfinite(res[0][0]):
         return None
     model._u = res[2][0].copy()            # warm start of the next batch and line search
@@ -207,13 +208,30 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     return float(res[0][0]), g, 0.5 * (H + H.T)
 
 
-def agq_steps(model: ClmmModel, x0: np.ndarray) -> tuple[np.ndarray, bool]:
-    """An ``nAGQ > 1`` fit from the Laplace one: BFGS on the quadrature likelihood.
+def agq_batched(model: ClmmModel) -> bool:
+    """``nAGQ > 1`` on data small enough for :func:`agq_steps`' batched Newton steps."""
+    if model.nAGQ == 1:
+        return False
+    nagq = model.nAGQ
+    model.nAGQ = 1
+    try:
+        return model._batch_newton()
+    finally:
+        model.nAGQ = nagq
+
+
+def agq_steps(model: ClmmModel, x0: np.ndarray
+              ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, np.ndarray] | None]:
+    """An ``nAGQ > 1`` fit from the Laplace one: Newton steps on the quadrature likelihood.
 
     The Laplace optimum (:func:`newton_steps` with the model switched to
-    ``nAGQ = 1``) is close to the quadrature one, and its Hessian is a good
-    first matrix: a few analytic quadrature gradients
-    (:func:`~.agq.agq_gradient`) finish the fit.  ``(x0, False)`` where the
+    ``nAGQ = 1``) is close to the quadrature one: a few Newton steps more,
+    each Hessian by forward differences of the analytic quadrature gradient
+    at the point and its ``k`` shifts evaluated in one batch
+    (:func:`~.agq.batch_agq_nll_grad`), finish the fit.  Returns as
+    :func:`newton_steps` (the end point, converged, and ``-loglik``, gradient
+    and Hessian there for :meth:`ClmmModel._finish
+    <nlpower.ordinal.model.ClmmModel._finish>`); ``(x0, False, None)`` where the
     Laplace steps do not apply (larger data) or do not converge.
     """
     nagq = model.nAGQ
@@ -221,16 +239,30 @@ def agq_steps(model: ClmmModel, x0: np.ndarray) -> tuple[np.ndarray, bool]:
     model._last = None                 # the cached point's value is the other likelihood's
     try:
         if not model._batch_newton():
-            return x0, False
-        xl, ok, end = newton_steps(model, x0)
+            return x0, False, None
+        xl, ok, end = newton_steps(model, x0, gtol=0.1)    # near enough for the first step
     finally:
         model.nAGQ = nagq
         model._last = None
     if not ok or end is None:
-        return x0, False
+        return x0, False, None
     xc = canonical_theta(model, xl)
-    flip = np.where(xc != xl, -1.0, 1.0)   # a column of Lambda signed: D H D
-    return bfgs_steps(model, xc, _floored(end[2] * np.outer(flip, flip)))
+    # the first step with the Laplace Hessian (the quadrature's differs little): one
+    # quadrature gradient instead of a batch; kept where it lowers -loglik
+    flip = np.where(xc != xl, -1.0, 1.0)          # a column of Lambda signed: D H D
+    f, g = model.nll_grad(xc)
+    if not np.isfinite(f):
+        return x0, False, None
+    x1 = xc - np.linalg.solve(_floored(end[2] * np.outer(flip, flip)), g)
+    # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
+    res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
+    if res is not None and res[0] < f:
+        if np.max(np.abs(res[1])) < 1e-3:
+            return x1, True, res
+        xc = x1
+    else:
+        model._u = model.modes(xc)            # the batch may have moved the warm start
+    return newton_steps(model, xc)
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,

@@ -27,11 +27,11 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_fro
 from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
-from .agq import agq_gradient
+from .agq import scalar_agq
 from .clm import clm_newton
 from .cumulative import cumulative_parts
 from .gradient import laplace_gradient
-from .laplace import agq_loglik, conditional_modes
+from .laplace import conditional_modes
 from .response import OrdinalResponse
 from .scalar import ScalarTerm, fd_hessian
 from .staged import EarlyStop, intercepts_start
@@ -220,7 +220,7 @@ class ClmmModel:
         self._last_offsets = (up, lo)
         if self.rs is None:
             return -float(np.sum(cumulative_parts(self.link, up, lo, derivatives=False).logp))
-        if self._scalar is not None and self.nAGQ == 1:
+        if self._scalar is not None:
             inner: Any = self._scalar.modes(self.link, up, lo, float(theta[0]), self._u)
         else:
             if self._theta_set is None or not np.array_equal(theta, self._theta_set):
@@ -233,8 +233,8 @@ class ClmmModel:
             return math.inf
         self._u = inner.u
         self._last_inner = inner
-        if self.nAGQ > 1:
-            f = -agq_loglik(self.rs, self.link, up, lo, inner, self.nAGQ)
+        if self.nAGQ > 1:                 # one scalar term: its quadrature from its modes
+            f, self._agq_g = scalar_agq(self, inner, up, lo, gradient=True)   # for nll_grad
         else:
             f = -(inner.h - 0.5 * inner.logdet)
         self._last = (x.copy(), f)
@@ -272,8 +272,7 @@ class ClmmModel:
         inner = self._last_inner
         up0, lo0 = self._last_offsets
         if self.nAGQ > 1:
-            return f, -agq_gradient(self.rs, self.link, up0, lo0, self.Bu, self.Bl, inner,
-                                    self.nAGQ)
+            return f, self._agq_g        # nll computed it with the value (for its point)
         if self._scalar is not None:
             ea = inner.a * inner.u[self._scalar.codes]
             return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
@@ -351,7 +350,8 @@ class ClmmModel:
             start = start.params
         elif start is not None:
             self._u = np.zeros_like(self._u)    # the start alone decides the fit
-        fast = start is None and not ctl and self._batch_newton()
+        from .chord import agq_batched  # nAGQ > 1: starts as the Laplace fit it begins with
+        fast = start is None and not ctl and (self._batch_newton() or agq_batched(self))
         x0 = self.start(quick=fast) if start is None else np.asarray(start, dtype=float).copy()
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
@@ -365,7 +365,7 @@ class ClmmModel:
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if start is None and self.nAGQ == 1:
             x0 = intercepts_start(self, x0)
-        if not np.isfinite(self.nll(x0)):
+        if not (fast and self.nAGQ > 1) and not np.isfinite(self.nll(x0)):   # agq_steps: Laplace
             x0 = self.start()
         if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
             # scalar terms: BFGS from the Hessian at the start takes about half the gradient
@@ -386,7 +386,8 @@ class ClmmModel:
             x0 = xq
         elif start is None and not ctl and self.nAGQ > 1:
             from .chord import agq_steps, canonical_theta
-            xq, ok = agq_steps(self, x0)          # from the Laplace fit (small data)
+            xq, ok, end = agq_steps(self, x0)     # from the Laplace fit (small data)
+            self._hess_at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)

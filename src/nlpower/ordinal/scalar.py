@@ -24,7 +24,7 @@ from ..lmm.family import Link
 from .cumulative import CumulativeParts, cumulative_parts
 from .gradient import _partials
 
-__all__ = ["DiagFactor", "ScalarTerm", "batch_nll_grad", "fd_hessian", "laplace_grad"]
+__all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "fd_hessian", "laplace_grad"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,6 +214,29 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     one point at a time).  The model's state (modes, cached point) is left
     as it was.
     """
+    res = batch_modes(model, xs, tol=tol, maxit=maxit)
+    if res is None:
+        return None
+    UP, LO, a, u, H, up, lo, parts, hl, w = res
+    term: ScalarTerm = model._scalar
+    f = 0.5 * np.log(H).sum(axis=1) - hl.sum(axis=1)
+    grad = laplace_grad(term, model.link, up, lo, parts, a, u, H, model.Bu, model.Bl, w)
+    if not (np.isfinite(f).all() and np.isfinite(grad).all()):
+        return None
+    return f, -grad, u
+
+
+def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60
+                ) -> tuple[Any, ...] | None:
+    """The conditional modes of a scalar-term fit at the ``m`` points ``xs`` (``(m, k)``).
+
+    Newton steps over an ``(m, L)`` array of modes, warm-started from the
+    model's current ones (:func:`batch_nll_grad`'s first half).  Returns
+    ``(UP, LO, a, u, H, up, lo, parts, hl, w)``: the bounds without and with
+    the random effect (``(m, n)``), ``a = s z``, the modes and the diagonal of
+    ``H`` at them (``(m, L)``), the parts there, the levels' ``h_l`` and the
+    weights ``w``; ``None`` when a point is outside the parameter space.
+    """
     term: ScalarTerm = model._scalar
     link = model.link
     xs = np.atleast_2d(np.asarray(xs, dtype=float))
@@ -271,11 +294,7 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
         u, parts, hl = un, pn, hn
     if not ok:
         return None
-    f = 0.5 * np.log(H).sum(axis=1) - hl.sum(axis=1)
-    grad = laplace_grad(term, link, up, lo, parts, a, u, H, model.Bu, model.Bl, w)
-    if not (np.isfinite(f).all() and np.isfinite(grad).all()):
-        return None
-    return f, -grad, u
+    return UP, LO, a, u, H, up, lo, parts, hl, w
 
 
 def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
@@ -289,13 +308,17 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
     of one scalar term or a shifted point cannot be evaluated in the batch.
     """
-    if getattr(model, "_scalar", None) is None or model.nAGQ != 1:
+    if getattr(model, "_scalar", None) is None:
         return None
     x = np.asarray(x, dtype=float)
     idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
     xs = np.tile(x, (idx.size, 1))
     xs[np.arange(idx.size), idx] += delta
-    res = batch_nll_grad(model, xs)
+    if model.nAGQ == 1:
+        res = batch_nll_grad(model, xs)
+    else:                                         # adaptive Gauss-Hermite: the same differences
+        from .agq import batch_agq_nll_grad
+        res = batch_agq_nll_grad(model, xs)
     if res is None:
         return None
     G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
