@@ -198,7 +198,7 @@ def test_agq_fit_ends_where_the_gradient_vanishes() -> None:
 def test_agq_from_laplace_gives_the_lbfgsb_fit(seed: int) -> None:
     d = ratings(seed=seed, n_judges=14)
     m = prepare_clmm("rating ~ x + temp + (1 | judge)", d, nAGQ=9)
-    quick = m.refit()                                  # Laplace Newton steps, then BFGS
+    quick = m.refit()                                  # Laplace Newton steps, then one quadrature batch
     full = m.refit(control={"maxiter": 1000})          # L-BFGS-B from the clm start
     assert quick.message == "quasi-Newton steps" and quick.converged and full.converged
     assert quick.loglik == pytest.approx(full.loglik, abs=1e-7)
