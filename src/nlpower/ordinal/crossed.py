@@ -233,11 +233,7 @@ class PairFactor:
         Ps = [p.shape[0] for p in plan.pats]
         Sc = _left(_right(C, Rs, Ps, plan.r, Ls), [R.T for R in Rs], Ps, Ls)   # R' C R
         Sc[np.diag_indices_from(Sc)] += 1.0
-        # potrf in place on the (symmetric) transpose: Fortran order, no copy, upper cleaned
-        chol, info = lapack.dpotrf(Sc.T, lower=1, clean=1, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"{info}-th leading minor of Sc not positive definite")
-        self.chol = chol
+        self.chol = sla.cholesky(Sc, lower=True, check_finite=False)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol))))
         self.A1, self.A2, self.A1T, self.A2T = plan.split_A(rs)
 
@@ -294,7 +290,7 @@ class PairFactor:
         inv, info = lapack.dpotri(self.chol, lower=1)
         if info != 0:
             inv = sla.cho_solve((self.chol, True), np.eye(plan.Nr), check_finite=False)
-        else:                    # the upper triangle is 0 (dpotrf cleans it)
+        else:                    # the upper triangle is 0 (sla.cholesky cleans it)
             np.add(inv, inv.T, out=inv)          # numpy buffers the overlapping transpose
             inv[np.diag_indices_from(inv)] *= 0.5
         Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
