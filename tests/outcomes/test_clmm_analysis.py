@@ -51,3 +51,18 @@ def test_type1_of_clmm_at_ten_workers_within_3_mc_se():
     n_sims = 400
     r = likert_power(CrossedDesign(10, 20), lp, analysis="clmm", n_sims=n_sims, rng=5)
     assert abs(r.type1 - 0.05) < 3 * math.sqrt(0.05 * 0.95 / n_sims)
+
+
+def test_a_replicate_without_a_positive_se_is_a_failed_fit(monkeypatch):
+    # a fit whose Hessian is not positive definite has SE 0: counted as a failed fit (or
+    # raised with on_failure="raise"), never a ZeroDivisionError that ends the whole run
+    import nlpower
+    from nlpower.errors import FitError
+    from nlpower.ordinal.model import ClmmCore
+
+    monkeypatch.setattr(ClmmCore, "se", property(lambda self: np.zeros(self.beta.size)))
+    kw = dict(n_sims=4, rng=1, outcome="likert", levels=5, analysis="clmm", test="z")
+    res = nlpower.power(CrossedDesign(3, 6), presets.high_variance(0.3), **kw)
+    assert res.n_failed == 4 and res.power == 0.0
+    with pytest.raises(FitError, match="no positive SE"):
+        nlpower.power(CrossedDesign(3, 6), presets.high_variance(0.3), on_failure="raise", **kw)

@@ -199,6 +199,8 @@ def clmm_batch(design: CrossedDesign, y: np.ndarray, params: Any,
                 x0 = None
                 core = m.refit(codes, control=_REPLICATE_CONTROL)
             b, s = float(core.beta[j]), float(core.se[j])
+            if not (np.isfinite(s) and s > 0.0):     # the Hessian at the fit is not PD
+                raise FitError(f"the fit's Hessian gives no positive SE of the effect ({s!r})")
             est[k], se[k] = b, s
             conv[k], sing[k] = bool(core.converged), bool(core.singular)
             if m0 is not None:
