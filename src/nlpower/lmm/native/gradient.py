@@ -60,6 +60,25 @@ def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.nda
     return (cache[id(blk)][1] @ x).reshape(blk.m, blk.q)
 
 
+def _lambda_t_entries(ev: DevianceEvaluator, n_rows: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, column, theta index)`` of each entry of ``Lambda_r'`` on the first ``n_rows``
+    rows of the rest, the identity on the ``X`` rows after them (theta index -1: the value 1).
+    """
+    rows, cols, src = [], [], []
+    for blk, off in ev.b.rest:
+        r, c = np.divmod(blk.lam_idx, blk.q)                  # Lambda[r, c] = theta[src]
+        base = off + blk.q * np.arange(blk.m)[:, None]
+        rows.append((base + c[None, :]).ravel())              # Lambda' : (c, r)
+        cols.append((base + r[None, :]).ravel())
+        src.append(np.tile(blk.theta_idx, blk.m))
+    ident = np.arange(ev.b.nre2, n_rows)
+    rows.append(ident)
+    cols.append(ident)
+    src.append(np.full(ident.size, -1))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
+
+
 def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.csr_matrix:
     """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows).
 
@@ -68,19 +87,7 @@ def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.cs
     """
     cache = ev.__dict__.setdefault("_lam_rows", {})
     if n_rows not in cache:
-        b = ev.b
-        rows, cols, src = [], [], []
-        for blk, off in b.rest:
-            r, c = np.divmod(blk.lam_idx, blk.q)              # Lambda[r, c] = theta[src]
-            base = off + blk.q * np.arange(blk.m)[:, None]
-            rows.append((base + c[None, :]).ravel())          # Lambda' : (c, r)
-            cols.append((base + r[None, :]).ravel())
-            src.append(np.tile(blk.theta_idx, blk.m))
-        ident = np.arange(b.nre2, n_rows)
-        rows.append(ident)
-        cols.append(ident)
-        src.append(np.full(ident.size, -1))                   # -1 -> the value 1
-        R, C, S = np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
+        R, C, S = _lambda_t_entries(ev, n_rows)
         mat = sp.csr_matrix((np.arange(1.0, R.size + 1.0), (R, C)), shape=(n_rows, n_rows))
         cache[n_rows] = (mat, S[mat.data.astype(np.intp) - 1])
     mat, S = cache[n_rows]
@@ -191,18 +198,7 @@ def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
     if Nr not in cache:
         rmax = R.shape[1]
         # every (rest row r, row c of its level, theta source) with Lambda'[r, c] != 0
-        rr, cc, ss = [], [], []
-        for blk, off in b.rest:
-            lr, lc = np.divmod(blk.lam_idx, blk.q)            # Lambda[lr, lc] = theta[src]
-            base = off + blk.q * np.arange(blk.m)[:, None]
-            rr.append((base + lc[None, :]).ravel())           # Lambda'[lc, lr]
-            cc.append((base + lr[None, :]).ravel())
-            ss.append(np.tile(blk.theta_idx, blk.m))
-        ident = np.arange(b.nre2, Nr)
-        rr.append(ident)
-        cc.append(ident)
-        ss.append(np.full(ident.size, -1))                    # -1 -> the value 1
-        r_all, c_all, s_all = np.concatenate(rr), np.concatenate(cc), np.concatenate(ss)
+        r_all, c_all, s_all = _lambda_t_entries(ev, Nr)
         order = np.argsort(r_all, kind="stable")
         r_all, c_all, s_all = r_all[order], c_all[order], s_all[order]
         start = np.searchsorted(r_all, np.arange(Nr + 1))
