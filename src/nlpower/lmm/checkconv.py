@@ -95,7 +95,7 @@ class CheckConvControl:
     def coerce(cls, value: Any) -> CheckConvControl:
         """From ``None`` (defaults), a level for all three checks, a dict, or an instance."""
         if value is None:
-            return cls()
+            return _DEFAULT_CONTROL if cls is CheckConvControl else cls()
         if isinstance(value, cls):
             return value
         if isinstance(value, str):
@@ -112,6 +112,9 @@ class CheckConvControl:
             f"checkconv must be None, one of {', '.join(map(repr, CHECK_LEVELS))}, a dict of "
             f"settings or a CheckConvControl; got {value!r}.")
 
+
+#: the defaults (``coerce(None)``: frozen, so one instance serves every fit)
+_DEFAULT_CONTROL = CheckConvControl()
 
 #: Power simulations: the singular flag and lme4's gradient check, no Hessian (2k evaluations).
 REPLICATE_CONTROL = CheckConvControl(singular="ignore", grad="ignore", hess="ignore")

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
+from ._dense import floored_solve
 from .agq import batch_agq_nll_grad
 from .scalar import batch_nll_grad, fd_hessian
 
@@ -185,7 +186,7 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
         f, g, H = res
         if np.max(np.abs(g)) < gtol:
             return x, True, res
-        step = -np.linalg.solve(_floored(H), g)
+        step = -floored_solve(H, g)
         big = float(np.max(np.abs(step)))
         if big > 2.0:                  # a floored eigenvalue (an SD near 0): cap the step
             step *= 2.0 / big
@@ -253,7 +254,7 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     f, g = model.nll_grad(xc)
     if not np.isfinite(f):
         return x0, False, None
-    x1 = xc - np.linalg.solve(_floored(end[2] * np.outer(flip, flip)), g)
+    x1 = xc - floored_solve(end[2] * np.outer(flip, flip), g)
     # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
     res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
     if res is not None and res[0] < f:

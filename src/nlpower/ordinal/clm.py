@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
+from ._dense import solve
 from .cumulative import cumulative_parts
 from .thresholds import Thresholds
 
@@ -67,7 +68,7 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
         H = ((Bu * (cp.df_up / cp.p)[:, None]).T @ Bu - (Bl * (cp.df_lo / cp.p)[:, None]).T @ Bl
              - gi.T @ gi)
         try:
-            step = np.linalg.solve(-H, g)
+            step = solve(-H, g)
         except np.linalg.LinAlgError:
             step = np.linalg.lstsq(-H, g, rcond=None)[0]
         dec = float(g @ step)

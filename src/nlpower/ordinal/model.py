@@ -27,6 +27,7 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_fro
 from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
+from ._dense import inv_and_cond, solve
 from .agq import scalar_agq
 from .clm import clm_newton
 from .cumulative import cumulative_parts
@@ -510,7 +511,7 @@ class ClmmModel:
                 if np.max(np.abs(g)) < 1e-8:
                     break
                 try:
-                    step = np.linalg.solve(H, g)
+                    step = solve(H, g)
                 except np.linalg.LinAlgError:
                     break
                 if 0.0 <= float(g @ step) < 1e-12:    # the deviance would fall by < 1e-12:
@@ -536,9 +537,11 @@ class ClmmModel:
                                   check.max_grad, g, H, check.n_evals, check.raw_grad_failed)
             Hn = 0.5 * H
             try:
-                vcov[np.ix_(free, free)] = np.linalg.inv(Hn)
-                ev = np.linalg.eigvalsh(Hn)
-                cond = float(ev[-1] / ev[0]) if ev[0] > 0 else math.inf
+                Hinv, cond = inv_and_cond(Hn)
+                if free.all():
+                    vcov = Hinv
+                else:
+                    vcov[np.ix_(free, free)] = Hinv
             except np.linalg.LinAlgError:
                 pass
         f = self.nll(x)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
-from .cumulative import CumulativeParts, cumulative_parts
+from .cumulative import CumulativeParts, bounds_parts, cumulative_parts, logit_gap
 from .gradient import _partials
 
 __all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "fd_hessian", "laplace_grad"]
@@ -89,8 +89,9 @@ class ScalarTerm:
         a2 = a * a
         u = u0.copy()
         c = self.codes
-        ea = a * u[c]
-        parts = cumulative_parts(link, up0 - ea, lo0 - ea)
+        B = np.stack((up0, lo0))                         # [upper, lower] without the effect
+        gap = logit_gap(B) if link.name == "logit" else None
+        parts = bounds_parts(link, B - a * u.take(c), gap=gap)
         hl = np.bincount(c, weights=parts.logp, minlength=self.L) - 0.5 * u * u
         converged = False
         it = 0
@@ -111,8 +112,7 @@ class ScalarTerm:
             un = u + du                                  # the full step first
             step: np.ndarray | None = None
             for _ in range(40):
-                ea = a * un[c]
-                pn = cumulative_parts(link, up0 - ea, lo0 - ea)
+                pn = bounds_parts(link, B - a * un.take(c), gap=gap)
                 hn = np.bincount(c, weights=pn.logp, minlength=self.L) - 0.5 * un * un
                 bad = hn < floor
                 if not bad.any():
@@ -122,8 +122,6 @@ class ScalarTerm:
             else:
                 break
             u, parts, hl = un, pn, hn
-        else:
-            H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
         if not converged:
             H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
         fac = DiagFactor(H)
@@ -184,10 +182,10 @@ def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
     c, z = term.codes, term.z
     fu_p, fl_p, r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, up, lo, parts)
     Hinv = 1.0 / H
-    v = a * Hinv[:, c]                           # H^{-1} a_i at the observation's own level
+    v = a * Hinv.take(c, axis=1)                 # H^{-1} a_i at the observation's own level
     lev = a * v
     R = Hinv * term.sums(lev * (W_up + W_lo) * a)
-    Rc = R[:, c]
+    Rc = R.take(c, axis=1)
     q = Rc * a
     cu = fu_p - 0.5 * (lev * W_up + q * r_up)
     cl = -fl_p - 0.5 * (lev * W_lo + q * r_lo)
@@ -196,7 +194,7 @@ def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
     if w is None:
         w = parts.w
     # d(upper) / ds at fixed u is -z u[c]; the trace term 2 tr(H^{-1} A' W dA) / 2 is w z v
-    g[:, -1] = np.sum(((cu + cl) * u[:, c] + 0.5 * Rc * r + w * v) * -z, axis=1)
+    g[:, -1] = -(((cu + cl) * u.take(c, axis=1) + 0.5 * Rc * r + w * v) @ z)
     return g
 
 
@@ -244,19 +242,23 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     na, p = model.n_alpha, model.p
     alpha, beta, s = xs[:, :na], xs[:, na:na + p], xs[:, na + p]
     cuts = alpha @ model.thr.jacobian.T
-    if np.any(cuts[:, 1:] <= cuts[:, :-1]):
+    if (cuts[:, 1:] <= cuts[:, :-1]).any():
         return None
+    # the bounds without the random effect, stacked: [upper, lower] (2, m, n)
+    B = np.empty((2, m, model.spec.n))
     xb = beta @ model.X.T
-    UP = np.where(model.top, np.inf, alpha @ model.Ju.T - xb)
-    LO = np.where(model.bottom, -np.inf, alpha @ model.Jl.T - xb)
+    np.subtract(alpha @ model.Ju.T, xb, out=B[0])
+    np.subtract(alpha @ model.Jl.T, xb, out=B[1])
+    B[0][:, model.top] = np.inf
+    B[1][:, model.bottom] = -np.inf
     c, z = term.codes, term.z
     a = s[:, None] * z                                   # (m, n)
     neg_a = -a
     a2 = a * a
-    u = np.tile(model._u, (m, 1))
-    ea = a * u[:, c]
-    up, lo = UP - ea, LO - ea
-    parts = cumulative_parts(link, up, lo)
+    u = np.repeat(model._u[None], m, axis=0)
+    bnd = B - a * u.take(c, axis=1)
+    gap = logit_gap(B) if link.name == "logit" else None
+    parts = bounds_parts(link, bnd, gap=gap)
     hl = term.sums(parts.logp) - 0.5 * u * u
     ok = False
     # (method calls rather than np.sum / np.all: a tiny fit is dominated by per-call overhead)
@@ -278,9 +280,8 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
         un = u + du                                      # the full step first
         step: np.ndarray | None = None
         for _ in range(40):
-            ea = a * un[:, c]
-            up, lo = UP - ea, LO - ea
-            pn = cumulative_parts(link, up, lo)
+            bnd = B - a * un.take(c, axis=1)
+            pn = bounds_parts(link, bnd, gap=gap)
             hn = term.sums(pn.logp) - 0.5 * un * un
             bad = hn < floor
             if not bad.any():
@@ -294,7 +295,7 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
         u, parts, hl = un, pn, hn
     if not ok:
         return None
-    return UP, LO, a, u, H, up, lo, parts, hl, w
+    return B[0], B[1], a, u, H, bnd[0], bnd[1], parts, hl, w
 
 
 def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
