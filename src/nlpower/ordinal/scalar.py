@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
-from .cumulative import CumulativeParts, bounds_parts, cumulative_parts, logit_gap
+from .cumulative import CumulativeParts, bounds_parts, logit_gap
 from .gradient import _partials
 
 __all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "fd_hessian", "laplace_grad"]
