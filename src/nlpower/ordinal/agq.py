@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from ..lmm.family import Link
-from .cumulative import CumulativeParts, cumulative_parts
+from .cumulative import CumulativeParts, bounds_parts, cumulative_parts, logit_gap
 
 if TYPE_CHECKING:
     from .laplace import InnerResult
@@ -167,8 +167,9 @@ def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: n
     nodes = u[:, :, None] + np.sqrt(2.0) * sc[:, :, None] * x   # (m, L, K)
     nc = nodes[:, c, :]                                    # (m, n, K)
     eta = a[:, :, None] * nc
-    parts = cumulative_parts(link, UP[:, :, None] - eta, LO[:, :, None] - eta,
-                             derivatives=gradient)
+    B = np.stack((UP, LO))[..., None]                      # (2, m, n, 1): [upper, lower]
+    gap = logit_gap(B) if link.name == "logit" else None   # the same at every node
+    parts = bounds_parts(link, B - eta, derivatives=gradient, gap=gap)
     terms = _sums3(term, parts.logp) - 0.5 * nodes * nodes + logw
     mx = terms.max(axis=2, keepdims=True)
     e = np.exp(terms - mx)
@@ -206,12 +207,12 @@ def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: n
     return f, -g
 
 
-def batch_agq_nll_grad(model: Any, xs: np.ndarray
+def batch_agq_nll_grad(model: Any, xs: np.ndarray, *, u0: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`~.scalar.batch_nll_grad` for ``nAGQ > 1``: ``-loglik``, gradient, modes at ``xs``."""
     from .scalar import batch_modes
 
-    res = batch_modes(model, xs)
+    res = batch_modes(model, xs, u0=u0)
     if res is None:
         return None
     UP, LO, a, u, H, _, _, parts, _, _ = res

@@ -165,11 +165,12 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     model.nll(x)                               # the modes the batch starts from
     step: np.ndarray | None = None
     f = slope = math.nan
+    prev: tuple[np.ndarray, np.ndarray] | None = None      # the last batch's points' modes
     for _ in range(maxit):
         # the full step's point and its shifts in one batch; a step that does not lower
         # -loglik enough is halved (one point at a time) and the batch evaluated there
         xt = x if step is None else x + step
-        res = _newton_batch(model, xt, shift, delta)
+        res = _newton_batch(model, xt, shift, delta, u0=_predicted_modes(prev, xt, delta))
         if step is not None and (res is None or not res[0] <= f + 1e-4 * slope):
             res = None                 # outside the parameter space, or not low enough
             t = 0.5
@@ -177,15 +178,17 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
                 fn = model.nll(x + t * step)
                 if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
                     xt = x + t * step
-                    res = _newton_batch(model, xt, shift, delta)
+                    res = _newton_batch(model, xt, shift, delta,
+                                        u0=_predicted_modes(prev, xt, delta))
                     break
                 t *= 0.5
         if res is None:
             return x, False, None
         x = xt
-        f, g, H = res
+        f, g, H, U = res
+        prev = (x, U)
         if np.max(np.abs(g)) < gtol:
-            return x, True, res
+            return x, True, (f, g, H)
         step = -floored_solve(H, g)
         big = float(np.max(np.abs(step)))
         if big > 2.0:                  # a floored eigenvalue (an SD near 0): cap the step
@@ -194,19 +197,40 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     return x, False, None
 
 
-def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float
-                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """``-loglik``, its gradient and Hessian by forward differences at ``x`` (one batch)."""
+def _predicted_modes(prev: tuple[np.ndarray, np.ndarray] | None, x: np.ndarray,
+                     delta: float) -> np.ndarray | None:
+    """The modes of a batch at ``x`` and its shifts, predicted from the last batch's.
+
+    The last batch (at ``x_p``, its point and its ``k`` shifts by ``delta``)
+    holds the modes' derivatives ``D = (U_shift - U_p) / delta``; each point's
+    modes move by ``(x - x_p) D`` to first order, which leaves one Newton step
+    fewer where the step is small (near the optimum).
+    """
+    if prev is None:
+        return None
+    xp, U = prev
+    D = (U[1:] - U[0]) / delta                     # (k, L): d u / d x
+    return np.asarray(U + ((x - xp) @ D)[None, :])
+
+
+def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float, *,
+                  u0: np.ndarray | None = None
+                  ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``-loglik``, its gradient and Hessian by forward differences at ``x`` (one batch).
+
+    Also the modes of the batch's points (``(k + 1, L)``); ``u0``: their start
+    (default: the model's current modes for every point).
+    """
     k = x.size
     xs = np.tile(x, (k + 1, 1))
     xs[1 + shift, shift] += delta
-    res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs)
+    res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
         return None
     model._u = res[2][0].copy()            # warm start of the next batch and line search
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
-    return float(res[0][0]), g, 0.5 * (H + H.T)
+    return float(res[0][0]), g, 0.5 * (H + H.T), res[2]
 
 
 def agq_batched(model: ClmmModel) -> bool:
@@ -259,7 +283,7 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
     if res is not None and res[0] < f:
         if np.max(np.abs(res[1])) < 1e-3:
-            return x1, True, res
+            return x1, True, res[:3]
         xc = x1
     else:
         model._u = model.modes(xc)            # the batch may have moved the warm start

@@ -19,10 +19,37 @@ import numpy as np
 
 from ..lmm.family import Link
 from ._dense import solve
-from .cumulative import cumulative_parts
+from .cumulative import bounds_parts
 from .thresholds import Thresholds
 
-__all__ = ["clm_newton"]
+__all__ = ["clm_newton", "stacked_bounds", "stacked_design"]
+
+#: the open ends' bounds: an upper bound of +inf (top category), a lower one of -inf (bottom)
+_OPEN = np.array([[np.inf], [-np.inf]])
+
+
+def stacked_design(J: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(JJ, open)`` of category codes ``y``: the bounds as a linear map of ``alpha``.
+
+    ``JJ[0]``/``JJ[1]`` hold the rows of the threshold Jacobian ``J`` for each
+    observation's upper/lower bound (``(2, n, n_alpha)``); ``open`` marks the
+    infinite ones (``(2, n)``: the top category's upper, the bottom's lower).
+    """
+    K1 = J.shape[0]
+    JJ = np.stack((J[np.minimum(y, K1 - 1)], J[np.maximum(y - 1, 0)]))
+    return JJ, np.stack((y == K1, y == 0))
+
+
+def stacked_bounds(JJ: np.ndarray, open_: np.ndarray, alpha: np.ndarray,
+                   xb: np.ndarray) -> np.ndarray:
+    """``[upper, lower] = J alpha - x'beta`` (``+-inf`` at the open ends), stacked.
+
+    ``alpha``: ``(n_alpha,)`` with ``xb`` ``(n,)`` gives ``(2, n)``; ``(m, n_alpha)``
+    with ``(m, n)`` (``m`` parameter points) gives ``(2, m, n)``.
+    """
+    if alpha.ndim == 1:
+        return np.where(open_, _OPEN, JJ @ alpha - xb)
+    return np.where(open_[:, None, :], _OPEN[:, :, None], alpha @ JJ.transpose(0, 2, 1) - xb)
 
 
 def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, maxit: int = 100,
@@ -31,21 +58,21 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
     """Maximum-likelihood ``(alpha, beta)`` of a cumulative link model; ``converged``.
 
     ``y``: category codes ``0 .. K-1``; ``X``: fixed design without intercept;
-    ``design``: ``(Ju, Jl, Bu, Bl)`` of ``y`` when the caller has them (a
+    ``design``: ``(JJ, open, Bu, Bl)`` of ``y`` (:func:`stacked_design`; ``Bu``/``Bl``
+    the bounds' derivatives in ``(alpha, beta)``) when the caller has them (a
     :class:`~.model.ClmmModel` does), else built here.  ``parts_out``: a list that
     receives the :class:`~.cumulative.CumulativeParts` at the returned point.
     """
     J = thr.jacobian
     K1 = J.shape[0]
     n = X.shape[0]
-    top, bottom = y == K1, y == 0
     cum = np.cumsum(np.bincount(y, minlength=K1 + 1))[:-1] / n
     if design is not None:
-        Ju, Jl, Bu, Bl = design
+        JJ, open_, Bu, Bl = design
     else:
-        Ju, Jl = J[np.minimum(y, K1 - 1)], J[np.maximum(y - 1, 0)]
-        Bu = np.where(top[:, None], 0.0, np.hstack([Ju, -X]))
-        Bl = np.where(bottom[:, None], 0.0, np.hstack([Jl, -X]))
+        JJ, open_ = stacked_design(J, y)
+        Bu = np.where(open_[0][:, None], 0.0, np.hstack([JJ[0], -X]))
+        Bl = np.where(open_[1][:, None], 0.0, np.hstack([JJ[1], -X]))
     # start: thresholds from the marginal cumulative proportions, beta = 0
     cuts = link.linkfun(np.clip(cum, 1e-3, 1 - 1e-3))
     cuts = np.maximum.accumulate(cuts + 1e-3 * np.arange(K1))
@@ -54,10 +81,7 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
     a = alpha.size
 
     def parts(psi: np.ndarray):  # type: ignore[no-untyped-def]
-        xb = X @ psi[a:]
-        up = np.where(top, np.inf, Ju @ psi[:a] - xb)
-        lo = np.where(bottom, -np.inf, Jl @ psi[:a] - xb)
-        return cumulative_parts(link, up, lo)
+        return bounds_parts(link, stacked_bounds(JJ, open_, psi[:a], X @ psi[a:]))
 
     psi = np.concatenate([alpha, beta])
     cp = parts(psi)

@@ -29,8 +29,8 @@ from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
 from ._dense import inv_and_cond, solve
 from .agq import scalar_agq
-from .clm import clm_newton
-from .cumulative import cumulative_parts
+from .clm import clm_newton, stacked_bounds, stacked_design
+from .cumulative import bounds_parts, cumulative_parts
 from .gradient import laplace_gradient
 from .laplace import conditional_modes
 from .response import OrdinalResponse
@@ -172,23 +172,22 @@ class ClmmModel:
         self._last: tuple[np.ndarray, float] | None = None
         self._anchor = None
         self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
-        J = self.thr.jacobian
-        self.top = y == K - 1
-        self.bottom = y == 0
-        self.Ju = J[np.minimum(y, K - 2)]
-        self.Jl = J[np.maximum(y - 1, 0)]
-        self.Bu = np.where(self.top[:, None], 0.0, np.hstack([self.Ju, -self.X]))
-        self.Bl = np.where(self.bottom[:, None], 0.0, np.hstack([self.Jl, -self.X]))
+        self.JJ, self.open = stacked_design(self.thr.jacobian, y)
+        self.top, self.bottom = self.open
+        self.Bu = np.where(self.top[:, None], 0.0, np.hstack([self.JJ[0], -self.X]))
+        self.Bl = np.where(self.bottom[:, None], 0.0, np.hstack([self.JJ[1], -self.X]))
 
     # -- parameters ------------------------------------------------------------------
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a, p = self.n_alpha, self.p
         return x[:a], x[a:a + p], x[a + p:]
 
+    def bounds(self, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """``[upper, lower]`` of each observation without random effects (``(2, n)``)."""
+        return stacked_bounds(self.JJ, self.open, alpha, self.X @ beta)
+
     def offsets(self, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        xb = self.X @ beta
-        up = np.where(self.top, np.inf, self.Ju @ alpha - xb)
-        lo = np.where(self.bottom, -np.inf, self.Jl @ alpha - xb)
+        up, lo = self.bounds(alpha, beta)
         return up, lo
 
     def _to_opt(self, x: np.ndarray) -> np.ndarray:
@@ -217,12 +216,13 @@ class ClmmModel:
         alpha, beta, theta = self.split(x)
         if np.any(np.diff(self.thr.theta(alpha)) <= 0):
             return math.inf
-        up, lo = self.offsets(alpha, beta)
+        B = self.bounds(alpha, beta)
+        up, lo = B
         self._last_offsets = (up, lo)
         if self.rs is None:
-            return -float(np.sum(cumulative_parts(self.link, up, lo, derivatives=False).logp))
+            return -float(np.sum(bounds_parts(self.link, B, derivatives=False).logp))
         if self._scalar is not None:
-            inner: Any = self._scalar.modes(self.link, up, lo, float(theta[0]), self._u)
+            inner: Any = self._scalar.modes(self.link, B, float(theta[0]), self._u)
         else:
             if self._theta_set is None or not np.array_equal(theta, self._theta_set):
                 self.rs.set_theta(theta)
@@ -306,7 +306,7 @@ class ClmmModel:
         """
         at: list[Any] = []
         alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
-                                    design=(self.Ju, self.Jl, self.Bu, self.Bl), parts_out=at)
+                                    design=(self.JJ, self.open, self.Bu, self.Bl), parts_out=at)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
         if quick and self._scalar is not None:
             t = self._scalar

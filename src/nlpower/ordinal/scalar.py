@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
+from .clm import stacked_bounds
 from .cumulative import CumulativeParts, bounds_parts, logit_gap
 from .gradient import _partials
 
@@ -82,14 +83,16 @@ class ScalarTerm:
             self._flat[m] = flat
         return np.bincount(flat, weights=v.ravel(), minlength=m * self.L).reshape(m, self.L)
 
-    def modes(self, link: Link, up0: np.ndarray, lo0: np.ndarray, s: float, u0: np.ndarray, *,
+    def modes(self, link: Link, B: np.ndarray, s: float, u0: np.ndarray, *,
               tol: float = 1e-15, maxit: int = 60) -> ScalarInner:
-        """Newton steps for the ``L`` conditional modes (step halving per level)."""
+        """Newton steps for the ``L`` conditional modes (step halving per level).
+
+        ``B``: ``[upper, lower]`` without the random effect (``(2, n)``).
+        """
         a = s * self.z
         a2 = a * a
         u = u0.copy()
         c = self.codes
-        B = np.stack((up0, lo0))                         # [upper, lower] without the effect
         gap = logit_gap(B) if link.name == "logit" else None
         parts = bounds_parts(link, B - a * u.take(c), gap=gap)
         hl = np.bincount(c, weights=parts.logp, minlength=self.L) - 0.5 * u * u
@@ -198,7 +201,8 @@ def laplace_grad(term: ScalarTerm, link: Link, up: np.ndarray, lo: np.ndarray,
     return g
 
 
-def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60
+def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60,
+                   u0: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``-loglik`` and its gradient at the ``m`` points ``xs`` (``(m, k)``) of a scalar-term fit.
 
@@ -212,7 +216,7 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     one point at a time).  The model's state (modes, cached point) is left
     as it was.
     """
-    res = batch_modes(model, xs, tol=tol, maxit=maxit)
+    res = batch_modes(model, xs, tol=tol, maxit=maxit, u0=u0)
     if res is None:
         return None
     UP, LO, a, u, H, up, lo, parts, hl, w = res
@@ -224,8 +228,8 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     return f, -grad, u
 
 
-def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60
-                ) -> tuple[Any, ...] | None:
+def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 60,
+                u0: np.ndarray | None = None) -> tuple[Any, ...] | None:
     """The conditional modes of a scalar-term fit at the ``m`` points ``xs`` (``(m, k)``).
 
     Newton steps over an ``(m, L)`` array of modes, warm-started from the
@@ -244,18 +248,12 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     cuts = alpha @ model.thr.jacobian.T
     if (cuts[:, 1:] <= cuts[:, :-1]).any():
         return None
-    # the bounds without the random effect, stacked: [upper, lower] (2, m, n)
-    B = np.empty((2, m, model.spec.n))
-    xb = beta @ model.X.T
-    np.subtract(alpha @ model.Ju.T, xb, out=B[0])
-    np.subtract(alpha @ model.Jl.T, xb, out=B[1])
-    B[0][:, model.top] = np.inf
-    B[1][:, model.bottom] = -np.inf
+    B = stacked_bounds(model.JJ, model.open, alpha, beta @ model.X.T)  # (2, m, n) [upper, lower]
     c, z = term.codes, term.z
     a = s[:, None] * z                                   # (m, n)
     neg_a = -a
     a2 = a * a
-    u = np.repeat(model._u[None], m, axis=0)
+    u = np.repeat(model._u[None], m, axis=0) if u0 is None else u0
     bnd = B - a * u.take(c, axis=1)
     gap = logit_gap(B) if link.name == "logit" else None
     parts = bounds_parts(link, bnd, gap=gap)
