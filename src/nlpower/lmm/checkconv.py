@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .._validation import check_choice
 from ..errors import ConvergenceWarning, FitError, InputError, SingularFitWarning
@@ -212,17 +213,17 @@ def _check_hess(H: np.ndarray, tol: float) -> tuple[int, list[str]]:
     """``lme4:::checkHess``."""
     if not np.all(np.isfinite(H)):
         return -6, ["Problem with Hessian check (infinite or missing values?)"]
-    evd = np.linalg.eigvalsh(H)[::-1]
+    # LAPACK directly (numpy.linalg's checks cost more than these k x k problems)
+    evd, _, info = lapack.dsyevd(H, compute_v=0, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("Eigenvalues did not converge")
+    evd = evd[::-1]
     negative = int(np.sum(evd < -tol))
     if negative:
         return -3, [f"Model failed to converge: degenerate Hessian with {negative} negative "
                     "eigenvalues"]
     zero = int(np.sum(np.abs(evd) < tol))
-    try:
-        np.linalg.cholesky(H)
-        chol_ok = True
-    except np.linalg.LinAlgError:
-        chol_ok = False
+    chol_ok = lapack.dpotrf(H, lower=1)[1] == 0
     if zero or not chol_ok:
         return -4, ["Hessian is numerically singular: parameters are not uniquely determined"]
     code, msgs = 0, []
@@ -337,11 +338,8 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
         if H is None:
             max_grad = float(np.max(np.abs(g)))
         else:
-            try:
-                R = np.linalg.cholesky(H).T          # R'R = H, R upper (R's chol)
-                scgrad = np.linalg.solve(R, g)
-            except np.linalg.LinAlgError:
-                scgrad = None
+            Lh, info = lapack.dpotrf(H, lower=1)      # H = L L' (R's chol: R = L')
+            scgrad = lapack.dtrtrs(Lh, g, lower=1, trans=1)[0] if info == 0 else None
             if scgrad is None or not np.all(np.isfinite(scgrad)):
                 code = -1
                 msgs.append("unable to evaluate scaled gradient")

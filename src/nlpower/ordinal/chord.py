@@ -187,6 +187,9 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
         x = xt
         f, g, H, U = res
         prev = (x, U)
+        # the modes' first-order prediction for the single evaluations that follow
+        # (step halving, the polish in ClmmModel._finish)
+        model._anchor = (x, U[0], ((U[1:] - U[0]) / delta).T)
         if np.max(np.abs(g)) < gtol:
             return x, True, (f, g, H)
         step = -floored_solve(H, g)
@@ -222,7 +225,7 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     (default: the model's current modes for every point).
     """
     k = x.size
-    xs = np.tile(x, (k + 1, 1))
+    xs = np.repeat(x[None], k + 1, axis=0)
     xs[1 + shift, shift] += delta
     res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
@@ -281,6 +284,8 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     x1 = xc - floored_solve(end[2] * np.outer(flip, flip), g)
     # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
     res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
+    if res is not None:
+        model._anchor = (x1, res[3][0], ((res[3][1:] - res[3][0]) / 1e-4).T)
     if res is not None and res[0] < f:
         if np.max(np.abs(res[1])) < 1e-3:
             return x1, True, res[:3]

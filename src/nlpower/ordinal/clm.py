@@ -36,8 +36,9 @@ def stacked_design(J: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     infinite ones (``(2, n)``: the top category's upper, the bottom's lower).
     """
     K1 = J.shape[0]
-    JJ = np.stack((J[np.minimum(y, K1 - 1)], J[np.maximum(y - 1, 0)]))
-    return JJ, np.stack((y == K1, y == 0))
+    rows = np.stack((y, y - 1))               # the thresholds above and below each category
+    open_ = (rows == K1) | (rows < 0)
+    return J.take(np.clip(rows, 0, K1 - 1), axis=0), open_
 
 
 def stacked_bounds(JJ: np.ndarray, open_: np.ndarray, alpha: np.ndarray,

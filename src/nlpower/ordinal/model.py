@@ -174,8 +174,9 @@ class ClmmModel:
         self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
         self.JJ, self.open = stacked_design(self.thr.jacobian, y)
         self.top, self.bottom = self.open
-        self.Bu = np.where(self.top[:, None], 0.0, np.hstack([self.JJ[0], -self.X]))
-        self.Bl = np.where(self.bottom[:, None], 0.0, np.hstack([self.JJ[1], -self.X]))
+        # d [upper, lower] / d (alpha, beta): [J rows, -x], zero at the open ends
+        BB = np.concatenate((self.JJ, np.broadcast_to(-self.X, (2, *self.X.shape))), axis=2)
+        self.Bu, self.Bl = np.where(self.open[:, :, None], 0.0, BB)
 
     # -- parameters ------------------------------------------------------------------
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,7 +223,9 @@ class ClmmModel:
         if self.rs is None:
             return -float(np.sum(bounds_parts(self.link, B, derivatives=False).logp))
         if self._scalar is not None:
-            inner: Any = self._scalar.modes(self.link, B, float(theta[0]), self._u)
+            anchor = self._anchor             # Newton batches' modes and their derivatives
+            u0 = self._u if anchor is None else anchor[1] + anchor[2] @ (x - anchor[0])
+            inner: Any = self._scalar.modes(self.link, B, float(theta[0]), u0)
         else:
             if self._theta_set is None or not np.array_equal(theta, self._theta_set):
                 self.rs.set_theta(theta)
