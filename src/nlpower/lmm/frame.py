@@ -71,7 +71,13 @@ from .._validation import check_choice, closest_name
 from ..errors import FormulaError, InputError, NlpowerWarning
 from ..formula import Formula, RandomTerm, parse
 from .columns import Factor, Variable, as_numeric, combine, factor_of, numeric_dtype, row_key
-from .model_matrix import CONTRASTS, contrast_matrix, drop_aliased, model_matrix
+from .model_matrix import (
+    CONTRASTS,
+    _clearly_full_rank,
+    contrast_matrix,
+    drop_aliased,
+    model_matrix,
+)
 from .structure import ModelSpec, ReTerm
 
 __all__ = [
@@ -197,9 +203,11 @@ def spec_from_columns(
     used_contrasts = _contrasts(contrasts, variables, columns)
 
     X, names = model_matrix(f.fixed, variables, used_contrasts, n)
-    X, names, dropped = drop_aliased(
-        X, names, row_key=row_key(variables, f.fixed.variables, n)
-    )
+    dropped: list[str] = []
+    if X.shape[1] and not _clearly_full_rank(X):    # (the common case needs no row key)
+        X, names, dropped = drop_aliased(
+            X, names, row_key=row_key(variables, f.fixed.variables, n)
+        )
     if dropped:
         warnings.warn(
             f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
@@ -208,7 +216,10 @@ def spec_from_columns(
             NlpowerWarning, stacklevel=3,
         )
 
-    _check_scale(X, names, stacklevel=4)
+    if not all(isinstance(variables[v], Factor) and used_contrasts[v] == "treatment"
+               for v in f.fixed.variables):
+        # (intercept and treatment-coded factors only: every column is 0/1, nothing to check)
+        _check_scale(X, names, stacklevel=4)
 
     group_factors = {  # a grouping column that is also a predictor factor is coded once
         g: var if isinstance(var := variables.get(g), Factor) else factor_of(frame.values[g], g)
