@@ -204,3 +204,13 @@ def test_the_rows_fitted_come_from_a_snapshot_of_the_data():
     got = lazy()
     assert got.equals(rows) and list(got.columns) == ["rating", "temp", "contact", "judge"]
     assert got.loc[0, "temp"] == "cold" and got.loc[1, "judge"] == 1
+
+
+@pytest.mark.parametrize("labels", [["a", "b"], pd.Index(["a", None, "c"], dtype="str"), [1, "x"],
+                                    pd.Index(["p", "q"], dtype=object),
+                                    pd.Index(["u", "v"], dtype=pd.StringDtype("python"))])
+def test_column_names_are_the_str_of_each_label(labels):
+    from nlpower.lmm.frame import _column_names
+
+    d = pd.DataFrame(np.zeros((1, len(labels))), columns=labels)
+    assert _column_names(d) == [str(c) for c in d.columns]

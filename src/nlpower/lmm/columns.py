@@ -53,6 +53,8 @@ def numeric_dtype(dt: Any) -> bool:
     """Numeric, not bool, categorical or complex (numpy dtypes: kinds ``i``, ``u``, ``f``)."""
     if isinstance(dt, np.dtype):         # the pandas checks below, without their dispatch
         return dt.kind in "iuf"
+    if isinstance(dt, pd.StringDtype | pd.CategoricalDtype):
+        return False
     return (
         pd.api.types.is_numeric_dtype(dt)
         and not pd.api.types.is_bool_dtype(dt)

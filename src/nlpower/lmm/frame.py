@@ -62,7 +62,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -334,6 +334,17 @@ def _column_values(data: pd.DataFrame, k: int) -> Any:
     return col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array
 
 
+def _column_names(data: pd.DataFrame) -> list[str]:
+    """``str`` of each column label (pyarrow string labels read from arrow, not one by one)."""
+    labels = data.columns
+    dt = labels.dtype
+    if isinstance(dt, pd.StringDtype) and dt.storage == "pyarrow":
+        names = cast(Any, labels.array).__arrow_array__().to_pylist()
+        if None not in names:
+            return names
+    return list(map(str, labels))
+
+
 def frame_columns(f: Formula, data: pd.DataFrame, *,
                   names: list[str] | None = None) -> FrameColumns:
     """The used columns (named as strings) without rows that have missing values.
@@ -343,7 +354,7 @@ def frame_columns(f: Formula, data: pd.DataFrame, *,
     result beyond its own use passes a shallow copy (copy-on-write keeps it
     from later edits of the data).
     """
-    columns = list(map(str, data.columns)) if names is None else names
+    columns = _column_names(data) if names is None else names
     used = f.variables
     for name in used:
         if name not in columns:
