@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..errors import InputError
 
-__all__ = ["Factor", "Variable", "as_factor", "as_numeric", "combine", "is_numeric", "label",
-           "row_key"]
+__all__ = ["Factor", "Variable", "as_factor", "as_numeric", "combine", "factor_of", "is_numeric",
+           "label", "numeric_dtype", "row_key"]
 
 
 @dataclass(frozen=True)
@@ -44,25 +44,50 @@ def label(value: Any) -> str:
     return str(value)
 
 
-def is_numeric(col: pd.Series) -> bool:
+def is_numeric(col: Any) -> bool:
+    """Whether ``col`` (a Series or a column's array: only its dtype is read) is a numeric predictor."""
+    return numeric_dtype(col.dtype)
+
+
+def numeric_dtype(dt: Any) -> bool:
+    """Numeric, not bool, categorical or complex (numpy dtypes: kinds ``i``, ``u``, ``f``)."""
+    if isinstance(dt, np.dtype):         # the pandas checks below, without their dispatch
+        return dt.kind in "iuf"
+    if isinstance(dt, pd.StringDtype | pd.CategoricalDtype):
+        return False
     return (
-        pd.api.types.is_numeric_dtype(col.dtype)
-        and not pd.api.types.is_bool_dtype(col.dtype)
-        and not isinstance(col.dtype, pd.CategoricalDtype)
-        and not pd.api.types.is_complex_dtype(col.dtype)
+        pd.api.types.is_numeric_dtype(dt)
+        and not pd.api.types.is_bool_dtype(dt)
+        and not isinstance(dt, pd.CategoricalDtype)
+        and not pd.api.types.is_complex_dtype(dt)
     )
 
 
 def as_factor(col: pd.Series) -> Factor:
     """Factor with R's level order (categorical order, else sorted unique)."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        cat = col.cat.remove_unused_categories()
+    return factor_of(col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array, col.name)
+
+
+def factor_of(values: Any, name: Any = None) -> Factor:
+    """:func:`as_factor` of a column's values (a numpy or pandas extension array).
+
+    ``name``: the column's name, for messages.
+    """
+    dt = values.dtype
+    if isinstance(dt, pd.CategoricalDtype):
+        cat = values.remove_unused_categories()
         return Factor(
-            np.asarray(cat.cat.codes, dtype=np.intp),
-            tuple(label(c) for c in cat.cat.categories),
+            np.asarray(cat.codes, dtype=np.intp),
+            tuple(label(c) for c in cat.categories),
         )
-    values = col.to_numpy()
-    if pd.api.types.is_bool_dtype(col.dtype):
+    if isinstance(dt, pd.StringDtype) and dt.storage == "pyarrow" and len(values) <= 2000:
+        # pyarrow strings: Python strings straight from arrow (no object array in between)
+        fast = _text_factor(values.__arrow_array__().to_pylist())
+        if fast is not None:
+            return fast
+    if not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    if dt.kind == "b" if isinstance(dt, np.dtype) else pd.api.types.is_bool_dtype(dt):
         values = values.astype(bool)
     fast = _small_factor(values)
     if fast is not None:
@@ -78,7 +103,7 @@ def as_factor(col: pd.Series) -> Factor:
     labels = tuple(label(u) for u in uniques)
     if len(set(labels)) != len(labels):
         raise InputError(
-            f"column {col.name!r} has distinct values with the same text label "
+            f"column {name!r} has distinct values with the same text label "
             f"({list(uniques)[:6]}...); convert it to one type (e.g. .astype(str))."
         )
     return Factor(np.asarray(codes, dtype=np.intp), labels)
@@ -99,13 +124,24 @@ def _small_factor(values: np.ndarray) -> Factor | None:
     if kind not in "iubO" or values.size > 2000:
         return None
     items = values.tolist()               # Python ints, bools or objects
+    if kind == "O":
+        return _text_factor(items)
+    levels = sorted(set(items))
+    # the position of each value among the sorted distinct values (exact: same dtype)
+    codes = np.searchsorted(np.array(levels, dtype=values.dtype), values)
+    labels = tuple(map(str, levels)) if kind != "b" else tuple(label(v) for v in levels)
+    return Factor(np.asarray(codes, dtype=np.intp).reshape(-1), labels)
+
+
+def _text_factor(items: list[Any]) -> Factor | None:
+    """:func:`_small_factor` of a column's Python values; ``None`` unless they are all ``str``."""
     seen = set(items)
-    if kind == "O" and not all(type(v) is str for v in seen):
+    if not all(type(v) is str for v in seen):
         return None
     levels = sorted(seen)
     index = {v: k for k, v in enumerate(levels)}
-    codes = np.fromiter((index[v] for v in items), dtype=np.intp, count=values.size)
-    return Factor(codes, tuple(label(v) for v in levels))
+    codes = np.fromiter(map(index.__getitem__, items), dtype=np.intp, count=len(items))
+    return Factor(codes, tuple(levels))
 
 
 def as_numeric(col: pd.Series, role: str) -> np.ndarray:

@@ -62,7 +62,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -70,8 +70,14 @@ import pandas as pd
 from .._validation import check_choice, closest_name
 from ..errors import FormulaError, InputError, NlpowerWarning
 from ..formula import Formula, RandomTerm, parse
-from .columns import Factor, Variable, as_factor, as_numeric, combine, is_numeric, row_key
-from .model_matrix import CONTRASTS, contrast_matrix, drop_aliased, model_matrix
+from .columns import Factor, Variable, as_numeric, combine, factor_of, numeric_dtype, row_key
+from .model_matrix import (
+    CONTRASTS,
+    _clearly_full_rank,
+    contrast_matrix,
+    drop_aliased,
+    model_matrix,
+)
 from .structure import ModelSpec, ReTerm
 
 __all__ = [
@@ -171,7 +177,7 @@ def model_frame(
     """
     f, contrasts_in = _check_inputs(formula, data, contrasts)
     frame = frame_columns(f, data)
-    return spec_from_columns(f, frame, contrasts_in, list(map(str, data.columns)), allow_n=allow_n)
+    return spec_from_columns(f, frame, contrasts_in, frame.names, allow_n=allow_n)
 
 
 def spec_from_columns(
@@ -197,9 +203,11 @@ def spec_from_columns(
     used_contrasts = _contrasts(contrasts, variables, columns)
 
     X, names = model_matrix(f.fixed, variables, used_contrasts, n)
-    X, names, dropped = drop_aliased(
-        X, names, row_key=row_key(variables, f.fixed.variables, n)
-    )
+    dropped: list[str] = []
+    if X.shape[1] and not _clearly_full_rank(X):    # (the common case needs no row key)
+        X, names, dropped = drop_aliased(
+            X, names, row_key=row_key(variables, f.fixed.variables, n)
+        )
     if dropped:
         warnings.warn(
             f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
@@ -208,9 +216,15 @@ def spec_from_columns(
             NlpowerWarning, stacklevel=3,
         )
 
-    _check_scale(X, names, stacklevel=4)
+    if not all(isinstance(variables[v], Factor) and used_contrasts[v] == "treatment"
+               for v in f.fixed.variables):
+        # (intercept and treatment-coded factors only: every column is 0/1, nothing to check)
+        _check_scale(X, names, stacklevel=4)
 
-    group_factors = {g: as_factor(frame[g]) for g in f.grouping_variables}
+    group_factors = {  # a grouping column that is also a predictor factor is coded once
+        g: var if isinstance(var := variables.get(g), Factor) else factor_of(frame.values[g], g)
+        for g in f.grouping_variables
+    }
     re_terms = tuple(
         _re_term(rt, variables, used_contrasts, group_factors, n, allow_n) for rt in f.expanded_random()
     )
@@ -258,36 +272,89 @@ def _check_scale(X: np.ndarray, names: list[str], tol: float = 1e3, stacklevel: 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class FrameColumns:
-    """The used columns of the rows kept (column name -> Series), as :func:`frame_columns` takes them.
+    """The used columns of the rows kept, as :func:`frame_columns` takes them.
 
-    ``rows``: positions in the data of the rows kept (``None``: all ``n``);
-    ``n_dropped``: rows dropped for missing values.
+    ``values``: column name -> the column's values (a numpy or pandas
+    extension array, as the data stores it: read, never written);
+    ``frame[name]`` is the column as a Series (made when first asked for:
+    only messages and uncommon column types need one).  ``rows``: positions
+    in the data of the rows kept (``None``: all ``n``); ``n_dropped``: rows
+    dropped for missing values; ``names``: the data's column names as
+    strings (for messages).
     """
 
-    columns: dict[str, pd.Series]
+    values: dict[str, Any]
     n: int
     rows: np.ndarray | None
     n_dropped: int
+    data_index: pd.Index | None = None
+    names: list[str] = dataclasses.field(default_factory=list)
+    _series: dict[str, pd.Series] = dataclasses.field(default_factory=dict, repr=False)
 
     def __getitem__(self, name: str) -> pd.Series:
-        return self.columns[name]
+        s = self._series.get(name)
+        if s is None:
+            v = self.values[name]
+            index = self.data_index if self.rows is None or self.data_index is None \
+                else self.data_index.take(self.rows)
+            # dtype given: an object array stays object (pandas 3 would infer strings)
+            s = pd.Series(v, index=index, name=name, dtype=v.dtype, copy=False)
+            self._series[name] = s
+        return s
+
+    @property
+    def columns(self) -> dict[str, pd.Series]:
+        """Column name -> the column as a Series."""
+        return {name: self[name] for name in self.values}
 
 
-def _isna(col: pd.Series) -> np.ndarray | None:
-    """Missing values of ``col`` (``None``: a numpy integer or bool column, which has none)."""
-    dt = col.dtype
-    if isinstance(dt, np.dtype):
+def _isna(values: Any) -> np.ndarray | None:
+    """Missing values of a column's values (``None``: numpy integers or bools, which have none)."""
+    dt = values.dtype
+    if isinstance(values, np.ndarray):
         if dt.kind in "iub":
             return None
         if dt.kind == "f":
-            return np.isnan(col.to_numpy())
-        return np.asarray(pd.isna(col.to_numpy()), dtype=bool)
-    return np.asarray(col.array.isna(), dtype=bool)      # extension arrays (strings, categoricals)
+            return np.isnan(values)
+        return np.asarray(pd.isna(values), dtype=bool)
+    return np.asarray(values.isna(), dtype=bool)      # extension arrays (strings, categoricals)
 
 
-def frame_columns(f: Formula, data: pd.DataFrame) -> FrameColumns:
-    """The used columns (named as strings) without rows that have missing values."""
-    columns = list(map(str, data.columns))
+def _column_values(data: pd.DataFrame, k: int) -> Any:
+    """The values of the ``k``-th column as the data stores them (read only).
+
+    ``DataFrame._get_column_array`` (pandas >= 1.3) hands out the stored
+    array without making a Series (a tenth of a tiny fit's set-up with pandas
+    3); the public route is the fallback.
+    """
+    get = getattr(data, "_get_column_array", None)
+    if get is not None:
+        return get(k)
+    col = data.iloc[:, k]
+    return col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array
+
+
+def _column_names(data: pd.DataFrame) -> list[str]:
+    """``str`` of each column label (pyarrow string labels read from arrow, not one by one)."""
+    labels = data.columns
+    dt = labels.dtype
+    if isinstance(dt, pd.StringDtype) and dt.storage == "pyarrow":
+        names = cast(Any, labels.array).__arrow_array__().to_pylist()
+        if None not in names:
+            return names
+    return list(map(str, labels))
+
+
+def frame_columns(f: Formula, data: pd.DataFrame, *,
+                  names: list[str] | None = None) -> FrameColumns:
+    """The used columns (named as strings) without rows that have missing values.
+
+    ``names``: the data's column names as strings, when the caller has them.
+    The values are read from ``data`` without copies: a caller that keeps the
+    result beyond its own use passes a shallow copy (copy-on-write keeps it
+    from later edits of the data).
+    """
+    columns = _column_names(data) if names is None else names
     used = f.variables
     for name in used:
         if name not in columns:
@@ -301,24 +368,22 @@ def frame_columns(f: Formula, data: pd.DataFrame) -> FrameColumns:
     n = len(data)
     if n == 0:
         raise InputError("data has no rows; a model needs at least a few observations.")
-    picked = [(str(c), c) for c in data.columns if str(c) in used]
+    used_set = set(used)
+    picked = [(name, k) for k, name in enumerate(columns) if name in used_set]
     seen: set[str] = set()
     for name, _ in picked:
         if name in seen:
             raise InputError(f"data has more than one column named {name!r}; rename them.")
         seen.add(name)
-    cols: dict[str, pd.Series] = {}
-    for name, c in picked:          # each label is unique here: data[c] is one column
-        col = data[c]
-        cols[name] = col if col.name == name else col.rename(name)
-    na = {name: _isna(col) for name, col in cols.items()}
+    values = {name: _column_values(data, k) for name, k in picked}
+    na = {name: _isna(v) for name, v in values.items()}
     missing = np.zeros(n, dtype=bool)
     for m in na.values():
         if m is not None:
             missing |= m
     n_dropped = int(missing.sum())
     if not n_dropped:
-        return FrameColumns(cols, n, None, 0)
+        return FrameColumns(values, n, None, 0, data.index, columns)
     if n_dropped == n:
         raise InputError(
             f"every row of data has a missing value in a column the formula uses "
@@ -332,25 +397,26 @@ def frame_columns(f: Formula, data: pd.DataFrame) -> FrameColumns:
         NlpowerWarning, stacklevel=3,
     )
     keep = ~missing
-    return FrameColumns({name: col[keep] for name, col in cols.items()}, n - n_dropped,
-                        np.flatnonzero(keep), n_dropped)
+    return FrameColumns({name: v[keep] for name, v in values.items()}, n - n_dropped,
+                        np.flatnonzero(keep), n_dropped, data.index, columns)
 
 
 def _response(f: Formula, frame: FrameColumns) -> np.ndarray:
     """The response as floats: numeric, finite and not constant."""
-    ycol = frame[f.response]
-    if isinstance(ycol.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(ycol.dtype):
+    dt = frame.values[f.response].dtype
+    if isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dt):
         raise InputError(
-            f"the response {f.response!r} is a factor (dtype {ycol.dtype}); a linear mixed "
+            f"the response {f.response!r} is a factor (dtype {dt}); a linear mixed "
             "model needs a numeric response. Convert it, e.g. data[col].astype(float) or map "
             "Likert labels to numbers."
         )
-    if not is_numeric(ycol):
+    if not numeric_dtype(dt):
         raise InputError(
-            f"the response {f.response!r} must be numeric; got dtype {ycol.dtype} "
-            f"(e.g. {ycol.iloc[0]!r}). Convert it with pandas.to_numeric(data[{f.response!r}])."
+            f"the response {f.response!r} must be numeric; got dtype {dt} "
+            f"(e.g. {frame[f.response].iloc[0]!r}). Convert it with "
+            f"pandas.to_numeric(data[{f.response!r}])."
         )
-    y = as_numeric(ycol, "response")
+    y = _numeric(frame, f.response, "response")
     if np.ptp(y) == 0.0:
         raise InputError(
             f"the response {f.response!r} is constant ({float(y[0])!r} in all {len(y)} rows): a mixed "
@@ -359,13 +425,24 @@ def _response(f: Formula, frame: FrameColumns) -> np.ndarray:
     return y
 
 
+def _numeric(frame: FrameColumns, name: str, role: str) -> np.ndarray:
+    """:func:`~.columns.as_numeric` of a column (numpy columns read without a Series)."""
+    v = frame.values[name]
+    if isinstance(v, np.ndarray) and v.dtype.kind in "iuf":
+        x = np.array(v, dtype=float)
+        if v.dtype.kind != "f" or np.isfinite(x).all():
+            return x
+    return as_numeric(frame[name], role)       # other dtypes; the message for infinite values
+
+
 def _variables(f: Formula, frame: FrameColumns) -> dict[str, Variable]:
     """Predictors of the fixed part and of the random terms: floats or :class:`Factor`."""
     names: dict[str, None] = dict.fromkeys(f.fixed.variables)
     for r in f.random:
         names.update(dict.fromkeys(r.expr.variables))
     return {
-        v: as_numeric(frame[v], "predictor") if is_numeric(frame[v]) else as_factor(frame[v])
+        v: _numeric(frame, v, "predictor") if numeric_dtype(frame.values[v].dtype)
+        else factor_of(frame.values[v], v)
         for v in names
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf as _dpotrf
 
 from .._choices import Coding, allowed
 from ..errors import InputError
@@ -184,6 +185,36 @@ def _gram_schmidt_keep(A: np.ndarray, tol: float) -> list[int]:
     return keep
 
 
+#: :func:`_clearly_full_rank`'s margin on the smallest eigenvalue of the scaled ``X'X``
+_GRAM_MARGIN = 1e-6
+
+
+def _clearly_full_rank(X: np.ndarray) -> bool:
+    """Whether no column of ``X`` is anywhere near the span of the others.
+
+    With the columns scaled to unit length, ``X'X - 1e-6 I`` has a Cholesky
+    factor only if the smallest singular value of the scaled ``X`` exceeds
+    about ``1e-3``.  Each column's residual after projection on the others,
+    relative to its length, is then at least that -- four orders above
+    :data:`RANK_TOL` and far beyond the rounding of either computation -- so
+    the column-by-column check would keep every column.  One small product
+    and a ``p x p`` Cholesky instead of that check; ``False`` (zero, tiny or
+    huge columns, or columns close to dependent) leaves the decision to it.
+    (The rounding of ``X'X`` is ``n eps`` relative to the scaled entries,
+    ``1e-10`` even for a million rows, against the margin ``1e-6``.)
+    """
+    if not np.abs(X).max() <= 1e100:        # X'X cannot overflow (no warning of its own)
+        return False
+    G = X.T @ X
+    d = np.diagonal(G)
+    if not (1e-200 <= d.min() and d.max() <= 1e200):       # (False for NaN too)
+        return False
+    s = 1.0 / np.sqrt(d)
+    Gn = G * s * s[:, None]                                 # a new C-ordered array
+    Gn.ravel()[:: Gn.shape[0] + 1] -= _GRAM_MARGIN
+    return bool(_dpotrf(Gn, overwrite_a=1)[1] == 0)
+
+
 def drop_aliased(
     X: np.ndarray,
     names: list[str],
@@ -204,6 +235,8 @@ def drop_aliased(
     Returns ``(X_kept, kept_names, dropped_names)``.
     """
     n, p = X.shape
+    if p and _clearly_full_rank(X):
+        return X, list(names), []
     A = X
     if row_key is not None and n > 4 * p:
         uniq, first, counts = np.unique(row_key, return_index=True, return_counts=True)

@@ -50,18 +50,22 @@ def _frame_parts(formula: str, data: pd.DataFrame, contrasts: Mapping[str, str] 
 
     A native fit never reads them (only ``predict`` and the R engine do), and
     taking them costs a tenth of a tiny fit.  The callable holds a shallow
-    copy of ``data`` (copy-on-write: later edits of ``data`` do not reach it).
+    copy of ``data`` (copy-on-write: later edits of ``data`` do not reach it),
+    which is also where the columns are read from.
     """
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame with one row per rating; got "
                          f"{type(data).__name__}.")
     f, contrasts_in = _check_inputs(_parse(formula) if isinstance(formula, str) else formula,
                                     data, contrasts)
-    cols = frame_columns(f, data)        # unknown columns, missing rows dropped (with a warning)
-    r: OrdinalResponse = ordinal_response(cols[f.response], f.response, warn=warn, levels=levels)
-    spec = spec_from_columns(f, cols, contrasts_in, list(map(str, data.columns)),
-                             y=r.codes.astype(float))
-    return spec, r, functools.partial(_rows_fitted, data.copy(deep=False), f, cols)
+    snapshot = data.copy(deep=False)
+    cols = frame_columns(f, snapshot)    # unknown columns, missing rows dropped (with a warning)
+    yv = cols.values[f.response]
+    # integer scores go in as they are stored; other columns as a Series
+    y = yv if isinstance(yv, np.ndarray) and yv.dtype.kind in "iu" else cols[f.response]
+    r: OrdinalResponse = ordinal_response(y, f.response, warn=warn, levels=levels)
+    spec = spec_from_columns(f, cols, contrasts_in, cols.names, y=r.codes.astype(float))
+    return spec, r, functools.partial(_rows_fitted, snapshot, f, cols)
 
 
 @functools.lru_cache(maxsize=64)

@@ -69,6 +69,24 @@ def _n_missing(s: pd.Series) -> int:
     return int(s.isna().sum())
 
 
+def _integer_scores(v: np.ndarray) -> OrdinalResponse | None:
+    """:func:`ordinal_response` of numpy integer scores without ``levels=`` (the common case).
+
+    Every score given is a used category, so there is nothing to merge or
+    report; the codes, labels and scores are those of the general path.
+    ``None``: not such scores, or a single category (the general path's error).
+    """
+    if v.ndim != 1 or not isinstance(v.dtype, np.dtype) or v.dtype.kind not in "iu":
+        return None
+    x = np.asarray(v, dtype=float)
+    uniq = np.array(sorted(set(x.tolist()))) if x.size <= 2000 else np.unique(x)
+    if uniq.size < 2:
+        return None
+    scores = tuple(uniq.tolist())
+    labels = tuple(_label(u) for u in scores)
+    return OrdinalResponse(np.searchsorted(uniq, x), labels, (), labels, scores)
+
+
 def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
                      levels: Any = None) -> OrdinalResponse:
     """Validate an ordinal response and code its categories.
@@ -105,6 +123,10 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
     >>> ordinal_response(pd.Series([1, 3, 5]), levels=range(1, 6), warn=False).unused
     ('2', '4')
     """
+    if levels is None and isinstance(y, np.ndarray | pd.Series) and isinstance(y.dtype, np.dtype):
+        fast = _integer_scores(np.asarray(y))
+        if fast is not None:
+            return fast
     s = y if isinstance(y, pd.Series) else pd.Series(y)
     n_missing = _n_missing(s)
     if n_missing:

@@ -74,7 +74,10 @@ class ReStructure:
             groups.setdefault(t.group, []).append(k)
         blocks = []
         for g, idx in groups.items():
-            Z = np.column_stack([terms[k].Z for k in idx]).astype(float)
+            if len(idx) == 1:           # (one term: its Z, copied, as column_stack would)
+                Z = np.array(terms[idx[0]].Z, dtype=float, order="C")
+            else:
+                Z = np.column_stack([terms[k].Z for k in idx]).astype(float)
             cols, start = [], 0
             for k in idx:
                 cols.append(slice(start, start + terms[k].q))
@@ -87,8 +90,11 @@ class ReStructure:
         self.blocks = tuple(blocks)
         self.n = terms[0].Z.shape[0] if terms else 0
         sizes = [t.q * (t.q + 1) // 2 for t in terms]
-        self.theta_slices = tuple(slice(sum(sizes[:k]), sum(sizes[:k + 1])) for k in range(len(terms)))
-        self.n_theta = sum(sizes)
+        starts = [0]
+        for size in sizes:
+            starts.append(starts[-1] + size)
+        self.theta_slices = tuple(slice(starts[k], starts[k + 1]) for k in range(len(terms)))
+        self.n_theta = starts[-1]
         lower: list[float] = []
         for t in terms:
             lower.extend(0.0 if i == j else -np.inf for j in range(t.q) for i in range(j, t.q))
@@ -102,13 +108,21 @@ class ReStructure:
                     for i in range(j, terms[k].q):
                         self.theta_index[pos] = (bi, c.start + i, c.start + j)
                         pos += 1
-        self.offsets = np.cumsum([0] + [b.L * b.q for b in self.blocks])
-        self.n_u = int(self.offsets[-1])
+        offsets = [0]
+        for b in self.blocks:
+            offsets.append(offsets[-1] + b.L * b.q)
+        self.offsets = np.array(offsets, dtype=np.int64)
+        self.n_u = offsets[-1]
         # A = Z Lambda as a CSR matrix: row i holds observation i's own random effects
         # (the pattern is fixed; set_theta only refills the values)
-        self.Acols = np.column_stack(
-            [(self.offsets[bi] + b.codes * b.q)[:, None] + np.arange(b.q)[None, :]
-             for bi, b in enumerate(self.blocks)]) if self.blocks else np.zeros((self.n, 0), int)
+        if not self.blocks:
+            self.Acols = np.zeros((self.n, 0), int)
+        elif len(self.blocks) == 1 and self.blocks[0].q == 1:     # (1 | g): its codes
+            self.Acols = self.blocks[0].codes.astype(np.int64).reshape(-1, 1)
+        else:
+            self.Acols = np.column_stack(
+                [(offsets[bi] + b.codes * b.q)[:, None] + np.arange(b.q)[None, :]
+                 for bi, b in enumerate(self.blocks)])
         self._indptr = np.arange(0, self.Acols.size + 1, max(self.Acols.shape[1], 1))
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
         self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
