@@ -214,3 +214,32 @@ def test_column_names_are_the_str_of_each_label(labels):
 
     d = pd.DataFrame(np.zeros((1, len(labels))), columns=labels)
     assert _column_names(d) == [str(c) for c in d.columns]
+
+
+def test_columns_read_without_pandas_private_accessor_give_the_same_frame(monkeypatch):
+    """``_get_column_array`` is private pandas API: the public fallback gives the same model."""
+    d = _columns(seed=3)
+    formula = "y ~ g_str + g_cat + g_f + (1 | g_int) + (1 | g_nint) + (1 | g_bool)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NlpowerWarning)
+        fast = model_frame(formula, d)
+        monkeypatch.delattr(pd.DataFrame, "_get_column_array", raising=False)
+        slow = model_frame(formula, d)
+    np.testing.assert_array_equal(fast.X, slow.X)
+    np.testing.assert_array_equal(fast.y, slow.y)
+    assert fast.fixef_names == slow.fixef_names
+    for a, b in zip(fast.re_terms, slow.re_terms, strict=True):
+        np.testing.assert_array_equal(a.codes, b.codes)
+        assert a.levels == b.levels
+
+
+def test_a_model_frame_does_not_change_when_the_data_is_edited_later():
+    d = _columns(seed=4)
+    spec = model_frame("y ~ g_f + (1 | g_int)", d)
+    X, y, codes = spec.X.copy(), spec.y.copy(), spec.re_terms[0].codes.copy()
+    d.loc[0, "g_f"] = 99.0
+    d.loc[1, "y"] = -99.0
+    d.loc[2, "g_int"] = 5
+    np.testing.assert_array_equal(spec.X, X)
+    np.testing.assert_array_equal(spec.y, y)
+    np.testing.assert_array_equal(spec.re_terms[0].codes, codes)
