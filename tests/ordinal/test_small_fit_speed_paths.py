@@ -235,3 +235,33 @@ def test_small_fits_at_least_as_high_as_the_bfgs_path(seed: int, link: str,
     assert fast.loglik >= slow.loglik - 1e-6
     assert fast.converged == slow.converged
     np.testing.assert_allclose(fast.beta, slow.beta, atol=1e-3)
+
+
+def test_small_dense_helpers_match_numpy_linalg() -> None:
+    from nlpower.ordinal._dense import floored, floored_solve, inv_and_cond, solve
+
+    rng = np.random.default_rng(11)
+    A = rng.normal(size=(6, 6))
+    H = A @ A.T + 0.5 * np.eye(6)
+    b = rng.normal(size=6)
+    np.testing.assert_allclose(solve(A, b), np.linalg.solve(A, b), rtol=1e-10)
+    np.testing.assert_allclose(floored(H), H, rtol=1e-15)           # no eigenvalue below the floor
+    np.testing.assert_allclose(floored_solve(H, b), np.linalg.solve(H, b), rtol=1e-10)
+    Hinv, cond = inv_and_cond(H)
+    ev = np.linalg.eigvalsh(H)
+    np.testing.assert_allclose(Hinv, np.linalg.inv(H), rtol=1e-9, atol=1e-12)
+    assert cond == pytest.approx(ev[-1] / ev[0], rel=1e-10)
+    # an indefinite matrix: eigenvalues floored at 1e-6 max|ev|, eigenvectors kept
+    D = np.diag([4.0, 1.0, -2.0, 1e-9])
+    Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    M = Q @ D @ Q.T
+    np.testing.assert_allclose(np.linalg.eigvalsh(floored(M)), [4e-6, 4e-6, 1.0, 4.0], rtol=1e-6)
+    step = floored_solve(M, b[:4])
+    assert float(b[:4] @ step) > 0                                    # a descent direction
+    assert inv_and_cond(M)[1] == np.inf                               # not positive definite
+    with pytest.raises(np.linalg.LinAlgError):
+        solve(np.zeros((3, 3)), np.ones(3))
+    with pytest.raises(np.linalg.LinAlgError):
+        inv_and_cond(np.diag([1.0, 0.0]))
+    with pytest.raises(np.linalg.LinAlgError):
+        inv_and_cond(np.array([[1.0, np.nan], [np.nan, 1.0]]))

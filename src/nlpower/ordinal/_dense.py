@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["floored_solve", "inv_and_cond", "solve"]
+__all__ = ["floored", "floored_solve", "inv_and_cond", "solve"]
 
 
 def solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -24,25 +24,29 @@ def solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(x)
 
 
-def floored_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """``Hf^{-1} g`` with ``Hf`` the symmetric part of ``H`` with its eigenvalues floored.
+def floored(H: np.ndarray) -> np.ndarray:
+    """The symmetric part of ``H`` with its eigenvalues floored at ``1e-6 max(|eigenvalue|, 1)``.
 
-    The floor is ``1e-6 max(|eigenvalue|, 1)``: a Newton step with ``Hf``
-    always descends.  Where ``Hs - 1e-6 max(||Hs||_F, 1) I`` has a Cholesky
-    factor no eigenvalue is below the floor (the Frobenius norm bounds the
-    largest |eigenvalue|) and ``Hs`` itself is solved by its Cholesky factor;
-    otherwise through its eigen-decomposition.
+    A Newton step with it always descends.  Where ``Hs - 1e-6 max(||Hs||_F, 1) I``
+    has a Cholesky factor no eigenvalue is below the floor (the Frobenius norm
+    bounds the largest |eigenvalue|) and ``Hs`` itself is returned, without
+    the eigen-decomposition.
     """
     Hs = 0.5 * (H + H.T)
     bound = 1e-6 * max(float(np.sqrt((Hs * Hs).sum())), 1.0)
-    _, info = lapack.dpotrf(Hs - bound * np.eye(Hs.shape[0]), lower=1)
-    if info == 0:
-        c, info = lapack.dpotrf(Hs, lower=1)
-        if info == 0:
-            return np.asarray(lapack.dpotrs(c, g, lower=1)[0])
+    if lapack.dpotrf(Hs - bound * np.eye(Hs.shape[0]), lower=1)[1] == 0:
+        return Hs
     ev, V = np.linalg.eigh(Hs)
     floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
-    return np.asarray(V @ ((V.T @ g) / np.maximum(ev, floor)))
+    return np.asarray((V * np.maximum(ev, floor)) @ V.T)
+
+
+def floored_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``floored(H)^{-1} g`` (by its Cholesky factor: the floored matrix is positive definite)."""
+    c, x, info = lapack.dposv(floored(H), g, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("floored Hessian is not positive definite")
+    return np.asarray(x)
 
 
 def inv_and_cond(H: np.ndarray) -> tuple[np.ndarray, float]:

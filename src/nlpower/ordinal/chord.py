@@ -29,7 +29,7 @@ import numpy as np
 
 from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
-from ._dense import floored_solve
+from ._dense import floored, floored_solve
 from .agq import batch_agq_nll_grad
 from .scalar import batch_nll_grad, fd_hessian
 
@@ -61,29 +61,13 @@ def canonical_theta(model: ClmmModel, x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _floored(H: np.ndarray) -> np.ndarray:
-    """``H`` with its eigenvalues floored at a small positive value (steps always descend)."""
-    Hs = 0.5 * (H + H.T)
-    # no eigenvalue below the floor (bounded through the Frobenius norm, >= max |ev|)
-    # when Hs - floor I has a Cholesky factor: Hs itself, without the decomposition
-    bound = 1e-6 * max(float(np.sqrt((Hs * Hs).sum())), 1.0)
-    try:
-        np.linalg.cholesky(Hs - bound * np.eye(Hs.shape[0]))
-        return Hs
-    except np.linalg.LinAlgError:
-        pass
-    ev, V = np.linalg.eigh(Hs)
-    floor = 1e-6 * max(float(np.max(np.abs(ev))), 1.0)
-    return np.asarray((V * np.maximum(ev, floor)) @ V.T)
-
-
 def start_hessian(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
     """Hessian of ``-loglik`` at ``x0`` for the current response (differences of the gradient)."""
     f, g = model.nll_grad(x0)
     H = fd_hessian(model, x0, g)                 # one scalar term: the k points in one batch
     if H is None:
         H = hessian_from_gradient(lambda x: model.nll_grad(x)[1], x0, delta=1e-4, g=g)
-    return _floored(H)
+    return floored(H)
 
 
 def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.ndarray:
