@@ -149,12 +149,11 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     model.nll(x)                               # the modes the batch starts from
     step: np.ndarray | None = None
     f = slope = math.nan
-    prev: tuple[np.ndarray, np.ndarray] | None = None      # the last batch's points' modes
     for _ in range(maxit):
         # the full step's point and its shifts in one batch; a step that does not lower
         # -loglik enough is halved (one point at a time) and the batch evaluated there
         xt = x if step is None else x + step
-        res = _newton_batch(model, xt, shift, delta, u0=_predicted_modes(prev, xt, delta))
+        res = _newton_batch(model, xt, shift, delta)
         if step is not None and (res is None or not res[0] <= f + 1e-4 * slope):
             res = None                 # outside the parameter space, or not low enough
             t = 0.5
@@ -162,20 +161,15 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
                 fn = model.nll(x + t * step)
                 if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
                     xt = x + t * step
-                    res = _newton_batch(model, xt, shift, delta,
-                                        u0=_predicted_modes(prev, xt, delta))
+                    res = _newton_batch(model, xt, shift, delta)
                     break
                 t *= 0.5
         if res is None:
             return x, False, None
         x = xt
-        f, g, H, U = res
-        prev = (x, U)
-        # the modes' first-order prediction for the single evaluations that follow
-        # (step halving, the polish in ClmmModel._finish)
-        model._anchor = (x, U[0], ((U[1:] - U[0]) / delta).T)
+        f, g, H = res
         if np.max(np.abs(g)) < gtol:
-            return x, True, (f, g, H)
+            return x, True, res
         step = -floored_solve(H, g)
         big = float(np.max(np.abs(step)))
         if big > 2.0:                  # a floored eigenvalue (an SD near 0): cap the step
@@ -184,40 +178,36 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     return x, False, None
 
 
-def _predicted_modes(prev: tuple[np.ndarray, np.ndarray] | None, x: np.ndarray,
-                     delta: float) -> np.ndarray | None:
-    """The modes of a batch at ``x`` and its shifts, predicted from the last batch's.
-
-    The last batch (at ``x_p``, its point and its ``k`` shifts by ``delta``)
-    holds the modes' derivatives ``D = (U_shift - U_p) / delta``; each point's
-    modes move by ``(x - x_p) D`` to first order, which leaves one Newton step
-    fewer where the step is small (near the optimum).
-    """
-    if prev is None:
-        return None
-    xp, U = prev
-    D = (U[1:] - U[0]) / delta                     # (k, L): d u / d x
-    return np.asarray(U + ((x - xp) @ D)[None, :])
-
-
-def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float, *,
-                  u0: np.ndarray | None = None
-                  ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float
+                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
     """``-loglik``, its gradient and Hessian by forward differences at ``x`` (one batch).
 
-    Also the modes of the batch's points (``(k + 1, L)``); ``u0``: their start
-    (default: the model's current modes for every point).
+    The points' modes start from their first-order prediction by the model's
+    anchor (the last batch's point, its modes and their derivatives, the
+    differences of its shifts' modes), which leaves one Newton step fewer
+    where the step from there is small (near the optimum); the batch then
+    becomes the anchor (also for the single evaluations that follow: step
+    halving, the polish in :meth:`ClmmModel._finish
+    <nlpower.ordinal.model.ClmmModel._finish>`).
     """
     k = x.size
     xs = np.repeat(x[None], k + 1, axis=0)
     xs[1 + shift, shift] += delta
+    anchor = model._anchor
+    u0 = None
+    if anchor is not None and anchor[1].size == model._u.size and anchor[2].shape[1] == k:
+        base = anchor[1] + anchor[2] @ (x - anchor[0])
+        u0 = np.vstack((base, base + delta * anchor[2][:, shift].T))
     res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
         return None
-    model._u = res[2][0].copy()            # warm start of the next batch and line search
+    U = res[2]
+    model._u = U[0].copy()                 # warm start of the next batch and line search
+    if shift.size == k:
+        model._anchor = (x.copy(), model._u, ((U[1 + shift] - U[0]) / delta).T)
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
-    return float(res[0][0]), g, 0.5 * (H + H.T), res[2]
+    return float(res[0][0]), g, 0.5 * (H + H.T)
 
 
 def agq_batched(model: ClmmModel) -> bool:
@@ -268,11 +258,9 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     x1 = xc - floored_solve(end[2] * np.outer(flip, flip), g)
     # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
     res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
-    if res is not None:
-        model._anchor = (x1, res[3][0], ((res[3][1:] - res[3][0]) / 1e-4).T)
     if res is not None and res[0] < f:
         if np.max(np.abs(res[1])) < 1e-3:
-            return x1, True, res[:3]
+            return x1, True, res
         xc = x1
     else:
         model._u = model.modes(xc)            # the batch may have moved the warm start
