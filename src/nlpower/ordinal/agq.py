@@ -141,22 +141,16 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     return g
 
 
-def _sums3(term: ScalarTerm, v: np.ndarray) -> np.ndarray:
-    """Level sums of ``v`` (``(m, n, K)``): ``(m, L, K)``."""
-    m, n, K = v.shape
-    t = term.sums(np.ascontiguousarray(v.transpose(0, 2, 1)).reshape(m * K, n))
-    return t.reshape(m, K, term.L).transpose(0, 2, 1)
-
-
-def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: np.ndarray,
+def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
               u: np.ndarray, H: np.ndarray, cp: CumulativeParts, Bu: np.ndarray,
               Bl: np.ndarray, n_agq: int, *, gradient: bool = True
               ) -> tuple[np.ndarray, np.ndarray | None]:
     """``-loglik`` (adaptive Gauss-Hermite) and its gradient at ``m`` points at once.
 
     The quantities of :func:`agq_loglik` and :func:`agq_gradient` from a
-    scalar term's batched modes (:func:`~.scalar.batch_modes`): ``UP``/``LO``
-    the bounds without the random effect and ``a = s z`` (``(m, n)``), the
+    scalar term's batched modes (:func:`~.scalar.batch_modes`): ``B`` the
+    bounds ``[upper, lower]`` without the random effect (``(2, m, n)``) and
+    ``a = s z`` (``(m, n)``), the
     modes ``u`` and the curvature ``H`` there (``(m, L)``), ``cp`` the parts
     at the modes.  Returns ``(f, grad)``: ``(m,)`` and ``(m, k)`` (``None``
     without ``gradient``).
@@ -167,10 +161,10 @@ def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: n
     nodes = u[:, :, None] + np.sqrt(2.0) * sc[:, :, None] * x   # (m, L, K)
     nc = nodes[:, c, :]                                    # (m, n, K)
     eta = a[:, :, None] * nc
-    B = np.stack((UP, LO))[..., None]                      # (2, m, n, 1): [upper, lower]
-    gap = logit_gap(B) if link.name == "logit" else None   # the same at every node
-    parts = bounds_parts(link, B - eta, derivatives=gradient, gap=gap)
-    terms = _sums3(term, parts.logp) - 0.5 * nodes * nodes + logw
+    B4 = B[..., None]                                      # (2, m, n, 1): [upper, lower]
+    gap = logit_gap(B4) if link.name == "logit" else None  # the same at every node
+    parts = bounds_parts(link, B4 - eta, derivatives=gradient, gap=gap)
+    terms = term.node_sums(parts.logp) - 0.5 * nodes * nodes + logw
     mx = terms.max(axis=2, keepdims=True)
     e = np.exp(terms - mx)
     tot = e.sum(axis=2, keepdims=True)
@@ -189,21 +183,22 @@ def batch_agq(term: ScalarTerm, link: Link, UP: np.ndarray, LO: np.ndarray, a: n
     pic = pi[:, c, :]                                     # (m, n, K): each observation's level
     g = np.empty((m, Bu.shape[1] + 1))
     g[:, :-1] = (pic * fu_n).sum(axis=2) @ Bu - (pic * fl_n).sum(axis=2) @ Bl
-    g[:, -1] = ((pic * d1 * nc).sum(axis=2) * z).sum(axis=1)   # d eta / ds = z v at fixed v
-    ph = pi * (_sums3(term, a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
+    g[:, -1] = (pic * d1 * nc).sum(axis=2) @ z            # d eta / ds = z v at fixed v
+    ph = pi * (term.node_sums(a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
     A = ph.sum(axis=2)                                    # coefficient of d u_l
     gam = -0.5 * sc ** 3 * (np.sqrt(2.0) * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
     # -- through the mode and the curvature (agq_gradient's du = rhs / H and dH, contracted
     # with their coefficients before they are expanded: per-observation weights times B)
-    ea = a * u[:, c]
-    r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, UP - ea, LO - ea, cp)[2:]
+    uc = u.take(c, axis=1)
+    bnd = B - a * uc                                      # the bounds at the modes
+    r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, bnd[0], bnd[1], cp)[2:]
     a2 = a * a
     kap = (A - gam * term.sums(a2 * a * (W_up + W_lo))) / H     # coefficient of rhs_l
     kc, gc = kap[:, c], gam[:, c]
     cu = gc * a2 * W_up - kc * a * r_up
     cl = gc * a2 * W_lo - kc * a * r_lo
     g[:, :-1] += cu @ Bu + cl @ Bl
-    g[:, -1] += ((cu + cl) * (-z * u[:, c]) - kc * z * r + 2.0 * gc * a * z * cp.w).sum(axis=1)
+    g[:, -1] += (2.0 * gc * a * cp.w - (cu + cl) * uc - kc * r) @ z
     return f, -g
 
 
@@ -215,8 +210,8 @@ def batch_agq_nll_grad(model: Any, xs: np.ndarray, *, u0: np.ndarray | None = No
     res = batch_modes(model, xs, u0=u0)
     if res is None:
         return None
-    UP, LO, a, u, H, _, _, parts, _, _ = res
-    f, g = batch_agq(model._scalar, model.link, UP, LO, a, u, H, parts, model.Bu, model.Bl,
+    B, a, u, H, _, parts, _, _ = res
+    f, g = batch_agq(model._scalar, model.link, B, a, u, H, parts, model.Bu, model.Bl,
                      model.nAGQ)
     assert g is not None
     if not (np.isfinite(f).all() and np.isfinite(g).all()):
@@ -224,10 +219,13 @@ def batch_agq_nll_grad(model: Any, xs: np.ndarray, *, u0: np.ndarray | None = No
     return f, g, u
 
 
-def scalar_agq(model: Any, inner: Any, up0: np.ndarray, lo0: np.ndarray, *,
+def scalar_agq(model: Any, inner: Any, B: np.ndarray, *,
                gradient: bool = False) -> tuple[float, Any]:
-    """``-loglik`` (and its gradient) at one point from a scalar term's modes ``inner``."""
-    f, g = batch_agq(model._scalar, model.link, up0[None], lo0[None], inner.a[None],
+    """``-loglik`` (and its gradient) at one point from a scalar term's modes ``inner``.
+
+    ``B``: the bounds ``[upper, lower]`` without the random effect (``(2, n)``).
+    """
+    f, g = batch_agq(model._scalar, model.link, B[:, None], inner.a[None],
                      inner.u[None], inner.factor.g1_diag[None],
                      CumulativeParts(*(v[None] for v in inner.parts)), model.Bu,
                      model.Bl, model.nAGQ, gradient=gradient)

@@ -238,7 +238,7 @@ class ClmmModel:
         self._u = inner.u
         self._last_inner = inner
         if self.nAGQ > 1:                 # one scalar term: its quadrature from its modes
-            f, self._agq_g = scalar_agq(self, inner, up, lo, gradient=True)   # for nll_grad
+            f, self._agq_g = scalar_agq(self, inner, B, gradient=True)   # for nll_grad
         else:
             f = -(inner.h - 0.5 * inner.logdet)
         self._last = (x.copy(), f)

@@ -70,7 +70,7 @@ class ScalarTerm:
         self.codes = np.asarray(codes, dtype=np.intp)
         self.z = np.asarray(z, dtype=float)
         self.L = L
-        self._flat: dict[int, np.ndarray] = {}
+        self._flat: dict[Any, np.ndarray] = {}
 
     def sums(self, v: np.ndarray) -> np.ndarray:
         """Sums of ``v`` (``(m, n)``: ``m`` points) over each level's observations: ``(m, L)``."""
@@ -82,6 +82,16 @@ class ScalarTerm:
             flat = (self.codes + self.L * np.arange(m)[:, None]).ravel()
             self._flat[m] = flat
         return np.bincount(flat, weights=v.ravel(), minlength=m * self.L).reshape(m, self.L)
+
+    def node_sums(self, v: np.ndarray) -> np.ndarray:
+        """Sums of ``v`` (``(m, n, K)``: ``K`` quadrature nodes) over each level: ``(m, L, K)``."""
+        m, n, K = v.shape
+        flat = self._flat.get((m, K))
+        if flat is None:              # (point, level, node) of each value, flattened
+            flat = ((np.arange(m)[:, None, None] * self.L + self.codes[None, :, None]) * K
+                    + np.arange(K)).ravel()
+            self._flat[(m, K)] = flat
+        return np.bincount(flat, weights=v.ravel(), minlength=m * self.L * K).reshape(m, self.L, K)
 
     def modes(self, link: Link, B: np.ndarray, s: float, u0: np.ndarray, *,
               tol: float = 1e-15, maxit: int = 60) -> ScalarInner:
@@ -219,10 +229,10 @@ def batch_nll_grad(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int
     res = batch_modes(model, xs, tol=tol, maxit=maxit, u0=u0)
     if res is None:
         return None
-    UP, LO, a, u, H, up, lo, parts, hl, w = res
+    _, a, u, H, bnd, parts, hl, w = res
     term: ScalarTerm = model._scalar
     f = 0.5 * np.log(H).sum(axis=1) - hl.sum(axis=1)
-    grad = laplace_grad(term, model.link, up, lo, parts, a, u, H, model.Bu, model.Bl, w)
+    grad = laplace_grad(term, model.link, bnd[0], bnd[1], parts, a, u, H, model.Bu, model.Bl, w)
     if not (np.isfinite(f).all() and np.isfinite(grad).all()):
         return None
     return f, -grad, u
@@ -232,12 +242,14 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
                 u0: np.ndarray | None = None) -> tuple[Any, ...] | None:
     """The conditional modes of a scalar-term fit at the ``m`` points ``xs`` (``(m, k)``).
 
-    Newton steps over an ``(m, L)`` array of modes, warm-started from the
-    model's current ones (:func:`batch_nll_grad`'s first half).  Returns
-    ``(UP, LO, a, u, H, up, lo, parts, hl, w)``: the bounds without and with
-    the random effect (``(m, n)``), ``a = s z``, the modes and the diagonal of
-    ``H`` at them (``(m, L)``), the parts there, the levels' ``h_l`` and the
-    weights ``w``; ``None`` when a point is outside the parameter space.
+    Newton steps over an ``(m, L)`` array of modes, warm-started from ``u0``
+    (``(m, L)``; default: the model's current modes for every point)
+    (:func:`batch_nll_grad`'s first half).  Returns ``(B, a, u, H, bnd,
+    parts, hl, w)``: the bounds ``[upper, lower]`` without and with the
+    random effect (``(2, m, n)``), ``a = s z`` (``(m, n)``), the modes and the
+    diagonal of ``H`` at them (``(m, L)``), the parts there, the levels'
+    ``h_l`` and the weights ``w``; ``None`` when a point is outside the
+    parameter space.
     """
     term: ScalarTerm = model._scalar
     link = model.link
@@ -293,7 +305,7 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
         u, parts, hl = un, pn, hn
     if not ok:
         return None
-    return B[0], B[1], a, u, H, bnd[0], bnd[1], parts, hl, w
+    return B, a, u, H, bnd, parts, hl, w
 
 
 def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
