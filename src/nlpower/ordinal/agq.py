@@ -26,6 +26,7 @@ Checked against central differences of the log-likelihood in
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from .structure import ReStructure
 
 __all__ = ["agq_gradient", "agq_loglik", "batch_agq", "batch_agq_nll_grad"]
+
+_SQRT2 = math.sqrt(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @functools.lru_cache(maxsize=16)
@@ -158,8 +162,8 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     x, logw = _hermite(n_agq)
     c, z = term.codes, term.z
     sc = 1.0 / np.sqrt(H)                                  # (m, L)
-    nodes = u[:, :, None] + np.sqrt(2.0) * sc[:, :, None] * x   # (m, L, K)
-    nc = nodes[:, c, :]                                    # (m, n, K)
+    nodes = u[:, :, None] + _SQRT2 * sc[:, :, None] * x    # (m, L, K)
+    nc = nodes.take(c, axis=1)                             # (m, n, K)
     eta = a[:, :, None] * nc
     B4 = B[..., None]                                      # (2, m, n, 1): [upper, lower]
     gap = logit_gap(B4) if link.name == "logit" else None  # the same at every node
@@ -168,7 +172,7 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     mx = terms.max(axis=2, keepdims=True)
     e = np.exp(terms - mx)
     tot = e.sum(axis=2, keepdims=True)
-    ll = (mx + np.log(tot))[:, :, 0] + np.log(np.sqrt(2.0) * sc) - 0.5 * np.log(2.0 * np.pi)
+    ll = (mx + np.log(tot))[:, :, 0] + np.log(_SQRT2 * sc) - _HALF_LOG_2PI
     f = -ll.sum(axis=1)
     if not gradient:
         return f, None
@@ -180,13 +184,13 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     fu_n = parts.f_up / parts.p
     fl_n = parts.f_lo / parts.p
     d1 = fl_n - fu_n                                      # d log p / d eta at the nodes
-    pic = pi[:, c, :]                                     # (m, n, K): each observation's level
+    pic = pi.take(c, axis=1)                              # (m, n, K): each observation's level
     g = np.empty((m, Bu.shape[1] + 1))
     g[:, :-1] = (pic * fu_n).sum(axis=2) @ Bu - (pic * fl_n).sum(axis=2) @ Bl
     g[:, -1] = (pic * d1 * nc).sum(axis=2) @ z            # d eta / ds = z v at fixed v
     ph = pi * (term.node_sums(a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
     A = ph.sum(axis=2)                                    # coefficient of d u_l
-    gam = -0.5 * sc ** 3 * (np.sqrt(2.0) * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
+    gam = -0.5 * sc ** 3 * (_SQRT2 * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
     # -- through the mode and the curvature (agq_gradient's du = rhs / H and dH, contracted
     # with their coefficients before they are expanded: per-observation weights times B)
     uc = u.take(c, axis=1)
@@ -194,7 +198,7 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     r, r_up, r_lo, W_up, W_lo = _partials_scaled(link, bnd[0], bnd[1], cp)[2:]
     a2 = a * a
     kap = (A - gam * term.sums(a2 * a * (W_up + W_lo))) / H     # coefficient of rhs_l
-    kc, gc = kap[:, c], gam[:, c]
+    kc, gc = kap.take(c, axis=1), gam.take(c, axis=1)
     cu = gc * a2 * W_up - kc * a * r_up
     cl = gc * a2 * W_lo - kc * a * r_lo
     g[:, :-1] += cu @ Bu + cl @ Bl
