@@ -44,6 +44,10 @@ __all__ = ["ClmmCore", "ClmmModel"]
 #: smallest SD a fit starts from (warm starts from singular fits included)
 _MIN_START_SD = 0.2
 
+#: how far from the last Newton batch's point (max-norm) its first-order prediction of
+#: the modes starts a single evaluation's Newton steps (Newton steps are capped at 2)
+_ANCHOR_RADIUS = 1.0
+
 
 @dataclass(frozen=True, eq=False)
 class ClmmCore:
@@ -223,8 +227,12 @@ class ClmmModel:
         if self.rs is None:
             return -float(np.sum(bounds_parts(self.link, B, derivatives=False).logp))
         if self._scalar is not None:
-            anchor = self._anchor             # Newton batches' modes and their derivatives
-            u0 = self._u if anchor is None else anchor[1] + anchor[2] @ (x - anchor[0])
+            # near the last Newton batch (its line search, the polish) the modes' first-order
+            # prediction from the batch; elsewhere the last modes
+            anchor = self._anchor
+            u0 = self._u
+            if anchor is not None and np.max(np.abs(x - anchor[0])) <= _ANCHOR_RADIUS:
+                u0 = anchor[1] + anchor[2] @ (x - anchor[0])
             inner: Any = self._scalar.modes(self.link, B, float(theta[0]), u0)
         else:
             if self._theta_set is None or not np.array_equal(theta, self._theta_set):
@@ -380,6 +388,7 @@ class ClmmModel:
                 xq, ok, end = newton_steps(self, x0)
                 self._hess_at = (xq.copy(), *end) if ok and end is not None else None
                 if not ok:            # as for larger data: BFGS from the converged clm start
+                    self._anchor = None           # (the batches' modes are of other points)
                     x0 = self.start()
                     xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
             else:
@@ -396,6 +405,7 @@ class ClmmModel:
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
             x0 = xq
+        self._anchor = None               # L-BFGS-B: each evaluation from the last modes
         z0 = self._to_opt(x0)
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
