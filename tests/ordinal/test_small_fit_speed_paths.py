@@ -265,3 +265,34 @@ def test_small_dense_helpers_match_numpy_linalg() -> None:
         inv_and_cond(np.diag([1.0, 0.0]))
     with pytest.raises(np.linalg.LinAlgError):
         inv_and_cond(np.array([[1.0, np.nan], [np.nan, 1.0]]))
+
+
+def test_single_evaluations_start_from_the_batch_prediction_only_near_its_point(monkeypatch) -> None:
+    """The last Newton batch predicts the modes near its point (line search, polish); farther
+    away, and in the fallback optimisers, an evaluation starts from the last modes."""
+    from nlpower.ordinal.scalar import ScalarTerm
+
+    m = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=6))
+    core = m.refit()
+    assert m._anchor is not None                  # the batched Newton steps left theirs
+    xa, ua, du = m._anchor
+    starts: list[np.ndarray] = []
+    modes = ScalarTerm.modes
+
+    def spy(self, link, B, s, u0, **kw):  # type: ignore[no-untyped-def]
+        starts.append(np.array(u0))
+        return modes(self, link, B, s, u0, **kw)
+
+    monkeypatch.setattr(ScalarTerm, "modes", spy)
+    near = core.params + 0.01
+    m._last = None
+    m.nll(near)
+    np.testing.assert_allclose(starts[-1], ua + du @ (near - xa))
+    last = m._u.copy()
+    far = core.params.copy()
+    far[-1] += 3.0                                # an SD 3 units away: beyond the prediction
+    m.nll(far)
+    np.testing.assert_array_equal(starts[-1], last)
+    # and its value is the one a fresh model finds there from zero modes
+    fresh = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=6))
+    assert m.nll(far) == pytest.approx(fresh.nll(far), abs=1e-9)
