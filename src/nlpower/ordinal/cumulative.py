@@ -144,9 +144,10 @@ def logit_bounds_parts(bounds: np.ndarray, derivatives: bool = True, *,
     relative precision in either tail; ``f = F S`` and ``f' = f (S - F)``.
     ``p = F(u) S(l) (1 - exp(l - u))`` has no cancellation (``F(u) - F(l) =
     F(u) S(l) - F(l) S(u)`` and ``F(l) S(u) = F(u) S(l) exp(l - u)``).  The
-    lower bounds are floored at -700 (``exp(700)`` is finite): ``-inf``
-    gives ``F = 1e-304`` instead of 0, which moves nothing.  One ``exp`` of
-    the stacked bounds costs a quarter of four ``expit`` calls.
+    bounds are floored at -700 before the exponential (``exp(700)`` is
+    finite): ``-inf`` gives ``F = 1e-304`` instead of 0, which moves nothing
+    (``p`` itself is floored at 1e-300).  One ``exp`` of the stacked bounds
+    costs a quarter of four ``expit`` calls.
     """
     e = np.exp(-np.maximum(bounds, -700.0))
     F = 1.0 / (1.0 + e)
