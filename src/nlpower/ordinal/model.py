@@ -177,7 +177,6 @@ class ClmmModel:
         self._anchor = None
         self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
         self.JJ, self.open = stacked_design(self.thr.jacobian, y)
-        self.top, self.bottom = self.open
         # d [upper, lower] / d (alpha, beta): [J rows, -x], zero at the open ends
         BB = np.concatenate((self.JJ, np.broadcast_to(-self.X, (2, *self.X.shape))), axis=2)
         self.Bu, self.Bl = np.where(self.open[:, :, None], 0.0, BB)
