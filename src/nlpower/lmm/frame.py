@@ -302,11 +302,6 @@ class FrameColumns:
             self._series[name] = s
         return s
 
-    @property
-    def columns(self) -> dict[str, pd.Series]:
-        """Column name -> the column as a Series."""
-        return {name: self[name] for name in self.values}
-
 
 def _isna(values: Any) -> np.ndarray | None:
     """Missing values of a column's values (``None``: numpy integers or bools, which have none)."""

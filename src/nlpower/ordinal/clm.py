@@ -22,7 +22,7 @@ from ._dense import solve
 from .cumulative import bounds_parts
 from .thresholds import Thresholds
 
-__all__ = ["clm_newton", "stacked_bounds", "stacked_design"]
+__all__ = ["bound_derivatives", "clm_newton", "stacked_bounds", "stacked_design"]
 
 #: the open ends' bounds: an upper bound of +inf (top category), a lower one of -inf (bottom)
 _OPEN = np.array([[np.inf], [-np.inf]])
@@ -39,6 +39,17 @@ def stacked_design(J: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     rows = np.stack((y, y - 1))               # the thresholds above and below each category
     open_ = (rows == K1) | (rows < 0)
     return J.take(np.clip(rows, 0, K1 - 1), axis=0), open_
+
+
+def bound_derivatives(JJ: np.ndarray, open_: np.ndarray,
+                      X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Bu, Bl)``: ``d upper / d (alpha, beta)`` and ``d lower / d (alpha, beta)``.
+
+    Rows ``[J row, -x]``, zero at the open ends (``(n, n_alpha + p)`` each).
+    """
+    BB = np.concatenate((JJ, np.broadcast_to(-X, (2, *X.shape))), axis=2)
+    Bu, Bl = np.where(open_[:, :, None], 0.0, BB)
+    return Bu, Bl
 
 
 def stacked_bounds(JJ: np.ndarray, open_: np.ndarray, alpha: np.ndarray,
@@ -72,8 +83,7 @@ def clm_newton(link: Link, thr: Thresholds, y: np.ndarray, X: np.ndarray, *, max
         JJ, open_, Bu, Bl = design
     else:
         JJ, open_ = stacked_design(J, y)
-        Bu = np.where(open_[0][:, None], 0.0, np.hstack([JJ[0], -X]))
-        Bl = np.where(open_[1][:, None], 0.0, np.hstack([JJ[1], -X]))
+        Bu, Bl = bound_derivatives(JJ, open_, X)
     # start: thresholds from the marginal cumulative proportions, beta = 0
     cuts = link.linkfun(np.clip(cum, 1e-3, 1 - 1e-3))
     cuts = np.maximum.accumulate(cuts + 1e-3 * np.arange(K1))

@@ -29,7 +29,7 @@ from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
 from ._dense import inv_and_cond, solve
 from .agq import scalar_agq
-from .clm import clm_newton, stacked_bounds, stacked_design
+from .clm import bound_derivatives, clm_newton, stacked_bounds, stacked_design
 from .cumulative import bounds_parts, cumulative_parts
 from .gradient import laplace_gradient
 from .laplace import conditional_modes
@@ -177,9 +177,7 @@ class ClmmModel:
         self._anchor = None
         self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
         self.JJ, self.open = stacked_design(self.thr.jacobian, y)
-        # d [upper, lower] / d (alpha, beta): [J rows, -x], zero at the open ends
-        BB = np.concatenate((self.JJ, np.broadcast_to(-self.X, (2, *self.X.shape))), axis=2)
-        self.Bu, self.Bl = np.where(self.open[:, :, None], 0.0, BB)
+        self.Bu, self.Bl = bound_derivatives(self.JJ, self.open, self.X)
 
     # -- parameters ------------------------------------------------------------------
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
