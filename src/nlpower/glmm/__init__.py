@@ -131,9 +131,9 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
     spec, wt, off, rows = glmm_frame(formula, data, fam, weights=weights, offset=offset,
                                      contrasts=contrasts)
     ctl = CheckConvControl.coerce(checkconv)
-    # a GLMM's prepared model: fit takes nAGQ= (a family keyword, not in the Gaussian protocol)
-    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off)
-    fit = cast(GlmmFit, model.fit(start=start, nAGQ=int(nAGQ), control=control, checkconv=ctl))
+    # family options are fixed at prepare (the protocol): refit and fit use this nAGQ
+    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ))
+    fit = cast(GlmmFit, model.fit(start=start, control=control, checkconv=ctl))
     fit = replace(fit, data=data.loc[rows], offset_name=offset if isinstance(offset, str) else None,
                   offset_given=offset is not None and not isinstance(offset, str))
     if fit.optinfo.get("separation"):

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import FitError
 from ..lmm import lme4 as _l
+from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Family
 from ..lmm.structure import ModelSpec
 from .model import GlmmModel, start_parts
@@ -65,7 +66,7 @@ def _glmer_fn() -> Any:
     return r
 
 
-class Lme4GlmmModel:
+class Lme4GlmmModel(LikelihoodOnly):
     """A GLMM structure prepared for lme4's ``glmer`` (the engine protocol's prepared model).
 
     ``fit`` returns a :class:`GlmmFit`; ``refit`` the light :class:`GlmmCore`
@@ -76,8 +77,9 @@ class Lme4GlmmModel:
     engine = "lme4"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None):
-        self.native = GlmmModel(spec, family, weights=weights, offset=offset)   # validates
+                 data: Any = None, nAGQ: int = 1):
+        self.native = GlmmModel(spec, family, weights=weights, offset=offset,   # validates
+                                nAGQ=nAGQ)
         self.spec, self.family = spec, family
         self.layout = self.native.layout
 
@@ -109,8 +111,11 @@ class Lme4GlmmModel:
                            "engine='native'.")
         return out
 
-    def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1) -> GlmmCore:
+    def refit(self, y: Any, *, REML: bool = False, start: Any = None, nAGQ: int | None = None
+              ) -> GlmmCore:
         """``lme4::glmer`` on a new response (the structure is validated once)."""
+        self.check_REML(REML)
+        nAGQ = self.native.nAGQ if nAGQ is None else nAGQ
         yv = self.native.set_response(y)
         out = self._run(yv, nAGQ, None, start)
         return self._core(out)
@@ -125,9 +130,11 @@ class Lme4GlmmModel:
                         singular=bool(out["singular"][0]), n_evals=int(out["feval"][0]),
                         message="; ".join(msgs) or "converged")
 
-    def fit(self, y: Any = None, *, start: Any = None, nAGQ: int = 1,
+    def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
         """Fit with ``lme4::glmer``; ``control``: arguments of ``glmerControl``. Never warns."""
+        self.check_REML(REML)
+        nAGQ = self.native.nAGQ if nAGQ is None else nAGQ
         yv = self.native.set_response(self.spec.y if y is None else y)
         out = self._run(yv, nAGQ, control, start)
         core = self._core(out)

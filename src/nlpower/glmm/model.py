@@ -32,9 +32,11 @@ import numpy as np
 
 from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
+from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Family
+from ..lmm.layout import theta_layout
 from ..lmm.native import single_threaded
-from ..lmm.native.blocks import group_blocks, theta_layout
+from ..lmm.native.blocks import group_blocks
 from ..lmm.structure import ModelSpec
 from .agq import agq_deviance
 from .gradient import LaplaceGradient
@@ -78,7 +80,13 @@ def start_parts(start: Any) -> tuple[Any, Any]:
     return start, None
 
 
-class GlmmModel:
+def _check_nAGQ(nAGQ: Any) -> int:
+    if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0 or nAGQ > 100:
+        raise InputError(f"nAGQ must be an integer from 0 to 100; got {nAGQ!r}.")
+    return int(nAGQ)
+
+
+class GlmmModel(LikelihoodOnly):
     """A GLMM structure prepared once; responses are swapped per fit.
 
     Parameters
@@ -107,7 +115,7 @@ class GlmmModel:
     engine = "native"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None):
+                 data: Any = None, nAGQ: int = 1):
         if family.name not in ("binomial", "poisson"):
             raise InputError(f"GlmmModel fits the binomial and Poisson families; got {family!r}. "
                              "Use lmer for Gaussian responses.")
@@ -117,6 +125,8 @@ class GlmmModel:
         n = spec.n
         self.spec = spec
         self.family = family
+        #: the default of ``refit`` and ``fit`` (the protocol fixes family options at prepare)
+        self.nAGQ = _check_nAGQ(nAGQ)
         self.wt = np.ones(n) if weights is None else np.asarray(weights, dtype=float).ravel()
         self.offset = np.zeros(n) if offset is None else np.asarray(offset, dtype=float).ravel()
         for name, arr in (("weights", self.wt), ("offset", self.offset)):
@@ -402,7 +412,8 @@ class GlmmModel:
             x, fv, g, gained = x2, f2, g2, fv - f2
         return None
 
-    def refit(self, y: Any, *, start: Any = None, nAGQ: int = 1, weights: Any = None) -> GlmmCore:
+    def refit(self, y: Any, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
+              weights: Any = None) -> GlmmCore:
         """Fit a new response on the same structure: the light core (power replicates).
 
         ``start``: the truth or a previous fit (anything with ``theta`` and
@@ -411,6 +422,8 @@ class GlmmModel:
         start).  ``weights``: new prior weights (e.g. 0 for excluded rows).
         The covariance of ``beta`` is PIRLS's (``RX``-based), no Hessian is computed.
         """
+        self.check_REML(REML)
+        nAGQ = self.nAGQ if nAGQ is None else _check_nAGQ(nAGQ)
         self.set_response(y, weights)
         with single_threaded():          # small dense factors: BLAS threads only cost
             x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
@@ -436,7 +449,7 @@ class GlmmModel:
         return GlmmCore(theta=theta.copy(), beta=beta.copy(), vcov_beta=vcov, deviance=fv,
                         converged=conv, singular=singular, n_evals=n, message=msg)
 
-    def fit(self, y: Any = None, *, start: Any = None, nAGQ: int = 1,
+    def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
         """Fit (``y=None``: ``spec.y``) and build the full :class:`GlmmFit` (never warns).
 
@@ -444,8 +457,8 @@ class GlmmModel:
         ``vcov`` (lme4's default for GLMMs) and ``checkConv``'s gradient and
         Hessian checks; Newton steps are taken while they lower the deviance.
         """
-        if not isinstance(nAGQ, int | np.integer) or nAGQ < 0 or nAGQ > 100:
-            raise InputError(f"nAGQ must be an integer from 0 to 100; got {nAGQ!r}.")
+        self.check_REML(REML)
+        nAGQ = self.nAGQ if nAGQ is None else _check_nAGQ(nAGQ)
         if control:
             bad = set(control) - {"maxeval"}
             if bad:

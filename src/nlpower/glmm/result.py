@@ -12,6 +12,7 @@ deviance over ``(theta, beta)`` (``optinfo["vcov"]`` says which was used).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,9 @@ from scipy import stats
 
 from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
-from ..lmm.native.blocks import ThetaLayout
+from ..lmm.layout import ThetaLayout, theta_layout
 from ..lmm.result import VarTerm, varcorr_frame
+from ..lmm.setparams import set_fixef, set_theta
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -104,6 +106,8 @@ class GlmmFit:
     #: the offset: a column of ``data`` (its name), or given as values (``offset_given``)
     offset_name: str | None = None
     offset_given: bool = False
+    #: the parameters were set by :meth:`with_params` (the truth of a power study)
+    params_set: bool = False
 
     # -- derived ----------------------------------------------------------------
     @property
@@ -214,6 +218,31 @@ class GlmmFit:
     def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
         """``n`` responses from the fitted model (new random effects), shape ``(n, nobs)``."""
         return self.model.simulate(n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy())
+
+    def with_params(self, *, fixef: Mapping[str, float] | None = None,
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None) -> GlmmFit:
+        """A copy whose parameters are set (simr's ``fixef<-``, ``VarCorr<-``).
+
+        ``fixef``: coefficients by name (link scale); ``sd``: random-effect
+        SDs by term, on the link scale (:mod:`nlpower.lmm.setparams`).  A
+        GLMM has no residual SD: ``sigma`` is refused.
+
+        Examples
+        --------
+        >>> import pandas as pd, nlpower
+        >>> cbpp = pd.read_csv("tests/reference/data/cbpp.csv")
+        >>> g = nlpower.glmer("prop ~ period + (1 | herd)", cbpp, "binomial", weights="size")
+        >>> g2 = g.with_params(fixef={"period": -0.5}, sd={"herd": 1.0})
+        >>> float(g2.fixef["period"]), float(g2.varcorr()["sdcor"][0])
+        (-0.5, 1.0)
+        """
+        if sigma is not None:
+            raise InputError(f"sigma: a {self.family} GLMM has no residual SD (its variance "
+                             "follows from the mean); set fixef= and sd= only.")
+        lay = theta_layout(self.model.spec.re_terms)
+        theta = set_theta(lay, self.theta, sd, scale=1.0)
+        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta,
+                       var_terms=var_terms_from_theta(lay, theta), params_set=True)
 
     def refit(self, y: Any) -> GlmmFit:
         """The same model fitted to a new response, warm-started at this fit."""

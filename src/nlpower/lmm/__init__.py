@@ -17,6 +17,7 @@ and :func:`single_threaded` (small dense linear algebra without BLAS threads).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .._choices import EngineName
@@ -24,7 +25,7 @@ from ..errors import InputError
 from .checkconv import CheckConvControl, ConvergenceError, apply_policy
 from .engine import Engine, PreparedModel, get_engine, register_fitter, warn_diagnostics
 from .family import Family, get_family
-from .frame import model_frame
+from .frame import fitted_rows, model_frame
 from .native import ThetaLayout, single_threaded, theta_layout
 from .result import FitCore, LmmFit, OptSummary
 from .structure import ModelSpec, ReTerm
@@ -94,7 +95,9 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
         raise InputError(f"REML must be True or False; got {REML!r}.")
     ctl = CheckConvControl.coerce(checkconv)
     spec = model_frame(formula, data, contrasts=contrasts)
-    fit = eng.prepare(spec, data=data).fit(REML=REML, control=control, checkconv=ctl)
+    model = eng.prepare(spec, data=data)
+    fit = model.fit(REML=REML, control=control, checkconv=ctl)
+    fit = replace(fit, model=model, data=fitted_rows(data, spec))
     if not fit.optsum.optimizer_converged:
         warn_diagnostics(fit, where="lmer", singular=False, stacklevel=3)
     apply_policy(fit.optsum.check_messages, ctl, where="lmer", stacklevel=3)

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import InputError
 from .draw import relative_factor
 from .kenward_roger import KRState, covariance_basis, kr_state
-from .native.blocks import theta_layout
+from .layout import theta_layout
 from .structure import ModelSpec
 
 __all__ = ["DDF", "kenward_roger_fn", "term_covariances", "term_slots"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import as_generator
-from .native.blocks import theta_layout
+from .layout import theta_layout
 from .structure import ModelSpec
 
 __all__ = ["GaussianSimulator", "SimulatesGaussian", "relative_factor"]

@@ -59,6 +59,7 @@ from .structure import ModelSpec
 
 __all__ = [
     "AnyEngine",
+    "LikelihoodOnly",
     "Engine",
     "Lme4Engine",
     "NativeEngine",
@@ -99,6 +100,28 @@ class PreparedModel(Protocol):
     def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
         """Satterthwaite df of contrast(s) ``L`` at ``core``, this model's latest ``refit``."""
         ...
+
+
+class LikelihoodOnly:
+    """The protocol's Gaussian-only parts for the other families (GLMMs, cumulative links).
+
+    Their prepared models take ``REML=False`` like every model (maximum
+    likelihood is the only criterion) and have no Satterthwaite df.
+    """
+
+    family: Family
+
+    def check_REML(self, REML: Any) -> None:
+        """Refuse ``REML=True``: these families are fitted by maximum likelihood."""
+        if REML:
+            raise InputError(f"REML applies to Gaussian models; a {self.family.name} model is "
+                             "fitted by maximum likelihood. Use REML=False (the default).")
+
+    def satterthwaite_df(self, core: Any, L: Any) -> float:
+        """Refused: Satterthwaite df are defined for Gaussian models only."""
+        raise InputError(f"Satterthwaite df are defined for Gaussian models; a "
+                         f"{self.family.name} model's Wald tests are z tests. Use test='z' "
+                         "or test='lrt'.")
 
 
 #: A fitter: ``(spec, *, data, family, **family_options) -> PreparedModel``.

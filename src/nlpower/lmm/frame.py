@@ -86,6 +86,7 @@ __all__ = [
     "FrameColumns",
     "contrast_matrix",
     "drop_aliased",
+    "fitted_rows",
     "frame_columns",
     "model_frame",
     "model_matrix",
@@ -515,3 +516,10 @@ def _re_term(
             "unidentifiable. Use a simpler term, e.g. (1 | " + name + ")."
         )
     return ReTerm(group=name, codes=fac.codes, levels=fac.levels, Z=Z, cnames=tuple(cnames))
+
+
+def fitted_rows(data: Any, spec: ModelSpec) -> pd.DataFrame:
+    """The rows of ``data`` that ``spec`` was built from (no missing value in a used column), a copy."""
+    used = [c for c in spec.data_columns if c in data.columns]
+    keep = ~data[used].isna().any(axis=1) if used else np.ones(len(data), dtype=bool)
+    return data.loc[keep].copy()

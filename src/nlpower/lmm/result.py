@@ -10,8 +10,8 @@ Satterthwaite tests (lmerTest's method) and an lme4-style ``summary()``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,8 @@ from scipy import stats
 
 from .._validation import check_choice
 from ..errors import InputError
+from .layout import theta_layout
+from .setparams import set_fixef, set_theta, term_covariances
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +104,13 @@ def varcorr_frame(terms: list[VarTerm], sigma: float) -> pd.DataFrame:
                 rows.append((t.grp, t.cnames[j], t.cnames[i], cov, cor))
     rows.append(("Residual", None, None, sigma * sigma, sigma))
     return pd.DataFrame(rows, columns=["grp", "var1", "var2", "vcov", "sdcor"])
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(value)) or float(value) <= 0:
+        raise InputError(f"{name} must be a finite number > 0; got {value!r}.")
+    return float(value)
 
 
 def _fmt(x: float, digits: int = 4) -> str:
@@ -221,6 +230,68 @@ class LmmFit:
     df_fn: Callable[[np.ndarray], float] | None = field(default=None, repr=False)
     kr_fn: Callable[[np.ndarray], tuple[float, float]] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the prepared structure (``simulate``, ``refit`` and ``with_params`` use it)
+    model: Any = field(default=None, repr=False)
+    #: the rows of the user's data the model was fitted on (set by :func:`~nlpower.lmm.lmer`)
+    data: pd.DataFrame | None = field(default=None, repr=False)
+    #: the parameters were set by :meth:`with_params` (they are the truth of a power study,
+    #: not estimates; ``vcov``, ``ranef`` and the likelihood are still the original fit's)
+    params_set: bool = False
+
+    # -- the fit protocol: set parameters, simulate, refit ------------------------------
+    def _structure(self, verb: str) -> Any:
+        if self.model is None:
+            raise InputError(f"{verb} needs the model structure, which this fit does not carry; "
+                             "fit the model with nlpower.lmer(formula, data).")
+        return self.model
+
+    def with_params(self, *, fixef: Mapping[str, float] | None = None,
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None) -> LmmFit:
+        """A copy whose parameters are set (simr's ``fixef<-``, ``VarCorr<-``, ``sigma<-``).
+
+        Parameters
+        ----------
+        fixef : mapping, optional
+            Fixed effects by name, e.g. ``{"x": -0.05}``; the others keep their value.
+        sd : mapping, optional
+            Random-effect SDs by term (the ``grp`` of :meth:`varcorr`): a
+            number for a one-column term, ``{column: sd}`` otherwise
+            (:mod:`nlpower.lmm.setparams`).  Correlations are kept.
+        sigma : float, optional
+            Residual SD; the random-effect SDs stay as they are.
+
+        Examples
+        --------
+        >>> import pandas as pd, nlpower
+        >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+        >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+        >>> m2 = m.with_params(fixef={"Days": 5.0}, sd={"Subject": 30.0}, sigma=25.0)
+        >>> float(m2.fixef["Days"]), m2.varcorr()["sdcor"].round(6).tolist()
+        (5.0, [30.0, 25.0])
+        """
+        model = self._structure("with_params")
+        lay = theta_layout(model.spec.re_terms)
+        new_sigma = self.sigma if sigma is None else _positive("sigma", sigma)
+        theta = set_theta(lay, self.theta, sd, scale=self.sigma, new_scale=new_sigma)
+        covs = term_covariances(lay, theta, new_sigma)
+        terms = tuple(VarTerm(grp, t.group, tuple(t.cnames), c)
+                      for t, grp, c in zip(lay.terms, lay.grp_names, covs, strict=True))
+        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta, sigma=new_sigma,
+                       var_terms=terms, params_set=True, _cache={})
+
+    def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
+        """``n`` responses from the model at its parameters, shape ``(n, nobs)``.
+
+        New random effects for every response (lme4's ``simulate(use.u = FALSE)``).
+        """
+        return np.asarray(self._structure("simulate").simulate(
+            n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy(), sigma=self.sigma))
+
+    def refit(self, y: Any) -> LmmFit:
+        """The same model fitted to response ``y`` (warm start here): a new fit; this one is unchanged."""
+        model = self._structure("refit")
+        new = model.fit(np.asarray(y, dtype=float), REML=self.REML, start=self.theta)
+        return replace(new, model=model, data=self.data)
 
     # -- derived quantities ----------------------------------------------------
     @property

@@ -24,6 +24,7 @@ from scipy import optimize
 
 from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_from_gradient
+from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
@@ -96,7 +97,7 @@ class ClmmCore:
                 f"theta={np.array2string(self.theta, precision=4)}{flags})")
 
 
-class ClmmModel:
+class ClmmModel(LikelihoodOnly):
     """A cumulative link mixed model prepared for fitting (``engine="native"``).
 
     Parameters
@@ -329,8 +330,9 @@ class ClmmModel:
             theta = np.array([math.sqrt(var)])
         return np.concatenate([alpha, beta, theta])
 
-    def refit(self, y: Any = None, *, start: Any = None, control: dict[str, Any] | None = None,
-              checkconv: Any = None, hessian: bool = True) -> ClmmCore:
+    def refit(self, y: Any = None, *, REML: bool = False, start: Any = None,
+              control: dict[str, Any] | None = None, checkconv: Any = None,
+              hessian: bool = True) -> ClmmCore:
         """Fit response ``y`` (category codes; ``None``: the current one) reusing the structure.
 
         ``start``: parameters ``(alpha, beta, theta)`` or a previous :class:`ClmmCore`
@@ -338,6 +340,7 @@ class ClmmModel:
         Hessian (no ``vcov``, no checkConv Hessian).  Dense algebra runs
         single-threaded (OpenBLAS's threads only cost time at these sizes).
         """
+        self.check_REML(REML)
         with single_threaded():
             return self._refit(y, start, control, checkconv, hessian)
 
@@ -563,11 +566,11 @@ class ClmmModel:
                         singular=singular, n_evals=self.n_evals, message=message, check=check,
                         u=u, cond_H=cond)
 
-    def fit(self, y: Any = None, *, start: Any = None, control: dict[str, Any] | None = None,
-            checkconv: Any = None) -> Any:
+    def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> Any:
         """Fit and build the full :class:`~.result.ClmmFit`."""
         from .result import ClmmFit
-        core = self.refit(y, start=start, control=control, checkconv=checkconv)
+        core = self.refit(y, REML=REML, start=start, control=control, checkconv=checkconv)
         return ClmmFit.from_core(self, core)
 
     # -- simulation ------------------------------------------------------------------

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
+from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Ordinal
 from ..lmm.structure import ModelSpec
 from .api import native_ordinal
@@ -121,7 +122,7 @@ def r_ordinal(spec: ModelSpec, *, data: Any = None, family: Ordinal | None = Non
                                      response=response))
 
 
-class RClmmModel:
+class RClmmModel(LikelihoodOnly):
     """An ordinal model prepared for R's ``ordinal::clmm`` (``clm`` without random terms).
 
     Holds the native :class:`~.model.ClmmModel` of the same structure (category
@@ -141,7 +142,7 @@ class RClmmModel:
     def __repr__(self) -> str:
         return f"RClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n})"
 
-    def refit(self, y: Any = None, *, start: Any = None, control: Any = None,
+    def refit(self, y: Any = None, *, REML: bool = False, start: Any = None, control: Any = None,
               checkconv: Any = None) -> ClmmCore:
         """Fit response ``y`` (category codes; ``None``: the current one) with R; the core.
 
@@ -155,6 +156,7 @@ class RClmmModel:
         FitError
             ``clmm`` stopped with an error (e.g. "optimizer nlminb failed to converge").
         """
+        self.check_REML(REML)
         model = self.model
         if y is not None:
             model.set_response(np.asarray(y))
@@ -175,7 +177,7 @@ class RClmmModel:
             raise FitError(f"ordinal::clmm failed: {str(exc).strip()}") from exc
         return _core(model, {k: out.rx2(k) for k in out.names})
 
-    def fit(self, y: Any = None, *, start: Any = None, control: Any = None,
+    def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, control: Any = None,
             checkconv: Any = None) -> ClmmFit:
         """:meth:`refit` and the full :class:`~.result.ClmmFit` (its ``engine``: ``"ordinal"``)."""
         return ClmmFit(self.refit(y, control=control), self.model, engine="ordinal")

@@ -7,8 +7,10 @@ probabilities, and a ``summary()`` laid out as ``summary(clmm(...))``.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,10 +305,62 @@ class ClmmFit:
         e = self._eta(None, True) - m.X @ self.core.beta
         return cumulative_parts(m.link, up - e, lo - e, derivatives=False).p
 
-    # -- refit / simulate ------------------------------------------------------------
+    # -- set parameters / refit / simulate ----------------------------------------------
+    @property
+    def data(self) -> pd.DataFrame | None:
+        """The rows of the user's data the model was fitted on (``None`` if not kept)."""
+        d = getattr(self.model, "data", None)
+        return d() if callable(d) else d
+
+    def with_params(self, *, fixef: Mapping[str, float] | None = None,
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None,
+                    thresholds: Any = None) -> ClmmFit:
+        """A copy whose parameters are set: the truth of a power study (simr's ``fixef<-``).
+
+        ``fixef``: coefficients by name (latent scale); ``sd``: random-effect
+        SDs by term, on the latent scale (:mod:`nlpower.lmm.setparams`);
+        ``thresholds``: the ``K - 1`` cut points (flexible thresholds).  The
+        latent residual is fixed by the link: ``sigma`` is refused.
+
+        Examples
+        --------
+        >>> import pandas as pd, nlpower
+        >>> wine = pd.read_csv("tests/reference/data/wine.csv")
+        >>> m = nlpower.clmm("rating ~ temp + contact + (1 | judge)", wine)
+        >>> m2 = m.with_params(fixef={"tempwarm": 1.0}, sd={"judge": 0.5})
+        >>> float(m2.fixef["tempwarm"]), round(float(m2.varcorr()["sdcor"][0]), 6)
+        (1.0, 0.5)
+        """
+        from dataclasses import replace as _replace
+
+        from ..lmm.layout import theta_layout
+        from ..lmm.setparams import set_fixef, set_theta
+        if sigma is not None:
+            raise InputError("sigma: a cumulative link model's latent residual SD is fixed by "
+                             "the link; set fixef=, sd= and thresholds= only.")
+        beta = set_fixef(self.fixef, fixef).to_numpy()
+        theta = self.core.theta
+        if sd is not None:
+            theta = set_theta(theta_layout(self.model.spec.re_terms), theta, sd, scale=1.0)
+        alpha, cuts = self.core.alpha, self.core.thresholds
+        if thresholds is not None:
+            if self.model.thr.kind != "flexible":
+                raise InputError(f"thresholds= sets flexible thresholds; this model's are "
+                                 f"{self.model.thr.kind!r}. Refit with threshold='flexible'.")
+            t = np.asarray(thresholds, dtype=float).ravel()
+            if t.shape != cuts.shape or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+                raise InputError(f"thresholds must be {cuts.size} increasing finite cut points "
+                                 f"({', '.join(self.model.thr.cut_names)}); got {thresholds!r}.")
+            alpha, cuts = t, t
+        core = _replace(self.core, alpha=alpha, thresholds=cuts, beta=beta, theta=theta)
+        return ClmmFit(core, self.model, self.engine)
+
     def simulate(self, n: int = 1, *, rng: Any) -> np.ndarray:
-        """``n`` simulated responses from the fitted model (category codes, ``(n, nobs)``)."""
-        return self.model.simulate(n, rng=rng, params=self.core)
+        """``n`` simulated responses from the fitted model (category codes, ``(n, nobs)``).
+
+        Drawn on a copy of the structure, so this fit is unchanged.
+        """
+        return copy.deepcopy(self.model).simulate(n, rng=rng, params=self.core)
 
     def refit(self, y: Any) -> ClmmFit:
         """Refit to a new response (category codes ``0..K-1``), warm-started here."""
@@ -319,8 +373,9 @@ class ClmmFit:
             raise InputError(f"refit(y): y has a single category (code {int(y.flat[0])} in all "
                              f"{y.size} rows); an ordinal model needs at least two (its thresholds "
                              "would run off to infinity).")
-        core = self.model.refit(y.astype(np.intp), start=self.core)
-        return ClmmFit(core, self.model, self.engine)
+        model = copy.deepcopy(self.model)      # a new fit with its own structure: this one stays
+        core = model.refit(y.astype(np.intp), start=self.core)
+        return ClmmFit(core, model, self.engine)
 
     # -- reporting -------------------------------------------------------------------
     def coef_table(self) -> pd.DataFrame:

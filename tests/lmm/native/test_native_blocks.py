@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from lmm_specs import crossed_spec, nested_spec
+from nlpower.lmm.layout import lme4_term_order, make_unique
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native.blocks import lme4_term_order, make_unique
 
 
 def test_theta_order_and_names_follow_lme4():

@@ -20,11 +20,12 @@ import pandas as pd
 from ..._validation import check_choice
 from ...errors import FitError, InputError
 from ..checkconv import DERIV_STEP, CheckConvControl, ConvCheck, check_conv
+from ..layout import theta_layout
 from ..result import FitCore, LmmFit, VarTerm
 from ..satterthwaite import SatterthwaiteState, satterthwaite_state
 from ..structure import ModelSpec
 from ._blas import single_threaded
-from .blocks import build_blocks, theta_layout
+from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta, stage_counts
@@ -78,7 +79,7 @@ def moment_start(X: np.ndarray, y: np.ndarray, layout: Any) -> np.ndarray:
     --------
     >>> from nlpower import CrossedDesign, presets, simulate
     >>> from nlpower.lmm.frame import model_frame
-    >>> from nlpower.lmm.native.blocks import theta_layout
+    >>> from nlpower.lmm.layout import theta_layout
     >>> df = simulate(CrossedDesign(30, 200), presets.high_variance(0.1), rng=3)
     >>> spec = model_frame("rating ~ x + (1 | worker) + (1 | item)", df)
     >>> bool(np.all(moment_start(spec.X, spec.y, theta_layout(spec.re_terms)) > 0))
