@@ -109,19 +109,21 @@ class LikelihoodOnly:
     likelihood is the only criterion) and have no Satterthwaite df.
     """
 
-    family: Family
-
     def check_REML(self, REML: Any) -> None:
         """Refuse ``REML=True``: these families are fitted by maximum likelihood."""
         if REML:
-            raise InputError(f"REML applies to Gaussian models; a {self.family.name} model is "
+            raise InputError(f"REML applies to Gaussian models; a {_family_name(self)} model is "
                              "fitted by maximum likelihood. Use REML=False (the default).")
 
     def satterthwaite_df(self, core: Any, L: Any) -> float:
         """Refused: Satterthwaite df are defined for Gaussian models only."""
         raise InputError(f"Satterthwaite df are defined for Gaussian models; a "
-                         f"{self.family.name} model's Wald tests are z tests. Use test='z' "
+                         f"{_family_name(self)} model's Wald tests are z tests. Use test='z' "
                          "or test='lrt'.")
+
+
+def _family_name(model: Any) -> str:
+    return str(getattr(getattr(model, "family", None), "name", "non-Gaussian"))
 
 
 #: A fitter: ``(spec, *, data, family, **family_options) -> PreparedModel``.

@@ -84,6 +84,9 @@ class GeneralState:
     n_resamples: int
     boot: GeneralPBLRT | None = None
     kr: KRTest | None = None
+    #: the null model's warm start (None: ``start``); ``cold_null``: no warm start
+    null_start: Any = None
+    cold_null: bool = False
 
 
 @dataclass(frozen=True)
@@ -306,12 +309,24 @@ class TestRule:
 
     # -- the simulate path ------------------------------------------------------------------
     def general_state(self, spec: ModelSpec, model: PreparedModel,
-                      null_model: PreparedModel | None, j: int, start: np.ndarray, n_resamples: int
-                      ) -> GeneralState:
-        """What :meth:`general` keeps across one run's replicates (built once; ``spec``: the model's)."""
-        L = np.zeros(spec.p)
-        L[j] = 1.0
-        st = GeneralState(model, null_model, j, L, start, n_resamples)
+                      null_model: PreparedModel | None, j: int, start: Any, n_resamples: int,
+                      *, L: np.ndarray | None = None, null_start: Any = None,
+                      cold_null: bool = False) -> GeneralState:
+        """What :meth:`general` keeps across one run's replicates (built once; ``spec``: the model's).
+
+        ``L``: a contrast over the coefficients instead of coefficient ``j``
+        (Wald tests only); ``null_start``: the null model's warm start when it
+        differs from ``start`` (other coefficients), ``cold_null``: none.
+        """
+        if L is None:
+            L = np.zeros(spec.p)
+            L[j] = 1.0
+        elif (self.statistic == "lr" or self.bootstrap) and np.count_nonzero(L) != 1:
+            raise InputError(f"test={self.name!r} compares models; a contrast of coefficients "
+                             "is tested by a Wald test (test='z', 'satterthwaite' or "
+                             "'kenward-roger').")
+        st = GeneralState(model, null_model, j, np.asarray(L, dtype=float), start, n_resamples,
+                          null_start=null_start, cold_null=cold_null)
         if self.bootstrap:
             assert null_model is not None
             st.boot = GeneralPBLRT.build(model, null_model, j)
@@ -323,19 +338,21 @@ class TestRule:
                 gen: np.random.Generator, failures: tuple[type[BaseException], ...]
                 ) -> tuple[float, float, float, float, float]:
         """``(estimate, se, statistic, df, bootstrap p or nan)`` of one replicate's fit ``core``."""
-        j = state.j
-        b = float(core.beta[j])
-        sd = math.sqrt(float(core.vcov_beta[j, j]))
+        L = state.L
+        b = float(L @ core.beta)
+        sd = math.sqrt(float(L @ core.vcov_beta @ L))
         p_boot = math.nan
         if self.statistic == "lr":
             assert state.null_model is not None
-            core0 = state.null_model.refit(y, REML=False, start=state.start)
+            start0 = None if state.cold_null else (
+                state.start if state.null_start is None else state.null_start)
+            core0 = state.null_model.refit(y, REML=False, start=start0)
             lr = max(float(core0.deviance - core.deviance), 0.0)
             if state.boot is not None:
                 p_boot = state.boot.pvalue(lr, core0, state.n_resamples, gen, failures)
             return b, sd, math.copysign(math.sqrt(lr), b), math.inf, p_boot
         if state.kr is not None:
-            est, se, df = state.kr.test(core, j)
+            est, se, df = state.kr.test(core, L)
             return est, se, est / se, df, p_boot
         df = (float(state.model.satterthwaite_df(core, state.L))
               if self.df_method == "satterthwaite" else math.inf)
@@ -366,13 +383,11 @@ class KRTest:
         self.basis = covariance_basis(spec)
         self.slots = term_slots(spec)
 
-    def test(self, core: FitCore, j: int) -> tuple[float, float, float]:
-        """``(estimate, KR standard error, KR df)`` of coefficient ``j`` at the REML fit ``core``."""
+    def test(self, core: FitCore, L: np.ndarray) -> tuple[float, float, float]:
+        """``(estimate, KR standard error, KR df)`` of the contrast ``L`` at the REML fit ``core``."""
         covs = term_covariances(self.slots, core.theta, core.sigma)
         state = kr_state(self.spec, core.beta, covs, core.sigma, self.basis)
-        Lj = np.zeros(self.spec.p)
-        Lj[j] = 1.0
-        est, se, df, _ = state.t_test(Lj)
+        est, se, df, _ = state.t_test(L)
         return est, se, df
 
 

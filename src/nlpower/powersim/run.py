@@ -60,8 +60,8 @@ def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) ->
 
 
 def power(
-    design: CrossedDesign,
-    params: Params,
+    design: Any,
+    params: Params | None = None,
     *,
     n_sims: int = 1000,
     alpha: float = 0.05,
@@ -86,16 +86,29 @@ def power(
     analysis: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     n_jobs: int = 1,
-) -> PowerResult:
+    term: str | None = None,
+    compare: str | None = None,
+) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
+
+    Two kinds of study.  ``power(design, params)``: the paper's model (or a
+    Likert or head-to-head outcome) on a :class:`CrossedDesign`, returning a
+    :class:`PowerResult`.  ``power(model, term=...)``: any fitted
+    ``lmer``/``glmer``/``clmm`` model -- its parameters set with
+    ``model.with_params(...)``, its design the pilot's or an extension
+    (:func:`nlpower.extend`) -- with a test of any term, as simr's
+    ``powerSim``; it returns a :class:`~nlpower.study.ModelPowerResult`
+    (:mod:`nlpower.study`; ``docs/study.md``).
 
     Parameters
     ----------
-    design : CrossedDesign
-        Who rates what.
+    design : CrossedDesign, or a fitted model
+        Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (or a
+        :class:`~nlpower.study.ModelDesign`), the truth of the study.
     params : LMMParams or MultiSystemParams
         True model; the tested effect is ``params.effect`` (or ``effects[0]``,
         the first non-baseline system against the grand mean, for K systems).
+        Not given with a fitted model.
     n_sims : int, default 1000
         Replicates.
     alpha : float, default 0.05
@@ -207,6 +220,22 @@ def power(
         Processes (loky; ``-1``: every core) for those batches of refits
         (:func:`nlpower.powersim.batches.replicate_jobs`).  No number depends
         on it: a batch depends on nothing outside its own replicates.
+    term : str, optional
+        With a fitted model: what to test -- a coefficient (``"x"``), a
+        contrast (``"systemB - systemC"``) or a formula term with several
+        columns (``"system"``, tested by a likelihood ratio).
+    compare : str, optional
+        With a fitted model: the reduced model of a likelihood-ratio
+        comparison (``"~ . - x"``, or a whole formula; simr's ``fcompare``).
+
+    With a fitted model, ``test`` is ``"z"``, ``"satterthwaite"`` (alias
+    ``"t"``; Gaussian), ``"kenward-roger"`` (``"kr"``), ``"lrt"`` (``"lr"``)
+    or ``"pblrt"`` (default: Satterthwaite for ``lmer`` fits, z otherwise,
+    the likelihood ratio for comparisons), ``analysis`` the formula fitted to
+    the simulated data (default: the model's), and ``n_sims``, ``alpha``,
+    ``alternative``, ``REML``, ``engine``, ``n_resamples``, ``rng``,
+    ``n_jobs``, ``progress``, ``on_failure``, ``checkpoint`` mean what they
+    mean above.
 
     Returns
     -------
@@ -232,6 +261,22 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    if _is_model(design):
+        if params is not None:
+            raise InputError("power(model, term=...) takes the truth from the fitted model; do not "
+                             "pass params (set parameters with model.with_params(...)).")
+        from ..study import power_model
+        return power_model(design, term=term, compare=compare, test=test, analysis=analysis,
+                           n_sims=n_sims, alpha=alpha, alternative=alternative, REML=REML,
+                           engine=engine, n_resamples=n_resamples, rng=rng, n_jobs=n_jobs,
+                           progress=progress, on_failure=on_failure, checkpoint=checkpoint)
+    if term is not None or compare is not None:
+        raise InputError("term= and compare= test a term of a fitted model: pass the model "
+                         "(nlpower.lmer / glmer / clmm, parameters set with with_params) as the "
+                         "first argument, e.g. nlpower.power(fit, term='x').")
+    if params is None:
+        raise InputError("power(design, params) needs params (e.g. presets.high_variance(0.1)), "
+                         "or pass a fitted model: power(fit, term='x').")
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
           "keep_replicates": keep_replicates, "on_failure": on_failure, "n_resamples": n_resamples,
@@ -368,3 +413,12 @@ class GaussianOutcome:
 GAUSSIAN = GaussianOutcome()
 
 __all__ = ["GAUSSIAN", "gaussian_power", "power", "resolve_method"]
+
+
+def _is_model(obj: Any) -> bool:
+    """A fitted mixed model or a :class:`~nlpower.study.ModelDesign` (the study pipeline's truth)."""
+    from ..glmm.result import GlmmFit
+    from ..lmm.result import LmmFit
+    from ..ordinal.result import ClmmFit
+    from ..study.design import ModelDesign
+    return isinstance(obj, (LmmFit, GlmmFit, ClmmFit, ModelDesign))

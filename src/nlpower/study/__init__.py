@@ -1,0 +1,41 @@
+"""Power for any model: a fitted mixed model as the truth, any term as the test (simr's role).
+
+* :class:`ModelDesign` / :func:`model_design` -- a fitted ``lmer``/``glmer``/
+  ``clmm`` model with its parameters (``fit.with_params``) on a set of rows;
+* :func:`extend` -- a larger design (simr's ``extend``);
+* :func:`power_model` -- ``nlpower.power(fit, term=...)``: simulate, refit,
+  test (simr's ``powerSim``);
+* :func:`power_curve` -- power against the number of levels of a factor
+  (simr's ``powerCurve``), on the grid runner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .design import ModelDesign, model_design
+from .power import power_curve, power_model
+from .result import ModelPowerResult, PowerCurve
+
+__all__ = ["ModelDesign", "ModelPowerResult", "PowerCurve", "extend", "model_design",
+           "power_curve", "power_model"]
+
+
+def extend(model: Any, along: str | None = None, *, n: int | None = None,
+           within: Any = None, values: Any = None) -> ModelDesign:
+    """A fitted model's design extended along a factor or covariate, or within groups (simr's ``extend``).
+
+    Returns a :class:`ModelDesign` with the model's parameters on the larger
+    set of rows; :func:`nlpower.power` and :func:`nlpower.power_curve` take
+    it like a fit.  See :meth:`ModelDesign.extend`.
+
+    Examples
+    --------
+    >>> import pandas as pd, nlpower
+    >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+    >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+    >>> big = nlpower.extend(m, along="Subject", n=40)
+    >>> big.nobs, big.data.Subject.nunique()
+    (400, 40)
+    """
+    return model_design(model).extend(along, n=n, within=within, values=values)

@@ -1,0 +1,167 @@
+"""What a power study tests: a coefficient, a contrast, a multi-df term or a model comparison.
+
+``term=`` names
+
+* a coefficient of the fixed part (``"x"``, ``"systemB"``): one df;
+* a contrast of coefficients (``"systemB - systemC"``, ``"x + 0.5 * x:z"``;
+  ``+``/``-`` between terms need spaces around them): one df;
+* a term of the formula whose columns are several coefficients (a factor
+  ``"system"`` with three or more levels, an interaction of factors): a
+  model comparison with and without it (likelihood ratio), as simr's
+  ``fixed("system", "lr")``.
+
+``compare=`` names the reduced model, simr's ``fcompare``: ``"~ . - x"``
+(the formula without the fixed term ``x``) or a whole formula.
+
+A one-df hypothesis has a signed true value (``L' beta``), so power counts
+only rejections with the right sign (Card et al. 2020); a comparison has
+none, and its power is the rejection rate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import closest_name
+from ..errors import InputError
+from ..formula import parse
+
+__all__ = ["Hypothesis", "resolve"]
+
+
+@dataclass(frozen=True, eq=False)
+class Hypothesis:
+    """A resolved ``term=`` / ``compare=``.
+
+    Attributes
+    ----------
+    label : str
+        As the user wrote it (for summaries).
+    L : ndarray or None
+        The contrast over the analysis model's coefficients (one df), or None.
+    reduced : str or None
+        The formula of the reduced model (comparisons and multi-df terms).
+    effect : float
+        The true ``L' beta`` (NaN for comparisons).
+    """
+
+    label: str
+    L: np.ndarray | None
+    reduced: str | None
+    effect: float
+
+    @property
+    def one_df(self) -> bool:
+        return self.L is not None
+
+
+_SPLIT = re.compile(r"\s+([+-])\s+")
+_COEF = re.compile(r"^\s*([+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*\*\s*(.+?)\s*$", re.I)
+
+
+def _contrast(text: str, names: tuple[str, ...]) -> np.ndarray | None:
+    """``L`` of ``"a - b"`` / ``"2 * a + b"`` over ``names``; None when ``text`` is not one."""
+    pieces = _SPLIT.split(" " + text.strip())
+    signs = ["+"] + pieces[1::2]
+    parts = pieces[0::2]
+    if parts and not parts[0].strip():          # a leading sign
+        parts, signs = parts[1:], signs[1:]
+    L = np.zeros(len(names))
+    for sign, part in zip(signs, parts, strict=True):
+        m = _COEF.match(part)
+        coef, name = (float(m.group(1).replace(" ", "")), m.group(2)) if m else (1.0, part.strip())
+        if name.startswith("-"):
+            coef, name = -coef, name[1:].strip()
+        if name not in names:
+            return None
+        L[names.index(name)] += coef if sign == "+" else -coef
+    return L if np.any(L) else None
+
+
+def _term_columns(term: tuple[str, ...], names: tuple[str, ...], data: pd.DataFrame) -> list[int]:
+    """Columns of ``names`` that belong to the formula term ``term`` (variables, ``:``-joined)."""
+    def var_of(part: str) -> str | None:
+        if part in term and part in data.columns and pd.api.types.is_numeric_dtype(data[part]):
+            return part
+        hits = [v for v in term if part.startswith(v) and v in data.columns
+                and not pd.api.types.is_numeric_dtype(data[v])]
+        return max(hits, key=len) if hits else (part if part in term else None)
+
+    out = []
+    for j, name in enumerate(names):
+        parts = name.split(":")
+        if len(parts) == len(term) and sorted(str(var_of(p)) for p in parts) == sorted(term):
+            out.append(j)
+    return out
+
+
+def _reduced_formula(formula: str, compare: str) -> str:
+    text = compare.strip()
+    if text.startswith("~"):
+        rhs = text[1:].strip()
+        if rhs.startswith("."):
+            lhs, _, full = formula.partition("~")
+            return f"{lhs.strip()} ~ {full.strip()} {rhs[1:].strip()}"
+        return f"{parse(formula).response} ~ {rhs}"
+    if "~" in text:
+        return text
+    raise InputError(f"compare must be a formula of the reduced model, e.g. '~ . - x' or "
+                     f"'y ~ 1 + (1 | g)'; got {compare!r}.")
+
+
+def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple[str, ...],
+            data: pd.DataFrame, truth: pd.Series) -> Hypothesis:
+    """The :class:`Hypothesis` of ``term``/``compare`` for the analysis model (module docstring).
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"y": [1.0] * 6, "s": list("ABCABC"), "x": range(6)})
+    >>> names = ("(Intercept)", "s1", "s2", "x")
+    >>> truth = pd.Series([0.0, 0.2, -0.1, 0.3], index=names)
+    >>> h = resolve("s1 - s2", None, formula="y ~ s + x", names=names, data=d, truth=truth)
+    >>> h.L.tolist(), round(h.effect, 3)
+    ([0.0, 1.0, -1.0, 0.0], 0.3)
+    >>> resolve("s", None, formula="y ~ s + x", names=names, data=d, truth=truth).reduced
+    'y ~ s + x - s'
+    """
+    if (term is None) == (compare is None):
+        raise InputError("power of a fitted model needs exactly one of term= (a coefficient, a "
+                         "contrast such as 'systemB - systemC', or a term of the formula) and "
+                         "compare= (the reduced model, e.g. '~ . - x').")
+    if compare is not None:
+        if not isinstance(compare, str):
+            raise InputError(f"compare must be a formula string; got {compare!r}.")
+        reduced = _reduced_formula(formula, compare)
+        parse(reduced)      # the formula layer's own error for a bad formula
+        return Hypothesis(compare, None, reduced, float("nan"))
+    if not isinstance(term, str) or not term.strip():
+        raise InputError(f"term must be a coefficient name, a contrast or a formula term; got "
+                         f"{term!r}.")
+    text = term.strip()
+    L: np.ndarray | None
+    if text in names:
+        L = np.zeros(len(names))
+        L[names.index(text)] = 1.0
+    else:
+        L = _contrast(text, names)
+    if L is not None:
+        beta = np.array([float(truth.get(n, 0.0)) for n in names])
+        return Hypothesis(text, L, None, float(L @ beta))
+    labels = parse(formula).fixed.terms
+    match = [t for t in labels if ":".join(t) == text]
+    if match and _term_columns(match[0], names, data):
+        cols = _term_columns(match[0], names, data)
+        if len(cols) == 1:
+            L = np.zeros(len(names))
+            L[cols[0]] = 1.0
+            beta = np.array([float(truth.get(n, 0.0)) for n in names])
+            return Hypothesis(text, L, None, float(L @ beta))
+        return Hypothesis(text, None, f"{formula} - {text}", float("nan"))
+    hint = closest_name(text, list(names) + [":".join(t) for t in labels])
+    raise InputError(f"term {text!r} is not a coefficient, a contrast of coefficients or a term "
+                     f"of {formula!r}" + (f"; did you mean {hint!r}?" if hint else "") +
+                     f" (coefficients: {', '.join(names)}).")

@@ -1,0 +1,349 @@
+"""Power for any term of a fitted model: simulate -> refit -> test, over replicates (simr).
+
+One replicate draws a response from the truth (a :class:`ModelDesign`: the
+fitted model with its parameters, on the pilot's rows or an extended
+design), refits the analysis model (by default the same formula) through
+the engine protocol, and applies a test rule from the registry
+(:mod:`nlpower.powersim.rules`) to the hypothesis
+(:mod:`nlpower.study.hypothesis`).  Replicates run in the fixed batches of
+:func:`nlpower.powersim.batches.run_batches` -- checkpoints, ``n_jobs``,
+progress -- each from its own child seed, so the numbers do not depend on
+``n_jobs`` or on resuming.  Every fit starts at the truth.
+
+:func:`power_curve` runs one such study per break on the grid runner.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import chdtrc
+
+from .. import __version__
+from .._rng import RNGLike, seed_record
+from ..errors import FitError, InputError
+from ..formula import parse
+from ..lmm.layout import theta_layout
+from ..montecarlo import MonteCarloSummary
+from ..powersim.batches import (
+    checkpoint_root,
+    open_run_checkpoint,
+    replicate_jobs,
+    run_batches,
+    run_id,
+)
+from ..powersim.result import Replicates
+from ..powersim.rules import get_test
+from .design import ModelDesign, model_design
+from .hypothesis import Hypothesis, resolve
+from .result import ModelPowerResult, PowerCurve
+
+__all__ = ["power_curve", "power_model"]
+
+_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError, ValueError)
+_ALIASES = {"t": "satterthwaite", "kr": "kenward-roger", "lr": "lrt"}
+
+
+@dataclass(frozen=True)
+class _Study:
+    """Everything a batch of replicates needs (picklable: sent to loky workers)."""
+
+    design: ModelDesign
+    analysis: str
+    hypothesis: Hypothesis
+    test: str
+    REML: bool
+    engine: str
+    alternative: str
+    n_resamples: int
+    alpha: float
+    j: int
+    drop: str | None
+    same_random: bool
+
+
+def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
+    if test is None:
+        return ("satterthwaite" if family == "gaussian" else "z") if hyp.one_df else "lrt"
+    name = _ALIASES.get(test, test) if isinstance(test, str) else test
+    rule = get_test(name)
+    if "simulate" not in rule.paths:
+        raise InputError(f"test={rule.name!r} runs on the balanced fast path of the paper's "
+                         "design only; for a fitted model use 'z', 'satterthwaite', "
+                         "'kenward-roger', 'lrt' or 'pblrt'.")
+    if not hyp.one_df and rule.name != "lrt":
+        raise InputError(f"{hyp.label!r} has several degrees of freedom (or is a model "
+                         f"comparison): it is tested by test='lrt', not {rule.name!r}.")
+    rule.check_family(family)
+    if rule.bootstrap and family != "gaussian":
+        raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; use test='lrt' "
+                         f"for a {family} model.")
+    return rule.name
+
+
+def _batch(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
+           errors: list[str]) -> Replicates:
+    d, hyp = study.design, study.hypothesis
+    rule = get_test(study.test)
+    n = hi - lo
+    est, se, stat, df, p = (np.full(n, np.nan) for _ in range(5))
+    conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
+    sim = d.prepare()
+    model = d.prepare(study.analysis, engine=study.engine)
+    start = d.start(coef_names(model), same_random=study.same_random)
+    null = None
+    if hyp.reduced is not None:
+        null = d.prepare(hyp.reduced, engine=study.engine)
+    elif rule.needs_null:
+        null = d.prepare(study.analysis, engine=study.engine, drop=study.drop)
+    null_start = (d.start(coef_names(null), same_random=_same_random(d, null.spec))
+                  if null is not None else None)
+    state = None
+    if hyp.one_df:
+        state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
+                                   L=hyp.L, null_start=null_start, cold_null=null_start is None)
+    q = (_n_params(model) - _n_params(null)) if null is not None else 0
+    for i, k in enumerate(range(lo, hi)):
+        gen = np.random.Generator(np.random.PCG64(seeds[k]))
+        y = d.simulate(1, rng=gen, model=sim)[0]
+        try:
+            core = model.refit(y, REML=study.REML, start=start)
+            conv[i], sing[i] = bool(core.converged), bool(core.singular)
+            if state is not None:
+                est[i], se[i], stat[i], df[i], pb = rule.general(state, core, y, gen, _FAILURES)
+                p[i] = pb if rule.bootstrap else float(
+                    rule.pvalue(np.array([stat[i]]), np.array([df[i]]), study.alternative)[0])
+            else:
+                assert null is not None
+                core0 = null.refit(y, REML=False, start=null_start)
+                stat[i] = max(float(core0.deviance - core.deviance), 0.0)
+                est[i], df[i], p[i] = stat[i], q, float(chdtrc(q, stat[i]))
+        except _FAILURES as exc:
+            failed[i] = True
+            errors.append(f"replicate {k}: {type(exc).__name__}: {exc}")
+    failed |= ~np.isfinite(p)
+    return Replicates(est, se, stat, df, np.where(failed, np.nan, p), conv, sing, failed)
+
+
+def coef_names(model: Any) -> tuple[str, ...]:
+    """The prepared model's coefficient names (a cumulative link model's have no intercept)."""
+    return tuple(getattr(model, "fixef_names", model.spec.fixef_names))
+
+
+def _n_params(model: Any) -> int:
+    extra = 1 if model.family.name == "gaussian" else 0
+    thr = getattr(model, "n_alpha", 0)
+    return int(model.spec.p + theta_layout(model.spec.re_terms).size + extra + thr)
+
+
+def _same_random(d: ModelDesign, spec: Any) -> bool:
+    """Whether ``spec`` has the design's random part (then its true ``theta`` is a warm start)."""
+    return bool(theta_layout(spec.re_terms).size == d.theta.size and
+                str(parse(spec.formula).random) == str(parse(d.formula).random))
+
+
+def power_model(model: Any, *, term: str | None = None, compare: str | None = None,
+                test: str | None = None, analysis: str | None = None, n_sims: int = 1000,
+                alpha: float = 0.05, alternative: str = "two-sided", REML: bool | None = None,
+                engine: str = "native", n_resamples: int = 99, rng: RNGLike = None,
+                n_jobs: int = 1, progress: bool = False, on_failure: str = "ignore",
+                checkpoint: Any = None) -> ModelPowerResult:
+    """Power of a test of ``term`` of a fitted model (``nlpower.power(fit, term=...)``).
+
+    See :func:`nlpower.power` for the parameters; this is its fitted-model branch.
+    """
+    from ..powersim.options import check_test_options
+    d = model_design(model)
+    check_test_options(alpha, "z", alternative)
+    if isinstance(n_sims, bool) or not isinstance(n_sims, (int, np.integer)) or n_sims < 1:
+        raise InputError(f"n_sims must be a positive integer; got {n_sims!r}.")
+    if on_failure not in ("ignore", "warn", "raise"):
+        raise InputError(f"on_failure must be 'ignore', 'warn' or 'raise'; got {on_failure!r}.")
+    formula = d.formula if analysis is None else analysis
+    amodel = d.prepare(formula, engine=engine)
+    names = coef_names(amodel)
+    hyp = resolve(term, compare, formula=formula, names=names, data=d.data, truth=d.fixef)
+    name = _resolve_test(test, hyp, d.family.name)
+    rule = get_test(name)
+    if d.family.name == "gaussian":
+        reml = rule.resolve_REML(REML)
+    elif REML:
+        raise InputError(f"REML applies to Gaussian models; a {d.family.name} model is fitted "
+                         "by maximum likelihood.")
+    else:
+        reml = False
+    if hyp.one_df and alternative != "two-sided" and rule.two_sided_only:
+        raise InputError(f"test={name!r} is two-sided only; use alternative='two-sided'.")
+    assert hyp.L is not None or hyp.reduced is not None
+    j = int(np.argmax(np.abs(hyp.L))) if hyp.L is not None else 0
+    drop = names[j] if (hyp.one_df and rule.needs_null) else None
+    if drop is not None and hyp.L is not None and np.count_nonzero(hyp.L) != 1:
+        raise InputError(f"test={name!r} compares models; the contrast {hyp.label!r} is tested "
+                         "by a Wald test (test='z' or 'satterthwaite').")
+    study = _Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
+                   float(alpha), j, drop, _same_random(d, amodel.spec))
+    root = checkpoint_root(checkpoint, rng)
+    seeds = root.spawn(int(n_sims))
+    errors: list[str] = []
+
+    def compute(lo: int, hi: int) -> Replicates:
+        reps = _batch(study, seeds, lo, hi, errors)
+        if bar is not None:
+            bar.update(hi - lo)
+        return reps
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=int(n_sims), desc=f"power of {hyp.label}", unit="replicate",
+                   leave=False, file=sys.stderr)
+    run = run_id("model-power", formula=d.formula, analysis=formula, hypothesis=hyp.label,
+                 test=name, REML=reml, data=int(d.nobs), fixef=d.fixef.round(12).tolist(),
+                 theta=np.round(d.theta, 12).tolist(), sigma=round(d.sigma, 12),
+                 entropy=str(root.entropy), n_sims=int(n_sims))
+    store = None
+    if checkpoint is not None:
+        store = open_run_checkpoint(checkpoint, design={"rows": int(d.nobs)},
+                                    params={"formula": d.formula, "run": run},
+                                    options={"test": name, "alpha": float(alpha)},
+                                    seed=seed_record(root))
+    try:
+        with replicate_jobs(n_jobs):
+            reps = run_batches(int(n_sims), compute, run=run, checkpoint=store,
+                               on_read=None if bar is None else bar.update)
+    finally:
+        if bar is not None:
+            bar.close()
+    return _result(reps, study, errors, on_failure, root, int(n_sims))
+
+
+def _result(reps: Replicates, study: _Study, errors: list[str], on_failure: str,
+            root: np.random.SeedSequence, n_sims: int) -> ModelPowerResult:
+    import warnings
+
+    from ..errors import NlpowerWarning
+    hyp, d = study.hypothesis, study.design
+    n_failed = int(reps.failed.sum())
+    first = errors[0] if errors else ("" if n_failed == 0 else "no finite test statistic")
+    if n_failed == n_sims:
+        raise FitError(f"every one of the {n_sims} replicate fits failed ({first}); the model "
+                       "cannot be fitted to data simulated from these parameters. Check the "
+                       "parameters (with_params) and the design's size.")
+    if n_failed and on_failure == "raise":
+        raise FitError(f"{n_failed} of {n_sims} replicate fits failed (first: {first}); "
+                       "on_failure='raise'.")
+    if n_failed and on_failure == "warn":
+        warnings.warn(f"{n_failed} of {n_sims} replicate fits failed (first: {first}); counted "
+                      "as non-detections.", NlpowerWarning, stacklevel=3)
+    sig = np.nan_to_num(reps.pvalue, nan=1.0) <= study.alpha
+    if hyp.one_df:
+        mc = MonteCarloSummary.from_draws(reps.estimate, sig, effect=hyp.effect)
+    else:
+        mc = MonteCarloSummary(n_sims, int(sig.sum()), int(sig.sum()), 0, math.nan)
+    ok = ~reps.failed
+    return ModelPowerResult(
+        mc=mc, hypothesis=hyp.label, test=study.test, alpha=study.alpha,
+        alternative=study.alternative, formula=d.formula, analysis=study.analysis,
+        family=d.family.name, engine=study.engine, nobs=d.nobs,
+        mean_estimate=float(np.mean(reps.estimate[ok])) if ok.any() and hyp.one_df else math.nan,
+        n_failed=n_failed, n_singular=int((reps.singular & ok).sum()),
+        n_nonconverged=int((~reps.converged & ok).sum()), first_error=first,
+        seed=seed_record(root), version=__version__)
+
+
+@dataclass(frozen=True)
+class _CurveProblem:
+    """One power study per number of levels of ``along`` (a :class:`~nlpower.grid.PowerProblem`)."""
+
+    design: ModelDesign
+    along: str
+    options: tuple[tuple[str, Any], ...]
+
+    @property
+    def name(self) -> str:
+        return "model-power-curve"
+
+    @property
+    def result_columns(self) -> tuple[str, ...]:
+        return ("power", "ci_low", "ci_high", "se", "rejection_rate", "nobs", "n_failed")
+
+    def fingerprint(self) -> dict[str, Any]:
+        d = self.design
+        return {"formula": d.formula, "family": d.family.name, "rows": int(d.nobs),
+                "fixef": d.fixef.round(12).tolist(), "theta": np.round(d.theta, 12).tolist(),
+                "sigma": round(d.sigma, 12), "along": self.along,
+                "options": {k: repr(v) for k, v in self.options}}
+
+    def run_cell(self, key: Any, rng: np.random.SeedSequence) -> ModelPowerResult:
+        options: dict[str, Any] = dict(self.options)
+        return power_model(self.design.first(self.along, int(key[f"n_{self.along}"])),
+                           rng=rng, **options)
+
+    def from_record(self, record: Any) -> ModelPowerResult:
+        return ModelPowerResult.from_record(record)
+
+
+def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
+                term: str | None = None, compare: str | None = None, test: str | None = None,
+                analysis: str | None = None, n_sims: int = 1000, alpha: float = 0.05,
+                alternative: str = "two-sided", REML: bool | None = None, engine: str = "native",
+                rng: RNGLike = None, n_jobs: int = 1, progress: bool = False,
+                checkpoint: Any = None) -> PowerCurve:
+    """Power against the number of levels of ``along`` (simr's ``powerCurve``).
+
+    Each break ``b`` keeps the rows of the first ``b`` levels of ``along``
+    (in order of appearance) of the model's design -- extend it first
+    (:func:`nlpower.extend`) to go beyond the pilot -- and runs
+    :func:`nlpower.power` there.  The points run on the grid runner: each
+    from its own seed (the same numbers for any ``n_jobs``), in parallel
+    with ``n_jobs``, resumable with ``checkpoint``.
+
+    Parameters
+    ----------
+    model : fitted model or ModelDesign
+    along : str
+        A grouping factor (``"worker"``, ``"item"``) or covariate.
+    breaks : sequence of int, optional
+        Numbers of levels (default: up to 10 values from 3 to all levels).
+    term, compare, test, analysis, n_sims, alpha, alternative, REML, engine
+        As :func:`nlpower.power` for a fitted model.
+    rng, n_jobs, progress, checkpoint
+        As :func:`nlpower.power_grid`.
+
+    Returns
+    -------
+    PowerCurve
+    """
+    from ..grid import RunOptions, run_grid
+    d = model_design(model)
+    n_levels = int(d.data[along].nunique()) if along in d.data.columns else 0
+    if n_levels == 0:
+        d.first(along, 1)       # the column's own error
+    if breaks is None:
+        lo = min(3, n_levels)
+        breaks = sorted({int(round(v)) for v in np.linspace(lo, n_levels, min(10, n_levels))})
+    bs = []
+    for b in breaks:
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= n_levels:
+            raise InputError(f"breaks must be numbers of levels of {along!r} from 1 to "
+                             f"{n_levels}; got {b!r}. Extend the design first for more.")
+        bs.append(int(b))
+    options = (("term", term), ("compare", compare), ("test", test), ("analysis", analysis),
+               ("n_sims", n_sims), ("alpha", alpha), ("alternative", alternative),
+               ("REML", REML), ("engine", engine))
+    # the first point validates the options before anything runs in parallel
+    check: dict[str, Any] = {k: v for k, v in options if k != "n_sims"}
+    power_model(d.first(along, bs[-1]), n_sims=1, rng=0, **check)
+    grid = run_grid(_CurveProblem(d, along, options), {f"n_{along}": bs}, rng=rng,
+                    run=RunOptions(n_jobs=n_jobs, checkpoint=checkpoint, progress=progress),
+                    desc=f"power curve along {along}")
+    points = tuple(c.result for c in grid.cells)
+    for c in grid.cells:
+        if c.failed:
+            raise FitError(f"the power curve's point {dict(c.key)} failed: {c.result!r}")
+    return PowerCurve(along, tuple(bs), points)  # type: ignore[arg-type]

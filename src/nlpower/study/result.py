@@ -1,0 +1,212 @@
+"""Results of power for a fitted model: one point (:class:`ModelPowerResult`) and a curve."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..intervals import ConfidenceInterval
+from ..montecarlo import MonteCarloSummary
+
+__all__ = ["ModelPowerResult", "PowerCurve"]
+
+
+@dataclass(frozen=True)
+class ModelPowerResult:
+    """Power of a test of one term of a mixed model, by simulation (simr's ``powerSim``).
+
+    Attributes
+    ----------
+    power : float
+        One-df tests: share of replicates that reject with the sign of the
+        true value (Card et al. 2020); comparisons: the rejection rate.
+    rejection_rate : float
+        Share of replicates with ``p <= alpha``, any sign (simr's power).
+    mc : MonteCarloSummary
+        Counts, Monte Carlo SE and intervals, Type-S and Type-M.
+    effect : float
+        True value of the tested coefficient or contrast (NaN for comparisons).
+    hypothesis, test, alpha, alternative : what was tested and how.
+    formula, analysis, family, engine, nobs : the model that generated the data,
+        the one fitted to it, and the size of the design.
+    n_failed, n_singular, n_nonconverged : replicate fits by outcome.
+    first_error : the first failed replicate's error (empty if none).
+    seed, version : how to repeat it.
+    """
+
+    mc: MonteCarloSummary
+    hypothesis: str
+    test: str
+    alpha: float
+    alternative: str
+    formula: str
+    analysis: str
+    family: str
+    engine: str
+    nobs: int
+    mean_estimate: float
+    n_failed: int
+    n_singular: int
+    n_nonconverged: int
+    first_error: str = ""
+    seed: Mapping[str, Any] = field(default_factory=dict)
+    version: str = ""
+
+    # -- numbers ---------------------------------------------------------------------------
+    @property
+    def effect(self) -> float:
+        return self.mc.effect
+
+    @property
+    def n_sims(self) -> int:
+        return self.mc.n_sims
+
+    @property
+    def power(self) -> float:
+        return self.mc.power
+
+    @property
+    def rejection_rate(self) -> float:
+        return self.mc.rejection_rate
+
+    @property
+    def se(self) -> float:
+        return self.mc.se
+
+    @property
+    def ci(self) -> ConfidenceInterval:
+        return self.mc.ci
+
+    def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Wilson interval of :attr:`power` (``n_rejected`` of ``n_sims``)."""
+        return self.mc.proportion_ci(confidence_level)
+
+    @property
+    def type_s(self) -> float:
+        return self.mc.type_s
+
+    @property
+    def type_m(self) -> float:
+        return self.mc.type_m
+
+    # -- display ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (f"ModelPowerResult({self.hypothesis!r}, test={self.test!r}: power={self.power:.3f} "
+                f"[{self.ci.low:.3f}, {self.ci.high:.3f}], n_sims={self.n_sims})")
+
+    def summary(self) -> str:
+        """Text in simr's spirit: the power with its interval, then what produced it."""
+        one_df = not math.isnan(self.effect)
+        ci = self.ci
+        head = (f"Power for {self.hypothesis} ({self.test} test, alpha = {self.alpha:g}, "
+                f"{self.alternative}): {100 * self.power:.1f}% "
+                f"(95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}), "
+                f"{self.mc.n_rejected} of {self.n_sims} replicates")
+        lines = [head]
+        if one_df:
+            lines.append(f"  true value {self.effect:.4g}; rejections of either sign "
+                         f"{self.rejection_rate:.3f}; Type-S {_fmt(self.type_s)}, "
+                         f"Type-M {_fmt(self.type_m)}; mean estimate {_fmt(self.mean_estimate)}")
+        else:
+            lines.append("  a model comparison: power is the rejection rate")
+        lines.append(f"  data: {self.formula} ({self.family}, {self.nobs} rows)")
+        if self.analysis != self.formula:
+            lines.append(f"  analysis: {self.analysis}")
+        lines.append(f"  fits: {self.n_failed} failed, {self.n_singular} singular, "
+                     f"{self.n_nonconverged} not converged (engine {self.engine})")
+        if self.first_error:
+            lines.append(f"  first failure: {self.first_error}")
+        if self.seed:
+            lines.append(f"  seed {self.seed.get('entropy')}; nlpower {self.version}")
+        return "\n".join(lines)
+
+    def to_record(self) -> dict[str, Any]:
+        """A flat JSON-able record (the grid runner's and checkpoints' format)."""
+        return {**self.mc.to_record(), "effect": self.effect, "hypothesis": self.hypothesis,
+                "test": self.test, "alpha": self.alpha, "alternative": self.alternative,
+                "formula": self.formula, "analysis": self.analysis, "family": self.family,
+                "engine": self.engine, "nobs": self.nobs, "mean_estimate": self.mean_estimate,
+                "n_failed": self.n_failed, "n_singular": self.n_singular,
+                "n_nonconverged": self.n_nonconverged, "first_error": self.first_error,
+                "rejection_rate": self.rejection_rate, "version": self.version}
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> ModelPowerResult:
+        mc = MonteCarloSummary.from_record(r, effect=float(r["effect"]))
+        assert mc is not None
+        return cls(mc, str(r["hypothesis"]), str(r["test"]), float(r["alpha"]),
+                   str(r["alternative"]), str(r["formula"]), str(r["analysis"]), str(r["family"]),
+                   str(r["engine"]), int(r["nobs"]), float(r["mean_estimate"]),
+                   int(r["n_failed"]), int(r["n_singular"]), int(r["n_nonconverged"]),
+                   str(r.get("first_error", "")), version=str(r.get("version", "")))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the record."""
+        return pd.DataFrame([self.to_record()])
+
+
+def _fmt(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.3g}"
+
+
+@dataclass(frozen=True)
+class PowerCurve:
+    """Power against the size of a design (simr's ``powerCurve``).
+
+    Attributes
+    ----------
+    along : str
+        The variable whose number of levels varies.
+    points : tuple of ModelPowerResult
+        One per break, in order.
+    breaks : tuple of int
+    """
+
+    along: str
+    breaks: tuple[int, ...]
+    points: tuple[ModelPowerResult, ...]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per break: ``n_<along>``, ``nobs``, power with its interval, rejection rate."""
+        rows = []
+        for b, r in zip(self.breaks, self.points, strict=True):
+            rows.append({f"n_{self.along}": b, "nobs": r.nobs, "power": r.power,
+                         "ci_low": r.ci.low, "ci_high": r.ci.high, "se": r.se,
+                         "rejection_rate": r.rejection_rate, "n_sims": r.n_sims,
+                         "n_failed": r.n_failed})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        first = self.points[0]
+        lines = [f"Power for {first.hypothesis} ({first.test} test, alpha = {first.alpha:g}) "
+                 f"by number of levels of {self.along}:"]
+        for b, r in zip(self.breaks, self.points, strict=True):
+            lines.append(f"  {b:>5d} ({r.nobs} rows): {100 * r.power:5.1f}% "
+                         f"({100 * r.ci.low:.1f}-{100 * r.ci.high:.1f})")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"PowerCurve(along={self.along!r}, breaks={list(self.breaks)})"
+
+    def plot(self, ax: Any = None) -> Any:
+        """Power with its 95% intervals against the number of levels (matplotlib figure)."""
+        import matplotlib.pyplot as plt
+        frame = self.to_frame()
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
+        else:
+            fig = ax.figure
+        x = frame[f"n_{self.along}"]
+        ax.errorbar(x, frame["power"], yerr=[frame["power"] - frame["ci_low"],
+                                             frame["ci_high"] - frame["power"]],
+                    marker="o", capsize=3)
+        ax.axhline(0.8, color="grey", lw=0.8, ls="--")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel(f"levels of {self.along}")
+        ax.set_ylabel("power")
+        ax.set_title(f"{self.points[0].hypothesis} ({self.points[0].test})")
+        return fig
