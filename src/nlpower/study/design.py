@@ -94,7 +94,9 @@ class ModelDesign:
         one-df likelihood-ratio test).
         """
         f = self.formula if formula is None else formula
-        contrasts = dict(self.options.get("contrasts") or {}) or None
+        used = set(parse(f).variables)
+        contrasts = {k: v for k, v in dict(self.options.get("contrasts") or {}).items()
+                     if k in used} or None
         eng = get_engine(engine)  # type: ignore[arg-type]
         name = self.family.name
         options: dict[str, Any] = {}
@@ -159,7 +161,7 @@ class ModelDesign:
         repeats every combination's rows until each has ``n`` replicates.
         Parameters are unchanged.
         """
-        from .extend import extend_rows
+        from .extension import extend_rows
         return replace(self, data=extend_rows(self.data, self.formula, along=along, n=n,
                                               within=within, values=values))
 
