@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REFERENCE
 
 import nlpower
+from conftest import REFERENCE
 from nlpower.errors import InputError
 from nlpower.study.extension import extend_rows
 

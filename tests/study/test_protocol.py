@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 
 import nlpower
+from conftest import REFERENCE
 from nlpower.errors import InputError
 from nlpower.lmm import PreparedModel
-
-from conftest import REFERENCE
 
 DATA = REFERENCE / "data"
 
