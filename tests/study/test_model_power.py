@@ -132,3 +132,13 @@ def test_bad_requests_are_refused(sleep_fit, kwargs, match):
 def test_term_needs_a_fitted_model():
     with pytest.raises(InputError, match="fitted model"):
         nlpower.power(nlpower.CrossedDesign(3, 10), nlpower.presets.high_variance(0.1), term="x")
+
+
+def test_an_extended_design_takes_new_parameters(sleep_fit):
+    big = nlpower.extend(sleep_fit, along="Subject", n=30)
+    new = big.with_params(fixef={"Days": 1.0}, sd={"Subject": 10.0}, sigma=20.0)
+    assert float(new.fixef["Days"]) == 1.0 and new.sigma == 20.0
+    assert new.theta[0] == pytest.approx(0.5)               # SD 10 on residual SD 20
+    assert new.nobs == 300 and big.fixef["Days"] == sleep_fit.fixef["Days"]
+    with pytest.raises(InputError, match="no random-effects term"):
+        big.with_params(sd={"worker": 1.0})

@@ -30,6 +30,8 @@ from ..formula import parse
 from ..glmm import GlmmFit, glmm_frame
 from ..lmm import LmmFit, get_engine, model_frame
 from ..lmm.family import Family, Ordinal, get_family
+from ..lmm.layout import theta_layout
+from ..lmm.setparams import set_fixef, set_theta
 from ..ordinal import ClmmFit
 from ..ordinal.api import ordinal_frame
 
@@ -147,6 +149,20 @@ class ModelDesign:
             return np.asarray(m.simulate(n, rng=rng,
                                          params=np.concatenate([self.alpha, beta, self.theta])))
         return np.asarray(m.simulate(n, rng=rng, theta=self.theta, beta=beta))
+
+    def with_params(self, *, fixef: Mapping[str, float] | None = None,
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None
+                    ) -> ModelDesign:
+        """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`)."""
+        lay = theta_layout(self.prepare().spec.re_terms)
+        if sigma is not None and self.family.name != "gaussian":
+            raise InputError(f"sigma: a {self.family.name} model has no residual SD; set fixef= "
+                             "and sd= only.")
+        new_sigma = self.sigma if sigma is None else float(sigma)
+        if not new_sigma > 0:
+            raise InputError(f"sigma must be a finite number > 0; got {sigma!r}.")
+        theta = set_theta(lay, self.theta, sd, scale=self.sigma, new_scale=new_sigma)
+        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta, sigma=new_sigma)
 
     # -- other designs -----------------------------------------------------------------
     def extend(self, along: str | None = None, *, n: int | None = None,
