@@ -61,6 +61,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "assurance": ("nlpower.pilot", "assurance"),
     "plan_with_assurance": ("nlpower.pilot", "plan_with_assurance"),
     "pilot": ("nlpower.pilot", None),
+    "study": ("nlpower.study", None),
     "accuracy": ("nlpower.accuracy", None),
     "bleu": ("nlpower.bleu", None),
     "paired": ("nlpower.paired", None),

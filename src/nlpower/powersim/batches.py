@@ -102,6 +102,7 @@ def batch_bounds(n_sims: int) -> list[tuple[int, int]]:
 def _to_columns(reps: Replicates) -> dict[str, list[Any]]:
     cols: dict[str, list[Any]] = {k: [float(v) for v in getattr(reps, k)] for k in _FLOATS}
     cols.update({k: [bool(v) for v in getattr(reps, k)] for k in _FLAGS})
+    cols.update({k: [float(v) for v in a] for k, a in reps.extra.items()})
     return cols
 
 
@@ -111,15 +112,22 @@ def _from_columns(cols: Mapping[str, Sequence[Any]], n: int) -> Replicates | Non
         flags = {k: np.asarray(cols[k], dtype=bool) for k in _FLAGS}
     except (KeyError, TypeError, ValueError):
         return None
-    if any(a.shape != (n,) for a in (*arrays.values(), *flags.values())):
+    try:
+        extra = {k: np.asarray(v, dtype=float) for k, v in cols.items()
+                 if k not in _FLOATS and k not in _FLAGS}
+    except (TypeError, ValueError):
         return None
-    return Replicates(**arrays, **flags)
+    if any(a.shape != (n,) for a in (*arrays.values(), *flags.values(), *extra.values())):
+        return None
+    return Replicates(**arrays, **flags, extra=extra)
 
 
 def concat(parts: Sequence[Replicates]) -> Replicates:
     """The replicates of consecutive batches as one :class:`Replicates`."""
+    extra = {k: np.concatenate([p.extra[k] for p in parts]) for k in parts[0].extra}
     return Replicates(**{f.name: np.concatenate([getattr(p, f.name) for p in parts])
-                         for f in dataclasses.fields(Replicates)})
+                         for f in dataclasses.fields(Replicates) if f.name != "extra"},
+                      extra=extra)
 
 
 def seeds_identity(seeds: Sequence[np.random.SeedSequence]) -> dict[str, Any]:

@@ -33,6 +33,9 @@ class Replicates:
     converged: np.ndarray
     singular: np.ndarray
     failed: np.ndarray
+    #: further per-replicate float columns of a run that tests several hypotheses at once
+    #: (``"estimate.2"``, ``"pvalue.2"``, ...), each of length ``n_sims``
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({

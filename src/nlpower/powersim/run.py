@@ -88,6 +88,9 @@ def power(
     n_jobs: int = 1,
     term: str | None = None,
     compare: str | None = None,
+    pairwise: str | None = None,
+    baseline: Any = None,
+    adjust: str = "holm",
 ) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -227,6 +230,16 @@ def power(
     compare : str, optional
         With a fitted model: the reduced model of a likelihood-ratio
         comparison (``"~ . - x"``, or a whole formula; simr's ``fcompare``).
+    pairwise : str, optional
+        With a fitted model: a factor of the fixed part (``"system"``) whose
+        levels are compared -- every pair, or each against ``baseline`` --
+        with the p-values of each replicate adjusted together; returns a
+        :class:`~nlpower.study.multiple.MultiplePowerResult` (per comparison,
+        any, all, family-wise error, correct best).
+    baseline : str, optional
+        With ``pairwise``: compare each level with this one only.
+    adjust : {"holm", "bonferroni", "fdr", "none"}, default "holm"
+        With ``pairwise``: the multiplicity adjustment.
 
     With a fitted model, ``test`` is ``"z"``, ``"satterthwaite"`` (alias
     ``"t"``; Gaussian), ``"kenward-roger"`` (``"kr"``), ``"lrt"`` (``"lr"``)
@@ -269,8 +282,9 @@ def power(
         return power_model(design, term=term, compare=compare, test=test, analysis=analysis,
                            n_sims=n_sims, alpha=alpha, alternative=alternative, REML=REML,
                            engine=engine, n_resamples=n_resamples, rng=rng, n_jobs=n_jobs,
-                           progress=progress, on_failure=on_failure, checkpoint=checkpoint)
-    if term is not None or compare is not None:
+                           progress=progress, on_failure=on_failure, checkpoint=checkpoint,
+                           pairwise=pairwise, baseline=baseline, adjust=adjust)
+    if term is not None or compare is not None or pairwise is not None:
         raise InputError("term= and compare= test a term of a fitted model: pass the model "
                          "(nlpower.lmer / glmer / clmm, parameters set with with_params) as the "
                          "first argument, e.g. nlpower.power(fit, term='x').")

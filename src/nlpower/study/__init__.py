@@ -5,6 +5,9 @@
 * :func:`extend` -- a larger design (simr's ``extend``);
 * :func:`power_model` -- ``nlpower.power(fit, term=...)``: simulate, refit,
   test (simr's ``powerSim``);
+* ``power_model(..., pairwise="system")`` -- all pairwise (or many-to-one)
+  comparisons of a factor's levels with multiplicity control
+  (:mod:`nlpower.study.multiple`);
 * :func:`power_curve` -- power against the number of levels of a factor
   (simr's ``powerCurve``), on the grid runner.
 """
@@ -14,10 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from .design import ModelDesign, model_design
+from .multiple import MultiplePowerResult
 from .power import power_curve, power_model
 from .result import ModelPowerResult, PowerCurve
 
-__all__ = ["ModelDesign", "ModelPowerResult", "PowerCurve", "extend", "model_design",
+__all__ = ["ModelDesign", "ModelPowerResult", "MultiplePowerResult", "PowerCurve", "extend", "model_design",
            "power_curve", "power_model"]
 
 

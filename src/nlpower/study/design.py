@@ -92,36 +92,38 @@ class ModelDesign:
                 drop: str | None = None) -> Any:
         """The engine's prepared model of ``formula`` (default: the design's) on these rows.
 
-        ``drop``: a coefficient (column of the fixed part) left out (the null model of a
-        one-df likelihood-ratio test).
+        ``drop``: a coefficient (column of the fixed part) left out (the null
+        model of a one-df likelihood-ratio test).
         """
-        f = self.formula if formula is None else formula
-        used = set(parse(f).variables)
-        contrasts = {k: v for k, v in dict(self.options.get("contrasts") or {}).items()
-                     if k in used} or None
-        eng = get_engine(engine)  # type: ignore[arg-type]
-        name = self.family.name
-        options: dict[str, Any] = {}
-        data: Any = self.data
-        if name == "gaussian":
-            spec = model_frame(f, self.data, contrasts=contrasts)
-        elif name == "ordinal":
-            spec, response, data = ordinal_frame(f, self.data, contrasts=contrasts, warn=False)
-            options = {"family": self.family, "response": response,
-                       "nAGQ": int(self.options.get("nAGQ", 1))}
-        else:
-            cols = set(map(str, self.data.columns))
-            spec, wt, off, _ = glmm_frame(f, self.data, self.family,
-                                          weights=WEIGHTS if WEIGHTS in cols else None,
-                                          offset=OFFSET if OFFSET in cols else None,
-                                          contrasts=contrasts)
-            options = {"family": self.family, "weights": wt, "offset": off,
-                       "nAGQ": int(self.options.get("nAGQ", 1))}
+        spec, data, options = self.frame(formula)
         if drop is not None:
             keep = [j for j, c in enumerate(spec.fixef_names) if c != drop]
             spec = replace(spec, X=spec.X[:, keep],
                            fixef_names=tuple(spec.fixef_names[j] for j in keep))
-        return eng.prepare(spec, data=data, **options)
+        return get_engine(engine).prepare(spec, data=data, **options)  # type: ignore[arg-type]
+
+    def frame(self, formula: str | None = None, data: pd.DataFrame | None = None
+              ) -> tuple[Any, Any, dict[str, Any]]:
+        """``(spec, rows, options)``: the model frame of ``formula`` on ``data`` (default: the
+        design's rows) and what the family's fitter takes beside it."""
+        f = self.formula if formula is None else formula
+        rows = self.data if data is None else data
+        used = set(parse(f).variables)
+        contrasts = {k: v for k, v in dict(self.options.get("contrasts") or {}).items()
+                     if k in used} or None
+        name = self.family.name
+        if name == "gaussian":
+            return model_frame(f, rows, contrasts=contrasts), rows, {}
+        nagq = int(self.options.get("nAGQ", 1))
+        if name == "ordinal":
+            spec, response, fitted = ordinal_frame(f, rows, contrasts=contrasts, warn=False)
+            return spec, fitted, {"family": self.family, "response": response, "nAGQ": nagq}
+        cols = set(map(str, rows.columns))
+        spec, wt, off, _ = glmm_frame(f, rows, self.family,
+                                      weights=WEIGHTS if WEIGHTS in cols else None,
+                                      offset=OFFSET if OFFSET in cols else None,
+                                      contrasts=contrasts)
+        return spec, rows, {"family": self.family, "weights": wt, "offset": off, "nAGQ": nagq}
 
     def start(self, names: Sequence[str] | None = None, *, same_random: bool = True) -> Any:
         """Warm start at the truth for a model with fixed effects ``names`` (None: these)."""

@@ -41,6 +41,7 @@ from ..powersim.result import Replicates
 from ..powersim.rules import get_test
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
+from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
 from .result import ModelPowerResult, PowerCurve
 
 __all__ = ["power_curve", "power_model"]
@@ -65,6 +66,7 @@ class _Study:
     j: int
     drop: str | None
     same_random: bool
+    comparisons: Comparisons | None = None
 
 
 def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
@@ -103,6 +105,8 @@ def _batch(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: 
         null = d.prepare(study.analysis, engine=study.engine, drop=study.drop)
     null_start = (d.start(coef_names(null), same_random=_same_random(d, null.spec))
                   if null is not None else None)
+    if study.comparisons is not None:
+        return _batch_many(study, seeds, lo, hi, sim, model, start, errors)
     state = None
     if hyp.one_df:
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
@@ -130,6 +134,41 @@ def _batch(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: 
     return Replicates(est, se, stat, df, np.where(failed, np.nan, p), conv, sing, failed)
 
 
+def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
+                sim: Any, model: Any, start: Any, errors: list[str]) -> Replicates:
+    """A batch of a multiple-comparison run: every comparison from one refit per replicate."""
+    comp = study.comparisons
+    assert comp is not None
+    rule = get_test(study.test)
+    L, M = comp.L, comp.M
+    n, k = hi - lo, L.shape[0]
+    est, se, df, p = (np.full((n, k), np.nan) for _ in range(4))
+    means = np.full((n, M.shape[0]), np.nan)
+    conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
+    for i, r in enumerate(range(lo, hi)):
+        gen = np.random.Generator(np.random.PCG64(seeds[r]))
+        y = study.design.simulate(1, rng=gen, model=sim)[0]
+        try:
+            core = model.refit(y, REML=study.REML, start=start)
+            conv[i], sing[i] = bool(core.converged), bool(core.singular)
+            est[i] = L @ core.beta
+            se[i] = np.sqrt(np.einsum("kp,pq,kq->k", L, core.vcov_beta, L))
+            df[i] = ([float(model.satterthwaite_df(core, Lc)) for Lc in L]
+                     if rule.df_method == "satterthwaite" else np.inf)
+            p[i] = rule.pvalue(est[i] / se[i], df[i], study.alternative)
+            means[i] = M @ core.beta
+        except _FAILURES as exc:
+            failed[i] = True
+            errors.append(f"replicate {r}: {type(exc).__name__}: {exc}")
+    failed |= ~np.all(np.isfinite(p), axis=1)
+    extra = {f"estimate.{c}": est[:, c] for c in range(k)}
+    extra.update({f"pvalue.{c}": p[:, c] for c in range(k)})
+    extra.update({f"mean.{j}": means[:, j] for j in range(M.shape[0])})
+    first_p = np.where(failed, np.nan, p[:, 0])
+    return Replicates(np.where(failed, np.nan, est[:, 0]), se[:, 0], est[:, 0] / se[:, 0],
+                      df[:, 0], first_p, conv, sing, failed, extra=extra)
+
+
 def coef_names(model: Any) -> tuple[str, ...]:
     """The prepared model's coefficient names (a cumulative link model's have no intercept)."""
     return tuple(getattr(model, "fixef_names", model.spec.fixef_names))
@@ -152,10 +191,15 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                 alpha: float = 0.05, alternative: str = "two-sided", REML: bool | None = None,
                 engine: str = "native", n_resamples: int = 99, rng: RNGLike = None,
                 n_jobs: int = 1, progress: bool = False, on_failure: str = "ignore",
-                checkpoint: Any = None) -> ModelPowerResult:
+                checkpoint: Any = None, pairwise: str | None = None, baseline: Any = None,
+                adjust: str = "holm") -> Any:
     """Power of a test of ``term`` of a fitted model (``nlpower.power(fit, term=...)``).
 
     See :func:`nlpower.power` for the parameters; this is its fitted-model branch.
+    With ``pairwise=`` (a factor of the fixed part) it compares that factor's
+    levels -- all pairs, or each against ``baseline`` -- with the p-values of
+    each replicate adjusted together (:mod:`nlpower.study.multiple`) and
+    returns a :class:`~nlpower.study.multiple.MultiplePowerResult`.
     """
     from ..powersim.options import check_test_options
     d = model_design(model)
@@ -167,7 +211,25 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     formula = d.formula if analysis is None else analysis
     amodel = d.prepare(formula, engine=engine)
     names = coef_names(amodel)
-    hyp = resolve(term, compare, formula=formula, names=names, data=d.data, truth=d.fixef)
+    comp = None
+    if pairwise is not None:
+        if term is not None or compare is not None:
+            raise InputError("pairwise= compares the levels of a factor; do not pass term= or "
+                             "compare= with it.")
+        if adjust not in ADJUST:
+            raise InputError(f"adjust must be one of {', '.join(map(repr, ADJUST))}; got "
+                             f"{adjust!r} (Tukey- and Dunnett-type adjustments are not "
+                             "available for simulated power; Holm controls the family-wise "
+                             "error for any correlation).")
+        comp = comparisons(d, formula, pairwise, baseline=baseline, coef_names=names)
+        hyp = Hypothesis(comp.labels[0], comp.L[0], None, float(comp.truth[0]))
+        if test is not None and _ALIASES.get(test, test) not in ("z", "satterthwaite"):
+            raise InputError(f"pairwise comparisons are Wald tests: test='z' or "
+                             f"'satterthwaite'; got {test!r}.")
+    elif baseline is not None:
+        raise InputError("baseline= goes with pairwise= (the factor whose levels are compared).")
+    else:
+        hyp = resolve(term, compare, formula=formula, names=names, data=d.data, truth=d.fixef)
     name = _resolve_test(test, hyp, d.family.name)
     rule = get_test(name)
     if d.family.name == "gaussian":
@@ -186,7 +248,7 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         raise InputError(f"test={name!r} compares models; the contrast {hyp.label!r} is tested "
                          "by a Wald test (test='z' or 'satterthwaite').")
     study = _Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
-                   float(alpha), j, drop, _same_random(d, amodel.spec))
+                   float(alpha), j, drop, _same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
     seeds = root.spawn(int(n_sims))
     errors: list[str] = []
@@ -202,7 +264,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         from tqdm.auto import tqdm
         bar = tqdm(total=int(n_sims), desc=f"power of {hyp.label}", unit="replicate",
                    leave=False, file=sys.stderr)
-    run = run_id("model-power", formula=d.formula, analysis=formula, hypothesis=hyp.label,
+    run = run_id("model-power", formula=d.formula, analysis=formula,
+                 hypothesis=hyp.label if comp is None else list(comp.labels),
                  test=name, REML=reml, data=int(d.nobs), fixef=d.fixef.round(12).tolist(),
                  theta=np.round(d.theta, 12).tolist(), sigma=round(d.sigma, 12),
                  entropy=str(root.entropy), n_sims=int(n_sims))
@@ -219,7 +282,26 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     finally:
         if bar is not None:
             bar.close()
+    if comp is not None:
+        return _many_result(reps, study, comp, adjust, errors, int(n_sims))
     return _result(reps, study, errors, on_failure, root, int(n_sims))
+
+
+def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str,
+                 errors: list[str], n_sims: int) -> MultiplePowerResult:
+    n_failed = int(reps.failed.sum())
+    if n_failed == n_sims:
+        raise FitError(f"every one of the {n_sims} replicate fits failed "
+                       f"({errors[0] if errors else 'no finite test statistic'}).")
+    k = len(comp.labels)
+    est = np.column_stack([reps.extra[f"estimate.{c}"] for c in range(k)])
+    p = np.column_stack([reps.extra[f"pvalue.{c}"] for c in range(k)])
+    means = np.column_stack([reps.extra[f"mean.{j}"] for j in range(len(comp.levels))])
+    counts = summarise(comp, est, p, means, reps.failed, alpha=study.alpha, adjust=adjust)
+    return MultiplePowerResult(comp.factor, comp.levels, comp.labels, adjust, study.test,
+                               study.alpha, tuple(float(t) for t in comp.truth),
+                               n_sims=n_sims, n_failed=n_failed, formula=study.design.formula,
+                               version=__version__, **counts)
 
 
 def _result(reps: Replicates, study: _Study, errors: list[str], on_failure: str,
