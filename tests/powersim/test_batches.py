@@ -27,7 +27,7 @@ DESIGN = CrossedDesign(3, 12)
 PARAMS = presets.high_variance(0.15)
 KW = dict(n_sims=2 * BATCH_SIZE + 17, test="z", method="simulate", rng=5, null=True)
 pytestmark = pytest.mark.filterwarnings("ignore:test=.* does not hold alpha")
-FIELDS = [f.name for f in dataclasses.fields(Replicates)]
+FIELDS = [f.name for f in dataclasses.fields(Replicates) if f.name != "extra"]
 
 
 class Interrupt(Exception):
@@ -269,3 +269,19 @@ def test_replicate_jobs_refuses_bad_n_jobs():
         with pytest.raises(InputError, match="n_jobs"):
             with replicate_jobs(bad):
                 pass
+
+
+def test_extra_columns_round_trip_through_a_checkpoint(tmp_path):
+    """A run that tests several hypotheses keeps its per-hypothesis columns across a resume."""
+    from nlpower.grid.batchfile import BatchFile
+
+    def compute(lo, hi):
+        base = fake_replicates(lo, hi)
+        return dataclasses.replace(base, extra={"pvalue.1": base.pvalue / 2})
+
+    path = tmp_path / "x.ckpt"
+    first = run_batches(70, compute, run="extra", checkpoint=BatchFile(path, {"p": 1}))
+    again = run_batches(70, lambda lo, hi: (_ for _ in ()).throw(AssertionError("recomputed")),
+                        run="extra", checkpoint=BatchFile(path, {"p": 1}))
+    assert first.extra["pvalue.1"].tobytes() == again.extra["pvalue.1"].tobytes()
+    assert again.extra["pvalue.1"].shape == (70,)
