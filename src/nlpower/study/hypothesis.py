@@ -100,17 +100,23 @@ def _term_columns(term: tuple[str, ...], names: tuple[str, ...], data: pd.DataFr
 
 
 def _reduced_formula(formula: str, compare: str) -> str:
+    """The reduced model: ``~ . - x`` edits the formula; ``~ a + b`` (no random terms) replaces
+    its fixed part and keeps its random terms (simr's ``fcompare``); a formula with random
+    terms is taken as it is."""
     text = compare.strip()
-    if text.startswith("~"):
-        rhs = text[1:].strip()
-        if rhs.startswith("."):
-            lhs, _, full = formula.partition("~")
-            return f"{lhs.strip()} ~ {full.strip()} {rhs[1:].strip()}"
-        return f"{parse(formula).response} ~ {rhs}"
-    if "~" in text:
-        return text
-    raise InputError(f"compare must be a formula of the reduced model, e.g. '~ . - x' or "
-                     f"'y ~ 1 + (1 | g)'; got {compare!r}.")
+    if "~" not in text:
+        raise InputError(f"compare must be a formula of the reduced model, e.g. '~ . - x' or "
+                         f"'y ~ 1 + (1 | g)'; got {compare!r}.")
+    lhs, _, rhs = text.partition("~")
+    rhs = rhs.strip()
+    if rhs.startswith("."):
+        head, _, full = formula.partition("~")
+        return f"{head.strip()} ~ {full.strip()} {rhs[1:].strip()}"
+    out = f"{lhs.strip() or parse(formula).response} ~ {rhs}"
+    if not parse(out).random:
+        bars = [str(t) for t in parse(formula).random]
+        out = " + ".join([out, *bars])
+    return out
 
 
 def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple[str, ...],
