@@ -8,6 +8,8 @@
 * ``power_model(..., pairwise="system")`` -- all pairwise (or many-to-one)
   comparisons of a factor's levels with multiplicity control
   (:mod:`nlpower.study.multiple`);
+* :func:`plan_model` -- the smallest number of levels of a factor that
+  reaches a target power;
 * :func:`power_curve` -- power against the number of levels of a factor
   (simr's ``powerCurve``), on the grid runner.
 """
@@ -18,10 +20,11 @@ from typing import Any
 
 from .design import ModelDesign, model_design
 from .multiple import MultiplePowerResult
+from .plan import ModelPlan, plan_model
 from .power import power_curve, power_model
 from .result import ModelPowerResult, PowerCurve
 
-__all__ = ["ModelDesign", "ModelPowerResult", "MultiplePowerResult", "PowerCurve", "extend", "model_design",
+__all__ = ["ModelDesign", "ModelPlan", "ModelPowerResult", "MultiplePowerResult", "plan_model", "PowerCurve", "extend", "model_design",
            "power_curve", "power_model"]
 
 

@@ -1,0 +1,177 @@
+"""How many levels of a factor a study needs: the smallest extension that reaches a target power.
+
+``nlpower.study.plan_model(fit, term="x", along="worker", target=0.8)``
+answers the question simr users answer by reading a ``powerCurve``: the
+design is extended along ``along`` (:func:`nlpower.extend`: new workers rate
+what pilot workers rated), and the number of levels is searched -- doubling
+from the pilot's size until the power reaches the target, then bisecting --
+with :func:`nlpower.power` at each size.  Every size is simulated from the
+same seed (common random numbers), which keeps the estimated curve close to
+monotone.  A plan never reports a size whose estimated power is below the
+target: if none up to ``n_max`` reaches it, the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .._rng import RNGLike, root_seed
+from ..errors import InputError
+from .design import model_design
+from .power import power_model
+from .result import ModelPowerResult
+
+__all__ = ["ModelPlan", "plan_model"]
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """The smallest number of levels of ``along`` whose power reaches ``target``.
+
+    Attributes
+    ----------
+    along : str
+    target : float
+    n : int or None
+        The planned number of levels (``None``: no size up to ``n_max`` reached the target).
+    result : ModelPowerResult or None
+        The power at ``n``.
+    evaluated : tuple of (int, ModelPowerResult)
+        Every size simulated, in the order of the search.
+    n_max : int
+    cost : float or None
+        ``n * cost_per_level`` plus ``rows * cost_per_row`` when costs were given.
+    """
+
+    along: str
+    target: float
+    n: int | None
+    result: ModelPowerResult | None
+    evaluated: tuple[tuple[int, ModelPowerResult], ...]
+    n_max: int
+    cost: float | None = None
+
+    @property
+    def reached(self) -> bool:
+        return self.n is not None
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every size simulated, sorted: ``n_<along>``, rows, power and its interval."""
+        rows = [{f"n_{self.along}": n, "nobs": r.nobs, "power": r.power, "ci_low": r.ci.low,
+                 "ci_high": r.ci.high, "n_sims": r.n_sims} for n, r in self.evaluated]
+        return pd.DataFrame(rows).sort_values(f"n_{self.along}").reset_index(drop=True)
+
+    def summary(self) -> str:
+        first = self.evaluated[0][1]
+        head = (f"Plan for {first.hypothesis} ({first.test} test, alpha = {first.alpha:g}): "
+                f"levels of {self.along} for power >= {self.target:g}")
+        if self.result is None:
+            best = max(self.evaluated, key=lambda e: e[0])
+            return (f"{head}\n  no size up to {self.n_max} levels reaches the target: at "
+                    f"{best[0]} levels power is {best[1].power:.3f} "
+                    f"({best[1].ci.low:.3f}-{best[1].ci.high:.3f}). Raise n_max, or change the "
+                    "design (more items per worker) or the effect.")
+        r = self.result
+        lines = [head, f"  {self.n} levels ({r.nobs} rows): power {r.power:.3f} "
+                       f"(95% CI {r.ci.low:.3f}-{r.ci.high:.3f}, {r.n_sims} replicates)"]
+        if self.cost is not None:
+            lines.append(f"  cost {self.cost:,.2f}")
+        if r.ci.low < self.target:
+            lines.append("  the interval reaches below the target: raise n_sims for a firmer plan")
+        lines.append("  sizes simulated: " + ", ".join(
+            f"{n} ({res.power:.2f})" for n, res in sorted(self.evaluated, key=lambda e: e[0])))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"ModelPlan(along={self.along!r}, n={self.n}, target={self.target:g}, "
+                f"evaluated={len(self.evaluated)})")
+
+
+def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None = None,
+               compare: str | None = None, test: str | None = None, n_min: int = 2,
+               n_max: int = 1000, n_sims: int = 500, alpha: float = 0.05,
+               cost_per_level: float | None = None, cost_per_row: float | None = None,
+               rng: RNGLike = None, n_jobs: int = 1, **options: Any) -> ModelPlan:
+    """The smallest number of levels of ``along`` whose power for ``term`` reaches ``target``.
+
+    Parameters
+    ----------
+    model : fitted model or ModelDesign
+        The truth (parameters set with ``with_params``).
+    along : str
+        The grouping factor (or numeric covariate) to extend: ``"worker"``, ``"item"``.
+    target : float, default 0.8
+    term, compare, test, alpha, **options
+        What :func:`nlpower.power` tests, and its other options.
+    n_min, n_max : int
+        The range of sizes searched.
+    n_sims : int, default 500
+        Replicates per size.
+    cost_per_level, cost_per_row : float, optional
+        Costs, to report the plan's cost.
+    rng, n_jobs
+        As :func:`nlpower.power`; every size uses the same seed.
+
+    Returns
+    -------
+    ModelPlan
+
+    Examples
+    --------
+    >>> import pandas as pd, nlpower
+    >>> from nlpower.study import plan_model
+    >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+    >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+    >>> p = plan_model(m.with_params(fixef={"Days": 1.5}), along="Subject", term="Days",
+    ...                test="z", n_sims=60, n_max=64, rng=1)
+    >>> p.reached and p.result.power >= 0.8
+    True
+    """
+    if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target < 1:
+        raise InputError(f"target must be a power between 0 and 1, e.g. 0.8; got {target!r}.")
+    for name, v in (("n_min", n_min), ("n_max", n_max)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{name} must be a positive integer; got {v!r}.")
+    if n_min > n_max:
+        raise InputError(f"n_min ({n_min}) must not exceed n_max ({n_max}).")
+    d = model_design(model)
+    pilot = int(d.data[along].nunique()) if along in d.data.columns else 0
+    if pilot == 0:
+        d.extend(along, n=1)        # the extension's own error for an unknown column
+    seed = root_seed(rng)
+    evaluated: dict[int, ModelPowerResult] = {}
+
+    def at(n: int) -> float:
+        if n not in evaluated:
+            evaluated[n] = power_model(d.extend(along, n=n), term=term, compare=compare,
+                                       test=test, n_sims=n_sims, alpha=alpha, rng=seed,
+                                       n_jobs=n_jobs, **options)
+        return evaluated[n].power if not math.isnan(evaluated[n].power) else \
+            evaluated[n].rejection_rate
+
+    lo, hi = n_min - 1, None                     # lo: a size known (or assumed) below target
+    n = min(max(pilot, n_min), n_max)
+    while hi is None:
+        if at(n) >= target:
+            hi = n
+        elif n >= n_max:
+            break
+        else:
+            lo, n = n, min(2 * n, n_max)
+    if hi is None:
+        return ModelPlan(along, float(target), None, None, tuple(evaluated.items()), n_max)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    res = evaluated[hi]
+    cost = None
+    if cost_per_level is not None or cost_per_row is not None:
+        cost = hi * float(cost_per_level or 0.0) + res.nobs * float(cost_per_row or 0.0)
+    return ModelPlan(along, float(target), hi, res, tuple(evaluated.items()), n_max, cost)
