@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import REFERENCE
 
 import nlpower
+from conftest import REFERENCE
 from nlpower.errors import InputError
 from nlpower.study import plan_model
 
