@@ -1,0 +1,291 @@
+"""simr vs nlpower: power for a term of a fitted mixed model, time per replicate and agreement.
+
+simr's side comes from ``tests/reference/simr_reference.json`` (written by the
+committed ``tests/reference/simr_reference.R``: simr 1.0.7's powerSim, extend,
+powerCurve and fcompare on its ``simdata``, lme4's ``cake`` and a 10 workers x
+100 items crossed ratings design).  With ``--live`` and R with simr installed,
+simr is re-timed in this run (the same script with a small ``--nsim``), so the
+ratio compares two timings taken on the machine's current load::
+
+    .venv/bin/python benchmarks/bench_simr.py                      # pinned simr times
+    .venv/bin/python benchmarks/bench_simr.py --live --live-nsim 20
+    .venv/bin/python benchmarks/bench_simr.py --cases a_poisson_z,f_crossed_binomial_z --n-sims 200
+
+nlpower's side rebuilds each case with the model-based API (fit, set the
+parameters, optionally extend, then simulate -> refit -> test)::
+
+    m = nlpower.glmer("z ~ x + (1|g)", simdata, "poisson").with_params(fixef={"x": -0.05})
+    nlpower.power(m, term="x", test="z", n_sims=1000, rng=1)
+    nlpower.power(m.extend(along="x", n=20), term="x", test="lrt", ...)
+    nlpower.power_curve(m.extend(along="x", n=20), term="x", along="x", breaks=[5, 10, 15, 20], ...)
+    nlpower.power(cake_model, compare="~ recipe + temp", test="lrt", ...)
+
+Timing: wall clock (and CPU, ``process_time``) of the whole power call divided
+by the replicates fitted, after a small warm-up call; simr's is the same ratio
+for its powerSim/powerCurve call (``system.time``-style, in the JSON).  BLAS
+threads are pinned to 1 on both sides.  The machine is shared: read the ratio
+from one run, and prefer ``--live`` when the pinned times are from another day.
+
+Agreement: simr's and nlpower's power estimates are two independent binomial
+estimates of the same power; the table shows their difference in units of its
+Monte Carlo standard error (|z| > 3 would be a disagreement, not chance).
+Output: ``benchmarks/out/bench_simr.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "tests" / "reference"
+PINNED = REFERENCE / "simr_reference.json"
+R_SCRIPT = REFERENCE / "simr_reference.R"
+DATA = REFERENCE / "data"
+OUT = ROOT / "benchmarks" / "out"
+
+#: simr's test method -> nlpower's test rule name
+TEST_NAMES = {"z": "z", "lr": "lrt", "t": "satterthwaite", "kr": "kenward-roger"}
+
+
+class ApiMissing(RuntimeError):
+    """nlpower does not (yet) have the model-based power API this benchmark times."""
+
+
+# --- simr side ---------------------------------------------------------------------
+def simr_available() -> str | None:
+    """None when Rscript with simr loads, else why not."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        return "Rscript not on PATH"
+    proc = subprocess.run([rscript, "-e", "suppressMessages(library(simr))"],
+                          capture_output=True, text=True, timeout=300)
+    return None if proc.returncode == 0 else f"simr not loadable: {proc.stderr.strip()[-200:]}"
+
+
+def simr_live(cases: list[str], nsim: int) -> dict[str, Any]:
+    """Run the committed reference script with a small nsim; its JSON ``cases``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "simr_live.json"
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        subprocess.run(["Rscript", "--vanilla", str(R_SCRIPT), f"--nsim={nsim}",
+                        f"--cases={','.join(cases)}", f"--out={out}"],
+                       check=True, env=env, timeout=3600)
+        return dict(json.loads(out.read_text())["cases"])
+
+
+# --- nlpower side --------------------------------------------------------------------
+def check_api() -> Any:
+    """Import nlpower and check it has ``power(model, term=...)``; raise ApiMissing if not."""
+    import nlpower
+    power = getattr(nlpower, "power", None)
+    params = inspect.signature(power).parameters if callable(power) else {}
+    if "term" not in params or not hasattr(nlpower, "power_curve"):
+        found = ", ".join(list(params)[:2]) + ", ..." if params else "absent"
+        raise ApiMissing(
+            f"nlpower.power does not accept a fitted model yet (found power({found}); "
+            f"power_curve {'present' if hasattr(nlpower, 'power_curve') else 'absent'}). This benchmark "
+            "needs nlpower.power(model, term=..., test=..., n_sims=..., rng=...), "
+            "fit.with_params(fixef=...), fit.extend(along=..., n=...) and "
+            "nlpower.power_curve(model, term=..., along=..., breaks=...); run it again once they exist, "
+            "or use --simr-only.")
+    return nlpower
+
+
+def _simdata() -> Any:
+    import pandas as pd
+    d = pd.read_csv(DATA / "simdata.csv")
+    d["g"] = d["g"].astype(str)
+    return d
+
+
+def _cake() -> Any:
+    import pandas as pd
+    d = pd.read_csv(DATA / "cake.csv")
+    d["replicate"] = d["replicate"].astype(str)
+    return d
+
+
+def _crossed(case: dict[str, Any]) -> Any:
+    """The R script's design (10 x 100, system alternating) with a response drawn from its parameters."""
+    import numpy as np
+    import pandas as pd
+    w = np.tile(np.arange(1, 11), 100)       # worker varies fastest, as expand.grid
+    i = np.repeat(np.arange(1, 101), 10)
+    d = pd.DataFrame({"worker": [f"w{k:02d}" for k in w], "item": [f"i{k:03d}" for k in i],
+                      "system": ((w + i) % 2 == 0).astype(float)})
+    rng = np.random.default_rng(7)
+    fe, sd = case["set"]["fixef"], case["set"]["sd"]
+    eta = (fe["(Intercept)"] + fe["system"] * d["system"].to_numpy()
+           + rng.normal(0, sd["worker"], 10)[w - 1] + rng.normal(0, sd["item"], 100)[i - 1])
+    if case["family"] == "poisson":
+        d["y"] = rng.poisson(np.exp(eta))
+    else:
+        d["y"] = rng.binomial(1, 1 / (1 + np.exp(-eta)))
+    return d
+
+
+def build_model(nlpower: Any, name: str, case: dict[str, Any]) -> Any:
+    """The fitted model with simr's parameters set (and extended where the case is)."""
+    if name.startswith("f_crossed"):
+        m = nlpower.glmer(case["formula"], _crossed(case), case["family"])
+        m = m.with_params(fixef=case["set"]["fixef"], sd=case["set"]["sd"])
+    elif case["data"] == "cake":
+        m = nlpower.lmer(case["formula"], _cake(), REML=case["REML"])
+        m = m.with_params(fixef=case["set"]["fixef"])
+    elif case["family"] == "gaussian":
+        m = nlpower.lmer(case["formula"], _simdata(), REML=case.get("REML", True))
+        m = m.with_params(fixef=case["set"]["fixef"])
+    else:
+        m = nlpower.glmer(case["formula"], _simdata(), case["family"])
+        m = m.with_params(fixef=case["set"]["fixef"])
+    if "extend" in case or name.startswith("d_"):
+        ext = case.get("extend", {"along": "x", "n": 20})
+        m = m.extend(along=ext["along"], n=ext["n"])
+    return m
+
+
+def power_call(nlpower: Any, name: str, case: dict[str, Any], model: Any) -> Callable[[int, int], Any]:
+    """A function (n_sims, seed) -> nlpower's result for this case."""
+    test = TEST_NAMES[case["method"]]
+    if name.startswith("d_"):
+        return lambda n, seed: nlpower.power_curve(model, term=case["term"], along="x",
+                                                   breaks=list(case["breaks"]), test=test,
+                                                   n_sims=n, rng=seed)
+    if case["simr_test"].startswith("fcompare"):
+        formula = case["simr_test"][len("fcompare("):-1]
+        return lambda n, seed: nlpower.power(model, compare=formula, test=test, n_sims=n, rng=seed)
+    return lambda n, seed: nlpower.power(model, term=case["term"], test=test, n_sims=n, rng=seed)
+
+
+def powers_of(res: Any) -> list[float]:
+    """The power estimate(s) of a power or power-curve result, in break order."""
+    p = getattr(res, "power", None)
+    if p is not None and not callable(p):
+        try:
+            return [float(v) for v in p]
+        except TypeError:
+            return [float(p)]
+    return [float(v) for v in res.to_frame()["power"]]
+
+
+def run_nlpower(nlpower: Any, name: str, case: dict[str, Any], n_sims: int, seed: int) -> dict[str, Any]:
+    model = build_model(nlpower, name, case)
+    call = power_call(nlpower, name, case, model)
+    call(5, seed + 1)                                   # warm-up: caches, first-call costs
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = call(n_sims, seed)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    fits = n_sims * (len(case["breaks"]) if "breaks" in case else 1)
+    return {"n_sims": n_sims, "power": powers_of(res), "elapsed_s": wall, "cpu_s": cpu,
+            "s_per_replicate": wall / fits, "cpu_s_per_replicate": cpu / fits}
+
+
+# --- report ----------------------------------------------------------------------------
+def simr_powers(case: dict[str, Any]) -> list[tuple[float, int]]:
+    if "curve" in case:
+        return [(b["power"], b["nsim"]) for b in case["curve"]]
+    return [(case["power"], case["nsim"])]
+
+
+def z_diff(p1: float, n1: int, p2: float, n2: int) -> float:
+    """Difference of two independent binomial estimates over its standard error (pooled p)."""
+    p = (p1 * n1 + p2 * n2) / (n1 + n2)
+    se = math.sqrt(max(p * (1 - p), 1e-12) * (1 / n1 + 1 / n2))
+    return (p2 - p1) / se
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """case, simr and nlpower seconds per replicate, their ratio, both power estimates, z of the difference."""
+    head = (f"{'case':<30} {'simr s/rep':>10} {'nlpower s/rep':>13} {'ratio':>7}  "
+            f"{'simr power (n)':>15} {'nlpower power (n)':>17} {'z':>5}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        nl = r.get("nlpower")
+        times = (f"{r['simr_s_per_replicate']:.4f}", f"{nl['s_per_replicate']:.5f}" if nl else "-",
+                 f"{r['ratio']:.0f}x" if nl else "-")
+        breaks = r["breaks"] or [None]
+        for k, ((ps, ns), b) in enumerate(zip(r["simr_power"], breaks, strict=True)):
+            label = r["case"] if b is None else (f"{r['case']} x<={b}" if k == 0 else f"  x<={b}")
+            t = times if k == 0 else ("", "", "")
+            simr_p = f"{ps:.3f} ({ns})"
+            nl_p = f"{nl['power'][k]:.3f} ({nl['n_sims']})" if nl else "-"
+            z = f"{z_diff(ps, ns, nl['power'][k], nl['n_sims']):+.1f}" if nl else "-"
+            print(f"{label:<30} {t[0]:>10} {t[1]:>13} {t[2]:>7}  {simr_p:>15} {nl_p:>17} {z:>5}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", default="all", help="comma-separated case names of simr_reference.json")
+    ap.add_argument("--n-sims", type=int, default=None,
+                    help="nlpower replicates per case (default: the case's simr nsim)")
+    ap.add_argument("--rng", type=int, default=1)
+    ap.add_argument("--live", action="store_true", help="re-time simr in this run (needs R with simr)")
+    ap.add_argument("--live-nsim", type=int, default=20, help="simr replicates per case with --live")
+    ap.add_argument("--simr-only", action="store_true", help="only the simr side (no nlpower)")
+    ap.add_argument("--reference", default=str(PINNED), help="simr's pinned JSON")
+    ap.add_argument("--out", default=str(OUT / "bench_simr.json"))
+    args = ap.parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+
+    pinned = json.loads(Path(args.reference).read_text())
+    names = list(pinned["cases"]) if args.cases == "all" else [c.strip() for c in args.cases.split(",")]
+    for n in names:
+        if n not in pinned["cases"]:
+            ap.error(f"--cases: unknown case {n!r}; choose from {', '.join(pinned['cases'])}")
+    print(f"simr {pinned['versions']['simr']}, lme4 {pinned['versions']['lme4']}, "
+          f"{pinned['versions']['R']}; pinned {pinned['date']} (load {pinned['load_average']})")
+
+    simr_times = {n: pinned["cases"][n]["s_per_replicate"] for n in names}
+    source = "pinned"
+    if args.live:
+        why = simr_available()
+        if why is not None:
+            print(f"--live: {why}; install simr (see tests/reference/simr_README.md) or drop --live",
+                  file=sys.stderr)
+            return 2
+        live = simr_live(names, args.live_nsim)
+        simr_times = {n: live[n]["s_per_replicate"] for n in names}
+        source = f"live, nsim {args.live_nsim}"
+
+    nlpower = None
+    if not args.simr_only:
+        try:
+            nlpower = check_api()
+        except ApiMissing as exc:
+            print(f"bench_simr: {exc}", file=sys.stderr)
+            return 3
+    rows = []
+    for n in names:
+        case = pinned["cases"][n]
+        row: dict[str, Any] = {"case": n, "simr_s_per_replicate": simr_times[n], "simr_timing": source,
+                               "simr_power": simr_powers(case), "breaks": case.get("breaks")}
+        if nlpower is not None:
+            n_sims = args.n_sims or case["nsim"]
+            print(f"  {n}: nlpower, {n_sims} replicates ...", flush=True)
+            row["nlpower"] = run_nlpower(nlpower, n, case, n_sims, args.rng)
+            row["ratio"] = simr_times[n] / row["nlpower"]["s_per_replicate"]
+        rows.append(row)
+    print(f"\nsimr timing: {source}; nlpower: this run; load average {os.getloadavg()[0]:.1f}\n")
+    print_table(rows)
+    OUT.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows}, indent=1))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
