@@ -16,8 +16,9 @@ parameters, optionally extend, then simulate -> refit -> test)::
 
     m = nlpower.glmer("z ~ x + (1|g)", simdata, "poisson").with_params(fixef={"x": -0.05})
     nlpower.power(m, term="x", test="z", n_sims=1000, rng=1)
-    nlpower.power(m.extend(along="x", n=20), term="x", test="lrt", ...)
-    nlpower.power_curve(m.extend(along="x", n=20), term="x", along="x", breaks=[5, 10, 15, 20], ...)
+    nlpower.power(nlpower.extend(m, along="x", n=20), term="x", test="lrt", ...)
+    nlpower.power_curve(nlpower.extend(m, along="x", n=20), term="x", along="x",
+                        breaks=[5, 10, 15, 20], ...)
     nlpower.power(cake_model, compare="~ recipe + temp", test="lrt", ...)
 
 Timing: wall clock (and CPU, ``process_time``) of the whole power call divided
@@ -97,7 +98,7 @@ def check_api() -> Any:
             f"nlpower.power does not accept a fitted model yet (found power({found}); "
             f"power_curve {'present' if hasattr(nlpower, 'power_curve') else 'absent'}). This benchmark "
             "needs nlpower.power(model, term=..., test=..., n_sims=..., rng=...), "
-            "fit.with_params(fixef=...), fit.extend(along=..., n=...) and "
+            "fit.with_params(fixef=...), nlpower.extend(fit, along=..., n=...) and "
             "nlpower.power_curve(model, term=..., along=..., breaks=...); run it again once they exist, "
             "or use --simr-only.")
     return nlpower
@@ -140,19 +141,20 @@ def build_model(nlpower: Any, name: str, case: dict[str, Any]) -> Any:
     """The fitted model with simr's parameters set (and extended where the case is)."""
     if name.startswith("f_crossed"):
         m = nlpower.glmer(case["formula"], _crossed(case), case["family"])
-        m = m.with_params(fixef=case["set"]["fixef"], sd=case["set"]["sd"])
     elif case["data"] == "cake":
         m = nlpower.lmer(case["formula"], _cake(), REML=case["REML"])
-        m = m.with_params(fixef=case["set"]["fixef"])
     elif case["family"] == "gaussian":
         m = nlpower.lmer(case["formula"], _simdata(), REML=case.get("REML", True))
-        m = m.with_params(fixef=case["set"]["fixef"])
     else:
         m = nlpower.glmer(case["formula"], _simdata(), case["family"])
-        m = m.with_params(fixef=case["set"]["fixef"])
+    # every parameter simr simulated from (its fits' values, and the ones it set)
+    p = case["params"]
+    sd = {k.split("|")[0]: v for k, v in p.get("sd", {}).items() if "|" in k}
+    m = m.with_params(fixef=p["fixef"], sd=sd,
+                      sigma=p.get("sigma") if case["family"] == "gaussian" else None)
     if "extend" in case or name.startswith("d_"):
         ext = case.get("extend", {"along": "x", "n": 20})
-        m = m.extend(along=ext["along"], n=ext["n"])
+        m = nlpower.extend(m, along=ext["along"], n=ext["n"])
     return m
 
 
@@ -170,14 +172,11 @@ def power_call(nlpower: Any, name: str, case: dict[str, Any], model: Any) -> Cal
 
 
 def powers_of(res: Any) -> list[float]:
-    """The power estimate(s) of a power or power-curve result, in break order."""
-    p = getattr(res, "power", None)
-    if p is not None and not callable(p):
-        try:
-            return [float(v) for v in p]
-        except TypeError:
-            return [float(p)]
-    return [float(v) for v in res.to_frame()["power"]]
+    """The rejection rate(s) of a power or power-curve result, in break order (simr counts
+    rejections of either sign)."""
+    if hasattr(res, "rejection_rate"):
+        return [float(res.rejection_rate)]
+    return [float(v) for v in res.to_frame()["rejection_rate"]]
 
 
 def run_nlpower(nlpower: Any, name: str, case: dict[str, Any], n_sims: int, seed: int) -> dict[str, Any]:
