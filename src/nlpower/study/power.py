@@ -90,6 +90,14 @@ def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
 
 def _batch(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
            errors: list[str]) -> Replicates:
+    # trial steps of the optimisers overflow now and then on extreme simulated responses; the
+    # fits recover (or fail and are counted), so numpy's warnings would only be noise
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        return _batch_fits(study, seeds, lo, hi, errors)
+
+
+def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
+                errors: list[str]) -> Replicates:
     d, hyp = study.design, study.hypothesis
     rule = get_test(study.test)
     n = hi - lo
