@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .. import _dist as stats
 from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.native.blocks import ThetaLayout

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import ConvergenceWarning, InputError
 from ..formula import parse
