@@ -1,0 +1,192 @@
+"""Profile-likelihood intervals of a Gaussian fit (the numerics of ``confint(method="profile")``).
+
+Variance parameters live on lme4's scale ``vp = (SDs and correlations per
+term in theta order, sigma)``; ``vp -> (theta, sigma)`` is the Cholesky
+factor of each term's correlation matrix scaled by the SDs over sigma.  The
+deviance at ``(theta, sigma)`` with ``beta`` profiled out is assembled from
+the engine's blocked factor (``log|L|^2``, the penalised residual sum of
+squares and, for REML, ``log|R_X|^2``), exactly as for the Satterthwaite df.
+For one parameter fixed at ``v`` the others are minimised (L-BFGS-B with
+bounds: SDs >= 0, correlations in [-1, 1], sigma > 0); the interval ends are
+the roots of ``zeta(v) = -/+ z`` (Brent), or the parameter's bound when the
+profile does not reach ``z`` before it (lme4 reports the bound too).
+
+A fixed effect ``beta_j`` is profiled by refitting (ML) the model without
+column ``j`` to ``y - x_j b`` on one prepared structure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import _dist
+
+__all__ = ["profile_intervals"]
+
+
+def _vp_to_theta(vp: np.ndarray, qs: list[int]) -> tuple[np.ndarray, float] | None:
+    sigma = float(vp[-1])
+    if sigma <= 0.0:
+        return None
+    theta: list[float] = []
+    k = 0
+    for q in qs:
+        n = q * (q + 1) // 2
+        block = vp[k:k + n]
+        k += n
+        sd = np.zeros(q)
+        C = np.eye(q)
+        idx = 0
+        for j in range(q):
+            for i in range(j, q):
+                if i == j:
+                    sd[i] = block[idx]
+                else:
+                    C[i, j] = C[j, i] = block[idx]
+                idx += 1
+        if np.any(sd < 0):
+            return None
+        try:
+            R = np.linalg.cholesky(C + 1e-14 * np.eye(q)) if q > 1 else np.ones((1, 1))
+        except np.linalg.LinAlgError:
+            return None
+        L = (sd / sigma)[:, None] * R
+        theta += [float(L[i, j]) for j in range(q) for i in range(j, q)]
+    return np.array(theta), sigma
+
+
+class _Deviance:
+    """``vp -> deviance`` (ML or REML) of the native Gaussian structure at its own response."""
+
+    def __init__(self, model: Any, REML: bool, qs: list[int]):
+        self.model, self.REML, self.qs = model, REML, qs
+        model._set_y(model.spec.y)
+
+    def __call__(self, vp: np.ndarray) -> float:
+        ts = _vp_to_theta(vp, self.qs)
+        if ts is None:
+            return math.inf
+        theta, sigma = ts
+        f = self.model.ev.factor(theta)
+        if not f.ok:
+            return math.inf
+        s2 = sigma * sigma
+        n, p = self.model.blocks.n, self.model.blocks.p
+        dev = f.ldL2 + f.r2 / s2 + n * math.log(2.0 * math.pi * s2)
+        if self.REML:
+            dev += f.ldRX2 - p * math.log(2.0 * math.pi * s2)
+        return float(dev)
+
+
+def _bounds(terms: pd.Series) -> list[tuple[float | None, float | None]]:
+    out: list[tuple[float | None, float | None]] = []
+    for t in terms:
+        if str(t).startswith("cor_"):
+            out.append((-1.0, 1.0))
+        elif t == "sigma":
+            out.append((1e-10, None))
+        else:
+            out.append((0.0, None))
+    return out
+
+
+def _roots(zeta: Any, v_hat: float, z: float, step: float, lo_bound: float | None,
+           hi_bound: float | None) -> tuple[float, float]:
+    """The two crossings ``zeta(v) = -z`` (below ``v_hat``) and ``+z`` (above)."""
+    from scipy.optimize import brentq
+
+    ends = []
+    for sign in (-1.0, 1.0):
+        bound = lo_bound if sign < 0 else hi_bound
+        target = sign * z
+        a, h = v_hat, step
+        found = False
+        for _ in range(60):
+            b = a + sign * h
+            if bound is not None and (b - bound) * sign >= 0:
+                b = float(bound)
+                if (zeta(b) - target) * sign < 0:   # the profile never reaches z: the bound
+                    ends.append(b)
+                    found = True
+                    break
+            if (zeta(b) - target) * sign >= 0:
+                lo_, hi_ = (a, b) if a < b else (b, a)
+                ends.append(brentq(lambda v: zeta(v) - target, lo_, hi_, xtol=1e-7 * max(1.0, abs(v_hat))))
+                found = True
+                break
+            a, h = b, h * 1.6
+        if not found:
+            ends.append(math.nan)
+    return ends[0], ends[1]
+
+
+def _var_intervals(fit: Any, model: Any, est: pd.DataFrame, n_var: int, z: float
+                   ) -> list[tuple[float, float]]:
+    from scipy.optimize import minimize
+
+    qs = [t.q for t in model.layout.terms]
+    dev = _Deviance(model, False, qs)    # lme4 profiles the ML deviance, REML fits too
+    vp_hat = est["estimate"].to_numpy()[:n_var].astype(float)
+    bounds = _bounds(est["term"].iloc[:n_var])
+    # the ML optimum on this scale (the fit may be REML): the profile's base
+    base = minimize(dev, vp_hat, method="L-BFGS-B", bounds=bounds)
+    vp_hat, d_hat = (base.x, float(base.fun)) if base.fun < dev(vp_hat) else (vp_hat, dev(vp_hat))
+    out = []
+    for k in range(n_var):
+        others = [i for i in range(n_var) if i != k]
+        start = {"x": vp_hat[others].copy()}
+
+        def zeta(v: float, k: int = k, others: list[int] = others, start: dict = start) -> float:
+            def f(x: np.ndarray) -> float:
+                full = vp_hat.copy()
+                full[others], full[k] = x, v
+                return dev(full)
+            r = minimize(f, start["x"], method="L-BFGS-B", bounds=[bounds[i] for i in others])
+            d = float(r.fun) if others else f(np.zeros(0))
+            return math.copysign(math.sqrt(max(d - d_hat, 0.0)), v - vp_hat[k])
+
+        lo_b, hi_b = bounds[k]
+        step = max(abs(vp_hat[k]) * 0.3, 1e-3) if lo_b != -1.0 else 0.2
+        out.append(_roots(zeta, float(vp_hat[k]), z, step, lo_b, hi_b))
+    return out
+
+
+def _fixed_intervals(fit: Any, model: Any, z: float) -> list[tuple[float, float]]:
+    from ..lmm.engine import native_gaussian
+
+    spec = model.spec
+    full = model.refit(spec.y, REML=False, start=fit.theta)
+    d_hat = float(full.deviance)
+    se = np.sqrt(np.diag(full.vcov_beta))
+    out = []
+    for j in range(spec.X.shape[1]):
+        keep = [i for i in range(spec.X.shape[1]) if i != j]
+        sub = native_gaussian(replace(spec, X=spec.X[:, keep],
+                                      fixef_names=tuple(spec.fixef_names[i] for i in keep)))
+        xj = spec.X[:, j]
+        b_hat = float(full.beta[j])
+
+        def zeta(b: float, sub: Any = sub, xj: np.ndarray = xj, b_hat: float = b_hat) -> float:
+            d = float(sub.refit(spec.y - xj * b, REML=False, start=full.theta).deviance)
+            return math.copysign(math.sqrt(max(d - d_hat, 0.0)), b - b_hat)
+
+        out.append(_roots(zeta, b_hat, z, float(se[j]), None, None))
+    return out
+
+
+def profile_intervals(fit: Any, model: Any, est: pd.DataFrame, level: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper profile limits of every row of ``est`` (variance parameters, then fixed)."""
+    z = float(_dist.norm_ppf(0.5 + level / 2.0))
+    p = int(model.spec.X.shape[1])
+    n_var = len(est) - p
+    try:
+        ends = _var_intervals(fit, model, est, n_var, z) + _fixed_intervals(fit, model, z)
+    finally:
+        model._set_y(model.spec.y)
+    return np.array([e[0] for e in ends]), np.array([e[1] for e in ends])
