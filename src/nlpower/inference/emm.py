@@ -239,6 +239,17 @@ def _linkinv(fit: Any, eta: np.ndarray) -> np.ndarray:
     return np.asarray(get_link(fit.link).linkinv(eta), dtype=float)
 
 
+def _latent(fit: Any, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """clmm: ``X b`` minus the mean threshold, with the thresholds' uncertainty in the SE."""
+    m = fit.model
+    a, p = m.n_alpha, m.p
+    w = np.asarray(m.thr.jacobian, dtype=float).mean(axis=0)   # mean threshold = w' alpha
+    Lx = np.hstack([np.tile(-w, (len(L), 1)), L])
+    Vx = np.asarray(fit.core.vcov, dtype=float)[:a + p, :a + p]
+    est = Lx @ np.concatenate([fit.core.alpha, fit.core.beta])
+    return est, np.sqrt(np.einsum("ij,jk,ik->i", Lx, Vx, Lx))
+
+
 def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | None = None,
             scale: str = "link") -> MarginalMeans:
     """Estimated marginal means per level of ``specs`` (emmeans' ``emmeans(fit, ~ specs)``).
@@ -292,9 +303,9 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     b, V, names = fixed(fit)
     L, labels, _ = _grid_matrix(fit, d, specs_l, names)
     est = L @ b
-    if kind == "ordinal":
-        est = est - float(np.mean(fit.thresholds.to_numpy()))
     se, dfs = _df_and_se(fit, kind, L, V, df)
+    if kind == "ordinal":
+        est, se = _latent(fit, L)
     crit = np.asarray(_dist.t_ppf(0.975, dfs), dtype=float)
     lo, hi = est - crit * se, est + crit * se
     col = "emmean"

@@ -186,7 +186,8 @@ def profile_intervals(fit: Any, model: Any, est: pd.DataFrame, level: float
     p = int(model.spec.X.shape[1])
     n_var = len(est) - p
     try:
-        ends = _var_intervals(fit, model, est, n_var, z) + _fixed_intervals(fit, model, z)
+        with np.errstate(invalid="ignore", over="ignore"):   # inf deviance off the boundary
+            ends = _var_intervals(fit, model, est, n_var, z) + _fixed_intervals(fit, model, z)
     finally:
         model._set_y(model.spec.y)
     return np.array([e[0] for e in ends]), np.array([e[1] for e in ends])
