@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["format_cell", "to_html", "to_latex", "to_markdown"]
+__all__ = ["fit_html", "fit_latex", "fit_markdown", "format_cell", "latex_escape", "to_html",
+           "to_latex", "to_markdown"]
 
 _P_NAMES = ("p", "pvalue", "p_value", "p_adj", "Pr(>Chisq)", "Pr(>F)", "Pr(>|t|)", "Pr(>|z|)")
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
@@ -169,3 +170,37 @@ def to_html(df: pd.DataFrame, *, digits: int = 4, index: bool = True,
     out.append("</tbody></table>")
     out += [f'<p style="font-size:smaller;margin:2px 0">{esc(n)}</p>' for n in notes]
     return "\n".join(out)
+
+
+def _fit_parts(fit: Any) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+    """A fit's heading and its tables: fixed effects, then variance components."""
+    kind = type(fit).__name__
+    crit = ("REML" if getattr(fit, "REML", False) else "ML")
+    head = (f"{kind}: {fit.formula} ({crit}, engine {getattr(fit, 'engine', '?')}; "
+            f"n = {fit.nobs}, logLik = {format_cell(float(fit.loglik), digits=6)}"
+            f"{'' if fit.converged else '; NOT converged'}{'; singular' if fit.singular else ''})")
+    coef = fit.coef_table()
+    vc = fit.varcorr()
+    vc = vc.assign(var2=vc["var2"].where(vc["var2"].notna(), "")).set_index("grp")
+    vc.index.name = "group"
+    return head, [("Fixed effects", coef), ("Random effects", vc)]
+
+
+def fit_html(fit: Any) -> str:
+    """A fit for a notebook: heading, fixed-effects table, variance components."""
+    head, parts = _fit_parts(fit)
+    body = [f'<div class="nlpower-fit"><p style="font-family:monospace">{html.escape(head)}</p>']
+    body += [to_html(df, caption=title) for title, df in parts]
+    return "\n".join(body + ["</div>"])
+
+
+def fit_markdown(fit: Any, digits: int = 4) -> str:
+    """A fit as Markdown: heading, then each table."""
+    head, parts = _fit_parts(fit)
+    return "\n\n".join([head] + [to_markdown(df, digits=digits, caption=t) for t, df in parts])
+
+
+def fit_latex(fit: Any, digits: int = 4) -> str:
+    """A fit's tables as booktabs LaTeX (one ``table`` each; the heading as a comment)."""
+    head, parts = _fit_parts(fit)
+    return "\n".join([f"% {head}"] + [to_latex(df, digits=digits, caption=t) for t, df in parts])

@@ -96,7 +96,7 @@ def adjust_pvalues(t: np.ndarray, df: np.ndarray, method: str, n_means: int) -> 
     if method == "holm":
         adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * ps))
     else:   # fdr: Benjamini-Hochberg
-        adj = np.minimum(1.0, np.minimum.accumulate(((m / np.arange(m, 0, -1)) * ps[::-1]))[::-1])
+        adj = np.minimum(1.0, np.minimum.accumulate((m / np.arange(m, 0, -1)) * ps[::-1])[::-1])
     out = np.empty(m)
     out[order] = adj
     return out

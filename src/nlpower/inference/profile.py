@@ -116,7 +116,8 @@ def _roots(zeta: Any, v_hat: float, z: float, step: float, lo_bound: float | Non
                     break
             if (zeta(b) - target) * sign >= 0:
                 lo_, hi_ = (a, b) if a < b else (b, a)
-                ends.append(brentq(lambda v: zeta(v) - target, lo_, hi_, xtol=1e-7 * max(1.0, abs(v_hat))))
+                ends.append(brentq(lambda v, c=target: zeta(v) - c, lo_, hi_,
+                                   xtol=1e-7 * max(1.0, abs(v_hat))))
                 found = True
                 break
             a, h = b, h * 1.6
