@@ -66,7 +66,7 @@ def ptukey_sf(q: Any, k: int, df: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> round(float(ptukey_sf(3.5, 3, 20)), 6)
+    >>> round(float(ptukey_sf(3.5, 3, 20)), 4)
     0.0559
     """
     qa, da = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(df, dtype=float))
