@@ -58,7 +58,7 @@ def cbpp_fit(formula: str = "prop ~ period + (1 | herd)") -> Any:
     ("sleepstudy_reml", "Reaction ~ Days + (Days | Subject)", True),
     ("sleepstudy_ml", "Reaction ~ Days + (Days | Subject)", False),
 ])
-@pytest.mark.parametrize("method", ["wald", "profile"])
+@pytest.mark.parametrize("method", ["wald", pytest.param("profile", marks=pytest.mark.slow)])
 def test_confint_sleepstudy(case: str, formula: str, REML: bool, method: str) -> None:
     fit = nlpower.lmer(formula, sleep(), REML=REML)
     got = confint(fit, method=method).to_frame()
@@ -71,6 +71,7 @@ def test_confint_sleepstudy(case: str, formula: str, REML: bool, method: str) ->
 
 @pytest.mark.parametrize("method", ["wald", "profile"])
 def test_confint_penicillin(method: str) -> None:
+    """Also the fast check of the Gaussian profile (sleepstudy's run as slow tests)."""
     pen = pd.read_csv(DATA / "penicillin.csv")
     fit = nlpower.lmer("diameter ~ 1 + (1 | plate) + (1 | sample)", pen)
     got = confint(fit, method=method).to_frame()
@@ -90,6 +91,16 @@ def test_confint_cbpp_wald() -> None:
     # SEs within 2% of lme4's (its finite-difference Hessian), estimates within 1e-3
     np.testing.assert_allclose(got["lower"].to_numpy()[1:], lo[1:], atol=1e-3 + 0.02 * half.max())
     np.testing.assert_allclose(got["upper"].to_numpy()[1:], hi[1:], atol=1e-3 + 0.02 * half.max())
+
+
+def test_confint_cbpp_profile() -> None:
+    """The GLMM profile (joint Laplace deviance) against lme4's: the fits agree to ~1e-4
+    in the parameters, lme4 interpolates its profile by splines."""
+    got = confint(cbpp_fit()).to_frame()
+    want = ref()["confint"]["cbpp"]["profile"]
+    assert list(got.index) == want["names"]
+    np.testing.assert_allclose(got["lower"], arr(want["lower"]), atol=3e-4)
+    np.testing.assert_allclose(got["upper"], arr(want["upper"]), atol=3e-4)
 
 
 def test_confint_boot_covers_profile() -> None:

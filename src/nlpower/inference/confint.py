@@ -48,8 +48,8 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
     level : float, default 0.95
         Confidence level.
     method : {"profile", "wald", "boot"}
-        lme4's default is ``"profile"``; it needs a Gaussian fit of the native
-        engine (other fits: ``"wald"`` or ``"boot"``).
+        lme4's default is ``"profile"`` (lmer and glmer fits of the native
+        engine; clmm fits: ``"wald"``).
     n_boot : int, default 500
         Bootstrap replicates (``method="boot"``; lme4's ``nsim``).
     rng : seed or Generator, optional
@@ -85,14 +85,15 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
         lo, hi = _wald(fit, kind, est, float(level))
         note = "Wald: estimate -/+ z se; variance components have none (NA, as lme4)."
     elif method == "profile":
-        if kind != "gaussian":
-            raise InputError(f"method='profile' is implemented for Gaussian fits (lmer); this is a "
-                             f"{type(fit).__name__}: use method='wald' or method='boot'.")
+        if kind == "ordinal":
+            raise InputError("method='profile' is implemented for lmer and glmer fits; for a "
+                             "clmm fit use method='wald'.")
         from .profile import profile_intervals
         lo, hi = profile_intervals(fit, prepared_model(fit, where="confint(method='profile')"),
                                    est, float(level))
-        note = ("Profile likelihood: signed root ML deviance crossing the normal quantiles "
-                "(as lme4, also for a REML fit).")
+        note = ("Profile likelihood: signed root deviance crossing the normal quantiles "
+                "(as lme4: the ML deviance, also for a REML fit; GLMMs: the joint deviance "
+                "of variance parameters and fixed effects).")
     else:
         if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 10):
             raise InputError(f"n_boot must be an integer >= 10 (lme4's nsim); got {n_boot!r}.")
