@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from scipy import special
+from scipy.special import _ufuncs  # the noncentral t tail scipy.stats.nct.sf calls
 
 __all__ = [
     "chi2",
@@ -35,6 +36,8 @@ __all__ = [
     "f_cdf",
     "f_isf",
     "f_sf",
+    "nct",
+    "nct_sf",
     "norm_cdf",
     "norm_isf",
     "norm_pdf",
@@ -140,6 +143,15 @@ def f_isf(q: _Arr, dfn: _Arr, dfd: _Arr) -> _Arr:
     return _out(special.fdtri(np.asarray(dfn, dtype=float), np.asarray(dfd, dtype=float), 1.0 - q))
 
 
+def nct_sf(x: _Arr, df: _Arr, nc: _Arr) -> _Arr:
+    """Noncentral t upper tail ``P(T > x)`` (Boost's, as ``scipy.stats.nct.sf``)."""
+    x, df, nc = (np.asarray(v, dtype=float) for v in (x, df, nc))
+    fn = getattr(_ufuncs, "_nct_sf", None)
+    with np.errstate(over="ignore"):
+        out = fn(x, df, nc) if fn is not None else 1.0 - special.nctdtr(df, nc, x)
+    return _out(np.clip(out, 0.0, 1.0))
+
+
 class norm:
     """``scipy.stats.norm``-shaped access: ``norm.sf(x)`` and so on."""
 
@@ -166,6 +178,12 @@ class chi2:
     sf = staticmethod(chi2_sf)
     ppf = staticmethod(chi2_ppf)
     isf = staticmethod(chi2_isf)
+
+
+class nct:
+    """``scipy.stats.nct``-shaped access: ``nct.sf(x, df, nc)``."""
+
+    sf = staticmethod(nct_sf)
 
 
 class f:

@@ -65,3 +65,11 @@ def test_namespaces_mirror_scipy_stats() -> None:
     _close(_dist.t.sf(X, 3.0), stats.t.sf(X, 3.0))
     _close(_dist.chi2.sf(np.abs(X), 2.0), stats.chi2.sf(np.abs(X), 2.0))
     _close(_dist.f.sf(np.abs(X), 2.0, 9.0), stats.f.sf(np.abs(X), 2.0, 9.0))
+
+
+@pytest.mark.parametrize("df", [2.5, 10.0, 80.0, 1e4])
+@pytest.mark.parametrize("nc", [0.0, 0.5, 3.0, 8.0])
+def test_noncentral_t(df: float, nc: float) -> None:
+    x = np.linspace(-3.0, 12.0, 31)
+    _close(_dist.nct_sf(x, df, nc), stats.nct.sf(x, df, nc))
+    _close(_dist.nct.sf(x, df, nc), stats.nct.sf(x, df, nc))
