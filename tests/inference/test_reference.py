@@ -220,3 +220,17 @@ def test_emmeans_clmm_latent() -> None:
     np.testing.assert_allclose(got["SE"], arr(want["emmeans"]["SE"]), rtol=5e-3)
     for adj in ("tukey", "holm"):
         _check_pairs(em.contrast(adjust=adj).to_frame(), want[adj], 5e-3, 1e-6)
+
+
+def test_emmeans_clmm_category_probabilities() -> None:
+    wine = pd.read_csv(DATA / "wine.csv", dtype={"judge": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = nlpower.clmm("rating ~ temp * contact + (1 | judge)", wine)
+    got = emmeans(fit, ["temp", "contact"], scale="prob").to_frame()
+    want = pd.DataFrame(ref()["emmeans"]["clmm_prob"])
+    merged = got.merge(want, on=["cell", "category"], suffixes=("", "_r"))
+    assert len(merged) == len(want) == 20
+    np.testing.assert_allclose(merged["prob"], merged["estimate"], atol=1e-3)
+    np.testing.assert_allclose(merged["SE"], merged["SE_r"], atol=1e-3)
+    np.testing.assert_allclose(got.groupby("cell")["prob"].sum(), 1.0, rtol=1e-12)

@@ -14,7 +14,7 @@
 # * emmeans: marginal means per level and pairwise contrasts with Tukey and Holm:
 #   lmer on the 3-system ratings (Kenward-Roger and Satterthwaite df), glmer on
 #   VerbAgg (btype: link and response scale), clmm on wine (temp x contact cells,
-#   latent scale).
+#   latent scale, and the category probabilities of each cell).
 
 suppressPackageStartupMessages({
   library(lme4)
@@ -118,7 +118,12 @@ emmeans_out <- list(
   glmer_response = list(emmeans = em_frame(regrid(e_va)),
                         tukey = pairs_frame(pairs(regrid(e_va), adjust = "tukey"))),
   glmer_vs_baseline = pairs_frame(contrast(e_va, "trt.vs.ctrl", adjust = "holm")),
-  clmm_latent = emm_block(emmeans(m_wi, ~ temp * contact, mode = "latent"))
+  clmm_latent = emm_block(emmeans(m_wi, ~ temp * contact, mode = "latent")),
+  clmm_prob = {
+    p <- as.data.frame(summary(emmeans(m_wi, ~ rating | temp * contact, mode = "prob")))
+    list(cell = paste(p$temp, p$contact), category = as.character(p$rating),
+         estimate = p$prob, SE = p$SE)
+  }
 )
 
 out <- list(

@@ -12,7 +12,8 @@ Satterthwaite's, or infinite (``"asymptotic"``; GLMMs and clmm always).
 Scales: GLMMs on the link scale, or ``scale="response"`` -- the means
 transformed by the inverse link with delta-method covariance (emmeans'
 ``regrid``), so contrasts are differences of probabilities; clmm on the
-latent scale (``X b`` minus the mean threshold, emmeans' ``mode = "latent"``).
+latent scale (``X b`` minus the mean threshold, emmeans' ``mode = "latent"``),
+or the probability of each category per cell (``scale="prob"``, ``mode = "prob"``).
 """
 
 from __future__ import annotations
@@ -177,6 +178,9 @@ class MarginalMeans:
             The reference level (default: the first).
         """
         method = check_choice("method", method, ("pairwise", "baseline"))
+        if self.scale == "prob":
+            raise InputError("contrasts of category probabilities are not implemented; contrast "
+                             "the cells on the latent scale (scale='link').")
         adjust = check_choice("adjust", adjust, ADJUST)
         labels = list(self.table.frame.index)
         k = len(labels)
@@ -250,6 +254,33 @@ def _latent(fit: Any, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return est, np.sqrt(np.einsum("ij,jk,ik->i", Lx, Vx, Lx))
 
 
+def _category_probabilities(fit: Any, L: np.ndarray, labels: list[str]) -> pd.DataFrame:
+    """clmm: ``P(Y = j)`` of each cell at the population level, delta-method SEs."""
+    m = fit.model
+    a, p = m.n_alpha, m.p
+    J = np.asarray(m.thr.jacobian, dtype=float)                 # cuts = J alpha
+    cuts = J @ fit.core.alpha
+    Vx = np.asarray(fit.core.vcov, dtype=float)[:a + p, :a + p]
+    F, dens = m.link.linkinv, m.link.mu_eta
+    rows = []
+    for lab, Lc in zip(labels, L, strict=True):
+        eta = float(Lc @ fit.core.beta)
+        up = np.concatenate([cuts - eta, [np.inf]])
+        lo = np.concatenate([[-np.inf], cuts - eta])
+        fu = np.where(np.isfinite(up), dens(np.where(np.isfinite(up), up, 0.0)), 0.0)
+        fl = np.where(np.isfinite(lo), dens(np.where(np.isfinite(lo), lo, 0.0)), 0.0)
+        prob = np.asarray(F(up), dtype=float) - np.asarray(F(lo), dtype=float)
+        Ju = np.vstack([J, np.zeros((1, a))])
+        Jl = np.vstack([np.zeros((1, a)), J])
+        G = np.hstack([fu[:, None] * Ju - fl[:, None] * Jl, -(fu - fl)[:, None] * Lc[None, :]])
+        se = np.sqrt(np.einsum("ij,jk,ik->i", G, Vx, G))
+        rows += [(lab, c, pr, s_) for c, pr, s_ in zip(m.levels, prob, se, strict=True)]
+    out = pd.DataFrame(rows, columns=["cell", "category", "prob", "SE"])
+    out["df"] = np.inf
+    z = 1.959963984540054
+    return out.assign(lower=out["prob"] - z * out["SE"], upper=out["prob"] + z * out["SE"])
+
+
 def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | None = None,
             scale: str = "link") -> MarginalMeans:
     """Estimated marginal means per level of ``specs`` (emmeans' ``emmeans(fit, ~ specs)``).
@@ -265,9 +296,12 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     df : {"kenward-roger", "satterthwaite", "asymptotic"}, optional
         Gaussian fits: default ``"kenward-roger"`` for a REML fit (emmeans'
         default), ``"satterthwaite"`` for an ML fit.  Other families: infinite.
-    scale : {"link", "response"}
+    scale : {"link", "response", "prob"}
         GLMMs: the linear predictor, or probabilities/rates by the inverse
-        link (delta method; emmeans' ``regrid``).  clmm: the latent scale.
+        link (delta method; emmeans' ``regrid``).  clmm: ``"link"`` is the
+        latent scale; ``"prob"`` the probability of each response category
+        in each cell (emmeans' ``mode = "prob"``; one row per cell and
+        category, no contrasts).
 
     Returns
     -------
@@ -289,7 +323,10 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     from .. import _dist
 
     kind = kind_of(fit, where="emmeans")
-    scale = check_choice("scale", scale, ("link", "response"))
+    scale = check_choice("scale", scale, ("link", "response", "prob"))
+    if scale == "prob" and kind != "ordinal":
+        raise InputError("scale='prob' gives a clmm fit's category probabilities; for a GLMM "
+                         "use scale='response'.")
     if scale == "response" and kind != "glmm":
         raise InputError(f"scale='response' is for GLMM fits (probabilities, rates); this "
                          f"{type(fit).__name__} has only its {'latent' if kind == 'ordinal' else 'own'} "
@@ -302,6 +339,11 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     d = _training_data(fit, data)
     b, V, names = fixed(fit)
     L, labels, _ = _grid_matrix(fit, d, specs_l, names)
+    if scale == "prob":
+        frame = _category_probabilities(fit, L, labels)
+        table = InferenceTable("Category probabilities per cell (population level)", frame,
+                               ("Delta-method SEs; intervals prob -/+ z SE.",))
+        return MarginalMeans(table, L, fit, kind, df, scale)
     est = L @ b
     se, dfs = _df_and_se(fit, kind, L, V, df)
     if kind == "ordinal":
@@ -319,7 +361,9 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     where = {"gaussian": "", "glmm": f" ({scale} scale)", "ordinal": " (latent scale)"}[kind]
     notes = [f"Degrees of freedom: {df}." if kind == "gaussian" else
              "Degrees of freedom: asymptotic (z)."]
-    if len(L) and kind != "ordinal" and len(names) > 1:
+    from ..formula import parse
+    others = [v for v in parse(fit.formula).fixed.variables if v not in specs_l]
+    if others:
         notes.append("Averaged over the levels of the other factors; covariates at their mean.")
     table = InferenceTable(f"Estimated marginal means{where}", frame, tuple(notes))
     return MarginalMeans(table, L, fit, kind, df, scale)
