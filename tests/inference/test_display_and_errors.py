@@ -119,3 +119,20 @@ def test_anova_refuses_different_rows() -> None:
     b = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d.iloc[:-10])
     with pytest.raises(InputError, match="same observations"):
         anova(a, b)
+
+
+def test_latex_tables_compile(tmp_path: Path) -> None:
+    """A fit's and a contrast table's LaTeX compile with pdflatex + booktabs (skipped
+    without a TeX installation)."""
+    import shutil
+    import subprocess
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    fit = sleep_fit()
+    body = fit.to_latex() + "\n" + fit.confint(method="wald").to_latex(label="tab:ci")
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage{booktabs}"
+                                    "\\begin{document}\n" + body + "\n\\end{document}\n")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert (tmp_path / "t.pdf").stat().st_size > 1000
