@@ -11,8 +11,9 @@
   ML deviance (a REML fit's intervals surround the ML optimum).
   :mod:`nlpower.inference.profile` has the numerics.
 * ``"boot"``: parametric bootstrap percentile intervals (lme4's
-  ``boot.type = "perc"``): ``n_boot`` responses simulated from the fit,
-  each refitted on the prepared structure.
+  ``boot.type = "perc"``): ``n_boot`` responses simulated from the fit
+  (replicate ``r`` from the ``r``-th child of ``rng``'s seed sequence, as the
+  power runner seeds its replicates), each refitted on the prepared structure.
 
 Rows follow lme4: variance parameters first (``.sig01`` ... and ``.sigma``
 for Gaussian fits, in ``theta`` order), then the fixed effects.
@@ -142,13 +143,15 @@ def _boot(fit: Any, kind: str, est: pd.DataFrame, level: float, n_boot: int, rng
                          "use method='wald'.")
     model = prepared_model(fit, where="confint(method='boot')")
     theta, beta = np.asarray(fit.theta, dtype=float), fit.fixef.to_numpy(dtype=float)
-    if kind == "gaussian":
-        ys = model.simulate(n_boot, rng=rng, theta=theta, beta=beta, sigma=fit.sigma)
-    else:
-        ys = model.simulate(n_boot, rng=rng, theta=theta, beta=beta)
+    from .._rng import spawn
+    # one child stream per replicate (the power runner's seeding): replicate r's response
+    # does not depend on how the replicates are batched
+    extra = {"sigma": fit.sigma} if kind == "gaussian" else {}
     draws = []
     try:
-        for y in ys:
+        for seq in spawn(rng, n_boot):
+            y = model.simulate(1, rng=np.random.default_rng(seq), theta=theta, beta=beta,
+                               **extra)[0]
             draws.append(_refit_parameters(fit, kind, model, y, theta))
     finally:
         _restore(model, kind)
