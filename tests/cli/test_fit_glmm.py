@@ -66,6 +66,7 @@ def test_json_matches_the_library_and_treatment_baseline(tmp_path, capsys):
     rec = json.loads(out.read_text())
     lib = _library_fit(d, "binomial", baseline="B", coding="treatment")
     assert rec["family"] == "binomial" and rec["nobs"] == 720
+    assert rec["systems"] == ["B", "A"] and rec["coding"] == "treatment"
     assert rec["loglik"] == pytest.approx(lib.loglik, abs=1e-8)
     coefs = {r["term"]: r["estimate"] for r in rec["coefficients"] if r["effect"] == "fixed"}
     assert coefs["systemA"] == pytest.approx(lib.fixef["systemA"], abs=1e-8)

@@ -152,7 +152,9 @@ def _run_glmer(args: argparse.Namespace) -> int:
         record = {"formula": fit.formula, "family": fit.family, "link": fit.link,
                   "engine": fit.engine, "nobs": fit.nobs, "loglik": fit.loglik, "aic": fit.aic,
                   "bic": fit.bic, "converged": fit.converged, "singular": fit.singular,
-                  "coefficients": fit.to_frame().to_dict(orient="records")}
+                  "coefficients": fit.to_frame().to_dict(orient="records"),
+                  "systems": (list(data[args.system].cat.categories) if legend else None),
+                  "coding": args.coding if legend else None}
         write_json(args, record, path=args.json_out)
     return 0
 
