@@ -136,3 +136,18 @@ def test_latex_tables_compile(tmp_path: Path) -> None:
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]
     assert (tmp_path / "t.pdf").stat().st_size > 1000
+
+
+def test_glmm_and_clmm_display() -> None:
+    import warnings
+    cb = pd.read_csv(DATA / "cbpp.csv", dtype={"herd": str, "period": str})
+    g = nlpower.glmer("prop ~ period + (1 | herd)", cb, "binomial", weights="size")
+    md = g.to_markdown()
+    assert md.startswith("GlmmFit: prop ~ period + (1 | herd)") and "| period4 |" in md
+    assert "herd" in g._repr_html_() and r"\toprule" in g.to_latex()
+    wine = pd.read_csv(DATA / "wine.csv", dtype={"judge": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = nlpower.clmm("rating ~ temp + (1 | judge)", wine)
+    assert r"| 1\|2 |" in c.to_markdown() and "tempwarm" in c._repr_html_()
+    assert anova(c, nlpower.clmm("rating ~ 1 + (1 | judge)", wine)).to_frame()["Df"].iloc[1] == 1
