@@ -151,3 +151,15 @@ def test_glmm_and_clmm_display() -> None:
         c = nlpower.clmm("rating ~ temp + (1 | judge)", wine)
     assert r"| 1\|2 |" in c.to_markdown() and "tempwarm" in c._repr_html_()
     assert anova(c, nlpower.clmm("rating ~ 1 + (1 | judge)", wine)).to_frame()["Df"].iloc[1] == 1
+
+
+def test_power_results_in_a_notebook() -> None:
+    from nlpower import CrossedDesign, presets
+    from nlpower.powersim import analytic_power
+    res = analytic_power(CrossedDesign(8, 40), presets.high_variance(0.1))
+    html = res._repr_html_()
+    assert html.startswith('<pre class="nlpower-power">') and "Analytic power" in html
+    from conftest import fake_power_result
+    sim = fake_power_result(power=0.8, ci=(0.75, 0.85), n_sims=200, effect=0.1, n_rejected=160,
+                            rejection_rate=0.8, type_m=1.1, type_s=0.0)
+    assert "Power simulation" in sim._repr_html_() and "&lt;" not in sim._repr_html_()[:30]

@@ -358,6 +358,11 @@ class AnalyticPowerResult:
         return (f"AnalyticPowerResult(power={self.power:.3f}, ncp={self.ncp:.3f}, df={self.df:.1f}, "
                 f"method={self.method!r})")
 
+    def _repr_html_(self) -> str:
+        """The summary as a notebook block (monospace, escaped)."""
+        import html
+        return f"<pre class=\"nlpower-power\">{html.escape(self.summary())}</pre>"
+
 
 __all__ = ["AnalyticPowerResult", "ConfidenceInterval", "PowerResult", "Replicates",
            "design_record", "wilson_ci"]
