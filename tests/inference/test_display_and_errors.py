@@ -104,12 +104,14 @@ def test_pairs_errors_and_baseline() -> None:
     d = pd.read_csv(DATA / "crossed4.csv")
     fit = nlpower.lmer("rating ~ system + (1 | worker) + (1 | item)", d)
     with pytest.raises(InputError, match="tukey"):
-        pairs(fit, "system", data=d, method="baseline", adjust="tukey")
+        pairs(fit, "system", data=d, method="baseline", adjust="tukey", df="asymptotic")
     with pytest.raises(InputError, match="baseline='Z'"):
-        pairs(fit, "system", data=d, method="baseline", adjust="holm", baseline="Z")
-    got = pairs(fit, "system", data=d, method="baseline", adjust="none", baseline="C").to_frame()
+        pairs(fit, "system", data=d, method="baseline", adjust="holm", baseline="Z",
+              df="asymptotic")
+    got = pairs(fit, "system", data=d, method="baseline", adjust="none", baseline="C",
+                df="satterthwaite").to_frame()
     assert list(got.index) == ["A - C", "B - C", "D - C"]
-    em = emmeans(fit, "system", data=d).to_frame()["emmean"]
+    em = emmeans(fit, "system", data=d, df="satterthwaite").to_frame()["emmean"]
     np.testing.assert_allclose(got["estimate"], em[["A", "B", "D"]].to_numpy() - em["C"], rtol=1e-12)
 
 

@@ -34,6 +34,9 @@ from .table import InferenceTable
 __all__ = ["MarginalMeans", "emmeans", "pairs"]
 
 DF_METHODS = ("kenward-roger", "satterthwaite", "asymptotic")
+#: above this many observations emmeans' default df are asymptotic (its pbkrtest.limit and
+#: lmerTest.limit): Kenward-Roger's cost grows quickly with the data
+DF_LIMIT = 3000
 
 
 def _training_data(fit: Any, data: Any) -> pd.DataFrame:
@@ -294,8 +297,10 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
         The data the model was fitted to (for its levels and covariate means);
         default: the data the fit carries (GLMM and clmm fits do).
     df : {"kenward-roger", "satterthwaite", "asymptotic"}, optional
-        Gaussian fits: default ``"kenward-roger"`` for a REML fit (emmeans'
-        default), ``"satterthwaite"`` for an ML fit.  Other families: infinite.
+        Gaussian fits, as emmeans: default ``"kenward-roger"`` for a REML fit
+        and ``"satterthwaite"`` for an ML fit up to 3000 observations,
+        ``"asymptotic"`` above (Kenward-Roger takes seconds from a thousand
+        observations on).  Other families: infinite.
     scale : {"link", "response", "prob"}
         GLMMs: the linear predictor, or probabilities/rates by the inverse
         link (delta method; emmeans' ``regrid``).  clmm: ``"link"`` is the
@@ -314,7 +319,7 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     >>> import pandas as pd, nlpower
     >>> d = pd.read_csv("tests/reference/data/crossed4.csv")
     >>> fit = nlpower.lmer("rating ~ system + (1 | worker) + (1 | item)", d)
-    >>> em = emmeans(fit, "system", data=d)
+    >>> em = emmeans(fit, "system", data=d, df="satterthwaite")
     >>> list(em.to_frame().index)
     ['A', 'B', 'C', 'D']
     >>> em.contrast(adjust="holm").to_frame().shape
@@ -331,9 +336,10 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
         raise InputError(f"scale='response' is for GLMM fits (probabilities, rates); this "
                          f"{type(fit).__name__} has only its {'latent' if kind == 'ordinal' else 'own'} "
                          "scale: use scale='link'.")
-    if df is None:
-        df = ("kenward-roger" if kind == "gaussian" and fit.REML and fit.kr_fn is not None
-              else "satterthwaite" if kind == "gaussian" else "asymptotic")
+    if df is None:     # emmeans' defaults, with its pbkrtest.limit = lmerTest.limit = 3000
+        small = kind == "gaussian" and fit.nobs <= DF_LIMIT
+        df = ("kenward-roger" if small and fit.REML and fit.kr_fn is not None
+              else "satterthwaite" if small and fit.df_fn is not None else "asymptotic")
     df = check_choice("df", df, DF_METHODS)
     specs_l = [specs] if isinstance(specs, str) else list(specs)
     d = _training_data(fit, data)
@@ -379,7 +385,8 @@ def pairs(fit: Any, specs: str | list[str], *, adjust: str = "tukey", data: Any 
     >>> import pandas as pd, nlpower
     >>> d = pd.read_csv("tests/reference/data/crossed4.csv")
     >>> fit = nlpower.lmer("rating ~ system + (1 | worker) + (1 | item)", d)
-    >>> pairs(fit, "system", data=d, method="baseline", adjust="holm").to_frame().index[0]
+    >>> pairs(fit, "system", data=d, df="satterthwaite", method="baseline",
+    ...       adjust="holm").to_frame().index[0]
     'B - A'
     """
     return emmeans(fit, specs, data=data, df=df, scale=scale).contrast(
