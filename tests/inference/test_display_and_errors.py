@@ -165,3 +165,14 @@ def test_power_results_in_a_notebook() -> None:
     sim = fake_power_result(power=0.8, ci=(0.75, 0.85), n_sims=200, effect=0.1, n_rejected=160,
                             rejection_rate=0.8, type_m=1.1, type_s=0.0)
     assert "Power simulation" in sim._repr_html_() and "&lt;" not in sim._repr_html_()[:30]
+
+
+def test_type3_without_data_says_what_it_tests() -> None:
+    d = pd.read_csv(DATA / "crossed4.csv")
+    d = d[d["system"].isin(["A", "B", "C"])].assign(
+        half=lambda x: np.where(x["item"].str[1:].astype(int) % 2 == 0, "even", "odd"))
+    fit = nlpower.lmer("rating ~ system * half + (1 | worker) + (1 | item)", d)
+    table = anova(fit)
+    assert any("pass data=" in n for n in table.notes)
+    with pytest.raises(InputError, match="data must be the DataFrame"):
+        anova(fit, data=[1, 2])

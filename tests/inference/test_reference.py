@@ -145,14 +145,19 @@ def test_anova_lrt_glmm() -> None:
 
 
 @pytest.mark.parametrize("ddf", ["satterthwaite", "kenward_roger"])
-@pytest.mark.parametrize("case", ["sleepstudy", "ratings3"])
+@pytest.mark.parametrize("case", ["sleepstudy", "ratings3", "ratings3_interaction"])
 def test_type3(case: str, ddf: str) -> None:
+    data = None
     if case == "sleepstudy":
         fit = nlpower.lmer("Reaction ~ Days + (Days | Subject)", sleep())
-    else:
+    elif case == "ratings3":
         fit = nlpower.lmer("rating ~ system + (1 | worker) + (1 | item)", ratings3(),
                            contrasts={"system": "sum"})
-    got = anova(fit, ddf=ddf.replace("_", "-")).to_frame()
+    else:   # treatment coding and an interaction: lmerTest's hypotheses need the data
+        data = ratings3().assign(half=lambda d: np.where(
+            d["item"].str[1:].astype(int) % 2 == 0, "even", "odd"))
+        fit = nlpower.lmer("rating ~ system * half + (1 | worker) + (1 | item)", data)
+    got = anova(fit, ddf=ddf.replace("_", "-"), data=data).to_frame()
     want = ref()["type3"][case][ddf]
     assert list(got.index) == list(np.atleast_1d(want["terms"]))
     for col, key, rtol in [("SumSq", "SumSq", 1e-5), ("NumDF", "NumDF", 0), ("DenDF", "DenDF", 1e-4),

@@ -10,7 +10,8 @@
 # * anova: lme4's anova of nested fits (REML fits refitted by ML), sleepstudy
 #   (random intercept vs correlated slope; then without Days) and cbpp; lmerTest's
 #   Type III table (Satterthwaite and Kenward-Roger) on sleepstudy and on the
-#   first three systems of crossed4.csv (sum contrasts).
+#   first three systems of crossed4.csv (sum contrasts; and, treatment coded,
+#   system * half, half = the item number's parity).
 # * emmeans: marginal means per level and pairwise contrasts with Tukey and Holm:
 #   lmer on the 3-system ratings (Kenward-Roger and Satterthwaite df), glmer on
 #   VerbAgg (btype: link and response scale), clmm on wine (temp x contact cells,
@@ -84,9 +85,17 @@ type3 <- function(m, ddf) {
 }
 t_ss <- lmerTest::lmer(Reaction ~ Days + (Days | Subject), ss)
 t_r3 <- lmerTest::lmer(rating ~ system + (1 | worker) + (1 | item), r3)
+# treatment-coded factors in an interaction (lmerTest maps the zero-sum model's hypotheses)
+r3i <- read.csv(file.path(data_dir, "crossed4.csv"))
+r3i <- r3i[r3i$system %in% c("A", "B", "C"), ]
+r3i$half <- factor(ifelse(as.integer(sub("i", "", r3i$item)) %% 2 == 0, "even", "odd"))
+r3i$system <- factor(r3i$system)
+t_r3i <- lmerTest::lmer(rating ~ system * half + (1 | worker) + (1 | item), r3i)
 type3_out <- list(
   sleepstudy = list(satterthwaite = type3(t_ss, "Satterthwaite"), kenward_roger = type3(t_ss, "Kenward-Roger")),
-  ratings3 = list(satterthwaite = type3(t_r3, "Satterthwaite"), kenward_roger = type3(t_r3, "Kenward-Roger"))
+  ratings3 = list(satterthwaite = type3(t_r3, "Satterthwaite"), kenward_roger = type3(t_r3, "Kenward-Roger")),
+  ratings3_interaction = list(satterthwaite = type3(t_r3i, "Satterthwaite"),
+                              kenward_roger = type3(t_r3i, "Kenward-Roger"))
 )
 
 # -- emmeans --------------------------------------------------------------------------

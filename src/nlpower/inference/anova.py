@@ -11,9 +11,10 @@ Satterthwaite: the df of each eigen-direction of ``L V L'`` combined as
 lmerTest's ``contestMD`` (``2E / (E - q)``, ``E = sum nu / (nu - 2)``);
 Kenward-Roger: pbkrtest's scaled F and df from the adjusted covariance
 (REML fits).  ``Sum Sq = F q sigma^2`` as lmerTest prints it.  With sum
-(or other zero-sum) contrasts these are lmerTest's Type III hypotheses; with
-treatment contrasts and interactions lmerTest builds other ``L`` (a note says
-so).
+(or other zero-sum) contrasts, or without interactions, these are lmerTest's
+Type III hypotheses; with other codings and interactions lmerTest tests the
+zero-sum coded model's terms, mapped to the fit's coding through
+``beta_sum = T beta`` (``X_sum T = X``), which needs the data (``data=``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from .table import InferenceTable
 __all__ = ["anova"]
 
 
-def anova(*fits: Any, ddf: str = "satterthwaite", names: Any = None) -> InferenceTable:
+def anova(*fits: Any, ddf: str = "satterthwaite", names: Any = None,
+          data: Any = None) -> InferenceTable:
     """Compare nested fits by likelihood ratio, or test one Gaussian fit's terms (Type III F).
 
     Parameters
@@ -44,6 +46,12 @@ def anova(*fits: Any, ddf: str = "satterthwaite", names: Any = None) -> Inferenc
         Denominator df of the F tests (one fit only; Kenward-Roger needs REML).
     names : list of str, optional
         Row labels of the models (default ``m1``, ``m2``, ... in the order given).
+    data : DataFrame, optional
+        One fit: the data it was fitted to.  With it, a model whose factors are
+        not zero-sum coded and that has interactions gets lmerTest's Type III
+        hypotheses (those of the zero-sum coded model, mapped to this coding);
+        without it each term is tested on its own coefficients (the same for
+        models without interactions or with sum coding).
 
     Returns
     -------
@@ -72,7 +80,7 @@ def anova(*fits: Any, ddf: str = "satterthwaite", names: Any = None) -> Inferenc
         raise InputError("anova needs at least one fit: anova(fit) for Type III F tests, "
                          "anova(m0, m1) for a likelihood-ratio test.")
     if len(fits) == 1:
-        return type3(fits[0], ddf=ddf)
+        return type3(fits[0], ddf=ddf, data=data)
     return lrt(list(fits), names)
 
 
@@ -115,14 +123,14 @@ def lrt(fits: list[Any], names: Any = None) -> InferenceTable:
     return InferenceTable("Likelihood-ratio tests", frame, tuple(notes))
 
 
-def _term_columns(fit: Any) -> dict[str, list[int]]:
+def _term_columns(fit: Any, names: list[str] | None = None) -> dict[str, list[int]]:
     """Fixed-effect columns of each term of the formula's fixed part (R's ``assign``)."""
     from ..formula import parse
 
     f = parse(fit.formula)
     terms = [tuple(t) for t in f.fixed.terms]
     out: dict[str, list[int]] = {":".join(t): [] for t in terms}
-    for j, name in enumerate(fit.fixef.index):
+    for j, name in enumerate(fit.fixef.index if names is None else names):
         if name == "(Intercept)":
             continue
         parts = str(name).split(":")
@@ -152,7 +160,33 @@ def _satterthwaite_F(fit: Any, L: np.ndarray, b: np.ndarray, V: np.ndarray
     return F, 2.0 * E / (E - q)
 
 
-def type3(fit: Any, *, ddf: str = "satterthwaite") -> InferenceTable:
+def _zero_sum_map(fit: Any, data: Any) -> tuple[dict[str, list[int]], np.ndarray]:
+    """The zero-sum coded model's term columns and ``T`` with ``beta_sum = T beta``.
+
+    Both codings span the same column space, so ``X_sum T = X`` (least squares, exact).
+    """
+    from ..formula import parse
+    from ..lmm.frame import model_frame
+
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"data must be the DataFrame the model was fitted to; got "
+                         f"{type(data).__name__}.")
+    f = parse(fit.formula)
+    rhs = f.fixed.to_string(explicit_intercept=False) or "1"
+    variables = [v for v in f.fixed.variables if v != f.response]
+    frame = data[[*variables, f.response]].dropna()
+    factors = [v for v in variables if not pd.api.types.is_numeric_dtype(frame[v])
+               or isinstance(frame[v].dtype, pd.CategoricalDtype)]
+    orig = model_frame(f"{f.response} ~ {rhs}", frame, contrasts=dict(fit.contrasts))
+    zs = model_frame(f"{f.response} ~ {rhs}", frame, contrasts={v: "sum" for v in factors})
+    if list(orig.fixef_names) != [str(n) for n in fit.fixef.index] or zs.X.shape != orig.X.shape:
+        raise InputError("data does not give this fit's fixed-effect columns; pass the data "
+                         "the model was fitted to.")
+    T = np.linalg.lstsq(zs.X, orig.X, rcond=None)[0]
+    return _term_columns(fit, list(zs.fixef_names)), T
+
+
+def type3(fit: Any, *, ddf: str = "satterthwaite", data: Any = None) -> InferenceTable:
     """lmerTest's Type III F table of one Gaussian fit."""
     ddf = check_choice("ddf", ddf, ("satterthwaite", "kenward-roger"))
     if kind_of(fit, where="anova") != "gaussian":
@@ -170,10 +204,15 @@ def type3(fit: Any, *, ddf: str = "satterthwaite") -> InferenceTable:
         spec = prepared_model(fit, where="anova(ddf='kenward-roger')").spec
         covs = term_covariances(term_slots(spec), fit.theta, fit.sigma)
         kr = kr_state(spec, b, covs, fit.sigma, covariance_basis(spec))
+    zero_sum = all(v in ("sum", "helmert", "half") for v in fit.contrasts.values())
+    interactions = any(":" in t for t in _term_columns(fit))
+    mapped = data is not None and interactions and not zero_sum
+    terms, T = _zero_sum_map(fit, data) if mapped else (_term_columns(fit), np.eye(b.size))
     rows = []
-    for term, cols in _term_columns(fit).items():
-        L = np.zeros((len(cols), b.size))
-        L[np.arange(len(cols)), cols] = 1.0
+    for term, cols in terms.items():
+        E = np.zeros((len(cols), b.size))
+        E[np.arange(len(cols)), cols] = 1.0
+        L = E @ T
         if kr is not None:
             F, df2, _, p = kr.f_test(L)
         else:
@@ -186,8 +225,11 @@ def type3(fit: Any, *, ddf: str = "satterthwaite") -> InferenceTable:
     frame.index.name = None
     method = "Satterthwaite's" if ddf == "satterthwaite" else "Kenward-Roger's"
     notes = [f"Type III F tests with {method} denominator df (lmerTest's anova)."]
-    if any(v not in ("sum", "helmert", "half") for v in fit.contrasts.values()) and any(
-            ":" in t for t in frame.index):
-        notes.append("Treatment-coded factors in an interaction: each term's test is of its own "
-                     "coefficients (lmerTest's Type III hypotheses assume zero-sum coding).")
+    if mapped:
+        notes.append("Hypotheses of the zero-sum coded model, mapped to this fit's coding "
+                     "(lmerTest's Type III).")
+    elif interactions and not zero_sum:
+        notes.append("Factors not zero-sum coded in a model with interactions: each term is "
+                     "tested on its own coefficients; pass data= for lmerTest's Type III "
+                     "hypotheses.")
     return InferenceTable("Type III analysis of variance", frame, tuple(notes))
