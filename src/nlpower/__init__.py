@@ -65,6 +65,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "accuracy": ("nlpower.accuracy", None),
     "bleu": ("nlpower.bleu", None),
     "paired": ("nlpower.paired", None),
+    "inference": ("nlpower.inference", None),
     "replicability": ("nlpower.partial_conjunction", "replicability"),
     "simulate_power": ("nlpower.simpower", "simulate_power"),
     "simulate_power_grid": ("nlpower.simpower", "simulate_power_grid"),

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from . import _dist as stats
 from ._choices import ReplicabilityMethod, check_choice
 from ._validation import check_probability
 from .errors import InputError, NlpowerWarning

@@ -30,10 +30,12 @@ def _judgements(tmp_path, kind: str = "binomial"):
     return path, d
 
 
-def _library_fit(d: pd.DataFrame, family: str, baseline: str = "A", coding: str = "sum"):
+def _library_fit(d: pd.DataFrame, family: str, baseline: str | None = None, coding: str = "sum"):
     d = d.copy()
-    others = [s for s in sorted(d["system"].unique()) if s != baseline]
-    order = [baseline, *others] if coding == "treatment" else [*others, baseline]
+    levels = sorted(d["system"].unique())
+    others = [s for s in levels if s != baseline]
+    order = (levels if baseline is None else [baseline, *others] if coding == "treatment"
+             else [*others, baseline])
     d["system"] = pd.Categorical(d["system"], categories=order)
     return glmer("win ~ system + (1 | annotator) + (1 | item)", d, family,
                  contrasts={"system": coding})
@@ -48,9 +50,12 @@ def test_binomial_prints_the_glmer_summary(tmp_path, capsys):
     assert "Family: binomial  ( logit )" in out
     assert "Formula: win ~ system + (1 | annotator) + (1 | item)" in out
     assert f"{lib.loglik:.1f}" in out
-    # sum coding, baseline A last: system1 is B's half-difference (positive here)
-    assert lib.fixef["system1"] > 0
+    # R's order (as glmer on the column): A, B; sum coding gives B -1, so system1 is
+    # A's deviation from the mean of the two (negative here: B is better)
+    assert lib.fixef["system1"] < 0
     assert f"{lib.fixef['system1']:.4g}" in out
+    assert "levels in fitted order: 1='A', 2='B' ('B' gets -1" in out
+    assert "720 ratings by 12 workers of 30 items under 2 systems" in out
 
 
 def test_json_matches_the_library_and_treatment_baseline(tmp_path, capsys):
@@ -61,6 +66,7 @@ def test_json_matches_the_library_and_treatment_baseline(tmp_path, capsys):
     rec = json.loads(out.read_text())
     lib = _library_fit(d, "binomial", baseline="B", coding="treatment")
     assert rec["family"] == "binomial" and rec["nobs"] == 720
+    assert rec["systems"] == ["B", "A"] and rec["coding"] == "treatment"
     assert rec["loglik"] == pytest.approx(lib.loglik, abs=1e-8)
     coefs = {r["term"]: r["estimate"] for r in rec["coefficients"] if r["effect"] == "fixed"}
     assert coefs["systemA"] == pytest.approx(lib.fixef["systemA"], abs=1e-8)

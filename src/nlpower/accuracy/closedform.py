@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
-
+from .. import _dist as stats
 from .._choices import LachenbruchBound, LachenbruchFormula
 
 __all__ = ["connor_n", "lachenbruch_discordance", "normal_model", "prop_variances", "z_crit"]

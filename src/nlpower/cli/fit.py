@@ -129,37 +129,74 @@ def _run_glmer(args: argparse.Namespace) -> int:
         if col in data.columns:
             data[col] = data[col].astype(str)
     contrasts = None
+    legend: list[str] = []
     if args.system in data.columns:
         data[args.system] = _system_factor(data[args.system], args.baseline, args.coding)
         contrasts = {args.system: args.coding}
+        legend = _level_legend(list(data[args.system].cat.categories), args.system, args.coding)
+    report = _design_text(data, args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = glmer(formula, data, args.family, link=args.link, engine=args.engine,
                     contrasts=contrasts)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    if report:
+        print(report)
+        print()
+    if legend:
+        print("\n".join(legend))
+        print()
     print(fit.summary())
     if args.json_out:
         record = {"formula": fit.formula, "family": fit.family, "link": fit.link,
                   "engine": fit.engine, "nobs": fit.nobs, "loglik": fit.loglik, "aic": fit.aic,
                   "bic": fit.bic, "converged": fit.converged, "singular": fit.singular,
-                  "coefficients": fit.to_frame().to_dict(orient="records")}
+                  "coefficients": fit.to_frame().to_dict(orient="records"),
+                  "systems": (list(data[args.system].cat.categories) if legend else None),
+                  "coding": args.coding if legend else None}
         write_json(args, record, path=args.json_out)
     return 0
 
 
 def _system_factor(col: Any, baseline: str | None, coding: str) -> Any:
-    """The system column as a factor: sorted labels, ``baseline`` last for sum/half coding
-    (it gets -1, as ``fit_ratings``) or first for treatment coding (the reference level)."""
+    """The system column as a factor in R's level order (labels sorted, numbers numerically),
+    as ``glmer`` and R's ``factor()`` order them: under sum/half coding the last level gets
+    -1 (``contr.sum``), under treatment coding the first is the reference.  ``baseline``
+    moves one system to that place."""
     import pandas as pd
 
     from ..errors import InputError
-    labels = sorted(col.astype(str).unique())
+    from ..ratings.io import _sort_labels
+    labels = [str(v) for v in _sort_labels(col.astype(str))]
     if baseline is None:
-        baseline = labels[0]
+        return pd.Categorical(col.astype(str), categories=labels)
     if baseline not in labels:
         raise InputError(f"baseline={baseline!r} is not a system in the file; the systems are "
                          f"{', '.join(map(repr, labels))}.")
     others = [v for v in labels if v != baseline]
     order = [baseline, *others] if coding == "treatment" else [*others, baseline]
     return pd.Categorical(col.astype(str), categories=order)
+
+
+def _level_legend(levels: list[str], system: str, coding: str) -> list[str]:
+    """How the fixed-effect columns map to systems (the Gaussian fit's legend, GLMM wording)."""
+    k = len(levels)
+    line = (f"--coding {coding!r}; levels in fitted order: "
+            + ", ".join(f"{j + 1}={s!r}" for j, s in enumerate(levels)))
+    if coding == "treatment":
+        rest = [f"  {system}{s} = {s} - {levels[0]!r} on the link scale" for s in levels[1:]]
+        return [line + f" (reference {levels[0]!r})", *rest]
+    rest = [f"  {system}{j + 1} = level {s!r} - mean of the levels, on the link scale"
+            for j, s in enumerate(levels[:-1])]
+    return [line + f" ({levels[-1]!r} gets -1: -({system}1 + ... + {system}{k - 1}))", *rest]
+
+
+def _design_text(data: Any, args: argparse.Namespace) -> str:
+    """The design report of the rating file (workers x items x systems), when it has those."""
+    from ..ratings.report import design_report
+    cols = {args.worker: "worker", args.item: "item", args.system: "system"}
+    if not all(c in data.columns for c in cols):
+        return ""
+    frame = data[list(cols)].rename(columns=cols)
+    return str(design_report(frame, source=str(args.file)).summary())

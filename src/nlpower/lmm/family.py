@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import InputError
 

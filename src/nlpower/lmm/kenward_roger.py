@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy import stats
 
+from .. import _dist as stats
 from ..errors import InputError
 from .structure import ModelSpec
 

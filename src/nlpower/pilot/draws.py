@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
+from .. import _dist as stats
 from ..params import LMMParams
 from ..powersim.balanced_fit import fit_balanced
 from ..powersim.fastpath import VARIANCES, design_matrix, draw_stats, stratum_dims

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from .. import _dist as stats
 from ..errors import NlpowerWarning
 from ..intervals import wilson_ci
 from . import balanced_fit as bf

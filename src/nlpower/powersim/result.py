@@ -287,6 +287,11 @@ class PowerResult:
         return (f"PowerResult({core}{t1}, n_sims={self.n_sims}, test={self.test!r}, "
                 f"method={self.method!r})")
 
+    def _repr_html_(self) -> str:
+        """The summary as a notebook block (monospace, escaped)."""
+        import html
+        return f"<pre class=\"nlpower-power\">{html.escape(self.summary())}</pre>"
+
 
 #: the Monte Carlo summary's record keys that are not fields of PowerResult
 _MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
@@ -355,6 +360,11 @@ class AnalyticPowerResult:
     def __repr__(self) -> str:
         return (f"AnalyticPowerResult(power={self.power:.3f}, ncp={self.ncp:.3f}, df={self.df:.1f}, "
                 f"method={self.method!r})")
+
+    def _repr_html_(self) -> str:
+        """The summary as a notebook block (monospace, escaped)."""
+        import html
+        return f"<pre class=\"nlpower-power\">{html.escape(self.summary())}</pre>"
 
 
 __all__ = ["AnalyticPowerResult", "ConfidenceInterval", "PowerResult", "Replicates",

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
+from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import InputError, NlpowerWarning
 from ..lmm import PreparedModel

@@ -53,6 +53,26 @@ class RatingsTable(pd.DataFrame):
     def __str__(self) -> str:
         return self.__repr__()
 
+    def _shown(self) -> pd.DataFrame:
+        absent = set(getattr(self, "not_modelled", ()))
+        return pd.DataFrame({c: ["-" if c in absent else _fmt(v) for v in self[c]]
+                             for c in self.columns}, index=self.index)
+
+    def to_markdown(self, caption: str | None = None) -> str:  # type: ignore[override]
+        """The table as Markdown, 3 decimals (as printed); ``-``: not in the fitted model."""
+        from ..display import to_markdown
+        return to_markdown(self._shown(), caption=caption)
+
+    def to_latex(self, caption: str | None = None, label: str | None = None  # type: ignore[override]
+                 ) -> str:
+        """The table as a booktabs LaTeX table, 3 decimals (as printed)."""
+        from ..display import to_latex
+        return to_latex(self._shown(), caption=caption, label=label)
+
+    def _repr_html_(self) -> str:
+        from ..display import to_html
+        return to_html(self._shown())
+
 
 def _fmt(value: Any) -> str:
     try:

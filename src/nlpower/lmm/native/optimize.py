@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 import nlopt
 import numpy as np
-from scipy.optimize import minimize
 
 from ..checkconv import DERIV_STEP, hessian_from_gradient
 
@@ -310,6 +309,8 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
         last[0] = best_f[0]
         if stalls[0] >= 2:
             raise StopIteration
+
+    from scipy.optimize import minimize  # only large fits polish: keep the import off a first fit
 
     try:
         minimize(fgrad, x0, jac=True, method="L-BFGS-B", bounds=bounds,

@@ -1,0 +1,129 @@
+"""Cold start: the first fit of a fresh process, nlpower against R in the same run.
+
+Two measurements, each in a new process (nothing cached in memory but the
+operating system's file cache), alternating between the contenders and taking
+the median of ``--repeats``:
+
+1. ``nlpower fit fixtures/pilot_ratings.csv`` (the CLI: read, design report,
+   ML fit of ``rating ~ system + (system || worker) + (system || item)``,
+   Tables 13-15), wall time of the whole command, against ``Rscript`` that
+   loads lme4, reads the same CSV, rescales, sets the same sum contrasts and
+   fits the same model with ``lmer(REML = FALSE)`` and prints its summary.
+   Target: nlpower <= 1/4 of R.
+2. ``import nlpower`` + the first ``lmer(sleepstudy)`` + ``summary()``, timed
+   inside the process (from before the import to after the summary; the
+   interpreter's own start-up is reported apart). Target: <= 0.5 s.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_first_fit.py --repeats 5
+
+Also prints the ten slowest imports of the second measurement from
+``python -X importtime`` (cumulative microseconds), to show what remains.
+The machine's load average is printed: a loaded machine inflates everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PILOT = ROOT / "fixtures" / "pilot_ratings.csv"
+SLEEP = ROOT / "tests" / "reference" / "data" / "sleepstudy.csv"
+
+R_PILOT = f"""
+suppressPackageStartupMessages(library(lme4))
+d <- read.csv("{PILOT}")
+d$rating <- (d$rating - min(d$rating)) / (max(d$rating) - min(d$rating))
+d$system <- factor(d$system, levels = c("B", "A"))
+contrasts(d$system) <- contr.sum(2)
+m <- lmer(rating ~ system + (system || worker) + (system || item), d, REML = FALSE)
+print(summary(m))
+"""
+
+PY_FIRST = f"""
+import time
+t0 = time.perf_counter()
+import nlpower
+import pandas as pd
+d = pd.read_csv({str(SLEEP)!r})
+s = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d).summary()
+print(time.perf_counter() - t0)
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _wall(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=_env(), cwd=ROOT)
+    return time.perf_counter() - t0
+
+
+def _inside(code: str) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=_env(), cwd=ROOT).stdout
+    wall = time.perf_counter() - t0
+    return float(out.strip().splitlines()[-1]), wall
+
+
+def _slowest_imports(code: str, n: int = 10) -> list[tuple[int, str]]:
+    err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], check=True,
+                         capture_output=True, text=True, env=_env(), cwd=ROOT).stderr
+    rows = []
+    for line in err.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            name = parts[2].rstrip()
+            depth = (len(name) - len(name.lstrip())) // 2
+            if depth <= 1:
+                rows.append((int(parts[1]), name.strip()))
+    return sorted(rows, reverse=True)[:n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    rscript = shutil.which("Rscript")
+    cli = [sys.executable, "-m", "nlpower", "fit", str(PILOT)]
+    ours, theirs, inside, walls = [], [], [], []
+    for _ in range(args.repeats):
+        ours.append(_wall(cli))
+        if rscript:
+            theirs.append(_wall([rscript, "-e", R_PILOT]))
+        t_in, t_wall = _inside(PY_FIRST)
+        inside.append(t_in)
+        walls.append(t_wall)
+    med = statistics.median
+    print(f"nlpower fit pilot_ratings.csv: median {med(ours):.2f} s wall "
+          f"({', '.join(f'{t:.2f}' for t in ours)})")
+    if theirs:
+        print(f"Rscript lme4, same model:      median {med(theirs):.2f} s wall "
+              f"({', '.join(f'{t:.2f}' for t in theirs)})")
+        print(f"ratio R / nlpower: {med(theirs) / med(ours):.2f} (target >= 4)")
+    else:
+        print("Rscript not found: R side skipped")
+    print(f"import nlpower + first lmer(sleepstudy) + summary: median {med(inside):.3f} s "
+          f"in-process (target <= 0.5 s); whole process {med(walls):.3f} s")
+    print("slowest top-level imports (cumulative ms):")
+    for us, name in _slowest_imports(PY_FIRST):
+        print(f"  {us / 1000:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
