@@ -91,8 +91,9 @@ def test_errors_name_the_argument() -> None:
                       REML=False)
     with pytest.raises(InputError, match="kenward-roger"):
         anova(ml, ddf="kenward-roger")
+    import dataclasses
     with pytest.raises(InputError, match="pass data="):
-        emmeans(fit, "Subject")
+        emmeans(dataclasses.replace(fit, data=None), "Subject")   # a fit that kept no rows
     d = pd.read_csv(DATA / "sleepstudy.csv")
     with pytest.raises(InputError, match="numeric"):
         emmeans(fit, "Days", data=d)

@@ -26,23 +26,13 @@ def kind_of(fit: Any, *, where: str) -> Kind:
 
 
 def prepared_model(fit: Any, *, where: str) -> Any:
-    """The prepared model behind ``fit`` (its structure, for refits).
-
-    GLMM and ordinal fits carry it as ``fit.model``; a Gaussian fit of the
-    native engine reaches it through its Satterthwaite function, which the
-    engine builds over the prepared model.
-    """
+    """The prepared model behind ``fit`` (its structure, for refits): ``fit.model``."""
     model = getattr(fit, "model", None)
     if model is not None and hasattr(model, "spec"):
         return model
-    fn = getattr(fit, "df_fn", None)
-    for cell in getattr(fn, "__closure__", None) or ():
-        obj = cell.cell_contents
-        if hasattr(obj, "spec") and hasattr(obj, "refit") and hasattr(obj, "ev"):
-            return obj
     raise InputError(f"{where} refits the model, and this {type(fit).__name__} (engine "
                      f"{getattr(fit, 'engine', '?')!r}) does not carry its prepared structure; "
-                     "fit with engine='native'.")
+                     "fit it with nlpower.lmer, glmer or clmm.")
 
 
 def fixed(fit: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:

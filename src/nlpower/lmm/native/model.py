@@ -526,7 +526,7 @@ class NativeModel:
             deviance=deviance, reml_criterion=reml, nobs=n, ngrps=ngrps,
             converged=core.converged, singular=core.singular, optinfo=optinfo,
             contrasts=dict(spec.contrasts), var_terms=tuple(var_terms), ranef_tables=ranef,
-            residuals=y - fitted, df_fn=df_fn,
+            residuals=y - fitted, df_fn=df_fn, model=self,
         )
 
     # -- Satterthwaite --------------------------------------------------------------
