@@ -1,0 +1,15 @@
+"""Group-sequential studies: look after each batch of ratings, stop early with alpha kept.
+
+:func:`group_sequential` gives efficacy and non-binding futility boundaries
+from Lan-DeMets alpha-spending functions (O'Brien-Fleming type, Pocock type,
+Hwang-Shih-DeCani), checked against rpact; :class:`Monitor` applies them to
+accumulating ratings; :func:`sequential_power` simulates Type I, power and
+expected cost of a crossed worker x item design bought in batches of items.
+See ``docs/sequential.md``.
+"""
+
+from __future__ import annotations
+
+from .design import GroupSequentialDesign, group_sequential
+
+__all__ = ["GroupSequentialDesign", "group_sequential"]
