@@ -11,5 +11,7 @@ See ``docs/sequential.md``.
 from __future__ import annotations
 
 from .design import GroupSequentialDesign, group_sequential
+from .power import sequential_power
+from .simulate import SequentialPowerResult
 
-__all__ = ["GroupSequentialDesign", "group_sequential"]
+__all__ = ["GroupSequentialDesign", "SequentialPowerResult", "group_sequential", "sequential_power"]
