@@ -58,8 +58,8 @@ def read_votes(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a CSV, TSV, JSON-lines or Parquet file of votes as a data frame."""
     p = os.fspath(path)
     if not os.path.exists(p):
-        raise InputError(f"votes file {p!r} does not exist; pass the path of a CSV, TSV, "
-                         "JSON-lines or Parquet file with one row per vote.")
+        raise InputError(f"file {p!r} does not exist; pass the path of a CSV, TSV, "
+                         "JSON-lines or Parquet file with one row per vote (rating).")
     low = p.lower()
     if low.endswith((".parquet", ".pq")):
         return pd.read_parquet(p)

@@ -11,7 +11,9 @@ See ``docs/sequential.md``.
 from __future__ import annotations
 
 from .design import GroupSequentialDesign, group_sequential
+from .monitor import InterimLook, Monitor
 from .power import sequential_power
 from .simulate import SequentialPowerResult
 
-__all__ = ["GroupSequentialDesign", "SequentialPowerResult", "group_sequential", "sequential_power"]
+__all__ = ["GroupSequentialDesign", "InterimLook", "Monitor", "SequentialPowerResult",
+           "group_sequential", "sequential_power"]

@@ -29,7 +29,7 @@ from .design import GroupSequentialDesign
 
 __all__ = ["SequentialPowerResult", "SequentialProblem", "look_items"]
 
-RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "rejection_rate", "fixed_power",
+RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "rejection_rate", "fixed_power", "fixed_rejection_rate",
                   "expected_items", "max_items", "expected_ratings", "max_ratings",
                   "stop_efficacy", "stop_futility", "n_failed", "n_sims")
 
