@@ -240,7 +240,7 @@ def group_sequential(
     Examples
     --------
     >>> d = group_sequential(3, alpha=0.025, spending="obf")
-    >>> [round(c, 4) for c in d.efficacy]
+    >>> d.efficacy.round(4).tolist()
     [3.7103, 2.5114, 1.993]
     >>> round(d.inflation_factor, 4)
     1.0128
