@@ -142,3 +142,11 @@ def test_a_system_that_never_loses_has_no_finite_score():
                           "winner": ["model_a", "model_a", "model_a", "model_b"]})
     with pytest.raises(FitError, match="no finite maximum"):
         bradley_terry(votes, ties="drop")
+
+
+def test_methods_paragraph_states_the_fit():
+    fit = bradley_terry(simulated_votes(300), ties="rao-kupper", position=True)
+    text = fit.methods()
+    assert "Rao and Kupper (1967)" in text and "300 paired votes among 4 systems" in text
+    assert "first-listed" in text and "sandwich" in text
+    assert "95\\% confidence" in fit.methods("latex")

@@ -57,3 +57,13 @@ def test_frame_summary_repr():
 def test_errors(kwargs, message):
     with pytest.raises(InputError, match=message):
         group_sequential(**kwargs)
+
+
+def test_methods_paragraph_states_the_design():
+    d = group_sequential(3, futility="obf")
+    text = d.methods()
+    for piece in ("3 analyses", "O'Brien-Fleming type", "3.710, 2.511, 1.993", "Non-binding futility",
+                  f"{d.inflation_factor:.3f} times"):
+        assert piece in text
+    latex = d.methods("latex")
+    assert "$\\alpha$" in latex and "alpha" not in latex.replace("$\\alpha$", "")

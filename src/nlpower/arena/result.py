@@ -22,6 +22,15 @@ _INTERVALS = ("sandwich", "model", "bootstrap")
 _MODEL_NAMES = {"bt": "Bradley-Terry", "davidson": "Davidson", "rao-kupper": "Rao-Kupper"}
 
 
+def _latex(text: str) -> str:
+    """Plain methods text as LaTeX (escape the specials; alpha and signs as maths)."""
+    for a, b in (("\\", "\\textbackslash{}"), ("%", "\\%"), ("_", "\\_"), ("&", "\\&"),
+                 ("#", "\\#"), ("alpha", "$\\alpha$"), (">=", "$\\geq$"), ("<=", "$\\leq$"),
+                 (" x ", " $\\times$ ")):
+        text = text.replace(a, b)
+    return text
+
+
 @dataclass(frozen=True, eq=False)
 class BradleyTerryFit:
     """Scores of K systems from paired votes (:func:`nlpower.arena.bradley_terry`).
@@ -156,6 +165,32 @@ class BradleyTerryFit:
                 f"{g} {sd:.4f}" for g, sd in zip(self.random_effects["group"], self.random_effects["sd"], strict=True)))
         table = self.to_frame(interval).to_string(index=False, float_format=lambda v: f"{v:.4f}")
         return "\n".join(head) + f"\nscores ({interval} intervals):\n" + table
+
+    def methods(self, format: str = "text", interval: str = "sandwich") -> str:
+        """The paragraph a paper's methods section needs for this fit (``"text"`` or ``"latex"``)."""
+        check_choice("format", format, ("text", "latex"))
+        ties = {"davidson": "ties modelled as in Davidson (1970)",
+                "rao-kupper": "ties modelled as in Rao and Kupper (1967)",
+                "half": "each tie counted as half a win for either system",
+                "drop": "ties excluded"}[self.ties]
+        how = {"sandwich": "sandwich (robust) standard errors",
+               "model": "standard errors from the observed information",
+               "bootstrap": f"percentile intervals from {0 if self.bootstrap is None else len(self.bootstrap)} "
+                            "bootstrap resamples of the votes"}[interval]
+        ref = (f"with {self.reference} fixed at 0" if self.reference else "constrained to sum to zero")
+        parts = [f"We fitted a Bradley-Terry model (Bradley and Terry, 1952) to {self.n_votes} paired "
+                 f"votes among {len(self.systems)} systems by maximum likelihood, with {ties}"
+                 + (f" ({self.n_ties} ties)" if self.n_ties else "") + "."]
+        if not math.isnan(self.position):
+            parts.append("The model included an advantage of the first-listed system.")
+        if self.random_effects is not None:
+            groups = " and ".join(self.random_effects["group"])
+            parts.append(f"Random intercepts for {groups} were included (binomial GLMM, Laplace "
+                         "approximation).")
+        parts.append(f"Scores are on the logit scale, {ref}; we report 95% confidence intervals "
+                     f"from {how}.")
+        text = " ".join(parts)
+        return _latex(text) if format == "latex" else text
 
     def __repr__(self) -> str:
         best = self.ranking()[0]

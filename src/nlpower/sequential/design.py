@@ -161,9 +161,60 @@ class GroupSequentialDesign:
         table = self.to_frame().to_string(index=False, float_format=lambda v: f"{v:.6g}")
         return "\n".join(head) + "\n" + table
 
+    def methods(self, format: str = "text", simulation: Any = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        ``simulation`` is :func:`nlpower.sequential.sequential_power`'s grid; its
+        Type I error, power and expected cost are then reported too.
+        """
+        from ..arena.result import _latex
+
+        check_choice("format", format, ("text", "latex"))
+        fracs = ", ".join(f"{t:.2f}" for t in self.information_rates)
+        bounds = ", ".join(f"{c:.3f}" for c in self.efficacy)
+        spend = _NAMES[self.spending] + (f" (gamma = {self.gamma:g})" if self.spending == "hsd" else "")
+        parts = [f"We used a group-sequential design with {self.looks} analyses at information "
+                 f"fractions {fracs}, with efficacy boundaries from the Lan-DeMets {spend} alpha-"
+                 f"spending function ({self.sided}-sided alpha = {self.alpha:g}; z boundaries {bounds})."]
+        if self.futility is not None:
+            how = (f"{_NAMES[self.futility_spending]} beta spending with beta = {self.beta:g}"
+                   if self.futility_spending else "fixed z values")
+            parts.append(f"Non-binding futility boundaries ({how}; z "
+                         + ", ".join(f"{v:.3f}" for v in self.futility[:-1])
+                         + ") allowed stopping for futility; the efficacy boundaries ignore them, "
+                         "so the Type I error stays at most alpha.")
+        parts.append(f"For an i.i.d. endpoint the design needs {self.inflation_factor:.3f} times the "
+                     f"information of a single analysis with power {1 - self.beta:.2f}, and its "
+                     f"expected size relative to that analysis is {self.expected_cost(1.0):.3f} "
+                     f"under the alternative and {self.expected_cost(0.0):.3f} under the null "
+                     "(boundaries as computed by nlpower, which agrees with rpact to 1e-7).")
+        if simulation is not None:
+            parts.append(_simulation_sentence(simulation))
+        text = " ".join(parts)
+        return _latex(text) if format == "latex" else text
+
     def __repr__(self) -> str:
         return (f"GroupSequentialDesign({self.looks} looks, {self.spending}, alpha={self.alpha}, "
                 f"efficacy={np.round(self.efficacy, 4).tolist()})")
+
+
+def _simulation_sentence(grid: Any) -> str:
+    frame = grid.to_frame()
+    st = grid.settings
+    n = int(st.get("n_sims", 0))
+    out = [f"We simulated the study ({st.get('design')}, parameters {st.get('params')}; model "
+           f"{st.get('formula')}, Satterthwaite t converted to z at each look) with {n} replicates "
+           "per effect."]
+    for _, row in frame.iterrows():
+        mc_se = math.sqrt(max(row["rejection_rate"] * (1 - row["rejection_rate"]), 1e-12) / n)
+        if row["effect"] == 0:
+            out.append(f"Under the null, the rejection rate was {row['rejection_rate']:.4f} "
+                       f"(Monte Carlo SE {mc_se:.4f}).")
+        else:
+            out.append(f"At effect {row['effect']:g}, power was {row['power']:.3f} (SE {mc_se:.3f}; "
+                       f"a single analysis of all items: {row['fixed_power']:.3f}) with "
+                       f"{row['expected_items']:.1f} of {row['max_items']} items expected.")
+    return " ".join(out)
 
 
 def _rates(looks: Any, information: Any) -> np.ndarray:
