@@ -78,3 +78,11 @@ def test_errors(kwargs, message):
     args = {"scores": [0.0, 0.1, 0.2], "votes": 100, **kwargs}
     with pytest.raises(InputError, match=message):
         arena_power(args.pop("scores"), args.pop("votes"), n_sims=2, progress=False, **args)
+
+
+def test_votes_needed_for_an_interval_width():
+    g = arena_power(np.linspace(0, 1, 5), [200, 800, 3200], n_sims=8, rng=2, progress=False)
+    f = g.to_frame()
+    target = float(f["max_halfwidth"].iloc[1])          # reached exactly at 800 votes
+    assert votes_needed(g, target, measure="width")["uniform"] == pytest.approx(800.0)
+    assert math.isnan(votes_needed(g, 1e-6, measure="width")["uniform"])

@@ -36,7 +36,7 @@ from .simulate import Leaderboard, simulate_leaderboard
 __all__ = ["ArenaPowerResult", "ArenaProblem", "arena_power", "votes_needed"]
 
 ALLOCATIONS = ("uniform", "adaptive")
-MEASURES = ("top1", "topk", "ranking", "pair")
+MEASURES = ("top1", "topk", "ranking", "pair", "width")
 RESULT_COLUMNS = ("p_top1", "p_top1_low", "p_top1_high", "p_topk", "p_topk_low", "p_topk_high",
                   "p_ranking", "pair_power", "pair_low", "pair_high", "max_halfwidth", "n_failed",
                   "n_sims")
@@ -257,16 +257,23 @@ def votes_needed(result: GridResult, target: float = 0.8, measure: str = "top1")
 
     Linear interpolation between the grid's vote totals that bracket the
     target (NaN when no total reaches it: extend the grid).  ``measure``:
-    ``"top1"``, ``"topk"``, ``"ranking"`` or ``"pair"``.
+    ``"top1"``, ``"topk"``, ``"ranking"``, ``"pair"``, or ``"width"``: the
+    largest 95% half-width of the scores at most ``target`` (logit units).
     """
     check_choice("measure", measure, MEASURES)
-    target = check_probability("target", target)
-    column = {"top1": "p_top1", "topk": "p_topk", "ranking": "p_ranking", "pair": "pair_power"}[measure]
+    if measure == "width":
+        target = check_real("target", target, min=0.0, min_open=True)
+    else:
+        target = check_probability("target", target)
+    column = {"top1": "p_top1", "topk": "p_topk", "ranking": "p_ranking", "pair": "pair_power",
+              "width": "max_halfwidth"}[measure]
+    sign = -1.0 if measure == "width" else 1.0          # widths fall as votes grow
+    target *= sign
     frame = result.to_frame()
     out: dict[str, float] = {}
     for alloc, part in frame.groupby("allocation", sort=False):
         part = part.sort_values("votes")
-        v, p = part["votes"].to_numpy(float), part[column].to_numpy(float)
+        v, p = part["votes"].to_numpy(float), sign * part[column].to_numpy(float)
         hit = np.flatnonzero(p >= target)
         if hit.size == 0:
             out[str(alloc)] = math.nan
