@@ -67,3 +67,14 @@ def test_methods_paragraph_states_the_design():
         assert piece in text
     latex = d.methods("latex")
     assert "$\\alpha$" in latex and "alpha" not in latex.replace("$\\alpha$", "")
+
+
+def test_compare_designs_ranks_by_expected_cost():
+    from nlpower.sequential import compare_designs
+
+    t = compare_designs(looks=(2, 3), spending=("obf", "pocock"), weight_null=0.25)
+    assert len(t) == 4 and t["cost"].is_monotonic_increasing
+    row = t.iloc[0]
+    d = group_sequential(int(row["looks"]), spending=row["spending"])
+    assert row["cost"] == pytest.approx(0.75 * d.expected_cost(1.0) + 0.25 * d.expected_cost(0.0))
+    assert row["max_size"] == pytest.approx(d.inflation_factor)

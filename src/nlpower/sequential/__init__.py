@@ -10,10 +10,11 @@ See ``docs/sequential.md``.
 
 from __future__ import annotations
 
+from .choose import compare_designs
 from .design import GroupSequentialDesign, group_sequential
 from .monitor import InterimLook, Monitor
 from .power import sequential_power
 from .simulate import SequentialPowerResult
 
 __all__ = ["GroupSequentialDesign", "InterimLook", "Monitor", "SequentialPowerResult",
-           "group_sequential", "sequential_power"]
+           "compare_designs", "group_sequential", "sequential_power"]
