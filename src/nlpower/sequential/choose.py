@@ -47,7 +47,8 @@ def compare_designs(
             if fut is not None and not isinstance(fut, str):
                 raise InputError("futility must be None or a beta-spending function name when "
                                  "comparing designs with different numbers of looks.")
-            d = group_sequential(int(k), alpha=alpha, beta=1 - power, spending=name, gamma=gamma,
+            d = group_sequential(int(k), alpha=alpha, beta=1 - power, spending=name,  # type: ignore[arg-type]
+                                 gamma=gamma,
                                  futility=fut)
             h1, h0 = d.expected_cost(1.0), d.expected_cost(0.0)
             rows.append({"looks": int(k), "spending": name, "gamma": gamma if name == "hsd" else None,
