@@ -84,3 +84,13 @@ def test_errors(ratings):
     with pytest.raises(InputError, match="item='doc' is not a column"):
         Monitor(d, formula=FORMULA, max_items=30, item="doc").update(ratings)
     assert np.isfinite(mon.looks[0].se)
+
+
+def test_alternative_less_flips_the_statistic(ratings):
+    kwargs = dict(formula="rating ~ system + (1 | worker) + (1 | item)", max_items=30,
+                  contrasts={"system": "sum"})
+    up = Monitor(group_sequential(3), **kwargs).update(upto(ratings, 10))
+    down = Monitor(group_sequential(3), alternative="less", **kwargs).update(upto(ratings, 10))
+    assert down.statistic == pytest.approx(-up.statistic)
+    with pytest.raises(InputError, match="alternative"):
+        Monitor(group_sequential(3), alternative="two-sided", **kwargs)

@@ -68,6 +68,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("--max-information", type=float, default=None,
                    help="planned 1/SE^2 at the last look (instead of --max-items)")
     m.add_argument("--item", default="item", help="column naming the items (default: item)")
+    m.add_argument("--alternative", choices=("greater", "less"), default="greater",
+                   help="sign of the tested coefficient under the alternative (default: greater)")
     m.add_argument("--sum-coding", default=None, metavar="FACTOR",
                    help="code this factor with +1/-1 (e.g. system) instead of treatment coding")
     _design_args(m)
@@ -107,7 +109,8 @@ def run_monitor(args: argparse.Namespace) -> int:
                          f"{list(map(str, frame.columns))}.")
     monitor = Monitor(_design(args), formula=args.formula, term=args.term, max_items=args.max_items,
                       max_information=args.max_information, item=args.item,
-                      contrasts={args.sum_coding: "sum"} if args.sum_coding else None)
+                      contrasts={args.sum_coding: "sum"} if args.sum_coding else None,
+                      alternative=args.alternative)
     batches = sorted(frame[args.batch].unique())
     for batch in batches:
         look = monitor.update(frame[frame[args.batch] <= batch])

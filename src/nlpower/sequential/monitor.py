@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_real
+from .._validation import check_choice, check_real
 from ..errors import InputError
 from .design import GroupSequentialDesign
 
@@ -87,6 +87,12 @@ class Monitor:
         Column naming the items (for ``max_items``).
     contrasts : dict, optional
         Factor codings, as for :func:`nlpower.lmer` (e.g. ``{"system": "sum"}``).
+    alternative : {"greater", "less"}
+        The sign of ``term``'s coefficient under the alternative (one-sided
+        designs; the efficacy boundary is for it, the futility boundary against
+        it).  With R's sum coding the coefficient of a two-level factor is the
+        *first* level minus the mean: pass ``"less"`` when the second level is
+        expected to be better.
 
     Examples
     --------
@@ -102,7 +108,8 @@ class Monitor:
 
     def __init__(self, design: GroupSequentialDesign, *, formula: str, term: str | None = None,
                  max_items: int | None = None, max_information: float | None = None,
-                 item: str = "item", contrasts: dict[str, str] | None = None) -> None:
+                 item: str = "item", contrasts: dict[str, str] | None = None,
+                 alternative: str = "greater") -> None:
         if not isinstance(design, GroupSequentialDesign):
             raise InputError("design must be a GroupSequentialDesign from "
                              f"nlpower.sequential.group_sequential; got {type(design).__name__}.")
@@ -113,6 +120,7 @@ class Monitor:
             max_items = int(check_real("max_items", max_items, min=1))
         if max_information is not None:
             max_information = check_real("max_information", max_information, min=0.0, min_open=True)
+        self.sign = 1.0 if check_choice("alternative", alternative, ("greater", "less")) == "greater" else -1.0
         self.design, self.formula, self.term, self.item = design, formula, term, item
         self.max_items, self.max_information, self.contrasts = max_items, max_information, contrasts
         self._looks: list[InterimLook] = []
@@ -164,7 +172,7 @@ class Monitor:
         fractions = [*previous, 1.0 if last else frac]
         upper, lower = self.design.boundaries_at(fractions)
         sided = self.design.sided
-        z = float(stats.norm.isf(stats.t.sf(est / se, df)))
+        z = float(stats.norm.isf(stats.t.sf(self.sign * est / se, df)))
         reject = abs(z) >= upper[-1] if sided == 2 else z >= upper[-1]
         fut = math.nan if lower is None else float(lower[-1])
         decision = ("stop: efficacy" if reject else "stop: futility" if (not last and z <= fut)
