@@ -45,7 +45,7 @@ def test_fit_error_names_the_flag(capsys, tmp_path):
 def test_power_table_votes_needed_and_plot(capsys, tmp_path):
     fig = tmp_path / "rank.png"
     code = main(["arena", "power", "--scores", "0,0.5,1", "--votes", "100,400",
-                 "--allocation", "uniform,adaptive", "--n-sims", "5", "--seed", "1",
+                 "--allocation", "uniform,adaptive", "--n-sims", "3", "--seed", "1",
                  "--compare", "s3,s2", "--plot", str(fig)])
     assert code == 0
     text = capsys.readouterr().out
