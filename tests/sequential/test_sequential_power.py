@@ -64,3 +64,14 @@ def test_type_one_error_of_a_three_look_design_is_alpha():
                          rng=20261128, progress=False)
     rate = float(g.to_frame()["rejection_rate"].iloc[0])
     assert abs(rate - 0.025) < 3 * math.sqrt(0.025 * 0.975 / 600)
+
+
+def test_methods_paragraph_reports_the_simulation():
+    design = group_sequential(3)
+    g = sequential_power(CrossedDesign(4, 12), PARAMS, design, effect=[0.0, 0.3], n_sims=4, rng=1,
+                         progress=False)
+    text = design.methods(simulation=g)
+    f = g.to_frame()
+    assert "4 replicates per effect" in text
+    assert f"rejection rate was {f['rejection_rate'].iloc[0]:.4f}" in text
+    assert f"power was {f['power'].iloc[1]:.3f}" in text
