@@ -1,0 +1,122 @@
+"""``nlpower sequential boundaries | monitor``: group-sequential rating studies.
+
+A thin edge over :func:`nlpower.sequential.group_sequential` and
+:class:`nlpower.sequential.Monitor`; no statistics live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .output import write_json
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(p) for p in text.split(",") if p.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 0.3,0.6,1; got {text!r}") from exc
+
+
+def _futility(text: str) -> Any:
+    if text in ("obf", "pocock", "hsd"):
+        return text
+    return _floats(text)
+
+
+def _design_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--looks", type=int, default=None, help="number of equally spaced looks (default: 3)")
+    p.add_argument("--information", type=_floats, default=None, metavar="T1,T2,...,1",
+                   help="information fractions of the looks instead of --looks")
+    p.add_argument("--alpha", type=float, default=0.025, help="Type I error (default: 0.025 one-sided)")
+    p.add_argument("--beta", type=float, default=0.2, help="Type II error powered for (default: 0.2)")
+    p.add_argument("--sided", type=int, choices=(1, 2), default=1, help="1 or 2 (default: 1)")
+    p.add_argument("--spending", choices=("obf", "pocock", "hsd"), default="obf",
+                   help="alpha spending: O'Brien-Fleming type, Pocock type, Hwang-Shih-DeCani")
+    p.add_argument("--gamma", type=float, default=-4.0, help="gamma of hsd spending (default: -4)")
+    p.add_argument("--futility", type=_futility, default=None, metavar="Z1,...|obf|pocock|hsd",
+                   help="non-binding futility: z values for the looks before the last, or beta spending")
+    p.add_argument("--futility-gamma", type=float, default=-4.0, help="gamma of hsd beta spending")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sequential`` subcommand and its ``boundaries`` and ``monitor`` actions."""
+    p = subparsers.add_parser(
+        "sequential", help="group-sequential rating studies: boundaries and interim looks",
+        description="Boundaries of a study that looks at its ratings after each batch "
+                    "(Lan-DeMets alpha spending, non-binding futility), and the interim "
+                    "decisions on a ratings file with a batch column.")
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    b = sub.add_parser("boundaries", help="efficacy and futility boundaries of a design")
+    _design_args(b)
+    b.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the boundaries as JSON ('-' = stdout)")
+    b.set_defaults(func=run_boundaries)
+
+    m = sub.add_parser("monitor", help="interim decisions on accumulating ratings",
+                       description="Replay the looks of a study on a ratings file: look k analyses "
+                                   "every rating of batches 1..k (in the order of --batch's values) "
+                                   "and says continue or stop.")
+    m.add_argument("ratings", type=Path, help="ratings file (CSV/TSV/Parquet), one row per rating")
+    m.add_argument("--batch", required=True, help="column numbering the batches")
+    m.add_argument("--formula", required=True,
+                   help="the crossed model, e.g. 'rating ~ system + (1 | worker) + (1 | item)'")
+    m.add_argument("--term", default=None, help="fixed effect tested (default: the only one)")
+    m.add_argument("--max-items", type=int, default=None, help="planned items at the last look")
+    m.add_argument("--max-information", type=float, default=None,
+                   help="planned 1/SE^2 at the last look (instead of --max-items)")
+    m.add_argument("--item", default="item", help="column naming the items (default: item)")
+    m.add_argument("--alternative", choices=("greater", "less"), default="greater",
+                   help="sign of the tested coefficient under the alternative (default: greater)")
+    m.add_argument("--sum-coding", default=None, metavar="FACTOR",
+                   help="code this factor with +1/-1 (e.g. system) instead of treatment coding")
+    _design_args(m)
+    m.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the looks as JSON ('-' = stdout)")
+    m.set_defaults(func=run_monitor)
+
+
+def _design(args: argparse.Namespace) -> Any:
+    from ..sequential import group_sequential
+
+    return group_sequential(args.looks, information=args.information, alpha=args.alpha,
+                            beta=args.beta, sided=args.sided, spending=args.spending,
+                            gamma=args.gamma, futility=args.futility,
+                            futility_gamma=args.futility_gamma)
+
+
+def run_boundaries(args: argparse.Namespace) -> int:
+    design = _design(args)
+    print(design.summary())
+    if args.json is not None:
+        write_json(args, {"looks": design.to_frame().to_dict(orient="records"),
+                          "drift": design.drift, "inflation_factor": design.inflation_factor,
+                          "expected_cost_h0": design.expected_cost(0.0),
+                          "expected_cost_h1": design.expected_cost(1.0)})
+    return 0
+
+
+def run_monitor(args: argparse.Namespace) -> int:
+    from ..arena.votes import read_votes as read_table  # any CSV/TSV/JSON-lines/Parquet table
+    from ..errors import InputError
+    from ..sequential import Monitor
+
+    frame = read_table(args.ratings)
+    if args.batch not in frame.columns:
+        raise InputError(f"batch={args.batch!r} is not a column of {args.ratings}; columns are "
+                         f"{list(map(str, frame.columns))}.")
+    monitor = Monitor(_design(args), formula=args.formula, term=args.term, max_items=args.max_items,
+                      max_information=args.max_information, item=args.item,
+                      contrasts={args.sum_coding: "sum"} if args.sum_coding else None,
+                      alternative=args.alternative)
+    batches = sorted(frame[args.batch].unique())
+    for batch in batches:
+        look = monitor.update(frame[frame[args.batch] <= batch])
+        print(look.summary())
+        if look.stop:
+            break
+    if args.json is not None:
+        write_json(args, monitor.to_frame().to_dict(orient="records"))
+    return 0

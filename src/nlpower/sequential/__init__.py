@@ -1,0 +1,20 @@
+"""Group-sequential studies: look after each batch of ratings, stop early with alpha kept.
+
+:func:`group_sequential` gives efficacy and non-binding futility boundaries
+from Lan-DeMets alpha-spending functions (O'Brien-Fleming type, Pocock type,
+Hwang-Shih-DeCani), checked against rpact; :class:`Monitor` applies them to
+accumulating ratings; :func:`sequential_power` simulates Type I, power and
+expected cost of a crossed worker x item design bought in batches of items.
+See ``docs/sequential.md``.
+"""
+
+from __future__ import annotations
+
+from .choose import compare_designs
+from .design import GroupSequentialDesign, group_sequential
+from .monitor import InterimLook, Monitor
+from .power import sequential_power
+from .simulate import SequentialPowerResult
+
+__all__ = ["GroupSequentialDesign", "InterimLook", "Monitor", "SequentialPowerResult",
+           "compare_designs", "group_sequential", "sequential_power"]

@@ -1,0 +1,194 @@
+"""``Monitor``: apply a group-sequential design to ratings as they accumulate.
+
+After each batch, :meth:`Monitor.update` fits the crossed mixed model to all
+ratings so far (:func:`nlpower.lmer`), turns the effect's Satterthwaite t
+statistic into the z with the same one-sided p-value, finds the look's
+information fraction (items so far over the planned maximum, or the
+estimate's information ``1 / SE^2`` over a planned maximum), recomputes the
+boundaries from the spending functions at the fractions actually observed
+(Lan-DeMets: looks need not fall where planned), and says whether to stop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_choice, check_real
+from ..errors import InputError
+from .design import GroupSequentialDesign
+
+__all__ = ["InterimLook", "Monitor"]
+
+
+@dataclass(frozen=True)
+class InterimLook:
+    """One interim analysis: the statistic, the boundaries and the decision.
+
+    ``decision`` is ``"continue"``, ``"stop: efficacy"`` (reject the null),
+    ``"stop: futility"`` or ``"stop: final look"`` (the last look, no rejection).
+    """
+
+    look: int
+    information_fraction: float
+    n_items: int
+    n_ratings: int
+    estimate: float
+    se: float
+    df: float
+    statistic: float
+    efficacy: float
+    futility: float
+    decision: str
+
+    @property
+    def stop(self) -> bool:
+        return self.decision != "continue"
+
+    def to_record(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def summary(self) -> str:
+        fut = "" if math.isnan(self.futility) else f", futility z <= {self.futility:.4f}"
+        return (f"look {self.look}: information {self.information_fraction:.3f} ({self.n_items} items, "
+                f"{self.n_ratings} ratings); estimate {self.estimate:.4f} (SE {self.se:.4f}, df "
+                f"{self.df:.1f}), z = {self.statistic:.4f}; efficacy z >= {self.efficacy:.4f}{fut} "
+                f"-> {self.decision}")
+
+    def __repr__(self) -> str:
+        return (f"InterimLook(look={self.look}, t={self.information_fraction:.3f}, "
+                f"z={self.statistic:.3f}, bound={self.efficacy:.3f}, {self.decision!r})")
+
+
+class Monitor:
+    """Interim analyses of one study under a group-sequential design.
+
+    A monitor keeps the looks made so far (it is the study's log, so it
+    changes); each :meth:`update` returns a frozen :class:`InterimLook`.
+
+    Parameters
+    ----------
+    design : GroupSequentialDesign
+        Boundaries from :func:`group_sequential`.
+    formula : str
+        The crossed mixed model (lme4 syntax).
+    term : str, optional
+        The fixed effect tested (default: the only one besides the intercept).
+    max_items : int, optional
+        Planned number of items at the last look; the information fraction is
+        the share of items rated so far.
+    max_information : float, optional
+        Planned ``1 / SE^2`` of the estimate at the last look (instead of ``max_items``).
+    item : str
+        Column naming the items (for ``max_items``).
+    contrasts : dict, optional
+        Factor codings, as for :func:`nlpower.lmer` (e.g. ``{"system": "sum"}``).
+    alternative : {"greater", "less"}
+        The sign of ``term``'s coefficient under the alternative (one-sided
+        designs; the efficacy boundary is for it, the futility boundary against
+        it).  With R's sum coding the coefficient of a two-level factor is the
+        *first* level minus the mean: pass ``"less"`` when the second level is
+        expected to be better.
+
+    Examples
+    --------
+    >>> from nlpower import CrossedDesign, presets, simulate
+    >>> from nlpower.sequential import group_sequential
+    >>> ratings = simulate(CrossedDesign(4, 30), presets.high_variance(0.3), rng=3)
+    >>> mon = Monitor(group_sequential(3), formula="rating ~ x + (1 | worker) + (1 | item)",
+    ...               max_items=30)
+    >>> first = mon.update(ratings[ratings["item"] <= "i10"])
+    >>> first.look, round(first.information_fraction, 3)
+    (1, 0.333)
+    """
+
+    def __init__(self, design: GroupSequentialDesign, *, formula: str, term: str | None = None,
+                 max_items: int | None = None, max_information: float | None = None,
+                 item: str = "item", contrasts: dict[str, str] | None = None,
+                 alternative: str = "greater") -> None:
+        if not isinstance(design, GroupSequentialDesign):
+            raise InputError("design must be a GroupSequentialDesign from "
+                             f"nlpower.sequential.group_sequential; got {type(design).__name__}.")
+        if (max_items is None) == (max_information is None):
+            raise InputError("give exactly one of max_items (information = share of items) and "
+                             "max_information (planned 1 / SE^2 at the last look).")
+        if max_items is not None:
+            max_items = int(check_real("max_items", max_items, min=1))
+        if max_information is not None:
+            max_information = check_real("max_information", max_information, min=0.0, min_open=True)
+        self.sign = 1.0 if check_choice("alternative", alternative, ("greater", "less")) == "greater" else -1.0
+        self.design, self.formula, self.term, self.item = design, formula, term, item
+        self.max_items, self.max_information, self.contrasts = max_items, max_information, contrasts
+        self._looks: list[InterimLook] = []
+
+    @property
+    def looks(self) -> tuple[InterimLook, ...]:
+        return tuple(self._looks)
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self._looks) and self._looks[-1].stop
+
+    def _statistic(self, ratings: pd.DataFrame) -> tuple[float, float, float, int]:
+        from ..lmm import lmer
+
+        fit = lmer(self.formula, ratings, REML=True, contrasts=self.contrasts, checkconv="ignore")
+        table = fit.coef_table(ddf="satterthwaite")
+        names = [n for n in table.index if n != "(Intercept)"]
+        term = self.term
+        if term is None:
+            if len(names) != 1:
+                raise InputError(f"the model has fixed effects {names}; name the one tested with term=.")
+            term = names[0]
+        if term not in table.index:
+            raise InputError(f"term={term!r} is not a fixed effect of the model; it has {list(table.index)}.")
+        n_items = ratings[self.item].nunique() if self.item in ratings.columns else -1
+        row = table.loc[term, ["estimate", "std_error", "df"]].to_numpy(dtype=float)
+        est, se, df = (float(v) for v in row)
+        return est, se, df, int(n_items)
+
+    def update(self, ratings: Any, *, final: bool = False) -> InterimLook:
+        """Analyse all ratings so far; ``final=True`` makes this the last look (spends what is left)."""
+        if self.stopped:
+            raise InputError(f"the study stopped at look {self._looks[-1].look} "
+                             f"({self._looks[-1].decision}); start a new Monitor for a new study.")
+        if not isinstance(ratings, pd.DataFrame):
+            raise InputError(f"ratings must be a data frame of all ratings so far; got {type(ratings).__name__}.")
+        if self.max_items is not None and self.item not in ratings.columns:
+            raise InputError(f"item={self.item!r} is not a column of the ratings; columns are "
+                             f"{list(ratings.columns)}.")
+        est, se, df, n_items = self._statistic(ratings)
+        frac = (n_items / self.max_items if self.max_items is not None
+                else (1 / se**2) / float(self.max_information or 1.0))
+        previous = [lk.information_fraction for lk in self._looks]
+        if previous and frac <= previous[-1]:
+            raise InputError(f"look {len(previous) + 1} has information fraction {frac:.4f}, not more "
+                             f"than the previous look's {previous[-1]:.4f}; add ratings between looks.")
+        last = final or frac >= 1.0 - 1e-9
+        fractions = [*previous, 1.0 if last else frac]
+        upper, lower = self.design.boundaries_at(fractions)
+        sided = self.design.sided
+        z = float(stats.norm.isf(stats.t.sf(self.sign * est / se, df)))
+        reject = abs(z) >= upper[-1] if sided == 2 else z >= upper[-1]
+        fut = math.nan if lower is None else float(lower[-1])
+        decision = ("stop: efficacy" if reject else "stop: futility" if (not last and z <= fut)
+                    else "stop: final look" if last else "continue")
+        look = InterimLook(len(previous) + 1, min(frac, 1.0), n_items, len(ratings), est, se, df, z,
+                           float(upper[-1]), fut, decision)
+        self._looks.append(look)
+        return look
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per look so far."""
+        return pd.DataFrame([lk.to_record() for lk in self._looks])
+
+    def summary(self) -> str:
+        return "\n".join(lk.summary() for lk in self._looks) or "no looks yet"
+
+    def __repr__(self) -> str:
+        state = self._looks[-1].decision if self._looks else "no looks yet"
+        return f"Monitor({self.design.looks} planned looks, {len(self._looks)} made, {state})"
