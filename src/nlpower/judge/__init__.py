@@ -1,13 +1,19 @@
 """An LLM judge beside human raters: prediction-powered estimates and power.
 
+:func:`fit` estimates system differences on the human scale from crossed
+human ratings (workers x items) on a subset of items and judge scores on all
+items, by PPI++ with the rectifier fitted as a crossed mixed model;
 :func:`ppi_mean` is prediction-powered inference for i.i.d. labels (PPI /
-PPI++, equal to ``ppi-python``).  :func:`fit` estimates system differences
-from crossed human ratings (workers x items) on a subset of items and judge
-scores on all items, with the rectifier fitted as a crossed mixed model.
+PPI++, equal to ``ppi-python``); :func:`simulate_study` draws such studies.
 """
 
 from __future__ import annotations
 
+from .data import JudgeData, prepare
+from .fit import fit
 from .iid import MeanEstimate, ppi_mean, tuned_lambda
+from .result import JudgeFit
+from .simulate import simulate_study
 
-__all__ = ["MeanEstimate", "ppi_mean", "tuned_lambda"]
+__all__ = ["JudgeData", "JudgeFit", "MeanEstimate", "fit", "ppi_mean", "prepare",
+           "simulate_study", "tuned_lambda"]
