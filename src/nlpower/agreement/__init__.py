@@ -1,0 +1,12 @@
+"""Agreement between raters and agreement as a planning input.
+
+:func:`krippendorff_alpha` from a rating file; :func:`icc` (McGraw & Wong
+forms) from a fitted crossed model; :func:`elicit` turns a target agreement
+into the variance components of a power study.
+"""
+
+from __future__ import annotations
+
+from .krippendorff import AlphaResult, krippendorff_alpha
+
+__all__ = ["AlphaResult", "krippendorff_alpha"]
