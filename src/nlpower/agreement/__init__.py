@@ -7,6 +7,7 @@ into the variance components of a power study.
 
 from __future__ import annotations
 
+from .icc import ICCResult, icc, icc_forms
 from .krippendorff import AlphaResult, krippendorff_alpha
 
-__all__ = ["AlphaResult", "krippendorff_alpha"]
+__all__ = ["AlphaResult", "ICCResult", "icc", "icc_forms", "krippendorff_alpha"]
