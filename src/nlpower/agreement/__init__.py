@@ -7,7 +7,15 @@ into the variance components of a power study.
 
 from __future__ import annotations
 
+from .elicit import (
+    AgreementSplit,
+    default_split,
+    elicit,
+    implied_agreement,
+    items_needed,
+)
 from .icc import ICCResult, icc, icc_forms
 from .krippendorff import AlphaResult, krippendorff_alpha
 
-__all__ = ["AlphaResult", "ICCResult", "icc", "icc_forms", "krippendorff_alpha"]
+__all__ = ["AgreementSplit", "AlphaResult", "ICCResult", "default_split", "elicit", "icc",
+           "icc_forms", "implied_agreement", "items_needed", "krippendorff_alpha"]

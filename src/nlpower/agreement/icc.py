@@ -132,7 +132,7 @@ def icc(fit: Any, *, target: str | Sequence[str] = ("item", "item:system"),
     ...                      for j, v in enumerate(r)], columns=["item", "worker", "rating"])
     >>> m = nlpower.lmer("rating ~ 1 + (1 | item) + (1 | worker)", long)
     >>> res = icc(m, target="item")
-    >>> [round(res.table[f].iloc[0], 2) for f in ("ICC(A,1)", "ICC(C,1)", "ICC(A,k)", "ICC(C,k)")]
+    >>> [round(float(res.table[f].iloc[0]), 2) for f in ("ICC(A,1)", "ICC(C,1)", "ICC(A,k)", "ICC(C,k)")]
     [0.29, 0.71, 0.62, 0.91]
     """
     if k is not None:

@@ -13,9 +13,10 @@ ordinal ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)^2``; ratio
 ``((c - k) / (c + k))^2``.  Agrees with the ``krippendorff`` package (0.9.0)
 to 1e-9 (``tests/agreement/test_krippendorff.py``).
 
-The bootstrap resamples units with replacement (a percentile interval); each
-unit's contribution to ``o`` is computed once, so a replicate is a weighted
-sum (a matrix product over all replicates at once).
+The interval level uses the equivalent moment form (per unit: the number of
+values, their sum and sum of squares), so continuous ratings cost nothing
+extra.  The bootstrap resamples units with replacement (a percentile
+interval): a replicate is the same sums with multinomial unit weights.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..intervals import ConfidenceInterval
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
+MAX_VALUES = 2000
 
 
 @dataclass(frozen=True)
@@ -132,13 +134,28 @@ def _distance(level: str, domain: np.ndarray, n_c: np.ndarray) -> np.ndarray:
     return (between - (n_c[lo] + n_c[hi]) / 2) ** 2
 
 
-def unit_coincidences(counts: np.ndarray) -> np.ndarray:
-    """Each pairable unit's contribution to the coincidence matrix, shape (U, V, V)."""
+def coincidences(counts: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Coincidence matrix of pairable units (``counts``: units x values), units weighted."""
     m = counts.sum(axis=1)
-    keep = m >= 2
-    cnt, m = counts[keep], m[keep]
-    pairs = cnt[:, :, None] * cnt[:, None, :] - np.einsum("uv,vw->uvw", cnt, np.eye(cnt.shape[1]))
-    return pairs / (m - 1)[:, None, None]
+    a = counts / (m - 1)[:, None]
+    if weights is not None:
+        a = a * weights[:, None]
+    return np.asarray(a.T @ counts - np.diag(a.sum(axis=0)))
+
+
+def _interval_moments(counts: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """Per unit: (m, sum v, sum v^2, within-unit pair term) -- interval alpha's sufficient statistics."""
+    m = counts.sum(axis=1)
+    s1 = counts @ domain
+    s2 = counts @ domain**2
+    within = 2 * m * (s2 - s1**2 / m) / (m - 1)  # sum over ordered pairs of (v_i - v_j)^2 / (m - 1)
+    return np.column_stack([m, s1, s2, within])
+
+
+def _alpha_interval(totals: np.ndarray) -> float:
+    n, s1, s2, within = totals
+    ss = s2 - s1**2 / n
+    return float(1.0 - (n - 1) * within / (2 * n * ss)) if ss > 0 else math.nan
 
 
 def _alpha_from_o(o: np.ndarray, level: str, domain: np.ndarray) -> float:
@@ -194,21 +211,29 @@ def krippendorff_alpha(data: Any, *, level: Level = "interval",
     n_boot = check_int("n_boot", n_boot, min=0)
     check_probability("confidence_level", confidence_level)
     counts, domain = value_counts(data, unit=unit, value=value)
-    per_unit = unit_coincidences(counts)
-    if per_unit.shape[0] == 0 or domain.size < 2:
+    counts = counts[counts.sum(axis=1) >= 2]
+    if counts.shape[0] == 0 or domain.size < 2:
         raise InputError("alpha needs at least one unit rated at least twice and two distinct "
-                         f"values; got {per_unit.shape[0]} such units and {domain.size} value(s).")
-    o = per_unit.sum(axis=0)
-    est = _alpha_from_o(o, level, domain)
+                         f"values; got {counts.shape[0]} such units and {domain.size} value(s).")
+    if level != "interval" and domain.size > MAX_VALUES:
+        raise InputError(f"level={level!r} with {domain.size} distinct values: the coincidence "
+                         f"matrix would be too large (limit {MAX_VALUES}). Continuous ratings "
+                         "call for level='interval'.")
+    gen = as_generator(rng) if n_boot else None
+    u = counts.shape[0]
+    weights = (gen.multinomial(u, np.full(u, 1.0 / u), size=n_boot).astype(float)
+               if gen is not None else np.zeros((0, u)))
+    if level == "interval":
+        stats_ = _interval_moments(counts, domain)
+        est = _alpha_interval(stats_.sum(axis=0))
+        vals = np.array([_alpha_interval(t) for t in weights @ stats_])
+    else:
+        est = _alpha_from_o(coincidences(counts), level, domain)
+        vals = np.array([_alpha_from_o(coincidences(counts, w), level, domain) for w in weights])
     ci = None
     if n_boot:
-        gen = as_generator(rng)
-        u = per_unit.shape[0]
-        weights = gen.multinomial(u, np.full(u, 1.0 / u), size=n_boot).astype(float)
-        boots = (weights @ per_unit.reshape(u, -1)).reshape(n_boot, *o.shape)
-        vals = np.array([_alpha_from_o(b, level, domain) for b in boots])
         a = 1 - confidence_level
         lo, hi = np.nanquantile(vals, [a / 2, 1 - a / 2])
         ci = ConfidenceInterval(float(lo), float(hi))
-    return AlphaResult(est, level, ci, int(per_unit.shape[0]), int(round(o.sum())), n_boot,
+    return AlphaResult(est, level, ci, u, int(counts.sum()), n_boot,
                        confidence_level)
