@@ -8,8 +8,9 @@ baseline), the estimate on the human scale is
 where ``mean_U(f)`` is the judge's mean score per system over the ``N``
 unlabelled items and ``beta_R(lambda)`` the per-system means of the
 rectifier ``r = y - lambda * f`` estimated by a crossed mixed model on the
-human ratings (default ``r ~ 0 + system + (1 | worker) + (1 | item) +
-(1 | item:system)``).  The two parts use disjoint items, so
+human ratings (default ``r ~ 0 + system + (1 | worker) + (1 | worker:system) +
+(1 | item) + (1 | item:system)``, the paper's ``(system || worker) +
+(system || item)`` for two systems with equal per-system variances).  The two parts use disjoint items, so
 
     Var = lambda^2 L S_U L' / N + L Var(beta_R) L'
 
@@ -49,9 +50,10 @@ def contrasts(systems: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
 
 
 def default_random(systems: tuple[str, ...]) -> str:
-    """Crossed worker and item intercepts, plus item x system when there are systems."""
-    base = "(1 | worker) + (1 | item)"
-    return base if len(systems) == 1 else base + " + (1 | item:system)"
+    """Crossed worker and item intercepts, plus worker x system and item x system with systems."""
+    if len(systems) == 1:
+        return "(1 | worker) + (1 | item)"
+    return "(1 | worker) + (1 | worker:system) + (1 | item) + (1 | item:system)"
 
 
 def item_lambda(data: JudgeData, mat: np.ndarray, *, clip: bool = True) -> float:

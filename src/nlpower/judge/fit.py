@@ -67,7 +67,7 @@ def fit(human: Any, judge: Any, *, worker: str = "worker", item: str = "item",
         i.i.d. labels, which is ``ppi-python``'s estimator.
     random : str, optional
         Random part of the rectifier and human-only models (default
-        ``(1 | worker) + (1 | item) + (1 | item:system)``).
+        ``(1 | worker) + (1 | worker:system) + (1 | item) + (1 | item:system)``).
     lam : float, optional
         ``None``: PPI++'s tuned value; ``1``: PPI; ``0``: humans only.
     clip : bool, default True

@@ -3,9 +3,9 @@
 Quality of system ``s``'s output on item ``i``: ``q_is = mu_s + a_i + b_is``
 with item effects ``a_i ~ N(0, sd_item^2)`` and item x system effects
 ``b_is ~ N(0, sd_item_system^2)``; ``mu`` is 0 for the baseline and
-``effect`` for the other system.  A human rating adds a worker effect and
-noise, ``y = q_is + u_w + e`` (``u_w ~ N(0, sd_worker^2)``, ``e ~ N(0,
-sigma^2)``); the judge sees ``f_is = judge_bias_s + judge_slope * q_is +
+``effect`` for the other system.  A human rating adds a worker effect, a
+worker x system effect and noise, ``y = q_is + u_w + v_ws + e`` (SDs
+``sd_worker``, ``sd_worker_system``, ``sigma``); the judge sees ``f_is = judge_bias_s + judge_slope * q_is +
 noise`` (``N(0, judge_noise^2)``, averaged over ``n_judge_samples`` draws).
 ``outcome="binary"``: the human label is ``1{y > threshold}``, the judge's
 score ``Phi(f)``.  Each labelled item is rated for every system by
@@ -37,7 +37,7 @@ def _bias(judge_bias: Any) -> tuple[float, float]:
 
 def simulate_study(*, n_items: int, n_labelled: int, workers_per_item: int = 3,
                    n_workers: int | None = None, effect: float = 0.0, sd_item: float = 0.5,
-                   sd_item_system: float = 0.3, sd_worker: float = 0.3, sigma: float = 0.8,
+                   sd_item_system: float = 0.3, sd_worker: float = 0.3, sd_worker_system: float = 0.0, sigma: float = 0.8,
                    judge_slope: float = 1.0, judge_noise: float = 0.4,
                    judge_bias: Any = 0.0, n_judge_samples: int = 1, outcome: str = "gaussian",
                    threshold: float = 0.0, rng: RNGLike = None) -> tuple[pd.DataFrame,
@@ -68,12 +68,12 @@ def simulate_study(*, n_items: int, n_labelled: int, workers_per_item: int = 3,
     q = mu + gen.normal(0, sd_item, (n_items, 1)) + gen.normal(0, sd_item_system, (n_items, 2))
     f = np.array(bias) + judge_slope * q + gen.normal(
         0, judge_noise, (n_samples, n_items, 2))
-    u = gen.normal(0, sd_worker, pool)
+    u = gen.normal(0, sd_worker, (pool, 1)) + gen.normal(0, sd_worker_system, (pool, 2))
     workers = np.stack([gen.choice(pool, k, replace=False) for _ in range(n_labelled)])
     ii, ww, ss = (a.ravel() for a in np.meshgrid(np.arange(n_labelled), np.arange(k),
                                                  np.arange(2), indexing="ij"))
     w_id = workers[ii, ww]
-    y = q[ii, ss] + u[w_id] + gen.normal(0, sigma, ii.size)
+    y = q[ii, ss] + u[w_id, ss] + gen.normal(0, sigma, ii.size)
     if outcome == "binary":
         y = (y > threshold).astype(float)
         f = stats.norm.cdf(f)
