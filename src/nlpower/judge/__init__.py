@@ -4,7 +4,9 @@
 human ratings (workers x items) on a subset of items and judge scores on all
 items, by PPI++ with the rectifier fitted as a crossed mixed model;
 :func:`ppi_mean` is prediction-powered inference for i.i.d. labels (PPI /
-PPI++, equal to ``ppi-python``); :func:`simulate_study` draws such studies.
+PPI++, equal to ``ppi-python``); :func:`simulate_study` draws such studies;
+:func:`judge_power`, :func:`judge_mde` and :func:`judge_plan` give closed-form
+power, detectable effects and the cheapest design with and without the judge.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 from .data import JudgeData, prepare
 from .fit import fit
 from .iid import MeanEstimate, ppi_mean, tuned_lambda
+from .power import JudgeDesign, JudgePower, judge_mde, judge_plan, judge_power
 from .result import JudgeFit
 from .simulate import simulate_study
 
-__all__ = ["JudgeData", "JudgeFit", "MeanEstimate", "fit", "ppi_mean", "prepare",
-           "simulate_study", "tuned_lambda"]
+__all__ = ["JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "MeanEstimate", "fit",
+           "judge_mde", "judge_plan", "judge_power", "ppi_mean", "prepare", "simulate_study",
+           "tuned_lambda"]
