@@ -236,6 +236,7 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
                        "n_ratings": d.n_ratings, "cost": c, "lambda": lam,
                        "power": _power(diff, math.sqrt(v), alpha, "two-sided")}
     tab = pd.DataFrame.from_dict(rows, orient="index")
-    tab["ratings_saved"] = tab.loc["human only", "n_ratings"] - tab["n_ratings"]
-    tab["cost_saved"] = tab.loc["human only", "cost"] - tab["cost"]
+    human = rows["human only"]
+    tab["ratings_saved"] = [human["n_ratings"] - r["n_ratings"] for r in rows.values()]
+    tab["cost_saved"] = [human["cost"] - r["cost"] for r in rows.values()]
     return tab
