@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from .data import JudgeData, prepare
 from .fit import fit
+from .grid import JudgeProblem, simulate_judge_power
 from .iid import MeanEstimate, ppi_mean, tuned_lambda
 from .power import JudgeDesign, JudgePower, judge_mde, judge_plan, judge_power
 from .result import JudgeFit
 from .simulate import simulate_study
 
-__all__ = ["JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "MeanEstimate", "fit",
-           "judge_mde", "judge_plan", "judge_power", "ppi_mean", "prepare", "simulate_study",
-           "tuned_lambda"]
+__all__ = ["JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "JudgeProblem", "MeanEstimate",
+           "fit", "judge_mde", "judge_plan", "judge_power", "ppi_mean", "prepare",
+           "simulate_judge_power", "simulate_study", "tuned_lambda"]
