@@ -183,13 +183,13 @@ def _fewest_items(k: int, workers: int, big_n: int, params: LMMParams, judge_r: 
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if se(mid) <= need_se else (mid + 1, hi)
-    return lo
+    return max(lo, -(-workers // k))  # every worker rates at least one item
 
 
 def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
                target_power: float = 0.8, alpha: float = 0.05, cost_per_rating: float = 1.0,
                cost_per_worker: float = 0.0, cost_per_judge_call: float = 0.0,
-               max_workers_per_item: int = 10, max_workers: int = 50,
+               max_workers_per_item: int = 10, max_workers: int = 100,
                max_items: int = 20000) -> pd.DataFrame:
     """Cheapest design with and without the judge for the same target power.
 
@@ -197,7 +197,10 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
     fewest labelled items reaching the power is found (bisection on the
     closed-form SE), and the cheapest design under ``cost_per_rating *
     ratings + cost_per_worker * W + cost_per_judge_call * judged outputs``
-    kept.  Returns two rows, ``"with judge"`` and ``"human only"``, with the
+    kept (each worker rates at least one item).  Workers' system-specific
+    offsets (``sd_worker_slope``) set a floor ``4 sd_worker_slope^2 /
+    n_workers`` on the variance that no number of items removes, so the
+    worker range matters.  Returns two rows, ``"with judge"`` and ``"human only"``, with the
     ratings and cost saved in the first.
 
     Examples
