@@ -76,3 +76,21 @@ def test_errors() -> None:
         judge_plan(PARAMS.with_effect(0.0), judge_r=R)
     with pytest.raises(InputError, match="LMMParams"):
         judge_power(JudgeDesign(10, 2, 10), "high", judge_r=R)  # type: ignore[arg-type]
+
+
+def test_power_curve_rises_with_ratings_and_judge_quality() -> None:
+    from nlpower.judge import power_curve_data
+
+    data = power_curve_data(PARAMS, n_labelled=[10, 40, 160], judge_r=(0.0, 0.9), n_workers=20)
+    assert (np.diff(data[0.0]) > 0).all() and (np.diff(data[0.9]) > 0).all()
+    assert (data[0.9] > data[0.0]).all()
+
+
+def test_plot(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from nlpower.judge import plot_power_curve
+
+    ax = plot_power_curve(PARAMS, n_labelled=[10, 20], judge_r=(0.0, 0.5, 0.9), n_workers=20)
+    assert [line.get_label() for line in ax.lines[:3]] == ["humans only", "judge r = 0.5",
+                                                           "judge r = 0.9"]

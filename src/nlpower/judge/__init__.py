@@ -15,10 +15,12 @@ from .data import JudgeData, prepare
 from .fit import fit
 from .grid import JudgeProblem, simulate_judge_power
 from .iid import MeanEstimate, ppi_mean, tuned_lambda
+from .plots import plot_power_curve, power_curve_data
 from .power import JudgeDesign, JudgePower, judge_mde, judge_plan, judge_power
 from .result import JudgeFit
 from .simulate import simulate_study
 
 __all__ = ["JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "JudgeProblem", "MeanEstimate",
-           "fit", "judge_mde", "judge_plan", "judge_power", "ppi_mean", "prepare",
+           "fit", "judge_mde", "judge_plan", "judge_power", "plot_power_curve", "power_curve_data",
+           "ppi_mean", "prepare",
            "simulate_judge_power", "simulate_study", "tuned_lambda"]

@@ -206,7 +206,7 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
     Examples
     --------
     >>> from nlpower import presets
-    >>> tab = judge_plan(presets.high_variance(effect=0.05), judge_r=0.8, max_workers=10)
+    >>> tab = judge_plan(presets.high_variance(effect=0.1), judge_r=0.8, max_workers=20)
     >>> bool(tab.loc["with judge", "n_ratings"] < tab.loc["human only", "n_ratings"])
     True
     """
