@@ -24,12 +24,12 @@ from typing import Any
 
 from .. import __version__
 from ..errors import NlpowerError
-from . import accuracy, bleu, compare, fit, mde, plan, power, replicability
+from . import accuracy, bleu, compare, elicit, fit, mde, plan, power, replicability
 from .messages import cli_flags, speak_cli
 from .output import check_output_paths, fresh_seed
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, plan, mde, accuracy, bleu, compare, replicability)
+COMMANDS = (fit, power, plan, mde, elicit, accuracy, bleu, compare, replicability)
 
 
 class HelpFormatter(argparse.HelpFormatter):
