@@ -13,9 +13,9 @@ AXES = {"n_items": 60, "n_labelled": 12, "effect": [0.0, 1.5]}
 
 def test_same_seed_same_grid_and_checkpoint_round_trip(tmp_path: Path) -> None:
     ck = tmp_path / "judge.jsonl"
-    a = simulate_judge_power(AXES, n_sims=4, rng=3, progress=False, checkpoint=ck).to_frame()
-    b = simulate_judge_power(AXES, n_sims=4, rng=3, progress=False).to_frame()
-    resumed = simulate_judge_power(AXES, n_sims=4, rng=3, progress=False,
+    a = simulate_judge_power(AXES, n_sims=2, rng=3, progress=False, checkpoint=ck).to_frame()
+    b = simulate_judge_power(AXES, n_sims=2, rng=3, progress=False).to_frame()
+    resumed = simulate_judge_power(AXES, n_sims=2, rng=3, progress=False,
                                    checkpoint=ck).to_frame()
     cols = ["power", "rejection_rate", "power_human", "lambda"]
     assert a[cols].equals(b[cols])
