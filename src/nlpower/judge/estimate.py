@@ -164,3 +164,29 @@ def ppi_items(data: JudgeData, mat: np.ndarray, lam: float | None, **test: Any) 
     gu = data.judge_unlabelled @ mat.T
     return [ppi_mean(h[keep, c], g[keep, c], gu[:, c], lam=lam, **test)
             for c in range(mat.shape[0])]
+
+
+def judge_r(data: JudgeData, mat: np.ndarray, human_fit: Any) -> float:
+    """Correlation of the judge's per-item contrast with the true (item x system) one.
+
+    ``Cov(L ybar_i, L f_i) / sqrt(Var_true * Var(L f_i))`` for the first
+    contrast, with ``Var_true = 2 sigma^2_{item:system}`` from the human-only
+    crossed fit (worker effects and rating noise are not part of what a judge
+    can predict).  ``NaN`` without an ``item:system`` term or when its variance
+    is 0.  The ``judge_r`` of :func:`nlpower.judge.judge_power`.
+    """
+    if human_fit is None or mat.shape[1] < 2:
+        return math.nan
+    vc = human_fit.varcorr()
+    rows = vc[(vc["grp"] == "item:system") & vc["var2"].isna()]
+    if rows.empty or float(rows["vcov"].iloc[0]) <= 0:
+        return math.nan
+    v_true = float(mat[0] @ mat[0]) * float(rows["vcov"].iloc[0])
+    h = data.item_means() @ mat[0]
+    g = data.judge_labelled @ mat[0]
+    keep = np.isfinite(h)
+    if keep.sum() < 3:
+        return math.nan
+    cov = float(np.cov(h[keep], g[keep])[0, 1])
+    var_g = float(np.var(np.concatenate([g, data.judge_unlabelled @ mat[0]]), ddof=1))
+    return float(np.clip(cov / math.sqrt(v_true * var_g), -1.0, 1.0)) if var_g > 0 else math.nan

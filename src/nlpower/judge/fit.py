@@ -17,6 +17,7 @@ from .estimate import (
     human_only,
     item_lambda,
     judge_only,
+    judge_r,
     mixed_contrasts,
     ppi_crossed,
     ppi_items,
@@ -131,11 +132,12 @@ def fit(human: Any, judge: Any, *, worker: str = "worker", item: str = "item",
         if outcome == "binary":
             estimates["human-glmer"] = dict(zip(names, _glmer_rows(data, mat, random_, test),
                                                 strict=True))
+    r_hat = judge_r(data, mat, human_fit)
     return JudgeFit(estimates, float(lam_), rectifier,
                     f"r ~ ... + {random_}" if rectifier == "crossed" else "", data.systems,
                     data.n_labelled, data.n_unlabelled, len(data.labelled),
                     int(data.labelled["worker"].nunique()), outcome, confidence_level,
-                    rect_fit, human_fit)
+                    rect_fit, human_fit, r_hat)
 
 
 def _glmer_rows(data: JudgeData, mat: np.ndarray, random: str, test: dict[str, Any]) -> list[

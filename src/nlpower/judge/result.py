@@ -39,6 +39,11 @@ class JudgeFit:
         ratings, distinct workers.
     confidence_level : float
     rectifier_fit, human_fit : fitted models (``None`` for ``"iid"``).
+    judge_r : float
+        Estimated correlation of the judge's per-item system difference with
+        the true one (item x system), the planning input of
+        :func:`~nlpower.judge.judge_plan`; ``NaN`` when not estimable
+        (``"iid"``, one system, no ``item:system`` variance).
     """
 
     estimates: dict[str, dict[str, MeanEstimate]]
@@ -54,6 +59,7 @@ class JudgeFit:
     confidence_level: float
     rectifier_fit: Any = field(default=None, repr=False, compare=False)
     human_fit: Any = field(default=None, repr=False, compare=False)
+    judge_r: float = float("nan")
 
     @property
     def ppi(self) -> dict[str, MeanEstimate]:
@@ -75,6 +81,8 @@ class JudgeFit:
             f"{self.n_labelled} items; judge only: {self.n_unlabelled} items",
             f"  lambda = {self.lam:.4g}" + (f"; rectifier model: {self.formula}"
                                             if self.formula else ""),
+            f"  judge-human correlation of system differences (item x system): "
+            f"{self.judge_r:.3f}",
             "",
             f"{'contrast':<22} {'method':<12} {'estimate':>9} {'se':>8} {'df':>7} "
             f"{pct + ' CI':>22} {'p':>9}",
