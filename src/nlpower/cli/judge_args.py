@@ -19,7 +19,9 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
                    help="judge scores on all items (CSV: item, system, score; several rows per "
                         "item and system are averaged): estimate the system differences by "
                         "prediction-powered inference (PPI++) with a crossed worker x item "
-                        "rectifier, beside the human-only and judge-only estimates")
+                        "rectifier, beside the human-only and judge-only estimates; ratings and "
+                        "judge scores are used as given (no --scale rescaling): put both on the "
+                        "scale you want the differences on")
     g.add_argument("--judge-score", default="score", metavar="COL",
                    help="score column of the judge file (default: score)")
     g.add_argument("--judge-rectifier", choices=("crossed", "iid"), default="crossed",

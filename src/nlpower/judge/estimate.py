@@ -77,7 +77,7 @@ def _formula(lhs: str, systems: tuple[str, ...], random: str) -> str:
     return f"{lhs} ~ {fixed} + {random}"
 
 
-def _fixef_order(fit: Any, systems: tuple[str, ...]) -> list[str]:
+def _fixef_order(systems: tuple[str, ...]) -> list[str]:
     if len(systems) == 1:
         return ["(Intercept)"]
     return [f"system{s}" for s in systems]
@@ -96,7 +96,7 @@ def mixed_contrasts(frame: pd.DataFrame, lhs: str, systems: tuple[str, ...], ran
         else:
             from ..glmm import glmer
             fit = glmer(formula, frame, family=family)
-    order = _fixef_order(fit, systems)
+    order = _fixef_order(systems)
     beta = fit.fixef.reindex(order).to_numpy()
     vcov = fit.vcov.reindex(index=order, columns=order).to_numpy()
     est, cov = mat @ beta, mat @ vcov @ mat.T
