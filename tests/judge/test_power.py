@@ -94,3 +94,26 @@ def test_plot(monkeypatch: pytest.MonkeyPatch) -> None:
     ax = plot_power_curve(PARAMS, n_labelled=[10, 20], judge_r=(0.0, 0.5, 0.9), n_workers=20)
     assert [line.get_label() for line in ax.lines[:3]] == ["humans only", "judge r = 0.5",
                                                            "judge r = 0.9"]
+
+
+@pytest.mark.slow
+def test_closed_form_power_matches_simulated_rejections() -> None:
+    """Rejection rates of simulated fits (fresh workers, i.i.d. rectifier, lambda*) vs judge_power."""
+    params = PARAMS.with_effect(0.06)
+    design = JudgeDesign(60, 2, 600, n_workers=120)
+    closed = judge_power(design, params, judge_r=R)
+    _, lam = variance(design, params, R)
+    sd_b = math.sqrt(2) * params.sd_item_slope
+    n_sims, rej, rej0 = 300, 0, 0
+    for s in np.random.SeedSequence(5).spawn(n_sims):
+        human, judge = simulate_study(
+            n_items=660, n_labelled=60, workers_per_item=2, n_workers=120,
+            effect=params.mean_difference, sd_item=params.sd_item, sd_item_system=sd_b,
+            sd_worker=params.sd_worker, sd_worker_system=math.sqrt(2) * params.sd_worker_slope,
+            sigma=params.sigma, judge_noise=sd_b * math.sqrt(1 / R**2 - 1),
+            judge_bias=(0.0, 0.5), rng=s)
+        res = fit(human, judge, rectifier="iid", lam=lam)
+        rej += res.ppi["B - A"].pvalue < 0.05
+        rej0 += res.estimates["human"]["B - A"].pvalue < 0.05
+    for simulated, power in ((rej / n_sims, closed.power), (rej0 / n_sims, closed.power_human)):
+        assert simulated == pytest.approx(power, abs=3 * math.sqrt(power * (1 - power) / n_sims))
