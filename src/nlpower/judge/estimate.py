@@ -173,7 +173,8 @@ def judge_r(data: JudgeData, mat: np.ndarray, human_fit: Any) -> float:
     contrast, with ``Var_true = 2 sigma^2_{item:system}`` from the human-only
     crossed fit (worker effects and rating noise are not part of what a judge
     can predict).  ``NaN`` without an ``item:system`` term or when its variance
-    is 0.  The ``judge_r`` of :func:`nlpower.judge.judge_power`.
+    is 0.  Not clipped: a value above 1 says the item x system variance is
+    poorly estimated (few items).  The ``judge_r`` of :func:`nlpower.judge.judge_power`.
     """
     if human_fit is None or mat.shape[1] < 2:
         return math.nan
@@ -189,4 +190,4 @@ def judge_r(data: JudgeData, mat: np.ndarray, human_fit: Any) -> float:
         return math.nan
     cov = float(np.cov(h[keep], g[keep])[0, 1])
     var_g = float(np.var(np.concatenate([g, data.judge_unlabelled @ mat[0]]), ddof=1))
-    return float(np.clip(cov / math.sqrt(v_true * var_g), -1.0, 1.0)) if var_g > 0 else math.nan
+    return cov / math.sqrt(v_true * var_g) if var_g > 0 else math.nan

@@ -43,7 +43,8 @@ class JudgeFit:
         Estimated correlation of the judge's per-item system difference with
         the true one (item x system), the planning input of
         :func:`~nlpower.judge.judge_plan`; ``NaN`` when not estimable
-        (``"iid"``, one system, no ``item:system`` variance).
+        (``"iid"``, one system, no ``item:system`` variance); above 1 when
+        that variance is poorly estimated (the summary then says so).
     """
 
     estimates: dict[str, dict[str, MeanEstimate]]
@@ -66,6 +67,15 @@ class JudgeFit:
         """The prediction-powered estimates by contrast."""
         return self.estimates["ppi++"] if "ppi++" in self.estimates else self.estimates["ppi"]
 
+    def _judge_r_line(self) -> list[str]:
+        if self.judge_r != self.judge_r:  # NaN: not estimable
+            return []
+        head = "  judge-human correlation of system differences (item x system): "
+        if self.judge_r > 1:
+            return [head + "not estimable here (the item x system variance is near 0 or "
+                    "poorly estimated; more labelled items needed)"]
+        return [head + f"{self.judge_r:.3f}"]
+
     def to_frame(self) -> pd.DataFrame:
         """One row per (contrast, method): estimate, se, df, interval, test, lambda."""
         rows = [{"contrast": c, "method": m, **{k: getattr(e, k) for k in COLUMNS[2:]}}
@@ -81,8 +91,7 @@ class JudgeFit:
             f"{self.n_labelled} items; judge only: {self.n_unlabelled} items",
             f"  lambda = {self.lam:.4g}" + (f"; rectifier model: {self.formula}"
                                             if self.formula else ""),
-            f"  judge-human correlation of system differences (item x system): "
-            f"{self.judge_r:.3f}",
+            *self._judge_r_line(),
             "",
             f"{'contrast':<22} {'method':<12} {'estimate':>9} {'se':>8} {'df':>7} "
             f"{pct + ' CI':>22} {'p':>9}",
