@@ -11,6 +11,7 @@ power, detectable effects and the cheapest design with and without the judge.
 
 from __future__ import annotations
 
+from .assurance import JudgeAssurance, judge_assurance
 from .data import JudgeData, prepare
 from .fit import fit
 from .grid import JudgeProblem, simulate_judge_power
@@ -20,7 +21,7 @@ from .power import JudgeDesign, JudgePower, judge_mde, judge_plan, judge_power
 from .result import JudgeFit
 from .simulate import simulate_study
 
-__all__ = ["JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "JudgeProblem", "MeanEstimate",
-           "fit", "judge_mde", "judge_plan", "judge_power", "plot_power_curve", "power_curve_data",
+__all__ = ["JudgeAssurance", "JudgeData", "JudgeDesign", "JudgeFit", "JudgePower", "JudgeProblem", "MeanEstimate",
+           "fit", "judge_assurance", "judge_mde", "judge_plan", "judge_power", "plot_power_curve", "power_curve_data",
            "ppi_mean", "prepare",
            "simulate_judge_power", "simulate_study", "tuned_lambda"]
