@@ -24,12 +24,24 @@ from typing import Any
 
 from .. import __version__
 from ..errors import NlpowerError
-from . import accuracy, arena, bleu, compare, fit, mde, plan, power, replicability, sequential
+from . import (
+    accuracy,
+    arena,
+    bleu,
+    compare,
+    elicit,
+    fit,
+    mde,
+    plan,
+    power,
+    replicability,
+    sequential,
+)
 from .messages import cli_flags, speak_cli
 from .output import check_output_paths, fresh_seed
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, plan, mde, accuracy, bleu, compare, replicability, arena, sequential)
+COMMANDS = (fit, power, plan, mde, elicit, accuracy, bleu, compare, replicability, arena, sequential)
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 from .._choices import Coding, Duplicates, EngineName, allowed
+from . import judge_args
 from .messages import flag_names, speak_cli
 from .output import write_json
 from .ratings_args import add_scale_argument
@@ -67,6 +68,7 @@ def register(subparsers: Any) -> None:
                    help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
     p.add_argument("--full", action="store_true",
                    help="print the full summary (identified quantities and lme4-style output)")
+    judge_args.add_fit_arguments(p)
     p.set_defaults(func=run_fit, flags=flag_names(p), parser=p)
 
 
@@ -79,6 +81,8 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.link is not None and args.family not in ("ordinal", "binomial"):
         args.parser.error(f"--link is for --family ordinal or binomial; --family {args.family} "
                           "has none to choose: drop --link")
+    if args.judge:
+        return judge_args.run_judge(args)
     if args.family in ("binomial", "poisson"):
         return _run_glmer(args)
     from ..ratings import fit_ratings, read_ratings
@@ -97,6 +101,8 @@ def run_fit(args: argparse.Namespace) -> int:
     for w in caught:  # library warnings name arguments (scale=); the user typed flags
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(speak_cli(text, args.flags))
+    if args.agreement:
+        print("\n" + judge_args.agreement_text(fit))
     if args.json_out:
         record = fit.to_record() if hasattr(fit, "to_record") else fit.to_dict()
         write_json(args, record, path=args.json_out)

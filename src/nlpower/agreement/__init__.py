@@ -1,0 +1,21 @@
+"""Agreement between raters and agreement as a planning input.
+
+:func:`krippendorff_alpha` from a rating file; :func:`icc` (McGraw & Wong
+forms) from a fitted crossed model; :func:`elicit` turns a target agreement
+into the variance components of a power study.
+"""
+
+from __future__ import annotations
+
+from .elicit import (
+    AgreementSplit,
+    default_split,
+    elicit,
+    implied_agreement,
+    items_needed,
+)
+from .icc import ICCResult, icc, icc_forms
+from .krippendorff import AlphaResult, krippendorff_alpha
+
+__all__ = ["AgreementSplit", "AlphaResult", "ICCResult", "default_split", "elicit", "icc",
+           "icc_forms", "implied_agreement", "items_needed", "krippendorff_alpha"]

@@ -1,0 +1,58 @@
+"""Elicitation: a target agreement -> LMMParams, checked on simulated ratings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nlpower
+from nlpower.agreement import AgreementSplit, elicit, implied_agreement, krippendorff_alpha
+from nlpower.errors import InputError
+
+
+@pytest.mark.parametrize("measure,k", [("alpha", None), ("ICC(A,1)", None), ("ICC(C,1)", None),
+                                       ("ICC(A,k)", 3), ("ICC(C,k)", 5)])
+@pytest.mark.parametrize("target", [0.2, 0.6, 0.9])
+def test_round_trip(measure: str, k: float | None, target: float) -> None:
+    p = elicit(target, measure=measure, k=k, total_sd=0.3)  # type: ignore[arg-type]
+    assert implied_agreement(p, measure, k=k) == pytest.approx(target)  # type: ignore[arg-type]
+    assert np.sqrt(sum(v**2 for v in p.sds.values())) == pytest.approx(0.3)
+
+
+def test_default_split_reproduces_the_high_variance_preset() -> None:
+    hv = nlpower.presets.high_variance()
+    total = np.sqrt(sum(v**2 for v in hv.sds.values()))
+    p = elicit(implied_agreement(hv), total_sd=total)
+    for name, value in hv.sds.items():
+        assert p.sds[name] == pytest.approx(value, rel=1e-9)
+
+
+def test_split_is_the_users() -> None:
+    sp = AgreementSplit(item_slope_share=0.0, worker_share=0.5, worker_slope_share=0.0)
+    p = elicit(0.5, total_sd=1.0, split=sp)
+    assert p.sd_item_slope == 0 and p.sd_worker_slope == 0
+    assert p.sd_item**2 == pytest.approx(0.5)
+    assert p.sd_worker**2 == pytest.approx(0.25) and p.sigma**2 == pytest.approx(0.25)
+
+
+def test_simulated_ratings_have_the_target_alpha() -> None:
+    """Krippendorff's alpha of data drawn from elicited parameters is the target (3 bootstrap SE)."""
+    p = elicit(0.6, total_sd=0.3)
+    data = nlpower.simulate(nlpower.CrossedDesign(25, 150), p, rng=2)
+    res = krippendorff_alpha(data, n_boot=200, rng=3)
+    assert res.ci is not None
+    se = (res.ci.high - res.ci.low) / (2 * 1.96)
+    assert abs(res.alpha - 0.6) < 3 * se + 0.01  # + 0.01: alpha's finite-sample bias, O(1/n)
+
+
+def test_errors() -> None:
+    with pytest.raises(InputError, match="agreement"):
+        elicit(1.0)
+    with pytest.raises(InputError, match="pass k"):
+        elicit(0.5, measure="ICC(A,k)")
+    with pytest.raises(InputError, match="measure"):
+        elicit(0.5, measure="kappa")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="worker_share"):
+        AgreementSplit(worker_share=1.0)
+    with pytest.raises(InputError, match="split"):
+        elicit(0.5, split=0.3)  # type: ignore[arg-type]
