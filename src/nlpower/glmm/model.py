@@ -159,6 +159,7 @@ class GlmmModel(LikelihoodOnly):
         self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
         self._maxeval = int(STAGE2["maxeval"])
+        self._batched: Any = None                   # BatchedLaplace, built by refit_many
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
 
     # -- objectives -----------------------------------------------------------------
@@ -437,6 +438,18 @@ class GlmmModel(LikelihoodOnly):
                 else:
                     mode = None
             return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
+
+    def refit_many(self, Y: Any, *, start: Any = None) -> list[GlmmCore | Exception]:
+        """:meth:`refit` for every row of ``Y`` at once (:func:`nlpower.glmm.batched.refit_many`)."""
+        from .batched import refit_many
+        return refit_many(self, Y, start=start)
+
+    def _batched_laplace(self) -> Any:
+        """The vectorised Laplace deviance of this structure (built on first use)."""
+        if self._batched is None:
+            from .batched import BatchedLaplace
+            self._batched = BatchedLaplace(self)
+        return self._batched
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:

@@ -1,0 +1,527 @@
+"""Batched refits of a GLMM: many responses on one structure at once (power replicates).
+
+:meth:`GlmmModel.refit <nlpower.glmm.model.GlmmModel.refit>` fits one
+response; a power study fits thousands on the same design.  For the models
+power studies use most -- every random-effects term a scalar ``(1 | g)`` on
+its own grouping factor (one term, or crossed ``(1 | worker) + (1 | item)``)
+and a canonical link (logit binomial, log Poisson) -- :func:`refit_many`
+runs the same Laplace fit (lme4's ``nAGQ = 1``) vectorised over the
+replicates (``R`` of them):
+
+1. PIRLS for the conditional modes ``u``: Newton's method on the penalised
+   deviance, every replicate at once.  ``M = Lambda'Z'WZ Lambda + I`` is
+   diagonal on the largest grouping factor (block 0, ``m0`` levels); the
+   other factors' levels (``qr`` of them) are eliminated densely through
+   the ``(R, qr, qr)`` Schur complement, so one iteration costs ``O(R (n +
+   qr^2 m0))``.  The cross-products are sparse-times-dense products of the
+   weights with fixed scatter matrices of ``Z``.
+2. The analytic gradient of the Laplace deviance over ``(theta, beta)``
+   (the formula of :mod:`.gradient`, its ``M^{-1}`` entries from the same
+   blocks) and a Hessian from forward differences of it.
+3. Newton's method over ``(theta, beta)`` per replicate (the Hessian
+   refreshed each step, the absolute values of its eigenvalues where it is
+   not positive definite, step halving), unbounded in ``theta`` -- the
+   deviance depends on a scalar term's ``theta`` through ``theta^2`` --
+   whose sign is dropped at the end (:meth:`GlmmModel.canonical`).
+4. ``vcov_beta`` from the PIRLS factor with ``X`` (as ``refit``),
+   ``singular`` by lme4's ``isSingular`` rule.
+
+Replicates the batch does not bring to convergence, and every replicate of a
+model outside that class, are fitted by ``GlmmModel.refit``: the result is
+the same fit either way (to optimiser tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import special
+
+from ..errors import FitError, InputError
+from ..lmm.native import single_threaded
+from .response import check_response
+from .result import GlmmCore
+
+if TYPE_CHECKING:
+    from .model import GlmmModel
+
+__all__ = ["BatchedLaplace", "refit_many"]
+
+#: PIRLS stops for a replicate when its Newton step in u is below this (relative)
+U_TOL = 1e-9
+PIRLS_MAXIT = 50
+#: forward-difference step of the Hessian (differences of the analytic gradient)
+H_STEP = 1e-5
+#: Newton over (theta, beta) stops when the predicted decrease is below this
+DECREMENT = 1e-12
+OUTER_MAXIT = 30
+#: a theta this close to 0 at the start is moved off the saddle there
+THETA_NUDGE = 1e-2
+SINGULAR_TOL = 1e-4
+
+
+@dataclass(eq=False)
+class _Modes:
+    """PIRLS results for a set of replicates (rows)."""
+
+    U: np.ndarray        # (R, q) conditional modes
+    mu: np.ndarray       # (R, n)
+    w: np.ndarray        # (R, n) working weights
+    D0: np.ndarray       # (R, m0) block 0's diagonal of M
+    Cr: np.ndarray       # (R, qr, m0) rest x block 0 of M
+    Sinv: np.ndarray     # (R, qr, qr) inverse of the rest's Schur complement
+    dev: np.ndarray      # (R,) Laplace deviance (inf where PIRLS failed)
+    iters: np.ndarray    # (R,) PIRLS iterations
+
+
+def _scatter(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, ncol: int) -> sp.csr_matrix:
+    """The transposed ``(ncol, n)`` scatter matrix: ``(S @ W.T).T`` sums ``vals * W`` into columns."""
+    return sp.csr_matrix((vals, (cols, rows)), shape=(ncol, rows.size))
+
+
+class BatchedLaplace:
+    """The Laplace deviance, its modes and gradient, vectorised over responses.
+
+    Built once per :class:`~nlpower.glmm.model.GlmmModel` whose random
+    effects are scalar terms on distinct grouping factors and whose link is
+    canonical (:meth:`supports`).
+    """
+
+    def __init__(self, model: GlmmModel):
+        pir = model.pirls
+        self.model = model
+        self.kind = pir._kind
+        self.X = pir.X
+        self.n, self.p = self.X.shape
+        self.k = model.k
+        self.family = model.family
+        blocks = model.blocks
+        self.nb = len(blocks)
+        self.tidx = np.array([int(b.theta_idx[0]) for b in blocks], dtype=np.intp)
+        self.m = [b.m for b in blocks]
+        self.offs = np.concatenate([[0], np.cumsum(self.m)]).astype(np.intp)
+        self.q = int(self.offs[-1])
+        self.m0 = self.m[0]
+        self.qr = self.q - self.m0
+        rows = np.arange(self.n)
+        self.codes = [np.asarray(b.codes, dtype=np.intp) for b in blocks]
+        self.cols = [self.offs[b] + self.codes[b] for b in range(self.nb)]
+        self.z = [np.asarray(b.Z[:, 0], dtype=float) for b in blocks]
+        self.G = [_scatter(rows, self.codes[b], self.z[b], self.m[b]) for b in range(self.nb)]
+        self.G2 = [_scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b]) for b in range(self.nb)]
+        # cross-products of block pairs (a < b): entry (level_a, level_b) as a flat index
+        self.cross = {}
+        for a in range(self.nb):
+            for b in range(a + 1, self.nb):
+                pos = self.codes[b] * self.m[a] + self.codes[a]
+                self.cross[a, b] = _scatter(rows, pos, self.z[a] * self.z[b], self.m[a] * self.m[b])
+        # where observation i's (rest level, block-0 level) entry sits in a flat (qr, m0) array
+        self.rc_pos = [(self.cols[b] - self.m0) * self.m0 + self.codes[0] for b in range(1, self.nb)]
+
+    @staticmethod
+    def supports(model: GlmmModel) -> bool:
+        """Scalar terms on distinct grouping factors, a canonical link, Laplace (nAGQ = 1)."""
+        return (model.pirls._kind in ("logit", "log") and model.nAGQ == 1
+                and all(b.q == 1 and b.lam_idx.size == 1 for b in model.blocks))
+
+    # -- pieces -------------------------------------------------------------------------
+    def zu(self, th: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """``Z Lambda u`` per replicate: ``(R, n)``."""
+        out = np.zeros((U.shape[0], self.n))
+        for b in range(self.nb):
+            out += (th[:, self.tidx[b], None] * self.z[b][None, :]) * U[:, self.cols[b]]
+        return out
+
+    def ztv(self, th: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``Lambda' Z' v`` per replicate: ``(R, q)``."""
+        return np.concatenate([th[:, self.tidx[b], None] * (self.G[b] @ V.T).T
+                               for b in range(self.nb)], axis=1)
+
+    def working(self, eta: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``mu``, working weights and the unit terms of ``-2 log p(y | mu)`` (as :class:`.Pirls`)."""
+        wt = self.model.wt
+        if self.kind == "logit":
+            e = np.exp(-np.abs(eta))
+            inv = 1.0 / (1.0 + e)
+            mu = np.where(eta >= 0.0, inv, e * inv)
+            w = np.maximum(wt * (e * inv * inv), 1e-300)
+            return mu, w, 2.0 * wt * (np.maximum(eta, 0.0) + np.log1p(e) - Y * eta)
+        mu = np.exp(np.minimum(eta, 700.0))
+        return mu, wt * mu, 2.0 * wt * (mu - Y * eta)
+
+    def constants(self, Y: np.ndarray) -> np.ndarray:
+        """Per replicate: ``-2 log p(y | mu)`` minus the sum of the unit terms (free of ``mu``)."""
+        wt = self.model.wt
+        if self.family.name == "binomial":
+            mu0 = np.clip((Y * wt + 0.5) / (wt + 1.0), 1e-8, None)
+            m = np.round(wt)
+            kk = np.round(m * Y)
+            logc = special.gammaln(m + 1) - special.gammaln(kk + 1) - special.gammaln(m - kk + 1)
+            ld = logc + special.xlogy(kk, mu0) + special.xlogy(m - kk, np.clip(1.0 - mu0, 1e-300, 1))
+            scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
+            full = -2.0 * np.sum(scale * ld, axis=1)
+        else:
+            mu0 = np.clip(Y + 0.1, 1e-8, None)
+            ld = special.xlogy(Y, mu0) - mu0 - special.gammaln(Y + 1.0)
+            full = -2.0 * np.sum(wt * ld, axis=1)
+        eta0 = np.log(mu0 / (1.0 - mu0)) if self.kind == "logit" else np.log(mu0)
+        return full - np.sum(self.working(eta0, Y)[2], axis=1)
+
+    def factor(self, th: np.ndarray, w: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(D0, Cr, Sinv, log|M|)`` of ``M = Lambda'Z'WZ Lambda + I`` per replicate."""
+        R = w.shape[0]
+        wT = w.T
+        t = [th[:, self.tidx[b]] for b in range(self.nb)]
+        D0 = 1.0 + t[0][:, None] ** 2 * (self.G2[0] @ wT).T
+        ld = np.sum(np.log(D0), axis=1)
+        qr, m0 = self.qr, self.m0
+        if qr == 0:
+            return D0, np.zeros((R, 0, m0)), np.zeros((R, 0, 0)), ld
+        Cr = np.empty((R, qr, m0))
+        Rr = np.zeros((R, qr, qr))
+        for b in range(1, self.nb):
+            sb = slice(self.offs[b] - m0, self.offs[b + 1] - m0)
+            Cr[:, sb, :] = ((t[0] * t[b])[:, None] * (self.cross[0, b] @ wT).T
+                            ).reshape(R, self.m[b], m0)
+            diag = 1.0 + t[b][:, None] ** 2 * (self.G2[b] @ wT).T
+            idx = np.arange(self.offs[b], self.offs[b + 1]) - m0
+            Rr[:, idx, idx] = diag
+            for c in range(b + 1, self.nb):
+                sc = slice(self.offs[c] - m0, self.offs[c + 1] - m0)
+                blk = ((t[b] * t[c])[:, None] * (self.cross[b, c] @ wT).T).reshape(R, self.m[c], self.m[b])
+                Rr[:, sc, sb] = blk
+                Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
+        CD = Cr / D0[:, None, :]
+        S = Rr - CD @ np.swapaxes(Cr, 1, 2)
+        sign, lds = np.linalg.slogdet(S)
+        with np.errstate(invalid="ignore"):
+            ld = ld + np.where(sign > 0, lds, np.nan)
+        Sinv = np.linalg.inv(np.where((sign > 0)[:, None, None], S, np.eye(qr)[None]))
+        return D0, Cr, Sinv, ld
+
+    def solve(self, D0: np.ndarray, Cr: np.ndarray, Sinv: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """``M^{-1} rhs`` per replicate (``rhs``: ``(R, q)`` or ``(R, q, c)``)."""
+        vec = rhs.ndim == 2
+        r = rhs[:, :, None] if vec else rhs
+        r0, r1 = r[:, :self.m0], r[:, self.m0:]
+        if self.qr == 0:
+            x = r0 / D0[:, :, None]
+        else:
+            y0 = r0 / D0[:, :, None]
+            x1 = Sinv @ (r1 - Cr @ y0)
+            x = np.concatenate([(r0 - np.swapaxes(Cr, 1, 2) @ x1) / D0[:, :, None], x1], axis=1)
+        return x[:, :, 0] if vec else x
+
+    # -- PIRLS ----------------------------------------------------------------------------
+    def pirls(self, th: np.ndarray, be: np.ndarray, Y: np.ndarray, const: np.ndarray,
+              U0: np.ndarray | None) -> _Modes:
+        """The conditional modes at ``(theta, beta)`` per replicate (``beta`` fixed)."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # failed rows: inf
+            return self._pirls(th, be, Y, const, U0)
+
+    def _pirls(self, th: np.ndarray, be: np.ndarray, Y: np.ndarray, const: np.ndarray,
+               U0: np.ndarray | None) -> _Modes:
+        R = Y.shape[0]
+        wt = self.model.wt
+        fixed = be @ self.X.T + self.model.offset
+        U = np.zeros((R, self.q)) if U0 is None else U0.copy()
+        eta = fixed + self.zu(th, U)
+        mu, w, unit = self.working(eta, Y)
+        pd = unit.sum(axis=1) + np.einsum("rq,rq->r", U, U)
+        ok = np.isfinite(pd)
+        iters = np.zeros(R, dtype=np.intp)
+        live = np.flatnonzero(ok)
+        for _ in range(PIRLS_MAXIT):
+            if live.size == 0:
+                break
+            thl, Ul = th[live], U[live]
+            D0, Cr, Sinv, _ = self.factor(thl, w[live])
+            delta = self.solve(D0, Cr, Sinv, self.ztv(thl, wt * (Y[live] - mu[live])) - Ul)
+            iters[live] += 1
+            small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
+            step = np.ones(live.size)
+            for _ in range(30):
+                Uc = Ul + step[:, None] * delta
+                eta_c = fixed[live] + self.zu(thl, Uc)
+                mu_c, w_c, unit_c = self.working(eta_c, Y[live])
+                pd_c = unit_c.sum(axis=1) + np.einsum("rq,rq->r", Uc, Uc)
+                bad = ~(pd_c <= pd[live] + 1e-10 * np.abs(pd[live])) & ~small
+                if not bad.any():
+                    break
+                step[bad] *= 0.5
+            fail = bad if bad.any() else np.zeros(live.size, dtype=bool)
+            take = ~fail
+            sel = live[take]
+            U[sel], mu[sel], w[sel], pd[sel] = Uc[take], mu_c[take], w_c[take], pd_c[take]
+            live = live[~(small | fail)]
+        D0, Cr, Sinv, ld = self.factor(th, w)
+        dev = pd + const + ld
+        dev = np.where(ok & np.isfinite(dev), dev, np.inf)
+        return _Modes(U, mu, w, D0, Cr, Sinv, dev, iters)
+
+    # -- derivatives ----------------------------------------------------------------------
+    def _inverse_parts(self, th: np.ndarray, md: _Modes) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per block, ``(M^{-1} (Z Lambda)_i')`` at observation i's column; and ``h_i``."""
+        zl = [th[:, self.tidx[b], None] * self.z[b][None, :] for b in range(self.nb)]
+        c0 = self.codes[0]
+        if self.qr == 0:
+            g = [(1.0 / md.D0)[:, c0] * zl[0]]
+            return g, zl[0] * g[0]
+        R = th.shape[0]
+        CD = md.Cr / md.D0[:, None, :]
+        P = md.Sinv @ CD                                         # -(rest x block 0) of M^{-1}
+        inv00 = 1.0 / md.D0 + np.einsum("raj,raj->rj", CD, P)
+        Pf = P.reshape(R, -1)
+        Pi = [Pf[:, pos] for pos in self.rc_pos]                 # (R, n) per rest block
+        g0 = inv00[:, c0] * zl[0]
+        for b in range(1, self.nb):
+            g0 -= Pi[b - 1] * zl[b]
+        g = [g0]
+        rows = [self.cols[b] - self.m0 for b in range(1, self.nb)]
+        for b in range(1, self.nb):
+            gb = -Pi[b - 1] * zl[0]
+            for c in range(1, self.nb):
+                gb += md.Sinv[:, rows[b - 1], rows[c - 1]] * zl[c]
+            g.append(gb)
+        h = sum(zl[b] * g[b] for b in range(self.nb))
+        return g, np.asarray(h)
+
+    def gradient(self, th: np.ndarray, Y: np.ndarray, md: _Modes) -> np.ndarray:
+        """The gradient of the Laplace deviance over ``(theta, beta)``: ``(R, k + p)``."""
+        wt, w, mu = self.model.wt, md.w, md.mu
+        r = 2.0 * wt * (mu - Y)
+        dw = w * (1.0 - 2.0 * mu) if self.kind == "logit" else w
+        g, h = self._inverse_parts(th, md)
+        v = h * dw
+        xi = self.solve(md.D0, md.Cr, md.Sinv, self.ztv(th, v))
+        rc = r + v - w * self.zu(th, xi)
+        out = np.zeros((th.shape[0], self.k + self.p))
+        for b in range(self.nb):
+            cb = self.cols[b]
+            Q = rc * md.U[:, cb] - 0.5 * r * xi[:, cb] + 2.0 * w * g[b]
+            out[:, self.tidx[b]] = Q @ self.z[b]
+        out[:, self.k:] = rc @ self.X
+        return out
+
+    def predict_u(self, th: np.ndarray, Y: np.ndarray, md: _Modes, dx: np.ndarray) -> np.ndarray:
+        """The modes after a step ``dx`` in ``(theta, beta)``, to first order (a PIRLS start)."""
+        dth, dbe = dx[:, :self.k], dx[:, self.k:]
+        r = 2.0 * self.model.wt * (md.mu - Y)
+        a = dbe @ self.X.T + self.zu(dth, md.U)
+        rhs = self.ztv(dth, 0.5 * r) + self.ztv(th, md.w * a)
+        new = md.U - self.solve(md.D0, md.Cr, md.Sinv, rhs)
+        return np.where(np.isfinite(new), new, md.U)
+
+    def vcov(self, th: np.ndarray, md: _Modes) -> np.ndarray:
+        """PIRLS's covariance of ``beta`` (``refit``'s): ``(X'WX - X'WZL M^{-1} L'Z'WX)^{-1}``."""
+        R = th.shape[0]
+        A = np.stack([self.ztv(th, md.w * self.X[:, j]) for j in range(self.p)], axis=2)
+        XWX = np.einsum("ri,ij,ik->rjk", md.w, self.X, self.X)
+        S = XWX - np.swapaxes(A, 1, 2) @ self.solve(md.D0, md.Cr, md.Sinv, A)
+        return np.asarray(np.linalg.inv(S).reshape(R, self.p, self.p))
+
+
+def _set_rows(dst: _Modes, idx: np.ndarray, src: _Modes, take: np.ndarray | None = None) -> None:
+    """Copy ``src``'s rows (``take`` of them) into ``dst``'s rows ``idx``."""
+    for name in ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters"):
+        val = getattr(src, name)
+        getattr(dst, name)[idx] = val if take is None else val[take]
+
+
+def _sub(md: _Modes, idx: np.ndarray) -> _Modes:
+    return _Modes(md.U[idx], md.mu[idx], md.w[idx], md.D0[idx], md.Cr[idx], md.Sinv[idx],
+                  md.dev[idx], md.iters[idx])
+
+
+def _direction(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Newton steps and predicted decreases per replicate (``|eigenvalues|`` of ``H``)."""
+    H = 0.5 * (H + np.swapaxes(H, 1, 2))
+    lam, V = np.linalg.eigh(H)
+    top = np.max(np.abs(lam), axis=1, keepdims=True)
+    lam = np.maximum(np.abs(lam), np.maximum(1e-8 * top, 1e-12))
+    c = np.einsum("rji,rj->ri", V, g) / lam
+    step = -np.einsum("rij,rj->ri", V, c)
+    dec = 0.5 * np.einsum("ri,ri->r", c * lam, c)
+    return step, dec
+
+
+class _Newton:
+    """Newton's method over ``(theta, beta)``, vectorised over replicates."""
+
+    def __init__(self, bl: BatchedLaplace, Y: np.ndarray, x0: np.ndarray):
+        self.bl, self.Y, self.k = bl, Y, bl.k
+        self.const = bl.constants(Y)
+        self.x = x0.copy()
+        self.md = bl.pirls(x0[:, :self.k], x0[:, self.k:], Y, self.const, None)
+        self.g = np.zeros_like(x0)
+        ok = np.flatnonzero(np.isfinite(self.md.dev))
+        self.g[ok] = bl.gradient(x0[ok, :self.k], Y[ok], _sub(self.md, ok))
+        self.evals = self.md.iters.copy()
+        self.done = np.zeros(len(Y), dtype=bool)
+        self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
+
+    def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
+              ) -> tuple[_Modes, np.ndarray]:
+        bl, k = self.bl, self.k
+        md = bl.pirls(x[:, :k], x[:, k:], self.Y[idx], self.const[idx], U0)
+        self.evals[idx] += md.iters
+        return md, bl.gradient(x[:, :k], self.Y[idx], md)
+
+    def hessian(self, idx: np.ndarray) -> np.ndarray:
+        """Forward differences of the gradient at the current points of ``idx``."""
+        bl, x, md = self.bl, self.x[idx], _sub(self.md, idx)
+        d = x.shape[1]
+        H = np.empty((idx.size, d, d))
+        for j in range(d):
+            h = H_STEP * (1.0 + np.abs(x[:, j]))
+            dx = np.zeros_like(x)
+            dx[:, j] = h
+            U0 = bl.predict_u(x[:, :self.k], self.Y[idx], md, dx)
+            _, gj = self._eval(idx, x + dx, U0)
+            H[:, :, j] = (gj - self.g[idx]) / h[:, None]
+        return H
+
+    def step(self) -> bool:
+        """One Newton iteration on the replicates still running; False when none are."""
+        act = np.flatnonzero(~self.done & ~self.failed)
+        if act.size == 0:
+            return False
+        H = self.hessian(act)
+        bad = ~np.all(np.isfinite(H), axis=(1, 2))
+        self.failed[act[bad]] = True
+        act, H = act[~bad], H[~bad]
+        st, dec = _direction(H, self.g[act])
+        conv = dec < DECREMENT
+        self.done[act[conv]] = True
+        act, st, dec = act[~conv], st[~conv], dec[~conv]
+        scale = np.ones(act.size)
+        f0 = self.md.dev[act]
+        md0 = _sub(self.md, act)
+        for _ in range(30):
+            if act.size == 0:
+                break
+            dx = scale[:, None] * st
+            U0 = self.bl.predict_u(self.x[act, :self.k], self.Y[act], md0, dx)
+            x2 = self.x[act] + dx
+            md2, g2 = self._eval(act, x2, U0)
+            good = (md2.dev <= f0 + 1e-12 * np.abs(f0)) & np.all(np.isfinite(g2), axis=1)
+            if good.any():
+                rows = act[good]
+                self.x[rows], self.g[rows] = x2[good], g2[good]
+                _set_rows(self.md, rows, md2, good)
+            keep = ~good
+            # no decrease along a step predicted to gain little: at the optimum to rounding
+            tiny = keep & (dec * scale < 1e-9)
+            self.done[act[tiny]] = True
+            keep &= ~tiny
+            act, st, dec, f0, scale = act[keep], st[keep], dec[keep], f0[keep], 0.5 * scale[keep]
+            md0 = _sub(md0, np.flatnonzero(keep))
+        self.failed[act] = True
+        return True
+
+
+def _check_Y(model: GlmmModel, Y: Any) -> np.ndarray:
+    Yv = np.asarray(Y, dtype=float)
+    if Yv.ndim == 1:
+        Yv = Yv[None, :]
+    n = model.spec.n
+    if Yv.ndim != 2 or Yv.shape[1] != n:
+        raise InputError(f"Y must be an array of shape (n_replicates, {n}) (one response per row); "
+                         f"got shape {np.shape(Y)}.")
+    check_response(model.family, Yv.ravel(), np.tile(model.wt, Yv.shape[0]), "Y")
+    return Yv
+
+
+def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore | Exception]:
+    """Fit every row of ``Y`` on ``model``'s structure: ``model.refit(y, start=start)`` for each.
+
+    Parameters
+    ----------
+    model : GlmmModel
+        The prepared model (its prior weights and offset are used for every row).
+    Y : array of shape (n_replicates, nobs)
+        The responses (binomial: proportions of ``weights`` trials).
+    start : fit, core or dict, optional
+        ``theta`` and ``beta`` to start every fit from (the truth in a power
+        study).  Without it every row is fitted by ``model.refit``.
+
+    Returns
+    -------
+    list of GlmmCore or Exception
+        Per row, the fit -- the same optimum as ``model.refit`` (Laplace
+        deviance to ~1e-7, ``theta`` and ``beta`` to ~1e-5; ``vcov_beta``
+        PIRLS's, ``converged``, ``singular`` by lme4's rule) -- or the error
+        ``model.refit`` raised for that row (:class:`~nlpower.errors.FitError`, ...).
+
+    Notes
+    -----
+    Rows are fitted together (module docstring) when the random effects are
+    scalar terms on distinct grouping factors and the link is canonical;
+    rows the batch does not bring to convergence, and every row otherwise,
+    go through ``model.refit``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nlpower.lmm.frame import model_frame
+    >>> from nlpower.lmm.family import Binomial
+    >>> from nlpower.glmm.model import GlmmModel
+    >>> d = pd.read_csv("tests/reference/data/cbpp.csv", dtype={"period": str, "herd": str})
+    >>> m = GlmmModel(model_frame("prop ~ period + (1 | herd)", d), Binomial(), weights=d["size"])
+    >>> fit = m.fit()
+    >>> Y = m.simulate(3, rng=1, theta=fit.theta, beta=fit.fixef)
+    >>> cores = refit_many(m, Y, start=fit)
+    >>> [round(c.deviance, 4) == round(m.refit(y, start=fit).deviance, 4) for c, y in zip(cores, Y)]
+    [True, True, True]
+    """
+    from .model import start_parts
+    Yv = _check_Y(model, Y)
+    out: list[GlmmCore | Exception | None] = [None] * len(Yv)
+    batch = start is not None and BatchedLaplace.supports(model)
+    if batch:
+        th, be = start_parts(start)
+        batch = be is not None
+    if batch:
+        theta = model.layout.check_start(th)
+        beta = np.asarray(be, dtype=float).ravel()
+        if beta.shape != (model.p,) or not np.all(np.isfinite(beta)):
+            raise InputError(f"start beta must be {model.p} finite values "
+                             f"({', '.join(model.spec.fixef_names)}); got {be!r}.")
+        theta = np.where(np.abs(theta) < 1e-8, THETA_NUDGE, theta)   # off the saddle at 0
+        with single_threaded():
+            _batched(model, Yv, np.concatenate([theta, beta]), out)
+    for i, res in enumerate(out):
+        if res is None:
+            try:
+                out[i] = model.refit(Yv[i], start=start)
+            except (FitError, ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
+                out[i] = err
+    return [r for r in out if r is not None]
+
+
+def _batched(model: GlmmModel, Y: np.ndarray, x0: np.ndarray,
+             out: list[GlmmCore | Exception | None]) -> None:
+    bl = model._batched_laplace()
+    nt = _Newton(bl, Y, np.tile(x0, (len(Y), 1)))
+    for _ in range(OUTER_MAXIT):
+        if not nt.step():
+            break
+    ok = np.flatnonzero(nt.done & ~nt.failed)
+    if ok.size == 0:
+        return
+    k = bl.k
+    md = _sub(nt.md, ok)
+    V = bl.vcov(nt.x[ok, :k], md)
+    for j, i in enumerate(ok):
+        theta = np.abs(nt.x[i, :k])
+        if not (math.isfinite(md.dev[j]) and np.all(np.isfinite(V[j]))):
+            continue
+        out[i] = GlmmCore(theta=theta, beta=nt.x[i, k:].copy(), vcov_beta=V[j],
+                          deviance=float(md.dev[j]), converged=True,
+                          singular=bool(np.any(theta < SINGULAR_TOL)),
+                          n_evals=int(nt.evals[i]), message="converged (batched Newton)")
