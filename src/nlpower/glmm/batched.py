@@ -58,10 +58,14 @@ PIRLS_MAXIT = 50
 H_STEP = 1e-5
 #: Newton over (theta, beta) stops when the predicted decrease is below this
 DECREMENT = 1e-12
-OUTER_MAXIT = 30
+OUTER_MAXIT = 50
 #: a theta this close to 0 at the start is moved off the saddle there
 THETA_NUDGE = 1e-2
 SINGULAR_TOL = 1e-4
+#: observations whose factors in [0.5, 1] are multiplied before one log (0.5^64 ~ 5e-20)
+LOG_CHUNK = 64
+#: the Hessian is recomputed when a step's predicted decrease fell by less than this factor
+SLOW = 0.1
 
 
 @dataclass(eq=False)
@@ -111,6 +115,11 @@ class BatchedLaplace:
         self.codes = [np.asarray(b.codes, dtype=np.intp) for b in blocks]
         self.cols = [self.offs[b] + self.codes[b] for b in range(self.nb)]
         self.z = [np.asarray(b.Z[:, 0], dtype=float) for b in blocks]
+        self.ones = [bool(np.all(zb == 1.0)) for zb in self.z]
+        self.coltheta = np.concatenate([np.full(mb, t) for mb, t in zip(self.m, self.tidx, strict=True)])
+        self.wt = np.asarray(model.wt, dtype=float)
+        self.unit_wt = bool(np.all(self.wt == 1.0))
+        self.chunks = np.arange(0, self.n, LOG_CHUNK)
         self.G = [_scatter(rows, self.codes[b], self.z[b], self.m[b]) for b in range(self.nb)]
         self.G2 = [_scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b]) for b in range(self.nb)]
         # cross-products of block pairs (a < b): entry (level_a, level_b) as a flat index
@@ -131,27 +140,41 @@ class BatchedLaplace:
     # -- pieces -------------------------------------------------------------------------
     def zu(self, th: np.ndarray, U: np.ndarray) -> np.ndarray:
         """``Z Lambda u`` per replicate: ``(R, n)``."""
-        out = np.zeros((U.shape[0], self.n))
-        for b in range(self.nb):
-            out += (th[:, self.tidx[b], None] * self.z[b][None, :]) * U[:, self.cols[b]]
+        B = U * th[:, self.coltheta]
+        out = B[:, self.cols[0]] if self.ones[0] else B[:, self.cols[0]] * self.z[0]
+        for b in range(1, self.nb):
+            out += B[:, self.cols[b]] if self.ones[b] else B[:, self.cols[b]] * self.z[b]
         return out
 
     def ztv(self, th: np.ndarray, V: np.ndarray) -> np.ndarray:
         """``Lambda' Z' v`` per replicate: ``(R, q)``."""
-        return np.concatenate([th[:, self.tidx[b], None] * (self.G[b] @ V.T).T
-                               for b in range(self.nb)], axis=1)
+        VT = np.ascontiguousarray(V.T)
+        return np.concatenate([(self.G[b] @ VT).T for b in range(self.nb)], axis=1) \
+            * th[:, self.coltheta]
 
-    def working(self, eta: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``mu``, working weights and the unit terms of ``-2 log p(y | mu)`` (as :class:`.Pirls`)."""
-        wt = self.model.wt
+    def working(self, eta: np.ndarray, Yw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`).
+
+        ``Yw``: the responses times the prior weights; ``sum unit`` is
+        ``2 sum wt (log(1 + e^eta) - y eta)`` (logit) or ``2 sum wt (mu - y eta)`` (log).
+        """
+        wt = self.wt
+        yeta = np.einsum("ri,ri->r", Yw, eta)
         if self.kind == "logit":
-            e = np.exp(-np.abs(eta))
-            inv = 1.0 / (1.0 + e)
-            mu = np.where(eta >= 0.0, inv, e * inv)
-            w = np.maximum(wt * (e * inv * inv), 1e-300)
-            return mu, w, 2.0 * wt * (np.maximum(eta, 0.0) + np.log1p(e) - Y * eta)
+            mu = special.expit(eta)
+            w = mu * (1.0 - mu)
+            np.maximum(w, 1e-300, out=w)
+            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu) = 0.5 + |mu - 0.5|;
+            # a is in [0.5, 1], so products of LOG_CHUNK of them stay normal: fewer logs
+            a = np.abs(mu - 0.5)
+            a += 0.5
+            if self.unit_wt:
+                loga = np.log(np.multiply.reduceat(a, self.chunks, axis=1)).sum(axis=1)
+                return mu, w, 2.0 * (np.maximum(eta, 0.0).sum(axis=1) - loga - yeta)
+            w *= wt
+            return mu, w, 2.0 * ((np.maximum(eta, 0.0) - np.log(a)) @ wt - yeta)
         mu = np.exp(np.minimum(eta, 700.0))
-        return mu, wt * mu, 2.0 * wt * (mu - Y * eta)
+        return mu, (mu if self.unit_wt else wt * mu), 2.0 * (mu @ wt) - 2.0 * yeta
 
     def constants(self, Y: np.ndarray) -> np.ndarray:
         """Per replicate: ``-2 log p(y | mu)`` minus the sum of the unit terms (free of ``mu``)."""
@@ -169,7 +192,7 @@ class BatchedLaplace:
             ld = special.xlogy(Y, mu0) - mu0 - special.gammaln(Y + 1.0)
             full = -2.0 * np.sum(wt * ld, axis=1)
         eta0 = np.log(mu0 / (1.0 - mu0)) if self.kind == "logit" else np.log(mu0)
-        return full - np.sum(self.working(eta0, Y)[2], axis=1)
+        return full - self.working(eta0, Y * wt)[2]
 
     def factor(self, th: np.ndarray, w: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -218,48 +241,52 @@ class BatchedLaplace:
         return x[:, :, 0] if vec else x
 
     # -- PIRLS ----------------------------------------------------------------------------
-    def pirls(self, th: np.ndarray, be: np.ndarray, Y: np.ndarray, const: np.ndarray,
+    def pirls(self, th: np.ndarray, be: np.ndarray, Yw: np.ndarray, const: np.ndarray,
               U0: np.ndarray | None) -> _Modes:
         """The conditional modes at ``(theta, beta)`` per replicate (``beta`` fixed)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # failed rows: inf
-            return self._pirls(th, be, Y, const, U0)
+            return self._pirls(th, be, Yw, const, U0)
 
-    def _pirls(self, th: np.ndarray, be: np.ndarray, Y: np.ndarray, const: np.ndarray,
+    def _pirls(self, th: np.ndarray, be: np.ndarray, Yw: np.ndarray, const: np.ndarray,
                U0: np.ndarray | None) -> _Modes:
-        R = Y.shape[0]
-        wt = self.model.wt
+        R = Yw.shape[0]
+        wt = self.wt
         fixed = be @ self.X.T + self.model.offset
         U = np.zeros((R, self.q)) if U0 is None else U0.copy()
-        eta = fixed + self.zu(th, U)
-        mu, w, unit = self.working(eta, Y)
-        pd = unit.sum(axis=1) + np.einsum("rq,rq->r", U, U)
+        mu, w, pd = self.working(fixed + self.zu(th, U), Yw)
+        pd += np.einsum("rq,rq->r", U, U)
         ok = np.isfinite(pd)
+        D0, Cr = np.ones((R, self.m0)), np.zeros((R, self.qr, self.m0))
+        Sinv, ld = np.zeros((R, self.qr, self.qr)), np.full(R, np.inf)
         iters = np.zeros(R, dtype=np.intp)
         live = np.flatnonzero(ok)
         for _ in range(PIRLS_MAXIT):
             if live.size == 0:
                 break
             thl, Ul = th[live], U[live]
-            D0, Cr, Sinv, _ = self.factor(thl, w[live])
-            delta = self.solve(D0, Cr, Sinv, self.ztv(thl, wt * (Y[live] - mu[live])) - Ul)
+            # the factor at the current modes: the final one for the rows that stop here
+            D0[live], Cr[live], Sinv[live], ld[live] = fac = self.factor(thl, w[live])
+            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Yw[live] - wt * mu[live]) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
-            step = np.ones(live.size)
+            go = np.flatnonzero(~small)
+            if go.size == 0:
+                break
+            lg, dl, step = live[go], delta[go], np.ones(go.size)
             for _ in range(30):
-                Uc = Ul + step[:, None] * delta
-                eta_c = fixed[live] + self.zu(thl, Uc)
-                mu_c, w_c, unit_c = self.working(eta_c, Y[live])
-                pd_c = unit_c.sum(axis=1) + np.einsum("rq,rq->r", Uc, Uc)
-                bad = ~(pd_c <= pd[live] + 1e-10 * np.abs(pd[live])) & ~small
+                Uc = U[lg] + step[:, None] * dl
+                mu_c, w_c, pd_c = self.working(fixed[lg] + self.zu(th[lg], Uc), Yw[lg])
+                pd_c += np.einsum("rq,rq->r", Uc, Uc)
+                bad = ~(pd_c <= pd[lg] + 1e-10 * np.abs(pd[lg]))
                 if not bad.any():
                     break
                 step[bad] *= 0.5
-            fail = bad if bad.any() else np.zeros(live.size, dtype=bool)
-            take = ~fail
-            sel = live[take]
-            U[sel], mu[sel], w[sel], pd[sel] = Uc[take], mu_c[take], w_c[take], pd_c[take]
-            live = live[~(small | fail)]
-        D0, Cr, Sinv, ld = self.factor(th, w)
+            take = ~bad                      # no decrease after 30 halvings: at the mode to rounding
+            rows = lg[take]
+            U[rows], mu[rows], w[rows], pd[rows] = Uc[take], mu_c[take], w_c[take], pd_c[take]
+            live = rows
+        if live.size:                        # PIRLS_MAXIT reached
+            D0[live], Cr[live], Sinv[live], ld[live] = self.factor(th[live], w[live])
         dev = pd + const + ld
         dev = np.where(ok & np.isfinite(dev), dev, np.inf)
         return _Modes(U, mu, w, D0, Cr, Sinv, dev, iters)
@@ -291,10 +318,10 @@ class BatchedLaplace:
         h = sum(zl[b] * g[b] for b in range(self.nb))
         return g, np.asarray(h)
 
-    def gradient(self, th: np.ndarray, Y: np.ndarray, md: _Modes) -> np.ndarray:
+    def gradient(self, th: np.ndarray, Yw: np.ndarray, md: _Modes) -> np.ndarray:
         """The gradient of the Laplace deviance over ``(theta, beta)``: ``(R, k + p)``."""
-        wt, w, mu = self.model.wt, md.w, md.mu
-        r = 2.0 * wt * (mu - Y)
+        wt, w, mu = self.wt, md.w, md.mu
+        r = 2.0 * (wt * mu - Yw)
         dw = w * (1.0 - 2.0 * mu) if self.kind == "logit" else w
         g, h = self._inverse_parts(th, md)
         v = h * dw
@@ -308,10 +335,10 @@ class BatchedLaplace:
         out[:, self.k:] = rc @ self.X
         return out
 
-    def predict_u(self, th: np.ndarray, Y: np.ndarray, md: _Modes, dx: np.ndarray) -> np.ndarray:
+    def predict_u(self, th: np.ndarray, Yw: np.ndarray, md: _Modes, dx: np.ndarray) -> np.ndarray:
         """The modes after a step ``dx`` in ``(theta, beta)``, to first order (a PIRLS start)."""
         dth, dbe = dx[:, :self.k], dx[:, self.k:]
-        r = 2.0 * self.model.wt * (md.mu - Y)
+        r = 2.0 * (self.wt * md.mu - Yw)
         a = dbe @ self.X.T + self.zu(dth, md.U)
         rhs = self.ztv(dth, 0.5 * r) + self.ztv(th, md.w * a)
         new = md.U - self.solve(md.D0, md.Cr, md.Sinv, rhs)
@@ -351,28 +378,38 @@ def _direction(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Newton:
-    """Newton's method over ``(theta, beta)``, vectorised over replicates."""
+    """Newton's method over ``(theta, beta)``, vectorised over replicates.
+
+    The Hessian: forward differences of the analytic gradient at the start
+    (and again after a step that had to be halved), BFGS updates after
+    every other step.
+    """
 
     def __init__(self, bl: BatchedLaplace, Y: np.ndarray, x0: np.ndarray):
-        self.bl, self.Y, self.k = bl, Y, bl.k
+        self.bl, self.k = bl, bl.k
+        self.Yw = Y * bl.wt
         self.const = bl.constants(Y)
         self.x = x0.copy()
-        self.md = bl.pirls(x0[:, :self.k], x0[:, self.k:], Y, self.const, None)
+        self.md = bl.pirls(x0[:, :self.k], x0[:, self.k:], self.Yw, self.const, None)
         self.g = np.zeros_like(x0)
         ok = np.flatnonzero(np.isfinite(self.md.dev))
-        self.g[ok] = bl.gradient(x0[ok, :self.k], Y[ok], _sub(self.md, ok))
+        self.g[ok] = bl.gradient(x0[ok, :self.k], self.Yw[ok], _sub(self.md, ok))
         self.evals = self.md.iters.copy()
-        self.done = np.zeros(len(Y), dtype=bool)
+        R, d = x0.shape
+        self.H = np.zeros((R, d, d))
+        self.need_h = np.ones(R, dtype=bool)
+        self.last_dec = np.full(R, np.inf)
+        self.done = np.zeros(R, dtype=bool)
         self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
 
     def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
               ) -> tuple[_Modes, np.ndarray]:
         bl, k = self.bl, self.k
-        md = bl.pirls(x[:, :k], x[:, k:], self.Y[idx], self.const[idx], U0)
+        md = bl.pirls(x[:, :k], x[:, k:], self.Yw[idx], self.const[idx], U0)
         self.evals[idx] += md.iters
-        return md, bl.gradient(x[:, :k], self.Y[idx], md)
+        return md, bl.gradient(x[:, :k], self.Yw[idx], md)
 
-    def hessian(self, idx: np.ndarray) -> np.ndarray:
+    def hessian(self, idx: np.ndarray) -> None:
         """Forward differences of the gradient at the current points of ``idx``."""
         bl, x, md = self.bl, self.x[idx], _sub(self.md, idx)
         d = x.shape[1]
@@ -381,23 +418,40 @@ class _Newton:
             h = H_STEP * (1.0 + np.abs(x[:, j]))
             dx = np.zeros_like(x)
             dx[:, j] = h
-            U0 = bl.predict_u(x[:, :self.k], self.Y[idx], md, dx)
+            U0 = bl.predict_u(x[:, :self.k], self.Yw[idx], md, dx)
             _, gj = self._eval(idx, x + dx, U0)
             H[:, :, j] = (gj - self.g[idx]) / h[:, None]
-        return H
+        bad = ~np.all(np.isfinite(H), axis=(1, 2))
+        self.failed[idx[bad]] = True
+        self.H[idx] = 0.5 * (H + np.swapaxes(H, 1, 2))
+        self.need_h[idx] = False
+
+    def _bfgs(self, rows: np.ndarray, s: np.ndarray, yv: np.ndarray) -> None:
+        H = self.H[rows]
+        Hs = np.einsum("rij,rj->ri", H, s)
+        ys, sHs = np.einsum("ri,ri->r", yv, s), np.einsum("ri,ri->r", s, Hs)
+        ok = (ys > 1e-12) & (sHs > 1e-12)
+        ys, sHs = np.where(ok, ys, 1.0), np.where(ok, sHs, 1.0)
+        upd = yv[:, :, None] * yv[:, None, :] / ys[:, None, None] \
+            - Hs[:, :, None] * Hs[:, None, :] / sHs[:, None, None]
+        self.H[rows] = H + np.where(ok[:, None, None], upd, 0.0)
 
     def step(self) -> bool:
         """One Newton iteration on the replicates still running; False when none are."""
         act = np.flatnonzero(~self.done & ~self.failed)
         if act.size == 0:
             return False
-        H = self.hessian(act)
-        bad = ~np.all(np.isfinite(H), axis=(1, 2))
-        self.failed[act[bad]] = True
-        act, H = act[~bad], H[~bad]
-        st, dec = _direction(H, self.g[act])
+        need = act[self.need_h[act]]
+        if need.size:
+            self.hessian(need)
+            act = act[~self.failed[act]]
+        st, dec = _direction(self.H[act], self.g[act])
         conv = dec < DECREMENT
         self.done[act[conv]] = True
+        # BFGS converging slowly (towards a singular optimum, linearly): a fresh Hessian next
+        slow = dec > SLOW * self.last_dec[act]
+        self.need_h[act[slow]] = True
+        self.last_dec[act] = dec
         act, st, dec = act[~conv], st[~conv], dec[~conv]
         scale = np.ones(act.size)
         f0 = self.md.dev[act]
@@ -406,12 +460,14 @@ class _Newton:
             if act.size == 0:
                 break
             dx = scale[:, None] * st
-            U0 = self.bl.predict_u(self.x[act, :self.k], self.Y[act], md0, dx)
+            U0 = self.bl.predict_u(self.x[act, :self.k], self.Yw[act], md0, dx)
             x2 = self.x[act] + dx
             md2, g2 = self._eval(act, x2, U0)
             good = (md2.dev <= f0 + 1e-12 * np.abs(f0)) & np.all(np.isfinite(g2), axis=1)
             if good.any():
                 rows = act[good]
+                self._bfgs(rows, dx[good], g2[good] - self.g[rows])
+                self.need_h[rows[scale[good] < 1.0]] = True     # a poor model: a fresh Hessian
                 self.x[rows], self.g[rows] = x2[good], g2[good]
                 _set_rows(self.md, rows, md2, good)
             keep = ~good
@@ -433,8 +489,16 @@ def _check_Y(model: GlmmModel, Y: Any) -> np.ndarray:
     if Yv.ndim != 2 or Yv.shape[1] != n:
         raise InputError(f"Y must be an array of shape (n_replicates, {n}) (one response per row); "
                          f"got shape {np.shape(Y)}.")
-    check_response(model.family, Yv.ravel(), np.tile(model.wt, Yv.shape[0]), "Y")
     return Yv
+
+
+def _row_errors(model: GlmmModel, Y: np.ndarray, out: list[Any]) -> None:
+    """``refit``'s response checks, row by row: a row it would refuse gets the error."""
+    for i, y in enumerate(Y):
+        try:
+            check_response(model.family, y, model.wt, "y")
+        except InputError as err:
+            out[i] = err
 
 
 def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore | Exception]:
@@ -482,6 +546,7 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
     from .model import start_parts
     Yv = _check_Y(model, Y)
     out: list[GlmmCore | Exception | None] = [None] * len(Yv)
+    _row_errors(model, Yv, out)
     batch = start is not None and BatchedLaplace.supports(model)
     if batch:
         th, be = start_parts(start)
@@ -493,8 +558,10 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
             raise InputError(f"start beta must be {model.p} finite values "
                              f"({', '.join(model.spec.fixef_names)}); got {be!r}.")
         theta = np.where(np.abs(theta) < 1e-8, THETA_NUDGE, theta)   # off the saddle at 0
-        with single_threaded():
-            _batched(model, Yv, np.concatenate([theta, beta]), out)
+        rows = np.array([i for i, r in enumerate(out) if r is None], dtype=np.intp)
+        if rows.size:
+            with single_threaded(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                _batched(model, Yv, rows, np.concatenate([theta, beta]), out)
     for i, res in enumerate(out):
         if res is None:
             try:
@@ -504,10 +571,11 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
     return [r for r in out if r is not None]
 
 
-def _batched(model: GlmmModel, Y: np.ndarray, x0: np.ndarray,
+def _batched(model: GlmmModel, Y: np.ndarray, rows: np.ndarray, x0: np.ndarray,
              out: list[GlmmCore | Exception | None]) -> None:
+    """Fit ``Y[rows]`` together; the converged fits go into ``out``."""
     bl = model._batched_laplace()
-    nt = _Newton(bl, Y, np.tile(x0, (len(Y), 1)))
+    nt = _Newton(bl, Y[rows], np.tile(x0, (rows.size, 1)))
     for _ in range(OUTER_MAXIT):
         if not nt.step():
             break
@@ -521,7 +589,7 @@ def _batched(model: GlmmModel, Y: np.ndarray, x0: np.ndarray,
         theta = np.abs(nt.x[i, :k])
         if not (math.isfinite(md.dev[j]) and np.all(np.isfinite(V[j]))):
             continue
-        out[i] = GlmmCore(theta=theta, beta=nt.x[i, k:].copy(), vcov_beta=V[j],
-                          deviance=float(md.dev[j]), converged=True,
-                          singular=bool(np.any(theta < SINGULAR_TOL)),
-                          n_evals=int(nt.evals[i]), message="converged (batched Newton)")
+        out[rows[i]] = GlmmCore(theta=theta, beta=nt.x[i, k:].copy(), vcov_beta=V[j],
+                                deviance=float(md.dev[j]), converged=True,
+                                singular=bool(np.any(theta < SINGULAR_TOL)),
+                                n_evals=int(nt.evals[i]), message="converged (batched Newton)")
