@@ -63,6 +63,10 @@ OUTER_MAXIT = 50
 #: a theta this close to 0 at the start is moved off the saddle there
 THETA_NUDGE = 1e-2
 SINGULAR_TOL = 1e-4
+#: fits beyond these (SDs of 10 on the link scale, linear predictors of 30) have no finite
+#: optimum -- the deviance falls on towards infinity -- and are left to refit
+THETA_MAX = 10.0
+ETA_MAX = 30.0
 #: replicates fitted together: CHUNK, or more while CHUNK_VALUES fill a (replicates, nobs) array
 CHUNK = 128
 CHUNK_VALUES = 1 << 17
@@ -120,6 +124,7 @@ class _Newton:
         R, d = x0.shape
         self.H = np.zeros((R, d, d))
         self.need_h = np.ones(R, dtype=bool)
+        self.fresh = np.zeros(R, dtype=bool)        # H from differences at the current x
         self.last_dec = np.full(R, np.inf)
         self.done = np.zeros(R, dtype=bool)
         self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
@@ -147,6 +152,7 @@ class _Newton:
         self.failed[idx[bad]] = True
         self.H[idx] = 0.5 * (H + np.swapaxes(H, 1, 2))
         self.need_h[idx] = False
+        self.fresh[idx] = True
 
     def _bfgs(self, rows: np.ndarray, s: np.ndarray, yv: np.ndarray) -> None:
         H = self.H[rows]
@@ -169,7 +175,10 @@ class _Newton:
             act = act[~self.failed[act]]
         st, dec = _direction(self.H[act], self.g[act])
         conv = dec < DECREMENT
-        self.done[act[conv]] = True
+        # converged on a fresh Hessian only: BFGS's can understate the decrease left (a
+        # nearly flat direction towards a singular optimum); the others get one next
+        self.done[act[conv & self.fresh[act]]] = True
+        self.need_h[act[conv & ~self.fresh[act]]] = True
         # BFGS converging slowly (towards a singular optimum, linearly): a fresh Hessian next
         slow = dec > SLOW * self.last_dec[act]
         self.need_h[act[slow]] = True
@@ -191,6 +200,7 @@ class _Newton:
                 self._bfgs(rows, dx[good], g2[good] - self.g[rows])
                 self.need_h[rows[scale[good] < 1.0]] = True     # a poor model: a fresh Hessian
                 self.x[rows], self.g[rows] = x2[good], g2[good]
+                self.fresh[rows] = False
                 _set_rows(self.md, rows, md2, good)
             keep = ~good
             # no decrease along a step predicted to gain little: at the optimum to rounding
@@ -335,8 +345,9 @@ def _batched(model: GlmmModel, Y: np.ndarray, rows: np.ndarray, x0: np.ndarray,
     V = bl.vcov(nt.x[ok, :k], md)
     for j, i in enumerate(ok):
         theta = np.abs(nt.x[i, :k])
-        if not (math.isfinite(md.dev[j]) and np.all(np.isfinite(V[j]))):
-            continue
+        if not (math.isfinite(md.dev[j]) and np.all(np.isfinite(V[j]))) \
+                or np.max(theta) > THETA_MAX or np.max(np.abs(model.pirls.X @ nt.x[i, k:])) > ETA_MAX:
+            continue                     # no finite optimum (separation): refit's answer
         out[rows[i]] = GlmmCore(theta=theta, beta=nt.x[i, k:].copy(), vcov_beta=V[j],
                                 deviance=float(md.dev[j]), converged=True,
                                 singular=bool(np.any(theta < SINGULAR_TOL)),

@@ -282,10 +282,11 @@ class BatchedLaplace:
             g0 -= Pi[b - 1] * zl[b]
         g = [g0]
         rows = [self.cols[b] - self.m0 for b in range(1, self.nb)]
+        Sf = md.Sinv.reshape(R, -1)
         for b in range(1, self.nb):
             gb = -Pi[b - 1] * zl[0]
             for c in range(1, self.nb):
-                gb += md.Sinv[:, rows[b - 1], rows[c - 1]] * zl[c]
+                gb += Sf[:, rows[b - 1] * self.qr + rows[c - 1]] * zl[c]
             g.append(gb)
         h = sum(zl[b] * g[b] for b in range(self.nb))
         return g, np.asarray(h)
