@@ -86,6 +86,7 @@ class BatchedLaplace:
         self.unit_wt = bool(np.all(self.wt == 1.0))
         self.chunks = np.arange(0, self.n, LOG_CHUNK)
         self.G = [_scatter(rows, self.codes[b], self.z[b], self.m[b]) for b in range(self.nb)]
+        self.Gall = sp.vstack(self.G, format="csr")
         self.G2 = [_scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b]) for b in range(self.nb)]
         # cross-products of block pairs (a < b): entry (level_a, level_b) as a flat index
         self.cross = {}
@@ -93,6 +94,12 @@ class BatchedLaplace:
             for b in range(a + 1, self.nb):
                 pos = self.codes[b] * self.m[a] + self.codes[a]
                 self.cross[a, b] = _scatter(rows, pos, self.z[a] * self.z[b], self.m[a] * self.m[b])
+        mats = {(b, b): self.G2[b] for b in range(self.nb)} | self.cross
+        self.fpos, start = {}, 0
+        for key, mat in mats.items():
+            self.fpos[key] = slice(start, start + mat.shape[0])
+            start += mat.shape[0]
+        self.Fall = sp.vstack(list(mats.values()), format="csr")
         # where observation i's (rest level, block-0 level) entry sits in a flat (qr, m0) array
         self.rc_pos = [(self.cols[b] - self.m0) * self.m0 + self.codes[0] for b in range(1, self.nb)]
 
@@ -113,9 +120,7 @@ class BatchedLaplace:
 
     def ztv(self, th: np.ndarray, V: np.ndarray) -> np.ndarray:
         """``Lambda' Z' v`` per replicate: ``(R, q)``."""
-        VT = np.ascontiguousarray(V.T)
-        return np.concatenate([(self.G[b] @ VT).T for b in range(self.nb)], axis=1) \
-            * th[:, self.coltheta]
+        return (self.Gall @ np.ascontiguousarray(V.T)).T * th[:, self.coltheta]
 
     def working(self, eta: np.ndarray, Yw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`).
@@ -163,9 +168,14 @@ class BatchedLaplace:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(D0, Cr, Sinv, log|M|)`` of ``M = Lambda'Z'WZ Lambda + I`` per replicate."""
         R = w.shape[0]
-        wT = w.T
+        # every weighted cross-product of Z in one sparse product, then sliced
+        V = self.Fall @ np.ascontiguousarray(w.T)
+
+        def part(key: tuple[int, int]) -> np.ndarray:
+            return V[self.fpos[key]].T
+
         t = [th[:, self.tidx[b]] for b in range(self.nb)]
-        D0 = 1.0 + t[0][:, None] ** 2 * (self.G2[0] @ wT).T
+        D0 = 1.0 + t[0][:, None] ** 2 * part((0, 0))
         ld = np.sum(np.log(D0), axis=1)
         qr, m0 = self.qr, self.m0
         if qr == 0:
@@ -174,14 +184,13 @@ class BatchedLaplace:
         Rr = np.zeros((R, qr, qr))
         for b in range(1, self.nb):
             sb = slice(self.offs[b] - m0, self.offs[b + 1] - m0)
-            Cr[:, sb, :] = ((t[0] * t[b])[:, None] * (self.cross[0, b] @ wT).T
-                            ).reshape(R, self.m[b], m0)
-            diag = 1.0 + t[b][:, None] ** 2 * (self.G2[b] @ wT).T
+            Cr[:, sb, :] = ((t[0] * t[b])[:, None] * part((0, b))).reshape(R, self.m[b], m0)
+            diag = 1.0 + t[b][:, None] ** 2 * part((b, b))
             idx = np.arange(self.offs[b], self.offs[b + 1]) - m0
             Rr[:, idx, idx] = diag
             for c in range(b + 1, self.nb):
                 sc = slice(self.offs[c] - m0, self.offs[c + 1] - m0)
-                blk = ((t[b] * t[c])[:, None] * (self.cross[b, c] @ wT).T).reshape(R, self.m[c], self.m[b])
+                blk = ((t[b] * t[c])[:, None] * part((b, c))).reshape(R, self.m[c], self.m[b])
                 Rr[:, sc, sb] = blk
                 Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
         CD = Cr / D0[:, None, :]
@@ -266,7 +275,9 @@ class BatchedLaplace:
     # -- derivatives ----------------------------------------------------------------------
     def _inverse_parts(self, th: np.ndarray, md: _Modes) -> tuple[list[np.ndarray], np.ndarray]:
         """Per block, ``(M^{-1} (Z Lambda)_i')`` at observation i's column; and ``h_i``."""
-        zl = [th[:, self.tidx[b], None] * self.z[b][None, :] for b in range(self.nb)]
+        # (Z Lambda) per block: a column (R, 1) broadcast for an intercept term
+        zl = [th[:, self.tidx[b], None] if self.ones[b] else th[:, self.tidx[b], None] * self.z[b]
+              for b in range(self.nb)]
         c0 = self.codes[0]
         if self.qr == 0:
             g = [(1.0 / md.D0)[:, c0] * zl[0]]
@@ -301,10 +312,13 @@ class BatchedLaplace:
         xi = self.solve(md.D0, md.Cr, md.Sinv, self.ztv(th, v))
         rc = r + v - w * self.zu(th, xi)
         out = np.zeros((th.shape[0], self.k + self.p))
+        # sum_i z_i (rc_i u_b(i) - r_i xi_b(i) / 2 + 2 w_i g_i): the first two as level sums
+        Urc = md.U * (self.Gall @ np.ascontiguousarray(rc.T)).T
+        Uxr = xi * (self.Gall @ np.ascontiguousarray(r.T)).T
         for b in range(self.nb):
-            cb = self.cols[b]
-            Q = rc * md.U[:, cb] - 0.5 * r * xi[:, cb] + 2.0 * w * g[b]
-            out[:, self.tidx[b]] = Q @ self.z[b]
+            lv = slice(self.offs[b], self.offs[b + 1])
+            out[:, self.tidx[b]] = (Urc[:, lv].sum(axis=1) - 0.5 * Uxr[:, lv].sum(axis=1)
+                                    + 2.0 * ((w * g[b]) @ self.z[b]))
         out[:, self.k:] = rc @ self.X
         return out
 
