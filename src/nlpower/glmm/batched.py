@@ -124,7 +124,6 @@ class _Newton:
         R, d = x0.shape
         self.H = np.zeros((R, d, d))
         self.need_h = np.ones(R, dtype=bool)
-        self.fresh = np.zeros(R, dtype=bool)        # H from differences at the current x
         self.last_dec = np.full(R, np.inf)
         self.done = np.zeros(R, dtype=bool)
         self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
@@ -152,7 +151,6 @@ class _Newton:
         self.failed[idx[bad]] = True
         self.H[idx] = 0.5 * (H + np.swapaxes(H, 1, 2))
         self.need_h[idx] = False
-        self.fresh[idx] = True
 
     def _bfgs(self, rows: np.ndarray, s: np.ndarray, yv: np.ndarray) -> None:
         H = self.H[rows]
@@ -175,10 +173,7 @@ class _Newton:
             act = act[~self.failed[act]]
         st, dec = _direction(self.H[act], self.g[act])
         conv = dec < DECREMENT
-        # converged on a fresh Hessian only: BFGS's can understate the decrease left (a
-        # nearly flat direction towards a singular optimum); the others get one next
-        self.done[act[conv & self.fresh[act]]] = True
-        self.need_h[act[conv & ~self.fresh[act]]] = True
+        self.done[act[conv]] = True
         # BFGS converging slowly (towards a singular optimum, linearly): a fresh Hessian next
         slow = dec > SLOW * self.last_dec[act]
         self.need_h[act[slow]] = True
@@ -200,7 +195,6 @@ class _Newton:
                 self._bfgs(rows, dx[good], g2[good] - self.g[rows])
                 self.need_h[rows[scale[good] < 1.0]] = True     # a poor model: a fresh Hessian
                 self.x[rows], self.g[rows] = x2[good], g2[good]
-                self.fresh[rows] = False
                 _set_rows(self.md, rows, md2, good)
             keep = ~good
             # no decrease along a step predicted to gain little: at the optimum to rounding
