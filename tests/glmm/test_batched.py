@@ -120,6 +120,15 @@ def test_a_failing_row_is_returned_as_its_error() -> None:
         fit.model.refit(Y[1], start=fit)
 
 
+def test_REML_is_refused_as_by_refit() -> None:
+    fit = glmer("prop ~ period + (1 | herd)", dataset("cbpp"), weights="size")
+    with pytest.raises(InputError) as many_err:
+        fit.model.refit_many(fit.simulate(1, rng=9), REML=True, start=fit)
+    with pytest.raises(InputError) as one_err:
+        fit.model.refit(fit.simulate(1, rng=9)[0], REML=True, start=fit)
+    assert str(many_err.value) == str(one_err.value)
+
+
 def test_bad_Y_is_refused() -> None:
     fit = glmer("prop ~ period + (1 | herd)", dataset("cbpp"), weights="size")
     n = fit.nobs

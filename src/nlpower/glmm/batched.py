@@ -326,7 +326,8 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
 def _batched(model: GlmmModel, Y: np.ndarray, rows: np.ndarray, x0: np.ndarray,
              out: list[GlmmCore | Exception | None]) -> None:
     """Fit ``Y[rows]`` together; the converged fits go into ``out``."""
-    bl = model._batched_laplace()
+    bl = model._batched if model._batched is not None else BatchedLaplace(model)
+    model._batched = bl
     nt = _Newton(bl, Y[rows], np.tile(x0, (rows.size, 1)))
     for _ in range(OUTER_MAXIT):
         if not nt.step():

@@ -439,17 +439,11 @@ class GlmmModel(LikelihoodOnly):
                     mode = None
             return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
 
-    def refit_many(self, Y: Any, *, start: Any = None) -> list[GlmmCore | Exception]:
+    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None) -> list[Any]:
         """:meth:`refit` for every row of ``Y`` at once (:func:`nlpower.glmm.batched.refit_many`)."""
         from .batched import refit_many
-        return refit_many(self, Y, start=start)
-
-    def _batched_laplace(self) -> Any:
-        """The vectorised Laplace deviance of this structure (built on first use)."""
-        if self._batched is None:
-            from .batched import BatchedLaplace
-            self._batched = BatchedLaplace(self)
-        return self._batched
+        self.check_REML(REML)
+        return refit_many(self, Y, start=start)       # builds self._batched on first use
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:
