@@ -159,6 +159,7 @@ class GlmmModel(LikelihoodOnly):
         self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
         self._maxeval = int(STAGE2["maxeval"])
+        self._batched: Any = None                   # BatchedLaplace, built by refit_many
         self._scalar_single = len(self.layout.terms) == 1 and self.layout.terms[0].q == 1
 
     # -- objectives -----------------------------------------------------------------
@@ -437,6 +438,12 @@ class GlmmModel(LikelihoodOnly):
                 else:
                     mode = None
             return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
+
+    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None) -> list[Any]:
+        """:meth:`refit` for every row of ``Y`` at once (:func:`nlpower.glmm.batched.refit_many`)."""
+        from .batched import refit_many
+        self.check_REML(REML)
+        return refit_many(self, Y, start=start)       # builds self._batched on first use
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:
