@@ -61,11 +61,12 @@ def test_contrast_comparison_and_multi_df_terms():
 
 def test_same_numbers_for_any_n_jobs_and_after_a_checkpoint(sleep_fit, tmp_path):
     m = sleep_fit.with_params(fixef={"Days": 1.0})
-    a = nlpower.power(m, term="Days", n_sims=60, rng=5)
-    b = nlpower.power(m, term="Days", n_sims=60, rng=5, n_jobs=2)
+    n = 250                                   # two batches of the study loop
+    a = nlpower.power(m, term="Days", n_sims=n, rng=5)
+    b = nlpower.power(m, term="Days", n_sims=n, rng=5, n_jobs=2)
     ck = tmp_path / "run.ckpt"
-    c = nlpower.power(m, term="Days", n_sims=60, rng=5, checkpoint=ck)
-    d = nlpower.power(m, term="Days", n_sims=60, rng=5, checkpoint=ck)
+    c = nlpower.power(m, term="Days", n_sims=n, rng=5, checkpoint=ck)
+    d = nlpower.power(m, term="Days", n_sims=n, rng=5, checkpoint=ck)
     assert a.mc == b.mc == c.mc == d.mc
 
 

@@ -27,19 +27,12 @@ replicates (``R`` of them):
 Replicates the batch does not bring to convergence, and every replicate of a
 model outside that class, are fitted by ``GlmmModel.refit``: the result is
 the same fit either way (to optimiser tolerance).  Replicates are fitted
-in chunks of ``CHUNK`` (bounded memory), with glibc's heap kept between
-the chunk's temporaries (:func:`_heap_pad`).
+in chunks of ``CHUNK`` (bounded memory).
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import os
-import platform
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,9 +63,6 @@ ETA_MAX = 30.0
 #: replicates fitted together: CHUNK, or more while CHUNK_VALUES fill a (replicates, nobs) array
 CHUNK = 128
 CHUNK_VALUES = 1 << 17
-#: glibc's mallopt parameter and the heap kept while a batch runs (:func:`_heap_pad`)
-M_TOP_PAD = -2
-HEAP_PAD = 64 << 20
 #: the Hessian is recomputed when a step's predicted decrease fell by less than this factor
 SLOW = 0.3
 
@@ -207,30 +197,6 @@ class _Newton:
         return True
 
 
-@contextmanager
-def _heap_pad() -> Iterator[None]:
-    """glibc keeps ``HEAP_PAD`` bytes of freed heap while the batch runs (``mallopt(M_TOP_PAD)``).
-
-    The batch's temporaries are ``(CHUNK, nobs)`` arrays; without the pad the
-    heap is trimmed and refilled with fresh (page-faulting) memory between
-    them, which doubles the time of a 1000-observation refit.  A no-op
-    off glibc, or when ``MALLOC_TOP_PAD_`` is set.
-    """
-    libc = None
-    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc" \
-            and "MALLOC_TOP_PAD_" not in os.environ:
-        try:
-            libc = ctypes.CDLL(None)
-            libc.mallopt(M_TOP_PAD, HEAP_PAD)
-        except (OSError, AttributeError):
-            libc = None
-    try:
-        yield
-    finally:
-        if libc is not None:
-            libc.mallopt(M_TOP_PAD, 0)                 # glibc's default
-
-
 def _check_Y(model: GlmmModel, Y: Any) -> np.ndarray:
     Yv = np.asarray(Y, dtype=float)
     if Yv.ndim == 1:
@@ -309,8 +275,7 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
                              f"({', '.join(model.spec.fixef_names)}); got {be!r}.")
         theta = np.where(np.abs(theta) < 1e-8, THETA_NUDGE, theta)   # off the saddle at 0
         rows = np.array([i for i, r in enumerate(out) if r is None], dtype=np.intp)
-        with single_threaded(), _heap_pad(), \
-                np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        with single_threaded(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             size = max(CHUNK, CHUNK_VALUES // model.spec.n)
             for lo in range(0, rows.size, size):
                 _batched(model, Yv, rows[lo:lo + size], np.concatenate([theta, beta]), out)

@@ -335,9 +335,13 @@ class TestRule:
         return st
 
     def general(self, state: GeneralState, core: FitCore, y: np.ndarray,
-                gen: np.random.Generator, failures: tuple[type[BaseException], ...]
-                ) -> tuple[float, float, float, float, float]:
-        """``(estimate, se, statistic, df, bootstrap p or nan)`` of one replicate's fit ``core``."""
+                gen: np.random.Generator, failures: tuple[type[BaseException], ...],
+                null_core: Any = None) -> tuple[float, float, float, float, float]:
+        """``(estimate, se, statistic, df, bootstrap p or nan)`` of one replicate's fit ``core``.
+
+        ``null_core``: the null model's fit of ``y`` when the caller has it already (a
+        batch of replicates fitted together); otherwise the null model is refitted here.
+        """
         L = state.L
         b = float(L @ core.beta)
         sd = math.sqrt(float(L @ core.vcov_beta @ L))
@@ -346,7 +350,8 @@ class TestRule:
             assert state.null_model is not None
             start0 = None if state.cold_null else (
                 state.start if state.null_start is None else state.null_start)
-            core0 = state.null_model.refit(y, REML=False, start=start0)
+            core0 = (null_core if null_core is not None else
+                     state.null_model.refit(y, REML=False, start=start0))
             lr = max(float(core0.deviance - core.deviance), 0.0)
             if state.boot is not None:
                 p_boot = state.boot.pvalue(lr, core0, state.n_resamples, gen, failures)

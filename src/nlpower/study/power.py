@@ -48,6 +48,9 @@ __all__ = ["power_curve", "power_model"]
 
 _FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError, ValueError)
 _ALIASES = {"t": "satterthwaite", "kr": "kenward-roger", "lr": "lrt"}
+#: replicates per batch (checkpoint unit, the unit of n_jobs, and what a model that fits many
+#: responses at once fits together)
+STUDY_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -120,19 +123,26 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
                                    L=hyp.L, null_start=null_start, cold_null=null_start is None)
     q = (_n_params(model) - _n_params(null)) if null is not None else 0
+    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
+    Y = np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens]) if n else np.zeros((0, 0))
+    # models that fit many responses at once (GLMMs of scalar terms) do the batch together;
+    # each replicate's result is the one its own refit gives (to the optimiser's tolerance)
+    cores = _refit_many(model, Y, study.REML, start) if not rule.bootstrap else None
+    cores0 = (_refit_many(null, Y, False, null_start)
+              if cores is not None and null is not None and null_start is not None else None)
     for i, k in enumerate(range(lo, hi)):
-        gen = np.random.Generator(np.random.PCG64(seeds[k]))
-        y = d.simulate(1, rng=gen, model=sim)[0]
+        gen, y = gens[i], Y[i]
         try:
-            core = model.refit(y, REML=study.REML, start=start)
+            core = _take(cores, i) or model.refit(y, REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)
             if state is not None:
-                est[i], se[i], stat[i], df[i], pb = rule.general(state, core, y, gen, _FAILURES)
+                est[i], se[i], stat[i], df[i], pb = rule.general(
+                    state, core, y, gen, _FAILURES, null_core=_take(cores0, i))
                 p[i] = pb if rule.bootstrap else float(
                     rule.pvalue(np.array([stat[i]]), np.array([df[i]]), study.alternative)[0])
             else:
                 assert null is not None
-                core0 = null.refit(y, REML=False, start=null_start)
+                core0 = _take(cores0, i) or null.refit(y, REML=False, start=null_start)
                 stat[i] = max(float(core0.deviance - core.deviance), 0.0)
                 est[i], df[i], p[i] = stat[i], q, float(chdtrc(q, stat[i]))
         except _FAILURES as exc:
@@ -140,6 +150,23 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
             errors.append(f"replicate {k}: {type(exc).__name__}: {exc}")
     failed |= ~np.isfinite(p)
     return Replicates(est, se, stat, df, np.where(failed, np.nan, p), conv, sing, failed)
+
+
+def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any) -> list[Any] | None:
+    """``model.refit_many`` where the model has it (None: fit replicate by replicate)."""
+    many = getattr(model, "refit_many", None)
+    if many is None or start is None or Y.shape[0] < 2:
+        return None
+    return list(many(Y, REML=REML, start=start))
+
+
+def _take(cores: list[Any] | None, i: int) -> Any:
+    """The batch's fit of replicate ``i`` (None: not batched); a refused replicate raises here."""
+    if cores is None:
+        return None
+    if isinstance(cores[i], Exception):
+        raise cores[i]
+    return cores[i]
 
 
 def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
@@ -276,7 +303,7 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                  hypothesis=hyp.label if comp is None else list(comp.labels),
                  test=name, REML=reml, data=int(d.nobs), fixef=d.fixef.round(12).tolist(),
                  theta=np.round(d.theta, 12).tolist(), sigma=round(d.sigma, 12),
-                 entropy=str(root.entropy), n_sims=int(n_sims))
+                 entropy=str(root.entropy), n_sims=int(n_sims), batch=STUDY_BATCH)
     store = None
     if checkpoint is not None:
         store = open_run_checkpoint(checkpoint, design={"rows": int(d.nobs)},
@@ -286,7 +313,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     try:
         with replicate_jobs(n_jobs):
             reps = run_batches(int(n_sims), compute, run=run, checkpoint=store,
-                               on_read=None if bar is None else bar.update)
+                               on_read=None if bar is None else bar.update,
+                               batch_size=STUDY_BATCH)
     finally:
         if bar is not None:
             bar.close()
