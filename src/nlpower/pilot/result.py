@@ -13,7 +13,7 @@ from .. import __version__
 from ..intervals import ConfidenceInterval
 from ..powersim import PlanResult
 
-__all__ = ["AssuranceResult", "PilotPlanResult", "summarise_powers"]
+__all__ = ["AssuranceResult", "PilotPlanResult", "plan_notes", "summarise_powers"]
 
 _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -29,6 +29,19 @@ def summarise_powers(p_draws: np.ndarray, target_power: float) -> dict[str, Any]
             "prob_target": float(np.mean(p_draws >= target_power))}
 
 
+
+def plan_notes(point: PlanResult, safeguard: PlanResult | None) -> str:
+    """The two plans' notes (few workers, caps, SDs set to 0), each once, as one paragraph."""
+    seen: dict[str, list[str]] = {}
+    for name, pl in (("point", point), ("safeguard", safeguard)):
+        for n in () if pl is None else pl.notes:
+            seen.setdefault(n, []).append(name)
+    out = ""
+    for n, names in seen.items():
+        who = "" if len(names) == 2 or safeguard is None else f"the {names[0]} plan: "
+        text = who + n
+        out += f" {text[0].upper()}{text[1:]}"
+    return out
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,7 @@ class PilotPlanResult:
             if p is None or a is None:
                 continue
             rows.append({"plan": name, "n_workers": p.n_workers, "n_items": p.n_items,
-                         "n_ratings": p.design.n_ratings, "cost": p.cost,
+                         "n_ratings": p.n_ratings, "cost": p.cost,
                          "power_at_estimates": a.power, "assurance": a.assurance,
                          "assurance_se": a.se, "prob_target": a.prob_target,
                          "power_at_upper_sds": a.safeguard_power})
