@@ -32,7 +32,7 @@ from .lmm.result import LmmFit
 from .params import LMMParams, MultiSystemParams, pm1_random_effects, x_values
 
 __all__ = ["FORMULA", "FittedPilot", "PilotLike", "as_params", "is_pilot_fit", "with_sds",
-           "zero_sd_notes"]
+           "zero_sd_note", "zero_sd_notes"]
 
 #: Card et al.'s (2020) model of human ratings (what ``fit_ratings`` fits by default).
 FORMULA = "rating ~ system + (system || worker) + (system || item)"
@@ -366,7 +366,6 @@ def zero_sd_notes(fit: Any, contrast: Any = None, sd: Mapping[str, float] | None
     pairs = getattr(fit, "identified_pairs", None)
     if missing is None or pairs is None:
         return []
-    given = {_sd_field_name(k) for k in (sd or {})}
     a, b = fit._resolve_contrast(contrast)
     ia, ib = fit.systems.index(a), fit.systems.index(b)
     notes = []
@@ -380,16 +379,17 @@ def zero_sd_notes(fit: Any, contrast: Any = None, sd: Mapping[str, float] | None
         elif not bool(np.asarray(pairs[g])[ia, ib]):
             why = (f"{a} and {b} share no {g} in the pilot ({g}s nested in systems), so the "
                    f"{g} slope is not identified", (f"sd_{g}_slope",))
-        if why is None:
-            continue
-        for name in why[1]:
-            if name in given:
-                notes.append(f"{name} is {sd_value(sd, name):g}, as given ({why[0]}).")
-            else:
-                notes.append(f"{name} is set to 0 because {why[0]}; 0 is the most optimistic "
-                             f"reading. Set it with sd={{'{name.removeprefix('sd_')}': S}} "
-                             "(e.g. from a similar study).")
+        if why is not None:
+            notes += [zero_sd_note(name, why[0], sd) for name in why[1]]
     return notes
+
+
+def zero_sd_note(name: str, why: str, sd: Mapping[str, float] | None) -> str:
+    """The note on one SD a pilot cannot estimate (``why``), or on the user's value for it."""
+    if name in {_sd_field_name(k) for k in (sd or {})}:
+        return f"{name} is {sd_value(sd, name):g}, as given ({why})."
+    return (f"{name} is set to 0 because {why}; 0 is the most optimistic reading. Set it with "
+            f"sd={{'{name.removeprefix('sd_')}': S}} (e.g. from a similar study).")
 
 
 def _sd_field_name(name: Any) -> str:

@@ -422,7 +422,7 @@ def plan_with_assurance(
             n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
             alpha=alpha, alternative=alternative, min_workers=min_workers,
             max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
-            seq=seq, seed=seed_record(seq))
+            seq=seq, seed=seed_record(seq), sd=sd)
     check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
     if n_sims not in (None, 0):
         raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
@@ -456,4 +456,10 @@ def plan_with_assurance(
     note = " ".join(x for x in (note, plan_notes(point_plan, safe_plan).strip(), zeros) if x)
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
-                           method=method, note=note)
+                           method=method, note=note, compared=_pair(fit, contrast))
+
+
+def _pair(fit: Any, contrast: Any) -> tuple[str, str] | None:
+    """The systems ``(a, b)`` a pilot fit compares (``a`` coded +1); None for parameters."""
+    resolve = getattr(fit, "_resolve_contrast", None)
+    return None if resolve is None else tuple(map(str, resolve(contrast)))  # type: ignore[return-value]

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..convert import with_sds
 from ..design import CrossedDesign
 from ..errors import DesignError
 from ..outcomes import HeadToHeadParams, LikertParams
@@ -153,7 +154,8 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
                  cost_per_worker: float, confidence_level: float, method: str, n_boot: int,
                  n_sims: int, alpha: float, alternative: str, min_workers: int,
                  max_workers: int | None, max_items: int, workers_per_item: int | None,
-                 seq: np.random.SeedSequence, seed: dict[str, Any]) -> PilotPlanResult:
+                 seq: np.random.SeedSequence, seed: dict[str, Any],
+                 sd: Any = None) -> PilotPlanResult:
     """:func:`nlpower.pilot.plan_with_assurance` for an ordinal or binary pilot (module docstring)."""
     p = OutcomePilot(fit, contrast)
     a = check_outcome(p.outcome, outcome, analysis)
@@ -161,6 +163,10 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
     names = SD_FIELDS[p.outcome]
     s_draws, s_point, s_safe, s_check = seq.spawn(4)
     raw = outcome_draws(p, s_draws.spawn(n_boot))
+    zeros = [] if p.ordinal is None else p.ordinal.zero_sd_notes(sd)
+    if sd:          # the user's SDs for what the pilot does not estimate: fixed in every draw
+        p.point = with_sds(p.point, sd)
+        raw = [with_sds(d, sd) for d in raw]
     v_hat = _variances(p.point, names)
     v = bias_corrected(v_hat, np.array([_variances(d, names) for d in raw]), cap=None)
     point = p.point.with_effect(eff)
@@ -190,7 +196,8 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
         safe_plan, safe_a = None, None
         note += (f" No design in the searched range reaches the target at the upper bounds of "
                  f"the SDs ({exc}).")
-    note += plan_notes(point_plan, safe_plan)
+    note += plan_notes(point_plan, safe_plan) + "".join(f" {z}" for z in zeros)
+    compared = None if p.ordinal is None else (p.ordinal.systems[1], p.ordinal.systems[0])
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
-                           method=method, note=note)
+                           method=method, note=note, compared=compared)

@@ -170,6 +170,11 @@ class PilotPlanResult:
         the SDs (None when no design in the searched range does; see ``note``).
     point_assurance, safeguard_assurance : AssuranceResult
         Assurance of each chosen design over the pilot's sampling distribution.
+    note : str
+        What the reader must know: plans with fewer than 3 workers, a cap
+        reached, variance components the pilot sets to 0.
+    compared : (str, str) or None
+        The systems compared ``(a, b)``, ``a`` coded +1, when the pilot names them.
     """
 
     point: PlanResult
@@ -179,6 +184,7 @@ class PilotPlanResult:
     confidence_level: float
     method: str
     note: str = ""
+    compared: tuple[str, str] | None = None
 
     def __repr__(self) -> str:
         sg = (f"{self.safeguard.n_workers}x{self.safeguard.n_items}" if self.safeguard
@@ -210,6 +216,9 @@ class PilotPlanResult:
             f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
             f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
             f"pilot {a.pilot}",
+            *([] if self.compared is None else
+              [f"systems compared: {self.compared[0]} vs {self.compared[1]} "
+               f"({self.compared[0]} coded +1, {self.compared[1]} -1)"]),
             "",
             f"SDs ({scale})  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
         ]
