@@ -127,7 +127,7 @@ class Space:
             out.append(f"the plan has {w} workers: with fewer than 3 the worker variances (and "
                        "the test's degrees of freedom) rest on 2 people, and one unusual worker "
                        "moves the result; consider min_workers=3.")
-        if self.capped and w == self.max_workers:
+        if self.capped and w == self.max_workers > self.min_workers:   # not fixed by the user
             out.append(f"the cheapest design uses max_workers={self.max_workers} workers, the "
                        "cap: more workers (and fewer items) may be cheaper; raise max_workers to "
                        "see.")
