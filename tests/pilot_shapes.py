@@ -64,3 +64,19 @@ def paired(path: Path, *, seed: int = 0, workers: int = 6, items: int = 30) -> P
                              "score": int(_likert(np.array([lat]))[0])})
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
+
+
+def head_to_head(path: Path, *, seed: int = 0, annotators: int = 8, pairs: int = 60) -> Path:
+    """Head-to-head judgements: each pair judged A, B or tie by 3 of the annotators."""
+    rng = np.random.default_rng(seed)
+    u, v = rng.normal(0, 0.3, annotators), rng.normal(0, 0.5, pairs)
+    rows = []
+    for i in range(pairs):
+        for a in rng.choice(annotators, size=3, replace=False):
+            if rng.random() < 0.15:
+                choice = "tie"
+            else:
+                choice = "B" if rng.random() < 1 / (1 + np.exp(-(0.4 + u[a] + v[i]))) else "A"
+            rows.append({"annotator": f"a{a}", "pair_id": f"q{i:03d}", "preferred": choice})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path

@@ -24,7 +24,7 @@ from nlpower.pilot import plan_with_assurance
 from nlpower.pilot.subset import contrast_ratings
 from nlpower.powersim.analytic import analytic_power
 from nlpower.ratings import fit_ratings, read_ratings
-from pilot_shapes import nested_items, paired, twenty_systems
+from pilot_shapes import head_to_head, nested_items, paired, twenty_systems
 
 NO_SLOPES = "rating ~ system + (1 | worker) + (1 | item)"
 PAIRED_COLS = ["--worker", "judge", "--item", "prompt", "--system", "model", "--rating", "score",
@@ -113,6 +113,26 @@ def test_a_head_to_head_judgement_is_one_rating():
     # Gaussian ratings are still counted per system
     g = plan(LMMParams(sd_worker=0.1, sd_item=0.1, sigma=0.2), effect=0.05)
     assert g.n_ratings == 2 * g.n_workers * g.n_items == g.cost
+
+
+@pytest.mark.slow
+def test_a_head_to_head_pilot_plan_counts_judgements(tmp_path):
+    """A/B/tie judgements with their own column names -> glmer pilot -> plan (about 25 s)."""
+    import pandas as pd
+
+    from nlpower import glmer
+
+    df = pd.read_csv(head_to_head(tmp_path / "h2h.csv"))
+    d = pd.DataFrame({"worker": df["annotator"], "item": df["pair_id"],
+                      "win": (df["preferred"] == "B").astype(float),
+                      "w": (df["preferred"] != "tie").astype(float)})   # a tie: weight 0
+    fit = _quiet(glmer, "win ~ 1 + (1 | worker) + (1 | item)", d, weights="w")
+    res = plan_with_assurance(fit, effect=0.5, n_boot=20, n_sims=2, min_workers=10,
+                              max_workers=10, max_items=200, cost_per_rating=0.1, rng=1)
+    for row in res.to_frame().itertuples():
+        assert row.n_ratings == row.n_workers * row.n_items
+        assert row.cost == pytest.approx(0.1 * row.n_ratings)
+        assert row.power_at_estimates >= 0.8
 
 
 # ---------------------------------------------------------------- (3) silent zero slopes
