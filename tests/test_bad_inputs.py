@@ -211,7 +211,7 @@ def test_plan_max_workers_is_a_cap():
         nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
     capped = nlpower.plan(presets.high_variance(), effect=0.05, max_workers=50)
     assert capped.n_workers == 50 and capped.frontier["n_workers"].max() == 50
-    assert any("max_workers=50 workers, the cap" in n for n in capped.notes)
+    assert any("50 workers, the cap (max_workers=50)" in n for n in capped.notes)
 
 
 def test_compare_of_constant_differences_calls_d_and_skewness_undefined():

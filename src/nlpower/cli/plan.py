@@ -134,7 +134,7 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(speak_cli(fit.report.summary(), args.flags))
     print()
-    print(cli_sd(result.summary()))
+    print(cli_sd(result.summary(), args.flags))
     print()
     if args.json is not None:
         payload = {
@@ -149,9 +149,11 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def cli_sd(text: str) -> str:
-    """The library's ``sd={'item_slope': S}`` advice as the flag ``--sd item_slope=S``."""
-    return re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
+def cli_sd(text: str, flags: Any = None) -> str:
+    """The library's advice in flags: ``sd={'item_slope': S}`` as ``--sd item_slope=S``, and
+    argument names as their flags (``max_workers=100`` as ``--max-workers 100``)."""
+    text = re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
+    return text if flags is None else speak_cli(text, flags)
 
 
 def _plan_outcome(args: argparse.Namespace) -> int:
@@ -196,7 +198,7 @@ def _plan_outcome(args: argparse.Namespace) -> int:
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(f"{args.outcome}: {params!r}")
-    print(cli_sd(result.summary()))
+    print(cli_sd(result.summary(), args.flags))
     write_json(args, {"outcome": args.outcome, "effect": effect,
                       "plans": result.to_frame().to_dict(orient="records")})
     return 0
@@ -214,7 +216,7 @@ def _plan_preset(args: argparse.Namespace) -> int:
                   min_workers=args.min_workers, max_workers=args.max_workers,
                   max_items=args.max_items, workers_per_item=args.workers_per_item, sd=args.sd)
     print(f"preset {args.preset}: {params!r}")
-    print(cli_sd(result.summary()))
+    print(cli_sd(result.summary(), args.flags))
     record = result.to_frame().to_dict(orient="records")
     write_json(args, {"preset": args.preset, "plans": record})
     return 0

@@ -170,7 +170,7 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -
     print(f"systems compared: {a} vs {b} ({a} coded +1, {b} -1)")
     print(f"parameters used: {params!r}")
     for note in zero_sd_notes(fit, contrast, args.sd):
-        print(f"note: {cli_sd(note)}")
+        print(f"note: {cli_sd(note, getattr(args, 'flags', None))}")
     print()
     return params
 

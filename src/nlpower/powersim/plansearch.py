@@ -128,13 +128,13 @@ class Space:
                        "the test's degrees of freedom) rest on 2 people, and one unusual worker "
                        "moves the result; consider min_workers=3.")
         if self.capped and w == self.max_workers > self.min_workers:   # not fixed by the user
-            out.append(f"the cheapest design uses max_workers={self.max_workers} workers, the "
-                       "cap: more workers (and fewer items) may be cheaper; raise max_workers to "
-                       "see.")
+            out.append(f"the cheapest design uses {w} workers, the cap "
+                       f"(max_workers={self.max_workers}): more workers (and fewer items) may "
+                       f"be cheaper; try max_workers={2 * self.max_workers}.")
         elif not self.capped and top > self.max_workers:
             out.append(f"the search went past {self.max_workers} workers (to {top}) because the "
-                       "cheapest design was at the edge of the range; pass max_workers to cap "
-                       "the number of workers.")
+                       f"cheapest design was at the edge of the range; set max_workers={top} (or "
+                       "lower) to cap the number of workers.")
             if w == top:
                 out.append(f"the cheapest design uses {w} workers, the most searched: more "
                            "workers (and fewer items) may be cheaper.")
