@@ -72,6 +72,8 @@ def test_a_plan_with_two_workers_says_so():
     assert any("fewer than 3" in n for n in res.notes) and "fewer than 3" in res.summary()
     wider = plan(p, min_workers=3, **kw)
     assert wider.n_workers == 3 and not any("fewer than 3" in n for n in wider.notes)
+    pilot = plan_with_assurance(p, pilot=(6, 30), n_boot=20, rng=1, **kw)
+    assert pilot.point.n_workers == 2 and "fewer than 3" in pilot.summary()
 
 
 def test_plan_with_assurance_keeps_to_max_workers(no_slopes_fit):
