@@ -12,7 +12,7 @@ import pytest
 import nlpower
 from nlpower import CrossedDesign, LMMParams, presets
 from nlpower.cli import main
-from nlpower.errors import InputError, InputTypeError, NlpowerError
+from nlpower.errors import DesignError, InputError, InputTypeError, NlpowerError
 
 DESIGN = CrossedDesign(3, 10)
 
@@ -196,11 +196,22 @@ def test_singular_note_gives_way_to_a_measured_type1():
     assert canned not in measured.summary() and "Type I error 0.031" in measured.summary()
 
 
-def test_plan_extends_its_search_past_an_edge_optimum():
-    """max_workers=10: no design within 10 workers reached the target (an error before); 21 x 33 does."""
-    result = nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
-    assert (result.n_workers, result.n_items) == (21, 33)
+def test_plan_extends_an_uncapped_search_past_an_edge_optimum_and_says_so():
+    """No max_workers: 2-50 workers, extended (with a note) while the optimum is on the edge."""
+    result = nlpower.plan(presets.high_variance(), effect=0.05)
+    assert result.n_workers > 50
     assert result.n_workers < result.frontier["n_workers"].max()  # interior, not the edge
+    assert any("went past 50 workers" in n for n in result.notes)
+    assert "went past 50 workers" in result.summary()
+
+
+def test_plan_max_workers_is_a_cap():
+    """max_workers=10: no design within 10 workers reaches the target; it is not extended."""
+    with pytest.raises(DesignError, match="2-10 workers.*raise max_workers"):
+        nlpower.plan(presets.high_variance(), effect=0.1, max_workers=10)
+    capped = nlpower.plan(presets.high_variance(), effect=0.05, max_workers=50)
+    assert capped.n_workers == 50 and capped.frontier["n_workers"].max() == 50
+    assert any("50 workers, the cap (max_workers=50)" in n for n in capped.notes)
 
 
 def test_compare_of_constant_differences_calls_d_and_skewness_undefined():

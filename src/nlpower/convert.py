@@ -16,10 +16,11 @@ fallacy); the user states the smallest effect of interest and its coding.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -30,7 +31,8 @@ from .errors import InputError
 from .lmm.result import LmmFit
 from .params import LMMParams, MultiSystemParams, pm1_random_effects, x_values
 
-__all__ = ["FORMULA", "FittedPilot", "PilotLike", "as_params", "is_pilot_fit"]
+__all__ = ["FORMULA", "FittedPilot", "PilotLike", "as_params", "is_pilot_fit", "with_sds",
+           "zero_sd_note", "zero_sd_notes"]
 
 #: Card et al.'s (2020) model of human ratings (what ``fit_ratings`` fits by default).
 FORMULA = "rating ~ system + (system || worker) + (system || item)"
@@ -289,3 +291,115 @@ def _lmmfit_params(fit: LmmFit, coding: Coding) -> LMMParams:
                      sd_worker=sds["worker"][0], sd_worker_slope=sds["worker"][1],
                      sd_item=sds["item"][0], sd_item_slope=sds["item"][1],
                      sigma=float(fit.sigma), coding="sum")
+
+
+# ------------------------------------------------------------------------------------
+# variance components a pilot does not estimate: flagged, and set by the user
+# ------------------------------------------------------------------------------------
+
+
+def _sd_field(params: Any, name: Any) -> str:
+    """The parameter field ``name`` means (``"item_slope"`` -> ``"sd_item_slope"``)."""
+    fields = [f.name for f in dataclasses.fields(params)
+              if f.name == "sigma" or f.name.startswith("sd_")]
+    key = str(name)
+    key = key if key in fields or key.startswith("sd_") else f"sd_{key}"
+    if key not in fields:
+        short = [f.removeprefix("sd_") for f in fields]
+        raise InputError(f"sd names a variance component of the plan's parameters; got "
+                         f"{name!r}. {type(params).__name__} has {short} (e.g. sd={{'item_slope': "
+                         "0.1}}).")
+    return key
+
+
+def with_sds(params: Any, sd: Mapping[str, float] | None) -> Any:
+    """``params`` with the SDs in ``sd`` set (keys with or without ``sd_``; ``sigma``).
+
+    For the parts of the model a pilot does not estimate (:func:`zero_sd_notes`),
+    on the parameters' scale and coding (+-1, sum coding for Card et al.'s model).
+
+    Examples
+    --------
+    >>> from nlpower import presets
+    >>> with_sds(presets.low_variance(), {"item_slope": 0.1}).sd_item_slope
+    0.1
+    """
+    if not sd:
+        return params
+    if not isinstance(sd, Mapping):
+        raise InputError(f"sd must be a mapping of variance components to SDs, e.g. "
+                         f"{{'item_slope': 0.1}}; got {sd!r}.")
+    new = {}
+    for name, value in sd.items():
+        key = _sd_field(params, name)
+        v = check_real(f"sd[{name!r}]", value, min=0.0)
+        if not math.isfinite(v):
+            raise InputError(f"sd[{name!r}] must be a finite SD >= 0; got {value!r}.")
+        new[key] = v
+    return dataclasses.replace(params, **new)
+
+
+_GROUP_TAGS = (("worker", "w"), ("item", "i"))
+
+
+def zero_sd_notes(fit: Any, contrast: Any = None, sd: Mapping[str, float] | None = None
+                  ) -> list[str]:
+    """Notes on the planning SDs a fitted pilot sets to 0 because it cannot estimate them.
+
+    A pilot model without a per-system (slope) term for workers or items, or
+    without a term for them at all, gives 0 for what it leaves out; a pilot
+    whose two compared systems share no item (items nested in systems) cannot
+    identify the item slope, which is also set to 0.  Zero is the most
+    optimistic reading of what is unknown, so a plan from such a pilot names
+    them; ``sd`` (the user's values) replaces a note by one saying the value
+    is the user's.
+
+    Examples
+    --------
+    >>> from nlpower.ratings import fit_ratings, read_ratings
+    >>> r = read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5))
+    >>> fit = fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
+    >>> [n.split(" is ")[0] for n in zero_sd_notes(fit)]
+    ['sd_worker_slope', 'sd_item_slope']
+    """
+    missing = getattr(fit, "not_modelled", None)
+    pairs = getattr(fit, "identified_pairs", None)
+    if missing is None or pairs is None:
+        return []
+    a, b = fit._resolve_contrast(contrast)
+    ia, ib = fit.systems.index(a), fit.systems.index(b)
+    notes = []
+    for g, tag in _GROUP_TAGS:
+        why: tuple[str, tuple[str, ...]] | None = None
+        if f"sigma0{tag}" in missing and f"sigma1{tag}" in missing:
+            why = (f"the pilot's model has no {g} term", (f"sd_{g}", f"sd_{g}_slope"))
+        elif f"sigma1{tag}" in missing:
+            why = (f"the pilot's model has no per-system {g} term (system x {g} variance)",
+                   (f"sd_{g}_slope",))
+        elif not bool(np.asarray(pairs[g])[ia, ib]):
+            why = (f"{a} and {b} share no {g} in the pilot ({g}s nested in systems), so the "
+                   f"{g} slope is not identified", (f"sd_{g}_slope",))
+        if why is not None:
+            notes += [zero_sd_note(name, why[0], sd) for name in why[1]]
+    return notes
+
+
+def zero_sd_note(name: str, why: str, sd: Mapping[str, float] | None) -> str:
+    """The note on one SD a pilot cannot estimate (``why``), or on the user's value for it."""
+    if name in {_sd_field_name(k) for k in (sd or {})}:
+        return f"{name} is {sd_value(sd, name):g}, as given ({why})."
+    return (f"{name} is set to 0 because {why}; 0 is the most optimistic reading. Set it with "
+            f"sd={{'{name.removeprefix('sd_')}': S}} (e.g. from a similar study).")
+
+
+def _sd_field_name(name: Any) -> str:
+    key = str(name)
+    return key if key == "sigma" or key.startswith("sd_") else f"sd_{key}"
+
+
+def sd_value(sd: Mapping[str, float] | None, name: str) -> float:
+    """The value ``sd`` gives the field ``name`` (either spelling)."""
+    for k, v in (sd or {}).items():
+        if _sd_field_name(k) == name:
+            return float(v)
+    raise KeyError(name)

@@ -110,8 +110,9 @@ class OrdinalPilot:
                              f"needs groups named {list(GROUPS)} (rename the columns, or fit with "
                              "fit_ratings(..., family='ordinal')).")
         f = parse(model.spec.formula)
-        fixed = [c for c in map(str, data.columns)
-                 if c in f.variables and c != f.response and c not in GROUPS]
+        # the fixed part only: the random part may use indicator columns of the system
+        # (is_sys1 ... of the default fit of items nested in systems)
+        fixed = [c for c in f.fixed.variables if c != f.response and c not in GROUPS]
         if len(fixed) != 1:
             raise InputError(f"the ordinal pilot must have one fixed effect, the system factor; "
                              f"its formula {model.spec.formula!r} uses {fixed}.")
@@ -128,6 +129,29 @@ class OrdinalPilot:
         self.model = model
         self.identified = {g: _shares_level(data, g, codes, a, b) for g in GROUPS
                            if g in data.columns}
+
+    def zero_sd_notes(self, sd: Any = None) -> list[str]:
+        """Notes on the SDs this pilot sets to 0 (:func:`nlpower.convert.zero_sd_notes`)."""
+        from .convert import zero_sd_note
+
+        b, a = self.systems
+        notes = []
+        for g in GROUPS:
+            cols = [tuple(t.cnames) for t in self.model.spec.re_terms if t.group == g]
+            if not cols:
+                why: tuple[str, tuple[str, ...]] | None = (
+                    f"the pilot's model has no {g} term", (f"sd_{g}", f"sd_{g}_slope"))
+            elif all(c == ("(Intercept)",) for c in cols):
+                why = (f"the pilot's model has no per-system {g} term (system x {g} variance)",
+                       (f"sd_{g}_slope",))
+            elif not self.identified.get(g, True):
+                why = (f"{a} and {b} share no {g} in the pilot ({g}s nested in systems), so "
+                       f"the {g} slope is not identified", (f"sd_{g}_slope",))
+            else:
+                why = None
+            if why is not None:
+                notes += [zero_sd_note(name, why[0], sd) for name in why[1]]
+        return notes
 
     def to_params(self, clmm: Any, *, unequal: str = "warn") -> LikertParams:
         """:class:`LikertParams` (effect 0, sum coding) of a fit of this pilot's structure."""

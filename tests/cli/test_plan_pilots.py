@@ -41,7 +41,10 @@ def test_plan_from_the_bundled_paired_pilot(tmp_path, capsys):
 
 def test_plan_from_the_bundled_nested_pilot(tmp_path, capsys):
     text, rec = _plan(["--ratings", str(NESTED), "--contrast", "C"], tmp_path, capsys)
-    assert "4 systems" in rec["point_assurance"]["pilot"]
+    # only the contrast's two systems are fitted, and the output says so
+    assert "2 systems" in rec["point_assurance"]["pilot"]
+    assert "contrast C vs A: fitting only the 90 ratings of these two systems (of 180 " \
+        "ratings of 4 systems)" in text
     assert "general parametric bootstrap" in rec["point_assurance"]["pilot"]
     _check_plans(rec)
 

@@ -194,10 +194,10 @@ def test_plan_with_assurance(pilot_fit):
 
 
 def test_plan_with_assurance_when_the_safeguard_is_out_of_reach(pilot_fit):
-    # the worker search extends to 20 x max_workers (issue 23): out of reach needs few items
-    res = plan_with_assurance(pilot_fit, effect=0.1, max_workers=14, max_items=16, rng=1)
+    # without max_workers the search extends to 1000 workers: out of reach needs few items
+    res = plan_with_assurance(pilot_fit, effect=0.1, max_items=16, rng=1)
     assert res.safeguard is None and "no design in the searched range" in res.note
-    assert "2-280 workers and at most 16 items" in res.note
+    assert "2-1000 workers and at most 16 items" in res.note
 
 
 # ---------------------------------------------------------------- calibration (small)

@@ -22,7 +22,7 @@ from .outcome_args import (
     own_params,
 )
 from .output import write_json
-from .ratings_args import add_ratings_arguments
+from .ratings_args import add_pilot_arguments, add_ratings_arguments
 
 
 def register(subparsers: Any) -> None:
@@ -59,6 +59,7 @@ def register(subparsers: Any) -> None:
                    help="also write the result as JSON ('-' = stdout)")
     add_outcome_arguments(p)
     add_ratings_arguments(p, required=False)
+    add_pilot_arguments(p)
     p.set_defaults(func=run_mde, parser=p)
 
 

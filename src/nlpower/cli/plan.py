@@ -11,6 +11,7 @@ preference --p-win ...`` plans from parameters with :func:`nlpower.plan`
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -26,7 +27,7 @@ from .outcome_args import (
     own_params,
 )
 from .output import write_json
-from .ratings_args import add_ratings_arguments, fit_from_args
+from .ratings_args import add_pilot_arguments, add_ratings_arguments, contrast_of, fit_from_args
 
 
 def register(subparsers: Any) -> None:
@@ -65,15 +66,15 @@ def register(subparsers: Any) -> None:
                         "latent scale; --outcome preference: logit of the share preferring B")
     p.add_argument("--coding", choices=allowed(Coding), default="sum",
                    help="coding of --effect (default: sum, the paper's x = +-1)")
-    p.add_argument("--contrast", default=None, metavar="A[,B]",
-                   help="with more than two systems: plan system A (+1) against B (-1; default "
-                        "the baseline)")
+    add_pilot_arguments(p)
     p.add_argument("--target-power", type=float, default=0.8, help="target power (default: 0.8)")
     p.add_argument("--cost-per-rating", type=float, default=1.0, help="cost of one rating (default: 1)")
     p.add_argument("--cost-per-worker", type=float, default=0.0,
                    help="fixed cost per worker, e.g. recruiting (default: 0)")
     p.add_argument("--min-workers", type=int, default=2, help="fewest workers searched (default: 2)")
-    p.add_argument("--max-workers", type=int, default=50, help="most workers searched (default: 50)")
+    p.add_argument("--max-workers", type=int, default=None,
+                   help="most workers (a cap; default: 50, searched further, with a note, while "
+                        "the cheapest design is at the edge)")
     p.add_argument("--max-items", type=int, default=5000, help="most items searched (default: 5000)")
     p.add_argument("--workers-per-item", type=int, default=None, metavar="K",
                    help="each item rated by K of the workers (default: all, fully crossed)")
@@ -115,7 +116,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.family == "gaussian" and (args.analysis is not None or args.n_sims is not None):
         raise InputError("--analysis and --n-sims are for --family ordinal; a Gaussian pilot is "
                          "planned with analytic power.")
-    fit = fit_from_args(args) if args.family == "gaussian" else _ordinal_fit(args)
+    fit = fit_from_args(args, family=args.family)
     extra = {} if args.family == "gaussian" else {"analysis": args.analysis,
                                                    "n_sims": args.n_sims}
     with warnings.catch_warnings(record=True) as caught:
@@ -127,15 +128,13 @@ def run_plan(args: argparse.Namespace) -> int:
             alpha=args.alpha, test=args.test, alternative=args.alternative,
             min_workers=args.min_workers, max_workers=args.max_workers, max_items=args.max_items,
             workers_per_item=args.workers_per_item, rng=args.seed,
-            contrast=(args.contrast if args.contrast is None or "," not in args.contrast
-                      else tuple(args.contrast.split(","))),
-            **extra,
+            contrast=contrast_of(args), sd=args.sd, **extra,
         )
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(speak_cli(fit.report.summary(), args.flags))
     print()
-    print(result.summary())
+    print(cli_sd(result.summary(), args.flags))
     print()
     if args.json is not None:
         payload = {
@@ -150,19 +149,11 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ordinal_fit(args: argparse.Namespace) -> Any:
-    """``--family ordinal``: the rating file's clmm fit (warnings to stderr)."""
-    from ..ratings import fit_ratings, read_ratings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
-                               system=args.system, rating=args.rating, scale=args.scale,
-                               duplicates=args.duplicates, sep=args.sep)
-        fit = fit_ratings(ratings, baseline=args.baseline, model=args.model, family="ordinal")
-    for w in caught:
-        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
-    return fit
+def cli_sd(text: str, flags: Any = None) -> str:
+    """The library's advice in flags: ``sd={'item_slope': S}`` as ``--sd item_slope=S``, and
+    argument names as their flags (``max_workers=100`` as ``--max-workers 100``)."""
+    text = re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
+    return text if flags is None else speak_cli(text, flags)
 
 
 def _plan_outcome(args: argparse.Namespace) -> int:
@@ -203,11 +194,11 @@ def _plan_outcome(args: argparse.Namespace) -> int:
                       alpha=args.alpha, test=args.test, alternative=args.alternative,
                       min_workers=args.min_workers, max_workers=args.max_workers,
                       max_items=args.max_items, workers_per_item=args.workers_per_item,
-                      rng=args.seed, **kw)
+                      rng=args.seed, sd=args.sd, **kw)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(f"{args.outcome}: {params!r}")
-    print(result.summary())
+    print(cli_sd(result.summary(), args.flags))
     write_json(args, {"outcome": args.outcome, "effect": effect,
                       "plans": result.to_frame().to_dict(orient="records")})
     return 0
@@ -223,9 +214,9 @@ def _plan_preset(args: argparse.Namespace) -> int:
                   cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
                   alpha=args.alpha, test=args.test or "satterthwaite", alternative=args.alternative,
                   min_workers=args.min_workers, max_workers=args.max_workers,
-                  max_items=args.max_items, workers_per_item=args.workers_per_item)
+                  max_items=args.max_items, workers_per_item=args.workers_per_item, sd=args.sd)
     print(f"preset {args.preset}: {params!r}")
-    print(result.summary())
+    print(cli_sd(result.summary(), args.flags))
     record = result.to_frame().to_dict(orient="records")
     write_json(args, {"preset": args.preset, "plans": record})
     return 0

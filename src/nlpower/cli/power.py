@@ -24,7 +24,7 @@ from .outcome_args import (
     run_preference,
 )
 from .output import save_figure, write_json
-from .ratings_args import add_ratings_arguments, fit_from_args
+from .ratings_args import add_pilot_arguments, add_ratings_arguments, contrast_of, fit_from_args
 from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
 PRESETS = ("high-variance", "low-variance")
@@ -98,6 +98,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write the result as JSON ('-' = stdout)")
     add_ratings_arguments(p, required=False)
+    add_pilot_arguments(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
     p.set_defaults(func=run_power, parser=p)
@@ -129,6 +130,7 @@ def register(subparsers: Any) -> None:
                    help="also write the grid as JSON records ('-' = stdout)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ratings_arguments(g, required=False)
+    add_pilot_arguments(g)
     add_shard_argument(g)
     g.set_defaults(func=run_grid, parser=g)
     register_merge(g)
@@ -143,14 +145,32 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -> Any:
-    """The parameters of ``--ratings FILE`` (fitted), printed with the file they came from."""
-    from ..ratings.convert import as_params
+    """The parameters of ``--ratings FILE`` (fitted), printed with the file they came from.
+
+    With more than two systems ``--contrast A[,B]`` names the comparison
+    (only those two systems' ratings are fitted); ``--sd NAME=SD`` sets what
+    the pilot does not estimate, and the variance components it sets to 0
+    are printed as notes.
+    """
+    from ..convert import as_params, with_sds, zero_sd_notes
+    from ..pilot.subset import contrast_pair
+    from .plan import cli_sd
 
     fit = fit_from_args(args)
-    params = as_params(fit, effect=effect, coding=coding)
+    contrast = contrast_of(args)
+    if contrast is None and fit.n_systems > 2:
+        raise InputError(f"this pilot has {fit.n_systems} systems {list(fit.systems)}: name the "
+                         f"comparison with --contrast A,B (e.g. --contrast {fit.systems[1]},"
+                         f"{fit.baseline}); only those two systems' ratings are then fitted.")
+    a, b = contrast_pair(fit.systems, contrast, fit.baseline) if contrast is not None else \
+        contrast_pair(fit.systems, [s for s in fit.systems if s != fit.baseline][0], fit.baseline)
+    params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
           f"{fit.report.n_items} items; model {fit.formula}")
+    print(f"systems compared: {a} vs {b} ({a} coded +1, {b} -1)")
     print(f"parameters used: {params!r}")
+    for note in zero_sd_notes(fit, contrast, args.sd):
+        print(f"note: {cli_sd(note, getattr(args, 'flags', None))}")
     print()
     return params
 

@@ -15,7 +15,7 @@ from .._choices import Duplicates, allowed
 from .messages import speak_cli
 
 if TYPE_CHECKING:
-    from ..ratings import RatingsFit
+    from ..ratings import Ratings
 
 
 def parse_scale(text: str) -> tuple[float, float]:
@@ -65,20 +65,80 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
                    help="model fitted to the pilot (as in nlpower fit; default: auto)")
 
 
-def fit_from_args(args: argparse.Namespace) -> RatingsFit:
-    """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
-    from ..ratings import fit_ratings, read_ratings
+class SdAction(argparse.Action):
+    """``--sd item_slope=0.1`` (repeatable): SDs the pilot does not estimate, as a dict."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        name, eq, value = str(values).partition("=")
+        try:
+            sd = float(value)
+        except ValueError:
+            sd = float("nan")
+        if not eq or not name.strip() or not sd == sd:
+            parser.error(f"argument --sd: expected NAME=SD, e.g. --sd item_slope=0.1; got "
+                         f"{values!r}")
+        got = dict(getattr(namespace, self.dest, None) or {})
+        got[name.strip()] = sd
+        setattr(namespace, self.dest, got)
+
+
+def add_pilot_arguments(p: argparse.ArgumentParser) -> None:
+    """``--contrast A[,B]`` and ``--sd NAME=SD``: the comparison planned from a pilot file."""
+    p.add_argument("--contrast", default=None, metavar="A[,B]",
+                   help="with more than two systems: system A (+1) against B (-1; default the "
+                        "baseline); only the ratings of A and B are fitted")
+    p.add_argument("--sd", action=SdAction, default=None, metavar="NAME=SD",
+                   help="set a variance component the pilot does not estimate (a model without "
+                        "slopes, the item slope of items nested in systems), e.g. --sd "
+                        "item_slope=0.1 (+-1 scale, sum coding); repeatable")
+
+
+def contrast_of(args: argparse.Namespace) -> Any:
+    """``--contrast`` as the library takes it: None, one name, or a pair."""
+    text = getattr(args, "contrast", None)
+    if text is None:
+        return None
+    parts = [t.strip() for t in str(text).split(",")]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def read_from_args(args: argparse.Namespace) -> Ratings:
+    """Read ``--ratings FILE``; with ``--contrast``, keep the two compared systems' ratings."""
+    from ..pilot.subset import contrast_ratings
+    from ..ratings import read_ratings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
                                system=args.system, rating=args.rating, scale=args.scale,
                                duplicates=args.duplicates, sep=args.sep)
-        fit = fit_ratings(ratings, baseline=args.baseline, model=args.model)
+    for w in caught:
+        print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
+    contrast = contrast_of(args)
+    if contrast is not None and len(ratings.systems) > 2:
+        before = ratings.report
+        ratings, (a, b) = contrast_ratings(ratings, contrast, args.baseline)
+        print(f"contrast {a} vs {b}: fitting only the {ratings.report.n_ratings} ratings of these "
+              f"two systems (of {before.n_ratings} ratings of {before.n_systems} systems); a plan "
+              "of one comparison needs no more")
+        if args.baseline not in (None, a, b):
+            args.baseline = None
+    return ratings
+
+
+def fit_from_args(args: argparse.Namespace, family: str = "gaussian") -> Any:
+    """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
+    from ..ratings import fit_ratings
+
+    ratings = read_from_args(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_ratings(ratings, baseline=args.baseline, model=args.model, family=family)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
     return fit
 
 
-__all__ = ["ScaleAction", "add_ratings_arguments", "add_scale_argument", "fit_from_args",
-           "parse_scale"]
+__all__ = ["ScaleAction", "SdAction", "add_pilot_arguments", "add_ratings_arguments",
+           "add_scale_argument", "contrast_of", "fit_from_args", "parse_scale", "read_from_args"]

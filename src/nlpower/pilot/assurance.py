@@ -30,6 +30,7 @@ designs, so 200 bootstrap refits plus power take well under a second;
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ import numpy as np
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
-from ..convert import as_params
+from ..convert import as_params, with_sds, zero_sd_notes
 from ..convert_outcomes import pilot_family
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
@@ -61,7 +62,7 @@ from .draws import (
 )
 from .general import general_draws, general_label
 from .outcome_assurance import DEFAULT_OUTCOME_SIMS, check_outcome, outcome_assurance
-from .result import AssuranceResult, PilotPlanResult, summarise_powers
+from .result import AssuranceResult, PilotPlanResult, plan_notes, summarise_powers
 
 __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]
 
@@ -155,7 +156,8 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int, bool]:
 
 
 def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, method: str,
-           n_boot: int, confidence_level: float, seq: np.random.SeedSequence) -> _Pilot:
+           n_boot: int, confidence_level: float, seq: np.random.SeedSequence,
+           sd: Mapping[str, float] | None = None) -> _Pilot:
     w, i, balanced = _pilot_shape(fit, pilot)
     if isinstance(fit, LMMParams) and effect is None:
         raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
@@ -167,15 +169,29 @@ def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, 
     if not balanced:       # any other pilot: parametric bootstrap through the engine
         draws = general_draws(fit, v_hat, method, seq.spawn(n_boot), contrast=contrast,
                               coding=coding)
-        upper = upper_bounds(v_hat, draws, w, i, confidence_level, method)
-        return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level,
-                      general_label(fit))
-    if method == "bootstrap":
+        label: str | None = general_label(fit)
+    elif method == "bootstrap":
         draws = bias_corrected(v_hat, bootstrap_draws(v_hat, w, i, seq.spawn(n_boot)))
+        label = None
     else:
         draws = asymptotic_draws(v_hat, w, i, n_boot, np.random.Generator(np.random.PCG64(seq)))
+        label = None
     upper = upper_bounds(v_hat, draws, w, i, confidence_level, method)
-    return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level)
+    if sd:     # the user's SDs for what the pilot does not estimate: fixed in every draw
+        point = with_sds(point, sd)
+        v_set = variances_of(point)
+        cols = [SD_NAMES.index(_sd_key(k)) for k in sd]
+        v_hat = v_hat.copy()
+        v_hat[cols] = v_set[cols]
+        draws, upper = draws.copy(), upper.copy()
+        draws[:, cols] = v_set[cols]
+        upper[cols] = v_set[cols]
+    return _Pilot(point, v_hat, draws, upper, w, i, method, confidence_level, label)
+
+
+def _sd_key(name: Any) -> str:
+    key = str(name)
+    return key if key == "sigma" or key.startswith("sd_") else f"sd_{key}"
 
 
 def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha: float,
@@ -353,13 +369,14 @@ def plan_with_assurance(
     test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
     min_workers: int = 2,
-    max_workers: int = 50,
+    max_workers: int | None = None,
     max_items: int = 5000,
     workers_per_item: int | None = None,
     outcome: str | None = None,
     analysis: str | None = None,
     n_sims: int | None = None,
     rng: RNGLike = None,
+    sd: Mapping[str, float] | None = None,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
 
@@ -369,7 +386,10 @@ def plan_with_assurance(
     :class:`AssuranceResult` (power at the estimates, mean power over the
     pilot's sampling distribution, power at the upper bounds).
 
-    Parameters are those of :func:`assurance` and :func:`nlpower.plan`.
+    Parameters are those of :func:`assurance` and :func:`nlpower.plan`
+    (``max_workers`` a cap; ``sd`` sets variance components the pilot does
+    not estimate, e.g. ``sd={"item_slope": 0.1}``, held fixed over the
+    pilot's draws; the ``note`` names the components set to 0).
     For an ordinal or binary pilot the search uses a Gaussian stand-in of the
     latent model and the chosen designs are checked by simulation
     (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
@@ -402,7 +422,7 @@ def plan_with_assurance(
             n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
             alpha=alpha, alternative=alternative, min_workers=min_workers,
             max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
-            seq=seq, seed=seed_record(seq))
+            seq=seq, seed=seed_record(seq), sd=sd)
     check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
     if n_sims not in (None, 0):
         raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
@@ -411,7 +431,7 @@ def plan_with_assurance(
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
-                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot)
+                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot, sd=sd)
     kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                               alternative=alternative, cost_per_rating=cost_per_rating,
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
@@ -432,12 +452,14 @@ def plan_with_assurance(
         note = (f"no design in the searched range reaches the target at the upper bounds of the "
                 f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
                 "pilot, lower confidence_level, or raise max_workers / max_items.")
-    capped = [name for name, pl in (("point", point_plan), ("safeguard", safe_plan))
-              if pl is not None and pl.n_workers == int(pl.frontier["n_workers"].max())]
-    if capped:
-        note = (note + " " if note else "") + (
-            f"the {' and '.join(capped)} plan uses the most workers searched (20 x "
-            f"max_workers={max_workers}): more workers (and fewer items) may be cheaper.")
+    zeros = " ".join(zero_sd_notes(fit, contrast, sd)) if pilot is None else ""
+    note = " ".join(x for x in (note, plan_notes(point_plan, safe_plan).strip(), zeros) if x)
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
-                           method=method, note=note)
+                           method=method, note=note, compared=_pair(fit, contrast))
+
+
+def _pair(fit: Any, contrast: Any) -> tuple[str, str] | None:
+    """The systems ``(a, b)`` a pilot fit compares (``a`` coded +1); None for parameters."""
+    resolve = getattr(fit, "_resolve_contrast", None)
+    return None if resolve is None else tuple(map(str, resolve(contrast)))  # type: ignore[return-value]

@@ -17,7 +17,9 @@ a Gaussian stand-in of the latent model and checks the choice by simulation:
 2. **check**: the chosen design's power at the estimates is simulated
    (:data:`~.outcome_assurance.POINT_SIMS` replicates, the planned analysis);
    while it is below the target, the number of items grows by 15% (at most
-   ``max_items``);
+   ``max_items``), and when that is not enough the search moves on to more
+   workers (a plan is never returned below its target: when no design in
+   range reaches it, an error says so);
 3. **assurance** of each chosen design over the pilot's bootstrap draws
    (:func:`~.outcome_assurance.outcome_assurance`, the same draws for both).
 
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..convert import with_sds
 from ..design import CrossedDesign
 from ..errors import DesignError
 from ..outcomes import HeadToHeadParams, LikertParams
@@ -51,7 +54,7 @@ from .outcome_assurance import (
     outcome_draws,
     planned_effect,
 )
-from .result import PilotPlanResult
+from .result import PilotPlanResult, plan_notes
 
 __all__ = ["latent_proxy", "outcome_plan"]
 
@@ -59,6 +62,10 @@ __all__ = ["latent_proxy", "outcome_plan"]
 ITEM_STEP = 1.15
 #: Most item-count increases in the check.
 MAX_STEPS = 8
+#: Growth of the fewest workers searched when more items alone do not reach the target.
+WORKER_STEP = 1.5
+#: Most such moves to more workers (2 -> 3 -> 5 -> 8 -> 12 workers).
+MAX_WORKER_STEPS = 4
 
 
 def latent_proxy(params: LikertParams | HeadToHeadParams) -> LMMParams:
@@ -91,11 +98,47 @@ def latent_proxy(params: LikertParams | HeadToHeadParams) -> LMMParams:
 
 def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
             seed: np.random.SeedSequence) -> tuple[PlanResult, float]:
-    """Approximate plan, then items grown until the simulated power reaches the target."""
+    """Approximate plan, items grown until the simulated power reaches the target, else more workers.
+
+    The stand-in can be optimistic about few workers (its df and its worker
+    variances are not those of the analysis), so when the items alone cannot
+    lift the simulated power to the target the search moves on to more
+    workers (:data:`WORKER_STEP`), at most :data:`MAX_WORKER_STEPS` times
+    and never past ``max_workers``; if none reaches it a :class:`DesignError`
+    says so and shows the best design tried.
+    """
     proxy = latent_proxy(params)
-    res = plan(proxy, effect=proxy.effect, max_items=max_items, **kw)
-    design = res.design
     target = kw["target_power"]
+    cap = kw["max_workers"]
+    lo_w = kw["min_workers"]
+    tried: list[tuple[CrossedDesign, float]] = []
+    for _ in range(MAX_WORKER_STEPS + 1):
+        res = plan(proxy, effect=proxy.effect, max_items=max_items,
+                   **{**kw, "min_workers": lo_w})
+        design, pw = _grow_items(res.design, params, setup, seed, target, max_items)
+        if pw >= target:
+            cost = kw["cost_per_rating"] * design.n_ratings + \
+                kw["cost_per_worker"] * design.n_workers
+            return replace(res, design=design, n_items=design.n_items, power=pw, cost=cost,
+                           outcome=setup.outcome), pw
+        tried.append((design, pw))
+        nxt = max(design.n_workers + 1, math.ceil(design.n_workers * WORKER_STEP))
+        if cap is not None and nxt > cap:
+            break
+        lo_w = nxt
+    best = max(tried, key=lambda t: t[1])
+    shown = ", ".join(f"{d.n_workers} x {d.n_items}: {q:.3f}" for d, q in tried)
+    raise DesignError(
+        f"no design reaches simulated power {target} at these SDs: the designs tried (workers x "
+        f"items: simulated power) were {shown}; the best, {best[0].n_workers} workers x "
+        f"{best[0].n_items} items, has {best[1]:.3f}. Raise max_workers"
+        f"{'' if cap is None else f' (now {cap})'} or max_items (now {max_items}), or plan for "
+        "a larger effect.")
+
+
+def _grow_items(design: CrossedDesign, params: Any, setup: _Setup, seed: np.random.SeedSequence,
+                target: float, max_items: int) -> tuple[CrossedDesign, float]:
+    """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``."""
     for step in range(MAX_STEPS + 1):
         pw = _power(replace(setup, design=design), params, seed, POINT_SIMS)
         if pw >= target or design.n_items >= max_items or step == MAX_STEPS:
@@ -103,16 +146,16 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
         n_items = min(max_items, math.ceil(design.n_items * ITEM_STEP))
         design = CrossedDesign(design.n_workers, n_items,
                                workers_per_item=design.workers_per_item)
-    cost = kw["cost_per_rating"] * design.n_ratings + kw["cost_per_worker"] * design.n_workers
-    return replace(res, design=design, n_items=design.n_items, power=pw, cost=cost), pw
+    return design, pw
 
 
 def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: Any,
                  analysis: Any, test: Any, target_power: float, cost_per_rating: float,
                  cost_per_worker: float, confidence_level: float, method: str, n_boot: int,
                  n_sims: int, alpha: float, alternative: str, min_workers: int,
-                 max_workers: int, max_items: int, workers_per_item: int | None,
-                 seq: np.random.SeedSequence, seed: dict[str, Any]) -> PilotPlanResult:
+                 max_workers: int | None, max_items: int, workers_per_item: int | None,
+                 seq: np.random.SeedSequence, seed: dict[str, Any],
+                 sd: Any = None) -> PilotPlanResult:
     """:func:`nlpower.pilot.plan_with_assurance` for an ordinal or binary pilot (module docstring)."""
     p = OutcomePilot(fit, contrast)
     a = check_outcome(p.outcome, outcome, analysis)
@@ -120,6 +163,10 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
     names = SD_FIELDS[p.outcome]
     s_draws, s_point, s_safe, s_check = seq.spawn(4)
     raw = outcome_draws(p, s_draws.spawn(n_boot))
+    zeros = [] if p.ordinal is None else p.ordinal.zero_sd_notes(sd)
+    if sd:          # the user's SDs for what the pilot does not estimate: fixed in every draw
+        p.point = with_sds(p.point, sd)
+        raw = [with_sds(d, sd) for d in raw]
     v_hat = _variances(p.point, names)
     v = bias_corrected(v_hat, np.array([_variances(d, names) for d in raw]), cap=None)
     point = p.point.with_effect(eff)
@@ -149,10 +196,8 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
         safe_plan, safe_a = None, None
         note += (f" No design in the searched range reaches the target at the upper bounds of "
                  f"the SDs ({exc}).")
-    for name, pl in (("point", point_plan), ("safeguard", safe_plan)):
-        if pl is not None and pl.power < target_power:
-            note += (f" The {name} plan's simulated power at its SDs ({pl.power:.3f}) is below "
-                     "the target after the item search: raise max_items or max_workers.")
+    note += plan_notes(point_plan, safe_plan) + "".join(f" {z}" for z in zeros)
+    compared = None if p.ordinal is None else (p.ordinal.systems[1], p.ordinal.systems[0])
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
-                           method=method, note=note)
+                           method=method, note=note, compared=compared)

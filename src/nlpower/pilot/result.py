@@ -13,7 +13,7 @@ from .. import __version__
 from ..intervals import ConfidenceInterval
 from ..powersim import PlanResult
 
-__all__ = ["AssuranceResult", "PilotPlanResult", "summarise_powers"]
+__all__ = ["AssuranceResult", "PilotPlanResult", "plan_notes", "summarise_powers"]
 
 _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -29,6 +29,19 @@ def summarise_powers(p_draws: np.ndarray, target_power: float) -> dict[str, Any]
             "prob_target": float(np.mean(p_draws >= target_power))}
 
 
+
+def plan_notes(point: PlanResult, safeguard: PlanResult | None) -> str:
+    """The two plans' notes (few workers, caps, SDs set to 0), each once, as one paragraph."""
+    seen: dict[str, list[str]] = {}
+    for name, pl in (("point", point), ("safeguard", safeguard)):
+        for n in () if pl is None else pl.notes:
+            seen.setdefault(n, []).append(name)
+    out = ""
+    for n, names in seen.items():
+        who = "" if len(names) == 2 or safeguard is None else f"the {names[0]} plan: "
+        text = who + n
+        out += f" {text[0].upper()}{text[1:]}"
+    return out
 
 
 @dataclass(frozen=True)
@@ -157,6 +170,11 @@ class PilotPlanResult:
         the SDs (None when no design in the searched range does; see ``note``).
     point_assurance, safeguard_assurance : AssuranceResult
         Assurance of each chosen design over the pilot's sampling distribution.
+    note : str
+        What the reader must know: plans with fewer than 3 workers, a cap
+        reached, variance components the pilot sets to 0.
+    compared : (str, str) or None
+        The systems compared ``(a, b)``, ``a`` coded +1, when the pilot names them.
     """
 
     point: PlanResult
@@ -166,6 +184,7 @@ class PilotPlanResult:
     confidence_level: float
     method: str
     note: str = ""
+    compared: tuple[str, str] | None = None
 
     def __repr__(self) -> str:
         sg = (f"{self.safeguard.n_workers}x{self.safeguard.n_items}" if self.safeguard
@@ -181,7 +200,7 @@ class PilotPlanResult:
             if p is None or a is None:
                 continue
             rows.append({"plan": name, "n_workers": p.n_workers, "n_items": p.n_items,
-                         "n_ratings": p.design.n_ratings, "cost": p.cost,
+                         "n_ratings": p.n_ratings, "cost": p.cost,
                          "power_at_estimates": a.power, "assurance": a.assurance,
                          "assurance_se": a.se, "prob_target": a.prob_target,
                          "power_at_upper_sds": a.safeguard_power})
@@ -197,6 +216,9 @@ class PilotPlanResult:
             f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
             f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
             f"pilot {a.pilot}",
+            *([] if self.compared is None else
+              [f"systems compared: {self.compared[0]} vs {self.compared[1]} "
+               f"({self.compared[0]} coded +1, {self.compared[1]} -1)"]),
             "",
             f"SDs ({scale})  estimate  upper {self.confidence_level:.0%} bound ({self.method})",
         ]

@@ -9,17 +9,17 @@ answer by simulation (:func:`~nlpower.powersim.replicate.power`).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from scipy import optimize
 
 from .._choices import Alternative, Coding, EngineName, MDEMethod, RatingsTest, check_choice
 from .._rng import RNGLike, root_seed
 from .._validation import check_int, check_real
-from ..convert import as_params, is_pilot_fit
+from ..convert import as_params, is_pilot_fit, with_sds, zero_sd_notes
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
@@ -28,6 +28,7 @@ from .analytic import analytic_moments, power_from_moments
 from .models import Params, with_effect
 from .options import check_test_options, power_options, same_value
 from .outcome import get_outcome
+from .plansearch import Space, describe_plan, paid_ratings, search
 from .result import ConfidenceInterval, PowerResult
 from .run import power
 from .simsearch import SimulatedPower, simulated_mde
@@ -283,6 +284,13 @@ class PlanResult:
     curve: pd.DataFrame = field(repr=False)
     simulated: PowerResult | None = field(default=None, repr=False)
     outcome: str = "gaussian"
+    notes: tuple[str, ...] = ()
+    compared: tuple[str, str] | None = None
+
+    @property
+    def n_ratings(self) -> int:
+        """What the budget pays for: ratings, or judgements of a head-to-head study."""
+        return paid_ratings(self.design, self.outcome)
 
     def summary(self) -> str:
         kind = get_outcome(self.outcome)
@@ -291,13 +299,14 @@ class PlanResult:
         lines = [
             f"Cheapest design for power {self.target_power:g} at effect {self.effect:g} "
             f"({scale}), test {self.test!r} ({self.alternative}, alpha {self.alpha:g}):",
-            f"  {self.design.describe()}",
+            f"  {describe_plan(self.design, self.outcome, self.compared)}",
             f"  {'analytic' if analytic else 'simulated'} power {self.power:.3f}; "
             f"cost {self.cost:g}",
         ]
         if self.simulated is not None:
             s = self.simulated
             lines.append(f"  simulated power {s.power:.3f} (95% CI {s.ci.low:.3f}-{s.ci.high:.3f})")
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def to_frame(self) -> pd.DataFrame:
@@ -320,7 +329,7 @@ def plan(
     cost_per_rating: float = 1.0,
     cost_per_worker: float = 0.0,
     min_workers: int = 2,
-    max_workers: int = 50,
+    max_workers: int | None = None,
     max_items: int = 5000,
     workers_per_item: int | None = None,
     n_sims: int = 500,
@@ -331,23 +340,31 @@ def plan(
     levels: int | None = None,
     analysis: str | None = None,
     engine: EngineName = "native",
+    sd: Mapping[str, float] | None = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
     ``params`` may be a fitted pilot (``RatingsFit``): its variance components
     are used and ``effect`` is read in ``coding`` (the smallest effect of
-    interest -- never the pilot's own estimate).
+    interest -- never the pilot's own estimate).  Variance components the
+    pilot's model leaves out (a model without slopes) or its layout cannot
+    identify (the item slope of items nested in systems) come out as 0, the
+    most optimistic reading: the result's ``notes`` name them, and ``sd``
+    sets them (``sd={"item_slope": 0.1}``; :func:`nlpower.convert.with_sds`).
 
-    For every ``n_workers`` in ``min_workers .. max_workers`` (extended, doubling up to
-    20 x ``max_workers``, while the cheapest design lies on its upper edge) the fewest items
+    For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items
     reaching the target are found by bisection (power increases with the
     number of items), then the design with the lowest cost
     ``cost_per_rating * n_ratings + cost_per_worker * n_workers`` is chosen
-    (ties: fewer ratings, then fewer workers).  Designs are paired, 2
+    (ties: fewer ratings, then fewer workers).  ``max_workers`` is a cap;
+    when it is not given the search covers 2-50 workers and goes on
+    (doubling, up to 1000) while the cheapest design lies on its upper edge,
+    saying so in ``notes``.  Designs are paired, 2
     systems; ``workers_per_item=k`` rates each item by ``k`` workers (then
     ``n_workers >= k``, and the analytic power uses the expected-information
     method, slower per evaluation, so keep the ranges moderate).  When
     ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
+    A plan with fewer than 3 workers says so in ``notes``.
 
     ``outcome="likert"`` / ``"preference"`` (``levels``, ``analysis``, as in
     :func:`nlpower.power`; ``effect`` on the latent / logit scale) have no
@@ -358,13 +375,14 @@ def plan(
     Wilson interval) and the frontier also lists the simulated power of
     one item fewer; the worker range is searched as given (no extension:
     every evaluation is a simulation), so keep it small, or fix the workers
-    with ``min_workers == max_workers``.
+    with ``min_workers == max_workers``.  A head-to-head judgement is one
+    rating of the budget (:func:`paid_ratings`).
 
     Examples
     --------
     >>> from nlpower import presets
-    >>> p = plan(presets.high_variance(), effect=0.1, max_workers=20)
-    >>> p.power >= 0.8
+    >>> p = plan(presets.high_variance(), effect=0.1, max_workers=30)
+    >>> p.power >= 0.8 and p.n_workers <= 30
     True
     """
     kind = get_outcome(outcome)
@@ -373,16 +391,20 @@ def plan(
         raise InputError("effect must be non-zero: a design cannot have power to detect 0. "
                          "Pass the smallest effect worth detecting (in the parameters' coding).")
     target_power = _check_target(target_power)
+    notes: list[str] = []
+    compared = _compared(params, contrast)
     if kind.analytic:
         kind.refuse([k for k, v in (("levels", levels),) if v is not None])
         test = kind.resolve_test(kind.resolve_analyses(analysis)[0], test)  # type: ignore[assignment]
         if is_pilot_fit(params):  # variances from the pilot, the effect (in coding) from the user
+            notes += zero_sd_notes(params, contrast, sd)
             params = as_params(params, effect=effect, coding=coding, contrast=contrast)
         if not isinstance(params, LMMParams):
             raise InputError(f"plan() searches 2-system designs and needs LMMParams; got "
                              f"{type(params).__name__}.")
+        lmm: LMMParams = with_sds(params, sd)
         alpha, test, alternative = check_test_options(alpha, test, alternative)
-        p: Any = params.with_effect(effect)
+        p: Any = lmm.with_effect(effect)
         curve = None
     else:
         kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast)) if
@@ -391,95 +413,32 @@ def plan(
                              n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha,
                              alternative=alternative, engine=engine, keep_replicates=False)
         alpha, test, alternative = opts.alpha, opts.test, opts.alternative  # type: ignore[assignment]
-        p = kind.model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
+        p = with_sds(kind.model.as_params(params, opts, effect=effect, coding=coding,
+                                          contrast=contrast), sd)
         curve = SimulatedPower(kind, p, opts, root_seed(rng))
-    cost_per_rating = check_real("cost_per_rating", cost_per_rating, min=0.0)
-    cost_per_worker = check_real("cost_per_worker", cost_per_worker, min=0.0)
-    if cost_per_rating == 0 and cost_per_worker == 0:
-        raise InputError("cost_per_rating and cost_per_worker are both 0; every design would be "
-                         "free. Give at least one positive cost.")
-    min_workers = check_int("min_workers", min_workers, min=2)
-    max_workers = check_int("max_workers", max_workers, min=min_workers)
-    max_items = check_int("max_items", max_items, min=2)
-    if workers_per_item is not None:
-        workers_per_item = check_int("workers_per_item", workers_per_item, min=1)
-        if workers_per_item > max_workers:
-            raise DesignError(f"workers_per_item={workers_per_item} exceeds max_workers={max_workers}; "
-                              "raise max_workers.")
-        min_workers = max(min_workers, workers_per_item)
-
-    def design_for(w: int, i: int) -> CrossedDesign:
-        k = None if workers_per_item is None or workers_per_item >= w else workers_per_item
-        return CrossedDesign(w, i, workers_per_item=k)
+    space = Space.check(cost_per_rating, cost_per_worker, min_workers, max_workers, max_items,
+                         workers_per_item, outcome=kind.name)
 
     def pw(w: int, i: int) -> float:
         if curve is not None:
-            return curve(design_for(w, i), effect).power
-        return analytic_moments(design_for(w, i), p, alpha=alpha, test=test,
+            return curve(space.design(w, i), effect).power
+        return analytic_moments(space.design(w, i), p, alpha=alpha, test=test,
                                 alternative=alternative).power
 
-    def frontier_rows(workers: range) -> list[dict[str, Any]]:
-        rows = []
-        for w in workers:
-            if (workers_per_item is not None and w > workers_per_item * max_items) or \
-                    pw(w, max_items) < target_power:
-                rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
-                             "power": np.nan, "cost": np.inf})
-                continue
-            k = workers_per_item if workers_per_item is not None and workers_per_item < w else w
-            lo, hi = max(2, -(-w // k)), max_items  # every worker needs an item
-            if lo > hi:
-                rows.append({"n_workers": w, "n_items": np.nan, "n_ratings": np.nan,
-                             "power": np.nan, "cost": np.inf})
-                continue
-            if pw(w, lo) >= target_power:
-                hi = lo
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if pw(w, mid) >= target_power:
-                    hi = mid
-                else:
-                    lo = mid
-            d = design_for(w, hi)
-            cost = cost_per_rating * d.n_ratings + cost_per_worker * w
-            rows.append({"n_workers": w, "n_items": hi, "n_ratings": d.n_ratings,
-                         "power": pw(w, hi), "cost": cost,
-                         **({} if curve is None else
-                            {"power_one_item_fewer": pw(w, hi - 1) if hi > lo else np.nan})})
-        return rows
-
-    def cheapest(ok: pd.DataFrame) -> int:
-        return int(ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable")
-                   .iloc[0]["n_workers"])
-
-    rows = frontier_rows(range(min_workers, max_workers + 1))
-    frontier = pd.DataFrame(rows)
-    ok = frontier[np.isfinite(frontier["cost"])]
-    # nothing feasible yet, or the cheapest design on the edge of the worker range: search on
-    # (doubling, up to 20 x max_workers) so the optimum found is interior
-    top, cap = max_workers, 20 * max_workers
-    while (ok.empty or cheapest(ok) == top) and top < cap and curve is None:
-        rows += frontier_rows(range(top + 1, min(2 * top, cap) + 1))
-        top = min(2 * top, cap)
-        frontier = pd.DataFrame(rows)
-        ok = frontier[np.isfinite(frontier["cost"])]
+    frontier, ok, top = search(space, pw, target_power, extend=curve is None)
     if ok.empty:
+        fix = ("raise max_workers or max_items" if space.capped else "raise max_items")
         raise DesignError(
-            f"no design with {min_workers}-{top} workers and at most {max_items} items "
-            f"reaches power {target_power} for effect {effect}; raise max_items or plan for a "
-            "larger effect."
-        )
+            f"no design with {space.min_workers}-{top} workers and at most {space.max_items} "
+            f"items reaches power {target_power} for effect {effect}; {fix}, or plan for a "
+            "larger effect.")
     best = ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable").iloc[0]
     w, i = int(best["n_workers"]), int(best["n_items"])
-    fewest = max(2, -(-w // workers_per_item)) if workers_per_item is not None else 2
-    grid = sorted({max(fewest, int(round(i * f)))
-                   for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
-    if curve is not None:   # simulated: one item either side of the choice, not a wide sweep
-        grid = sorted({max(fewest, i - 1), i, i + 1})
+    notes += space.notes(w, top)
     power_curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)}
-                                for ii in grid])
+                                for ii in space.item_grid(w, i, simulated=curve is not None)])
     sim = None
-    design = design_for(w, i)
+    design = space.design(w, i)
     if curve is not None:
         sim = curve(design, effect)
     elif rng is not None:
@@ -489,7 +448,19 @@ def plan(
                       cost=float(best["cost"]), effect=effect,
                       coding=str(getattr(p, "coding", "sum")), target_power=target_power,
                       test=str(test), alpha=alpha, alternative=alternative, frontier=frontier,
-                      curve=power_curve, simulated=sim, outcome=kind.name)
+                      curve=power_curve, simulated=sim, outcome=kind.name, notes=tuple(notes),
+                      compared=compared)
+
+
+def _compared(params: Any, contrast: Any) -> tuple[str, str] | None:
+    """``(a, b)`` of a pilot's contrast (a coded +1), for the summary; None without one."""
+    if contrast is None or not is_pilot_fit(params):
+        return None
+    if isinstance(contrast, str):
+        base = getattr(params, "baseline", None)
+        return (contrast, str(base)) if base is not None else None
+    a, b = contrast
+    return str(a), str(b)
 
 
 __all__ = ["MDEResult", "PlanResult", "mde", "plan"]

@@ -1,0 +1,192 @@
+"""The search behind :func:`nlpower.plan`: the designs searched, what they cost, the frontier.
+
+:class:`Space` holds the checked search range and cost model;
+:func:`search` finds, for every number of workers, the fewest items whose
+power reaches the target (bisection: power grows with the items), and
+extends an uncapped range while the cheapest design sits on its upper edge.
+A budget pays for ratings, except in a head-to-head study, where one
+judgement (a comparison of the two systems' outputs) is one rating
+(:func:`paid_ratings`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_int, check_real
+from ..design import CrossedDesign
+from ..errors import DesignError, InputError
+
+__all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "describe_plan", "paid_ratings",
+           "search"]
+
+#: Workers searched when ``max_workers`` is not given (then extended while the optimum is on the edge).
+DEFAULT_MAX_WORKERS = 50
+#: The furthest that extension goes, as a multiple of :data:`DEFAULT_MAX_WORKERS`.
+EXTEND_FACTOR = 20
+
+
+def paid_ratings(design: CrossedDesign, outcome: str = "gaussian") -> int:
+    """What a budget pays for in ``design``: its ratings, or its judgements for ``"preference"``.
+
+    A head-to-head judgement compares the two systems' outputs for one item in
+    one rating, so it is paid once, although the design has a row per system.
+
+    Examples
+    --------
+    >>> paid_ratings(CrossedDesign(10, 40)), paid_ratings(CrossedDesign(10, 40), "preference")
+    (800, 400)
+    """
+    if outcome == "preference":
+        return design.n_items * design.raters_per_item
+    return design.n_ratings
+
+
+def describe_plan(design: CrossedDesign, outcome: str = "gaussian",
+                  compared: tuple[str, str] | None = None) -> str:
+    """:meth:`CrossedDesign.describe` in the words of a plan: the systems compared, judgements."""
+    lines = design.describe().split("\n")
+    head = f"CrossedDesign: {design.n_workers} workers x {design.n_items} items"
+    if compared is not None:
+        lines[0] = f"{head}; systems compared: {compared[0]} vs {compared[1]}"
+    if outcome == "preference":
+        if compared is None:
+            lines[0] = f"{head}; head-to-head judgements of B vs A"
+        k = design.raters_per_item
+        lines[1] = lines[1].split(";")[0]
+        lines[2] = (f"  {paid_ratings(design, outcome)} judgements (each compares the two systems' "
+                    f"outputs for one item); {k} per item")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Space:
+    """The designs a plan searches and what they cost (checked once)."""
+
+    cost_per_rating: float
+    cost_per_worker: float
+    min_workers: int
+    max_workers: int
+    max_items: int
+    workers_per_item: int | None
+    capped: bool           # max_workers given by the user: a cap, never extended
+    outcome: str
+
+    @classmethod
+    def check(cls, cost_per_rating: Any, cost_per_worker: Any, min_workers: Any,
+              max_workers: Any, max_items: Any, workers_per_item: Any, *, outcome: str
+              ) -> Space:
+        cpr = check_real("cost_per_rating", cost_per_rating, min=0.0)
+        cpw = check_real("cost_per_worker", cost_per_worker, min=0.0)
+        if cpr == 0 and cpw == 0:
+            raise InputError("cost_per_rating and cost_per_worker are both 0; every design would "
+                             "be free. Give at least one positive cost.")
+        lo = check_int("min_workers", min_workers, min=2)
+        capped = max_workers is not None
+        hi = (check_int("max_workers", max_workers, min=lo) if capped
+              else max(DEFAULT_MAX_WORKERS, lo))
+        n_items = check_int("max_items", max_items, min=2)
+        k = None
+        if workers_per_item is not None:
+            k = check_int("workers_per_item", workers_per_item, min=1)
+            if k > hi:
+                raise DesignError(f"workers_per_item={k} exceeds max_workers={hi}; raise "
+                                  "max_workers.")
+            lo = max(lo, k)
+        return cls(cpr, cpw, lo, hi, n_items, k, capped, outcome)
+
+    def design(self, w: int, i: int) -> CrossedDesign:
+        k = self.workers_per_item
+        return CrossedDesign(w, i, workers_per_item=None if k is None or k >= w else k)
+
+    def cost(self, d: CrossedDesign) -> float:
+        return self.cost_per_rating * paid_ratings(d, self.outcome) + self.cost_per_worker * \
+            d.n_workers
+
+    def fewest_items(self, w: int) -> int:
+        k = self.workers_per_item if self.workers_per_item is not None and \
+            self.workers_per_item < w else w
+        return max(2, -(-w // k))          # every worker needs an item
+
+    def item_grid(self, w: int, i: int, *, simulated: bool) -> list[int]:
+        """Item counts of the chosen workers' power curve (one either side when simulated)."""
+        lo = self.fewest_items(w)
+        if simulated:
+            return sorted({max(lo, i - 1), i, i + 1})
+        return sorted({max(lo, int(round(i * f)))
+                       for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
+
+    def notes(self, w: int, top: int) -> list[str]:
+        out = []
+        if w < 3:
+            out.append(f"the plan has {w} workers: with fewer than 3 the worker variances (and "
+                       "the test's degrees of freedom) rest on 2 people, and one unusual worker "
+                       "moves the result; consider min_workers=3.")
+        if self.capped and w == self.max_workers > self.min_workers:   # not fixed by the user
+            out.append(f"the cheapest design uses {w} workers, the cap "
+                       f"(max_workers={self.max_workers}): more workers (and fewer items) may "
+                       f"be cheaper; try max_workers={2 * self.max_workers}.")
+        elif not self.capped and top > self.max_workers:
+            out.append(f"the search went past {self.max_workers} workers (to {top}) because the "
+                       f"cheapest design was at the edge of the range; set max_workers={top} (or "
+                       "lower) to cap the number of workers.")
+            if w == top:
+                out.append(f"the cheapest design uses {w} workers, the most searched: more "
+                           "workers (and fewer items) may be cheaper.")
+        return out
+
+
+def frontier_row(space: Space, pw: Callable[[int, int], float], w: int, target: float,
+                  simulated: bool) -> dict[str, Any]:
+    """Fewest items reaching ``target`` with ``w`` workers (bisection), its power and cost."""
+    none = {"n_workers": w, "n_items": np.nan, "n_ratings": np.nan, "power": np.nan,
+            "cost": np.inf}
+    k = space.workers_per_item
+    if (k is not None and w > k * space.max_items) or pw(w, space.max_items) < target:
+        return none
+    lo, hi = space.fewest_items(w), space.max_items
+    if lo > hi:
+        return none
+    if pw(w, lo) >= target:
+        hi = lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pw(w, mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    d = space.design(w, hi)
+    row = {"n_workers": w, "n_items": hi, "n_ratings": paid_ratings(d, space.outcome),
+           "power": pw(w, hi), "cost": space.cost(d)}
+    if simulated:
+        row["power_one_item_fewer"] = pw(w, hi - 1) if hi > lo else np.nan
+    return row
+
+
+def search(space: Space, pw: Callable[[int, int], float], target: float, *, extend: bool
+            ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """The frontier over the worker range; extended (uncapped, analytic) past an edge optimum."""
+    def rows_for(workers: range) -> list[dict[str, Any]]:
+        return [frontier_row(space, pw, w, target, not extend) for w in workers]
+
+    def cheapest(ok: pd.DataFrame) -> int:
+        return int(ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable")
+                   .iloc[0]["n_workers"])
+
+    rows = rows_for(range(space.min_workers, space.max_workers + 1))
+    frontier = pd.DataFrame(rows)
+    ok = frontier[np.isfinite(frontier["cost"])]
+    top, cap = space.max_workers, EXTEND_FACTOR * space.max_workers
+    # the range is the default one (not a cap) and the cheapest design sits on its edge, or
+    # nothing is feasible yet: search on (doubling) so the optimum found is interior
+    while extend and not space.capped and (ok.empty or cheapest(ok) == top) and top < cap:
+        rows += rows_for(range(top + 1, min(2 * top, cap) + 1))
+        top = min(2 * top, cap)
+        frontier = pd.DataFrame(rows)
+        ok = frontier[np.isfinite(frontier["cost"])]
+    return frontier, ok, top
