@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .output import save_figure
+from .output import save_figure, write_csv
 
 if TYPE_CHECKING:
     from ..grid import GridResult
@@ -77,8 +77,7 @@ def run_merge(args: argparse.Namespace) -> int:
     print(f"merged {len(args.shards)} checkpoint files: {len(result.cells)} cells")
     print(result.summary())
     if args.out is not None:
-        result.to_frame().to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
+        write_csv(args, result.to_frame())
     if args.checkpoint is not None:
         print(f"wrote {args.checkpoint}")
     if args.plot is not None:
