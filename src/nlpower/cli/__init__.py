@@ -80,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.argv = argv
     args.flags = cli_flags(parser, args)
-    if "seed" in vars(args) and args.seed is None:
+    args.seed_given = vars(args).get("seed") is not None  # --shard needs a seed typed by the user
+    if getattr(args, "grid_command", None) == "merge":
+        args.seed = None  # the merged grid's own seed is printed by the merge
+    elif "seed" in vars(args) and args.seed is None:
         args.seed = fresh_seed()
     to_stdout = any(str(getattr(args, d, None)) == "-" for d in ("json", "json_out"))
     try:

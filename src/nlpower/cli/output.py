@@ -59,7 +59,9 @@ def _is_path(value: Any) -> bool:
 def _flag(dest: str, flags: dict[str, tuple[str, bool]]) -> str:
     if dest in flags:
         return flags[dest][0]
-    return dest.upper() if dest in INPUT_FLAGS else f"--{dest.replace('_', '-')}"
+    if dest in INPUT_FLAGS:
+        return {"files": "FILE", "shards": "SHARD"}.get(dest, dest.upper())
+    return f"--{dest.replace('_', '-')}"
 
 
 def check_output_paths(args: argparse.Namespace, flags: dict[str, tuple[str, bool]]) -> None:
@@ -135,7 +137,7 @@ def run_record(args: argparse.Namespace) -> dict[str, Any]:
     """What reproduces this run: version, command line, seed and every argument."""
     from .. import __version__
 
-    skip = {"func", "flags", "argv", "stdout"}
+    skip = {"func", "flags", "argv", "stdout", "seed_given"}
     arguments = {k: _plain(v) for k, v in sorted(vars(args).items()) if k not in skip}
     argv = getattr(args, "argv", None)
     return {"nlpower": __version__,

@@ -36,11 +36,12 @@ def check_shard(args: argparse.Namespace) -> None:
     """``--shard`` needs ``--checkpoint`` and ``--seed`` (checked before any work)."""
     if getattr(args, "shard", None) is None:
         return
-    if args.checkpoint is None or args.seed is None:
+    seed = args.seed if getattr(args, "seed_given", True) else None
+    if args.checkpoint is None or seed is None:
         raise InputError(
             f"--shard {args.shard} writes its cells to --checkpoint FILE (one file per shard) "
             "and needs --seed S (the same for every shard); add "
-            + " and ".join(f for f, v in (("--checkpoint", args.checkpoint), ("--seed", args.seed))
+            + " and ".join(f for f, v in (("--checkpoint", args.checkpoint), ("--seed", seed))
                            if v is None) + "."
         )
 
@@ -74,6 +75,8 @@ def run_merge(args: argparse.Namespace) -> int:
     from ..grid import merge
 
     result = merge(args.shards, out=args.checkpoint)
+    entropy = result.seed.get("entropy")
+    args.seed = entropy if isinstance(entropy, int) and not result.seed.get("spawn_key") else None
     print(f"merged {len(args.shards)} checkpoint files: {len(result.cells)} cells")
     print(result.summary())
     if args.out is not None:
