@@ -69,11 +69,11 @@ def check_distinct(outputs: Mapping[str, Any], inputs: Mapping[str, Any] | None 
     Examples
     --------
     >>> check_distinct({"--out": "grid.csv", "--json": "grid.json"}, {"--ratings": "pilot.csv"})
-    >>> check_distinct({"--out": "pilot.csv"}, {"--ratings": "./pilot.csv"})
+    >>> check_distinct({"--out": "pilot.csv"}, {"--ratings": "data/../pilot.csv"})
     Traceback (most recent call last):
     ...
     nlpower.errors.InputError: --out 'pilot.csv' is the same file as the input --ratings \
-'./pilot.csv'; writing it would destroy the input. Give --out another file name.
+'data/../pilot.csv'; writing it would destroy the input. Give --out another file name.
     """
     from .errors import InputError
 

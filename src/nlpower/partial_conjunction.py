@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from ._choices import ReplicabilityMethod, check_choice
+from ._inputs import read_text
 from ._validation import check_probability
 from .errors import InputError, NlpowerWarning
 
@@ -344,7 +345,7 @@ def read_pvalues(path: str | Path) -> list[float] | dict[str, float]:
     if not file.is_file():
         raise InputError(f"p-value file {str(file)!r} does not exist or is not a file.")
     items = []
-    for lineno, raw in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), 1):
+    for lineno, raw in enumerate(read_text(file, "p-value file").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

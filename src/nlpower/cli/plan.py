@@ -158,7 +158,8 @@ def _ordinal_fit(args: argparse.Namespace) -> Any:
         warnings.simplefilter("always")
         ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
                                system=args.system, rating=args.rating, scale=args.scale,
-                               duplicates=args.duplicates, sep=args.sep)
+                               duplicates=args.duplicates, sep=args.sep,
+                               encoding=args.encoding)
         fit = fit_ratings(ratings, baseline=args.baseline, model=args.model, family="ordinal")
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
