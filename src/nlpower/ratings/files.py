@@ -178,7 +178,7 @@ def load_table(path: Path, sep: str | None,
             "nlpower[parquet] or convert the file to CSV."
         ) from exc
     except UnicodeError as exc:
-        shown = f" (byte {exc.object[exc.start:exc.start + 1]!r} at position {exc.start})" \
+        shown = f" (byte {exc.object[exc.start:exc.start + 1]!r})" \
             if isinstance(exc, UnicodeDecodeError) else ""
         raise RatingsError(
             f"source: {str(path)!r} is not {encoding or 'UTF-8'} text{shown}; "
