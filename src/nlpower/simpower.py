@@ -257,7 +257,7 @@ def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mappi
             failed += 1
             first = first or f"{_replicate(i, child)}: test returned a NaN p-value"
             continue
-        _check_answer(est[i], pval[i], i, child)
+        _check_answer(float(est[i]), float(pval[i]), i, child)
     if failed and (failed == n_sims or failed > max_failed * n_sims):
         share = "every replicate" if failed == n_sims else f"{failed} of {n_sims} replicates"
         raise InputError(f"the test failed in {share} (more than max_failed={max_failed:g} of "
