@@ -361,6 +361,13 @@ def test_add_on_readers_refuse_a_binary_file(tmp_path, capsys, argv):
     assert "Traceback" not in text
 
 
+def test_a_line_with_more_fields_than_the_header_is_refused(tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text("worker,item,system,rating\n,,,1,5\nw,i,A,3,5\n")
+    with pytest.raises(RatingsError, match="some lines have more fields than the header's 4"):
+        read_ratings(path, scale=(1, 5))
+
+
 def test_a_column_hint_finds_an_export_name(tmp_path):
     path = tmp_path / "mturk.csv"
     path.write_text("Title,Input.item_id,WorkerId,system,rating\nt,1,a,A,3\n")

@@ -160,6 +160,8 @@ def load_table(path: Path, sep: str | None,
             delim = sep if sep is not None else ("," if kind == "csv" else "\t")
             table = pd.read_csv(path, sep=delim, compression=compression, skip_blank_lines=False,
                                 encoding=encoding)
+            if not isinstance(table.index, pd.RangeIndex):
+                raise RatingsError(_extra_fields(path, delim, len(table.columns), sep, encoding))
             table = table.loc[~table.isna().all(axis=1)] if len(table.columns) else table
         elif kind == "json":
             table = pd.read_json(path, compression=compression, encoding=encoding)
@@ -167,6 +169,8 @@ def load_table(path: Path, sep: str | None,
             table = pd.read_json(path, lines=True, compression=compression, encoding=encoding)
         else:
             table = pd.read_parquet(path)
+    except RatingsError:
+        raise
     except pd.errors.EmptyDataError as exc:
         raise RatingsError(
             f"source: {str(path)!r} is empty (no header, no rows). Give the file that holds "
@@ -196,6 +200,17 @@ def load_table(path: Path, sep: str | None,
     except Exception as exc:  # malformed content
         raise RatingsError(_malformed(path, kind, gz, sep, encoding, exc)) from exc
     return table, Origin(str(path), kind)
+
+
+def _extra_fields(path: Path, delim: str, n_columns: int, sep: str | None,
+                  encoding: str | None) -> str:
+    """Rows with more fields than the header: pandas would take the first ones as row labels."""
+    hint = sep_hint(path, sep, encoding)
+    if hint:
+        return f"source: {str(path)!r} cannot be split into columns with sep={delim!r}.{hint}"
+    return (f"source: {str(path)!r}: some lines have more fields than the header's {n_columns} "
+            f"(read with sep={delim!r}). Quote fields that hold the delimiter (e.g. a decimal "
+            "comma: \"3,5\"), remove trailing delimiters, or pass the right sep=.")
 
 
 def _malformed(path: Path, kind: str, gz: bool, sep: str | None, encoding: str | None,
