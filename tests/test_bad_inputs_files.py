@@ -385,3 +385,10 @@ def test_undefined_type_s_is_a_dash_with_the_reason():
     from nlpower.montecarlo import MonteCarloSummary
     mc = MonteCarloSummary.from_draws(np.array([0.1, 0.2]), np.array([False, False]), effect=0.1)
     assert mc.describe() == "Type-S  -    Type-M  - (undefined: they need rejections; there were 0)"
+
+
+@pytest.mark.parametrize("pvalues", [[True, False], [0.01, None]])
+def test_booleans_and_none_are_not_p_values(pvalues):
+    import nlpower
+    with pytest.raises(InputError, match="is not a p-value"):
+        nlpower.replicability(pvalues)

@@ -71,6 +71,11 @@ def _as_pvalues(pvalues: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
             f"mapping from dataset name to p-value; got {type(pvalues).__name__} {pvalues!r}.")
     else:
         values = pvalues
+    odd = [v for v in np.ravel(np.asarray(values, dtype=object))
+           if v is None or isinstance(v, (bool, np.bool_))]
+    if odd:
+        raise InputError(f"pvalues must be numbers in [0, 1]; got {odd[0]!r} among them (a "
+                         "boolean or None is not a p-value). Pass each dataset's p-value.")
     try:
         p = np.asarray(values, dtype=float)
     except (TypeError, ValueError):

@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import __version__
@@ -102,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
         return 0
     except KeyboardInterrupt:
-        print(_interrupted(args), file=sys.stderr)
+        with _second_ctrl_c_ignored():  # a second Ctrl-C must not cut the message short
+            print(_interrupted(args), file=sys.stderr)
         return 130
 
 
@@ -117,6 +119,19 @@ def _run(args: argparse.Namespace) -> int:
     if seed is not None:
         print(f"seed: {seed} (repeat with --seed {seed})")
     return code
+
+
+@contextlib.contextmanager
+def _second_ctrl_c_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals cannot be changed here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted(args: argparse.Namespace) -> str:
