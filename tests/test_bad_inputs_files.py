@@ -392,3 +392,21 @@ def test_booleans_and_none_are_not_p_values(pvalues):
     import nlpower
     with pytest.raises(InputError, match="is not a p-value"):
         nlpower.replicability(pvalues)
+
+
+@pytest.mark.parametrize("coding, match", [("treatment", "coding='treatment' is the coding of effect="),
+                                           ("bogus", "coding must be one of")])
+def test_coding_without_effect_is_not_silently_ignored(coding, match):
+    import nlpower
+    from nlpower import CrossedDesign, presets
+    with pytest.raises(InputError, match=match):
+        nlpower.power(CrossedDesign(3, 20), presets.high_variance(0.1), coding=coding,
+                      method="analytic")
+
+
+def test_a_design_too_large_for_memory_is_refused_before_allocating():
+    import nlpower
+    from nlpower import CrossedDesign, presets
+    with pytest.raises(InputError, match=r"needs at least [\d.]+ GiB of memory .* nothing was allocated"):
+        nlpower.power(CrossedDesign(10**5, 10**5), presets.high_variance(0.1), method="simulate",
+                      n_sims=10, rng=1)
