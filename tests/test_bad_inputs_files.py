@@ -410,3 +410,16 @@ def test_a_design_too_large_for_memory_is_refused_before_allocating():
     with pytest.raises(InputError, match=r"needs at least [\d.]+ GiB of memory .* nothing was allocated"):
         nlpower.power(CrossedDesign(10**5, 10**5), presets.high_variance(0.1), method="simulate",
                       n_sims=10, rng=1)
+
+
+def test_glmer_on_huge_counts_is_a_fit_error_in_words():
+    import pandas as pd
+
+    from nlpower.errors import FitError
+    from nlpower.glmm import glmer
+    rng = np.random.default_rng(1)
+    data = pd.DataFrame({"w": np.repeat(np.arange(5), 20), "i": np.tile(np.arange(20), 5),
+                         "s": rng.integers(0, 2, 100), "y": (rng.random(100) * 1e12).round()})
+    with pytest.raises(FitError, match=r"broke down numerically \(the response 'y' runs from"):
+        with np.errstate(all="ignore"):
+            glmer("y ~ s + (1|w) + (1|i)", data, family="poisson")
