@@ -330,6 +330,9 @@ def read_records(
             except Exception as exc:  # any failure to rebuild makes the record invalid
                 reason = f"its record cannot be read back ({type(exc).__name__}: {exc})"
         if reason is not None:
+            cell = entry.get("cell") if isinstance(entry, dict) else None
+            if isinstance(cell, str) and cell not in reason:
+                reason = f"{reason} (cell {cell})"
             bad.append((line_no, reason))
             continue
         token = entry["cell"]
