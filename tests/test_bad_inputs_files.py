@@ -423,3 +423,9 @@ def test_glmer_on_huge_counts_is_a_fit_error_in_words():
     with pytest.raises(FitError, match=r"broke down numerically \(the response 'y' runs from"):
         with np.errstate(all="ignore"):
             glmer("y ~ s + (1|w) + (1|i)", data, family="poisson")
+
+
+@pytest.mark.parametrize("scale", [(True, 5), (1, None)])
+def test_booleans_and_none_are_not_scale_bounds(ratings, scale):
+    with pytest.raises(RatingsError, match=r"scale must be a pair \(lo, hi\) of numbers"):
+        read_ratings(ratings, scale=scale)

@@ -102,6 +102,8 @@ def _check_scale(scale: Any) -> tuple[float, float]:
             f"ratings as given; got {scale!r}."
         )
     try:
+        if any(isinstance(v, (bool, np.bool_)) or v is None for v in scale):
+            raise TypeError("a boolean or None is not a bound")
         lo, hi = (float(v) for v in scale)
     except (TypeError, ValueError) as exc:
         raise RatingsError(
