@@ -429,3 +429,12 @@ def test_glmer_on_huge_counts_is_a_fit_error_in_words():
 def test_booleans_and_none_are_not_scale_bounds(ratings, scale):
     with pytest.raises(RatingsError, match=r"scale must be a pair \(lo, hi\) of numbers"):
         read_ratings(ratings, scale=scale)
+
+
+def test_consistency_checks_leave_restated_values_on_another_scale_alone():
+    from nlpower.grid.records import check_consistent
+    record = {"n_sims": 10, "power": 0.2, "n_rejected": 2, "effect": 0.27, "agreement": 0.91,
+              "design": {"n_workers": 3, "n_items": 20}}
+    # a Likert cell's latent effect 0.3 is stored as the fitted beta1; a prior's name as its number
+    assert check_consistent(record, key={"effect": 0.3, "agreement": "glue", "n_items": 20}) is None
+    assert "n_items=20, but its cell has n_items=50" in check_consistent(record, key={"n_items": 50})

@@ -69,11 +69,24 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _restated(record: Mapping[str, Any], name: str) -> tuple[bool, Any]:
-    """The record's own value of axis ``name`` (top level, its design or its params)."""
-    for where in (record, record.get("design"), record.get("params")):
+#: Axis names a record may restate on another scale (a Likert grid's latent effect is stored
+#: as the fitted model's beta1), so only the design and params blocks are compared for them.
+TRANSFORMED = ("effect",)
+
+
+def _restated(record: Mapping[str, Any], name: str, want: Any) -> tuple[bool, Any]:
+    """The record's own value of axis ``name`` (its design, its params, or the top level).
+
+    The top level counts only for a number beside a numeric axis value whose name no
+    outcome model transforms (:data:`TRANSFORMED`): an axis may hold a prior's name
+    (``agreement="glue"``) that the record stores as the number it stands for.
+    """
+    for where in (record.get("design"), record.get("params")):
         if isinstance(where, Mapping) and name in where:
             return True, where[name]
+    if (name in record and name not in TRANSFORMED and _is_real(record[name])
+            and _is_real(want)):
+        return True, record[name]
     return False, None
 
 
@@ -96,7 +109,7 @@ def check_consistent(record: Mapping[str, Any], *, settings: Mapping[str, Any] |
         if not _same(have, want):
             return f"its {name} is {have!r}, but this grid's is {want!r}"
     for name, want in (key or {}).items():
-        found, have = _restated(record, name)
+        found, have = _restated(record, name, want)
         if found and not _same(have, want):
             return f"it holds {name}={have!r}, but its cell has {name}={want!r}"
     stored = record.get("seed")
