@@ -438,3 +438,11 @@ def test_consistency_checks_leave_restated_values_on_another_scale_alone():
     # a Likert cell's latent effect 0.3 is stored as the fitted beta1; a prior's name as its number
     assert check_consistent(record, key={"effect": 0.3, "agreement": "glue", "n_items": 20}) is None
     assert "n_items=20, but its cell has n_items=50" in check_consistent(record, key={"n_items": 50})
+
+
+def test_an_exact_cell_of_a_simulated_grid_is_not_a_contradiction():
+    from nlpower.grid.records import check_consistent
+    exact = {"n_sims": 0, "n_rejected": 0, "power": 0.3, "alpha": 0.05}
+    assert check_consistent(exact, settings={"n_sims": 200, "alpha": 0.05}) is None
+    forged = {"n_sims": 0, "n_rejected": 12, "power": 0.3}
+    assert "its n_sims is 0" in check_consistent(forged, settings={"n_sims": 200})
