@@ -3,7 +3,7 @@
 Whatever bytes a rating file holds and whatever text a numeric flag gets, the
 answer is a result or the package's own refusal (an ``NlpowerError``; on the
 command line exit code 2 and one ``error:`` line) -- never another exception
-or a traceback.  The sweep is small (30 examples per test, 120 in all, seconds)
+or a traceback.  The sweep is small (30 examples per test, 150 in all, seconds)
 so it runs with the rest of the suite; the targeted tests in
 ``test_bad_inputs_files.py`` pin each cause.
 """
@@ -103,6 +103,20 @@ def test_power_numeric_flags_get_a_result_or_one_error_line(workers, items, effe
 def test_accuracy_numeric_flags_get_a_result_or_one_error_line(n, delta, agreement, alpha):
     code, err = _run(["accuracy", "power", "--test", "mcnemar-normal", "--n", n, "--delta", delta,
                       "--agreement", agreement, "--alpha", alpha])
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    if code == 2:
+        assert "error:" in err
+
+
+@SWEEP
+@given(workers=st.lists(NUMBERS, min_size=1, max_size=3).map(",".join),
+       items=st.lists(NUMBERS, min_size=1, max_size=2).map(",".join),
+       effects=st.lists(NUMBERS, min_size=1, max_size=3).map(",".join), n_sims=NUMBERS)
+def test_grid_list_flags_get_a_result_or_one_error_line(workers, items, effects, n_sims):
+    code, err = _run(["grid", "--preset", "low-variance", "--method", "analytic", "--quiet",
+                      "--workers", workers, "--items", items, "--effects", effects,
+                      "--n-sims", n_sims, "--seed", "1"])
     assert code in (0, 2), err
     assert "Traceback" not in err
     if code == 2:
