@@ -425,7 +425,7 @@ def test_glmer_on_huge_counts_is_a_fit_error_in_words():
             glmer("y ~ s + (1|w) + (1|i)", data, family="poisson")
 
 
-@pytest.mark.parametrize("scale", [(True, 5), (1, None)])
+@pytest.mark.parametrize("scale", [(True, 5), (1, np.True_)])
 def test_booleans_and_none_are_not_scale_bounds(ratings, scale):
     with pytest.raises(RatingsError, match=r"scale must be a pair \(lo, hi\) of numbers"):
         read_ratings(ratings, scale=scale)
