@@ -446,3 +446,17 @@ def test_an_exact_cell_of_a_simulated_grid_is_not_a_contradiction():
     assert check_consistent(exact, settings={"n_sims": 200, "alpha": 0.05}) is None
     forged = {"n_sims": 0, "n_rejected": 12, "power": 0.3}
     assert "its n_sims is 0" in check_consistent(forged, settings={"n_sims": 200})
+
+
+def test_an_output_folder_that_takes_no_file_is_refused_before_any_work(tmp_path, capsys,
+                                                                       monkeypatch):
+    import errno
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    code, text = cli(capsys, "grid", "--out", str(tmp_path / "g.csv"), "--seed", "1")
+    assert code == 2
+    assert "cannot write --out" in text and "Permission denied" in text
+    assert "Nothing was computed" in text and "seed:" not in text

@@ -30,7 +30,8 @@ from typing import IO, Any
 
 from .errors import OutputError
 
-__all__ = ["atomic_output", "check_distinct", "same_file", "write_bytes", "write_text"]
+__all__ = ["atomic_output", "check_distinct", "check_writable", "same_file", "write_bytes",
+           "write_text"]
 
 PathLike = str | os.PathLike[str]
 
@@ -171,6 +172,29 @@ def atomic_output(path: PathLike, *, what: str = "output", binary: bool = False,
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+def check_writable(path: PathLike, *, what: str = "output") -> None:
+    """Refuse, before any work, an output whose folder does not take a new file.
+
+    A temporary file is created in ``path``'s folder and removed again, so a
+    missing permission or a read-only file system is found before a long run,
+    not after it.  (A disk that fills up meanwhile is still only found when
+    writing: :func:`atomic_output` keeps the old file then.)
+    """
+    from .errors import InputError
+
+    target = Path(path)
+    if _special(target):
+        return
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe",
+                                    dir=target.parent if str(target.parent) else ".")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise InputError(f"cannot write {what} {str(target)!r}: {_describe(exc)}. Nothing was "
+                         "computed.") from None
 
 
 def _umask() -> int:

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._outputs import atomic_output, check_distinct
+from .._outputs import atomic_output, check_distinct, check_writable
 from ..errors import InputError
 
 __all__ = ["INPUT_FLAGS", "OUTPUT_FLAGS", "check_output_paths", "fresh_seed", "plot_formats",
@@ -94,6 +94,7 @@ def check_output_paths(args: argparse.Namespace, flags: dict[str, tuple[str, boo
         if not path.parent.is_dir():
             raise InputError(f"{flag} {text!r}: the directory {str(path.parent)!r} does not exist. "
                              f"Create it first (mkdir -p {path.parent}), or write somewhere else.")
+        check_writable(path, what=flag)
         if dest in FIGURES:
             formats = plot_formats()
             suffix = path.suffix.lower().lstrip(".")
