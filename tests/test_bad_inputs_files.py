@@ -460,3 +460,10 @@ def test_an_output_folder_that_takes_no_file_is_refused_before_any_work(tmp_path
     assert code == 2
     assert "cannot write --out" in text and "Permission denied" in text
     assert "Nothing was computed" in text and "seed:" not in text
+
+
+def test_a_spreadsheet_renamed_csv_is_not_read_as_a_header(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_bytes(b"PK\x03\x04" + b"xl/workbook.xml" * 4)
+    with pytest.raises(RatingsError, match="is not CSV text; it looks like a binary file"):
+        read_ratings(path)

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["decoding_hint", "read_text"]
+__all__ = ["BINARY_MAGIC", "decoding_hint", "read_text"]
 
-_BINARY = (b"PK\x03\x04", b"\x89PNG", b"%PDF", b"\xd0\xcf\x11\xe0", b"\x1f\x8b", b"GIF8",
+#: Opening bytes of common binary formats (zip/xlsx, PNG, PDF, old Excel, gzip, GIF, JPEG).
+BINARY_MAGIC = (b"PK\x03\x04", b"\x89PNG", b"%PDF", b"\xd0\xcf\x11\xe0", b"\x1f\x8b", b"GIF8",
            b"\xff\xd8\xff")
 
 
@@ -48,7 +49,7 @@ def decoding_hint(data: bytes, option: str | None = "encoding=") -> str:
 
     if _utf16(data):
         return f"its bytes look like UTF-16 (as Excel's 'Unicode text' writes): {advice('utf-16')}"
-    if b"\x00" in data or data.startswith(_BINARY):
+    if b"\x00" in data or data.startswith(BINARY_MAGIC):
         return ("it looks like a binary file (a spreadsheet, archive or image?), not text: export "
                 "or save it as plain text first")
     try:
@@ -77,7 +78,7 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
                          "path and its permissions.") from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
-    if b"\x00" in data[:4096] or data.startswith(_BINARY):
+    if b"\x00" in data[:4096] or data.startswith(BINARY_MAGIC):
         raise InputError(f"{what} {str(file)!r} is not text: {decoding_hint(data[:4096], None)}.")
     try:
         return data.decode("utf-8")

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from .._inputs import decoding_hint
+from .._inputs import BINARY_MAGIC, decoding_hint
 from ..errors import RatingsError
 
 __all__ = ["READERS", "Origin", "check_encoding", "load_table", "sep_hint"]
@@ -155,6 +155,11 @@ def load_table(path: Path, sep: str | None,
     if path.is_dir():
         raise RatingsError(f"source: {str(path)!r} is a directory, not a rating file.")
     compression: Literal["gzip"] | None = "gzip" if gz else None
+    if kind != "parquet" and encoding is None:
+        head = _head(path, gz)
+        if b"\x00" in head or head.startswith(BINARY_MAGIC):
+            raise RatingsError(f"source: {str(path)!r} is not {kind.upper()} text; "
+                               f"{decoding_hint(head)}.")
     try:
         if kind in ("csv", "tsv"):
             delim = sep if sep is not None else ("," if kind == "csv" else "\t")
@@ -219,7 +224,8 @@ def _malformed(path: Path, kind: str, gz: bool, sep: str | None, encoding: str |
     head = _head(path, gz)
     if b"\x00" in head:
         return f"source: {str(path)!r} is not {kind.upper()} text; {decoding_hint(head)}."
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    detail = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() \
+        else type(exc).__name__
     hint = sep_hint(path, sep, encoding) if kind in ("csv", "tsv") else ""
     if kind in ("json", "jsonl") and not hint:
         hint = (" A .json file holds one array of records ([{...}, {...}]); a .jsonl file one "
