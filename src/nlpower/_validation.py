@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
@@ -132,19 +133,30 @@ SYNONYMS: tuple[frozenset[str], ...] = (
 )
 
 
+def _words(column: str) -> list[str]:
+    """``"Input.item_id"`` -> ``["input", "item", "id"]``; ``"WorkerId"`` -> ``["worker", "id"]``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(column))
+    return [w for w in re.split(r"[^0-9a-z]+", spaced.lower()) if w]
+
+
 def closest_name(name: str, candidates: Sequence[str]) -> str | None:
     """The candidate ``name`` plausibly meant (for 'did you mean' hints), or None.
 
-    A close spelling (difflib ratio >= 0.6), the same name in other case, or a
+    The same name in other case, a qualified export name holding it as a word
+    (``Input.item_id`` for ``item``), a close spelling (difflib ratio >= 0.6), or a
     synonym of the same role (``rater`` for ``worker``, ``score`` for
     ``rating``, ...).  Names that merely share letters get no hint.
     """
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    if close:
-        return close[0]
     lowered = {c.lower(): c for c in candidates}
     if name.lower() in lowered:
         return lowered[name.lower()]
+    # an export's qualified name holding the word: Input.item_id, Answer.rating, WorkerId
+    words = [c for c in candidates if name.lower() in _words(c)]
+    if words:
+        return words[0]
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if close:
+        return close[0]
     for group in SYNONYMS:
         if name.lower() in group:
             for low, original in lowered.items():

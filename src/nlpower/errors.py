@@ -61,6 +61,10 @@ class CheckpointError(NlpowerError):
     """A checkpoint file that does not belong to the grid being run."""
 
 
+class OutputError(NlpowerError, OSError):
+    """An output file that could not be written (disk full, no permission); nothing was replaced."""
+
+
 class NlpowerWarning(UserWarning):
     """Base class of nlpower's warnings."""
 

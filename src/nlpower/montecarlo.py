@@ -173,6 +173,10 @@ class MonteCarloSummary:
     def describe(self) -> str:
         """``"Type-S 0.115 (95% CI 0.047-0.231)    Type-M 1.84 (95% CI 1.62-2.06)"``."""
         s, m = self.type_s_ci, self.type_m_ci
+        if not (math.isfinite(self.type_s) and math.isfinite(self.type_m)):
+            why = ("the true effect is 0" if self.effect == 0
+                   else f"they need rejections; there were {self.n_significant}")
+            return f"Type-S  -    Type-M  - (undefined: {why})"
         return (f"Type-S  {self.type_s:.3f} (95% CI {s.low:.3f}-{s.high:.3f})    "
                 f"Type-M  {self.type_m:.2f} (95% CI {m.low:.2f}-{m.high:.2f}); "
                 f"from {self.n_significant} rejections")

@@ -30,6 +30,7 @@ import pandas as pd
 
 from . import _dist as stats
 from ._choices import ReplicabilityMethod, check_choice
+from ._inputs import read_text
 from ._validation import check_probability
 from .errors import InputError, NlpowerWarning
 
@@ -70,6 +71,11 @@ def _as_pvalues(pvalues: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
             f"mapping from dataset name to p-value; got {type(pvalues).__name__} {pvalues!r}.")
     else:
         values = pvalues
+    odd = [v for v in np.ravel(np.asarray(values, dtype=object))
+           if v is None or isinstance(v, (bool, np.bool_))]
+    if odd:
+        raise InputError(f"pvalues must be numbers in [0, 1]; got {odd[0]!r} among them (a "
+                         "boolean or None is not a p-value). Pass each dataset's p-value.")
     try:
         p = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -344,7 +350,7 @@ def read_pvalues(path: str | Path) -> list[float] | dict[str, float]:
     if not file.is_file():
         raise InputError(f"p-value file {str(file)!r} does not exist or is not a file.")
     items = []
-    for lineno, raw in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), 1):
+    for lineno, raw in enumerate(read_text(file, "p-value file").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -207,23 +207,77 @@ def _estimate_pvalue(out: Any) -> tuple[float, float]:
     return float(est), float(p)
 
 
+#: Default largest share of replicates whose test may fail before a run is refused.
+MAX_FAILED = 0.5
+
+
+def _replicate(i: int, child: np.random.SeedSequence) -> str:
+    """Replicate ``i`` and how to draw its data set again."""
+    return (f"replicate {i} (its data: generate(np.random.default_rng(np.random.SeedSequence("
+            f"{child.entropy}, spawn_key={tuple(child.spawn_key)})), **params))")
+
+
+def _generate(generate: Callable[..., Any], params: Mapping[str, Any],
+              child: np.random.SeedSequence) -> Any:
+    try:
+        return generate(np.random.default_rng(child), **params)
+    except TypeError as exc:
+        if "argument" not in str(exc):
+            raise
+        raise InputError(
+            f"generate(rng, **params) cannot take params {sorted(params)}: {exc}. generate's "
+            "first argument is the rng and every key of params must be one of its keyword "
+            "arguments; rename the keys or the arguments to match.") from exc
+
+
 def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mapping[str, Any],
-         n_sims: int, seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray, int]:
+         n_sims: int, seq: np.random.SeedSequence,
+         max_failed: float = MAX_FAILED) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every replicate's (estimate, p-value), checked; a test that raises is a failed replicate.
+
+    A p-value outside [0, 1] or a non-finite estimate beside a p-value is the
+    user's error (named with the replicate's seed); more than ``max_failed``
+    of the replicates failing, or all of them, raises with the first failure.
+    """
     est = np.full(n_sims, np.nan)
     pval = np.full(n_sims, np.nan)
     failed = 0
+    first: str | None = None
     for i, child in enumerate(seq.spawn(n_sims)):
-        data = generate(np.random.default_rng(child), **params)
+        data = _generate(generate, params, child)
         try:
             est[i], pval[i] = _estimate_pvalue(test(data))
         except InputError:
             raise
-        except Exception:       # a failed test is a non-rejection, counted (STYLE 6)
+        except Exception as exc:  # a failed test is a non-rejection, counted (STYLE 6)
             failed += 1
+            first = first or f"{_replicate(i, child)}: test raised {type(exc).__name__}: {exc}"
             continue
-        if not math.isfinite(pval[i]):
+        if math.isnan(pval[i]):
             failed += 1
+            first = first or f"{_replicate(i, child)}: test returned a NaN p-value"
+            continue
+        _check_answer(float(est[i]), float(pval[i]), i, child)
+    if failed and (failed == n_sims or failed > max_failed * n_sims):
+        share = "every replicate" if failed == n_sims else f"{failed} of {n_sims} replicates"
+        raise InputError(f"the test failed in {share} (more than max_failed={max_failed:g} of "
+                         f"them), so the power would say nothing about the test. The first "
+                         f"failure: {first}. Fix the test, or raise max_failed if failures are "
+                         "expected.")
     return est, pval, failed
+
+
+def _check_answer(est: float, p: float, i: int, child: np.random.SeedSequence) -> None:
+    """A p-value outside [0, 1] or a non-finite estimate is the user's error, named."""
+    if not 0.0 <= p <= 1.0:
+        raise InputError(f"test(data) returned the p-value {p!r} in {_replicate(i, child)}; "
+                         "a p-value lies in [0, 1]. Fix the test (return NaN for a failed "
+                         "test: it counts as a non-rejection).")
+    if not math.isfinite(est):
+        raise InputError(f"test(data) returned the estimate {est!r} with p-value {p:g} in "
+                         f"{_replicate(i, child)}; an estimate must be finite (its sign decides "
+                         "a correct rejection). Fix the test, or return a NaN p-value for a "
+                         "failed test.")
 
 
 def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float, alpha: float,
@@ -244,13 +298,24 @@ def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float
     )
 
 
-def _check(generate: Any, test: Any, n_sims: Any, alpha: Any) -> tuple[int, float]:
+def _check(generate: Any, test: Any, n_sims: Any, alpha: Any,
+           max_failed: Any = MAX_FAILED) -> tuple[int, float, float]:
     for name, fn in (("generate", generate), ("test", test)):
         if not callable(fn):
             raise InputError(f"{name} must be a function; got {type(fn).__name__}. generate(rng, "
                              "**params) returns one data set, test(data) returns (estimate, pvalue).")
     return (check_int("n_sims", n_sims, min=1),
-            check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True))
+            check_real("alpha", alpha, min=0.0, max=1.0, min_open=True, max_open=True),
+            check_real("max_failed", max_failed, min=0.0, max=1.0))
+
+
+def _check_params(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise InputError(f"params must be a mapping of generate's keyword-argument names to "
+                         f"values, e.g. {{'n': 100}}; got {params!r}.")
+    return dict(params)
 
 
 def simulate_power(
@@ -263,6 +328,7 @@ def simulate_power(
     rng: RNGLike = None,
     params: Mapping[str, Any] | None = None,
     keep_draws: bool = True,
+    max_failed: float = MAX_FAILED,
 ) -> SimulatedPowerResult:
     """Power, Type-M and Type-S of ``test`` on data from ``generate`` (Card et al. 2020, Fig. 2).
 
@@ -275,7 +341,10 @@ def simulate_power(
         ``test(data)`` returns ``(estimate, pvalue)`` (or a mapping with those
         keys, or an object with ``.estimate``/``.statistic`` and ``.pvalue``).
         ``estimate`` is on the scale of ``effect``.  A test that raises, or
-        gives a NaN p-value, counts as a non-rejection (``n_failed``).
+        gives a NaN p-value, counts as a non-rejection (``n_failed``); a
+        p-value outside [0, 1], or a non-finite estimate beside a p-value,
+        raises :class:`~nlpower.errors.InputError` naming the replicate and
+        its seed.
     effect : float
         The true effect the generative process builds in: its sign defines a
         correct rejection, its size the Type-M ratio; 0 gives the Type I error.
@@ -290,6 +359,10 @@ def simulate_power(
         Keyword arguments of ``generate`` (recorded in the result).
     keep_draws : bool
         Keep the per-simulation estimates and p-values (for :meth:`plot`).
+    max_failed : float
+        Largest share of failed tests a run may have (default 0.5); a run
+        with more, or where every test failed, raises with the first
+        failure's message instead of returning a power.
 
     Returns
     -------
@@ -310,11 +383,11 @@ def simulate_power(
     >>> r.power > 0.75
     True
     """
-    n_sims, alpha = _check(generate, test, n_sims, alpha)
+    n_sims, alpha, max_failed = _check(generate, test, n_sims, alpha, max_failed)
     effect = check_real("effect", effect)
-    params = dict(params or {})
+    params = _check_params(params)
     seq = root_seed(rng)
-    est, pval, failed = _run(generate, test, params, n_sims, seq)
+    est, pval, failed = _run(generate, test, params, n_sims, seq, max_failed)
     return summarise(est, pval, failed, effect=effect, alpha=alpha, params=params,
                      seed=seed_record(seq), keep_draws=keep_draws)
 
@@ -337,6 +410,7 @@ class SimulationProblem:
     effect: float | str | Callable[..., float]
     n_sims: int = 1000
     alpha: float = 0.05
+    max_failed: float = MAX_FAILED
 
     name = "simulate"
     result_columns = RESULT_COLUMNS
@@ -347,21 +421,57 @@ class SimulationProblem:
                 "n_sims": self.n_sims, "alpha": self.alpha}
 
     def effect_at(self, key: Mapping[str, Any]) -> float:
-        if isinstance(self.effect, str):
-            return float(key[self.effect])
-        if callable(self.effect):
-            return float(self.effect(**key))
-        return float(self.effect)
+        """The true effect of the cell ``key`` (a finite number, or the user's error)."""
+        where = ", ".join(f"{k}={v!r}" for k, v in key.items())
+        try:
+            if isinstance(self.effect, str):
+                value = key[self.effect]
+            elif callable(self.effect):
+                value = self.effect(**key)
+            else:
+                value = self.effect
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"it is {value!r}, not a number")
+            value = float(value)
+        except Exception as exc:
+            raise InputError(f"effect at the cell ({where}) cannot be computed: "
+                             f"{type(exc).__name__}: {exc}. effect must be a number, an axis "
+                             "name, or a function of the cell's parameters returning a "
+                             "number.") from exc
+        if not math.isfinite(value):
+            raise InputError(f"effect at the cell ({where}) is {value!r}; the true effect must "
+                             "be finite (its sign defines a correct rejection). Fix the effect "
+                             "function or the axis values.")
+        return value
 
     def run_cell(self, key: Mapping[str, Any],
                  rng: np.random.SeedSequence) -> SimulatedPowerResult:
         params = dict(key)
-        est, pval, failed = _run(self.generate, self.test, params, self.n_sims, rng)
-        return summarise(est, pval, failed, effect=self.effect_at(key), alpha=self.alpha,
+        effect = self.effect_at(key)  # before any replicate: a bad effect fails fast
+        est, pval, failed = _run(self.generate, self.test, params, self.n_sims, rng,
+                                 self.max_failed)
+        return summarise(est, pval, failed, effect=effect, alpha=self.alpha,
                          params=params, seed=seed_record(rng), keep_draws=False)
 
     def from_record(self, record: Mapping[str, Any]) -> SimulatedPowerResult:
         return SimulatedPowerResult.from_record(record)
+
+
+def _check_shippable(problem: SimulationProblem) -> None:
+    """Refuse, before any work, functions that cannot be sent to another process."""
+    try:
+        import cloudpickle as pickler  # what loky and Dask ship functions with
+    except ImportError:  # pragma: no cover - loky falls back to pickle
+        import pickle as pickler
+
+    for name in ("generate", "test", "effect"):
+        try:
+            pickler.dumps(getattr(problem, name))
+        except Exception as exc:
+            raise InputError(
+                f"{name} cannot be sent to another process ({type(exc).__name__}: {exc}), so it "
+                "cannot run with n_jobs > 1 or Dask. Define it at module level without "
+                "references to open files, locks or connections, or use n_jobs=1.") from None
 
 
 def simulate_power_grid(
@@ -379,6 +489,7 @@ def simulate_power_grid(
     checkpoint: str | os.PathLike[str] | None = None,
     progress: bool = True,
     on_error: OnError = "raise",
+    max_failed: float = MAX_FAILED,
 ) -> GridResult:
     """:func:`simulate_power` on every combination of ``params`` (lists are axes).
 
@@ -387,7 +498,10 @@ def simulate_power_grid(
     backend (``"loky"`` or ``"dask"``) or after resuming from ``checkpoint``.
     ``effect`` is a number, the name of the axis holding the true effect, or
     ``effect(**params)``.  ``generate`` and ``test`` must be picklable for
-    ``n_jobs > 1`` (module-level functions; loky also ships closures).
+    ``n_jobs > 1`` (module-level functions; loky also ships closures); a
+    function that cannot be shipped is refused before any work.  An effect
+    function that raises or returns a non-finite number, and the test's
+    problems (:func:`simulate_power`, ``max_failed``), name their cell.
     Draw the grid with ``nlpower.plots.plot_grid(result)``.
 
     Examples
@@ -404,7 +518,7 @@ def simulate_power_grid(
     >>> list(g.to_frame()["n"])
     [25, 100]
     """
-    n_sims, alpha = _check(generate, test, n_sims, alpha)
+    n_sims, alpha, max_failed = _check(generate, test, n_sims, alpha, max_failed)
     if not isinstance(params, Mapping) or not params:
         raise InputError("params must be a non-empty mapping of generate's keyword arguments to "
                          "a value or a list of values (an axis), e.g. {'n': [25, 100]}.")
@@ -413,8 +527,11 @@ def simulate_power_grid(
                          f"{', '.join(map(repr, params))}, a number, or a function of them.")
     if not isinstance(effect, str) and not callable(effect):
         effect = check_real("effect", effect)
+    _check_params(params)
     check_run_options(n_jobs, backend, client, on_error)
-    problem = SimulationProblem(generate, test, effect, n_sims, alpha)
+    problem = SimulationProblem(generate, test, effect, n_sims, alpha, max_failed)
+    if n_jobs != 1 or backend == "dask":
+        _check_shippable(problem)
     return run_grid(problem, params, rng=rng, n_jobs=n_jobs, backend=backend, client=client,
                     checkpoint=checkpoint, progress=progress, on_error=on_error,
                     desc="simulated power grid")

@@ -77,8 +77,11 @@ def test_merge_refuses_missing_conflicting_and_foreign_files(tmp_path):
         merge([*paths, tmp_path / "o.ckpt"])
     with pytest.raises(CheckpointError, match="does not exist or is empty"):
         merge([tmp_path / "absent.ckpt"])
-    with pytest.raises(CheckpointError, match="already exists"):
+    with pytest.raises(InputError, match="out .* is the same file as the input paths"):
         merge(paths, out=paths[0])
+    (tmp_path / "taken.ckpt").write_text("something\n")
+    with pytest.raises(CheckpointError, match="already exists"):
+        merge(paths, out=tmp_path / "taken.ckpt")
 
 
 def test_shard_options_are_checked(tmp_path):

@@ -33,7 +33,9 @@ class CountingPower:
         return fake_power_result(**{"power": k / n_sims, "ci": (0.0, 1.0), "se": 0.05, "type_m": float(g.uniform(1, 2)),
                 "type_s": 0.0, "mean_estimate": float(g.normal()), "n_failed": 0, "n_singular": 0,
                 "n_sims": n_sims, "n_rejected": k, "test": test, "engine": "fake",
-                "alternative": alternative, "alpha": alpha, "coding": "sum"})
+                "alternative": alternative, "alpha": alpha, "coding": "sum",
+                "effect": params.effect,
+                "design": {"n_workers": design.n_workers, "n_items": design.n_items}})
 
 
 def run(fn, path, **kw):

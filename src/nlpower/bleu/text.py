@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from .._inputs import read_text
 from .._validation import check_choice
 from ..errors import EngineUnavailableError, InputError
 
@@ -44,8 +45,8 @@ def _read_file(name: str, path: str | os.PathLike[str]) -> list[str]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{name}: file {str(p)!r} not found. Pass an existing file or a list of lines.")
-    with open(p, encoding="utf-8") as handle:  # universal newlines, like sacrebleu's reader
-        text = handle.read()
+    # universal newlines, like sacrebleu's reader
+    text = read_text(p, f"{name}: file").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

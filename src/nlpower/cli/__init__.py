@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import __version__
@@ -92,7 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.argv = argv
     args.flags = cli_flags(parser, args)
-    if "seed" in vars(args) and args.seed is None:
+    args.seed_given = vars(args).get("seed") is not None  # --shard needs a seed typed by the user
+    if getattr(args, "grid_command", None) == "merge":
+        args.seed = None  # the merged grid's own seed is printed by the merge
+    elif "seed" in vars(args) and args.seed is None:
         args.seed = fresh_seed()
     to_stdout = any(str(getattr(args, d, None)) == "-" for d in ("json", "json_out"))
     try:
@@ -111,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
         return 0
     except KeyboardInterrupt:
-        print(_interrupted(args), file=sys.stderr)
+        with _second_ctrl_c_ignored():  # a second Ctrl-C must not cut the message short
+            print(_interrupted(args), file=sys.stderr)
         return 130
 
 
@@ -126,6 +131,19 @@ def _run(args: argparse.Namespace) -> int:
     if seed is not None:
         print(f"seed: {seed} (repeat with --seed {seed})")
     return code
+
+
+@contextlib.contextmanager
+def _second_ctrl_c_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals cannot be changed here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted(args: argparse.Namespace) -> str:

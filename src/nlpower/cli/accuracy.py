@@ -7,6 +7,8 @@ Parse arguments, call the library once, print its summary (and write
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from .._choices import (
     McNemarTest,
     allowed,
 )
+from .._inputs import read_text
 from ..errors import InputError
 from .output import write_json
 
@@ -149,9 +152,12 @@ def run_estimate(args: argparse.Namespace) -> int:
 
     from .. import accuracy
 
-    if not args.file.exists():
-        raise InputError(f"file {str(args.file)!r} does not exist.")
-    data = pd.read_csv(args.file, sep=None, engine="python")
+    text = read_text(args.file, "file")
+    try:
+        data = pd.read_csv(io.StringIO(text), sep=None, engine="python")
+    except (ValueError, csv.Error, pd.errors.ParserError) as exc:
+        raise InputError(f"file {str(args.file)!r} cannot be read as a CSV/TSV table ({exc}). "
+                         "Give one row per item with a header line.") from None
     est = accuracy.estimate(args.a, args.b, args.labels, data=data, test=args.test)
     print(est.summary())
     frame = est.to_frame()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._choices import BleuMethod, BleuPreset, allowed
-from .output import save_figure, write_json
+from .output import save_figure, write_csv, write_json
 
 
 def _params(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
@@ -141,8 +141,7 @@ def run_grid(args: argparse.Namespace) -> int:
                       checkpoint=args.checkpoint, progress=not args.quiet)
     print(grid.summary())
     if args.out is not None:
-        grid.to_frame().to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
+        write_csv(args, grid.to_frame())
     if args.plot is not None:
         by = "p0" if len(p0) > 1 else "b0" if len(b0) > 1 else None
         fig = figure4(grid) if by is None else figure17(grid, by=by)
@@ -159,7 +158,6 @@ def run_estimate(args: argparse.Namespace) -> int:
                       lowercase=args.lowercase, n_resamples=args.n_resamples, rng=args.seed)
     print(result.summary())
     if args.effects is not None:
-        result.to_frame().to_csv(args.effects, index=False)
-        print(f"wrote {args.effects}")
+        write_csv(args, result.to_frame(), "effects")
     write_json(args, result.to_record())
     return 0

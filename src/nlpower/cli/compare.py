@@ -75,8 +75,8 @@ def _write_json(args: argparse.Namespace, records: list[dict[Any, Any]]) -> None
     write_json(args, records[0] if len(records) == 1 else records)
 
 
-def _save(fig: Any, path: Path) -> None:
-    save_figure(fig, path, dpi=120)
+def _save(fig: Any, path: Path, what: str = "--plot") -> None:
+    save_figure(fig, path, dpi=120, what=what)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -117,7 +117,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _save(result.plot(), args.plot)
     if curve is not None and args.power_plot is not None:
-        _save(curve.plot(), args.power_plot)
+        _save(curve.plot(), args.power_plot, "--power-plot")
     if args.json is not None:
         _write_json(args, result.to_frame().to_dict(orient="records"))
     return 0

@@ -64,6 +64,8 @@ def register(subparsers: Any) -> None:
                         "also probit, cloglog)")
     p.add_argument("--sep", default=None,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
+    p.add_argument("--encoding", default=None, metavar="NAME",
+                   help="text encoding of the file, e.g. latin-1 or utf-16 (default: utf-8)")
     p.add_argument("--json", default=None, metavar="OUT", dest="json_out",
                    help="also write the report, tables and identified quantities as JSON ('-' = stdout)")
     p.add_argument("--full", action="store_true",
@@ -92,7 +94,7 @@ def run_fit(args: argparse.Namespace) -> int:
         ratings = read_ratings(
             args.file, worker=args.worker, item=args.item, system=args.system,
             rating=args.rating, scale=tuple(args.scale) if args.scale else None,
-            duplicates=args.duplicates, sep=_separator(args.sep),
+            duplicates=args.duplicates, sep=_separator(args.sep), encoding=args.encoding,
         )
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
                           model=args.model, family=args.family,
@@ -125,9 +127,9 @@ def _brief(fit: Any) -> str:
 def _run_glmer(args: argparse.Namespace) -> int:
     """``--family binomial|poisson``: the file as read, ``nlpower.glmer``, its summary."""
     from ..glmm import glmer
-    from ..ratings.io import load_source
+    from ..ratings.io import check_encoding, load_source
 
-    data, _ = load_source(args.file, _separator(args.sep))
+    data, _ = load_source(args.file, _separator(args.sep), check_encoding(args.encoding))
     formula = args.model if "~" in args.model else (
         f"{args.rating} ~ {args.system} + (1 | {args.worker}) + (1 | {args.item})")
     data = data.copy()

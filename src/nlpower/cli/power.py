@@ -23,7 +23,7 @@ from .outcome_args import (
     own_params,
     run_preference,
 )
-from .output import save_figure, write_json
+from .output import save_figure, write_csv, write_json
 from .ratings_args import add_pilot_arguments, add_ratings_arguments, contrast_of, fit_from_args
 from .shards import add_shard_argument, check_shard, print_shard_note, register_merge
 
@@ -240,8 +240,7 @@ def run_grid(args: argparse.Namespace) -> int:
     print(result.summary())
     print_shard_note(args, result)
     if args.out is not None:
-        result.to_frame().to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
+        write_csv(args, result.to_frame())
     if args.plot is not None:
         save_figure(result.plot(), args.plot)
     write_json(args, result.to_frame().to_dict(orient="records"))

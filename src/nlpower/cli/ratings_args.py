@@ -59,6 +59,8 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
     p.add_argument("--duplicates", choices=allowed(Duplicates), default="error",
                    help="repeated (worker, item, system) ratings: error (default), keep or mean")
     p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
+    p.add_argument("--encoding", default=None, metavar="NAME",
+                   help="text encoding of the file, e.g. latin-1 or utf-16 (default: utf-8)")
     p.add_argument("--baseline", default=None, metavar="NAME",
                    help="baseline system (default: the first label in sorted order)")
     p.add_argument("--model", default="auto", metavar="auto|paper|FORMULA",
@@ -112,7 +114,8 @@ def read_from_args(args: argparse.Namespace) -> Ratings:
         warnings.simplefilter("always")
         ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
                                system=args.system, rating=args.rating, scale=args.scale,
-                               duplicates=args.duplicates, sep=args.sep)
+                               duplicates=args.duplicates, sep=args.sep,
+                               encoding=args.encoding)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
     contrast = contrast_of(args)

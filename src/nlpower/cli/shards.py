@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .output import save_figure
+from .output import save_figure, write_csv
 
 if TYPE_CHECKING:
     from ..grid import GridResult
@@ -36,11 +36,12 @@ def check_shard(args: argparse.Namespace) -> None:
     """``--shard`` needs ``--checkpoint`` and ``--seed`` (checked before any work)."""
     if getattr(args, "shard", None) is None:
         return
-    if args.checkpoint is None or args.seed is None:
+    seed = args.seed if getattr(args, "seed_given", True) else None
+    if args.checkpoint is None or seed is None:
         raise InputError(
             f"--shard {args.shard} writes its cells to --checkpoint FILE (one file per shard) "
             "and needs --seed S (the same for every shard); add "
-            + " and ".join(f for f, v in (("--checkpoint", args.checkpoint), ("--seed", args.seed))
+            + " and ".join(f for f, v in (("--checkpoint", args.checkpoint), ("--seed", seed))
                            if v is None) + "."
         )
 
@@ -74,11 +75,12 @@ def run_merge(args: argparse.Namespace) -> int:
     from ..grid import merge
 
     result = merge(args.shards, out=args.checkpoint)
+    entropy = result.seed.get("entropy")
+    args.seed = entropy if isinstance(entropy, int) and not result.seed.get("spawn_key") else None
     print(f"merged {len(args.shards)} checkpoint files: {len(result.cells)} cells")
     print(result.summary())
     if args.out is not None:
-        result.to_frame().to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
+        write_csv(args, result.to_frame())
     if args.checkpoint is not None:
         print(f"wrote {args.checkpoint}")
     if args.plot is not None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._choices import EngineName
 from .._validation import check_choice
-from ..errors import ConvergenceWarning, InputError, NlpowerWarning, SingularFitWarning
+from ..errors import ConvergenceWarning, FitError, InputError, NlpowerWarning, SingularFitWarning
 from ..formula import parse
 from ..lmm.checkconv import CheckConvControl, apply_policy
 from ..lmm.family import Family, get_family
@@ -133,7 +133,10 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
     ctl = CheckConvControl.coerce(checkconv)
     # family options are fixed at prepare (the protocol): refit and fit use this nAGQ
     model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ))
-    fit = cast(GlmmFit, model.fit(start=start, control=control, checkconv=ctl))
+    try:
+        fit = cast(GlmmFit, model.fit(start=start, control=control, checkconv=ctl))
+    except (np.linalg.LinAlgError, ArithmeticError, TypeError) as exc:  # numbers out of range
+        raise _numerical_failure(exc, data, formula) from exc
     fit = replace(fit, data=data.loc[rows], offset_name=offset if isinstance(offset, str) else None,
                   offset_given=offset is not None and not isinstance(offset, str))
     if fit.optinfo.get("separation"):
@@ -152,6 +155,20 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         _warn(fit, singular=False)
     apply_policy(fit.optinfo["checkconv"], ctl, where="glmer", stacklevel=3)
     return fit
+
+
+def _numerical_failure(exc: Exception, data: Any, formula: str) -> FitError:
+    """A fit that broke down numerically, said as what to check (huge counts, a bad start)."""
+    response = str(formula).split("~", 1)[0].strip()
+    span = ""
+    if response in getattr(data, "columns", ()):
+        values = np.asarray(data[response], dtype=float)
+        if values.size:
+            span = f" (the response {response!r} runs from {np.nanmin(values):g} to {np.nanmax(values):g})"
+    return FitError(f"glmer: the fit broke down numerically{span}: {type(exc).__name__}: {exc}. "
+                    "Counts or weights this large overflow the working weights; rescale them "
+                    "(e.g. model counts in thousands with an offset), or check the data and "
+                    "start=.")
 
 
 def _warn(fit: GlmmFit, singular: bool = True) -> None:

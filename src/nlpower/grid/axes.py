@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import product
@@ -55,8 +56,20 @@ def axis_values(name: str, value: Any) -> tuple[Any, ...]:
     for v in values:
         if v in seen:
             raise InputError(f"{name}: axis values must be distinct; {v!r} appears more than once in {list(values)!r}.")
+        close = next((u for u in seen if _near(u, v)), None)
+        if close is not None:
+            raise InputError(
+                f"{name}: axis values {close!r} and {v!r} differ by only {abs(v - close):.3g}; "
+                "they would be two cells that print with one label and mean the same design. "
+                "Drop one, or round the values.")
         seen.append(v)
     return values
+
+
+def _near(a: Any, b: Any) -> bool:
+    """Two different real numbers that are the same for every practical purpose."""
+    real = (isinstance(x, numbers.Real) and not isinstance(x, bool) for x in (a, b))
+    return all(real) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def cell_keys(axes: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:

@@ -19,8 +19,10 @@ one line per finished batch::
 effect-0 run of a cell, each analysis of a Likert cell); ``columns`` holds the
 batch's per-replicate values (floats as JSON numbers, which read back to the
 same bits).  Every line carries the SHA-256 of the rest of the line; a line
-that fails it, is torn by a kill, or disagrees with another line for the same
-batch is dropped with a warning and its batch computed again.  A file whose
+that fails it, is torn by a kill, holds a value no replicate can have (a
+p-value outside [0, 1], a non-finite estimate of a replicate not marked
+failed, a flag that is not ``true``/``false``), or disagrees with another line
+for the same batch is dropped with a warning and its batch computed again.  A file whose
 fingerprint differs (another grid, cell, seed, or other settings) raises
 :class:`~nlpower.errors.CheckpointError` naming what differs.
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,7 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, NlpowerWarning
+from .._outputs import atomic_output
+from ..errors import CheckpointError, NlpowerWarning, OutputError
 from .checkpoint import fingerprint_diff, normalize
 from .records import canonical, line_digest
 
@@ -206,6 +210,8 @@ class BatchFile:
                 fh.write(canonical(entry) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
+        except OutputError as exc:
+            raise CheckpointError(str(exc)) from None
         except OSError as exc:
             raise CheckpointError(f"cannot write batch checkpoint {str(self.path)!r}: "
                                   f"{exc.strerror or exc}. Check the path and its permissions.") from None
@@ -253,16 +259,42 @@ def _check(entry: Any) -> str | None:
     for name, values in cols.items():
         if not isinstance(values, list) or len(values) != stop - start:
             return f"column {name!r} does not hold {stop - start} values"
+    return _check_values(cols, start)
+
+
+#: Per-replicate columns that are flags, and that are numbers (see ``powersim.batches``).
+FLAGS = ("converged", "singular", "failed")
+NUMBERS = ("estimate", "se", "statistic", "df", "pvalue")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_values(cols: Mapping[str, list[Any]], start: int) -> str | None:
+    """A value no replicate can hold, in words (replicates numbered as in the run), or None."""
+    for name in FLAGS:
+        for i, v in enumerate(cols.get(name, ())):
+            if not isinstance(v, bool):
+                return f"replicate {start + i}: {name} is {v!r}, not true or false"
+    for name in NUMBERS:
+        for i, v in enumerate(cols.get(name, ())):
+            if not (_number(v) or v is None):
+                return f"replicate {start + i}: {name} is {v!r}, not a number"
+    failed = cols.get("failed") or [False] * len(cols.get("estimate", ()))
+    for i, p in enumerate(cols.get("pvalue", ())):
+        if _number(p) and not math.isnan(p) and not 0.0 <= p <= 1.0:
+            return f"replicate {start + i}: p-value {p!r} is outside [0, 1]"
+    for i, est in enumerate(cols.get("estimate", ())):
+        if not failed[i] and not (_number(est) and math.isfinite(est)):
+            return (f"replicate {start + i}: estimate {est!r} is not finite, but the replicate "
+                    "is not marked failed")
     return None
 
 
 def _write_atomic(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_output(path, what="batch checkpoint") as fh:
         fh.write("\n".join(lines) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,15 @@ A checkpoint is a JSON-lines file.  The first line is a header holding the
 ``alpha``, test, alternative, engine, root seed and package version); every
 further line is one finished cell::
 
-    {"format": "nlpower-grid-checkpoint", "format_version": 2, "fingerprint": {...}, "layout": {...}}
+    {"format": "nlpower-grid-checkpoint", "format_version": 3, "fingerprint": {...}, "layout": {...}, "sha256": "..."}
     {"cell": "<canonical key>", "index": 0, "seed": [...], "record": {...}, "sha256": "..."}
     ...
 
 The header's ``layout`` (axis order, result columns, the shard) lets
-:func:`nlpower.grid.merge` rebuild the grid from files alone.  Each record
+:func:`nlpower.grid.merge` rebuild the grid from files alone.  The header
+carries the SHA-256 of the rest of its line: a header whose settings were
+edited (``alpha``, ``n_sims``, the test) would relabel numbers computed under
+the old settings, so such a file is refused.  Each record
 carries the SHA-256 of the rest of its line and is validated on reading
 (:mod:`nlpower.grid.records`): a record that was edited, damaged, duplicated
 with other values, holds an impossible value, lacks a field or names a cell
@@ -19,7 +22,8 @@ and its cell is computed again (its key-derived seed gives the numbers it
 should have had).  The file is never trusted into a wrong grid.
 
 Writes are crash-safe: the header is written to a temporary file and moved
-into place with :func:`os.replace` (atomic), and each cell record is appended
+into place with :func:`os.replace` (atomic, :func:`nlpower._outputs.atomic_output`),
+and each cell record is appended
 as one line followed by ``flush`` and ``os.fsync``.  An interrupt can at worst
 leave a torn *last* line, which :func:`open_checkpoint` drops (with a warning)
 before resuming; the cells before it are kept.
@@ -38,11 +42,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import CheckpointError, NlpowerWarning
+from .._outputs import atomic_output
+from ..errors import CheckpointError, NlpowerWarning, OutputError
 from .records import canonical, check_line, line_digest
 
 FORMAT = "nlpower-grid-checkpoint"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 __all__ = ["Checkpoint", "fingerprint_diff", "normalize", "open_checkpoint", "read_header", "read_records"]
 
@@ -131,10 +136,24 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     if header.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"{_describe(path)} has format version {header.get('format_version')!r}; "
-            f"this nlpower reads version {FORMAT_VERSION} (records with checksums). "
+            f"this nlpower reads version {FORMAT_VERSION} (a checksummed header and records). "
             "Start a new checkpoint file."
         )
+    if header.get("sha256") != line_digest(header):
+        raise CheckpointError(
+            f"{_describe(path)}: its header's checksum does not match its contents -- the "
+            "header was edited or damaged, so the settings it states (alpha, n_sims, the test, "
+            "the seed ...) are not the ones its cells were computed under. Do not edit a "
+            "checkpoint: start a new checkpoint file (or delete this one) and run again."
+        )
     return header
+
+
+def seal(header: Mapping[str, Any]) -> dict[str, Any]:
+    """``header`` as plain JSON with the SHA-256 of its other fields in ``sha256``."""
+    head = normalize({k: v for k, v in header.items() if k != "sha256"})
+    head["sha256"] = line_digest(head)
+    return head
 
 
 class Checkpoint:
@@ -176,13 +195,12 @@ def entry_line(cell: str, index: int, seed: Any, record: Mapping[str, Any]) -> s
 
 
 def write_checkpoint(path: Path, header: Mapping[str, Any], lines: list[str]) -> None:
-    """Write a whole checkpoint atomically (temporary file + :func:`os.replace`)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write("\n".join([_dumps(header), *lines]) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write a whole checkpoint atomically (temporary file + :func:`os.replace`).
+
+    The header is sealed with its checksum (:func:`seal`).
+    """
+    with atomic_output(path, what=_describe(path).replace("=", " ")) as fh:
+        fh.write("\n".join([_dumps(seal(header)), *lines]) + "\n")
 
 
 def open_checkpoint(
@@ -241,7 +259,7 @@ def open_checkpoint(
                     f"{_describe(path)} holds {_shard_text(stored_shard)} but this run is "
                     f"{_shard_text(shard)}. Give each shard its own checkpoint file."
                 )
-            done, bad, keep = read_records(path, expected, parse)
+            done, bad, keep = read_records(path, expected, parse, header.get("fingerprint"))
             for line_no, reason in bad:
                 warnings.warn(f"checkpoint {str(path)!r}, line {line_no}: {reason}; "
                               "the record is dropped and its cell will be computed again.",
@@ -249,6 +267,8 @@ def open_checkpoint(
             if bad or not _ends_with_newline(path):
                 write_checkpoint(path, header, keep)
         fh = path.open("a", encoding="utf-8")
+    except OutputError as exc:
+        raise CheckpointError(str(exc)) from None
     except OSError as exc:
         raise CheckpointError(f"cannot write {_describe(path)}: {exc.strerror or exc}. "
                               "Check the path and its permissions.") from None
@@ -266,7 +286,8 @@ def _shard_text(shard: Any) -> str:
 
 
 def read_records(
-    path: Path, expected: Expected | None = None, parse: Parse | None = None
+    path: Path, expected: Expected | None = None, parse: Parse | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[int, str]], list[str]]:
     """The valid cells of a checkpoint, the invalid lines, and the lines worth keeping.
 
@@ -274,7 +295,10 @@ def read_records(
     ``index``, ``seed``, ``record`` and ``result``; ``bad`` lists
     ``(line number, reason)`` for every line that is not valid UTF-8 JSON,
     fails its checksum or :func:`nlpower.grid.records.check_line`, cannot be
-    ``parse``-d, or disagrees with another line for the same cell (both are
+    ``parse``-d, contradicts itself, the grid's ``settings`` (its fingerprint:
+    ``n_sims``, ``alpha``, test, alternative) or its own cell
+    (:func:`nlpower.grid.records.check_consistent`), or disagrees with another
+    line for the same cell (both are
     bad then); ``keep`` holds the text of the valid lines, without repeats.
     Line numbers count the header as line 1, as an editor shows them.
     """
@@ -299,13 +323,16 @@ def read_records(
             bad.append((line_no, "it is an incomplete last record (the run was interrupted "
                         "while writing it)" if last else "it is not valid JSON"))
             continue
-        reason = check_line(entry, expected)
+        reason = check_line(entry, expected, settings)
         if reason is None and parse is not None:
             try:
                 entry["result"] = parse(entry["record"])
             except Exception as exc:  # any failure to rebuild makes the record invalid
                 reason = f"its record cannot be read back ({type(exc).__name__}: {exc})"
         if reason is not None:
+            cell = entry.get("cell") if isinstance(entry, dict) else None
+            if isinstance(cell, str) and cell not in reason:
+                reason = f"{reason} (cell {cell})"
             bad.append((line_no, reason))
             continue
         token = entry["cell"]

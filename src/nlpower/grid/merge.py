@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CheckpointError, InputError
+from .._outputs import check_distinct
+from ..errors import CheckpointError, InputError, OutputError
 from . import checkpoint as _ckpt
 from .axes import cell_keys, cell_seed, cell_token
 from .problem import PowerProblem
@@ -112,6 +113,7 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
     files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
     if not files:
         raise InputError("merge needs at least one checkpoint file; got none.")
+    check_distinct({"out": out}, {"paths": files})
     headers = []
     for path in files:
         header = _ckpt.read_header(path)
@@ -145,7 +147,7 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
 
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for path in files:
-        done, bad, _ = _ckpt.read_records(path, expected, parse)
+        done, bad, _ = _ckpt.read_records(path, expected, parse, fp)
         if bad:
             lines = "; ".join(f"line {n}: {why}" for n, why in bad[:5])
             more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
@@ -200,5 +202,7 @@ def _write_merged(path: Path, header: Mapping[str, Any], layout: Mapping[str, An
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _ckpt.write_checkpoint(path, head, lines)
+    except OutputError as exc:
+        raise CheckpointError(str(exc)) from None
     except OSError as exc:
         raise CheckpointError(f"cannot write out={str(path)!r}: {exc.strerror or exc}.") from None

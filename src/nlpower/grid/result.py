@@ -115,6 +115,10 @@ class GridResult:
             rows.append(row)
         return pd.DataFrame(rows, columns=columns)
 
+    def _column(self, name: str) -> list[Any]:
+        """Every cell's record value ``name`` (``None`` where a record lacks it), in cell order."""
+        return [cell.record.get(name) for cell in self.cells]
+
     def table(self, value: str = "power", *, ci: bool = True, digits: int = 3) -> pd.DataFrame:
         """Wide table: the last varying axis across, the other varying axes down.
 
@@ -132,7 +136,8 @@ class GridResult:
         frame["_entry"] = [
             _fmt(v, f".{digits}f") + (f" [{_fmt(lo, f'.{digits}f')}, {_fmt(hi, f'.{digits}f')}]"
                                       if with_ci and _finite(v) else "")
-            for v, lo, hi in zip(frame[value], frame["ci_low"], frame["ci_high"], strict=True)
+            for v, lo, hi in zip(frame[value], self._column("ci_low"), self._column("ci_high"),
+                                 strict=True)
         ]
         if not down:
             return frame.set_index(across)[["_entry"]].T.rename(index={"_entry": value})
@@ -158,18 +163,20 @@ class GridResult:
         varying = [c for c in self.columns if len(self.axes[c]) > 1] or list(self.columns)
         fixed = [c for c in self.columns if c not in varying]
         table = frame[varying].copy()
-        table["power"] = [_fmt(p, ".3f") for p in frame["power"]]
-        table["95% CI"] = [f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}]"
-                           for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)]
+        power = self._column("power")
+        table["power"] = [_fmt(p, ".3f") for p in power]
+        table["95% CI"] = [f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}]" for lo, hi in
+                           zip(self._column("ci_low"), self._column("ci_high"), strict=True)]
         for col, spec in (("type_m", ".2f"), ("type_s", ".3f")):
             if col in frame:
                 table[col] = [_fmt(v, spec) for v in frame[col]]
-        if "rejection_rate" in frame and not all(_finite(p) for p in frame["power"]):
+        if "rejection_rate" in frame and not all(_finite(p) for p in power):
             table["rejection rate"] = [_fmt(r, ".3f") for r in frame["rejection_rate"]]
         if "error" in frame:
             table["error"] = frame["error"].fillna("")
-        sims = {int(n) for n in frame["n_sims"].dropna() if n}
+        sims = {int(n) for n in self._column("n_sims") if _finite(n) and n}
         how = (f"{sims.pop()} simulated experiments per cell" if len(sims) == 1
+               else "no cell computed" if self.n_failed_cells == len(self.cells)
                else "exact" if not sims else "simulated experiments per cell vary")
         lines = [f"Power grid: {len(self.cells)} cells, {how} ({self.problem})"]
         shown = {k: v for k, v in self.settings.items()
@@ -187,7 +194,7 @@ class GridResult:
         lines += ["", table.to_string(index=False)]
         counts = [c for c in ("n_failed", "n_singular", "n_nonconverged") if c in frame]
         if counts:
-            total = int(frame["n_sims"].fillna(0).sum())
+            total = int(sum(n for n in self._column("n_sims") if _finite(n)))
             lines += ["", ", ".join(f"{c[2:].replace('_', ' ')} fits: {int(frame[c].fillna(0).sum())}"
                                     for c in counts) + f" (of {total} simulated experiments)"]
         if "rejection_rate" in frame:

@@ -8,12 +8,14 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .._inputs import read_text
 from ..errors import InputError
 from .units import as_pairs
 
@@ -33,9 +35,7 @@ class PairedScores:
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
-    if not path.is_file():
-        raise InputError(f"score file {str(path)!r} does not exist or is not a file.")
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_text(path, "score file")
     return [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), 1)
             if ln.strip() and not ln.lstrip().startswith("#")]
 
@@ -77,8 +77,12 @@ def _table(path: Path, columns: tuple[str, str] | None) -> tuple[np.ndarray, np.
     sep = _delimiter(lines[0][1])
     first = [f.strip() for f in pd.Series([lines[0][1]]).str.split(sep, regex=sep != ",")[0]]
     header = 0 if not all(_is_number(f) for f in first) else None
-    frame = pd.read_csv(path, sep=sep, header=header, comment="#", skip_blank_lines=True,
-                        engine="python")
+    try:
+        frame = pd.read_csv(io.StringIO("\n".join(line for _, line in lines)), sep=sep,
+                            header=header, comment="#", skip_blank_lines=True, engine="python")
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"{path}: cannot be read as a table of two score columns ({exc}). Give "
+                         "two numbers per line, separated by a comma, a tab or spaces.") from None
     if header is None:
         frame.columns = [f"column {i + 1}" for i in range(frame.shape[1])]
     names = [str(c) for c in frame.columns]

@@ -24,7 +24,16 @@ import os
 import warnings
 from typing import Any
 
-from .._choices import Alternative, Coding, EngineName, FailurePolicy, PowerMethod, RatingsTest
+from .._choices import (
+    Alternative,
+    Coding,
+    EngineName,
+    FailurePolicy,
+    PowerMethod,
+    RatingsTest,
+    check_choice,
+)
+from .._memory import check_fits
 from .._rng import RNGLike, seed_record
 from ..convert import as_params, is_pilot_fit
 from ..design import CrossedDesign
@@ -354,6 +363,10 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
     if not isinstance(params, LMMParams):
         notes.append(f"effect tested: {design.system_names[1]} minus the grand mean (sum "
                      "contrast x1)")
+    if how == "simulate":
+        check_fits(design.n_ratings, f"method='simulate' on {design!r}",
+                   hint=" Use method='balanced' or 'analytic' (no per-rating arrays), or a "
+                        "smaller design.")
     root = checkpoint_root(checkpoint, rng)       # rng=None resumes with the file's seed
     seed = seed_record(root)
     main_seq, null_seq = root.spawn(2)
@@ -409,6 +422,14 @@ class GaussianOutcome:
         """Parameters as given, or a pilot fit's (:func:`nlpower.convert.as_params`)."""
         if effect is not None or is_pilot_fit(params):
             return as_params(params, effect=effect, coding=coding, contrast=contrast)
+        check_choice("coding", coding, Coding)
+        own = getattr(params, "coding", coding)
+        if coding not in (own, _keyword_default("coding")):  # coding= is effect='s coding
+            raise InputError(
+                f"coding={coding!r} is the coding of effect=, which was not given; the "
+                f"parameters carry their own coding ({own!r}) and their own effect. Pass "
+                f"effect= in {coding!r} coding, or convert the parameters with "
+                f"params.to_coding({coding!r}).")
         return params  # type: ignore[no-any-return]
 
     def with_effect(self, params: Params, effect: float) -> Params:

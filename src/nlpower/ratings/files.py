@@ -6,11 +6,19 @@ text formats may be gzipped), and every later message points at a row by
 its :class:`Origin` -- ``line 7`` of a CSV file is the seventh line an editor
 shows (1-based, the header is line 1), ``record 3`` of a JSON array, ``row 5``
 (the index label) of a data frame.  Nothing is validated or fitted here.
+
+A file that cannot be read is refused in words that say why and what to do:
+text in another encoding (with a hint when the bytes look like UTF-16 or
+latin-1, the encodings spreadsheet programs write: pass ``encoding=``), a
+damaged gzip archive, a binary file, malformed CSV or JSON (a ``sep=`` hint
+only when the header suggests another delimiter).
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +26,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from .._inputs import BINARY_MAGIC, decoding_hint
 from ..errors import RatingsError
 
-__all__ = ["READERS", "Origin", "load_table", "sep_hint"]
+__all__ = ["READERS", "Origin", "check_encoding", "load_table", "sep_hint"]
 
 # extension -> reader kind; ".gz" may follow any text format
 READERS = {
@@ -96,11 +105,36 @@ def _suffixes(path: Path) -> tuple[str, bool]:
     return (suffixes[-1] if suffixes else ""), gz
 
 
-def load_table(path: Path, sep: str | None) -> tuple[pd.DataFrame, Origin]:
+def check_encoding(encoding: Any) -> str | None:
+    """``encoding`` as a codec name Python knows (``None``: UTF-8), or a RatingsError."""
+    if encoding is None:
+        return None
+    if not isinstance(encoding, str):
+        raise RatingsError(f"encoding must be the name of a text encoding, e.g. 'utf-8', "
+                           f"'latin-1' or 'utf-16'; got {encoding!r}.")
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        raise RatingsError(f"encoding={encoding!r} is not a text encoding Python knows; use e.g. "
+                           "'utf-8', 'latin-1', 'cp1252' or 'utf-16'.") from None
+
+
+def _head(path: Path, gz: bool, size: int = 4096) -> bytes:
+    """The first bytes of the file (decompressed for ``.gz``); empty if unreadable."""
+    try:
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            return bytes(fh.read(size))
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def load_table(path: Path, sep: str | None,
+               encoding: str | None = None) -> tuple[pd.DataFrame, Origin]:
     """The file as a table (index: 0-based data rows as in the file) and its :class:`Origin`.
 
     Blank lines of a text file are kept while reading (so the index still
-    counts the file's lines) and then dropped.
+    counts the file's lines) and then dropped.  ``encoding`` is the text
+    files' encoding (default UTF-8).
     """
     ext, gz = _suffixes(path)
     kind = READERS.get(ext)
@@ -121,17 +155,27 @@ def load_table(path: Path, sep: str | None) -> tuple[pd.DataFrame, Origin]:
     if path.is_dir():
         raise RatingsError(f"source: {str(path)!r} is a directory, not a rating file.")
     compression: Literal["gzip"] | None = "gzip" if gz else None
+    if kind != "parquet" and encoding is None:
+        head = _head(path, gz)
+        if b"\x00" in head or head.startswith(BINARY_MAGIC):
+            raise RatingsError(f"source: {str(path)!r} is not {kind.upper()} text; "
+                               f"{decoding_hint(head)}.")
     try:
         if kind in ("csv", "tsv"):
             delim = sep if sep is not None else ("," if kind == "csv" else "\t")
-            table = pd.read_csv(path, sep=delim, compression=compression, skip_blank_lines=False)
+            table = pd.read_csv(path, sep=delim, compression=compression, skip_blank_lines=False,
+                                encoding=encoding)
+            if not isinstance(table.index, pd.RangeIndex):
+                raise RatingsError(_extra_fields(path, delim, len(table.columns), sep, encoding))
             table = table.loc[~table.isna().all(axis=1)] if len(table.columns) else table
         elif kind == "json":
-            table = pd.read_json(path, compression=compression)
+            table = pd.read_json(path, compression=compression, encoding=encoding)
         elif kind == "jsonl":
-            table = pd.read_json(path, lines=True, compression=compression)
+            table = pd.read_json(path, lines=True, compression=compression, encoding=encoding)
         else:
             table = pd.read_parquet(path)
+    except RatingsError:
+        raise
     except pd.errors.EmptyDataError as exc:
         raise RatingsError(
             f"source: {str(path)!r} is empty (no header, no rows). Give the file that holds "
@@ -142,14 +186,52 @@ def load_table(path: Path, sep: str | None) -> tuple[pd.DataFrame, Origin]:
             f"source: reading {str(path)!r} needs an optional library ({exc}); install "
             "nlpower[parquet] or convert the file to CSV."
         ) from exc
-    except Exception as exc:  # unreadable: permissions, bad encoding, malformed content
-        hint = sep_hint(path, sep) or " (for a delimiter other than the default, pass sep=)"
+    except UnicodeError as exc:
+        shown = f" (byte {exc.object[exc.start:exc.start + 1]!r})" \
+            if isinstance(exc, UnicodeDecodeError) else ""
         raise RatingsError(
-            f"source: could not read {str(path)!r} as {kind.upper()}"
-            f"{' (gzip)' if gz else ''}: {type(exc).__name__}: {exc}. Check that the file is "
-            f"a valid {kind.upper()} file.{hint}"
-        ) from exc
+            f"source: {str(path)!r} is not {encoding or 'UTF-8'} text{shown}; "
+            f"{decoding_hint(_head(path, gz))}."
+        ) from None
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise RatingsError(
+            f"source: {str(path)!r} is not a complete gzip archive ({exc or type(exc).__name__}): "
+            "it is damaged or was cut short. Compress the file again (or rename it without "
+            ".gz if it is not compressed)."
+        ) from None
+    except PermissionError:
+        raise RatingsError(f"source: cannot read {str(path)!r}: permission denied. Check the "
+                           "file's permissions.") from None
+    except Exception as exc:  # malformed content
+        raise RatingsError(_malformed(path, kind, gz, sep, encoding, exc)) from exc
     return table, Origin(str(path), kind)
+
+
+def _extra_fields(path: Path, delim: str, n_columns: int, sep: str | None,
+                  encoding: str | None) -> str:
+    """Rows with more fields than the header: pandas would take the first ones as row labels."""
+    hint = sep_hint(path, sep, encoding)
+    if hint:
+        return f"source: {str(path)!r} cannot be split into columns with sep={delim!r}.{hint}"
+    return (f"source: {str(path)!r}: some lines have more fields than the header's {n_columns} "
+            f"(read with sep={delim!r}). Quote fields that hold the delimiter (e.g. a decimal "
+            "comma: \"3,5\"), remove trailing delimiters, or pass the right sep=.")
+
+
+def _malformed(path: Path, kind: str, gz: bool, sep: str | None, encoding: str | None,
+               exc: Exception) -> str:
+    """Why a file is not valid CSV/JSON, and a hint only where one is likely to help."""
+    head = _head(path, gz)
+    if b"\x00" in head:
+        return f"source: {str(path)!r} is not {kind.upper()} text; {decoding_hint(head)}."
+    detail = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() \
+        else type(exc).__name__
+    hint = sep_hint(path, sep, encoding) if kind in ("csv", "tsv") else ""
+    if kind in ("json", "jsonl") and not hint:
+        hint = (" A .json file holds one array of records ([{...}, {...}]); a .jsonl file one "
+                "record per line.")
+    return (f"source: could not read {str(path)!r} as {kind.upper()}{' (gzip)' if gz else ''}: "
+            f"{detail}. Check that the file is a valid {kind.upper()} file.{hint}")
 
 
 def _delimiter(path: Path, sep: str | None) -> str | None:
@@ -161,17 +243,17 @@ def _delimiter(path: Path, sep: str | None) -> str | None:
     return sep if sep is not None else ("," if kind == "csv" else "\t")
 
 
-def sep_hint(path: Path, sep: str | None) -> str:
+def sep_hint(path: Path, sep: str | None, encoding: str | None = None) -> str:
     """' The file looks semicolon-separated ...; pass sep=';'.' when its header says so, else ''."""
     used = _delimiter(path, sep)
     if used is None:
         return ""
     try:
         _, gz = _suffixes(path)
-        with (gzip.open(path, "rt", encoding="utf-8", errors="replace") if gz
-              else open(path, encoding="utf-8", errors="replace")) as fh:
+        with (gzip.open(path, "rt", encoding=encoding or "utf-8", errors="replace") if gz
+              else open(path, encoding=encoding or "utf-8", errors="replace")) as fh:
             header = fh.readline()
-    except (OSError, UnicodeDecodeError, EOFError):
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error, LookupError):
         return ""
     counts = {c: header.count(c) for c in _SEPARATORS if c != used}
     best = max(counts, key=lambda c: counts[c]) if counts else None

@@ -23,7 +23,7 @@ import pandas as pd
 from .._choices import Duplicates, check_choice
 from .._validation import LARGEST, closest_name
 from ..errors import InputError, NlpowerWarning, RatingsError
-from .files import READERS, Origin, load_table, sep_hint
+from .files import READERS, Origin, check_encoding, load_table, sep_hint
 from .report import DesignReport, design_report
 
 __all__ = ["READERS", "Ratings", "RatingsWarning", "check_arguments", "check_identifiers",
@@ -102,6 +102,8 @@ def _check_scale(scale: Any) -> tuple[float, float]:
             f"ratings as given; got {scale!r}."
         )
     try:
+        if any(isinstance(v, (bool, np.bool_)) or v is None for v in scale):
+            raise TypeError("a boolean or None is not a bound")
         lo, hi = (float(v) for v in scale)
     except (TypeError, ValueError) as exc:
         raise RatingsError(
@@ -141,6 +143,7 @@ def read_ratings(
     scale: tuple[float, float] | str | None = None,
     duplicates: Duplicates = "error",
     sep: str | None = None,
+    encoding: str | None = None,
 ) -> Ratings:
     """Read a rating file (or data frame) into a validated :class:`Ratings`.
 
@@ -173,6 +176,11 @@ def read_ratings(
         the columns are not found (or the file cannot be parsed) and the header
         line holds more ``;``, tabs or ``|`` than the delimiter used, the error
         says so and which ``sep=`` to pass.
+    encoding : str, optional
+        Text encoding of a CSV, TSV or JSON file (default UTF-8), e.g.
+        ``"latin-1"`` or ``"cp1252"`` for a CSV saved by Excel, ``"utf-16"``
+        for its "Unicode text".  A file that is not valid in the encoding is
+        refused with a hint at the encoding its bytes look like.
 
     Returns
     -------
@@ -184,7 +192,8 @@ def read_ratings(
     Raises
     ------
     RatingsError
-        Unreadable or empty file, unknown extension, missing columns (with the
+        Unreadable or empty file, text in another encoding, a damaged gzip
+        archive, unknown extension, missing columns (with the
         closest available name), missing identifiers, non-numeric ratings,
         ratings outside ``scale``, all ratings equal (no scale to infer), an
         inferred scale that one outlying rating dominates (e.g. a typo of
@@ -220,7 +229,7 @@ def read_ratings(
 
     lohi, identity = check_arguments(names := {"worker": worker, "item": item, "system": system,
                                                "rating": rating}, scale, duplicates)
-    raw, origin = load_source(source, sep)
+    raw, origin = load_source(source, sep, check_encoding(encoding))
     df = select_columns(raw, names, origin, sep)
     check_identifiers(df, names, origin)
     df, n_dropped = parse_ratings(df, rating, origin)
@@ -260,12 +269,13 @@ def check_arguments(names: dict[str, Any], scale: Any,
     return (None if (scale is None or identity) else _check_scale(scale)), identity
 
 
-def load_source(source: Any, sep: str | None) -> tuple[pd.DataFrame, Origin]:
+def load_source(source: Any, sep: str | None,
+                encoding: str | None = None) -> tuple[pd.DataFrame, Origin]:
     """Stage 1: the table (a file read by its extension, or the data frame) and its origin."""
     if isinstance(source, pd.DataFrame):
         raw, origin = source, Origin("<DataFrame>", "frame")
     elif isinstance(source, (str, os.PathLike)):
-        raw, origin = load_table(Path(source), sep)
+        raw, origin = load_table(Path(source), sep, encoding)
     else:
         raise RatingsError(
             f"source must be a file path or a pandas DataFrame; got {type(source).__name__}."
