@@ -75,6 +75,21 @@ def _distinct_workers(rng: np.random.Generator, n_cells: int, per_cell: np.ndarr
     return np.concatenate([rng.choice(nw, int(r), replace=False) for r in per_cell[:n_cells]])
 
 
+def many_systems(k: int, seed: int = 36) -> pd.DataFrame:
+    """The ``sys20`` shape with ``k`` systems: 181 annotators, 1,000 segments, every
+    (segment, system) cell rated once and 13 % of the cells twice (22,616 ratings at 20)."""
+    rng = np.random.default_rng([seed, 100 + k])
+    ni, nw = 1000, 181
+    cells = np.arange(ni * k)
+    twice = rng.choice(cells, round(cells.size * 2616 / 20000), replace=False)
+    cell = np.sort(np.concatenate([cells, twice]))
+    i, s = cell // k, cell % k
+    w = rng.integers(0, nw, cell.size)
+    y = np.clip(np.round(70 + 12 * _response(rng, w, i, s, nw, ni, k, 1.0)), 0, 100)
+    return pd.DataFrame({"worker": _labels("w", w), "item": _labels("i", i),
+                         "system": _labels("s", s), "rating": y.astype(float)})
+
+
 def make_shape(name: str, seed: int = 36) -> pd.DataFrame:
     """The generated data set of shape ``name`` (columns worker, item, system, rating, ...)."""
     rng = np.random.default_rng([seed, list(SHAPES).index(name)])

@@ -72,3 +72,24 @@ def test_level_products_are_the_structural_lower_triangle_of_each_level():
                         want.add((p1, a, p2, b))
     assert got == want
     assert len(got) == sum(1 for _ in _level_products(pair_lev, structural)[0])   # no repeats
+
+
+def test_a_structure_over_the_memory_limit_is_refused_with_a_smaller_model(monkeypatch):
+    import pytest
+
+    import nlpower.lmm.native.memory as memory
+    from nlpower import CrossedDesign, presets, simulate
+    from nlpower.errors import InputError
+    from nlpower.lmm.frame import model_frame
+
+    df = simulate(CrossedDesign(12, 30, 4, workers_per_item=4),
+                  presets.dataset("hashimoto-reddit").params, rng=3)
+    spec = model_frame("rating ~ system + (system || worker) + (system || item)", df,
+                       contrasts={"system": "sum"})
+    NativeModel(spec)                                               # fits under the default limit
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1000)
+    with pytest.raises(InputError, match=r"needs an estimated .* GB of memory") as err:
+        NativeModel(spec)
+    msg = str(err.value)
+    assert "(0 + system | item) by (1 | item:system)" in msg
+    assert "(0 + system | worker) by (1 | worker:system)" in msg

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ...errors import InputError
 from ..structure import ModelSpec, ReTerm
+from .memory import check_memory
 
 
 @dataclass(frozen=True, eq=False)
@@ -547,6 +548,7 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         use_dense = dense_ok and (dense_flops / 20.0 <= nnz_est or nnz_est > _SPARSE_MAX_NNZ)
     else:
         use_dense = mode == "dense"
+    check_memory(spec, b1, N2, nnz_est, use_dense)
     patterns = _patterns(A11) if q1 > 1 else None
     schur: DenseSchur | SparseSchur
     if use_dense:
