@@ -47,8 +47,16 @@ _DENSE_E = 200_000     # E as a dense array up to this many numbers (rest rows x
 _DENSE_FILL = 0.25     # ... or when at least this share of it is filled
 _GATHER_MAX = 5_000_000  # peeled rests: L21 as a dense array up to this many numbers
 # dense rests: S^{-1} gathered per block-1 level when each level couples to at most
-# 1 / _GATHER_RATIO of the rest's rows (cost m1 rmax^2 q1 against T L21's Nr^2 m1 q1)
+# 1 / _GATHER_RATIO of the rest's rows and the rest has at most _GATHER_DENSE_NR of them
+# (measured, one core: 2 systems, 1,000 items, 80 workers, Nr = 240: 12 -> 8 ms per
+# gradient; 4 nested systems, Nr = 185: 6.3 -> 3.1 ms; but Nr = 543 and more, where dpotri
+# costs twice T's dtrtri: 23 -> 25 ms, 68 -> 80 ms; those keep T L21)
 _GATHER_RATIO = 4
+_GATHER_DENSE_NR = 400
+# ... or when T L21's sparse L21 = Lambda_r' E would hold more than this many numbers
+# (m1 rmax q1 q_rest: the 20-system paper model, 185 million, 3.9 GB and 20 s per
+# gradient; gathered: no extra memory, 7 s)
+_GATHER_L21_MAX = 5e6
 
 
 def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -263,6 +271,16 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
     return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
 
+def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
+    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`."""
+    rmax = _level_rows(ev, Nr).shape[1]
+    if _GATHER_RATIO * rmax > Nr:
+        return False
+    b = ev.b
+    q_rest = max((blk.q for blk, _ in b.rest), default=1)
+    return Nr <= _GATHER_DENSE_NR or b.b1.m * rmax * b.b1.q * q_rest > _GATHER_L21_MAX
+
+
 def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
                                  R: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """As :func:`_inverse_blocks_gather`, for a dense factor of the rest.
@@ -378,7 +396,7 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
     elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
-    elif f.peel is None and Nr and _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr:
+    elif f.peel is None and Nr and _gather_dense_pays(ev, Nr):
         D1, rest_D = _inverse_blocks_gather_dense(ev, f, Ep, Nr, _level_rows(ev, Nr))
     else:
         D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
