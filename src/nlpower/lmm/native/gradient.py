@@ -49,14 +49,11 @@ _GATHER_MAX = 5_000_000  # peeled rests: L21 as a dense array up to this many nu
 # dense rests: S^{-1} gathered per block-1 level when each level couples to at most
 # 1 / _GATHER_RATIO of the rest's rows and the rest has at most _GATHER_DENSE_NR of them
 # (measured, one core: 2 systems, 1,000 items, 80 workers, Nr = 240: 12 -> 8 ms per
-# gradient; 4 nested systems, Nr = 185: 6.3 -> 3.1 ms; but Nr = 543 and more, where dpotri
-# costs twice T's dtrtri: 23 -> 25 ms, 68 -> 80 ms; those keep T L21)
+# gradient; 4 nested systems, Nr = 185: 6.3 -> 3.1 ms; but from Nr = 543 on, where dpotri
+# costs twice T's dtrtri, slower: 23 -> 25 ms at 543, 0.48 -> 1.15 s at 2,002, 5.2 -> 7.2 s
+# at 3,801 columns; those keep T L21)
 _GATHER_RATIO = 4
 _GATHER_DENSE_NR = 400
-# ... or when T L21's sparse L21 = Lambda_r' E would hold more than this many numbers
-# (m1 rmax q1 q_rest: the 20-system paper model, 185 million, 3.9 GB and 20 s per
-# gradient; gathered: no extra memory, 7 s)
-_GATHER_L21_MAX = 5e6
 
 
 def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -273,12 +270,7 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
 
 def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
     """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`."""
-    rmax = _level_rows(ev, Nr).shape[1]
-    if _GATHER_RATIO * rmax > Nr:
-        return False
-    b = ev.b
-    q_rest = max((blk.q for blk, _ in b.rest), default=1)
-    return Nr <= _GATHER_DENSE_NR or b.b1.m * rmax * b.b1.q * q_rest > _GATHER_L21_MAX
+    return Nr <= _GATHER_DENSE_NR and _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
 
 
 def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
