@@ -270,7 +270,14 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
 
 def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
     """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`."""
-    return Nr <= _GATHER_DENSE_NR and _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
+    if Nr > _GATHER_DENSE_NR:
+        return False
+    b = ev.b
+    # the rows each level couples to (a lower bound of _level_rows' width), without its loop
+    inside = b.pair_row < Nr
+    if _GATHER_RATIO * int(np.bincount(b.pair_lev[inside]).max(initial=0)) > Nr:
+        return False
+    return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
 
 
 def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
