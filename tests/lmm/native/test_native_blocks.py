@@ -93,3 +93,4 @@ def test_a_structure_over_the_memory_limit_is_refused_with_a_smaller_model(monke
     msg = str(err.value)
     assert "(0 + system | item) by (1 | item:system)" in msg
     assert "(0 + system | worker) by (1 | worker:system)" in msg
+    assert "raise nlpower.lmm.native.memory.MEMORY_LIMIT" in msg

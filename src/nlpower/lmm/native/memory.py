@@ -67,5 +67,6 @@ def check_memory(spec: ModelSpec, b1: GroupBlock, N2: int, nnz: float, dense: bo
             f"{need / 2**30:.1f} GB of memory to fit (limit {MEMORY_LIMIT / 2**30:.0f} GB): "
             f"{b1.m} levels of {b1.group!r} with {b1.q} random-effects columns each, coupled to "
             f"{N2 - 1} other columns ({nnz:.3g} cross-products). Fit a smaller model, e.g. "
-            f"{_smaller_model(spec)}."
+            f"{_smaller_model(spec)}; or, on a machine with more memory, raise "
+            "nlpower.lmm.native.memory.MEMORY_LIMIT (bytes)."
         )
