@@ -191,8 +191,9 @@ def combine(factors: list[Factor]) -> Factor:
         parts.append(rem % f.n_levels)
         rem = rem // f.n_levels
     parts.reverse()
-    levels = tuple(
-        ":".join(f.levels[int(p[i])] for f, p in zip(factors, parts, strict=True))
-        for i in range(len(uniq))
-    )
+    # labels joined elementwise on object arrays (one C loop per factor, not per level)
+    labels = np.asarray(factors[0].levels, dtype=object)[parts[0]]
+    for f, p in zip(factors[1:], parts[1:], strict=True):
+        labels = labels + ":" + np.asarray(f.levels, dtype=object)[p]
+    levels = tuple(labels.tolist())
     return Factor(np.asarray(codes, dtype=np.intp).reshape(-1), levels)

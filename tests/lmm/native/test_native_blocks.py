@@ -50,3 +50,47 @@ def test_schur_strategy_is_one_small_object():
     nested = NativeModel(nested_spec(item_slopes=True), mode="dense").blocks
     assert nested.patterns is not None and all(isinstance(p, Pattern) for p in nested.patterns)
     assert isinstance(nested.schur, DenseSchur) and len(nested.schur.Cg) == len(nested.patterns)
+
+
+def test_level_products_are_the_structural_lower_triangle_of_each_level():
+    """Products of structural nonzeros only: the old (pairs x q1^2) expansion, filtered."""
+    from nlpower.lmm.native.blocks import _level_products
+
+    rng = np.random.default_rng(5)
+    n_pairs, q1, m1 = 60, 4, 7
+    pair_lev = rng.integers(0, m1, n_pairs)            # pairs in CSR order: rows ascending
+    structural = rng.random((n_pairs, q1)) < 0.4
+    got = set(zip(*(a.tolist() for a in _level_products(pair_lev, structural)), strict=True))
+    want = set()
+    for p1 in range(n_pairs):
+        for p2 in range(p1 + 1):                     # same level, row(p2) <= row(p1)
+            if pair_lev[p1] != pair_lev[p2]:
+                continue
+            for a in range(q1):
+                for b in range(q1):
+                    if structural[p1, a] and structural[p2, b]:
+                        want.add((p1, a, p2, b))
+    assert got == want
+    assert len(got) == sum(1 for _ in _level_products(pair_lev, structural)[0])   # no repeats
+
+
+def test_a_structure_over_the_memory_limit_is_refused_with_a_smaller_model(monkeypatch):
+    import pytest
+
+    import nlpower.lmm.native.memory as memory
+    from nlpower import CrossedDesign, presets, simulate
+    from nlpower.errors import InputError
+    from nlpower.lmm.frame import model_frame
+
+    df = simulate(CrossedDesign(12, 30, 4, workers_per_item=4),
+                  presets.dataset("hashimoto-reddit").params, rng=3)
+    spec = model_frame("rating ~ system + (system || worker) + (system || item)", df,
+                       contrasts={"system": "sum"})
+    NativeModel(spec)                                               # fits under the default limit
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1000)
+    with pytest.raises(InputError, match=r"needs an estimated .* GB of memory") as err:
+        NativeModel(spec)
+    msg = str(err.value)
+    assert "(0 + system | item) by (1 | item:system)" in msg
+    assert "(0 + system | worker) by (1 | worker:system)" in msg
+    assert "raise nlpower.lmm.native.memory.MEMORY_LIMIT" in msg

@@ -80,6 +80,31 @@ CASES = {
 
 
 @pytest.mark.parametrize("REML", [False, True], ids=["ML", "REML"])
+def test_gathered_inverse_on_a_dense_rest(REML, monkeypatch):
+    """Sparse crowd, rest not peeled: S^-1 gathered per item equals differences and T L21."""
+    import nlpower.lmm.native.gradient as grad
+    from nlpower.lmm.native.deviance import DevianceEvaluator
+
+    df = _sim(CrossedDesign(60, 100, 2, workers_per_item=2), presets.high_variance(0.2), 6)
+    model = _model("rating ~ system + (system || worker) + (system || item)", df,
+                   contrasts={"system": "sum"})
+    ev = DevianceEvaluator(model.blocks, peel=False)
+    Nr = model.blocks.nre2 + (model.blocks.p if REML else 0)
+    assert grad._gather_dense_pays(ev, Nr)                                # the path under test
+    th = _random_theta(model, np.random.default_rng(12))
+    g, exact = theta_gradient(ev, ev.factor(th), REML)
+    assert exact.all()
+    fd = np.empty(th.size)
+    for j in range(th.size):
+        e = np.zeros(th.size)
+        e[j] = STEP
+        fd[j] = (ev(th + e, REML) - ev(th - e, REML)) / (2 * STEP)
+    np.testing.assert_allclose(g, fd, atol=2e-6 * max(1.0, float(np.max(np.abs(fd)))), rtol=0)
+    monkeypatch.setattr(grad, "_GATHER_RATIO", 10**9)                    # the T L21 path
+    np.testing.assert_allclose(theta_gradient(ev, ev.factor(th), REML)[0], g, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("REML", [False, True], ids=["ML", "REML"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_gradient_equals_central_differences(name, REML):
     formula, data, contrasts = CASES[name]

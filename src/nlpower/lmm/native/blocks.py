@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ..layout import ThetaLayout
 from ..structure import ModelSpec
+from .memory import check_memory
 
 
 @dataclass(eq=False)
@@ -269,42 +270,58 @@ def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarra
                        S_lo=ukey, S_up=(k * N2 + i)[off], S_off=off)
 
 
+def _level_products(pair_lev: np.ndarray, structural: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every product ``C[p1, a] C[p2, b]`` of structural nonzeros within a level, ``p2 <= p1``.
+
+    The structural nonzeros ("atoms" ``(pair, column)``) are listed level by
+    level, pairs in increasing rest row (CSR order, stable sort); atom ``x``
+    pairs with every atom of its level from the first up to the last of its
+    own pair, so the products are the lower triangle ``row(p1) >= row(p2)``
+    with all ``(a, b)`` on the diagonal pairs.  Their number is what ``V``
+    stores -- nothing of size ``levels x q1^2`` is formed.
+    """
+    ap, aa = np.nonzero(structural)                   # atoms in (pair, column) order
+    order = np.argsort(pair_lev[ap], kind="stable")
+    ap, aa = ap[order], aa[order]
+    n_at = ap.size
+    lev = pair_lev[ap]
+    new_lev = np.ones(n_at, dtype=bool)
+    new_lev[1:] = lev[1:] != lev[:-1]
+    lev_start = np.maximum.accumulate(np.where(new_lev, np.arange(n_at), 0))
+    last_of_pair = np.ones(n_at, dtype=bool)
+    last_of_pair[:-1] = ap[1:] != ap[:-1]
+    pair_end = np.minimum.accumulate(np.where(last_of_pair, np.arange(n_at), n_at)[::-1])[::-1] + 1
+    cnt = (pair_end - lev_start).astype(np.int64)
+    x = np.repeat(np.arange(n_at), cnt)
+    first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+    y = np.repeat(lev_start, cnt) + (np.arange(x.size) - first)
+    return ap[x], aa[x], ap[y], aa[y]
+
+
 def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.ndarray,
                     C: np.ndarray, structural: np.ndarray) -> SparseSchur:
     """Precompute ``V`` (see :class:`SparseSchur`) from the pairs."""
     q1 = b1.q
-    # within a level the pairs are in increasing rest row (CSR order, stable sort), so the
-    # products with row(p1) >= row(p2) are the lower triangle ia >= ib of each level
-    order = np.argsort(pair_lev, kind="stable")
-    lev_sorted = pair_lev[order]
-    _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
-    # levels grouped by their number of pairs: one tril_indices per distinct size
-    p1_parts, p2_parts = [], []
-    for size in np.unique(sizes):
-        base = starts[sizes == size][:, None]
-        ii, kk = np.tril_indices(int(size))
-        p1_parts.append(order[(base + ii).ravel()])
-        p2_parts.append(order[(base + kk).ravel()])
-    p1 = np.concatenate(p1_parts)
-    p2 = np.concatenate(p2_parts)
     if q1 == 1 and N2 * N2 <= _TABLE_MAX:
+        # within a level the pairs are in increasing rest row (CSR order, stable sort), so
+        # the products with row(p1) >= row(p2) are the lower triangle ia >= ib of each level
+        order = np.argsort(pair_lev, kind="stable")
+        lev_sorted = pair_lev[order]
+        _, starts, sizes = np.unique(lev_sorted, return_index=True, return_counts=True)
+        # levels grouped by their number of pairs: one tril_indices per distinct size
+        p1_parts, p2_parts = [], []
+        for size in np.unique(sizes):
+            base = starts[sizes == size][:, None]
+            ii, kk = np.tril_indices(int(size))
+            p1_parts.append(order[(base + ii).ravel()])
+            p2_parts.append(order[(base + kk).ravel()])
         seg_lev = np.concatenate([lev_sorted[starts[sizes == size]] for size in np.unique(sizes)])
         seg_len = np.concatenate([np.full(int(np.sum(sizes == size)), size * (size + 1) // 2)
                                   for size in np.unique(sizes)])
-        return _scalar_sparse_S(b1, N2, pair_row, C, p1, p2, seg_lev, seg_len)
-    if q1 == 1:
-        P1, P2 = p1, p2
-        A = B = np.zeros(p1.size, dtype=np.int64)
-    else:
-        # expand over (a, b) and drop structural zeros
-        a = np.repeat(np.arange(q1), q1)
-        b = np.tile(np.arange(q1), q1)
-        P1 = np.repeat(p1, q1 * q1)
-        P2 = np.repeat(p2, q1 * q1)
-        A = np.tile(a, p1.size)
-        B = np.tile(b, p1.size)
-        nz = structural[P1, A] & structural[P2, B]
-        P1, P2, A, B = P1[nz], P2[nz], A[nz], B[nz]
+        return _scalar_sparse_S(b1, N2, pair_row, C, np.concatenate(p1_parts),
+                                np.concatenate(p2_parts), seg_lev, seg_len)
+    P1, A, P2, B = _level_products(pair_lev, structural)
     key = pair_row[P1].astype(np.int64) * N2 + pair_row[P2]
     col = pair_lev[P1] if q1 == 1 else pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
     # the products in generation order (one gather of the permutation below instead of
@@ -435,6 +452,7 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         use_dense = dense_ok and (dense_flops / 20.0 <= nnz_est or nnz_est > _SPARSE_MAX_NNZ)
     else:
         use_dense = mode == "dense"
+    check_memory(spec, b1, N2, nnz_est, use_dense)
     patterns = _patterns(A11) if q1 > 1 else None
     schur: DenseSchur | SparseSchur
     if use_dense:

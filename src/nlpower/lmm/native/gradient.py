@@ -46,6 +46,14 @@ _CHUNK = 4_000_000     # numbers of G (block-1 levels x rows of the factor) per 
 _DENSE_E = 200_000     # E as a dense array up to this many numbers (rest rows x block-1 columns)
 _DENSE_FILL = 0.25     # ... or when at least this share of it is filled
 _GATHER_MAX = 5_000_000  # peeled rests: L21 as a dense array up to this many numbers
+# dense rests: S^{-1} gathered per block-1 level when each level couples to at most
+# 1 / _GATHER_RATIO of the rest's rows and the rest has at most _GATHER_DENSE_NR of them
+# (measured, one core: 2 systems, 1,000 items, 80 workers, Nr = 240: 12 -> 8 ms per
+# gradient; 4 nested systems, Nr = 185: 6.3 -> 3.1 ms; but from Nr = 543 on, where dpotri
+# costs twice T's dtrtri, slower: 23 -> 25 ms at 543, 0.48 -> 1.15 s at 2,002, 5.2 -> 7.2 s
+# at 3,801 columns; those keep T L21)
+_GATHER_RATIO = 4
+_GATHER_DENSE_NR = 400
 
 
 def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
@@ -260,6 +268,48 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
     return D1, [z[ix].sum(axis=0) for ix in rest_idx]
 
 
+def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
+    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`."""
+    if Nr > _GATHER_DENSE_NR:
+        return False
+    b = ev.b
+    # the rows each level couples to (a lower bound of _level_rows' width), without its loop
+    inside = b.pair_row < Nr
+    if _GATHER_RATIO * int(np.bincount(b.pair_lev[inside]).max(initial=0)) > Nr:
+        return False
+    return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
+
+
+def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
+                                 R: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """As :func:`_inverse_blocks_gather`, for a dense factor of the rest.
+
+    ``S^{-1}`` in full (``dpotri``, ``Nr^3 / 3`` flops) and ``G_l'G_l = L21_l'
+    S^{-1} L21_l`` on the few rest rows ``R[l]`` each block-1 level couples to
+    (a sparse crowd design: an item's 2-4 workers): ``m1 rmax^2 q1`` flops
+    instead of the dense ``T L21``'s ``Nr^2 m1 q1``.
+    """
+    b = ev.b
+    q1 = b.b1.q
+    Si = ev.rest_inverse(f, Nr)
+    Sp = np.zeros((Nr + 1, Nr + 1))                      # row/column Nr: the padding
+    Sp[:Nr, :Nr] = np.tril(Si) + np.tril(Si, -1).T
+    Lg = _level_L21(ev, Nr, R, f.theta, Ep)                        # (m1, rmax, q1)
+    L1inv = ev._L1(f, inverse=True)
+    D1 = np.zeros((q1, q1))
+    per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
+    for s0 in range(0, R.shape[0], per):
+        Rc, Lc, Li = R[s0:s0 + per], Lg[s0:s0 + per], L1inv[s0:s0 + per]
+        H = np.swapaxes(Lc, 1, 2) @ Sp[Rc[:, :, None], Rc[:, None, :]] @ Lc
+        H[:, np.arange(q1), np.arange(q1)] += 1.0
+        D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
+    rest = []
+    for blk, off in b.rest:
+        idx = off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
+        rest.append(Sp[idx[:, :, None], idx[:, None, :]].sum(axis=0))
+    return D1, rest
+
+
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
                            Nr: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """As :func:`_inverse_blocks_dense`, through the sparse products ``V`` (e.g. InstEval).
@@ -345,6 +395,8 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
     elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
+    elif f.peel is None and Nr and _gather_dense_pays(ev, Nr):
+        D1, rest_D = _inverse_blocks_gather_dense(ev, f, Ep, Nr, _level_rows(ev, Nr))
     else:
         D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
     groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1))
