@@ -89,7 +89,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_glmm import GLMM_CASES, cpu_model  # noqa: E402
 from bench_glmm import run as run_glmm  # noqa: E402
-
 from pilot_shapes import SHAPES, make_shape  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"

@@ -1,6 +1,6 @@
 """Planning from pilot files shaped like real ones: never broken, never flattering.
 
-Each shape is a small file written by :mod:`pilot_shapes` (its own column
+Each shape is a small file written by :mod:`pilot_files` (its own column
 names): 20 systems rated by sparse annotators, items nested in systems with 3
 ratings per item, a paired pilot fitted without slopes.  The tests check what
 a plan from each must say or do, through Python and the command line.
@@ -24,7 +24,7 @@ from nlpower.pilot import plan_with_assurance
 from nlpower.pilot.subset import contrast_ratings
 from nlpower.powersim.analytic import analytic_power
 from nlpower.ratings import fit_ratings, read_ratings
-from pilot_shapes import head_to_head, nested_items, paired, twenty_systems
+from pilot_files import head_to_head, nested_items, paired, twenty_systems
 
 NO_SLOPES = "rating ~ system + (1 | worker) + (1 | item)"
 PAIRED_COLS = ["--worker", "judge", "--item", "prompt", "--system", "model", "--rating", "score",
