@@ -19,7 +19,7 @@ def fit():
 
 def test_the_plan_is_the_smallest_size_at_or_above_target(fit):
     plan = plan_model(fit.with_params(fixef={"Days": 1.5}), along="Subject", term="Days",
-                      test="z", n_sims=80, n_max=80, rng=2, cost_per_level=10.0)
+                      test="z", n_sims=80, n_max=80, rng=2, cost_per_level=10.0, resolution=0)
     assert plan.reached and plan.result.power >= 0.8
     frame = plan.to_frame()
     below = frame[frame.n_Subject < plan.n]

@@ -37,12 +37,14 @@ from . import (
     power,
     replicability,
     sequential,
+    study,
 )
 from .messages import cli_flags, speak_cli
 from .output import check_output_paths, fresh_seed
 
 #: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, plan, mde, elicit, accuracy, bleu, compare, replicability, arena, sequential)
+COMMANDS = (fit, power, plan, mde, study, elicit, accuracy, bleu, compare, replicability, arena,
+            sequential)
 
 
 class HelpFormatter(argparse.HelpFormatter):

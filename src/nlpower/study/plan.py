@@ -5,7 +5,8 @@ answers the question simr users answer by reading a ``powerCurve``: the
 design is extended along ``along`` (:func:`nlpower.extend`: new workers rate
 what pilot workers rated), and the number of levels is searched -- doubling
 from the pilot's size until the power reaches the target, then bisecting --
-with :func:`nlpower.power` at each size.  Every size is simulated from the
+with :func:`nlpower.power` at each size, down to a step of ``resolution``
+(5%) of the size.  Every size is simulated from the
 same seed (common random numbers), which keeps the estimated curve close to
 monotone.  A plan never reports a size whose estimated power is below the
 target: if none up to ``n_max`` reaches it, the result says so.
@@ -95,7 +96,8 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
                compare: str | None = None, test: str | None = None, n_min: int = 2,
                n_max: int = 1000, n_sims: int = 500, alpha: float = 0.05,
                cost_per_level: float | None = None, cost_per_row: float | None = None,
-               rng: RNGLike = None, n_jobs: int = 1, **options: Any) -> ModelPlan:
+               resolution: float = 0.05, rng: RNGLike = None, n_jobs: int = 1,
+               **options: Any) -> ModelPlan:
     """The smallest number of levels of ``along`` whose power for ``term`` reaches ``target``.
 
     Parameters
@@ -113,6 +115,9 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
         Replicates per size.
     cost_per_level, cost_per_row : float, optional
         Costs, to report the plan's cost.
+    resolution : float, default 0.05
+        The search stops when the smallest size known to reach the target is
+        within this share of the largest known to miss it (0: to one level).
     rng, n_jobs
         As :func:`nlpower.power`; every size uses the same seed.
 
@@ -136,6 +141,9 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
     for name, v in (("n_min", n_min), ("n_max", n_max)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(f"{name} must be a positive integer; got {v!r}.")
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or \
+            not 0 <= resolution < 1:
+        raise InputError(f"resolution must be a share in [0, 1), e.g. 0.05; got {resolution!r}.")
     if n_min > n_max:
         raise InputError(f"n_min ({n_min}) must not exceed n_max ({n_max}).")
     d = model_design(model)
@@ -164,7 +172,9 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
             lo, n = n, min(2 * n, n_max)
     if hi is None:
         return ModelPlan(along, float(target), None, None, tuple(evaluated.items()), n_max)
-    while hi - lo > 1:
+    # bisect down to a step of about 5% of the size: finer steps are below the Monte Carlo
+    # noise of a power estimate, so they cost simulations without changing the answer
+    while hi - lo > max(1, math.ceil(resolution * hi)):
         mid = (lo + hi) // 2
         if at(mid) >= target:
             hi = mid
