@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REFERENCE
 
+from conftest import REFERENCE
 from nlpower.cli import main
 
 SIMDATA = str(REFERENCE / "data" / "simdata.csv")
