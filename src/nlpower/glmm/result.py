@@ -25,6 +25,7 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.layout import ThetaLayout, theta_layout
 from ..lmm.result import VarTerm, varcorr_frame
 from ..lmm.setparams import set_fixef, set_theta
+from ..lmm.verbs import FitVerbs
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -69,7 +70,7 @@ class GlmmCore:
 
 
 @dataclass(frozen=True, eq=False)
-class GlmmFit:
+class GlmmFit(FitVerbs):
     """A fitted generalised linear mixed model with lme4's semantics.
 
     Attributes
@@ -313,36 +314,6 @@ class GlmmFit:
             df = df.drop(columns="Corr")
         return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
 
-    # -- inference verbs and display (nlpower.inference, nlpower.display) ----------
-    def confint(self, parm: Any = None, *, level: float = 0.95, method: str = "wald",
-                n_boot: int = 500, rng: Any = None) -> Any:
-        """Confidence intervals, lme4's ``confint``: :func:`nlpower.inference.confint`."""
-        from ..inference import confint
-        return confint(self, parm, level=level, method=method, n_boot=n_boot, rng=rng)
-
-    def anova(self, *others: Any, **kwargs: Any) -> Any:
-        """LRT against nested fits (or Type III F tests): :func:`nlpower.inference.anova`."""
-        from ..inference import anova
-        return anova(self, *others, **kwargs)
-
-    def emmeans(self, specs: Any, **kwargs: Any) -> Any:
-        """Marginal means per level: :func:`nlpower.inference.emmeans` (``.contrast()``)."""
-        from ..inference import emmeans
-        return emmeans(self, specs, **kwargs)
-
-    def to_markdown(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as Markdown tables."""
-        from ..display import fit_markdown
-        return fit_markdown(self, digits)
-
-    def to_latex(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as booktabs LaTeX tables."""
-        from ..display import fit_latex
-        return fit_latex(self, digits)
-
-    def _repr_html_(self) -> str:
-        from ..display import fit_html
-        return fit_html(self)
 
 
 def var_terms_from_theta(lay: ThetaLayout, theta: np.ndarray) -> tuple[VarTerm, ...]:

@@ -22,6 +22,7 @@ from .._validation import check_choice
 from ..errors import InputError
 from .layout import theta_layout
 from .setparams import set_fixef, set_theta, term_covariances
+from .verbs import FitVerbs
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +183,7 @@ class OptSummary:
 
 
 @dataclass(frozen=True, eq=False)
-class LmmFit:
+class LmmFit(FitVerbs):
     """A fitted linear mixed model with lme4 semantics.
 
     Conventions follow lme4 1.1-31: for a REML fit ``deviance`` is the REML
@@ -507,33 +508,4 @@ class LmmFit:
             df = df.drop(columns="Corr")
         return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
 
-    # -- inference verbs and display (nlpower.inference, nlpower.display) ----------
-    def confint(self, parm: Any = None, *, level: float = 0.95, method: str = "profile",
-                n_boot: int = 500, rng: Any = None) -> Any:
-        """Confidence intervals, lme4's ``confint``: :func:`nlpower.inference.confint`."""
-        from ..inference import confint
-        return confint(self, parm, level=level, method=method, n_boot=n_boot, rng=rng)
-
-    def anova(self, *others: Any, **kwargs: Any) -> Any:
-        """LRT against nested fits (or Type III F tests): :func:`nlpower.inference.anova`."""
-        from ..inference import anova
-        return anova(self, *others, **kwargs)
-
-    def emmeans(self, specs: Any, **kwargs: Any) -> Any:
-        """Marginal means per level: :func:`nlpower.inference.emmeans` (``.contrast()``)."""
-        from ..inference import emmeans
-        return emmeans(self, specs, **kwargs)
-
-    def to_markdown(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as Markdown tables."""
-        from ..display import fit_markdown
-        return fit_markdown(self, digits)
-
-    def to_latex(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as booktabs LaTeX tables."""
-        from ..display import fit_latex
-        return fit_latex(self, digits)
-
-    def _repr_html_(self) -> str:
-        from ..display import fit_html
-        return fit_html(self)
+    default_confint = "profile"        # lme4: profile intervals for lmer fits

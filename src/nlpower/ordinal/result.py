@@ -23,6 +23,7 @@ from ..errors import ConvergenceWarning, InputError
 from ..formula import parse
 from ..lmm.checkconv import apply_policy
 from ..lmm.frame import model_frame
+from ..lmm.verbs import FitVerbs
 from .cumulative import cumulative_parts
 from .model import ClmmCore, ClmmModel
 
@@ -30,7 +31,7 @@ __all__ = ["ClmmFit"]
 
 
 @dataclass(frozen=True, eq=False)
-class ClmmFit:
+class ClmmFit(FitVerbs):
     """A fitted cumulative link (mixed) model, ``ordinal``'s parameterisation.
 
     Attributes
@@ -421,36 +422,6 @@ class ClmmFit:
         return (f"ClmmFit({self.formula!r}, link={self.model.link.name!r}, "
                 f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{flags})")
 
-    # -- inference verbs and display (nlpower.inference, nlpower.display) ----------
-    def confint(self, parm: Any = None, *, level: float = 0.95, method: str = "wald",
-                n_boot: int = 500, rng: Any = None) -> Any:
-        """Confidence intervals, lme4's ``confint``: :func:`nlpower.inference.confint`."""
-        from ..inference import confint
-        return confint(self, parm, level=level, method=method, n_boot=n_boot, rng=rng)
-
-    def anova(self, *others: Any, **kwargs: Any) -> Any:
-        """LRT against nested fits (or Type III F tests): :func:`nlpower.inference.anova`."""
-        from ..inference import anova
-        return anova(self, *others, **kwargs)
-
-    def emmeans(self, specs: Any, **kwargs: Any) -> Any:
-        """Marginal means per level: :func:`nlpower.inference.emmeans` (``.contrast()``)."""
-        from ..inference import emmeans
-        return emmeans(self, specs, **kwargs)
-
-    def to_markdown(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as Markdown tables."""
-        from ..display import fit_markdown
-        return fit_markdown(self, digits)
-
-    def to_latex(self, digits: int = 4) -> str:
-        """Fixed effects and variance components as booktabs LaTeX tables."""
-        from ..display import fit_latex
-        return fit_latex(self, digits)
-
-    def _repr_html_(self) -> str:
-        from ..display import fit_html
-        return fit_html(self)
 
 
 def _check_factor_levels(train: pd.DataFrame, newdata: pd.DataFrame, names: list[str]) -> None:
