@@ -194,7 +194,7 @@ class GlmmFit(FitVerbs):
         check_choice("type", type, ("link", "response"))
         if newdata is None:
             if re_form is not None:
-                from .predict import predict_newdata
+                from ..lmm.predict import predict_newdata
                 if self.data is None:
                     raise InputError("predict(re_form=...) needs a fit made by nlpower.glmer from "
                                      "a data frame.")
@@ -204,7 +204,7 @@ class GlmmFit(FitVerbs):
             else:
                 eta = self.eta.copy()
         else:
-            from .predict import predict_newdata
+            from ..lmm.predict import predict_newdata
             eta = predict_newdata(self, newdata, re_form=re_form,
                                   allow_new_levels=allow_new_levels, offset=offset)
         if type == "link":

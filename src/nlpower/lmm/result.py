@@ -294,6 +294,29 @@ class LmmFit(FitVerbs):
         new = model.fit(np.asarray(y, dtype=float), REML=self.REML, start=self.theta)
         return replace(new, model=model, data=self.data)
 
+    def predict(self, newdata: pd.DataFrame | None = None, *, re_form: Any = None,
+                allow_new_levels: bool = False) -> np.ndarray:
+        """Predictions, as lme4's ``predict.merMod`` (:mod:`nlpower.lmm.predict`).
+
+        ``newdata=None``: the fitted rows (with every random effect: the
+        fitted values).  ``re_form``: ``None`` (every random effect), ``"NA"``
+        (none: the population level) or a formula of random-effects terms;
+        ``allow_new_levels``: a grouping level the fit has not seen gets
+        random effects 0 instead of an error.
+
+        Examples
+        --------
+        >>> import pandas as pd, nlpower
+        >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+        >>> m = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d)
+        >>> new = pd.DataFrame({"Days": [0, 5], "Subject": [308, 999]})
+        >>> m.predict(new, allow_new_levels=True).round(2).tolist()
+        [253.66, 303.74]
+        """
+        from .predict import predict_newdata
+        rows = self.data if newdata is None else newdata
+        return predict_newdata(self, rows, re_form=re_form, allow_new_levels=allow_new_levels)
+
     # -- derived quantities ----------------------------------------------------
     @property
     def optsum(self) -> OptSummary:

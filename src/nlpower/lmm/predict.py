@@ -1,4 +1,7 @@
-"""Predictions of a GLMM fit on new data, as lme4's ``predict.merMod``.
+"""Predictions of a mixed-model fit on new data, as lme4's ``predict.merMod``.
+
+For ``lmer`` and ``glmer`` fits alike (the linear predictor; a GLMM's
+``type="response"`` applies the inverse link afterwards).
 
 ``eta = X_new beta + sum_terms Z_new b + offset`` with the conditional modes
 ``b`` of the fit (:meth:`GlmmFit.ranef`).  The new rows are coded with the
@@ -26,10 +29,10 @@ import pandas as pd
 
 from ..errors import InputError
 from ..formula import parse
-from ..lmm.frame import model_frame
+from .frame import model_frame
 
 if TYPE_CHECKING:
-    from .result import GlmmFit
+    from typing import Any as GlmmFit  # any fit with formula, data, fixef, ranef, contrasts
 
 _PLACEHOLDER = "._response"
 
@@ -89,9 +92,11 @@ def predict_newdata(fit: GlmmFit, newdata: Any, *, re_form: Any = None,
                          f"got {type(newdata).__name__}.")
     train = fit.data
     if train is None:
-        raise InputError("predict(newdata=...) needs a fit made by nlpower.glmer from a data "
-                         "frame (this one was built from a model structure); predict() without "
-                         "newdata works.")
+        raise InputError("predict(newdata=...) needs a fit made by nlpower.lmer or glmer from a "
+                         "data frame (this one was built from a model structure); predict() "
+                         "without newdata works.")
+    offset_name = getattr(fit, "offset_name", None)
+    offset_given = bool(getattr(fit, "offset_given", False))
     choice = _re_choice(re_form)
     f = parse(fit.formula)
     resp = f.response
@@ -106,8 +111,8 @@ def predict_newdata(fit: GlmmFit, newdata: Any, *, re_form: Any = None,
                              f"{', '.join(map(repr, sorted(unknown)))} that the model "
                              f"{fit.formula!r} does not have.")
     needed = fixed_vars + re_vars
-    if isinstance(fit.offset_name, str):
-        needed.append(fit.offset_name)
+    if isinstance(offset_name, str):
+        needed.append(offset_name)
     _columns(fit, newdata, needed)
     n_new = len(newdata)
     eta = np.full(n_new, np.nan)
@@ -116,7 +121,7 @@ def predict_newdata(fit: GlmmFit, newdata: Any, *, re_form: Any = None,
     m = len(train)
     grouping = set(f.grouping_variables)
     both = pd.DataFrame({v: _aligned(train[v], nd[v], v, v not in grouping or v in fixed_vars)
-                         for v in dict.fromkeys(needed) if v != fit.offset_name})
+                         for v in dict.fromkeys(needed) if v != offset_name})
     both[resp] = np.arange(len(both), dtype=float) % 2        # the response is not used
     rhs = f.fixed.to_string(explicit_intercept=False) or "1"
     with warnings.catch_warnings():       # the fit's warnings (scales, dropped columns) again
@@ -135,9 +140,9 @@ def predict_newdata(fit: GlmmFit, newdata: Any, *, re_form: Any = None,
     e = X @ fit.fixef.to_numpy()
     if re_spec is not None:
         e = e + _random_part(fit, re_spec, m, allow_new_levels)
-    if isinstance(fit.offset_name, str):
-        e = e + nd[fit.offset_name].to_numpy(dtype=float)
-    elif fit.offset_given:
+    if isinstance(offset_name, str):
+        e = e + nd[offset_name].to_numpy(dtype=float)
+    elif offset_given:
         if offset is None:
             raise InputError("the model was fitted with an offset given as values; give the new "
                              "rows' offset too: predict(newdata, offset=...).")
