@@ -23,6 +23,7 @@ Model matrices are built from a :class:`Formula` by
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from ..errors import FormulaError
 from .lexer import Token, tokenize
@@ -39,6 +40,7 @@ __all__ = [
     "format_name",
     "parse",
     "parse_tokens",
+    "term_columns",
     "tokenize",
 ]
 
@@ -73,3 +75,31 @@ def parse(formula: str) -> Formula:
     flat = "".join(" " if c.isspace() else c for c in formula)
     f = build_formula(parse_tokens(flat))
     return dataclasses.replace(f, text=formula, positions=f.positions)
+
+
+def term_columns(formula: str, names: Sequence[str]) -> dict[str, list[int]]:
+    """The coefficients of each term of the fixed part (R's ``assign``), by position in ``names``.
+
+    A coefficient belongs to the term whose variables begin its ``:``-separated
+    parts in order (``system1:x`` to ``system:x``), the longest such match when
+    several do; the intercept belongs to none.  Terms without coefficients
+    are left out.
+
+    Examples
+    --------
+    >>> term_columns("y ~ s * x + (1 | g)", ["(Intercept)", "s1", "s2", "x", "s1:x", "s2:x"])
+    {'s': [1, 2], 'x': [3], 's:x': [4, 5]}
+    """
+    terms = [tuple(t) for t in parse(formula).fixed.terms]
+    out: dict[str, list[int]] = {":".join(t): [] for t in terms}
+    for j, name in enumerate(names):
+        parts = str(name).split(":")
+        best: tuple[int, str] | None = None
+        for t in terms:
+            if len(t) == len(parts) and all(p.startswith(v) for p, v in zip(parts, t, strict=True)):
+                score = sum(len(v) for v in t)
+                if best is None or score > best[0]:
+                    best = (score, ":".join(t))
+        if name != "(Intercept)" and best is not None:
+            out[best[1]].append(j)
+    return {k: v for k, v in out.items() if v}

@@ -125,24 +125,8 @@ def lrt(fits: list[Any], names: Any = None) -> InferenceTable:
 
 def _term_columns(fit: Any, names: list[str] | None = None) -> dict[str, list[int]]:
     """Fixed-effect columns of each term of the formula's fixed part (R's ``assign``)."""
-    from ..formula import parse
-
-    f = parse(fit.formula)
-    terms = [tuple(t) for t in f.fixed.terms]
-    out: dict[str, list[int]] = {":".join(t): [] for t in terms}
-    for j, name in enumerate(fit.fixef.index if names is None else names):
-        if name == "(Intercept)":
-            continue
-        parts = str(name).split(":")
-        best = None
-        for t in terms:
-            if len(t) == len(parts) and all(p.startswith(v) for p, v in zip(parts, t, strict=True)):
-                score = sum(len(v) for v in t)
-                if best is None or score > best[0]:
-                    best = (score, ":".join(t))
-        if best is not None:
-            out[best[1]].append(j)
-    return {k: v for k, v in out.items() if v}
+    from ..formula import term_columns
+    return term_columns(fit.formula, list(fit.fixef.index) if names is None else names)
 
 
 def _satterthwaite_F(fit: Any, L: np.ndarray, b: np.ndarray, V: np.ndarray

@@ -28,7 +28,7 @@ import pandas as pd
 
 from .._validation import closest_name
 from ..errors import InputError
-from ..formula import parse
+from ..formula import parse, term_columns
 
 __all__ = ["Hypothesis", "resolve"]
 
@@ -82,23 +82,6 @@ def _contrast(text: str, names: tuple[str, ...]) -> np.ndarray | None:
     return L if np.any(L) else None
 
 
-def _term_columns(term: tuple[str, ...], names: tuple[str, ...], data: pd.DataFrame) -> list[int]:
-    """Columns of ``names`` that belong to the formula term ``term`` (variables, ``:``-joined)."""
-    def var_of(part: str) -> str | None:
-        if part in term and part in data.columns and pd.api.types.is_numeric_dtype(data[part]):
-            return part
-        hits = [v for v in term if part.startswith(v) and v in data.columns
-                and not pd.api.types.is_numeric_dtype(data[v])]
-        return max(hits, key=len) if hits else (part if part in term else None)
-
-    out = []
-    for j, name in enumerate(names):
-        parts = name.split(":")
-        if len(parts) == len(term) and sorted(str(var_of(p)) for p in parts) == sorted(term):
-            out.append(j)
-    return out
-
-
 def _reduced_formula(formula: str, compare: str) -> str:
     """The reduced model: ``~ . - x`` edits the formula; ``~ a + b`` (no random terms) replaces
     its fixed part and keeps its random terms (simr's ``fcompare``); a formula with random
@@ -120,18 +103,17 @@ def _reduced_formula(formula: str, compare: str) -> str:
 
 
 def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple[str, ...],
-            data: pd.DataFrame, truth: pd.Series) -> Hypothesis:
+            truth: pd.Series) -> Hypothesis:
     """The :class:`Hypothesis` of ``term``/``compare`` for the analysis model (module docstring).
 
     Examples
     --------
-    >>> d = pd.DataFrame({"y": [1.0] * 6, "s": list("ABCABC"), "x": range(6)})
     >>> names = ("(Intercept)", "s1", "s2", "x")
     >>> truth = pd.Series([0.0, 0.2, -0.1, 0.3], index=names)
-    >>> h = resolve("s1 - s2", None, formula="y ~ s + x", names=names, data=d, truth=truth)
+    >>> h = resolve("s1 - s2", None, formula="y ~ s + x", names=names, truth=truth)
     >>> h.L.tolist(), round(h.effect, 3)
     ([0.0, 1.0, -1.0, 0.0], 0.3)
-    >>> resolve("s", None, formula="y ~ s + x", names=names, data=d, truth=truth).reduced
+    >>> resolve("s", None, formula="y ~ s + x", names=names, truth=truth).reduced
     'y ~ s + x - s'
     """
     if (term is None) == (compare is None):
@@ -158,9 +140,8 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
         beta = np.array([float(truth.get(n, 0.0)) for n in names])
         return Hypothesis(text, L, None, float(L @ beta))
     labels = parse(formula).fixed.terms
-    match = [t for t in labels if ":".join(t) == text]
-    if match and _term_columns(match[0], names, data):
-        cols = _term_columns(match[0], names, data)
+    cols = term_columns(formula, names).get(text, [])
+    if cols:
         if len(cols) == 1:
             L = np.zeros(len(names))
             L[cols[0]] = 1.0

@@ -264,7 +264,7 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     elif baseline is not None:
         raise InputError("baseline= goes with pairwise= (the factor whose levels are compared).")
     else:
-        hyp = resolve(term, compare, formula=formula, names=names, data=d.data, truth=d.fixef)
+        hyp = resolve(term, compare, formula=formula, names=names, truth=d.fixef)
     name = _resolve_test(test, hyp, d.family.name)
     rule = get_test(name)
     if d.family.name == "gaussian":
