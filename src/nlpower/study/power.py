@@ -123,10 +123,7 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
                                    L=hyp.L, null_start=null_start, cold_null=null_start is None)
     q = (_n_params(model) - _n_params(null)) if null is not None else 0
-    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
-    Y = np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens]) if n else np.zeros((0, 0))
-    # models that fit many responses at once (GLMMs of scalar terms) do the batch together;
-    # each replicate's result is the one its own refit gives (to the optimiser's tolerance)
+    gens, Y = _draws(d, seeds, lo, hi, sim)
     cores = _refit_many(model, Y, study.REML, start) if not rule.bootstrap else None
     cores0 = (_refit_many(null, Y, False, null_start)
               if cores is not None and null is not None and null_start is not None else None)
@@ -152,8 +149,22 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     return Replicates(est, se, stat, df, np.where(failed, np.nan, p), conv, sing, failed)
 
 
+def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int, sim: Any
+           ) -> tuple[list[np.random.Generator], np.ndarray]:
+    """Replicates ``lo:hi``: each one's generator (its own child seed) and its simulated response."""
+    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
+    Y = np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens]) if gens else \
+        np.zeros((0, d.nobs))
+    return gens, Y
+
+
 def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any) -> list[Any] | None:
-    """``model.refit_many`` where the model has it (None: fit replicate by replicate)."""
+    """``model.refit_many`` where the model has it (None: fit replicate by replicate).
+
+    Models that fit many responses at once (GLMMs of scalar terms) take the batch
+    together; each replicate's result is the one its own refit gives (to the
+    optimiser's tolerance).
+    """
     many = getattr(model, "refit_many", None)
     if many is None or start is None or Y.shape[0] < 2:
         return None
@@ -180,11 +191,11 @@ def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     est, se, df, p = (np.full((n, k), np.nan) for _ in range(4))
     means = np.full((n, M.shape[0]), np.nan)
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
+    _, Y = _draws(study.design, seeds, lo, hi, sim)
+    cores = _refit_many(model, Y, study.REML, start)
     for i, r in enumerate(range(lo, hi)):
-        gen = np.random.Generator(np.random.PCG64(seeds[r]))
-        y = study.design.simulate(1, rng=gen, model=sim)[0]
         try:
-            core = model.refit(y, REML=study.REML, start=start)
+            core = _take(cores, i) or model.refit(Y[i], REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)
             est[i] = L @ core.beta
             se[i] = np.sqrt(np.einsum("kp,pq,kq->k", L, core.vcov_beta, L))
