@@ -246,6 +246,15 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     levels -- all pairs, or each against ``baseline`` -- with the p-values of
     each replicate adjusted together (:mod:`nlpower.study.multiple`) and
     returns a :class:`~nlpower.study.multiple.MultiplePowerResult`.
+
+    Examples
+    --------
+    >>> import pandas as pd, nlpower
+    >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+    >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+    >>> res = power_model(m.with_params(fixef={"Days": 2.0}), term="Days", n_sims=40, rng=1)
+    >>> res.test, res.n_sims, 0 <= res.power <= 1
+    ('satterthwaite', 40, True)
     """
     from ..powersim.options import check_test_options
     d = model_design(model)
@@ -447,6 +456,16 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
     Returns
     -------
     PowerCurve
+
+    Examples
+    --------
+    >>> import pandas as pd, nlpower
+    >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+    >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+    >>> curve = power_curve(m.with_params(fixef={"Days": 2.0}), along="Subject",
+    ...                     breaks=[6, 18], term="Days", test="z", n_sims=30, rng=1)
+    >>> curve.to_frame()[["n_Subject", "nobs"]].values.tolist()
+    [[6, 60], [18, 180]]
     """
     from ..grid import RunOptions, run_grid
     d = model_design(model)
