@@ -77,6 +77,32 @@ _OUTCOME_FITS = (("nlpower.glmm.result", "GlmmFit"), ("nlpower.ordinal.result", 
                  ("nlpower.ordinal.ratings", "OrdinalRatingsFit"))
 
 
+def _is_clmm(obj: Any) -> bool:
+    from .ordinal import ClmmFit
+    return isinstance(obj, ClmmFit)
+
+
+def is_ordinal_fit(obj: Any) -> bool:
+    """A ``clmm`` fit or an ``OrdinalRatingsFit`` (``fit_ratings(..., family="ordinal")``)."""
+    from .ordinal.ratings import OrdinalRatingsFit
+    return _is_clmm(obj) or isinstance(obj, OrdinalRatingsFit)
+
+
+def is_binary_fit(obj: Any) -> bool:
+    """A ``glmer`` fit (any family; :func:`binary_params` checks it is binomial)."""
+    from .glmm import GlmmFit
+    return isinstance(obj, GlmmFit)
+
+
+def pilot_family(obj: Any) -> str:
+    """The outcome a pilot fit describes: ``"likert"``, ``"preference"`` or ``"gaussian"``."""
+    if is_ordinal_fit(obj):
+        return "likert"
+    if is_binary_fit(obj):
+        return "preference"
+    return "gaussian"
+
+
 def _span(coding: Coding) -> float:
     lo, hi = x_values(coding)
     return hi - lo
@@ -162,8 +188,6 @@ def as_params(
         return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
     if not isinstance(obj, FittedPilot):
         if is_pilot_fit(obj):
-            from .convert_outcomes import pilot_family
-
             kind = pilot_family(obj)
             if kind == "preference" and getattr(obj, "family", None) != "binomial":
                 kind = "gaussian"          # e.g. a Poisson glmer: no outcome plans from it

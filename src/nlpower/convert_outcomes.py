@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .convert import _is_clmm, is_binary_fit, is_ordinal_fit, pilot_family, zero_sd_note
 from .errors import InputError
 from .formula import parse
 from .outcomes import HeadToHeadParams, LikertParams
@@ -42,32 +43,6 @@ __all__ = ["GROUPS", "OrdinalPilot", "binary_params", "is_binary_fit", "is_ordin
 
 #: The grouping factors of a pilot fit (fit_ratings' names).
 GROUPS = ("worker", "item")
-
-
-def _is_clmm(obj: Any) -> bool:
-    from .ordinal import ClmmFit
-    return isinstance(obj, ClmmFit)
-
-
-def is_ordinal_fit(obj: Any) -> bool:
-    """A ``clmm`` fit or an ``OrdinalRatingsFit`` (``fit_ratings(..., family="ordinal")``)."""
-    from .ordinal.ratings import OrdinalRatingsFit
-    return _is_clmm(obj) or isinstance(obj, OrdinalRatingsFit)
-
-
-def is_binary_fit(obj: Any) -> bool:
-    """A ``glmer`` fit (any family; :func:`binary_params` checks it is binomial)."""
-    from .glmm import GlmmFit
-    return isinstance(obj, GlmmFit)
-
-
-def pilot_family(obj: Any) -> str:
-    """The outcome a pilot fit describes: ``"likert"``, ``"preference"`` or ``"gaussian"``."""
-    if is_ordinal_fit(obj):
-        return "likert"
-    if is_binary_fit(obj):
-        return "preference"
-    return "gaussian"
 
 
 # ------------------------------------------------------------------------------------
@@ -132,8 +107,6 @@ class OrdinalPilot:
 
     def zero_sd_notes(self, sd: Any = None) -> list[str]:
         """Notes on the SDs this pilot sets to 0 (:func:`nlpower.convert.zero_sd_notes`)."""
-        from .convert import zero_sd_note
-
         b, a = self.systems
         notes = []
         for g in GROUPS:

@@ -217,10 +217,9 @@ def check_design_params(design: object, params: object) -> tuple[CrossedDesign, 
             "CrossedDesign(n_workers, n_items, systems=2, workers_per_item=None)."
         )
     if not isinstance(params, (LMMParams, MultiSystemParams)):
-        from .outcomes import HeadToHeadParams, LikertParams  # loaded by now if params is one
-
-        kinds = {LikertParams: "likert", HeadToHeadParams: "preference"}
-        kind = next((k for c, k in kinds.items() if isinstance(params, c)), None)
+        # named, not imported: the outcome layer builds on this module
+        kind = {"LikertParams": "likert", "HeadToHeadParams": "preference"}.get(
+            type(params).__name__)
         hint = (f" {type(params).__name__} are the parameters of outcome={kind!r}: pass "
                 f"outcome={kind!r}, e.g. nlpower.power(design, params, outcome={kind!r})."
                 if kind is not None else

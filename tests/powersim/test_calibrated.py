@@ -11,7 +11,7 @@ import pytest
 from nlpower import CrossedDesign, presets
 from nlpower.errors import InputError, NlpowerWarning
 from nlpower.powersim import power
-from nlpower.powersim.calibrated import check_path, size_check, size_message
+from nlpower.powersim.rules import check_path, size_check, size_message
 
 
 def test_calibrated_holds_alpha_where_satterthwaite_does():

@@ -20,7 +20,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_choice, check_int
 from ..errors import FitError, InputError
 from .likelihood import TIE
-from .newton import design_matrix, newton_fit, vote_scores
+from .newton import design_matrix, newton_fit, score_transform, vote_scores
 from .result import BradleyTerryFit
 from .votes import VoteData, encode_votes, read_votes
 
@@ -42,14 +42,6 @@ def _collapse(votes: VoteData, cluster: str | None) -> tuple[np.ndarray, np.ndar
     return uniq[keep], counts[keep]
 
 
-def _transform(n_systems: int, reference: int | None) -> np.ndarray:
-    """Maps the free scores (system 0 fixed at 0) to the reported scores."""
-    full = np.vstack([np.zeros(n_systems - 1), np.eye(n_systems - 1)])
-    centre = (np.eye(n_systems) - (1.0 / n_systems) if reference is None
-              else np.eye(n_systems) - np.outer(np.ones(n_systems), np.eye(n_systems)[reference]))
-    return centre @ full
-
-
 def fit_votes(votes: VoteData, model: str, *, position: bool = False, reference: int | None = 0,
               cluster: str | None = None, start: np.ndarray | None = None) -> dict[str, Any]:
     """Fit encoded votes; the numbers behind :class:`BradleyTerryFit` (no validation)."""
@@ -67,7 +59,7 @@ def fit_votes(votes: VoteData, model: str, *, position: bool = False, reference:
         np.add.at(gc, ids, g * w[:, None])
         meat = gc.T @ gc
     sandwich = info_inv @ meat @ info_inv
-    t = _transform(k, reference)
+    t = score_transform(k, reference)
     p = k - 1
     out = {"theta": fit.theta, "estimate": t @ fit.theta[:p], "loglik": fit.loglik,
            "vcov": t @ info_inv[:p, :p] @ t.T, "vcov_sandwich": t @ sandwich[:p, :p] @ t.T,
@@ -85,7 +77,7 @@ def _bootstrap(votes: VoteData, model: str, position: bool, reference: int | Non
     rows, w = _collapse(votes, None)
     total = int(round(w.sum()))
     x = design_matrix(len(votes.systems), rows[:, 0], rows[:, 1], position)
-    t = _transform(len(votes.systems), reference)
+    t = score_transform(len(votes.systems), reference)
     draws, failed = [], 0
     for counts in gen.multinomial(total, w / w.sum(), size=n_boot):
         keep = counts > 0

@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .fit import _transform
 from .likelihood import A_WINS, TIE
-from .newton import design_matrix
+from .newton import design_matrix, score_transform
 from .result import BradleyTerryFit
 from .votes import VoteData
 
@@ -65,7 +64,7 @@ def fit_random(data: VoteData, model: str, ties: str, *, random: Any, position: 
     fit = glmer(formula, frame, family="binomial")
     beta = fit.fixef[cols].to_numpy()
     v = fit.vcov.loc[cols, cols].to_numpy()
-    t = _transform(k, reference)
+    t = score_transform(k, reference)
     vc = fit.varcorr()
     nan = math.nan
     pos, pos_se = ((float(fit.fixef["(Intercept)"]), float(fit.se["(Intercept)"]))

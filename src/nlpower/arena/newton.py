@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import FitError
 from .likelihood import TIE, tie_start, vote_terms
 
-__all__ = ["NewtonFit", "design_matrix", "newton_fit", "vote_scores"]
+__all__ = ["NewtonFit", "design_matrix", "newton_fit", "score_transform", "vote_scores"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +115,11 @@ def _divergence_message(theta: np.ndarray, names: tuple[str, ...]) -> str:
             "(or loses) every vote it is in, or the comparisons split into groups never compared "
             "with each other. Collect votes that connect every system in both directions, or drop "
             "the systems named.")
+
+
+def score_transform(n_systems: int, reference: int | None) -> np.ndarray:
+    """Maps the free scores (system 0 fixed at 0) to the reported scores."""
+    full = np.vstack([np.zeros(n_systems - 1), np.eye(n_systems - 1)])
+    centre = (np.eye(n_systems) - (1.0 / n_systems) if reference is None
+              else np.eye(n_systems) - np.outer(np.ones(n_systems), np.eye(n_systems)[reference]))
+    return centre @ full

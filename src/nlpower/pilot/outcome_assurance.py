@@ -51,6 +51,7 @@ from ..errors import DesignError, FitError, InputError
 from ..outcomes import HeadToHeadParams, LikertParams, headtohead_power, likert_power
 from ..powersim.outcome import OUTCOMES
 from .draws import bias_corrected
+from .result import AssuranceResult, summarise_powers
 
 __all__ = ["DEFAULT_OUTCOME_SIMS", "OutcomePilot", "POINT_SIMS", "SD_FIELDS", "outcome_assurance", "outcome_draws"]
 
@@ -212,8 +213,6 @@ def outcome_assurance(fit: Any, design: CrossedDesign, *, effect: Any, coding: C
                       seq: np.random.SeedSequence, seed: dict[str, Any],
                       pilot: OutcomePilot | None = None, draws: list[Any] | None = None) -> Any:
     """:func:`nlpower.pilot.assurance` for an ordinal or binary pilot (module docstring)."""
-    from .assurance import AssuranceResult, summarise_powers
-
     if method != "bootstrap":
         raise InputError(f"method={method!r} describes a Gaussian pilot's variances; ordinal and "
                          "binary pilots are bootstrapped: use method='bootstrap'.")

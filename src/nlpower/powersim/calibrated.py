@@ -1,4 +1,4 @@
-"""A size-calibrated test for few workers, and the check that a test holds alpha on a design.
+"""The statistics of the size-calibrated test for few workers (``test="calibrated"``).
 
 With 3 workers every asymptotic test of the system effect rejects too often
 (``docs/power.md``: Satterthwaite 0.064-0.079, the paper's ``t > 1.96`` rule
@@ -19,8 +19,8 @@ each replicate's own stream, so results do not depend on ``n_jobs``.
 It is defined on the exact balanced fast path only (fully crossed two-system
 designs with Gaussian ratings); elsewhere use ``test="pblrt"``.
 
-:func:`size_check` is what :func:`~nlpower.powersim.power` runs after the
-main run: on a balanced design with fewer than :data:`FEW_WORKERS` workers it
+:func:`~nlpower.powersim.rules.size_check` is what :func:`~nlpower.powersim.power` runs after the
+main run: on a balanced design with fewer than :data:`~nlpower.powersim.rules.FEW_WORKERS` workers it
 also simulates the design at effect 0 (for the cheap tests; bootstrap tests
 only with ``null=True``) and, when the Wilson interval of the rejection rate
 lies above alpha, warns with that measured Type I error.
@@ -28,27 +28,15 @@ lies above alpha, warns with that measured Type I error.
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _dist as stats
-from ..errors import NlpowerWarning
-from ..intervals import wilson_ci
 from . import balanced_fit as bf
 from .fastpath import BalancedStats, design_matrix, stratum_dims
-from .rules import TestRule
 
-__all__ = ["CALIBRATED", "FEW_WORKERS", "CalibratedRule", "calibrated_pvalues", "check_path",
-           "size_check",
-           "size_message"]
-
-#: Below this many workers ``power`` measures the Type I error of the design (balanced path).
-FEW_WORKERS = 10
-
+__all__ = ["bootstrap_stats", "calibrated_pvalues", "null_variances_reml"]
 
 def null_variances_reml(st: BalancedStats) -> np.ndarray:
     """Variances (r, 5) of the REML fit of the null model (``beta1 = 0``) of every replicate.
@@ -109,54 +97,3 @@ def calibrated_pvalues(st: BalancedStats, n_resamples: int, gens: Sequence[np.ra
     hits = np.sum(p_star <= p[:, None] * (1.0 + 1e-12), axis=1)
     out = (1.0 + hits) / (1.0 + n_resamples)
     return np.where(np.isfinite(p), out, np.nan)
-
-
-@dataclass(frozen=True)
-class CalibratedRule(TestRule):
-    """``test="calibrated"``: the Satterthwaite test with its critical value from the fitted null."""
-
-    def balanced(self, st: BalancedStats, fit: bf.BalancedFit,
-                 gens: Sequence[np.random.Generator], n_resamples: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        return fit.t, fit.df, calibrated_pvalues(st, n_resamples, gens)
-
-
-CALIBRATED = CalibratedRule(
-    "calibrated", "wald", "satterthwaite", "bootstrap", default_REML=True, REML="required",
-    families=("gaussian",), analytic=None, approximation="satterthwaite", two_sided_only=True,
-    paths=("balanced",),
-    size_advice="With so few workers no test here holds alpha exactly; plan for more workers.",
-    doc="Satterthwaite p prepivoted by a parametric bootstrap from the REML null fit")
-
-
-def check_path(test: str, how: str) -> None:
-    """Refuse a test off the paths it runs on (``TestRule.paths``; before any replicate runs)."""
-    from .rules import get_test  # rules registers CALIBRATED on import: import it lazily
-    get_test(test).check_path(how)
-
-
-def size_message(test: str, alpha: float, n_workers: int, n_type1: int, n_sims: int) -> str:
-    """The plain warning when ``test`` rejects too often at effect 0 on a design."""
-    from .rules import get_test
-    rate = n_type1 / n_sims
-    lo, hi = wilson_ci(n_type1, n_sims)
-    return (f"test={test!r} does not hold alpha={alpha:g} on this design with {n_workers} "
-            f"workers: its Type I error measured here is {rate:.3f} (95% CI {lo:.3f}-{hi:.3f}, "
-            f"{n_sims} replicates at effect 0), so the power counts rejections a level-{alpha:g} "
-            f"test would not make. {get_test(test).size_advice}")
-
-
-def size_check(test: str, alpha: float, n_workers: int, n_type1: int | None, n_sims: int
-               ) -> str | None:
-    """Warn (and return the message) when the measured Type I error is above ``alpha``.
-
-    "Above" means the Wilson 95% interval of the rejection rate at effect 0 lies
-    entirely above ``alpha``.
-    """
-    if n_type1 is None or n_sims <= 0 or math.isnan(alpha):
-        return None
-    if wilson_ci(n_type1, n_sims)[0] <= alpha:
-        return None
-    msg = size_message(test, alpha, n_workers, n_type1, n_sims)
-    warnings.warn(msg, NlpowerWarning, stacklevel=3)
-    return msg

@@ -47,16 +47,19 @@ import numpy as np
 from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import InputError, NlpowerWarning
+from ..intervals import wilson_ci
 from ..lmm import PreparedModel
 from ..lmm.ddf import term_covariances, term_slots
 from ..lmm.kenward_roger import covariance_basis, kr_state
 from ..lmm.result import FitCore
 from ..lmm.structure import ModelSpec
 from .balanced_fit import BalancedFit, kr_df, null_deviance
+from .calibrated import calibrated_pvalues
 from .fastpath import BalancedStats
 from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 
-__all__ = ["PATHS", "TESTS", "GeneralState", "TestRule", "get_test"]
+__all__ = ["CALIBRATED", "FEW_WORKERS", "PATHS", "TESTS", "CalibratedRule", "GeneralState", "TestRule",
+           "check_path", "get_test", "size_check", "size_message"]
 
 #: above this many ratings the general-path Kenward-Roger test warns about its cost
 KR_DENSE_WARN_N = 1000
@@ -116,7 +119,7 @@ class TestRule:
         The simulated-power paths the test runs on (:data:`PATHS`).
     size_advice : str
         What the warning says to do when the test does not hold alpha on a
-        design with few workers (:func:`~nlpower.powersim.calibrated.size_message`).
+        design with few workers (:func:`~nlpower.powersim.rules.size_message`).
 
     Examples
     --------
@@ -418,14 +421,25 @@ TESTS: dict[str, TestRule] = {
 }
 
 
-def _register_calibrated() -> None:
-    """The size-calibrated test lives in its own module (it subclasses TestRule)."""
-    from .calibrated import CALIBRATED
-    rule: TestRule = CALIBRATED
-    TESTS[rule.name] = rule
+@dataclass(frozen=True)
+class CalibratedRule(TestRule):
+    """``test="calibrated"``: the Satterthwaite test with its critical value from the fitted null."""
+
+    def balanced(self, st: BalancedStats, fit: BalancedFit,
+                 gens: Sequence[np.random.Generator], n_resamples: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        return fit.t, fit.df, calibrated_pvalues(st, n_resamples, gens)
 
 
-_register_calibrated()
+CALIBRATED = CalibratedRule(
+    "calibrated", "wald", "satterthwaite", "bootstrap", default_REML=True, REML="required",
+    families=("gaussian",), analytic=None, approximation="satterthwaite", two_sided_only=True,
+    paths=("balanced",),
+    size_advice="With so few workers no test here holds alpha exactly; plan for more workers.",
+    doc="Satterthwaite p prepivoted by a parametric bootstrap from the REML null fit")
+
+
+TESTS[CALIBRATED.name] = CALIBRATED
 
 
 def get_test(name: Any) -> TestRule:
@@ -439,3 +453,38 @@ def get_test(name: Any) -> TestRule:
     if isinstance(name, TestRule):
         return name
     return TESTS[check_choice("test", name, tuple(TESTS))]
+
+
+#: Below this many workers ``power`` measures the Type I error of the design (balanced path).
+FEW_WORKERS = 10
+
+
+def check_path(test: str, how: str) -> None:
+    """Refuse a test off the paths it runs on (``TestRule.paths``; before any replicate runs)."""
+    get_test(test).check_path(how)
+
+
+def size_message(test: str, alpha: float, n_workers: int, n_type1: int, n_sims: int) -> str:
+    """The plain warning when ``test`` rejects too often at effect 0 on a design."""
+    rate = n_type1 / n_sims
+    lo, hi = wilson_ci(n_type1, n_sims)
+    return (f"test={test!r} does not hold alpha={alpha:g} on this design with {n_workers} "
+            f"workers: its Type I error measured here is {rate:.3f} (95% CI {lo:.3f}-{hi:.3f}, "
+            f"{n_sims} replicates at effect 0), so the power counts rejections a level-{alpha:g} "
+            f"test would not make. {get_test(test).size_advice}")
+
+
+def size_check(test: str, alpha: float, n_workers: int, n_type1: int | None, n_sims: int
+               ) -> str | None:
+    """Warn (and return the message) when the measured Type I error is above ``alpha``.
+
+    "Above" means the Wilson 95% interval of the rejection rate at effect 0 lies
+    entirely above ``alpha``.
+    """
+    if n_type1 is None or n_sims <= 0 or math.isnan(alpha):
+        return None
+    if wilson_ci(n_type1, n_sims)[0] <= alpha:
+        return None
+    msg = size_message(test, alpha, n_workers, n_type1, n_sims)
+    warnings.warn(msg, NlpowerWarning, stacklevel=3)
+    return msg

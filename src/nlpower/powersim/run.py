@@ -43,12 +43,11 @@ from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
 from .batches import checkpoint_root, open_run_checkpoint, replicate_jobs
-from .calibrated import FEW_WORKERS, check_path, size_check
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
-from .rules import get_test
+from .rules import FEW_WORKERS, check_path, get_test, size_check
 from .summary import analytic_power_result, apply_failure_policy, count, power_result
 
 
