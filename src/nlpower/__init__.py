@@ -60,6 +60,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "as_params": ("nlpower.convert", "as_params"),
     "assurance": ("nlpower.pilot", "assurance"),
     "plan_with_assurance": ("nlpower.pilot", "plan_with_assurance"),
+    "fit_judgements": ("nlpower.pilot.judgements", "fit_judgements"),
     "pilot": ("nlpower.pilot", None),
     "study": ("nlpower.study", None),
     "judge": ("nlpower.judge", None),

@@ -39,7 +39,7 @@ from .outcomes import HeadToHeadParams, LikertParams
 from .params import pm1_random_effects
 
 __all__ = ["GROUPS", "OrdinalPilot", "binary_params", "is_binary_fit", "is_ordinal_fit",
-           "pilot_family"]
+           "pilot_family", "separation_notes"]
 
 #: The grouping factors of a pilot fit (fit_ratings' names).
 GROUPS = ("worker", "item")
@@ -221,7 +221,9 @@ def binary_params(fit: Any) -> HeadToHeadParams:
     for t in fit.var_terms:
         if t.group not in GROUPS:
             raise InputError(f"the binary pilot's random effects are grouped by {t.group!r}; "
-                             f"planning needs groups named {list(GROUPS)}.")
+                             f"planning needs groups named {list(GROUPS)}. Fit the judgements "
+                             "with nlpower.fit_judgements(file, worker=..., item=..., a=..., "
+                             "b=..., choice=...), which maps your column names onto them.")
         for j, cn in enumerate(t.cnames):
             kind = "int" if cn == "(Intercept)" else ("pos" if cn == pos else None)
             if kind is None:
@@ -242,3 +244,52 @@ def binary_params(fit: Any) -> HeadToHeadParams:
             sd_worker_position=sd.get(("worker", "pos"), 0.0) * k,
             sd_item_position=sd.get(("item", "pos"), 0.0) * k,
             p_draw=float(np.mean(wt == 0)))
+
+
+#: An SD above this on the logit scale is the mark of a quasi-separated binary pilot.
+SEPARATION_SD = 4.0
+
+
+def separation_notes(fit: Any, sd: Any = None) -> list[str]:
+    """Notes on a head-to-head pilot whose worker or item SD is implausibly large (quasi-separation).
+
+    When most of a group's levels have all their judgements one way, the
+    binomial likelihood keeps growing with that group's SD: the fitted SD
+    (logit scale, above :data:`SEPARATION_SD`) describes the pilot's sparsity,
+    not the population, and a plan built on it asks for far too many items.
+    ``sd`` (the user's values, e.g. ``{"item": 1.0}``) replaces the note by
+    one saying the value is the user's.
+    """
+    params = binary_params(fit)
+    data = getattr(fit, "data", None)
+    given = {str(k).removeprefix("sd_") for k in (sd or {})}
+    notes = []
+    for g in GROUPS:
+        value = float(getattr(params, f"sd_{g}"))
+        if value <= SEPARATION_SD:
+            continue
+        if g in given:
+            notes.append(f"sd_{g} is {sd_value_of(sd, g):g}, as given (the pilot's fitted "
+                         f"{value:.3g} on the logit scale is a mark of quasi-separation).")
+            continue
+        one_way = ""
+        if isinstance(data, pd.DataFrame) and g in data.columns:
+            y = np.asarray(fit.model.spec.y, dtype=float)
+            w = np.asarray(fit.model.wt, dtype=float)
+            frame = pd.DataFrame({"g": data[g].to_numpy(), "y": y, "w": w})[w > 0]
+            per = frame.groupby("g", observed=True)["y"].agg(["min", "max"])
+            share = float(np.mean(per["min"] == per["max"]))
+            one_way = f" {share:.0%} of its {per.shape[0]} {g}s have all their judgements one way;"
+        notes.append(f"sd_{g} = {value:.3g} on the logit scale: the pilot looks quasi-separated "
+                     f"({one_way.strip()} the likelihood keeps rising with this SD), so the "
+                     f"estimate is not a usable planning value. Set it with sd={{'{g}': S}} "
+                     f"(CLI: --sd {g}=S), e.g. 0.5-1.5 as in published head-to-head studies.")
+    return notes
+
+
+def sd_value_of(sd: Any, name: str) -> float:
+    """The user's SD for ``name`` (keys with or without ``sd_``)."""
+    for k, v in (sd or {}).items():
+        if str(k).removeprefix("sd_") == name:
+            return float(v)
+    raise KeyError(name)

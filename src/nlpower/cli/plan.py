@@ -11,6 +11,7 @@ preference --p-win ...`` plans from parameters with :func:`nlpower.plan`
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import warnings
@@ -93,12 +94,33 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write both plans and their assurance as JSON ('-' = stdout)")
     add_outcome_arguments(p, analysis=False)
+    j = p.add_argument_group(
+        "head-to-head pilot (--judgements FILE: one row per judgement; --worker and --item name "
+        "its worker and item columns)")
+    j.add_argument("--judgements", type=Path, default=None, metavar="FILE",
+                   help="pilot file of head-to-head judgements (A / B / tie): plans repeated "
+                        "judgements of the pair with assurance (--effect: logit of the share "
+                        "preferring B, or --p-win)")
+    j.add_argument("--first", default="a", metavar="COL",
+                   help="column of the system shown first (default: a)")
+    j.add_argument("--second", default="b", metavar="COL",
+                   help="column of the system shown second (default: b)")
+    j.add_argument("--choice", default="choice", metavar="COL",
+                   help="column of the preference: a/b/tie, the preferred system's name, or "
+                        "1/0/0.5 (default: choice)")
+    j.add_argument("--pair", default=None, metavar="A,B",
+                   help="the two systems compared, baseline first (default: the file's two "
+                        "systems in sorted order)")
+    j.add_argument("--position", action="store_true",
+                   help="also fit the effect of display order")
     p.set_defaults(func=run_plan, parser=p)
 
 
 def run_plan(args: argparse.Namespace) -> int:
     from ..pilot import plan_with_assurance
 
+    if args.judgements is not None:
+        return _plan_judgements(args)
     # --effect is read by every outcome; --preset / --ratings are refused below in plan's words
     check_outcome_flags(args, own=("effect", "preset", "ratings"))
     if args.outcome != "gaussian":
@@ -128,7 +150,7 @@ def run_plan(args: argparse.Namespace) -> int:
             alpha=args.alpha, test=args.test, alternative=args.alternative,
             min_workers=args.min_workers, max_workers=args.max_workers, max_items=args.max_items,
             workers_per_item=args.workers_per_item, rng=args.seed,
-            contrast=contrast_of(args), sd=args.sd, **extra,
+            contrast=contrast_of(args), sd=args.sd, progress=True, **extra,
         )
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
@@ -146,6 +168,56 @@ def run_plan(args: argparse.Namespace) -> int:
             "note": result.note,
         }
         write_json(args, payload)
+    return 0
+
+
+def _plan_judgements(args: argparse.Namespace) -> int:
+    """``--judgements FILE``: a head-to-head pilot (:func:`nlpower.pilot.fit_judgements`) planned."""
+    from ..pilot import fit_judgements, plan_with_assurance
+    from ..pilot.judgements import judgement_frame
+
+    if args.ratings is not None or args.preset is not None:
+        raise InputError("give one pilot: --judgements FILE (head-to-head) or --ratings FILE "
+                         "(ratings) or --preset, not several.")
+    if args.outcome not in ("gaussian", "preference"):
+        raise InputError(f"--judgements plans head-to-head judgements (--outcome preference); "
+                         f"got --outcome {args.outcome}.")
+    effect = args.effect
+    if (effect is None) == (args.p_win is None):
+        args.parser.error("give the effect to detect once: --effect (logit of the share "
+                          "preferring B) or --p-win (that share, e.g. 0.6).")
+    if effect is None:
+        if not 0.0 < args.p_win < 1.0:
+            raise InputError(f"--p-win is a share of judgements, strictly between 0 and 1; got "
+                             f"{args.p_win}.")
+        effect = math.log(args.p_win / (1.0 - args.p_win))
+    pair = None if args.pair is None else tuple(s.strip() for s in args.pair.split(","))
+    cols = dict(a=args.first, b=args.second, choice=args.choice, worker=args.worker,
+                item=args.item, pair=pair)
+    rows, (base, other) = judgement_frame(args.judgements, **cols)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_judgements(args.judgements, position=args.position, **cols)
+        result = plan_with_assurance(
+            fit, outcome="preference", effect=effect, target_power=args.target_power,
+            cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+            confidence_level=args.confidence_level, method=args.method, n_boot=args.n_boot,
+            alpha=args.alpha, alternative=args.alternative, min_workers=args.min_workers,
+            max_workers=args.max_workers, max_items=args.max_items,
+            workers_per_item=args.workers_per_item, rng=args.seed, sd=args.sd,
+            n_sims=args.n_sims, progress=True)
+    for w in caught:
+        print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
+    ties = int((rows["weight"] == 0).sum())
+    print(f"Judgements: {args.judgements}\n  {len(rows)} judgements of {other} against {base} "
+          f"({ties} ties) by {rows['worker'].nunique()} workers of {rows['item'].nunique()} "
+          f"items\n  share preferring {other} (ties excluded): "
+          f"{rows['win'][rows['weight'] > 0].mean():.3f}\n  effect planned: {effect:.4g} "
+          f"(logit scale; share preferring {other} {1 / (1 + math.exp(-effect)):.3f})\n")
+    print(cli_sd(result.summary(), args.flags))
+    write_json(args, {"judgements": str(args.judgements), "pair": [base, other],
+                      "effect": effect, "plans": result.to_frame().to_dict(orient="records"),
+                      "point_assurance": result.point_assurance.to_record(), "note": result.note})
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..convert import PilotLike, as_params, is_pilot_fit
 from .assurance import AssuranceResult, PilotPlanResult, assurance, plan_with_assurance
+from .judgements import fit_judgements
 
 __all__ = ["AssuranceResult", "PilotLike", "PilotPlanResult", "as_params", "assurance",
-           "is_pilot_fit", "plan_with_assurance"]
+           "fit_judgements", "is_pilot_fit", "plan_with_assurance"]

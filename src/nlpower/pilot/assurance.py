@@ -377,6 +377,7 @@ def plan_with_assurance(
     n_sims: int | None = None,
     rng: RNGLike = None,
     sd: Mapping[str, float] | None = None,
+    progress: bool = False,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
 
@@ -390,6 +391,9 @@ def plan_with_assurance(
     (``max_workers`` a cap; ``sd`` sets variance components the pilot does
     not estimate, e.g. ``sd={"item_slope": 0.1}``, held fixed over the
     pilot's draws; the ``note`` names the components set to 0).
+    ``progress=True`` shows each stage of an ordinal or binary pilot's plan
+    (bootstrap refits, designs checked by simulation, assurance) on standard
+    error with its elapsed and remaining time.
     For an ordinal or binary pilot the search uses a Gaussian stand-in of the
     latent model and the chosen designs are checked by simulation
     (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
@@ -422,7 +426,7 @@ def plan_with_assurance(
             n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
             alpha=alpha, alternative=alternative, min_workers=min_workers,
             max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
-            seq=seq, seed=seed_record(seq), sd=sd)
+            seq=seq, seed=seed_record(seq), sd=sd, progress=progress)
     check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
     if n_sims not in (None, 0):
         raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "

@@ -35,8 +35,10 @@ many replicates as the draws used together (``n_boot * n_sims``), at most
 from __future__ import annotations
 
 import math
+import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,7 +47,7 @@ import numpy as np
 from .._choices import Coding
 from .._validation import check_choice
 from ..coding import x_values
-from ..convert_outcomes import OrdinalPilot, binary_params, pilot_family
+from ..convert_outcomes import OrdinalPilot, binary_params, pilot_family, separation_notes
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..outcomes import HeadToHeadParams, LikertParams, headtohead_power, likert_power
@@ -90,6 +92,12 @@ class OutcomePilot:
             self.base = fit
             self.point = binary_params(fit)
 
+    def notes(self, sd: Any = None) -> list[str]:
+        """What the plan must say about the pilot's SDs: unestimated (ordinal) or separated (binary)."""
+        if self.ordinal is not None:
+            return self.ordinal.zero_sd_notes(sd)
+        return separation_notes(self.base, sd)
+
     def params_of(self, refit: Any) -> LikertParams | HeadToHeadParams:
         if self.ordinal is not None:
             return self.ordinal.to_params(refit, unequal="ignore")
@@ -112,15 +120,45 @@ class OutcomePilot:
                 f"{b.formula!r})")
 
 
-def outcome_draws(pilot: OutcomePilot, seeds: Sequence[np.random.SeedSequence]
-                  ) -> list[LikertParams | HeadToHeadParams]:
+class Stages:
+    """Progress of a plan on standard error: one bar per stage, with its elapsed and remaining time.
+
+    Off (``progress=False``) it does nothing, so the stages' code is the same
+    either way.
+    """
+
+    def __init__(self, progress: bool) -> None:
+        self.progress = bool(progress)
+
+    @contextmanager
+    def stage(self, desc: str, total: int | None = None, unit: str = "fit") -> Iterator[Any]:
+        if not self.progress:
+            yield None
+            return
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
+        try:
+            yield bar
+        finally:
+            bar.close()
+
+
+def _tick(bar: Any) -> None:
+    if bar is not None:
+        bar.update(1)
+
+
+def outcome_draws(pilot: OutcomePilot, seeds: Sequence[np.random.SeedSequence],
+                  stages: Stages | None = None) -> list[LikertParams | HeadToHeadParams]:
     """Bootstrap draws of the pilot's parameters, one per seed (failed refits dropped)."""
     out = []
-    for s in seeds:
-        try:
-            out.append(pilot.draw(np.random.Generator(np.random.PCG64(s))))
-        except _FAILURES:
-            continue
+    with (stages or Stages(False)).stage("refitting the pilot (bootstrap)", len(seeds)) as bar:
+        for s in seeds:
+            try:
+                out.append(pilot.draw(np.random.Generator(np.random.PCG64(s))))
+            except _FAILURES:
+                pass
+            _tick(bar)
     if len(out) < max(1, len(seeds) // 2):
         raise FitError(f"only {len(out)} of {len(seeds)} bootstrap refits of the pilot succeeded; "
                        "the pilot's model is too rich for its data. Refit it with a simpler "
@@ -211,8 +249,16 @@ def outcome_assurance(fit: Any, design: CrossedDesign, *, effect: Any, coding: C
                       target_power: float, n_boot: int, n_sims: int, method: str,
                       confidence_level: float, alpha: float, alternative: str,
                       seq: np.random.SeedSequence, seed: dict[str, Any],
-                      pilot: OutcomePilot | None = None, draws: list[Any] | None = None) -> Any:
-    """:func:`nlpower.pilot.assurance` for an ordinal or binary pilot (module docstring)."""
+                      pilot: OutcomePilot | None = None, draws: list[Any] | None = None,
+                      known: Mapping[str, float] | None = None,
+                      stages: Stages | None = None) -> Any:
+    """:func:`nlpower.pilot.assurance` for an ordinal or binary pilot (module docstring).
+
+    ``known`` holds powers a plan's search has already simulated on this
+    design with :data:`POINT_SIMS` replicates (``"point"``: at the estimates,
+    ``"upper"``: at the upper bounds); they are reported as they are, so a
+    plan never shows a second, noisier estimate of the power it was chosen by.
+    """
     if method != "bootstrap":
         raise InputError(f"method={method!r} describes a Gaussian pilot's variances; ordinal and "
                          "binary pilots are bootstrapped: use method='bootstrap'.")
@@ -226,7 +272,7 @@ def outcome_assurance(fit: Any, design: CrossedDesign, *, effect: Any, coding: C
     names = SD_FIELDS[p.outcome]
     s_draws, s_assess = seq.spawn(2)
     if draws is None:
-        draws = outcome_draws(p, s_draws.spawn(n_boot))
+        draws = outcome_draws(p, s_draws.spawn(n_boot), stages)
     v_hat = _variances(p.point, names)
     v = bias_corrected(v_hat, np.array([_variances(d, names) for d in draws]), cap=None)
     draws = [_with_variances(d, names, row).with_effect(eff) for d, row in zip(draws, v,
@@ -235,11 +281,18 @@ def outcome_assurance(fit: Any, design: CrossedDesign, *, effect: Any, coding: C
     point = p.point.with_effect(eff)
     setup = _Setup(design, p.outcome, a, test, n_sims, alpha, alternative)
     s_point, s_each, s_up = s_assess.spawn(3)
-    n_point = max(n_sims, min(POINT_SIMS, len(draws) * n_sims))
-    p_point = _power(setup, point, s_point, n_point)
-    p_draws = np.array([_power(setup, d, s, n_sims)
-                        for d, s in zip(draws, s_each.spawn(len(draws)), strict=True)])
-    p_up = _power(setup, _with_variances(point, names, upper), s_up, n_point)
+    known = dict(known or {})
+    n_point = POINT_SIMS if known else max(n_sims, min(POINT_SIMS, len(draws) * n_sims))
+    p_point = known["point"] if "point" in known else _power(setup, point, s_point, n_point)
+    with (stages or Stages(False)).stage(f"assurance of {design.n_workers} workers x "
+                                         f"{design.n_items} items", len(draws), "draw") as bar:
+        powers = []
+        for d, s in zip(draws, s_each.spawn(len(draws)), strict=True):
+            powers.append(_power(setup, d, s, n_sims))
+            _tick(bar)
+    p_draws = np.array(powers)
+    p_up = (known["upper"] if "upper" in known
+            else _power(setup, _with_variances(point, names, upper), s_up, n_point))
     stats = summarise_powers(p_draws, target_power)
     return AssuranceResult(
         power=p_point, safeguard_power=p_up, **stats,

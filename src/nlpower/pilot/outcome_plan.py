@@ -29,6 +29,7 @@ Only step 1 is approximate: every power reported is simulated.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from ..convert import with_sds
 from ..design import CrossedDesign
-from ..errors import DesignError
+from ..errors import DesignError, NlpowerWarning
 from ..outcomes import HeadToHeadParams, LikertParams
 from ..params import LMMParams
 from ..powersim import PlanResult, plan
@@ -45,6 +46,7 @@ from .outcome_assurance import (
     POINT_SIMS,
     SD_FIELDS,
     OutcomePilot,
+    Stages,
     _power,
     _Setup,
     _variances,
@@ -97,7 +99,8 @@ def latent_proxy(params: LikertParams | HeadToHeadParams) -> LMMParams:
 
 
 def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
-            seed: np.random.SeedSequence) -> tuple[PlanResult, float]:
+            seed: np.random.SeedSequence, stages: Stages, which: str
+            ) -> tuple[PlanResult, float]:
     """Approximate plan, items grown until the simulated power reaches the target, else more workers.
 
     The stand-in can be optimistic about few workers (its df and its worker
@@ -115,7 +118,8 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
     for _ in range(MAX_WORKER_STEPS + 1):
         res = plan(proxy, effect=proxy.effect, max_items=max_items,
                    **{**kw, "min_workers": lo_w})
-        design, pw = _grow_items(res.design, params, setup, seed, target, max_items)
+        with stages.stage(f"checking {which} designs by simulation", None, "design") as bar:
+            design, pw = _grow_items(res.design, params, setup, seed, target, max_items, bar)
         if pw >= target:
             cost = kw["cost_per_rating"] * design.n_ratings + \
                 kw["cost_per_worker"] * design.n_workers
@@ -137,10 +141,12 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
 
 
 def _grow_items(design: CrossedDesign, params: Any, setup: _Setup, seed: np.random.SeedSequence,
-                target: float, max_items: int) -> tuple[CrossedDesign, float]:
+                target: float, max_items: int, bar: Any = None) -> tuple[CrossedDesign, float]:
     """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``."""
     for step in range(MAX_STEPS + 1):
         pw = _power(replace(setup, design=design), params, seed, POINT_SIMS)
+        if bar is not None:
+            bar.update(1)
         if pw >= target or design.n_items >= max_items or step == MAX_STEPS:
             break
         n_items = min(max_items, math.ceil(design.n_items * ITEM_STEP))
@@ -155,15 +161,19 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
                  n_sims: int, alpha: float, alternative: str, min_workers: int,
                  max_workers: int | None, max_items: int, workers_per_item: int | None,
                  seq: np.random.SeedSequence, seed: dict[str, Any],
-                 sd: Any = None) -> PilotPlanResult:
+                 sd: Any = None, progress: bool = False) -> PilotPlanResult:
     """:func:`nlpower.pilot.plan_with_assurance` for an ordinal or binary pilot (module docstring)."""
     p = OutcomePilot(fit, contrast)
     a = check_outcome(p.outcome, outcome, analysis)
     eff = planned_effect(p.outcome, effect, coding)
     names = SD_FIELDS[p.outcome]
     s_draws, s_point, s_safe, s_check = seq.spawn(4)
-    raw = outcome_draws(p, s_draws.spawn(n_boot))
-    zeros = [] if p.ordinal is None else p.ordinal.zero_sd_notes(sd)
+    stages = Stages(progress)
+    raw = outcome_draws(p, s_draws.spawn(n_boot), stages)
+    zeros = p.notes(sd)
+    for z in zeros:
+        if "quasi-separated" in z:
+            warnings.warn(z, NlpowerWarning, stacklevel=3)
     if sd:          # the user's SDs for what the pilot does not estimate: fixed in every draw
         p.point = with_sds(p.point, sd)
         raw = [with_sds(d, sd) for d in raw]
@@ -179,19 +189,24 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
                               test="z")
     setup = _Setup(CrossedDesign(2, 2), p.outcome, a, test, n_sims, alpha, alternative)
     s_c1, s_c2 = s_check.spawn(2)
-    point_plan, _ = _choose(point, setup, kw=kw, max_items=max_items, seed=s_c1)
+    point_plan, point_pw = _choose(point, setup, kw=kw, max_items=max_items, seed=s_c1,
+                                    stages=stages, which="point-plan")
     akw: dict[str, Any] = dict(effect=effect, coding=coding, contrast=contrast, outcome=outcome,
                                analysis=a, test=test, target_power=target_power, n_boot=n_boot,
                                n_sims=n_sims, method=method, confidence_level=confidence_level,
-                               alpha=alpha, alternative=alternative, seed=seed, pilot=p, draws=raw)
-    point_a = outcome_assurance(fit, point_plan.design, seq=s_point, **akw)
+                               alpha=alpha, alternative=alternative, seed=seed, pilot=p, draws=raw,
+                               stages=stages)
+    point_a = outcome_assurance(fit, point_plan.design, seq=s_point, known={"point": point_pw},
+                                **akw)
     note = ("the designs were searched with a Gaussian stand-in of the latent model "
             "(nlpower.pilot.outcome_plan.latent_proxy) and checked by simulation: every power "
             f"shown is simulated ({point_a.point_sims} replicates at the estimates and bounds).")
     safe_plan: PlanResult | None
     try:
-        safe_plan, _ = _choose(upper, setup, kw=kw, max_items=max_items, seed=s_c2)
-        safe_a = outcome_assurance(fit, safe_plan.design, seq=s_safe, **akw)
+        safe_plan, safe_pw = _choose(upper, setup, kw=kw, max_items=max_items, seed=s_c2,
+                                        stages=stages, which="safeguard")
+        safe_a = outcome_assurance(fit, safe_plan.design, seq=s_safe, known={"upper": safe_pw},
+                                   **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None
         note += (f" No design in the searched range reaches the target at the upper bounds of "

@@ -17,6 +17,15 @@ __all__ = ["AssuranceResult", "PilotPlanResult", "plan_notes", "summarise_powers
 
 _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
+def _effect_scale(a: Any) -> str:
+    """What the effect is measured in, for a summary's first line."""
+    if getattr(a, "outcome", None) == "preference":
+        return "logit of the share preferring B"
+    if getattr(a, "outcome", None) == "likert":
+        return f"latent scale, {a.coding} coding"
+    return f"{a.coding} coding"
+
+
 def summarise_powers(p_draws: np.ndarray, target_power: float) -> dict[str, Any]:
     """Assurance (mean), its Monte Carlo SE and interval, quantiles and ``prob_target`` of draws."""
     n = len(p_draws)
@@ -117,7 +126,7 @@ class AssuranceResult:
         pw = "analytic" if self.n_sims == 0 else f"simulated, {self.n_sims} replicates per draw"
         at = "" if self.point_sims == 0 else f" (simulated, {self.point_sims} replicates)"
         lines = [
-            f"Assurance of {self.design} for effect {self.effect:g} ({self.coding} coding), "
+            f"Assurance of {self.design} for effect {self.effect:g} ({_effect_scale(self)}), "
             f"test {self.test!r} ({self.alternative}, alpha {self.alpha:g}); pilot {self.pilot}",
             f"  power at the pilot's estimates{at}: {self.power:.3f}",
             f"  assurance (mean power, {self.method}, {self.n_boot} draws, {pw}): "
@@ -213,7 +222,7 @@ class PilotPlanResult:
         how = ("analytic" if a.point_sims == 0 else
                f"simulated ({a.point_sims} replicates, analysis {a.analysis!r})")
         lines = [
-            f"Plans for effect {a.effect:g} ({a.coding} coding) at target power "
+            f"Plans for effect {a.effect:g} ({_effect_scale(a)}) at target power "
             f"{a.target_power:g}, test {a.test!r} ({a.alternative}, alpha {a.alpha:g}); "
             f"pilot {a.pilot}",
             *([] if self.compared is None else
