@@ -41,7 +41,6 @@ Engines
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
@@ -49,7 +48,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 import numpy as np
 
 from .._choices import EngineName, check_choice
-from ..errors import ConvergenceWarning, InputError, SingularFitWarning
+from ..errors import InputError
 from .ddf import kenward_roger_fn
 from .draw import SimulatesGaussian
 from .family import Family, Gaussian, get_family
@@ -288,26 +287,14 @@ def get_engine(name: AnyEngine) -> Engine:
     return engine if engine is not None else _ENGINES[check_choice("engine", name, EngineName)]
 
 
-def warn_diagnostics(fit: LmmFit, *, where: str = "lmer", singular: bool = True,
+def warn_diagnostics(fit: Any, *, where: str = "lmer", singular: bool = True,
                      stacklevel: int = 3) -> None:
     """Warn about a fit that did not converge or (``singular=True``) is singular.
 
-    The user-facing functions (:func:`~nlpower.lmm.lmer`,
-    :func:`~nlpower.ratings.fit_ratings`) call this; engines never warn, the
-    diagnostics are in the result (STYLE 6).
+    :func:`~nlpower.lmm.checkconv.report_convergence` without the Hessian
+    findings; engines never warn, the diagnostics are in the result (STYLE 6).
     """
-    tag = f"{where} ({fit.engine})"
-    if not fit.converged:
-        opt = fit.optsum
-        why = "; ".join(m for m in dict.fromkeys([opt.message, *opt.check_messages, *opt.warnings])
-                        if m)
-        hint = ("Try more evaluations or another optimiser through control= (the engine's "
-                "settings, see lmer), or rescale predictors.")
-        warnings.warn(
-            f"{tag}: the optimiser did not converge ({why}); the estimates may be inaccurate. "
-            f"{hint}", ConvergenceWarning, stacklevel=stacklevel)
-    if singular and fit.singular:
-        warnings.warn(
-            f"{tag}: boundary (singular) fit -- a variance component is estimated as (near) "
-            "zero; see fit.varcorr(). Consider simplifying the random-effects structure.",
-            SingularFitWarning, stacklevel=stacklevel)
+    from .checkconv import CheckConvControl, report_convergence
+    report_convergence(fit, CheckConvControl(singular="warning" if singular else "ignore",
+                                             hess="ignore"),
+                       where=where, stacklevel=stacklevel + 1)

@@ -180,7 +180,7 @@ class RClmmModel(LikelihoodOnly):
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, control: Any = None,
             checkconv: Any = None) -> ClmmFit:
         """:meth:`refit` and the full :class:`~.result.ClmmFit` (its ``engine``: ``"ordinal"``)."""
-        return ClmmFit(self.refit(y, control=control), self.model, engine="ordinal")
+        return ClmmFit.from_core(self.model, self.refit(y, control=control), engine="ordinal")
 
     def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
         """New responses from the model (the native model's :meth:`~.model.ClmmModel.simulate`)."""
