@@ -104,7 +104,7 @@ def test_summary_and_interface(crossed: pd.DataFrame) -> None:
     assert set(f.ranef()) == {"worker", "item"}
     assert f.ranef()["item"].shape == (30, 1)
     tf = f.to_frame()
-    assert set(tf["kind"]) == {"threshold", "fixed", "random"}
+    assert set(tf["effect"]) == {"threshold", "fixed", "ran_pars"}
     vcv = f.vcov
     assert vcv.shape == (7, 7) and np.all(np.diag(vcv) > 0)
     assert "loglik" in repr(f)

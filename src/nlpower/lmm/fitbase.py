@@ -418,8 +418,11 @@ class MixedFit(FitVerbs):
         components), ``estimate``, ``std_error``, ``statistic`` (t or z),
         ``p_value`` (where the family's summary has one).
         """
-        fixed = self._coef_rows().assign(group=None)
-        rows: list[dict[str, Any]] = []
+        fixed = self._coef_rows()
+        rows: list[dict[str, Any]] = [
+            {"effect": r.effect, "group": None, "term": r.term, "estimate": r.estimate,
+             "std_error": r.std_error, "statistic": r.statistic, "p_value": r.p_value}
+            for r in fixed.itertuples(index=False)]
         for grp, v1, v2, sdcor in self.varcorr()[["grp", "var1", "var2", "sdcor"]].itertuples(
                 index=False):
             if grp == "Residual":
@@ -433,8 +436,8 @@ class MixedFit(FitVerbs):
             rows.append({"effect": "ran_pars", "group": grp, "term": term,
                          "estimate": float(sdcor), "std_error": np.nan, "statistic": np.nan,
                          "p_value": np.nan})
-        cols = ["effect", "group", "term", "estimate", "std_error", "statistic", "p_value"]
-        return pd.concat([fixed[cols], pd.DataFrame(rows, columns=cols)], ignore_index=True)
+        return pd.DataFrame(rows, columns=["effect", "group", "term", "estimate", "std_error",
+                                           "statistic", "p_value"])
 
     def _re_table(self) -> str:
         """The random-effects block of lme4's ``summary``."""
