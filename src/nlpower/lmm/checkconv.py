@@ -440,9 +440,10 @@ def _hessian_text(msg: str) -> str:
     prefix = "Model failed to converge: "
     if msg.startswith(prefix):
         msg = " ".join(msg[len(prefix):].split())
-        return (f"{msg} at the optimum (lme4: '{prefix.rstrip(': ')}'): a saddle point or a flat "
-                "ridge of the likelihood; standard errors and correlations may be unreliable. "
-                "fit.converged is decided by the optimiser and the gradient check.")
+        return (f"{msg} at the optimum (lme4 counts this as a convergence failure): a saddle "
+                "point or a flat ridge of the likelihood; standard errors and correlations may "
+                "be unreliable. fit.converged is decided by the optimiser and the gradient "
+                "check.")
     return msg
 
 

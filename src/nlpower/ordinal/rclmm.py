@@ -189,8 +189,8 @@ class RClmmModel(LikelihoodOnly):
 
 def _core(model: ClmmModel, res: dict[str, Any]) -> ClmmCore:
     """R's estimates as a :class:`ClmmCore` (theta: the Cholesky factors of R's VarCorr)."""
-    alpha = np.asarray(res["alpha"], dtype=float)
-    beta = np.asarray(res["beta"], dtype=float)
+    alpha = np.array(res["alpha"], dtype=float)  # a copy: R may reuse its memory
+    beta = np.array(res["beta"], dtype=float)
     theta: list[float] = []
     if model.rs is not None:
         vcs = [np.asarray(m, dtype=float) for m in res["vc"]]
