@@ -100,7 +100,7 @@ class GlmmFit(MixedFit):
 
     def _condvar_weights(self) -> tuple[np.ndarray, float]:
         m = self.model
-        fam = get_family(self.family, self.link)
+        fam: Any = get_family(self.family, self.link)     # Binomial or Poisson: a variance
         eta = np.asarray(self.eta, dtype=float)
         mu = fam.link.linkinv(eta)
         wt = np.asarray(m.wt if hasattr(m, "wt") else m.native.wt, dtype=float)

@@ -81,6 +81,7 @@ class ClmmFit(MixedFit):
                    "max_grad": c.max_grad if c is not None else math.nan, "cond_H": core.cond_H}
         terms = []
         for k, t in enumerate(rs.terms if rs is not None else ()):
+            assert rs is not None
             L = rs.term_factor(k, core.theta)
             terms.append(VarTerm(grp=t.group, group=t.group, cnames=tuple(t.cnames),
                                  cov=np.asarray(L @ L.T)))
