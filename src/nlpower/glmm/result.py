@@ -21,7 +21,7 @@ from .. import _dist as stats
 from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.family import get_family
-from ..lmm.fitbase import MixedFit, VarTerm
+from ..lmm.fitbase import MixedFit, VarTerm, var_terms_at
 from ..lmm.layout import ThetaLayout, theta_layout
 
 if TYPE_CHECKING:
@@ -227,16 +227,7 @@ class GlmmFit(MixedFit):
 
 def var_terms_from_theta(lay: ThetaLayout, theta: np.ndarray) -> tuple[VarTerm, ...]:
     """Each term's covariance ``Lambda Lambda'`` (a GLMM has no residual scale)."""
-    out = []
-    for t, off, grp in zip(lay.terms, lay.term_offsets, lay.grp_names, strict=True):
-        lam = np.zeros((t.q, t.q))
-        k = off
-        for j in range(t.q):
-            for i in range(j, t.q):
-                lam[i, j] = theta[k]
-                k += 1
-        out.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames), cov=lam @ lam.T))
-    return tuple(out)
+    return var_terms_at(lay, theta, 1.0)
 
 
 def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | None, vcov_how: str,

@@ -88,8 +88,9 @@ class PreparedModel(Protocol):
         ...
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
-            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
-        """Fit ``y`` (``None``: ``spec.y``) and build the full :class:`LmmFit` (no warnings).
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> Any:
+        """Fit ``y`` (``None``: ``spec.y``) and build the full fit, a
+        :class:`~nlpower.lmm.fitbase.MixedFit` (no warnings).
 
         ``checkconv``: lme4's post-fit checks (:class:`~nlpower.lmm.checkconv.CheckConvControl`);
         their findings are ``fit.optsum.check_messages``.
@@ -98,6 +99,11 @@ class PreparedModel(Protocol):
 
     def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
         """Satterthwaite df of contrast(s) ``L`` at ``core``, this model's latest ``refit``."""
+        ...
+
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``params`` (a fit, a core, a ``ModelDesign`` or a
+        mapping; :func:`~nlpower.lmm.simparams.sim_params`), new random effects each."""
         ...
 
 

@@ -22,10 +22,10 @@ import pandas as pd
 
 from ..errors import InputError
 from .layout import theta_layout
-from .setparams import set_fixef, set_theta
+from .setparams import set_fixef, set_theta, term_covariances
 from .verbs import FitVerbs
 
-__all__ = ["MixedFit", "OptSummary", "VarTerm", "varcorr_frame"]
+__all__ = ["MixedFit", "OptSummary", "VarTerm", "var_terms_at", "varcorr_frame"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +36,14 @@ class VarTerm:
     group: str        # the grouping factor
     cnames: tuple[str, ...]
     cov: np.ndarray   # (q, q) covariance matrix (sigma^2 Lambda Lambda')
+
+
+def var_terms_at(layout: Any, theta: np.ndarray, scale: float = 1.0) -> tuple[VarTerm, ...]:
+    """Each term's covariance ``scale^2 Lambda Lambda'`` with lme4's group names
+    (``layout``: a :class:`~nlpower.lmm.layout.ThetaLayout`; ``scale``: sigma, or 1)."""
+    covs = term_covariances(layout, np.asarray(theta, dtype=float), scale)
+    return tuple(VarTerm(grp, t.group, tuple(t.cnames), c)
+                 for t, grp, c in zip(layout.terms, layout.grp_names, covs, strict=True))
 
 
 def varcorr_frame(terms: list[VarTerm], sigma: float | None,

@@ -20,9 +20,8 @@ import pandas as pd
 from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import InputError
-from .fitbase import MixedFit, OptSummary, VarTerm, varcorr_frame
+from .fitbase import MixedFit, OptSummary, VarTerm, var_terms_at, varcorr_frame
 from .layout import theta_layout
-from .setparams import term_covariances
 
 __all__ = ["FitCore", "LmmFit", "OptSummary", "VarTerm", "varcorr_frame"]
 
@@ -133,10 +132,7 @@ class LmmFit(MixedFit):
         return self.sigma if sigma is None else _positive("sigma", sigma)
 
     def _with(self, fixef: pd.Series, theta: np.ndarray, sigma: float) -> LmmFit:
-        lay = theta_layout(self.model.spec.re_terms)
-        covs = term_covariances(lay, theta, sigma)
-        terms = tuple(VarTerm(grp, t.group, tuple(t.cnames), c)
-                      for t, grp, c in zip(lay.terms, lay.grp_names, covs, strict=True))
+        terms = var_terms_at(theta_layout(self.model.spec.re_terms), theta, sigma)
         return replace(self, fixef=fixef, theta=theta, sigma=sigma, var_terms=terms,
                        params_set=True, _cache={})
 
