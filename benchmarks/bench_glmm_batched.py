@@ -60,7 +60,7 @@ def main() -> None:
           f"{'to refit':>8s} {'max |d dev|':>11s}")
     for name, fit in cases().items():
         m = fit.model
-        Y = m.simulate(args.n_sims, rng=1, theta=fit.theta, beta=fit.fixef)
+        Y = m.simulate(args.n_sims, rng=1, params=fit)
         m.refit_many(Y[:2], start=fit)                           # warm-up (builds the batch)
         t0 = time.process_time()
         many = m.refit_many(Y, start=fit)

@@ -113,7 +113,7 @@ def describe(name: str, df: pd.DataFrame, truth: Truth) -> None:
 
 
 def _sd_se(fit: Any, group: str) -> tuple[float, float]:
-    vc = fit.vcov()
+    vc = fit.vcov
     name = f"{group}.(Intercept)"
     est = float(fit.varcorr().set_index(["grp", "var1"]).loc[(group, "(Intercept)"), "sdcor"])
     se = math.sqrt(max(float(vc.loc[name, name]), 0.0)) if name in vc.index else math.nan
@@ -465,7 +465,7 @@ def part4(name: str, fit: Any, df: pd.DataFrame) -> None:
         cls = fit.predict(new, type="class")
         lat = fit.predict(new, type="latent")
         P0 = fit.predict(type="prob")
-        Pp = fit.predict(new, type="prob", re=False)
+        Pp = fit.predict(new, type="prob", re_form="NA")
         ok = (P.shape == (50, len(fit.categories)) and np.allclose(P.sum(axis=1), 1.0)
               and (P.to_numpy() >= 0).all() and len(P0) == fit.nobs
               and np.allclose(P.to_numpy(), P0.to_numpy()[:50])

@@ -37,7 +37,7 @@ def _crossed(family: str, n_workers: int = 6, n_items: int = 40) -> pd.DataFrame
 def _compare(fit, n: int, seed: int) -> tuple[int, int]:
     """Batched vs per-row refits on ``n`` simulated responses: (singular, batched) counts."""
     m = fit.model
-    Y = m.simulate(n, rng=seed, theta=fit.theta, beta=fit.fixef)
+    Y = m.simulate(n, rng=seed, params=fit)
     many = m.refit_many(Y, start=fit)
     assert len(many) == n
     n_sing = n_batched = 0

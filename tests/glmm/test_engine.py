@@ -66,7 +66,7 @@ def test_simulate_reproducible_and_mean(cbpp_fit) -> None:
     # theta = 0: y * size ~ Binomial(size, linkinv(X beta)); the mean within Monte Carlo error
     m = cbpp_fit.model
     beta = cbpp_fit.fixef.to_numpy()
-    sims = m.simulate(400, rng=11, theta=[0.0], beta=beta)
+    sims = m.simulate(400, rng=11, params={"theta": [0.0], "beta": beta})
     p = Binomial().link.linkinv(m.spec.X @ beta)
     k = sims * m.wt
     tot_mean = k.sum(axis=1).mean()

@@ -143,7 +143,7 @@ def test_model_level_errors(binary: pd.DataFrame) -> None:
         m.fit(start={"theta": [1.0], "beta": [0.0]})
     with pytest.raises(InputError, match="theta"):
         m.fit(start={"theta": [1.0, 2.0], "beta": [0.0, 0.0]})
-    with pytest.raises(InputError, match="simulate needs theta and beta"):
+    with pytest.raises(InputError, match="simulate needs params"):
         m.simulate(1, rng=1)
     with pytest.raises(InputError, match="one per row"):
         m.refit(np.ones(3))

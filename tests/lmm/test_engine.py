@@ -238,10 +238,9 @@ def test_lme4_checkconv_maps_to_lmercontrol():
 def test_gaussian_prepared_models_simulate_at_given_parameters(spec):
     native = get_engine("native").prepare(spec)
     core = native.refit(spec.y)
-    a = native.simulate(4, rng=7, theta=core.theta, beta=core.beta, sigma=core.sigma)
-    b = get_engine("lme4").prepare(spec).simulate(4, rng=7, theta=core.theta, beta=core.beta,
-                                                  sigma=core.sigma)
+    a = native.simulate(4, rng=7, params=core)
+    b = get_engine("lme4").prepare(spec).simulate(4, rng=7, params=core)
     assert a.shape == (4, spec.n)
     np.testing.assert_array_equal(a, b)              # same structure, same stream: same draws
-    big = native.simulate(400, rng=1, theta=core.theta, beta=core.beta, sigma=core.sigma)
+    big = native.simulate(400, rng=1, params=core)
     np.testing.assert_allclose(big.mean(axis=0).mean(), (spec.X @ core.beta).mean(), atol=0.05)

@@ -76,7 +76,8 @@ def test_coef_table(fits):
 def test_to_frame_and_repr_and_summary(fits):
     fit = fits["REML"]
     tidy = fit.to_frame()
-    assert list(tidy.columns) == ["effect", "group", "term", "estimate", "std_error", "statistic"]
+    assert list(tidy.columns) == ["effect", "group", "term", "estimate", "std_error", "statistic",
+                                  "p_value"]
     assert list(tidy["term"][:2]) == ["(Intercept)", "x"]
     assert "cor__(Intercept).x" in set(tidy["term"])
     assert tidy["term"].iloc[-1] == "sd__Observation"

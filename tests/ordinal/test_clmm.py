@@ -104,8 +104,8 @@ def test_summary_and_interface(crossed: pd.DataFrame) -> None:
     assert set(f.ranef()) == {"worker", "item"}
     assert f.ranef()["item"].shape == (30, 1)
     tf = f.to_frame()
-    assert set(tf["kind"]) == {"threshold", "fixed", "random"}
-    vcv = f.vcov()
+    assert set(tf["effect"]) == {"threshold", "fixed", "ran_pars"}
+    vcv = f.vcov
     assert vcv.shape == (7, 7) and np.all(np.diag(vcv) > 0)
     assert "loglik" in repr(f)
 
@@ -116,10 +116,10 @@ def test_predict(crossed: pd.DataFrame) -> None:
     assert P.shape == (len(crossed), 5)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     new = pd.DataFrame({"system": ["A", "B"], "worker": ["w000", "nobody"], "item": ["i000", "x"]})
-    Pn = f.predict(new, re=False)
+    Pn = f.predict(new, re_form="NA")
     # population level: B shifts mass upwards by exp(beta) in odds
     assert (Pn.iloc[1, 3:].sum() > Pn.iloc[0, 3:].sum()) == (f.fixef["systemB"] > 0)
-    lat = f.predict(new, type="latent", re=False)
+    lat = f.predict(new, type="latent", re_form="NA")
     assert lat.iloc[1] - lat.iloc[0] == pytest.approx(f.fixef["systemB"])
     cls = f.predict(new, type="class", allow_new_levels=True)
     assert set(cls) <= set(f.categories)

@@ -30,15 +30,15 @@ def test_predict_rejects_a_system_level_the_fit_has_not_seen(two_system_fit, re)
     # before: system "C" had no column and was predicted silently as the reference level "A"
     new = pd.DataFrame({"system": ["C", "A"], "worker": ["1", "2"]})
     with pytest.raises(InputError, match="'system'.*'C'"):
-        two_system_fit.predict(new, type="prob", re=re)
+        two_system_fit.predict(new, type="prob", re_form=None if re else "NA")
 
 
 def test_predict_of_fitted_levels_still_works(two_system_fit) -> None:  # type: ignore[no-untyped-def]
     new = pd.DataFrame({"system": pd.Categorical(["B", "A"]), "worker": ["1", "2"]})
-    P = two_system_fit.predict(new, type="prob", re=False).to_numpy()
+    P = two_system_fit.predict(new, type="prob", re_form="NA").to_numpy()
     assert np.allclose(P.sum(axis=1), 1.0)
     # population level: system B shifts the latent mean by its coefficient
-    lat = two_system_fit.predict(new, type="latent", re=False).to_numpy()
+    lat = two_system_fit.predict(new, type="latent", re_form="NA").to_numpy()
     assert lat[0] - lat[1] == pytest.approx(float(two_system_fit.fixef["systemB"]))
 
 

@@ -69,10 +69,10 @@ def test_new_levels_need_permission(slope_fit) -> None:  # type: ignore[no-untyp
     np.testing.assert_allclose(eta[2:], _manual_eta(fit, rows.iloc[2:]), atol=1e-10)
 
 
-def test_missing_grouping_column_points_at_re_false(slope_fit) -> None:  # type: ignore[no-untyped-def]
+def test_missing_grouping_column_points_at_re_form_na(slope_fit) -> None:  # type: ignore[no-untyped-def]
     fit, d = slope_fit
     rows = d.iloc[:5].drop(columns=["item"])
-    with pytest.raises(InputError, match="re=False"):
+    with pytest.raises(InputError, match="re_form=.NA."):
         fit.predict(rows)
-    pop = fit.predict(rows, type="latent", re=False).to_numpy()
+    pop = fit.predict(rows, type="latent", re_form="NA").to_numpy()
     np.testing.assert_allclose(pop, fit.fixef["x"] * rows["x"].to_numpy(), atol=1e-12)

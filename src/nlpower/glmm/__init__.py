@@ -19,9 +19,9 @@ import pandas as pd
 
 from .._choices import EngineName
 from .._validation import check_choice
-from ..errors import ConvergenceWarning, FitError, InputError, NlpowerWarning, SingularFitWarning
+from ..errors import FitError, InputError, NlpowerWarning
 from ..formula import parse
-from ..lmm.checkconv import CheckConvControl, apply_policy
+from ..lmm.checkconv import CheckConvControl, report_convergence
 from ..lmm.family import Family, get_family
 from ..lmm.frame import model_frame
 from .model import GlmmModel
@@ -148,12 +148,7 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
             "sparse cells, or use a penalised (bias-reduced or Bayesian) fit.",
             NlpowerWarning, stacklevel=2)
         return fit
-    if "checkconv" not in fit.optinfo:      # the engine ran its own checks (lme4's glmer)
-        _warn(fit)
-        return fit
-    if not fit.optinfo.get("nlopt_converged", True):
-        _warn(fit, singular=False)
-    apply_policy(fit.optinfo["checkconv"], ctl, where="glmer", stacklevel=3)
+    report_convergence(fit, ctl, where="glmer", stacklevel=3)
     return fit
 
 
@@ -169,13 +164,3 @@ def _numerical_failure(exc: Exception, data: Any, formula: str) -> FitError:
                     "Counts or weights this large overflow the working weights; rescale them "
                     "(e.g. model counts in thousands with an offset), or check the data and "
                     "start=.")
-
-
-def _warn(fit: GlmmFit, singular: bool = True) -> None:
-    if not fit.converged:
-        warnings.warn(f"glmer ({fit.engine}): the optimiser did not converge "
-                      f"({fit.optinfo.get('message', '')}); try control={{'maxeval': ...}} or "
-                      "rescale predictors.", ConvergenceWarning, stacklevel=3)
-    if singular and fit.singular:
-        warnings.warn(f"glmer ({fit.engine}): boundary (singular) fit; see fit.varcorr().",
-                      SingularFitWarning, stacklevel=3)

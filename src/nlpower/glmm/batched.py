@@ -254,7 +254,7 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
     >>> d = pd.read_csv("tests/reference/data/cbpp.csv", dtype={"period": str, "herd": str})
     >>> m = GlmmModel(model_frame("prop ~ period + (1 | herd)", d), Binomial(), weights=d["size"])
     >>> fit = m.fit()
-    >>> Y = m.simulate(3, rng=1, theta=fit.theta, beta=fit.fixef)
+    >>> Y = m.simulate(3, rng=1, params=fit)
     >>> cores = refit_many(m, Y, start=fit)
     >>> [round(c.deviance, 4) == round(m.refit(y, start=fit).deviance, 4) for c, y in zip(cores, Y)]
     [True, True, True]

@@ -21,8 +21,10 @@ import pandas as pd
 
 from ..errors import FitError
 from ..lmm import lme4 as _l
+from ..lmm.checkconv import fit_converged, lmer_control_checks
 from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Family
+from ..lmm.simparams import legacy_params
 from ..lmm.structure import ModelSpec
 from .model import GlmmModel, start_parts
 from .result import GlmmCore, GlmmFit, var_terms_from_theta
@@ -123,7 +125,7 @@ class Lme4GlmmModel(LikelihoodOnly):
     def _core(self, out: dict[str, Any]) -> GlmmCore:
         p = self.spec.p
         msgs = _l._strs(out["conv_messages"]) + _l._strs(out["warnings"])
-        conv = int(out["conv_code"][0]) == 0 and not any("converge" in m for m in msgs)
+        conv = fit_converged(True, msgs)
         return GlmmCore(theta=_l._vec(out["theta"]), beta=_l._vec(out["fixef"]),
                         vcov_beta=_l._vec(out["vcov"]).reshape(p, p),
                         deviance=-2.0 * float(out["loglik"][0]), converged=conv,
@@ -136,7 +138,7 @@ class Lme4GlmmModel(LikelihoodOnly):
         self.check_REML(REML)
         nAGQ = self.native.nAGQ if nAGQ is None else nAGQ
         yv = self.native.set_response(self.spec.y if y is None else y)
-        out = self._run(yv, nAGQ, control, start)
+        out = self._run(yv, nAGQ, lmer_control_checks(dict(control or {}), checkconv), start)
         core = self._core(out)
         names = list(self.spec.fixef_names)
         ranef = self._ranef(out)
@@ -150,7 +152,8 @@ class Lme4GlmmModel(LikelihoodOnly):
             singular=core.singular,
             optinfo={"optimizer": "lme4::glmer (bobyqa, Nelder_Mead)", "n_evals": core.n_evals,
                      "message": core.message, "converged": core.converged,
-                     "nlopt_converged": core.converged, "vcov": "lme4"},
+                     "conv_messages": _l._strs(out["conv_messages"]),
+                     "warnings": _l._strs(out["warnings"]), "vcov": "lme4"},
             contrasts=dict(self.spec.contrasts),
             var_terms=var_terms_from_theta(self.layout, core.theta),
             ranef_tables={g: ranef[g] for g in order}, eta=_l._vec(out["eta"]), model=self)
@@ -171,7 +174,8 @@ class Lme4GlmmModel(LikelihoodOnly):
             tables[g] = pd.DataFrame(vals, index=idx, columns=cols)
         return tables
 
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None, **legacy: Any
                  ) -> np.ndarray:
         """Responses drawn from the model (as :meth:`GlmmModel.simulate`)."""
-        return self.native.simulate(n, rng=rng, theta=theta, beta=beta)
+        return self.native.simulate(n, rng=rng, params=legacy_params(
+            params, legacy, allowed=("theta", "beta"), where="simulate"))

@@ -562,17 +562,20 @@ class GlmmModel(LikelihoodOnly):
         return self.vcov_rx(x), "rx"
 
     # -- simulation -----------------------------------------------------------------
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None, **legacy: Any
                  ) -> np.ndarray:
-        """``n`` new responses drawn from the model at ``theta``/``beta`` (shape ``(n, nobs)``).
+        """``n`` new responses drawn from the model at ``params`` (shape ``(n, nobs)``).
 
-        New random effects each time (lme4's ``simulate(use.u = FALSE)``);
-        binomial responses are proportions of ``weights`` trials.
+        ``params``: a fit, a core or ``{"theta": ..., "beta": ...}``
+        (:func:`~nlpower.lmm.simparams.sim_params`).  New random effects each
+        time (lme4's ``simulate(use.u = FALSE)``); binomial responses are
+        proportions of ``weights`` trials.
         """
         from .._rng import as_generator
-        if theta is None or beta is None:
-            raise InputError("simulate needs theta and beta (e.g. fit.theta and fit.fixef); "
-                             "or call fit.simulate(n, rng=...) on a fitted model.")
+        from ..lmm.simparams import legacy_params, sim_params
+        sp = sim_params(legacy_params(params, legacy, allowed=("theta", "beta"),
+                                      where="simulate"))
+        theta, beta = sp.theta, sp.beta
         gen = as_generator(rng)
         th = self.layout.check_start(theta)
         be = np.asarray(beta, dtype=float).ravel()

@@ -11,8 +11,6 @@ deviance over ``(theta, beta)`` (``optinfo["vcov"]`` says which was used).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +20,9 @@ import pandas as pd
 from .. import _dist as stats
 from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
+from ..lmm.family import get_family
+from ..lmm.fitbase import MixedFit, VarTerm, var_terms_at
 from ..lmm.layout import ThetaLayout, theta_layout
-from ..lmm.result import VarTerm, varcorr_frame
-from ..lmm.setparams import set_fixef, set_theta
-from ..lmm.verbs import FitVerbs
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -70,77 +67,56 @@ class GlmmCore:
 
 
 @dataclass(frozen=True, eq=False)
-class GlmmFit(FitVerbs):
-    """A fitted generalised linear mixed model with lme4's semantics.
+class GlmmFit(MixedFit):
+    """A fitted generalised linear mixed model with lme4's semantics (a
+    :class:`~nlpower.lmm.fitbase.MixedFit`).
 
     Attributes
     ----------
-    formula, family, link, nAGQ, engine : the model and how it was fitted.
-    fixef : Series.  vcov : DataFrame.  theta, theta_names : lme4's ``theta``.
-    loglik, deviance : ``deviance = -2 loglik`` (lme4's ``-2*logLik(fit)``).
-    nobs, ngrps, converged, singular, optinfo : as :class:`~nlpower.lmm.result.LmmFit`.
+    family, link, nAGQ : the family and how the likelihood was approximated.
+    eta : the fitted linear predictor (offset and random effects included).
+    offset_name, offset_given : the offset, a column of ``data`` (its name) or
+        values (``offset_given``).
+    The others are :class:`~nlpower.lmm.fitbase.MixedFit`'s; ``loglik`` is
+    ``-deviance / 2`` (lme4's ``-2*logLik(fit)``).
     """
 
-    formula: str
     family: str
     link: str
     nAGQ: int
-    engine: str
-    fixef: pd.Series
-    vcov: pd.DataFrame
-    theta: np.ndarray
-    theta_names: tuple[str, ...]
-    loglik: float
-    deviance: float
-    nobs: int
-    ngrps: dict[str, int]
-    converged: bool
-    singular: bool
-    optinfo: dict[str, Any]
-    contrasts: dict[str, str] = field(default_factory=dict)
-    var_terms: tuple[VarTerm, ...] = field(default=(), repr=False)
-    ranef_tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     eta: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    model: Any = field(default=None, repr=False)
-    #: the rows of the user's data the model was fitted on (for ``predict(newdata=...)``)
-    data: pd.DataFrame | None = field(default=None, repr=False)
-    #: the offset: a column of ``data`` (its name), or given as values (``offset_given``)
     offset_name: str | None = None
     offset_given: bool = False
-    #: the parameters were set by :meth:`with_params` (the truth of a power study)
-    params_set: bool = False
+
+    # -- the family's hooks --------------------------------------------------------------
+    def _with(self, fixef: pd.Series, theta: np.ndarray, sigma: float) -> GlmmFit:
+        lay = theta_layout(self.model.spec.re_terms)
+        return replace(self, fixef=fixef, theta=theta, var_terms=var_terms_from_theta(lay, theta),
+                       params_set=True, _cache={})
+
+    def _fit_again(self, model: Any, y: Any) -> GlmmFit:
+        new = model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()})
+        return replace(new, offset_name=self.offset_name, offset_given=self.offset_given)
+
+    def _condvar_weights(self) -> tuple[np.ndarray, float]:
+        m = self.model
+        fam: Any = get_family(self.family, self.link)     # Binomial or Poisson: a variance
+        eta = np.asarray(self.eta, dtype=float)
+        mu = fam.link.linkinv(eta)
+        wt = np.asarray(m.wt if hasattr(m, "wt") else m.native.wt, dtype=float)
+        return wt * fam.link.mu_eta(eta) ** 2 / fam.variance(mu), 1.0
+
+    def _coef_rows(self) -> pd.DataFrame:
+        tab = self.coef_table()
+        return pd.DataFrame({"effect": "fixed", "term": [str(k) for k in tab.index],
+                             "estimate": tab["estimate"].to_numpy(),
+                             "std_error": tab["std_error"].to_numpy(),
+                             "statistic": tab["z"].to_numpy(), "p_value": tab["p"].to_numpy()})
 
     # -- derived ----------------------------------------------------------------
     @property
-    def se(self) -> pd.Series:
-        """Standard errors of the fixed effects."""
-        return pd.Series(np.sqrt(np.diag(self.vcov.to_numpy())), index=self.fixef.index, name="se")
-
-    @property
     def zvalues(self) -> pd.Series:
         return pd.Series(self.fixef.to_numpy() / self.se.to_numpy(), index=self.fixef.index, name="z")
-
-    @property
-    def n_params(self) -> int:
-        """lme4's ``attr(logLik(m), "df")``: fixed effects plus ``theta``."""
-        return int(self.fixef.size + self.theta.size)
-
-    @property
-    def aic(self) -> float:
-        return -2.0 * self.loglik + 2.0 * self.n_params
-
-    @property
-    def bic(self) -> float:
-        return -2.0 * self.loglik + math.log(self.nobs) * self.n_params
-
-    def varcorr(self) -> pd.DataFrame:
-        """``as.data.frame(VarCorr(fit))``: ``grp, var1, var2, vcov, sdcor`` (no Residual row)."""
-        vc = varcorr_frame(list(self.var_terms), 1.0)
-        return vc[vc["grp"] != "Residual"].reset_index(drop=True)
-
-    def ranef(self) -> dict[str, pd.DataFrame]:
-        """Conditional modes of the random effects, one DataFrame per grouping factor."""
-        return {k: v.copy() for k, v in self.ranef_tables.items()}
 
     def coef_table(self) -> pd.DataFrame:
         """Fixed effects: ``estimate, std_error, z, p`` (Wald z tests, two-sided; lme4's summary)."""
@@ -150,8 +126,8 @@ class GlmmFit(FitVerbs):
         return pd.DataFrame({"estimate": est, "std_error": se, "z": z,
                              "p": 2.0 * stats.norm.sf(np.abs(z))}, index=self.fixef.index)
 
-    def predict(self, newdata: pd.DataFrame | None = None, *, type: str = "link",
-                re_form: Any = None, allow_new_levels: bool = False,
+    def predict(self, newdata: pd.DataFrame | None = None, *, re_form: Any = None,
+                allow_new_levels: bool = False, type: str = "link",
                 offset: Any = None) -> np.ndarray:
         """Predictions on the link (``"link"``) or response (``"response"``) scale, as lme4's
         ``predict.merMod``.
@@ -161,8 +137,6 @@ class GlmmFit(FitVerbs):
         newdata : DataFrame, optional
             Rows to predict, with the model's predictor (and grouping) columns;
             default: the fitted data (the fitted values, offset included).
-        type : {"link", "response"}
-            The linear predictor ``eta`` or the mean ``g^-1(eta)``.
         re_form : None, "NA", "~0" or str
             ``None``: every random effect (lme4's ``re.form = NULL``); ``"NA"``
             or ``"~0"``: none (the population level, ``re.form = NA``); a
@@ -171,6 +145,8 @@ class GlmmFit(FitVerbs):
             A level of a grouping factor the fit has not seen is refused with
             an error; with ``True`` its random effects are 0 (lme4's
             ``allow.new.levels``).
+        type : {"link", "response"}
+            The linear predictor ``eta`` or the mean ``g^-1(eta)``.
         offset : array, optional
             The new rows' offset, when the model's was given as values (an
             offset column of the data is read from ``newdata``).
@@ -191,10 +167,10 @@ class GlmmFit(FitVerbs):
         [0.308, 0.048]
         """
         from .._validation import check_choice
+        from ..lmm.predict import predict_newdata
         check_choice("type", type, ("link", "response"))
         if newdata is None:
             if re_form is not None:
-                from ..lmm.predict import predict_newdata
                 if self.data is None:
                     raise InputError("predict(re_form=...) needs a fit made by nlpower.glmer from "
                                      "a data frame.")
@@ -204,73 +180,21 @@ class GlmmFit(FitVerbs):
             else:
                 eta = self.eta.copy()
         else:
-            from ..lmm.predict import predict_newdata
             eta = predict_newdata(self, newdata, re_form=re_form,
                                   allow_new_levels=allow_new_levels, offset=offset)
         if type == "link":
             return eta
-        from ..lmm.family import get_family
         return np.asarray(get_family(self.family, self.link).link.linkinv(eta))
 
     def _offset(self) -> np.ndarray:
         m = self.model
         return np.asarray(m.offset if hasattr(m, "offset") else m.native.offset)
 
-    def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
-        """``n`` responses from the fitted model (new random effects), shape ``(n, nobs)``."""
-        return self.model.simulate(n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy())
-
-    def with_params(self, *, fixef: Mapping[str, float] | None = None,
-                    sd: Mapping[str, Any] | None = None, sigma: float | None = None) -> GlmmFit:
-        """A copy whose parameters are set (simr's ``fixef<-``, ``VarCorr<-``).
-
-        ``fixef``: coefficients by name (link scale); ``sd``: random-effect
-        SDs by term, on the link scale (:mod:`nlpower.lmm.setparams`).  A
-        GLMM has no residual SD: ``sigma`` is refused.
-
-        Examples
-        --------
-        >>> import pandas as pd, nlpower
-        >>> cbpp = pd.read_csv("tests/reference/data/cbpp.csv")
-        >>> g = nlpower.glmer("prop ~ period + (1 | herd)", cbpp, "binomial", weights="size")
-        >>> g2 = g.with_params(fixef={"period": -0.5}, sd={"herd": 1.0})
-        >>> float(g2.fixef["period"]), float(g2.varcorr()["sdcor"][0])
-        (-0.5, 1.0)
-        """
-        if sigma is not None:
-            raise InputError(f"sigma: a {self.family} GLMM has no residual SD (its variance "
-                             "follows from the mean); set fixef= and sd= only.")
-        lay = theta_layout(self.model.spec.re_terms)
-        theta = set_theta(lay, self.theta, sd, scale=1.0)
-        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta,
-                       var_terms=var_terms_from_theta(lay, theta), params_set=True)
-
-    def refit(self, y: Any) -> GlmmFit:
-        """The same model fitted to a new response, warm-started at this fit."""
-        new = self.model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()},
-                             nAGQ=self.nAGQ)
-        return replace(new, data=self.data, offset_name=self.offset_name,
-                       offset_given=self.offset_given)
-
     # -- presentation -------------------------------------------------------------
     def __repr__(self) -> str:
         fx = ", ".join(f"{k}={v:.4g}" for k, v in self.fixef.items())
-        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
         return (f"GlmmFit({self.family}({self.link}), {self.engine}: {fx}; "
-                f"logLik={self.loglik:.4f}; n={self.nobs}{flags})")
-
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy table: fixed effects (``statistic`` = z), then SDs and correlations (broom.mixed style)."""
-        tab = self.coef_table()
-        rows: list[dict[str, Any]] = [
-            {"effect": "fixed", "group": None, "term": str(k), "estimate": float(r.estimate),
-             "std_error": float(r.std_error), "statistic": float(r.z), "p_value": float(r.p)}
-            for k, r in tab.iterrows()]
-        for grp, v1, v2, sdcor in self.varcorr()[["grp", "var1", "var2", "sdcor"]].itertuples(index=False):
-            term = f"sd__{v1}" if v2 is None or pd.isna(v2) else f"cor__{v1}.{v2}"
-            rows.append({"effect": "ran_pars", "group": grp, "term": term, "estimate": float(sdcor),
-                         "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
-        return pd.DataFrame(rows)
+                f"logLik={self.loglik:.4f}; n={self.nobs}{self._flags()})")
 
     def summary(self) -> str:
         """Text in the layout of lme4's ``summary(glmerMod)``."""
@@ -295,39 +219,15 @@ class GlmmFit(FitVerbs):
                               "z value": tab["z"], "Pr(>|z|)": tab["p"]})
         lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
         if not self.converged:
-            lines += ["", f"convergence: {self.optinfo.get('message', '')}"]
+            lines += ["", f"convergence: {self.optsum.message}"]
         if self.singular:
             lines += ["", "boundary (singular) fit: see help('isSingular')"]
         return "\n".join(lines)
 
-    def _re_table(self) -> str:
-        rows = []
-        for t in self.var_terms:
-            sd = np.sqrt(np.diag(t.cov))
-            for i, c in enumerate(t.cnames):
-                cors = [f"{t.cov[i, j] / (sd[i] * sd[j]):.2f}" if sd[i] * sd[j] > 0 else "NaN"
-                        for j in range(i)]
-                rows.append([t.grp if i == 0 else "", c, f"{t.cov[i, i]:.4g}", f"{sd[i]:.4g}",
-                             " ".join(cors)])
-        df = pd.DataFrame(rows, columns=["Groups", "Name", "Variance", "Std.Dev.", "Corr"])
-        if not any(r[4] for r in rows):
-            df = df.drop(columns="Corr")
-        return " " + df.to_string(index=False, justify="left").replace("\n", "\n ")
-
-
 
 def var_terms_from_theta(lay: ThetaLayout, theta: np.ndarray) -> tuple[VarTerm, ...]:
     """Each term's covariance ``Lambda Lambda'`` (a GLMM has no residual scale)."""
-    out = []
-    for t, off, grp in zip(lay.terms, lay.term_offsets, lay.grp_names, strict=True):
-        lam = np.zeros((t.q, t.q))
-        k = off
-        for j in range(t.q):
-            for i in range(j, t.q):
-                lam[i, j] = theta[k]
-                k += 1
-        out.append(VarTerm(grp=grp, group=t.group, cnames=tuple(t.cnames), cov=lam @ lam.T))
-    return tuple(out)
+    return var_terms_at(lay, theta, 1.0)
 
 
 def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | None, vcov_how: str,

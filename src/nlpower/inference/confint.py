@@ -146,12 +146,11 @@ def _boot(fit: Any, kind: str, est: pd.DataFrame, level: float, n_boot: int, rng
     from .._rng import spawn
     # one child stream per replicate (the power runner's seeding): replicate r's response
     # does not depend on how the replicates are batched
-    extra = {"sigma": fit.sigma} if kind == "gaussian" else {}
+    params = {"theta": theta, "beta": beta, "sigma": getattr(fit, "sigma", None)}
     draws = []
     try:
         for seq in spawn(rng, n_boot):
-            y = model.simulate(1, rng=np.random.default_rng(seq), theta=theta, beta=beta,
-                               **extra)[0]
+            y = model.simulate(1, rng=np.random.default_rng(seq), params=params)[0]
             draws.append(_refit_parameters(fit, kind, model, y, theta))
     finally:
         _restore(model, kind)

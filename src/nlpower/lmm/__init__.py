@@ -22,9 +22,10 @@ from typing import Any
 
 from .._choices import EngineName
 from ..errors import InputError
-from .checkconv import CheckConvControl, ConvergenceError, apply_policy
+from .checkconv import CheckConvControl, ConvergenceError, report_convergence
 from .engine import Engine, PreparedModel, get_engine, register_fitter, warn_diagnostics
 from .family import Family, get_family
+from .fitbase import MixedFit
 from .frame import fitted_rows, model_frame
 from .native import ThetaLayout, single_threaded, theta_layout
 from .result import FitCore, LmmFit, OptSummary
@@ -98,9 +99,7 @@ def lmer(formula: str, data: Any, *, REML: bool = True, engine: EngineName = "na
     model = eng.prepare(spec, data=data)
     fit = model.fit(REML=REML, control=control, checkconv=ctl)
     fit = replace(fit, model=model, data=fitted_rows(data, spec))
-    if not fit.optsum.optimizer_converged:
-        warn_diagnostics(fit, where="lmer", singular=False, stacklevel=3)
-    apply_policy(fit.optsum.check_messages, ctl, where="lmer", stacklevel=3)
+    report_convergence(fit, ctl, where="lmer", stacklevel=3)
     return fit
 
 
@@ -110,6 +109,7 @@ __all__ = [
     "Engine",
     "FitCore",
     "LmmFit",
+    "MixedFit",
     "ModelSpec",
     "PreparedModel",
     "ReTerm",
@@ -119,6 +119,7 @@ __all__ = [
     "get_engine",
     "get_family",
     "register_fitter",
+    "report_convergence",
     "lmer",
     "model_frame",
     "single_threaded",

@@ -384,6 +384,7 @@ def apply_policy(check: ConvCheck | Any, control: Any = None, *, where: str = "l
             level, cls = ctl.singular, SingularFitWarning
         elif "Hessian" in msg or "unidentifiable" in msg:
             level, cls = ctl.hess, ConvergenceWarning
+            msg = _hessian_text(msg)
         else:
             level, cls = ctl.grad, ConvergenceWarning
         if level == "ignore":
@@ -393,6 +394,116 @@ def apply_policy(check: ConvCheck | Any, control: Any = None, *, where: str = "l
             raise ConvergenceError(text + " (policy 'error'; set checkconv={...: 'warning'} to "
                                    "continue with this fit).")
         warnings.warn(text, cls, stacklevel=stacklevel)
+
+
+def _kind(msg: str) -> str:
+    """``"singular"``, ``"hess"`` or ``"grad"``: which check (and policy) a finding belongs to."""
+    if msg.startswith("boundary (singular)"):
+        return "singular"
+    if "Hessian" in msg or "unidentifiable" in msg:
+        return "hess"
+    return "grad"
+
+
+def fit_converged(optimizer_converged: bool, messages: Any) -> bool:
+    """The one convergence rule: the optimiser met its tolerances and the gradient check passed.
+
+    ``messages``: the checks' findings (lme4's wording).  A Hessian finding
+    (negative or zero eigenvalues, near unidentifiability) or a singular fit
+    does not make a fit "not converged" (:attr:`ConvCheck.ok` says why); a
+    gradient finding ("Model failed to converge with max|grad| ...",
+    "Gradient contains NAs") or an optimiser's convergence warning does.
+    The native engines compute it from the :class:`ConvCheck`, the R
+    engines from R's messages, with this function.
+
+    Examples
+    --------
+    >>> fit_converged(True, ["Model failed to converge: degenerate  Hessian with 1 negative "
+    ...                      "eigenvalues"])
+    True
+    >>> fit_converged(True, ["Model failed to converge with max|grad| = 0.01 (tol = 0.002)"])
+    False
+    """
+    return bool(optimizer_converged) and not any(
+        _kind(str(m)) == "grad" and ("converge" in str(m) or "NA" in str(m)) for m in messages)
+
+
+_HINTS = {"glmer": "try control={'maxeval': ...} or rescale predictors.",
+          "clmm": "try control={'maxiter': 5000}."}
+_LMER_HINT = ("Try more evaluations or another optimiser through control= (the engine's "
+              "settings, see lmer), or rescale predictors.")
+
+
+def _hessian_text(msg: str) -> str:
+    """A Hessian finding in words that do not contradict ``fit.converged`` (lme4 prefixes some
+    with "Model failed to converge:", though the gradient check decides convergence)."""
+    prefix = "Model failed to converge: "
+    if msg.startswith(prefix):
+        msg = " ".join(msg[len(prefix):].split())
+        return (f"{msg} at the optimum (lme4 counts this as a convergence failure): a saddle "
+                "point or a flat ridge of the likelihood; standard errors and correlations may "
+                "be unreliable. fit.converged is decided by the optimiser and the gradient "
+                "check.")
+    return msg
+
+
+def report_convergence(fit: Any, checkconv: Any = None, *, where: str = "lmer",
+                       stacklevel: int = 3) -> None:
+    """The one convergence policy of ``lmer``, ``glmer``, ``clmm`` and ``fit_ratings``.
+
+    Reads ``fit.optsum`` (every family and engine fills it) and warns or
+    raises as ``checkconv`` says (:class:`CheckConvControl`; default: warn):
+
+    * the optimiser stopped before its tolerances: a
+      :class:`~nlpower.errors.ConvergenceWarning` ("did not converge");
+    * each finding of the checks, per its policy: gradient (``grad``),
+      Hessian (``hess``; said without "failed to converge": such a fit has
+      ``converged`` True, :func:`fit_converged`), singular fit
+      (``singular``, a :class:`~nlpower.errors.SingularFitWarning`; from
+      ``fit.singular`` when the engine ran no check);
+    * a fit that is not ``converged`` is always said to be so.
+
+    So a warning that says a fit did not converge comes with
+    ``fit.converged`` False, and ``fit.converged`` False always comes with
+    such a warning (unless ``grad="ignore"``).
+
+    Raises
+    ------
+    ConvergenceError
+        A failed check whose policy is ``"error"``.
+    """
+    ctl = CheckConvControl.coerce(checkconv)
+    opt = fit.optsum
+    tag = f"{where} ({fit.engine})"
+    hint = _HINTS.get(where, _LMER_HINT)
+    said = False
+    if not opt.optimizer_converged:
+        why = "; ".join(m for m in dict.fromkeys([opt.message, *opt.warnings]) if m)
+        warnings.warn(f"{tag}: the optimiser did not converge ({why}); the estimates may be "
+                      f"inaccurate. {hint}", ConvergenceWarning, stacklevel=stacklevel)
+        said = True
+    messages = list(opt.check_messages)
+    if fit.singular and not any(_kind(m) == "singular" for m in messages):
+        messages.insert(0, "boundary (singular) fit: see help('isSingular')")
+    for msg in messages:
+        kind = _kind(msg)
+        level = getattr(ctl, kind)
+        if level == "ignore":
+            continue
+        if kind == "hess":
+            msg = _hessian_text(msg)
+        elif kind == "grad" and not fit.converged:
+            said = True
+        text = f"{tag}: {msg}"
+        if level == "error":
+            raise ConvergenceError(text + " (policy 'error'; set checkconv={...: 'warning'} to "
+                                   "continue with this fit).")
+        warnings.warn(text, SingularFitWarning if kind == "singular" else ConvergenceWarning,
+                      stacklevel=stacklevel)
+    if not fit.converged and not said and ctl.grad != "ignore":
+        why = "; ".join(m for m in opt.check_messages if _kind(m) == "grad") or opt.message
+        warnings.warn(f"{tag}: the fit did not converge ({why}); the estimates may be "
+                      f"inaccurate. {hint}", ConvergenceWarning, stacklevel=stacklevel)
 
 
 _CHECKS = (("grad", "check.conv.grad", "grad_tol"), ("hess", "check.conv.hess", "hess_tol"),
@@ -423,4 +534,5 @@ def lmer_control_checks(ctrl: dict[str, Any], checkconv: Any) -> dict[str, Any]:
 
 __all__ = ["CHECK_LEVELS", "GRAD_TOL", "HESS_TOL", "REPLICATE_CONTROL", "SINGULAR_TOL",
            "CheckConvControl", "CheckLevel", "ConvCheck", "ConvergenceError", "apply_policy",
-           "check_conv", "deriv12", "gradient", "lmer_control_checks"]
+           "check_conv", "deriv12", "fit_converged", "gradient", "lmer_control_checks",
+           "report_convergence"]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import as_generator
+from ..errors import InputError
 from .layout import theta_layout
 from .structure import ModelSpec
 
@@ -84,13 +85,20 @@ class SimulatesGaussian:
     spec: ModelSpec
     _simulator: GaussianSimulator | None = None
 
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any, beta: Any, sigma: float
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None, **legacy: Any
                  ) -> np.ndarray:
-        """``(n, nobs)`` responses drawn at ``theta``, ``beta``, ``sigma`` (lme4's ``simulate``).
+        """``(n, nobs)`` responses drawn at ``params`` (lme4's ``simulate``).
 
-        New random effects for every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
+        ``params``: a fit, a core, or ``{"theta": ..., "beta": ..., "sigma": ...}``
+        (:func:`~nlpower.lmm.simparams.sim_params`).  New random effects for
+        every response (:class:`~nlpower.lmm.draw.GaussianSimulator`).
         """
+        from .simparams import legacy_params, sim_params
+        sp = sim_params(legacy_params(params, legacy, allowed=("theta", "beta", "sigma"),
+                                      where="simulate"))
+        if sp.sigma is None:
+            raise InputError("simulate: a Gaussian model's params need 'sigma' (the residual SD) "
+                             "beside 'theta' and 'beta'.")
         if self._simulator is None:
             self._simulator = GaussianSimulator.from_spec(self.spec)
-        return self._simulator.draw(np.asarray(theta, dtype=float), np.asarray(beta, dtype=float),
-                                    float(sigma), int(n), rng=rng)
+        return self._simulator.draw(sp.theta, sp.beta, sp.sigma, int(n), rng=rng)

@@ -41,7 +41,6 @@ Engines
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
@@ -49,7 +48,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 import numpy as np
 
 from .._choices import EngineName, check_choice
-from ..errors import ConvergenceWarning, InputError, SingularFitWarning
+from ..errors import InputError
 from .ddf import kenward_roger_fn
 from .draw import SimulatesGaussian
 from .family import Family, Gaussian, get_family
@@ -89,8 +88,9 @@ class PreparedModel(Protocol):
         ...
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None,
-            control: dict[str, Any] | None = None, checkconv: Any = None) -> LmmFit:
-        """Fit ``y`` (``None``: ``spec.y``) and build the full :class:`LmmFit` (no warnings).
+            control: dict[str, Any] | None = None, checkconv: Any = None) -> Any:
+        """Fit ``y`` (``None``: ``spec.y``) and build the full fit, a
+        :class:`~nlpower.lmm.fitbase.MixedFit` (no warnings).
 
         ``checkconv``: lme4's post-fit checks (:class:`~nlpower.lmm.checkconv.CheckConvControl`);
         their findings are ``fit.optsum.check_messages``.
@@ -99,6 +99,11 @@ class PreparedModel(Protocol):
 
     def satterthwaite_df(self, core: FitCore, L: Any) -> float | np.ndarray:
         """Satterthwaite df of contrast(s) ``L`` at ``core``, this model's latest ``refit``."""
+        ...
+
+    def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
+        """``(n, nobs)`` responses drawn at ``params`` (a fit, a core, a ``ModelDesign`` or a
+        mapping; :func:`~nlpower.lmm.simparams.sim_params`), new random effects each."""
         ...
 
 
@@ -288,26 +293,14 @@ def get_engine(name: AnyEngine) -> Engine:
     return engine if engine is not None else _ENGINES[check_choice("engine", name, EngineName)]
 
 
-def warn_diagnostics(fit: LmmFit, *, where: str = "lmer", singular: bool = True,
+def warn_diagnostics(fit: Any, *, where: str = "lmer", singular: bool = True,
                      stacklevel: int = 3) -> None:
     """Warn about a fit that did not converge or (``singular=True``) is singular.
 
-    The user-facing functions (:func:`~nlpower.lmm.lmer`,
-    :func:`~nlpower.ratings.fit_ratings`) call this; engines never warn, the
-    diagnostics are in the result (STYLE 6).
+    :func:`~nlpower.lmm.checkconv.report_convergence` without the Hessian
+    findings; engines never warn, the diagnostics are in the result (STYLE 6).
     """
-    tag = f"{where} ({fit.engine})"
-    if not fit.converged:
-        opt = fit.optsum
-        why = "; ".join(m for m in dict.fromkeys([opt.message, *opt.check_messages, *opt.warnings])
-                        if m)
-        hint = ("Try more evaluations or another optimiser through control= (the engine's "
-                "settings, see lmer), or rescale predictors.")
-        warnings.warn(
-            f"{tag}: the optimiser did not converge ({why}); the estimates may be inaccurate. "
-            f"{hint}", ConvergenceWarning, stacklevel=stacklevel)
-    if singular and fit.singular:
-        warnings.warn(
-            f"{tag}: boundary (singular) fit -- a variance component is estimated as (near) "
-            "zero; see fit.varcorr(). Consider simplifying the random-effects structure.",
-            SingularFitWarning, stacklevel=stacklevel)
+    from .checkconv import CheckConvControl, report_convergence
+    report_convergence(fit, CheckConvControl(singular="warning" if singular else "ignore",
+                                             hess="ignore"),
+                       where=where, stacklevel=stacklevel + 1)

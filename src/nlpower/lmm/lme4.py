@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
-from .checkconv import lmer_control_checks
+from .checkconv import fit_converged, lmer_control_checks
 from .columns import as_factor, is_numeric
 from .ddf import kenward_roger_fn
 from .draw import SimulatesGaussian
@@ -496,8 +496,8 @@ def _call(fn: Any, what: str, *args: Any) -> dict[str, Any]:
 
 
 def _converged(out: dict[str, Any]) -> bool:
-    msgs = _strs(out["conv_messages"]) + _strs(out["warnings"])
-    return int(out["conv_code"][0]) == 0 and not any("converge" in m for m in msgs)
+    """:func:`~nlpower.lmm.checkconv.fit_converged` on lme4's findings and R's warnings."""
+    return fit_converged(True, _strs(out["conv_messages"]) + _strs(out["warnings"]))
 
 
 def _core(out: dict[str, Any], REML: bool) -> FitCore:

@@ -575,32 +575,10 @@ class ClmmModel(LikelihoodOnly):
 
     # -- simulation ------------------------------------------------------------------
     def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
-        """``n`` new responses (codes, shape ``(n, n_obs)``): new random effects, latent draws.
+        """``n`` new responses (codes, ``(n, n_obs)``): new random effects, latent draws.
 
-        ``params``: ``(alpha, beta, theta)`` or a :class:`ClmmCore` (default: the start values).
+        ``params``: a fit, a :class:`ClmmCore`, ``{"alpha", "beta", "theta"}``
+        (:func:`~nlpower.lmm.simparams.sim_params`) or the flat ``(alpha, beta, theta)``.
         """
-        from .._rng import as_generator
-        gen = as_generator(rng)
-        if isinstance(params, ClmmCore):
-            params = params.params
-        x = self.start() if params is None else np.asarray(params, dtype=float)
-        alpha, beta, theta = self.split(x)
-        cuts = self.thr.theta(alpha)
-        eta = np.tile(self.X @ beta, (n, 1))
-        if self.rs is not None:
-            self.rs.set_theta(theta)
-            self._theta_set = theta.copy()
-            self._last = None
-            for r in range(n):
-                eta[r] += self.rs.eta(gen.standard_normal(self.rs.n_u))
-        latent = eta + _latent_draws(self.link.name, gen, eta.shape)
-        return np.searchsorted(cuts, latent, side="left").astype(np.intp)
-
-
-def _latent_draws(link: str, gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Draws ``e`` with ``P(e <= t) = F(t)`` (so ``Y <= j`` iff ``eta + e <= theta_j``)."""
-    if link == "logit":
-        return gen.logistic(size=shape)
-    if link == "probit":
-        return gen.standard_normal(shape)
-    return np.log(gen.exponential(size=shape))  # cloglog: P(e <= t) = 1 - exp(-exp(t))
+        from .simulate import simulate_codes
+        return simulate_codes(self, n, rng=rng, params=params)

@@ -106,7 +106,7 @@ class OrdinalRatingsFit:
             lines.append("note: boundary (singular) fit -- some SD is estimated as 0 (expected "
                          "for (system || g) terms, whose intercept and per-system SDs trade off)")
         if not self.fit.converged:
-            lines.append("note: the fit did not converge (see fit.optinfo)")
+            lines.append("note: the fit did not converge (see fit.optsum)")
         lines += ["", self.fit.summary()]
         return "\n".join(lines)
 

@@ -180,7 +180,7 @@ class RClmmModel(LikelihoodOnly):
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, control: Any = None,
             checkconv: Any = None) -> ClmmFit:
         """:meth:`refit` and the full :class:`~.result.ClmmFit` (its ``engine``: ``"ordinal"``)."""
-        return ClmmFit(self.refit(y, control=control), self.model, engine="ordinal")
+        return ClmmFit.from_core(self.model, self.refit(y, control=control), engine="ordinal")
 
     def simulate(self, n: int = 1, *, rng: Any, params: Any = None) -> np.ndarray:
         """New responses from the model (the native model's :meth:`~.model.ClmmModel.simulate`)."""
@@ -189,8 +189,8 @@ class RClmmModel(LikelihoodOnly):
 
 def _core(model: ClmmModel, res: dict[str, Any]) -> ClmmCore:
     """R's estimates as a :class:`ClmmCore` (theta: the Cholesky factors of R's VarCorr)."""
-    alpha = np.asarray(res["alpha"], dtype=float)
-    beta = np.asarray(res["beta"], dtype=float)
+    alpha = np.array(res["alpha"], dtype=float)  # a copy: R may reuse its memory
+    beta = np.array(res["beta"], dtype=float)
     theta: list[float] = []
     if model.rs is not None:
         vcs = [np.asarray(m, dtype=float) for m in res["vc"]]

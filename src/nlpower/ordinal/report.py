@@ -33,7 +33,7 @@ def summary_text(fit: Any) -> str:
     lines = [f"Cumulative Link {'Mixed ' if mixed else ''}Model"
              + (f" fitted with {approx}" if mixed else ""), "",
              f"formula: {fit.formula}", ""]
-    mg = fit.optinfo["max_grad"]
+    mg = fit.optsum.max_grad
     lines += _table([[m.link.name, m.thr.kind, str(fit.nobs), f"{fit.loglik:.2f}", f"{fit.aic:.2f}",
                       str(fit.core.n_evals), "NA" if not math.isfinite(mg) else f"{mg:.2e}",
                       f"{fit.cond_H:.1e}"]],

@@ -11,55 +11,134 @@ import copy
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
 
 from .. import _dist as stats
 from .._validation import check_choice
-from ..errors import ConvergenceWarning, InputError
+from ..errors import InputError
 from ..formula import parse
-from ..lmm.checkconv import apply_policy
+from ..lmm.checkconv import report_convergence
+from ..lmm.fitbase import MixedFit, VarTerm
 from ..lmm.frame import model_frame
-from ..lmm.verbs import FitVerbs
+from ..lmm.layout import theta_layout
 from .cumulative import cumulative_parts
 from .model import ClmmCore, ClmmModel
 
 __all__ = ["ClmmFit"]
 
 
+class _VcovFrame(pd.DataFrame):
+    """``fit.vcov``, a DataFrame that still answers the old call ``fit.vcov()`` (deprecated)."""
+
+    @property
+    def _constructor(self) -> Any:
+        return pd.DataFrame
+
+    def __call__(self) -> pd.DataFrame:
+        warnings.warn("ClmmFit.vcov is an attribute now, as on every fit (lmer, glmer): write "
+                      "fit.vcov, without the call.", DeprecationWarning, stacklevel=2)
+        return pd.DataFrame(self)
+
+
 @dataclass(frozen=True, eq=False)
-class ClmmFit(FitVerbs):
-    """A fitted cumulative link (mixed) model, ``ordinal``'s parameterisation.
+class ClmmFit(MixedFit):
+    """A fitted cumulative link (mixed) model, ``ordinal``'s parameterisation (a
+    :class:`~nlpower.lmm.fitbase.MixedFit`).
 
     Attributes
     ----------
     core : ClmmCore
         Estimates, ``vcov`` over ``(alpha, beta, theta)``, log-likelihood, diagnostics.
     model : ClmmModel
-        The prepared structure (``refit`` reuses it).
+        The prepared structure, this fit's own (``refit`` fits a copy).
+    vcov : DataFrame
+        Inverse Hessian of ``-loglik`` over thresholds, fixed effects and
+        ``theta`` (``ordinal``'s ``vcov``).
+    The others are :class:`~nlpower.lmm.fitbase.MixedFit`'s.
     """
 
     core: ClmmCore
-    model: ClmmModel = field(repr=False)
-    engine: str = "native"
+    #: the response codes fitted (the structure's response is set back to them when needed)
+    y_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp), repr=False)
+
+    _residual_name: ClassVar[str | None] = "Residual (latent)"
 
     @classmethod
-    def from_core(cls, model: ClmmModel, core: ClmmCore) -> ClmmFit:
-        return cls(core, model)
+    def from_core(cls, model: ClmmModel, core: ClmmCore, engine: str = "native") -> ClmmFit:
+        """The fit at ``core``: a snapshot of the estimates, modes and rows."""
+        rs = model.rs
+        names = _param_names(model)
+        c = core.check
+        optinfo = {"optimizer": "ordinal::clmm" if engine == "ordinal" else
+                   "L-BFGS-B and Newton (nlpower.ordinal)",
+                   "message": core.message, "n_evals": core.n_evals, "converged": core.converged,
+                   "optimizer_converged": core.converged or (c is not None and not c.ok),
+                   "checkconv": c.to_dict() if c is not None else None,
+                   "max_grad": c.max_grad if c is not None else math.nan, "cond_H": core.cond_H}
+        terms = []
+        for k, t in enumerate(rs.terms if rs is not None else ()):
+            assert rs is not None
+            L = rs.term_factor(k, core.theta)
+            terms.append(VarTerm(grp=t.group, group=t.group, cnames=tuple(t.cnames),
+                                 cov=np.asarray(L @ L.T)))
+        tables = _ranef_tables(model, core)
+        data = getattr(model, "data", None)
+        return cls(core=core, model=model, engine=engine, formula=model.spec.formula,
+                   fixef=pd.Series(core.beta, index=list(model.fixef_names), name="fixef"),
+                   vcov=_VcovFrame(core.vcov, index=names, columns=names), theta=core.theta,
+                   theta_names=theta_layout(model.spec.re_terms).names if rs is not None else (),
+                   loglik=core.loglik, deviance=-2.0 * core.loglik, nobs=model.spec.n,
+                   ngrps={g: len(v) for g, v in tables.items()}, converged=core.converged,
+                   singular=core.singular, optinfo=optinfo, contrasts=dict(model.spec.contrasts),
+                   var_terms=tuple(terms), ranef_tables=tables,
+                   data=data() if callable(data) else data, y_codes=np.array(model.y, copy=True))
+
+    # -- the family's hooks --------------------------------------------------------------
+    def _residual_sd(self) -> float:
+        return math.sqrt(_LATENT_VAR[self.model.link.name])
+
+    def _n_extra(self) -> int:
+        return int(self.core.alpha.size)
+
+    def _fixef_offset(self) -> int:
+        return int(self.model.n_alpha)
+
+    def _with(self, fixef: pd.Series, theta: np.ndarray, sigma: float) -> ClmmFit:
+        core = replace(self.core, beta=fixef.to_numpy(dtype=float), theta=theta)
+        return replace(ClmmFit.from_core(self.model, core, self.engine), params_set=True)
+
+    def _fit_again(self, model: Any, y: Any) -> ClmmFit:
+        y = np.asarray(y)
+        if y.dtype.kind not in "iub" and not (
+                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
+            raise InputError("refit(y): y must be integer category codes 0..K-1 (as simulate() "
+                             "returns); got non-integer values.")
+        if y.size and np.unique(y).size < 2:
+            raise InputError(f"refit(y): y has a single category (code {int(y.flat[0])} in all "
+                             f"{y.size} rows); an ordinal model needs at least two (its thresholds "
+                             "would run off to infinity).")
+        own = copy.deepcopy(model)      # a new fit with its own structure: this one stays
+        return ClmmFit.from_core(own, own.refit(y.astype(np.intp), start=self.core), self.engine)
+
+    def _condvar_weights(self) -> tuple[np.ndarray, float]:
+        m = self._at_fit()
+        up, lo = m.offsets(self.core.alpha, self.core.beta)
+        e = self._eta(None, True) - m.X @ self.core.beta
+        return cumulative_parts(m.link, up - e, lo - e).w, 1.0
+
+    def _coef_rows(self) -> pd.DataFrame:
+        tab = self.coef_table()
+        return pd.DataFrame({"effect": np.where(tab["kind"] == "threshold", "threshold", "fixed"),
+                             "term": [str(k) for k in tab.index],
+                             "estimate": tab["estimate"].to_numpy(),
+                             "std_error": tab["se"].to_numpy(), "statistic": tab["z"].to_numpy(),
+                             "p_value": tab["pvalue"].to_numpy()})
 
     # -- estimates -------------------------------------------------------------------
-    @property
-    def formula(self) -> str:
-        return self.model.spec.formula
-
-    @property
-    def fixef(self) -> pd.Series:
-        """Fixed effects (no intercept: the thresholds absorb it)."""
-        return pd.Series(self.core.beta, index=list(self.model.fixef_names), name="fixef")
-
     @property
     def alpha(self) -> pd.Series:
         """Threshold parameters (``ordinal``'s ``alpha``: cut points for flexible thresholds)."""
@@ -70,43 +149,6 @@ class ClmmFit(FitVerbs):
         """The ``K - 1`` cut points ``theta_j`` on the latent scale (``"1|2"``, ...)."""
         return pd.Series(self.core.thresholds, index=list(self.model.thr.cut_names),
                          name="threshold")
-
-    @property
-    def theta(self) -> np.ndarray:
-        """Random-effect Cholesky parameters (lme4's order; scalar terms: SDs)."""
-        return self.core.theta
-
-    @property
-    def loglik(self) -> float:
-        return self.core.loglik
-
-    @property
-    def deviance(self) -> float:
-        return -2.0 * self.core.loglik
-
-    @property
-    def n_params(self) -> int:
-        return int(self.core.params.size)
-
-    @property
-    def nobs(self) -> int:
-        return self.model.spec.n
-
-    @property
-    def aic(self) -> float:
-        return self.deviance + 2.0 * self.n_params
-
-    @property
-    def bic(self) -> float:
-        return self.deviance + math.log(self.nobs) * self.n_params
-
-    @property
-    def converged(self) -> bool:
-        return self.core.converged
-
-    @property
-    def singular(self) -> bool:
-        return self.core.singular
 
     @property
     def unused_categories(self) -> tuple[str, ...]:
@@ -122,71 +164,15 @@ class ClmmFit(FitVerbs):
         """Condition number of the Hessian (``ordinal``'s ``cond.H``)."""
         return self.core.cond_H
 
-    @property
-    def optinfo(self) -> dict[str, Any]:
-        c = self.core.check
-        return {"message": self.core.message, "n_evals": self.core.n_evals,
-                "converged": self.core.converged,
-                "checkconv": c.to_dict() if c is not None else None,
-                "max_grad": c.max_grad if c is not None else math.nan, "cond_H": self.cond_H}
-
-    def vcov(self) -> pd.DataFrame:
-        """Inverse Hessian of ``-loglik`` over thresholds, fixed effects and ``theta``."""
-        names = self._param_names()
-        return pd.DataFrame(self.core.vcov, index=names, columns=names)
-
-    def _param_names(self) -> list[str]:
-        names = list(self.model.thr.names) + list(self.model.fixef_names)
-        if self.model.rs is not None:
-            for t in self.model.rs.terms:
-                names += [f"{t.group}.{t.cnames[i]}" if i == j else
-                          f"{t.group}.{t.cnames[i]}.{t.cnames[j]}"
-                          for j in range(t.q) for i in range(j, t.q)]
-        return names
-
-    # -- random effects --------------------------------------------------------------
     def _term_cov(self, k: int) -> np.ndarray:
-        assert self.model.rs is not None
-        L = self.model.rs.term_factor(k, self.core.theta)
-        return np.asarray(L @ L.T)
+        return np.asarray(self.var_terms[k].cov)
 
-    def varcorr(self) -> pd.DataFrame:
-        """Latent-scale variance components (``as.data.frame(VarCorr(fit))`` without a residual).
-
-        The latent residual variance is fixed by the link (logit: ``pi^2/3``;
-        probit: 1; cloglog: ``pi^2/6``); it is the last row, as ``lmer``'s.
-        """
-        rows: list[tuple[Any, ...]] = []
-        rs = self.model.rs
-        for k, t in enumerate(rs.terms if rs is not None else ()):
-            cov = self._term_cov(k)
-            sd = np.sqrt(np.diag(cov))
-            for i, c in enumerate(t.cnames):
-                rows.append((t.group, c, None, float(cov[i, i]), float(sd[i])))
-            for j in range(t.q):
-                for i in range(j + 1, t.q):
-                    den = sd[i] * sd[j]
-                    rows.append((t.group, t.cnames[j], t.cnames[i], float(cov[i, j]),
-                                 float(cov[i, j] / den) if den > 0 else math.nan))
-        v = {"logit": math.pi ** 2 / 3, "probit": 1.0, "cloglog": math.pi ** 2 / 6}[
-            self.model.link.name]
-        rows.append(("Residual (latent)", None, None, v, math.sqrt(v)))
-        return pd.DataFrame(rows, columns=["grp", "var1", "var2", "vcov", "sdcor"])
-
-    def ranef(self) -> dict[str, pd.DataFrame]:
-        """Conditional modes of the random effects per grouping factor (``ranef(fit)``)."""
-        rs = self.model.rs
-        if rs is None:
-            return {}
-        ub = rs.split(self.core.u)
-        out: dict[str, pd.DataFrame] = {}
-        for bi, blk in enumerate(rs.blocks):
-            b = ub[bi] @ rs.block_factor(bi, self.core.theta).T
-            cn: list[str] = []
-            for k in blk.terms:
-                cn += list(rs.terms[k].cnames)
-            out[blk.group] = pd.DataFrame(b, index=pd.Index(blk.levels, name=blk.group), columns=cn)
-        return out
+    def _at_fit(self) -> ClmmModel:
+        """The structure, with this fit's response (another fit of it may have changed it)."""
+        m = self.model
+        if self.y_codes.size and not np.array_equal(m.y, self.y_codes):
+            m.set_response(self.y_codes)
+        return m
 
     # -- prediction ------------------------------------------------------------------
     def _eta(self, newdata: pd.DataFrame | None, re: bool,
@@ -214,7 +200,7 @@ class ClmmFit(FitVerbs):
         missing = [v for v in need if v not in newdata.columns]
         if missing:
             what = "predictor and grouping" if with_re else "predictor"
-            hint = "; or predict(..., re=False) for the population level" if with_re else ""
+            hint = "; or predict(..., re_form=\"NA\") for the population level" if with_re else ""
             raise InputError(f"newdata lacks the {what} columns {missing}{hint}.")
         na = newdata[need].isna().any(axis=1).to_numpy()
         if na.any():    # the model frame would drop them: rows out of line with newdata's
@@ -268,26 +254,39 @@ class ClmmFit(FitVerbs):
                 out += np.einsum("ij,ij->i", np.asarray(t_new.Z)[n0:], Bt)
         return out
 
-    def predict(self, newdata: pd.DataFrame | None = None, *, type: str = "prob",
-                re: bool = True, allow_new_levels: bool = False
-                ) -> np.ndarray | pd.DataFrame | pd.Series:
+    def predict(self, newdata: pd.DataFrame | None = None, *, re_form: Any = None,
+                allow_new_levels: bool = False, type: str = "prob", re: bool | None = None
+                ) -> Any:
         """Predictions: category probabilities, most likely category, or the latent mean.
 
         Parameters
         ----------
         newdata : DataFrame, optional
             Rows to predict (default: the fitted data).
-        type : {"prob", "class", "latent"}
-            ``"prob"``: DataFrame of ``P(Y = j)`` (one column per category);
-            ``"class"``: the most probable category; ``"latent"``: ``eta``.
-        re : bool
-            Condition on the estimated random effects (conditional modes):
-            intercepts and slopes of every term, ``eta = x'beta + z'b``.
-            ``False``: the population level (``b = 0``).
+        re_form : None, "NA" or "~0"
+            ``None``: condition on the estimated random effects (conditional
+            modes) of every term, ``eta = x'beta + z'b``; ``"NA"`` or ``"~0"``:
+            the population level (``b = 0``), as lme4's ``re.form``.
         allow_new_levels : bool
             Levels of a grouping factor the fit has not seen are predicted at
             ``b = 0``; without this they raise :class:`~nlpower.errors.InputError`.
+        type : {"prob", "class", "latent"}
+            ``"prob"``: DataFrame of ``P(Y = j)`` (one column per category);
+            ``"class"``: the most probable category; ``"latent"``: ``eta``.
+        re : bool, optional
+            Deprecated spelling of ``re_form`` (``re=False`` is ``re_form="NA"``).
         """
+        if re is not None:
+            warnings.warn("predict(re=...) is deprecated: write re_form=None (every random "
+                          "effect) or re_form='NA' (none), as for lmer and glmer fits.",
+                          DeprecationWarning, stacklevel=2)
+            re_form = None if re else "NA"
+        from ..lmm.predict import _re_choice
+        choice = _re_choice(re_form)
+        if isinstance(choice, str):
+            raise InputError(f"re_form={re_form!r}: an ordinal fit predicts with every random "
+                             "effect (re_form=None) or none (re_form='NA').")
+        re = bool(choice)
         check_choice("type", type, ("prob", "class", "latent"))
         eta = self._eta(newdata, re, allow_new_levels)
         if type == "latent":
@@ -301,18 +300,12 @@ class ClmmFit(FitVerbs):
 
     def fitted(self) -> np.ndarray:
         """``P(Y = y_i)`` of each observation at the conditional modes."""
-        m = self.model
+        m = self._at_fit()
         up, lo = m.offsets(self.core.alpha, self.core.beta)
         e = self._eta(None, True) - m.X @ self.core.beta
         return cumulative_parts(m.link, up - e, lo - e, derivatives=False).p
 
-    # -- set parameters / refit / simulate ----------------------------------------------
-    @property
-    def data(self) -> pd.DataFrame | None:
-        """The rows of the user's data the model was fitted on (``None`` if not kept)."""
-        d = getattr(self.model, "data", None)
-        return d() if callable(d) else d
-
+    # -- set parameters ------------------------------------------------------------------
     def with_params(self, *, fixef: Mapping[str, float] | None = None,
                     sd: Mapping[str, Any] | None = None, sigma: float | None = None,
                     thresholds: Any = None) -> ClmmFit:
@@ -332,51 +325,22 @@ class ClmmFit(FitVerbs):
         >>> float(m2.fixef["tempwarm"]), round(float(m2.varcorr()["sdcor"][0]), 6)
         (1.0, 0.5)
         """
-        from dataclasses import replace as _replace
-
-        from ..lmm.layout import theta_layout
-        from ..lmm.setparams import set_fixef, set_theta
         if sigma is not None:
             raise InputError("sigma: a cumulative link model's latent residual SD is fixed by "
                              "the link; set fixef=, sd= and thresholds= only.")
-        beta = set_fixef(self.fixef, fixef).to_numpy()
-        theta = self.core.theta
-        if sd is not None:
-            theta = set_theta(theta_layout(self.model.spec.re_terms), theta, sd, scale=1.0)
-        alpha, cuts = self.core.alpha, self.core.thresholds
-        if thresholds is not None:
-            if self.model.thr.kind != "flexible":
-                raise InputError(f"thresholds= sets flexible thresholds; this model's are "
-                                 f"{self.model.thr.kind!r}. Refit with threshold='flexible'.")
-            t = np.asarray(thresholds, dtype=float).ravel()
-            if t.shape != cuts.shape or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-                raise InputError(f"thresholds must be {cuts.size} increasing finite cut points "
-                                 f"({', '.join(self.model.thr.cut_names)}); got {thresholds!r}.")
-            alpha, cuts = t, t
-        core = _replace(self.core, alpha=alpha, thresholds=cuts, beta=beta, theta=theta)
-        return ClmmFit(core, self.model, self.engine)
-
-    def simulate(self, n: int = 1, *, rng: Any) -> np.ndarray:
-        """``n`` simulated responses from the fitted model (category codes, ``(n, nobs)``).
-
-        Drawn on a copy of the structure, so this fit is unchanged.
-        """
-        return copy.deepcopy(self.model).simulate(n, rng=rng, params=self.core)
-
-    def refit(self, y: Any) -> ClmmFit:
-        """Refit to a new response (category codes ``0..K-1``), warm-started here."""
-        y = np.asarray(y)
-        if y.dtype.kind not in "iub" and not (
-                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
-            raise InputError("refit(y): y must be integer category codes 0..K-1 (as simulate() "
-                             "returns); got non-integer values.")
-        if y.size and np.unique(y).size < 2:
-            raise InputError(f"refit(y): y has a single category (code {int(y.flat[0])} in all "
-                             f"{y.size} rows); an ordinal model needs at least two (its thresholds "
-                             "would run off to infinity).")
-        model = copy.deepcopy(self.model)      # a new fit with its own structure: this one stays
-        core = model.refit(y.astype(np.intp), start=self.core)
-        return ClmmFit(core, model, self.engine)
+        new = cast(ClmmFit, super().with_params(fixef=fixef, sd=sd))
+        if thresholds is None:
+            return new
+        cuts = self.core.thresholds
+        if self.model.thr.kind != "flexible":
+            raise InputError(f"thresholds= sets flexible thresholds; this model's are "
+                             f"{self.model.thr.kind!r}. Refit with threshold='flexible'.")
+        t = np.asarray(thresholds, dtype=float).ravel()
+        if t.shape != cuts.shape or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+            raise InputError(f"thresholds must be {cuts.size} increasing finite cut points "
+                             f"({', '.join(self.model.thr.cut_names)}); got {thresholds!r}.")
+        core = replace(new.core, alpha=t, thresholds=t)
+        return replace(ClmmFit.from_core(self.model, core, self.engine), params_set=True)
 
     # -- reporting -------------------------------------------------------------------
     def coef_table(self) -> pd.DataFrame:
@@ -390,37 +354,19 @@ class ClmmFit(FitVerbs):
                              "kind": ["threshold"] * a + ["fixed"] * p},
                             index=list(self.model.thr.names) + list(self.model.fixef_names))
 
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy table: thresholds, fixed effects and random-effect SDs/correlations."""
-        ct = self.coef_table().reset_index(names="term")
-        vc = self.varcorr()
-        vc = vc[~vc["grp"].str.startswith("Residual")]
-        rows = [{"term": (f"sd__{v1!s}" if not isinstance(v2, str) else f"cor__{v1!s}.{v2}"),
-                 "group": grp, "estimate": sd, "kind": "random"}
-                for grp, v1, v2, sd in zip(vc["grp"], vc["var1"], vc["var2"], vc["sdcor"],
-                                           strict=True)]
-        return pd.concat([ct.assign(group=None), pd.DataFrame(rows)], ignore_index=True)
-
     def summary(self) -> str:
         """The fit as ``summary(clmm(...))`` prints it."""
         from .report import summary_text
         return summary_text(self)
 
     def warn_diagnostics(self, checkconv: Any = None, *, where: str = "clmm") -> None:
-        """Warn (or raise, per policy) about convergence and singular fits."""
-        if self.core.check is not None:
-            apply_policy(self.core.check, checkconv, where=where, stacklevel=4)
-        elif not self.converged:
-            warnings.warn(f"{where}: {self.core.message}", ConvergenceWarning, stacklevel=4)
-        if not self.converged and (self.core.check is None or self.core.check.ok):
-            warnings.warn(f"{where}: the optimiser stopped without converging "
-                          f"({self.core.message}); try control={{'maxiter': 5000}}.",
-                          ConvergenceWarning, stacklevel=4)
+        """Warn (or raise, per policy) about convergence and singular fits
+        (:func:`~nlpower.lmm.checkconv.report_convergence`, as ``lmer`` and ``glmer``)."""
+        report_convergence(self, checkconv, where=where, stacklevel=4)
 
     def __repr__(self) -> str:
-        flags = ("" if self.converged else ", not converged") + (", singular" if self.singular else "")
         return (f"ClmmFit({self.formula!r}, link={self.model.link.name!r}, "
-                f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{flags})")
+                f"threshold={self.model.thr.kind!r}, loglik={self.loglik:.4f}{self._flags()})")
 
 
 
@@ -438,3 +384,34 @@ def _check_factor_levels(train: pd.DataFrame, newdata: pd.DataFrame, names: list
                 f"newdata has values of {v!r} the model was not fitted with: {new[:5]}"
                 f"{' ...' if len(new) > 5 else ''}; a fixed effect has no coefficient for them "
                 f"(fitted levels: {sorted(seen)[:10]}). Predict only the fitted levels.")
+
+
+#: the latent residual variance of each link (logistic, normal, Gumbel)
+_LATENT_VAR = {"logit": math.pi ** 2 / 3, "probit": 1.0, "cloglog": math.pi ** 2 / 6}
+
+
+def _param_names(model: ClmmModel) -> list[str]:
+    """Names of ``(alpha, beta, theta)``: ``vcov``'s rows."""
+    names = list(model.thr.names) + list(model.fixef_names)
+    if model.rs is not None:
+        for t in model.rs.terms:
+            names += [f"{t.group}.{t.cnames[i]}" if i == j else
+                      f"{t.group}.{t.cnames[i]}.{t.cnames[j]}"
+                      for j in range(t.q) for i in range(j, t.q)]
+    return names
+
+
+def _ranef_tables(model: ClmmModel, core: ClmmCore) -> dict[str, pd.DataFrame]:
+    """Conditional modes of the random effects per grouping factor (``ranef(fit)``)."""
+    rs = model.rs
+    if rs is None:
+        return {}
+    ub = rs.split(core.u)
+    out: dict[str, pd.DataFrame] = {}
+    for bi, blk in enumerate(rs.blocks):
+        b = ub[bi] @ rs.block_factor(bi, core.theta).T
+        cn: list[str] = []
+        for k in blk.terms:
+            cn += list(rs.terms[k].cnames)
+        out[blk.group] = pd.DataFrame(b, index=pd.Index(blk.levels, name=blk.group), columns=cn)
+    return out

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._choices import Coding, EngineName, RatingsModel
 from ..errors import InputError, RatingsError
-from ..lmm import Engine, LmmFit, get_engine, model_frame, warn_diagnostics
+from ..lmm import Engine, LmmFit, get_engine, model_frame, report_convergence
 from ..lmm.structure import ModelSpec
 from .io import Ratings
 from .model import GROUPS, ModelChoice, choose_model
@@ -170,7 +170,7 @@ def _fit(choice: ModelChoice, engine: Engine, *, REML: bool, start: Any,
             hint += f" To fit a simpler model, pass a formula: model={_simpler(choice)!r}."
         raise RatingsError(f"fit_ratings: cannot fit {formula!r}: {exc}{hint}") from exc
     # singular fits are expected for this over-parameterised model: reported, not warned
-    warn_diagnostics(fit, where="fit_ratings", singular=False, stacklevel=4)
+    report_convergence(fit, {"singular": "ignore"}, where="fit_ratings", stacklevel=4)
     return fit, _loadings(spec, choice)
 
 

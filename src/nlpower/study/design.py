@@ -143,14 +143,8 @@ class ModelDesign:
         ``model``: a prepared model of this design (:meth:`prepare`), to reuse.
         """
         m = self.prepare() if model is None else model
-        beta = self.fixef.to_numpy()
-        if self.family.name == "gaussian":
-            return np.asarray(m.simulate(n, rng=rng, theta=self.theta, beta=beta,
-                                         sigma=self.sigma))
-        if self.family.name == "ordinal":
-            return np.asarray(m.simulate(n, rng=rng,
-                                         params=np.concatenate([self.alpha, beta, self.theta])))
-        return np.asarray(m.simulate(n, rng=rng, theta=self.theta, beta=beta))
+        # every family's prepared model reads theta, fixef and (where it has them) sigma, alpha
+        return np.asarray(m.simulate(n, rng=rng, params=self))
 
     def with_params(self, *, fixef: Mapping[str, float] | None = None,
                     sd: Mapping[str, Any] | None = None, sigma: float | None = None
