@@ -22,8 +22,9 @@ with a large effect is slightly higher than the model's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
@@ -178,6 +179,117 @@ def elicit(agreement: float, *, measure: Measure = "alpha", k: float | None = No
                      sd_item=math.sqrt((1 - sp.item_slope_share) * t),
                      sd_item_slope=math.sqrt(sp.item_slope_share * t),
                      sigma=math.sqrt((1 - sp.worker_share) * rest), coding="sum")
+
+
+_MEASURE_WORDS = {"alpha": "Krippendorff's interval alpha, = ICC(A,1) in the model",
+                  "ICC(A,1)": "absolute agreement of one rater",
+                  "ICC(C,1)": "consistency of one rater",
+                  "ICC(A,k)": "absolute agreement of the mean of k raters",
+                  "ICC(C,k)": "consistency of the mean of k raters"}
+
+
+@dataclass(frozen=True)
+class Elicitation:
+    """Variance components from a target agreement, with the assumptions that made them.
+
+    Made by :func:`elicitation`; ``params`` goes wherever parameters do
+    (:func:`nlpower.power`, :func:`nlpower.plan`, :func:`nlpower.mde`,
+    :func:`nlpower.power_grid`, :func:`nlpower.judge.judge_plan`).
+
+    Attributes
+    ----------
+    agreement : float
+        The target agreement.
+    measure : str
+        What ``agreement`` measures (``"alpha"`` or an ICC form).
+    k : float or None
+        Raters averaged, for the ``k`` forms.
+    total_sd : float
+        SD of one rating's random part, ``sqrt(T + W + E)``.
+    split : AgreementSplit
+        The shares assumed.
+    params : LMMParams
+        The variance components (and fixed effects) for a power study.
+    default_split, default_total_sd : bool
+        Whether the split / total SD are the defaults (the paper's
+        high-variance scenario's) rather than given.
+    """
+
+    agreement: float
+    measure: str
+    k: float | None
+    total_sd: float
+    split: AgreementSplit
+    params: LMMParams = field(repr=False)
+    default_split: bool = True
+    default_total_sd: bool = True
+
+    def summary(self) -> str:
+        """The agreement, the split and the SDs it gives, in words."""
+        sp, p = self.split, self.params
+        k = f", k = {self.k:g}" if self.k is not None else ""
+        src = " (the paper's high-variance scenario's)"
+        lines = [
+            f"variance components from {self.measure} = {self.agreement:g}{k} "
+            f"({_MEASURE_WORDS[self.measure]}):",
+            f"  total SD of one rating {self.total_sd:.4g}{src if self.default_total_sd else ''}",
+            f"  split{src if self.default_split else ''}: item x system "
+            f"{sp.item_slope_share:.0%} of the item variance, workers {sp.worker_share:.0%} of "
+            f"the worker + residual variance, worker x system {sp.worker_slope_share:.0%} of the "
+            "worker variance",
+            "  " + ", ".join(f"{name} {value:.4g}" for name, value in self.sds.items()),
+            f"  implied: alpha {implied_agreement(p):.3f}, ICC(C,1) "
+            f"{implied_agreement(p, 'ICC(C,1)'):.3f}{self._own_form()} (a different split "
+            "changes the SDs and the budget: state it)",
+        ]
+        return "\n".join(lines)
+
+    def _own_form(self) -> str:
+        if self.measure in ("alpha", "ICC(C,1)"):
+            return ""
+        value = implied_agreement(self.params, self.measure, k=self.k)  # type: ignore[arg-type]
+        return f", {self.measure} {value:.3f}"
+
+    @property
+    def sds(self) -> dict[str, float]:
+        """The five SDs (``sd_worker`` ... ``sigma``) by name."""
+        return {name: float(value) for name, value in self.params.sds.items()}
+
+    def __repr__(self) -> str:
+        sp = self.split
+        return (f"Elicitation({self.measure}={self.agreement:g}, total_sd={self.total_sd:.3g}, "
+                f"split=({sp.item_slope_share:.2f}, {sp.worker_share:.2f}, "
+                f"{sp.worker_slope_share:.2f}))")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the target, the split and the SDs."""
+        return pd.DataFrame([{"agreement": self.agreement, "measure": self.measure, "k": self.k,
+                              "total_sd": self.total_sd, **dataclasses.asdict(self.split),
+                              **self.sds}])
+
+
+def elicitation(agreement: float, *, measure: Measure = "alpha", k: float | None = None,
+                total_sd: float | None = None, split: AgreementSplit | None = None,
+                effect: float = 0.0, beta0: float = 0.5) -> Elicitation:
+    """:func:`elicit` with its assumptions kept, for stating them beside a plan.
+
+    Same arguments as :func:`elicit`.
+
+    Examples
+    --------
+    >>> e = elicitation(0.6, split=AgreementSplit(0.5, 0.2, 0.5))
+    >>> print(e.summary().splitlines()[2])
+      split: item x system 50% of the item variance, workers 20% of the worker + residual variance, worker x system 50% of the worker variance
+    >>> from nlpower import plan
+    >>> plan(e.params, effect=0.1, max_workers=20).power >= 0.8
+    True
+    """
+    params = elicit(agreement, measure=measure, k=k, total_sd=total_sd, split=split,
+                    effect=effect, beta0=beta0)
+    return Elicitation(float(agreement), measure, None if k is None else float(k),
+                       math.sqrt(total_variance(params)),
+                       default_split() if split is None else split, params,
+                       default_split=split is None, default_total_sd=total_sd is None)
 
 
 def items_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8), effects: Any = (0.05, 0.1, 0.15, 0.2),
