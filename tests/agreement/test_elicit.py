@@ -91,3 +91,20 @@ def test_elicited_params_drive_power_plan_and_mde() -> None:
     assert p.power >= 0.8
     fewer = nlpower.CrossedDesign(p.n_workers, p.n_items - 1)
     assert nlpower.analytic_power(fewer, params).power < 0.8
+
+
+def test_designs_needed_reach_the_target_and_no_fewer_items_do() -> None:
+    from nlpower.agreement import designs_needed, items_needed
+
+    tab = designs_needed((0.3, 0.7), (0.1, 0.2))
+    for row in tab.itertuples():
+        params = elicit(row.agreement, effect=row.effect)
+        design = nlpower.CrossedDesign(int(row.n_workers), int(row.n_items))
+        assert nlpower.analytic_power(design, params).power >= 0.8
+        fewer = nlpower.CrossedDesign(int(row.n_workers), int(row.n_items) - 1)
+        assert nlpower.analytic_power(fewer, params).power < 0.8
+    fixed = items_needed((0.3, 0.7), (0.05, 0.2), n_workers=6)
+    long = designs_needed((0.3, 0.7), (0.05, 0.2), n_workers=6)
+    assert (long.n_workers.dropna() == 6).all()
+    assert np.allclose(fixed.to_numpy().ravel(), long.n_items.to_numpy(), equal_nan=True)
+    assert np.isnan(fixed.loc[0.3, 0.05])  # 6 workers: the worker x system floor

@@ -12,6 +12,7 @@ from .elicit import (
     AgreementSplit,
     Elicitation,
     default_split,
+    designs_needed,
     elicit,
     elicitation,
     implied_agreement,
@@ -20,6 +21,6 @@ from .elicit import (
 from .icc import ICCResult, icc, icc_forms
 from .krippendorff import AlphaResult, krippendorff_alpha
 
-__all__ = ["AgreementSplit", "AlphaResult", "Elicitation", "ICCResult", "default_split", "elicit",
-           "elicitation", "icc",
-           "icc_forms", "implied_agreement", "items_needed", "krippendorff_alpha"]
+__all__ = ["AgreementSplit", "AlphaResult", "Elicitation", "ICCResult", "default_split",
+           "designs_needed", "elicit", "elicitation", "icc", "icc_forms", "implied_agreement",
+           "items_needed", "krippendorff_alpha"]

@@ -294,15 +294,19 @@ def elicitation(agreement: float, *, measure: Measure = "alpha", k: float | None
 
 def items_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8), effects: Any = (0.05, 0.1, 0.15, 0.2),
                  *, n_workers: int = 10, target_power: float = 0.8, alpha: float = 0.05,
-                 measure: Measure = "alpha", total_sd: float | None = None,
-                 split: AgreementSplit | None = None, max_items: int = 20000) -> pd.DataFrame:
+                 measure: Measure = "alpha", k: float | None = None,
+                 total_sd: float | None = None, split: AgreementSplit | None = None,
+                 max_items: int = 20000) -> pd.DataFrame:
     """Items needed for ``target_power`` against agreement, for the paper's effect sizes.
 
     Fully crossed paired designs with ``n_workers`` workers (every worker
     rates every item under both systems), analytic power
     (:func:`nlpower.plan` with the workers fixed); ``effects`` are beta1
     under +-1 coding (the paper's grid, 0.05-0.20 on the [0, 1] scale).
-    ``NaN``: more than ``max_items`` needed.
+    ``NaN``: not reached with ``max_items`` items -- with a fixed set of
+    workers the worker x system variance puts a floor under the standard
+    error that no number of items removes (:func:`designs_needed` lets the
+    number of workers grow instead).
 
     At a fixed total SD a higher agreement moves variance from the raters to
     the items; with the default split most item variance is item x system,
@@ -317,21 +321,54 @@ def items_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8), effects: Any = (0.05, 0
     >>> tab.shape
     (1, 1)
     """
+    n_workers = check_int("n_workers", n_workers, min=2)
+    long = designs_needed(agreements, effects, n_workers=n_workers, target_power=target_power,
+                          alpha=alpha, measure=measure, k=k, total_sd=total_sd, split=split,
+                          max_items=max_items)
+    tab = long.pivot(index="agreement", columns="effect", values="n_items").astype(float)
+    tab.index.name, tab.columns.name = measure, "effect"
+    return tab
+
+
+def designs_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8),
+                   effects: Any = (0.05, 0.1, 0.15, 0.2), *, n_workers: int | None = None,
+                   target_power: float = 0.8, alpha: float = 0.05, measure: Measure = "alpha",
+                   k: float | None = None, total_sd: float | None = None,
+                   split: AgreementSplit | None = None, cost_per_rating: float = 1.0,
+                   cost_per_worker: float = 0.0, max_items: int = 20000) -> pd.DataFrame:
+    """The cheapest fully crossed design for each agreement and effect (one row each).
+
+    :func:`nlpower.plan` at the variance components :func:`elicit` gives
+    (analytic power, paired two-system designs in which every worker rates
+    every item).  ``n_workers=None`` lets the plan choose the workers (at the
+    default costs: the fewest ratings); an integer fixes them, as
+    :func:`items_needed` does.  A cell no design reaches has ``NaN`` sizes.
+
+    Returns
+    -------
+    DataFrame
+        ``agreement, effect, n_workers, n_items, n_ratings, power, cost``.
+
+    Examples
+    --------
+    >>> tab = designs_needed((0.6,), (0.2,))
+    >>> int(tab.n_workers[0] * tab.n_items[0] * 2) == int(tab.n_ratings[0])
+    True
+    """
     from ..powersim import plan
 
-    n_workers = check_int("n_workers", n_workers, min=2)
-    rows = {}
+    workers = {} if n_workers is None else {"min_workers": n_workers, "max_workers": n_workers}
+    rows = []
     for a in agreements:
-        p = elicit(a, measure=measure, total_sd=total_sd, split=split)
-        row = {}
+        p = elicit(a, measure=measure, k=k, total_sd=total_sd, split=split)
         for eff in effects:
             try:
                 res = plan(p, effect=eff, target_power=target_power, alpha=alpha,
-                           min_workers=n_workers, max_workers=n_workers, max_items=max_items)
-                row[eff] = float(res.n_items)
+                           cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
+                           max_items=max_items, **workers)
+                sizes = (res.n_workers, res.n_items, res.n_ratings, res.power, res.cost)
             except InputError:
-                row[eff] = math.nan
-        rows[a] = row
-    tab = pd.DataFrame.from_dict(rows, orient="index")
-    tab.index.name, tab.columns.name = measure, "effect"
-    return tab
+                sizes = (math.nan,) * 5
+            rows.append(dict(zip(("agreement", "effect", "n_workers", "n_items", "n_ratings",
+                                  "power", "cost"), (a, eff, *sizes), strict=True)))
+    return pd.DataFrame(rows)
