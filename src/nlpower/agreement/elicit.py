@@ -357,7 +357,7 @@ def designs_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8),
     """
     from ..powersim import plan
 
-    workers = {} if n_workers is None else {"min_workers": n_workers, "max_workers": n_workers}
+    fixed = None if n_workers is None else check_int("n_workers", n_workers, min=2)
     rows = []
     for a in agreements:
         p = elicit(a, measure=measure, k=k, total_sd=total_sd, split=split)
@@ -365,8 +365,9 @@ def designs_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8),
             try:
                 res = plan(p, effect=eff, target_power=target_power, alpha=alpha,
                            cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
-                           max_items=max_items, **workers)
-                sizes = (res.n_workers, res.n_items, res.n_ratings, res.power, res.cost)
+                           max_items=max_items, min_workers=fixed or 2, max_workers=fixed)
+                sizes: tuple[float, ...] = (res.n_workers, res.n_items, res.n_ratings, res.power,
+                                            res.cost)
             except InputError:
                 sizes = (math.nan,) * 5
             rows.append(dict(zip(("agreement", "effect", "n_workers", "n_items", "n_ratings",
