@@ -25,6 +25,7 @@ from .agreement_args import (
     agreement_record,
     check_agreement_flags,
 )
+from .judge_args import add_plan_arguments, check_plan_arguments, print_judge_plan
 from .messages import speak_cli
 from .outcome_args import (
     add_outcome_arguments,
@@ -100,6 +101,7 @@ def register(subparsers: Any) -> None:
                    help="also write both plans and their assurance as JSON ('-' = stdout)")
     add_outcome_arguments(p, analysis=False)
     add_agreement_arguments(p)
+    add_plan_arguments(p)
     p.set_defaults(func=run_plan, parser=p)
 
 
@@ -109,6 +111,7 @@ def run_plan(args: argparse.Namespace) -> int:
     # --effect is read by every outcome; --preset / --ratings are refused below in plan's words
     check_outcome_flags(args, own=("effect", "preset", "ratings"))
     check_agreement_flags(args)
+    check_plan_arguments(args)
     if args.outcome != "gaussian":
         return _plan_outcome(args)
     if args.levels is not None:
@@ -232,6 +235,9 @@ def _plan_preset(args: argparse.Namespace) -> int:
                   max_items=args.max_items, workers_per_item=args.workers_per_item, sd=args.sd)
     print(f"preset {args.preset}: {params!r}" if args.preset else f"parameters: {params!r}")
     print(cli_sd(result.summary(), args.flags))
+    in_coding = params if params.coding == args.coding else params.to_coding(args.coding)
+    judged = print_judge_plan(args, in_coding.with_effect(args.effect))
     record = result.to_frame().to_dict(orient="records")
-    write_json(args, {"preset": args.preset, "plans": record, **agreement_record(args)})
+    write_json(args, {"preset": args.preset, "plans": record, **agreement_record(args),
+                      **judged})
     return 0
