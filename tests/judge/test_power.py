@@ -117,3 +117,29 @@ def test_closed_form_power_matches_simulated_rejections() -> None:
         rej0 += res.estimates["human"]["B - A"].pvalue < 0.05
     for simulated, power in ((rej / n_sims, closed.power), (rej0 / n_sims, closed.power_human)):
         assert simulated == pytest.approx(power, abs=3 * math.sqrt(power * (1 - power) / n_sims))
+
+
+def test_closed_form_power_matches_iid_ppi_rejections() -> None:
+    """i.i.d. labels (no worker effects, one rating per output): the closed form against the
+    rejection rate of ppi-python's estimator (judge.ppi_mean, pinned to ppi-python) on
+    simulated per-item differences, within 3 Monte Carlo SE."""
+    from nlpower.judge import ppi_mean
+
+    params = LMMParams(effect=0.03, sd_worker=0.0, sd_worker_slope=0.0, sd_item=0.1,
+                       sd_item_slope=0.15, sigma=0.1)
+    design = JudgeDesign(n_labelled=100, workers_per_item=1, n_unlabelled=1000)
+    r, n, big_n, n_sims = 0.85, 100, 1000, 2000
+    want = judge_power(design, params, judge_r=r)
+    v_item = 4 * params.sd_item_slope**2
+    rng = np.random.default_rng(20261128)
+    hits, hits_human = 0, 0
+    for _ in range(n_sims):
+        a = rng.normal(0, math.sqrt(v_item), n + big_n)        # item x system part of B - A
+        y = params.mean_difference + a[:n] + rng.normal(0, math.sqrt(2) * params.sigma, n)
+        g = 0.3 + a + rng.normal(0, math.sqrt(v_item * (1 / r**2 - 1)), n + big_n)  # biased judge
+        hits += ppi_mean(y, g[:n], g[n:]).pvalue <= 0.05
+        hits_human += ppi_mean(y, g[:n], g[n:], lam=0.0).pvalue <= 0.05
+    for got, p in ((hits / n_sims, want.power), (hits_human / n_sims, want.power_human)):
+        se = math.sqrt(p * (1 - p) / n_sims)
+        assert abs(got - p) < 3 * se, (got, p, se)
+    assert want.power > want.power_human + 0.1  # the check separates the two

@@ -22,8 +22,9 @@ with a large effect is slightly higher than the model's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
@@ -180,17 +181,132 @@ def elicit(agreement: float, *, measure: Measure = "alpha", k: float | None = No
                      sigma=math.sqrt((1 - sp.worker_share) * rest), coding="sum")
 
 
+_MEASURE_WORDS = {"alpha": "Krippendorff's interval alpha, = ICC(A,1) in the model",
+                  "ICC(A,1)": "absolute agreement of one rater",
+                  "ICC(C,1)": "consistency of one rater",
+                  "ICC(A,k)": "absolute agreement of the mean of k raters",
+                  "ICC(C,k)": "consistency of the mean of k raters"}
+
+
+@dataclass(frozen=True)
+class Elicitation:
+    """Variance components from a target agreement, with the assumptions that made them.
+
+    Made by :func:`elicitation`; ``params`` goes wherever parameters do
+    (:func:`nlpower.power`, :func:`nlpower.plan`, :func:`nlpower.mde`,
+    :func:`nlpower.power_grid`, :func:`nlpower.judge.judge_plan`).
+
+    Attributes
+    ----------
+    agreement : float
+        The target agreement.
+    measure : str
+        What ``agreement`` measures (``"alpha"`` or an ICC form).
+    k : float or None
+        Raters averaged, for the ``k`` forms.
+    total_sd : float
+        SD of one rating's random part, ``sqrt(T + W + E)``.
+    split : AgreementSplit
+        The shares assumed.
+    params : LMMParams
+        The variance components (and fixed effects) for a power study.
+    default_split, default_total_sd : bool
+        Whether the split / total SD are the defaults (the paper's
+        high-variance scenario's) rather than given.
+    """
+
+    agreement: float
+    measure: str
+    k: float | None
+    total_sd: float
+    split: AgreementSplit
+    params: LMMParams = field(repr=False)
+    default_split: bool = True
+    default_total_sd: bool = True
+
+    def summary(self) -> str:
+        """The agreement, the split and the SDs it gives, in words."""
+        sp, p = self.split, self.params
+        k = f", k = {self.k:g}" if self.k is not None else ""
+        src = " (the paper's high-variance scenario's)"
+        lines = [
+            f"variance components from {self.measure} = {self.agreement:g}{k} "
+            f"({_MEASURE_WORDS[self.measure]}):",
+            f"  total SD of one rating {self.total_sd:.4g}{src if self.default_total_sd else ''}",
+            f"  split{src if self.default_split else ''}: item x system "
+            f"{sp.item_slope_share:.0%} of the item variance, workers {sp.worker_share:.0%} of "
+            f"the worker + residual variance, worker x system {sp.worker_slope_share:.0%} of the "
+            "worker variance",
+            "  " + ", ".join(f"{name} {value:.4g}" for name, value in self.sds.items()),
+            f"  implied: alpha {implied_agreement(p):.3f}, ICC(C,1) "
+            f"{implied_agreement(p, 'ICC(C,1)'):.3f}{self._own_form()} (a different split "
+            "changes the SDs and the budget: state it)",
+        ]
+        return "\n".join(lines)
+
+    def _own_form(self) -> str:
+        if self.measure in ("alpha", "ICC(C,1)"):
+            return ""
+        value = implied_agreement(self.params, self.measure, k=self.k)  # type: ignore[arg-type]
+        return f", {self.measure} {value:.3f}"
+
+    @property
+    def sds(self) -> dict[str, float]:
+        """The five SDs (``sd_worker`` ... ``sigma``) by name."""
+        return {name: float(value) for name, value in self.params.sds.items()}
+
+    def __repr__(self) -> str:
+        sp = self.split
+        return (f"Elicitation({self.measure}={self.agreement:g}, total_sd={self.total_sd:.3g}, "
+                f"split=({sp.item_slope_share:.2f}, {sp.worker_share:.2f}, "
+                f"{sp.worker_slope_share:.2f}))")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the target, the split and the SDs."""
+        return pd.DataFrame([{"agreement": self.agreement, "measure": self.measure, "k": self.k,
+                              "total_sd": self.total_sd, **dataclasses.asdict(self.split),
+                              **self.sds}])
+
+
+def elicitation(agreement: float, *, measure: Measure = "alpha", k: float | None = None,
+                total_sd: float | None = None, split: AgreementSplit | None = None,
+                effect: float = 0.0, beta0: float = 0.5) -> Elicitation:
+    """:func:`elicit` with its assumptions kept, for stating them beside a plan.
+
+    Same arguments as :func:`elicit`.
+
+    Examples
+    --------
+    >>> e = elicitation(0.6, split=AgreementSplit(0.5, 0.2, 0.5))
+    >>> print(e.summary().splitlines()[2])
+      split: item x system 50% of the item variance, workers 20% of the worker + residual variance, worker x system 50% of the worker variance
+    >>> from nlpower import plan
+    >>> plan(e.params, effect=0.1, max_workers=20).power >= 0.8
+    True
+    """
+    params = elicit(agreement, measure=measure, k=k, total_sd=total_sd, split=split,
+                    effect=effect, beta0=beta0)
+    return Elicitation(float(agreement), measure, None if k is None else float(k),
+                       math.sqrt(total_variance(params)),
+                       default_split() if split is None else split, params,
+                       default_split=split is None, default_total_sd=total_sd is None)
+
+
 def items_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8), effects: Any = (0.05, 0.1, 0.15, 0.2),
                  *, n_workers: int = 10, target_power: float = 0.8, alpha: float = 0.05,
-                 measure: Measure = "alpha", total_sd: float | None = None,
-                 split: AgreementSplit | None = None, max_items: int = 20000) -> pd.DataFrame:
+                 measure: Measure = "alpha", k: float | None = None,
+                 total_sd: float | None = None, split: AgreementSplit | None = None,
+                 max_items: int = 20000) -> pd.DataFrame:
     """Items needed for ``target_power`` against agreement, for the paper's effect sizes.
 
     Fully crossed paired designs with ``n_workers`` workers (every worker
     rates every item under both systems), analytic power
     (:func:`nlpower.plan` with the workers fixed); ``effects`` are beta1
     under +-1 coding (the paper's grid, 0.05-0.20 on the [0, 1] scale).
-    ``NaN``: more than ``max_items`` needed.
+    ``NaN``: not reached with ``max_items`` items -- with a fixed set of
+    workers the worker x system variance puts a floor under the standard
+    error that no number of items removes (:func:`designs_needed` lets the
+    number of workers grow instead).
 
     At a fixed total SD a higher agreement moves variance from the raters to
     the items; with the default split most item variance is item x system,
@@ -205,21 +321,55 @@ def items_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8), effects: Any = (0.05, 0
     >>> tab.shape
     (1, 1)
     """
+    n_workers = check_int("n_workers", n_workers, min=2)
+    long = designs_needed(agreements, effects, n_workers=n_workers, target_power=target_power,
+                          alpha=alpha, measure=measure, k=k, total_sd=total_sd, split=split,
+                          max_items=max_items)
+    tab = long.pivot(index="agreement", columns="effect", values="n_items").astype(float)
+    tab.index.name, tab.columns.name = measure, "effect"
+    return tab
+
+
+def designs_needed(agreements: Any = (0.2, 0.4, 0.6, 0.8),
+                   effects: Any = (0.05, 0.1, 0.15, 0.2), *, n_workers: int | None = None,
+                   target_power: float = 0.8, alpha: float = 0.05, measure: Measure = "alpha",
+                   k: float | None = None, total_sd: float | None = None,
+                   split: AgreementSplit | None = None, cost_per_rating: float = 1.0,
+                   cost_per_worker: float = 0.0, max_items: int = 20000) -> pd.DataFrame:
+    """The cheapest fully crossed design for each agreement and effect (one row each).
+
+    :func:`nlpower.plan` at the variance components :func:`elicit` gives
+    (analytic power, paired two-system designs in which every worker rates
+    every item).  ``n_workers=None`` lets the plan choose the workers (at the
+    default costs: the fewest ratings); an integer fixes them, as
+    :func:`items_needed` does.  A cell no design reaches has ``NaN`` sizes.
+
+    Returns
+    -------
+    DataFrame
+        ``agreement, effect, n_workers, n_items, n_ratings, power, cost``.
+
+    Examples
+    --------
+    >>> tab = designs_needed((0.6,), (0.2,))
+    >>> int(tab.n_workers[0] * tab.n_items[0] * 2) == int(tab.n_ratings[0])
+    True
+    """
     from ..powersim import plan
 
-    n_workers = check_int("n_workers", n_workers, min=2)
-    rows = {}
+    fixed = None if n_workers is None else check_int("n_workers", n_workers, min=2)
+    rows = []
     for a in agreements:
-        p = elicit(a, measure=measure, total_sd=total_sd, split=split)
-        row = {}
+        p = elicit(a, measure=measure, k=k, total_sd=total_sd, split=split)
         for eff in effects:
             try:
                 res = plan(p, effect=eff, target_power=target_power, alpha=alpha,
-                           min_workers=n_workers, max_workers=n_workers, max_items=max_items)
-                row[eff] = float(res.n_items)
+                           cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
+                           max_items=max_items, min_workers=fixed or 2, max_workers=fixed)
+                sizes: tuple[float, ...] = (res.n_workers, res.n_items, res.n_ratings, res.power,
+                                            res.cost)
             except InputError:
-                row[eff] = math.nan
-        rows[a] = row
-    tab = pd.DataFrame.from_dict(rows, orient="index")
-    tab.index.name, tab.columns.name = measure, "effect"
-    return tab
+                sizes = (math.nan,) * 5
+            rows.append(dict(zip(("agreement", "effect", "n_workers", "n_items", "n_ratings",
+                                  "power", "cost"), (a, eff, *sizes), strict=True)))
+    return pd.DataFrame(rows)

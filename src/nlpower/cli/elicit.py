@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .agreement_args import add_split_arguments
 from .messages import flag_names
 from .output import write_json
-
-MEASURES = ("alpha", "ICC(A,1)", "ICC(C,1)", "ICC(A,k)", "ICC(C,k)")
 
 
 def register(subparsers: Any) -> None:
@@ -27,16 +26,7 @@ def register(subparsers: Any) -> None:
             "beside the human-only plan."),
     )
     p.add_argument("agreement", type=float, help="target agreement in (0, 1)")
-    p.add_argument("--measure", choices=MEASURES, default="alpha",
-                   help="Krippendorff's interval alpha (= ICC(A,1) in the model) or an ICC form")
-    p.add_argument("--k", type=float, default=None, help="raters averaged, for the k forms")
-    p.add_argument("--total-sd", type=float, default=None, metavar="SD",
-                   help="SD of one rating's random part (default: the high-variance "
-                        "scenario's, 0.318 on the [0, 1] scale)")
-    p.add_argument("--split", type=float, nargs=3, default=None,
-                   metavar=("ITEM_SLOPE", "WORKER", "WORKER_SLOPE"),
-                   help="shares: item x system of the item variance, workers of the non-item "
-                        "variance, worker x system of the worker variance")
+    add_split_arguments(p)
     p.add_argument("--effect", type=float, default=None,
                    help="beta1 under +-1 coding (half the mean difference); with it, plan")
     p.add_argument("--power", type=float, default=0.8, dest="target_power",

@@ -1,7 +1,9 @@
-"""``nlpower fit`` flags for an LLM judge (``--judge``) and agreement (``--agreement``).
+"""``nlpower fit`` flags for an LLM judge (``--judge``) and agreement (``--agreement``), and
+``nlpower plan --judge-r``.
 
 A thin edge: the statistics are :func:`nlpower.judge.fit`,
-:func:`nlpower.agreement.krippendorff_alpha` and :func:`nlpower.agreement.icc`.
+:func:`nlpower.agreement.krippendorff_alpha`, :func:`nlpower.agreement.icc` and
+:func:`nlpower.judge.judge_plan`.
 """
 
 from __future__ import annotations
@@ -59,3 +61,51 @@ def agreement_text(fit: Any) -> str:
                                         rng=0).summary())
     parts.append(icc(fit).summary())
     return "\n".join(parts)
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """``nlpower plan --judge-r R``: the plan with an LLM judge beside the human-only one."""
+    g = p.add_argument_group("LLM judge (with --preset or --agreement)")
+    g.add_argument("--judge-r", type=float, default=None, metavar="R",
+                   help="correlation of an LLM judge's per-item system difference with the true "
+                        "one: also print the cheapest design with the judge scoring every item "
+                        "(PPI++, closed form; any workers per item) beside the human-only one")
+    g.add_argument("--n-unlabelled", type=int, default=1000, metavar="N",
+                   help="items scored by the judge only")
+    g.add_argument("--cost-per-judge-call", type=float, default=0.0, metavar="C",
+                   help="cost of one judge score (one output)")
+
+
+def check_plan_arguments(args: argparse.Namespace) -> None:
+    """The judge flags need parameters (``--preset`` / ``--agreement``) and Gaussian ratings."""
+    from ..errors import InputError
+
+    extra = [flag for dest, flag in (("n_unlabelled", "--n-unlabelled"),
+                                     ("cost_per_judge_call", "--cost-per-judge-call"))
+             if getattr(args, dest) != args.parser.get_default(dest)]
+    if args.judge_r is None:
+        if extra:
+            verb, it = ("describe", "them") if len(extra) > 1 else ("describes", "it")
+            raise InputError(f"{', '.join(extra)} {verb} an LLM judge: give --judge-r R too, "
+                             f"or drop {it}.")
+        return
+    if args.ratings is not None or args.outcome != "gaussian":
+        raise InputError("--judge-r plans from parameters (--preset or --agreement A) of "
+                         "Gaussian ratings; with a pilot file, estimate the judge's quality "
+                         "with nlpower fit --judge and plan in Python (nlpower.judge.judge_plan).")
+
+
+def print_judge_plan(args: argparse.Namespace, params: Any) -> dict[str, Any]:
+    """The judge plan beside the human-only plan (``{}`` without ``--judge-r``)."""
+    if args.judge_r is None:
+        return {}
+    from ..judge import judge_plan
+
+    tab = judge_plan(params, judge_r=args.judge_r, n_unlabelled=args.n_unlabelled,
+                     target_power=args.target_power, alpha=args.alpha,
+                     cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
+                     cost_per_judge_call=args.cost_per_judge_call)
+    print(f"\nwith an LLM judge (judge_r {args.judge_r:g}, {args.n_unlabelled} judge-only items; "
+          "PPI++, closed form, any workers per item) beside humans only:")
+    print(tab.round(3).to_string())
+    return {"judge_plan": tab.reset_index(names="plan").to_dict(orient="records")}

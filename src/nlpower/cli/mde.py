@@ -15,6 +15,12 @@ from typing import Any
 
 from .._choices import Alternative, Coding, MDEMethod, RatingsTest, allowed
 from ..errors import InputError
+from .agreement_args import (
+    add_agreement_arguments,
+    agreement_params,
+    agreement_record,
+    check_agreement_flags,
+)
 from .outcome_args import (
     add_outcome_arguments,
     check_outcome_flags,
@@ -60,6 +66,7 @@ def register(subparsers: Any) -> None:
     add_outcome_arguments(p)
     add_ratings_arguments(p, required=False)
     add_pilot_arguments(p)
+    add_agreement_arguments(p)
     p.set_defaults(func=run_mde, parser=p)
 
 
@@ -69,13 +76,17 @@ def run_mde(args: argparse.Namespace) -> int:
     from .power import _scenarios, pilot_params
 
     check_outcome_flags(args)
+    check_agreement_flags(args)
     kw = {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
     design = CrossedDesign(args.workers, args.items, **kw)
     params = own_params(args)
-    if params is None:
+    if params is None and args.agreement is not None:
+        params = agreement_params(args, 1.0, args.coding)
+    elif params is None:
         if (args.preset is None) == (args.ratings is None):
-            raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a "
-                             "pilot whose variance components are used), not both or neither.")
+            raise InputError("give either --preset (a Table 16 scenario), --ratings FILE (a "
+                             "pilot whose variance components are used) or --agreement A (a "
+                             "target agreement), not both or neither.")
         if args.ratings is not None:
             params = pilot_params(args, 1.0, args.coding)
         else:
@@ -89,5 +100,6 @@ def run_mde(args: argparse.Namespace) -> int:
     record = result.to_frame().iloc[0].to_dict()
     record["design"] = {"n_workers": args.workers, "n_items": args.items,
                         "workers_per_item": args.workers_per_item}
+    record.update(agreement_record(args))
     write_json(args, record)
     return 0

@@ -20,6 +20,13 @@ from typing import Any
 
 from .._choices import Alternative, AssuranceMethod, Coding, RatingsTest, allowed
 from ..errors import InputError
+from .agreement_args import (
+    add_agreement_arguments,
+    agreement_params,
+    agreement_record,
+    check_agreement_flags,
+)
+from .judge_args import add_plan_arguments, check_plan_arguments, print_judge_plan
 from .messages import speak_cli
 from .outcome_args import (
     add_outcome_arguments,
@@ -113,6 +120,8 @@ def register(subparsers: Any) -> None:
                         "systems in sorted order)")
     j.add_argument("--position", action="store_true",
                    help="also fit the effect of display order")
+    add_agreement_arguments(p)
+    add_plan_arguments(p)
     p.set_defaults(func=run_plan, parser=p)
 
 
@@ -123,6 +132,8 @@ def run_plan(args: argparse.Namespace) -> int:
         return _plan_judgements(args)
     # --effect is read by every outcome; --preset / --ratings are refused below in plan's words
     check_outcome_flags(args, own=("effect", "preset", "ratings"))
+    check_agreement_flags(args)
+    check_plan_arguments(args)
     if args.outcome != "gaussian":
         return _plan_outcome(args)
     if args.levels is not None:
@@ -130,9 +141,12 @@ def run_plan(args: argparse.Namespace) -> int:
                          "--preset); a Likert pilot file is planned with --family ordinal.")
     if args.effect is None:
         args.parser.error("--effect is required: the smallest effect worth detecting.")
+    if args.agreement is not None:
+        return _plan_preset(args)
     if (args.preset is None) == (args.ratings is None):
-        raise InputError("give either --ratings FILE (a pilot: plans with assurance) or --preset "
-                         "(a Table 16 scenario), not both or neither.")
+        raise InputError("give either --ratings FILE (a pilot: plans with assurance), --preset "
+                         "(a Table 16 scenario) or --agreement A (a target agreement), not both "
+                         "or neither.")
     if args.preset is not None:
         return _plan_preset(args)
     if args.family == "gaussian" and (args.analysis is not None or args.n_sims is not None):
@@ -277,18 +291,25 @@ def _plan_outcome(args: argparse.Namespace) -> int:
 
 
 def _plan_preset(args: argparse.Namespace) -> int:
-    """``--preset``: the cheapest design at a Table 16 scenario's SDs (:func:`nlpower.plan`)."""
+    """``--preset`` / ``--agreement``: the cheapest design at a Table 16 scenario's SDs or at
+    those elicited from a target agreement (:func:`nlpower.plan`)."""
     from ..powersim import plan
     from .power import _scenarios
 
-    params = next(iter(_scenarios(args.preset).values()))
+    if args.agreement is not None:
+        params = agreement_params(args, args.effect)
+    else:
+        params = next(iter(_scenarios(args.preset).values()))
     result = plan(params, effect=args.effect, coding=args.coding, target_power=args.target_power,
                   cost_per_rating=args.cost_per_rating, cost_per_worker=args.cost_per_worker,
                   alpha=args.alpha, test=args.test or "satterthwaite", alternative=args.alternative,
                   min_workers=args.min_workers, max_workers=args.max_workers,
                   max_items=args.max_items, workers_per_item=args.workers_per_item, sd=args.sd)
-    print(f"preset {args.preset}: {params!r}")
+    print(f"preset {args.preset}: {params!r}" if args.preset else f"parameters: {params!r}")
     print(cli_sd(result.summary(), args.flags))
+    in_coding = params if params.coding == args.coding else params.to_coding(args.coding)
+    judged = print_judge_plan(args, in_coding.with_effect(args.effect))
     record = result.to_frame().to_dict(orient="records")
-    write_json(args, {"preset": args.preset, "plans": record})
+    write_json(args, {"preset": args.preset, "plans": record, **agreement_record(args),
+                      **judged})
     return 0

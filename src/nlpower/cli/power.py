@@ -15,6 +15,12 @@ from typing import Any
 
 from .._choices import Alternative, Coding, EngineName, PowerMethod, RatingsTest, allowed
 from ..errors import InputError
+from .agreement_args import (
+    add_agreement_arguments,
+    agreement_params,
+    agreement_record,
+    check_agreement_flags,
+)
 from .outcome_args import (
     add_outcome_arguments,
     check_outcome_flags,
@@ -99,6 +105,7 @@ def register(subparsers: Any) -> None:
                    help="also write the result as JSON ('-' = stdout)")
     add_ratings_arguments(p, required=False)
     add_pilot_arguments(p)
+    add_agreement_arguments(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown per replicate with --method simulate)")
     p.set_defaults(func=run_power, parser=p)
@@ -131,6 +138,7 @@ def register(subparsers: Any) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ratings_arguments(g, required=False)
     add_pilot_arguments(g)
+    add_agreement_arguments(g)
     add_shard_argument(g)
     g.set_defaults(func=run_grid, parser=g)
     register_merge(g)
@@ -180,6 +188,7 @@ def run_power(args: argparse.Namespace) -> int:
     from ..powersim import power
 
     check_outcome_flags(args)
+    check_agreement_flags(args)
     if args.judges is not None:
         return run_preference(args)
     params = own_params(args)
@@ -188,10 +197,13 @@ def run_power(args: argparse.Namespace) -> int:
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     design = CrossedDesign(args.workers, args.items, **_design_kw(args))
-    if params is None:
+    if params is None and args.agreement is not None:
+        params = agreement_params(args, args.effect, args.coding)
+    elif params is None:
         if (args.preset is None) == (args.ratings is None):
-            raise InputError("give either --preset (a Table 16 scenario) or --ratings FILE (a "
-                             "pilot whose variance components are used), not both or neither.")
+            raise InputError("give either --preset (a Table 16 scenario), --ratings FILE (a "
+                             "pilot whose variance components are used) or --agreement A (a "
+                             "target agreement), not both or neither.")
         if args.ratings is not None:
             params = pilot_params(args, args.effect, args.coding)
         else:
@@ -210,6 +222,7 @@ def run_power(args: argparse.Namespace) -> int:
                         "workers_per_item": args.workers_per_item}
     record["params"] = {k: getattr(params, k) for k in getattr(params, "__dataclass_fields__", {})}
     record["preset"] = args.preset
+    record.update(agreement_record(args))
     write_json(args, record)
     return 0
 
@@ -217,6 +230,7 @@ def run_power(args: argparse.Namespace) -> int:
 def run_grid(args: argparse.Namespace) -> int:
     check_shard(args)
     check_outcome_flags(args)
+    check_agreement_flags(args)
     from ..powersim.grid import power_grid
 
     if args.preset is not None and args.ratings is not None:
@@ -226,6 +240,8 @@ def run_grid(args: argparse.Namespace) -> int:
     effects = own_effects(args) or args.effects
     if own is not None:
         scenarios: Any = own
+    elif args.agreement is not None:
+        scenarios = {f"{args.measure} {args.agreement:g}": agreement_params(args, effects[0])}
     elif args.ratings is not None:
         scenarios = {"pilot": pilot_params(args, args.effects[0])}
     else:
