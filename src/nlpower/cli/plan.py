@@ -190,9 +190,10 @@ def _plan_judgements(args: argparse.Namespace) -> int:
     from ..pilot import fit_judgements, plan_with_assurance
     from ..pilot.judgements import judgement_frame
 
-    if args.ratings is not None or args.preset is not None:
-        raise InputError("give one pilot: --judgements FILE (head-to-head) or --ratings FILE "
-                         "(ratings) or --preset, not several.")
+    if args.ratings is not None or args.preset is not None or \
+            getattr(args, "agreement", None) is not None:
+        raise InputError("give one source of parameters: --judgements FILE (a head-to-head "
+                         "pilot), --ratings FILE, --preset or --agreement, not several.")
     if args.outcome not in ("gaussian", "preference"):
         raise InputError(f"--judgements plans head-to-head judgements (--outcome preference); "
                          f"got --outcome {args.outcome}.")

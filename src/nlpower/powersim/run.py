@@ -249,6 +249,8 @@ def power(
     adjust : {"holm", "bonferroni", "fdr", "none"}, default "holm"
         With ``pairwise``: the multiplicity adjustment.
 
+    Notes
+    -----
     With a fitted model, ``test`` is ``"z"``, ``"satterthwaite"`` (alias
     ``"t"``; Gaussian), ``"kenward-roger"`` (``"kr"``), ``"lrt"`` (``"lr"``)
     or ``"pblrt"`` (default: Satterthwaite for ``lmer`` fits, z otherwise,
