@@ -153,6 +153,11 @@ class PowerResult:
         return self.mc.type_s_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
 
     @property
+    def stopped_early(self) -> bool:
+        """Whether adaptive precision (``precision=``) stopped the replicates before ``n_sims``."""
+        return self.mc is not None and self.mc.stopped_early
+
+    @property
     def type_m_ci(self) -> ConfidenceInterval:
         """95% t interval of ``type_m`` over the significant replicates (NaN if unknown)."""
         return self.mc.type_m_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
@@ -213,6 +218,8 @@ class PowerResult:
                 "  singular fits put a variance component at 0 (common with few workers or items): "
                 "they are kept, but their SE of the effect can be too small, so they lean liberal"
             )
+        if self.mc is not None and self.mc.precision is not None:
+            lines.append(f"  {self.mc.describe_precision()}")
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)
@@ -295,7 +302,7 @@ class PowerResult:
 
 #: the Monte Carlo summary's record keys that are not fields of PowerResult
 _MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
-            "type_m_ci_low", "type_m_ci_high")
+            "type_m_ci_low", "type_m_ci_high", "n_sims_max", "precision")
 
 _FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
                            "alpha", "effect", "mean_difference"})
