@@ -188,3 +188,30 @@ def test_bad_precision_is_refused_naming_it(bad):
     with pytest.raises(InputError, match="precision must be None"):
         simulate_power(lambda rng: 0, lambda d: (1.0, 0.5), effect=1.0, n_sims=10,
                        precision=bad)
+
+
+def test_cli_precision_on_power_grid_and_study(tmp_path, capsys):
+    import json
+
+    from nlpower.cli import main
+    base = ["--preset", "high-variance", "--workers", "5", "--items", "40", "--n-sims", "3000",
+            "--seed", "1", "--quiet", "--precision", "0.03"]
+    out = tmp_path / "p.json"
+    assert main(["power", *base, "--effect", "0.12", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    lib = nlpower.power(CrossedDesign(5, 40), presets.high_variance(0.12), n_sims=3000, rng=1,
+                        precision=0.03)
+    assert got["n_sims"] == lib.n_sims < 3000 and got["power"] == lib.power
+    grid = tmp_path / "g.csv"
+    assert main(["grid", *base, "--effects", "0.12", "--out", str(grid)]) == 0
+    import pandas as pd
+    assert pd.read_csv(grid)["n_sims"].iloc[0] == lib.n_sims
+    capsys.readouterr()
+    study = ["study", "tests/reference/data/sleepstudy.csv", "--formula",
+             "Reaction ~ Days + (1 | Subject)",
+             "--term", "Days", "--set", "Days=8", "--test", "z", "--seed", "1",
+             "--precision", "0.05"]
+    assert main(study) == 0
+    assert "stopped after 200 of at most 1000 replicates" in capsys.readouterr().out
+    assert main(["power", *base[:-1], "0.7", "--effect", "0.1"]) == 2
+    assert "--precision must be None" in capsys.readouterr().err
