@@ -247,29 +247,33 @@ def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mappi
     replicate's seed); more than ``max_failed`` of the replicates used
     failing, or all of them, raises with the first failure.
     """
-    children = seq.spawn(n_sims)
+    n0 = seq.n_children_spawned
     first: list[str] = []
+
+    def child(i: int) -> np.random.SeedSequence:      # seq.spawn(n_sims)[i], made when needed
+        return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, n0 + i),
+                                      pool_size=seq.pool_size)
 
     def compute(lo: int, hi: int) -> Replicates:
         est = np.full(hi - lo, np.nan)
         pval = np.full(hi - lo, np.nan)
         failed = np.zeros(hi - lo, dtype=bool)
         for j, i in enumerate(range(lo, hi)):
-            child = children[i]
-            data = _generate(generate, params, child)
+            kid = child(i)
+            data = _generate(generate, params, kid)
             try:
                 est[j], pval[j] = _estimate_pvalue(test(data))
             except InputError:
                 raise
             except Exception as exc:  # a failed test is a non-rejection, counted (STYLE 6)
                 failed[j] = True
-                first.append(f"{_replicate(i, child)}: test raised {type(exc).__name__}: {exc}")
+                first.append(f"{_replicate(i, kid)}: test raised {type(exc).__name__}: {exc}")
                 continue
             if math.isnan(pval[j]):
                 failed[j] = True
-                first.append(f"{_replicate(i, child)}: test returned a NaN p-value")
+                first.append(f"{_replicate(i, kid)}: test returned a NaN p-value")
                 continue
-            _check_answer(float(est[j]), float(pval[j]), i, child)
+            _check_answer(float(est[j]), float(pval[j]), i, kid)
         nan = np.full(hi - lo, np.nan)
         return Replicates(est, nan, nan, nan, pval, ~failed, np.zeros(hi - lo, dtype=bool), failed)
 
