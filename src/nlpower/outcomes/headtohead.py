@@ -288,4 +288,4 @@ def headtohead_power(
             f"scale (typical share preferring B {share:.3f})")
     return power_result(main, null_reps, effect=params.effect, mean_difference=share - 0.5,
                         design=design, method="simulate", coding="sum", opts=opts,
-                        seed=seed_record(root), notes=[note])
+                        seed=seed_record(root), notes=[note], params=params)

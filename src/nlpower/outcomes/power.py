@@ -240,5 +240,6 @@ def run_likert(design: CrossedDesign, params: LikertParams, opts: PowerOptions, 
                 f"{an.describe(params)}")
         out[a] = power_result(main, null_reps, effect=an.truth(params), mean_difference=diff,
                               design=design, method=an.method(design, params),
-                              coding=params.coding, opts=o, seed=seed, notes=[note])
+                              coding=params.coding, opts=o, seed=seed, notes=[note],
+                              params=params)
     return out

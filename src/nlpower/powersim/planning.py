@@ -272,6 +272,8 @@ class PlanResult:
         outcomes without analytic power, whose ``power`` it is).
     outcome : str
         What is rated (:mod:`nlpower.powersim.outcome`).
+    params : optional
+        The parameters planned with (for :meth:`methods`).
     """
 
     design: CrossedDesign
@@ -291,6 +293,16 @@ class PlanResult:
     outcome: str = "gaussian"
     notes: tuple[str, ...] = ()
     compared: tuple[str, str] | None = None
+    params: Any = field(default=None, repr=False, compare=False)
+
+    def methods(self, format: str = "text", source: str | None = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        ``source``: where the variance components came from
+        (:func:`nlpower.methods.plan_methods`).
+        """
+        from ..methods import plan_methods
+        return plan_methods(self, source=source, format=format)
 
     @property
     def n_ratings(self) -> int:
@@ -459,7 +471,7 @@ def plan(
                       coding=str(getattr(p, "coding", "sum")), target_power=target_power,
                       test=str(test), alpha=alpha, alternative=alternative, frontier=frontier,
                       curve=power_curve, simulated=sim, outcome=kind.name, notes=tuple(notes),
-                      compared=compared)
+                      compared=compared, params=p)
 
 
 def _compared(params: Any, contrast: Any) -> tuple[str, str] | None:

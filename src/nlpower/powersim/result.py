@@ -104,6 +104,9 @@ class PowerResult:
     mc : MonteCarloSummary or None
         The Monte Carlo summary the simulated numbers come from (None for
         the analytic tier); ``type_s_ci`` and ``type_m_ci`` are its intervals.
+    params : LMMParams, LikertParams, HeadToHeadParams or None
+        The true model the replicates were drawn from (for :meth:`methods`;
+        not kept by :meth:`to_record`).
     """
 
     power: float
@@ -138,6 +141,24 @@ class PowerResult:
     REML: bool = False
     n_resamples: int | None = None
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
+    params: Any = field(default=None, repr=False, compare=False)
+
+    def methods(self, format: str = "text", source: str | None = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        Model and variance components (``source``: where they came from),
+        design, test, alpha, replicates and Monte Carlo error, adaptive
+        precision, and the power (:func:`nlpower.methods.power_methods`).
+
+        Examples
+        --------
+        >>> from nlpower import CrossedDesign, power, presets
+        >>> r = power(CrossedDesign(3, 50), presets.high_variance(0.1), n_sims=100, rng=1)
+        >>> r.methods(source="Card et al. 2020, Table 16").startswith("We estimated")
+        True
+        """
+        from ..methods import power_methods
+        return power_methods(self, source=source, format=format)
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Wilson interval of ``power`` (or of the rejection rate when the effect is 0)."""

@@ -391,7 +391,7 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
         ap = analytic(params)
         type1 = analytic(with_effect(params, 0.0)).power if opts.null or effect == 0 else None
         return analytic_power_result(ap, type1, mean_difference=mean_diff, design=design,
-                                     opts=opts, seed=seed, notes=notes)
+                                     opts=opts, seed=seed, notes=notes, params=params)
 
     def run(p: Params, seq: Any, where: str) -> Replicates:
         seeds = seq.spawn(opts.n_sims)
@@ -416,7 +416,8 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
                          count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
         notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
-                        method=how, coding=coding, opts=opts, seed=seed, notes=notes)
+                        method=how, coding=coding, opts=opts, seed=seed, notes=notes,
+                        params=params)
 
 
 def _keyword_default(name: str) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def apply_failure_policy(reps: Replicates, opts: PowerOptions, where: str) -> No
 
 def power_result(main: Replicates, null: Replicates | None, *, effect: float, mean_difference: float,
                  design: CrossedDesign, method: str, coding: str, opts: PowerOptions,
-                 seed: dict, notes: list[str]) -> PowerResult:
+                 seed: dict, notes: list[str], params: Any = None) -> PowerResult:
     """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0)."""
     n_sims = int(main.pvalue.shape[0])     # fewer than opts.n_sims when precision stopped it
     s = count(main, effect, opts.alpha, n_max=opts.n_sims, precision=opts.precision)
@@ -115,12 +116,13 @@ def power_result(main: Replicates, null: Replicates | None, *, effect: float, me
         replicates=main if opts.keep_replicates else None,
         n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_null, REML=opts.REML,
         n_resamples=opts.n_resamples if get_test(opts.test).bootstrap else None, mc=mc,
+        params=params,
     )
 
 
 def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_difference: float,
                           design: CrossedDesign, opts: PowerOptions, seed: dict,
-                          notes: list[str]) -> PowerResult:
+                          notes: list[str], params: Any = None) -> PowerResult:
     """An analytic power as a :class:`PowerResult` (no Monte Carlo error: zero-width CI)."""
     effect = ap.effect
     pw = ap.power if effect != 0 else math.nan
@@ -133,7 +135,7 @@ def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_
         type1_ci=None if type1 is None else ConfidenceInterval(type1, type1), effect=effect,
         mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
         alternative=opts.alternative, method="analytic", engine=None, coding=ap.coding,
-        design=design, seed=seed, version=__version__, notes=tuple(notes),
+        design=design, seed=seed, version=__version__, notes=tuple(notes), params=params,
     )
 
 
