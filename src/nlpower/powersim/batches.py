@@ -310,10 +310,14 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     >>> run_batches(120, compute, run="demo").estimate[[0, 119]]
     array([  0., 119.])
 
-    With a stopping rule (p-values 0: every replicate rejects, so the
-    interval is narrow after the first batch):
+    With a stopping rule: when every replicate rejects (p-values 0) the
+    interval is narrow after the first batch:
 
-    >>> run_batches(120, compute, run="demo", stop=Precision(0.05, 0.05)).estimate.shape
+    >>> def rejecting(lo, hi):
+    ...     z = np.arange(lo, hi, dtype=float)
+    ...     no = np.zeros(hi - lo, dtype=bool)
+    ...     return Replicates(z, z, z, z, np.zeros(hi - lo), no, no, no)
+    >>> run_batches(120, rejecting, run="demo", stop=Precision(0.05, 0.05)).estimate.shape
     (50,)
     """
     store = None if local else checkpoint if checkpoint is not None else current()
