@@ -215,3 +215,5 @@ def test_cli_precision_on_power_grid_and_study(tmp_path, capsys):
     assert "stopped after 200 of at most 1000 replicates" in capsys.readouterr().out
     assert main(["power", *base[:-1], "0.7", "--effect", "0.1"]) == 2
     assert "--precision must be None" in capsys.readouterr().err
+    assert main([*study, "--curve", "Subject=6,12"]) == 2
+    assert "--curve and --plan run fixed --n-sims" in capsys.readouterr().err
