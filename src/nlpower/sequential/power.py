@@ -94,6 +94,15 @@ def sequential_power(
     ...                      group_sequential(2), effect=0.3, n_sims=3, rng=1, progress=False)
     >>> int(g.to_frame()["max_items"].iloc[0])
     12
+
+    Five-point Likert ratings, analysed at each look by the paper's LMM:
+
+    >>> from nlpower.outcomes import LikertParams
+    >>> lp = LikertParams.from_preset(presets.low_variance(0.0), levels=5)
+    >>> g = sequential_power(CrossedDesign(4, 12), lp, group_sequential(2), effect=0.1,
+    ...                      n_sims=20, rng=1, progress=False)
+    >>> int(g.to_frame()["max_ratings"].iloc[0])
+    96
     """
     from ..powersim.models import design_formula
 
