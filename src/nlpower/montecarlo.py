@@ -59,6 +59,11 @@ class MonteCarloSummary:
         Mean ``|estimate| / |effect|`` over the rejections.
     type_m_sd : float
         Their standard deviation (for the interval of ``type_m``).
+    n_max, precision : int or None, float or None
+        With adaptive precision (``precision=`` of the power functions): the
+        most replicates the run could use and the target half-width;
+        :attr:`stopped_early` says whether the rule stopped it before
+        ``n_max``.  None without the rule.
 
     Examples
     --------
@@ -78,22 +83,47 @@ class MonteCarloSummary:
     effect: float
     type_m: float = math.nan
     type_m_sd: float = math.nan
+    n_max: int | None = None
+    precision: float | None = None
 
     @classmethod
-    def from_draws(cls, estimate: Any, significant: Any, *, effect: float) -> MonteCarloSummary:
+    def from_draws(cls, estimate: Any, significant: Any, *, effect: float,
+                   n_max: int | None = None, precision: float | None = None
+                   ) -> MonteCarloSummary:
         """From each replicate's estimate and rejection flag (NaN estimates never reject)."""
         est = np.asarray(estimate, dtype=float)
         sig = np.asarray(significant, dtype=bool)
         n = int(sig.shape[0])
         n_sig = int(sig.sum())
+        n_max = None if precision is None else n_max
         if effect == 0 or n_sig == 0:
-            return cls(n, 0, n_sig, 0, float(effect))
+            return cls(n, 0, n_sig, 0, float(effect), n_max=n_max, precision=precision)
         sign = np.sign(effect)
         correct = sig & (np.sign(est) == sign)
         ratio = np.abs(est[sig]) / abs(effect)
         sd = float(np.std(ratio, ddof=1)) if n_sig > 1 else math.nan
         return cls(n, int(correct.sum()), n_sig, int(np.sum(np.sign(est[sig]) != sign)),
-                   float(effect), float(np.mean(ratio)), sd)
+                   float(effect), float(np.mean(ratio)), sd, n_max, precision)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether adaptive precision stopped the run before ``n_max`` replicates."""
+        return self.n_max is not None and self.n_sims < self.n_max
+
+    def describe_precision(self) -> str:
+        """How adaptive precision ended the run (empty without it)."""
+        if self.precision is None:
+            return ""
+        lo, hi = wilson_ci(self.n_significant, self.n_sims)
+        if self.stopped_early:
+            how = f"stopped after {self.n_sims} of at most {self.n_max} replicates"
+        elif (hi - lo) / 2.0 <= self.precision:
+            how = f"target met only at the maximum, {self.n_sims} replicates"
+        else:
+            how = (f"target not met within the maximum of {self.n_sims} replicates (half-width "
+                   f"{(hi - lo) / 2.0:.3g}); raise n_sims")
+        return (f"adaptive precision: {how}; target half-width {self.precision:g} of the "
+                "rejection rate's 95% interval")
 
     @staticmethod
     def spread(ratios: Any) -> float:
@@ -185,10 +215,12 @@ class MonteCarloSummary:
     def to_record(self) -> dict[str, Any]:
         """Flat JSON-able fields (NaN as None); :meth:`from_record` reads them back."""
         s, m = self.type_s_ci, self.type_m_ci
-        out = {"n_sims": self.n_sims, "n_rejected": self.n_rejected,
+        out: dict[str, Any] = {"n_sims": self.n_sims, "n_rejected": self.n_rejected,
                "n_significant": self.n_significant, "n_wrong_sign": self.n_wrong_sign,
                "type_m_sd": self.type_m_sd, "type_s_ci_low": s.low, "type_s_ci_high": s.high,
                "type_m_ci_low": m.low, "type_m_ci_high": m.high}
+        if self.precision is not None:
+            out.update(n_sims_max=self.n_max, precision=self.precision)
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
 
     @classmethod
@@ -201,6 +233,9 @@ class MonteCarloSummary:
             v = record.get(key)
             return math.nan if v is None else float(v)
 
+        n_max, precision = record.get("n_sims_max"), record.get("precision")
         return cls(int(record["n_sims"]), int(record.get("n_rejected") or 0),
                    int(record["n_significant"]), int(record.get("n_wrong_sign") or 0),
-                   float(effect), num("type_m"), num("type_m_sd"))
+                   float(effect), num("type_m"), num("type_m_sd"),
+                   None if n_max is None else int(n_max),
+                   None if precision is None else float(precision))

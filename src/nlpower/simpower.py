@@ -34,6 +34,8 @@ from .errors import InputError
 from .grid import GridResult, check_run_options, run_grid
 from .intervals import ConfidenceInterval, wilson_ci
 from .montecarlo import MonteCarloSummary
+from .powersim.batches import Precision, check_precision, run_batches
+from .powersim.result import Replicates
 
 __all__ = ["SimulatedPowerResult", "SimulationProblem", "simulate_power", "simulate_power_grid"]
 
@@ -109,6 +111,8 @@ class SimulatedPowerResult:
         if self.n_failed:
             lines.append(f"  note: {self.n_failed} simulation(s) failed (test raised or p-value "
                          "NaN); counted as non-rejections")
+        if self.mc is not None and self.mc.precision is not None:
+            lines.append(f"  {self.mc.describe_precision()}")
         return "\n".join(lines)
 
     def to_record(self) -> dict[str, Any]:
@@ -232,39 +236,57 @@ def _generate(generate: Callable[..., Any], params: Mapping[str, Any],
 
 def _run(generate: Callable[..., Any], test: Callable[[Any], Any], params: Mapping[str, Any],
          n_sims: int, seq: np.random.SeedSequence,
-         max_failed: float = MAX_FAILED) -> tuple[np.ndarray, np.ndarray, int]:
+         max_failed: float = MAX_FAILED,
+         stop: Precision | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Every replicate's (estimate, p-value), checked; a test that raises is a failed replicate.
 
-    A p-value outside [0, 1] or a non-finite estimate beside a p-value is the
-    user's error (named with the replicate's seed); more than ``max_failed``
-    of the replicates failing, or all of them, raises with the first failure.
+    Replicates run in the fixed batches of
+    :func:`nlpower.powersim.batches.run_batches` (in this process), which
+    stops early under ``stop``.  A p-value outside [0, 1] or a non-finite
+    estimate beside a p-value is the user's error (named with the
+    replicate's seed); more than ``max_failed`` of the replicates used
+    failing, or all of them, raises with the first failure.
     """
-    est = np.full(n_sims, np.nan)
-    pval = np.full(n_sims, np.nan)
-    failed = 0
-    first: str | None = None
-    for i, child in enumerate(seq.spawn(n_sims)):
-        data = _generate(generate, params, child)
-        try:
-            est[i], pval[i] = _estimate_pvalue(test(data))
-        except InputError:
-            raise
-        except Exception as exc:  # a failed test is a non-rejection, counted (STYLE 6)
-            failed += 1
-            first = first or f"{_replicate(i, child)}: test raised {type(exc).__name__}: {exc}"
-            continue
-        if math.isnan(pval[i]):
-            failed += 1
-            first = first or f"{_replicate(i, child)}: test returned a NaN p-value"
-            continue
-        _check_answer(float(est[i]), float(pval[i]), i, child)
-    if failed and (failed == n_sims or failed > max_failed * n_sims):
-        share = "every replicate" if failed == n_sims else f"{failed} of {n_sims} replicates"
+    n0 = seq.n_children_spawned
+    first: list[str] = []
+
+    def child(i: int) -> np.random.SeedSequence:      # seq.spawn(n_sims)[i], made when needed
+        return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, n0 + i),
+                                      pool_size=seq.pool_size)
+
+    def compute(lo: int, hi: int) -> Replicates:
+        est = np.full(hi - lo, np.nan)
+        pval = np.full(hi - lo, np.nan)
+        failed = np.zeros(hi - lo, dtype=bool)
+        for j, i in enumerate(range(lo, hi)):
+            kid = child(i)
+            data = _generate(generate, params, kid)
+            try:
+                est[j], pval[j] = _estimate_pvalue(test(data))
+            except InputError:
+                raise
+            except Exception as exc:  # a failed test is a non-rejection, counted (STYLE 6)
+                failed[j] = True
+                first.append(f"{_replicate(i, kid)}: test raised {type(exc).__name__}: {exc}")
+                continue
+            if math.isnan(pval[j]):
+                failed[j] = True
+                first.append(f"{_replicate(i, kid)}: test returned a NaN p-value")
+                continue
+            _check_answer(float(est[j]), float(pval[j]), i, kid)
+        nan = np.full(hi - lo, np.nan)
+        return Replicates(est, nan, nan, nan, pval, ~failed, np.zeros(hi - lo, dtype=bool), failed)
+
+    reps = run_batches(n_sims, compute, run="simulate-power", local=True, stop=stop)
+    n = int(reps.pvalue.shape[0])
+    failed = int(reps.failed.sum())
+    if failed and (failed == n or failed > max_failed * n):
+        share = "every replicate" if failed == n else f"{failed} of {n} replicates"
         raise InputError(f"the test failed in {share} (more than max_failed={max_failed:g} of "
                          f"them), so the power would say nothing about the test. The first "
-                         f"failure: {first}. Fix the test, or raise max_failed if failures are "
+                         f"failure: {first[0]}. Fix the test, or raise max_failed if failures are "
                          "expected.")
-    return est, pval, failed
+    return reps.estimate, reps.pvalue, failed
 
 
 def _check_answer(est: float, p: float, i: int, child: np.random.SeedSequence) -> None:
@@ -282,11 +304,12 @@ def _check_answer(est: float, p: float, i: int, child: np.random.SeedSequence) -
 
 def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float, alpha: float,
               params: Mapping[str, Any], seed: dict[str, Any],
-              keep_draws: bool) -> SimulatedPowerResult:
+              keep_draws: bool, n_max: int | None = None,
+              precision: float | None = None) -> SimulatedPowerResult:
     """Sign-correct power, Type-M/S and their MC intervals from per-simulation values
     (through :class:`nlpower.montecarlo.MonteCarloSummary`, as every power in nlpower)."""
     sig = np.nan_to_num(pval, nan=1.0) <= alpha
-    mc = MonteCarloSummary.from_draws(est, sig, effect=effect)
+    mc = MonteCarloSummary.from_draws(est, sig, effect=effect, n_max=n_max, precision=precision)
     return SimulatedPowerResult(
         power=mc.power, se=mc.se, ci=mc.ci, type_m=mc.type_m, type_m_ci=mc.type_m_ci,
         type_s=mc.type_s, type_s_ci=mc.type_s_ci, rejection_rate=mc.rejection_rate,
@@ -329,6 +352,7 @@ def simulate_power(
     params: Mapping[str, Any] | None = None,
     keep_draws: bool = True,
     max_failed: float = MAX_FAILED,
+    precision: float | None = None,
 ) -> SimulatedPowerResult:
     """Power, Type-M and Type-S of ``test`` on data from ``generate`` (Card et al. 2020, Fig. 2).
 
@@ -363,6 +387,15 @@ def simulate_power(
         Largest share of failed tests a run may have (default 0.5); a run
         with more, or where every test failed, raises with the first
         failure's message instead of returning a power.
+    precision : float, optional
+        Adaptive Monte Carlo precision (e.g. ``0.01``): stop at the first
+        batch of 50 data sets after which the 95% Wilson interval of the
+        rejection rate has half-width at most ``precision``; ``n_sims`` is
+        the maximum, ``result.n_sims`` what was used and
+        ``result.mc.stopped_early`` whether the rule stopped the run.  The
+        first ``m`` data sets are those of any other run with the same
+        ``rng``; the reported interval keeps its coverage
+        (``docs/power.md``, "Adaptive precision").
 
     Returns
     -------
@@ -382,14 +415,24 @@ def simulate_power(
     >>> r = simulate_power(generate, test, effect=0.15, params={"n": 100}, n_sims=400, rng=1)
     >>> r.power > 0.75
     True
+
+    With ``precision=0.05`` the run stops once the interval is +-0.05 wide:
+
+    >>> r = simulate_power(generate, test, effect=0.15, params={"n": 100}, n_sims=2000,
+    ...                    rng=1, precision=0.05)
+    >>> r.n_sims < 2000, r.n_sims % 50
+    (True, 0)
     """
     n_sims, alpha, max_failed = _check(generate, test, n_sims, alpha, max_failed)
     effect = check_real("effect", effect)
     params = _check_params(params)
+    precision = check_precision(precision)
     seq = root_seed(rng)
-    est, pval, failed = _run(generate, test, params, n_sims, seq, max_failed)
+    stop = None if precision is None else Precision(precision, alpha)
+    est, pval, failed = _run(generate, test, params, n_sims, seq, max_failed, stop)
     return summarise(est, pval, failed, effect=effect, alpha=alpha, params=params,
-                     seed=seed_record(seq), keep_draws=keep_draws)
+                     seed=seed_record(seq), keep_draws=keep_draws, n_max=n_sims,
+                     precision=precision)
 
 
 def _name(fn: Any) -> str:
@@ -411,14 +454,16 @@ class SimulationProblem:
     n_sims: int = 1000
     alpha: float = 0.05
     max_failed: float = MAX_FAILED
+    precision: float | None = None
 
     name = "simulate"
     result_columns = RESULT_COLUMNS
 
     def fingerprint(self) -> dict[str, Any]:
         eff = self.effect if isinstance(self.effect, (int, float, str)) else _name(self.effect)
-        return {"generate": _name(self.generate), "test": _name(self.test), "effect": eff,
-                "n_sims": self.n_sims, "alpha": self.alpha}
+        out = {"generate": _name(self.generate), "test": _name(self.test), "effect": eff,
+               "n_sims": self.n_sims, "alpha": self.alpha}
+        return out if self.precision is None else {**out, "precision": self.precision}
 
     def effect_at(self, key: Mapping[str, Any]) -> float:
         """The true effect of the cell ``key`` (a finite number, or the user's error)."""
@@ -448,10 +493,12 @@ class SimulationProblem:
                  rng: np.random.SeedSequence) -> SimulatedPowerResult:
         params = dict(key)
         effect = self.effect_at(key)  # before any replicate: a bad effect fails fast
+        stop = None if self.precision is None else Precision(self.precision, self.alpha)
         est, pval, failed = _run(self.generate, self.test, params, self.n_sims, rng,
-                                 self.max_failed)
+                                 self.max_failed, stop)
         return summarise(est, pval, failed, effect=effect, alpha=self.alpha,
-                         params=params, seed=seed_record(rng), keep_draws=False)
+                         params=params, seed=seed_record(rng), keep_draws=False,
+                         n_max=self.n_sims, precision=self.precision)
 
     def from_record(self, record: Mapping[str, Any]) -> SimulatedPowerResult:
         return SimulatedPowerResult.from_record(record)
@@ -490,6 +537,7 @@ def simulate_power_grid(
     progress: bool = True,
     on_error: OnError = "raise",
     max_failed: float = MAX_FAILED,
+    precision: float | None = None,
 ) -> GridResult:
     """:func:`simulate_power` on every combination of ``params`` (lists are axes).
 
@@ -529,7 +577,8 @@ def simulate_power_grid(
         effect = check_real("effect", effect)
     _check_params(params)
     check_run_options(n_jobs, backend, client, on_error)
-    problem = SimulationProblem(generate, test, effect, n_sims, alpha, max_failed)
+    problem = SimulationProblem(generate, test, effect, n_sims, alpha, max_failed,
+                                check_precision(precision))
     if n_jobs != 1 or backend == "dask":
         _check_shippable(problem)
     return run_grid(problem, params, rng=rng, n_jobs=n_jobs, backend=backend, client=client,

@@ -74,6 +74,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "rejections, so --test z --alternative two-sided is the paper's t > 1.96 rule "
                         "(greater: t > 1.645 at alpha 0.05)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--precision", type=float, default=None, metavar="H",
+                   help="adaptive Monte Carlo precision: stop the replicates (in batches of 50) "
+                        "once the power's 95%% interval is +-H wide, e.g. 0.01; --n-sims is then "
+                        "the maximum (default: run all --n-sims)")
     p.add_argument("--method", choices=allowed(PowerMethod), default="auto",
                    help="how power is computed: auto (the exact balanced fast path when it applies, "
                         "else simulate), balanced, simulate (refit every replicate), analytic")
@@ -212,8 +216,8 @@ def run_power(args: argparse.Namespace) -> int:
                 params = params.to_coding(args.coding).with_effect(args.effect)
     result = power(design, params, n_sims=args.n_sims, alpha=args.alpha, test=args.test,
                    alternative=args.alternative, method=args.method, engine=args.engine,
-                   rng=args.seed, progress=not args.quiet, **_n_resamples(args),
-                   **outcome_kwargs(args))
+                   rng=args.seed, progress=not args.quiet, precision=args.precision,
+                   **_n_resamples(args), **outcome_kwargs(args))
     print(result.summary())
     frame = result.to_frame()
     record: dict[Any, Any] = (frame.iloc[0].to_dict() if len(frame) == 1
@@ -251,7 +255,8 @@ def run_grid(args: argparse.Namespace) -> int:
         n_sims=args.n_sims, alpha=args.alpha, test=args.test, alternative=args.alternative,
         method=args.method, engine=args.engine, n_jobs=args.n_jobs, backend=args.backend,
         checkpoint=args.checkpoint, null=args.null, rng=args.seed, progress=not args.quiet,
-        shard=args.shard, **_n_resamples(args), **outcome_kwargs(args), **_design_kw(args),
+        shard=args.shard, precision=args.precision, **_n_resamples(args),
+        **outcome_kwargs(args), **_design_kw(args),
     )
     print(result.summary())
     print_shard_note(args, result)

@@ -83,6 +83,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--power", type=float, default=0.8, dest="target", help="target (with --plan)")
     p.add_argument("--n-max", type=int, default=1000, help="largest size searched by --plan")
     p.add_argument("--n-sims", type=int, default=1000)
+    p.add_argument("--precision", type=float, default=None, metavar="H",
+                   help="stop the replicates once the power's 95%% interval is +-H wide (e.g. "
+                        "0.01; --n-sims the maximum); not with --curve or --plan")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--n-jobs", type=int, default=1)
@@ -124,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
                            "n_jobs": args.n_jobs}
     print(f"model: {args.formula} ({args.family}), {fit.nobs} rows; truth: "
           + ", ".join(f"{k}={v:.4g}" for k, v in model.fixef.items()))
+    if args.precision is not None and (args.curve or args.plan):
+        raise InputError(f"--precision={args.precision} stops one power's replicates; --curve and "
+                         "--plan run fixed --n-sims per size. Drop --precision there.")
     if args.curve:
         along, breaks = _pair(args.curve, "--curve")
         bs = [_count(b, "--curve") for b in breaks.split(",")]
@@ -143,11 +149,12 @@ def run(args: argparse.Namespace) -> int:
     if args.pairwise:
         ask.pop("term"), ask.pop("compare")
         res = nlpower.power(model, pairwise=args.pairwise, baseline=args.baseline,
-                            adjust=args.adjust, progress=args.progress, **ask)
+                            adjust=args.adjust, progress=args.progress,
+                            precision=args.precision, **ask)
         print(res.summary())
         write_json(args, res.to_frame().to_dict(orient="records"))
         return 0
-    res = nlpower.power(model, progress=args.progress, **ask)
+    res = nlpower.power(model, progress=args.progress, precision=args.precision, **ask)
     print(res.summary())
     write_json(args, res.to_record())
     return 0

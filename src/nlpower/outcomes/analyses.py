@@ -33,7 +33,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..powersim import fastpath as fp
 from ..powersim.balanced_fit import fit_balanced
-from ..powersim.batches import by_rows
+from ..powersim.batches import by_rows, stop_early
 from ..powersim.models import build_model
 from ..powersim.options import PowerOptions
 from ..powersim.replicate import _FIT_FAILURES, _replicates, balanced_exact, prepare
@@ -50,8 +50,8 @@ def lmm_replicates(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     ``proxy`` gives the coding of ``x`` and the warm start of the general path
     (its SDs relative to its ``sigma``); its values never enter a test.
     """
-    if balanced_exact(design, proxy) is None:
-        return _lmm_balanced(design, y01, proxy, opts)
+    if balanced_exact(design, proxy) is None:    # all at once; the stopping rule applied after
+        return stop_early(_lmm_balanced(design, y01, proxy, opts))
     return by_rows(_lmm_general, "lmm", design, y01, proxy, opts)   # checkpointed batches
 
 

@@ -23,7 +23,7 @@ from .._validation import check_real
 from ..convert_outcomes import OrdinalPilot, binary_params, is_binary_fit, is_ordinal_fit
 from ..errors import InputError
 from ..params import LMMParams
-from ..powersim.batches import checkpointed
+from ..powersim.batches import checkpointed, stopping
 from ..powersim.options import PowerOptions
 from ..powersim.outcome import OUTCOMES
 from ..presets import DatasetPreset
@@ -102,7 +102,7 @@ class _OutcomeModel:
         if analytic is not None:
             return analytic
         with checkpointed(checkpoint, design=design, params=params, options=opts,
-                          rng=rng) as root:
+                          rng=rng) as root, stopping(opts.precision, opts.alpha):
             return self.simulate(design, params, opts, root)
 
     def simulate(self, design: Any, params: Any, opts: PowerOptions, root: Any) -> Any:
@@ -163,7 +163,7 @@ class PreferenceOutcome(_OutcomeModel):
         return headtohead_power(design, params, n_sims=opts.n_sims, alpha=opts.alpha,
                                 alternative=opts.alternative, null=opts.null, rng=root,
                                 keep_replicates=opts.keep_replicates,
-                                on_failure=opts.on_failure)
+                                on_failure=opts.on_failure, precision=opts.precision)
 
 
 #: The targets of ``OUTCOMES["likert"]`` and ``OUTCOMES["preference"]``.

@@ -48,6 +48,7 @@ from ..powersim.batches import (
     run_batches,
     run_id,
     seeds_identity,
+    stopping,
 )
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import _FIT_FAILURES, _replicates
@@ -219,6 +220,7 @@ def headtohead_power(
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
     n_jobs: int | None = None,
+    precision: float | None = None,
 ) -> PowerResult:
     """Power of repeated head-to-head judgements analysed by glmer (module docstring).
 
@@ -230,7 +232,7 @@ def headtohead_power(
     params : HeadToHeadParams
         The logistic crossed model; ``effect`` the logit of the share
         preferring B (:meth:`HeadToHeadParams.from_share`).
-    n_sims, alpha, alternative, null, rng, keep_replicates, on_failure
+    n_sims, alpha, alternative, null, rng, keep_replicates, on_failure, precision
         As in :func:`nlpower.power` (``null=True``: the Type I error at
         ``effect = 0``, own child seed).  The test is the Wald z of the intercept.
     ties : {"exclude"}
@@ -268,10 +270,11 @@ def headtohead_power(
             "(draws get prior weight 0), or nlpower.preference for one judgement per person.")
     opts = power_options(n_sims=n_sims, alpha=alpha, test="z", alternative=alternative,
                          method="simulate", null=null, keep_replicates=keep_replicates,
-                         on_failure=on_failure)
+                         on_failure=on_failure, precision=precision)
     root = root_seed(rng)
     main_seq, null_seq = root.spawn(2)
-    with nullcontext() if n_jobs is None else replicate_jobs(n_jobs):
+    with nullcontext() if n_jobs is None else replicate_jobs(n_jobs), \
+            stopping(opts.precision, opts.alpha):
         main = _run(design, params, main_seq, opts)
         null_reps = None
         if null and params.effect != 0:
@@ -285,4 +288,4 @@ def headtohead_power(
             f"scale (typical share preferring B {share:.3f})")
     return power_result(main, null_reps, effect=params.effect, mean_difference=share - 0.5,
                         design=design, method="simulate", coding="sum", opts=opts,
-                        seed=seed_record(root), notes=[note])
+                        seed=seed_record(root), notes=[note], params=params)

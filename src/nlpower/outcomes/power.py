@@ -27,6 +27,7 @@ from .._rng import RNGLike, root_seed, seed_record
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
+from ..powersim.batches import stopping
 from ..powersim.options import PowerOptions, power_options
 from ..powersim.replicate import balanced_exact
 from ..powersim.result import PowerResult, Replicates
@@ -148,6 +149,7 @@ def likert_power(
     rng: RNGLike = None,
     keep_replicates: bool = True,
     on_failure: FailurePolicy = "ignore",
+    precision: float | None = None,
 ) -> PowerResult | AnalysisComparison:
     """Power of a Likert rating study: latent threshold model -> analysis -> test.
 
@@ -177,8 +179,8 @@ def likert_power(
         Fitter of the LMM on designs off the balanced fast path.
     rng : optional
         Seed or Generator (the :mod:`nlpower._rng` policy).
-    keep_replicates, on_failure
-        As in :func:`nlpower.power`.
+    keep_replicates, on_failure, precision
+        As in :func:`nlpower.power` (with several analyses each stops on its own).
 
     Returns
     -------
@@ -198,8 +200,10 @@ def likert_power(
     """
     opts = power_options(outcome="likert", analysis=analysis, test=test, n_sims=n_sims,
                          alpha=alpha, alternative=alternative, null=null, engine=engine,
-                         keep_replicates=keep_replicates, on_failure=on_failure)
-    out = run_likert(design, params, opts, rng=rng)
+                         keep_replicates=keep_replicates, on_failure=on_failure,
+                         precision=precision)
+    with stopping(opts.precision, opts.alpha):
+        out = run_likert(design, params, opts, rng=rng)
     return out[opts.analysis] if isinstance(analysis, str) and analysis != "both" else \
         AnalysisComparison(out)
 
@@ -236,5 +240,6 @@ def run_likert(design: CrossedDesign, params: LikertParams, opts: PowerOptions, 
                 f"{an.describe(params)}")
         out[a] = power_result(main, null_reps, effect=an.truth(params), mean_difference=diff,
                               design=design, method=an.method(design, params),
-                              coding=params.coding, opts=o, seed=seed, notes=[note])
+                              coding=params.coding, opts=o, seed=seed, notes=[note],
+                              params=params)
     return out

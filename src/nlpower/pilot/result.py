@@ -142,6 +142,16 @@ class AssuranceResult:
             lines.append(f"  {k:<{w}} {self.sd_point[k]:8.4f}  {self.sd_upper[k]:8.4f}")
         return "\n".join(lines)
 
+    def methods(self, format: str = "text") -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        The pilot and its variance components, power at its estimates,
+        assurance with its Monte Carlo error, and safeguard power
+        (:func:`nlpower.methods.assurance_methods`).
+        """
+        from ..methods import assurance_methods
+        return assurance_methods(self, format=format)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per draw: the SDs (as ``sd_point``) and the design's power."""
         df = pd.DataFrame(np.sqrt(np.clip(self.sd_draws, 0.0, None)), columns=list(self.sd_point))

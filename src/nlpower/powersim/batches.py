@@ -24,6 +24,16 @@ A run is named in the file by :func:`run_id` (what it computes: the loop, its
 options and its replicates' seeds or responses), so the main and effect-0
 runs of a cell, or two analyses of the same Likert replicates, keep their
 batches apart.
+
+Adaptive precision (:class:`Precision`): a run can stop before ``n_sims``
+once its rejection rate is known well enough -- the half-width of the
+Wilson interval of the share of replicates with ``p <= alpha`` at most
+``precision``.  The rule is checked at batch boundaries, in batch order,
+and on nothing but the replicates of the batches before the boundary, so a
+run stops after the same batch for any ``n_jobs`` and on resume (with
+``n_jobs > 1`` batches are computed in waves of ``n_jobs``, and batches of
+the last wave beyond the stopping boundary are dropped).  ``n_sims`` is the
+maximum; a run that never meets the rule uses all of it.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,11 +53,13 @@ from .. import __version__
 from .._rng import RNGLike, root_seed, seed_record
 from ..errors import InputError
 from ..grid.batchfile import BatchFile, active, current, digest, read_fingerprint
+from ..intervals import wilson_ci
 from .result import Replicates
 
-__all__ = ["BATCH_SIZE", "batch_bounds", "by_rows", "checkpoint_root", "checkpointed", "concat",
-           "open_run_checkpoint", "options_identity", "replicate_jobs",
-           "run_batches", "run_id", "seeds_identity"]
+__all__ = ["BATCH_SIZE", "Precision", "batch_bounds", "by_rows", "check_precision",
+           "checkpoint_root", "checkpointed", "concat", "current_precision", "open_run_checkpoint",
+           "options_identity", "replicate_jobs", "run_batches", "run_id", "seeds_identity",
+           "stop_early", "stopping"]
 
 #: Replicates per batch (the last batch of a run holds the rest).
 BATCH_SIZE = 50
@@ -78,6 +91,106 @@ def replicate_jobs(n_jobs: int) -> Iterator[None]:
         yield
     finally:
         _JOBS.reset(token)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The adaptive-precision stopping rule of a run of replicates (module docstring).
+
+    A run stops at the first batch boundary where the Wilson interval
+    (``confidence_level``) of its rejection rate -- the share of replicates
+    with ``p <= alpha``, failed ones (NaN p-values) counting as
+    non-rejections -- has half-width at most ``half_width``.
+
+    Examples
+    --------
+    >>> rule = Precision(0.05, alpha=0.05)
+    >>> rule.met(20, 100), rule.met(200, 1000)
+    (False, True)
+    """
+
+    half_width: float
+    alpha: float
+    confidence_level: float = 0.95
+
+    def rejections(self, reps: Replicates) -> int:
+        """Replicates of ``reps`` with ``p <= alpha``."""
+        return int(np.sum(np.nan_to_num(reps.pvalue, nan=1.0) <= self.alpha))
+
+    def half_width_of(self, k: int, n: int) -> float:
+        """Half-width of the Wilson interval of ``k`` rejections in ``n`` replicates."""
+        lo, hi = wilson_ci(k, n, self.confidence_level)
+        return (hi - lo) / 2.0
+
+    def met(self, k: int, n: int) -> bool:
+        """Whether ``k`` rejections in ``n`` replicates are precise enough to stop."""
+        return n > 0 and self.half_width_of(k, n) <= self.half_width
+
+
+def check_precision(precision: Any) -> float | None:
+    """``precision`` validated at a public boundary: None, or a half-width in (0, 0.5)."""
+    if precision is None:
+        return None
+    if isinstance(precision, bool) or not isinstance(precision, (int, float, np.integer,
+                                                                 np.floating)) \
+            or not 0.0 < float(precision) < 0.5:
+        raise InputError(
+            f"precision must be None (run all n_sims replicates) or the target half-width of "
+            f"the power's 95% interval, a number strictly between 0 and 0.5 (e.g. 0.01); got "
+            f"{precision!r}.")
+    return float(precision)
+
+
+#: The stopping rule of the replicate loops run in this context (:func:`stopping`).
+_STOP: ContextVar[Precision | None] = ContextVar("nlpower_precision", default=None)
+
+
+@contextmanager
+def stopping(precision: float | None, alpha: float) -> Iterator[None]:
+    """Run the replicate loops inside with the rule ``Precision(precision, alpha)`` (None: none).
+
+    ``precision`` is validated already (:func:`check_precision`); the rule
+    applies to each run of replicates (a main run and its effect-0 run stop
+    on their own).
+    """
+    token = _STOP.set(None if precision is None else Precision(precision, alpha))
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+def current_precision() -> Precision | None:
+    """The stopping rule set by the innermost :func:`stopping` (None outside any)."""
+    return _STOP.get()
+
+
+def stop_early(reps: Replicates, stop: Precision | None = None,
+               batch_size: int | None = None) -> Replicates:
+    """The replicates a batch-by-batch run under ``stop`` would have used.
+
+    For loops that compute every replicate at once in milliseconds (the
+    balanced fast path): the first replicates up to the first batch boundary
+    where the rule is met -- the same replicates, and so the same numbers, as
+    :func:`run_batches` would give.  ``stop`` defaults to the current rule.
+    """
+    rule = stop if stop is not None else _STOP.get()
+    n_sims = reps.pvalue.shape[0]
+    if rule is None:
+        return reps
+    k = n = 0
+    for lo, hi in batch_bounds(n_sims, batch_size):
+        k += rule.rejections(_rows(reps, lo, hi))
+        n = hi
+        if rule.met(k, n):
+            break
+    return reps if n == n_sims else _rows(reps, 0, n)
+
+
+def _rows(reps: Replicates, lo: int, hi: int) -> Replicates:
+    return Replicates(**{f.name: getattr(reps, f.name)[lo:hi]
+                         for f in dataclasses.fields(Replicates) if f.name != "extra"},
+                      extra={k: v[lo:hi] for k, v in reps.extra.items()})
 
 
 def _compute(compute: ComputeBatch, lo: int, hi: int, n_sims: int) -> Replicates:
@@ -146,6 +259,7 @@ def options_identity(options: Any) -> Any:
     opts = _fields(options)
     if isinstance(opts, dict):
         opts.pop("keep_replicates", None)  # changes what is kept, not a number
+        opts.pop("precision", None)        # changes where a run stops, not a replicate
     return opts
 
 
@@ -157,13 +271,14 @@ def run_id(kind: str, **identity: Any) -> str:
 def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
                 checkpoint: BatchFile | None = None,
                 on_read: Callable[[int], Any] | None = None,
-                batch_size: int | None = None) -> Replicates:
+                batch_size: int | None = None, stop: Precision | None = None,
+                local: bool = False) -> Replicates:
     """All ``n_sims`` replicates of one run, computed (or read back) batch by batch.
 
     Parameters
     ----------
     n_sims : int
-        Replicates of the run.
+        Replicates of the run (the most it uses under a stopping rule).
     compute : callable
         ``compute(start, stop) -> Replicates`` of replicates ``start:stop``;
         it must depend on nothing outside that range (module docstring).
@@ -178,6 +293,12 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     batch_size : int, optional
         Replicates per batch (default :data:`BATCH_SIZE`) (fixed for a run: part of what ``run`` names).  A
         loop whose model fits many responses at once takes larger batches.
+    stop : Precision, optional
+        Stop at the first batch boundary where the rule is met (module
+        docstring); default the current rule (:func:`stopping`), else none.
+    local : bool, default False
+        Compute every batch in this process and keep no batch file (for
+        loops of user functions, which may not travel to other processes).
 
     Examples
     --------
@@ -188,34 +309,72 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     ...     return Replicates(z, z, z, z, z, no, no, no)
     >>> run_batches(120, compute, run="demo").estimate[[0, 119]]
     array([  0., 119.])
+
+    With a stopping rule: when every replicate rejects (p-values 0) the
+    interval is narrow after the first batch:
+
+    >>> def rejecting(lo, hi):
+    ...     z = np.arange(lo, hi, dtype=float)
+    ...     no = np.zeros(hi - lo, dtype=bool)
+    ...     return Replicates(z, z, z, z, np.zeros(hi - lo), no, no, no)
+    >>> run_batches(120, rejecting, run="demo", stop=Precision(0.05, 0.05)).estimate.shape
+    (50,)
     """
-    store = checkpoint if checkpoint is not None else current()
-    parts: dict[int, Replicates] = {}
-    todo = []
-    for b, (lo, hi) in enumerate(batch_bounds(n_sims, batch_size)):
+    store = None if local else checkpoint if checkpoint is not None else current()
+    rule = stop if stop is not None else _STOP.get()
+    bounds = batch_bounds(n_sims, batch_size)
+    stored: dict[int, Replicates] = {}
+    for b, (lo, hi) in enumerate(bounds):
         cols = None if store is None else store.get(run, b, lo, hi)
         reps = None if cols is None else _from_columns(cols, hi - lo)
-        if reps is None:
-            todo.append((b, lo, hi))
-        else:
-            parts[b] = reps
+        if reps is not None:
+            stored[b] = reps
+    jobs = 1 if local else _JOBS.get()
+    parts: list[Replicates] = []
+    k = n = 0
+    b = 0
+    while b < len(bounds):
+        if b in stored:
+            wave = [stored[b]]
             if on_read is not None:
-                on_read(hi - lo)
-    jobs = min(_JOBS.get(), len(todo))
+                on_read(bounds[b][1] - bounds[b][0])
+        else:      # the next unfinished batches: all of them, or one wave under a rule
+            todo: list[int] = []
+            while b + len(todo) < len(bounds) and b + len(todo) not in stored and (
+                    rule is None or len(todo) < jobs):
+                todo.append(b + len(todo))
+            wave = []
+            for c, reps in zip(todo, _computed(compute, [bounds[c] for c in todo], n_sims, jobs),
+                               strict=True):
+                if store is not None:
+                    store.put(run, c, *bounds[c], _to_columns(reps))
+                wave.append(reps)
+        for reps in wave:
+            parts.append(reps)
+            b += 1
+            if rule is not None:
+                k += rule.rejections(reps)
+                n += reps.pvalue.shape[0]
+                if rule.met(k, n):
+                    b = len(bounds)
+                    break
+    if not parts:
+        return compute(0, 0)
+    return parts[0] if len(parts) == 1 else concat(parts)
+
+
+def _computed(compute: ComputeBatch, bounds: Sequence[tuple[int, int]], n_sims: int,
+              jobs: int) -> Iterator[Replicates]:
+    """The batches ``bounds``, in order, in up to ``jobs`` loky processes."""
+    jobs = min(jobs, len(bounds))
     if jobs > 1:
         from joblib import Parallel, delayed
         done: Any = Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
-            delayed(_compute)(compute, lo, hi, n_sims) for _, lo, hi in todo)
+            delayed(_compute)(compute, lo, hi, n_sims) for lo, hi in bounds)
+        yield from done
     else:
-        done = (_compute(compute, lo, hi, n_sims) for _, lo, hi in todo)
-    for (b, lo, hi), reps in zip(todo, done, strict=True):
-        if store is not None:
-            store.put(run, b, lo, hi, _to_columns(reps))
-        parts[b] = reps
-    if not parts:
-        return compute(0, 0)
-    ordered = [parts[b] for b in sorted(parts)]
-    return ordered[0] if len(ordered) == 1 else concat(ordered)
+        for lo, hi in bounds:
+            yield _compute(compute, lo, hi, n_sims)
 
 
 def by_rows(analyse: Callable[..., Replicates], kind: str, design: Any, y: np.ndarray,

@@ -98,6 +98,8 @@ class RatingsProblem:
         # and so its checkpoints, stay as they were)
         if o.null:
             out["null"] = True
+        if o.precision is not None:    # where each cell stops: part of its numbers
+            out["precision"] = o.precision
         if o.outcome != "gaussian":
             out.update(outcome=o.outcome, levels=o.levels,
                        analysis=o.analysis if len(o.analyses) == 1 else list(o.analyses))
@@ -276,6 +278,7 @@ def power_grid(
     contrast: Any = None,
     power_fn: PowerFunction | None = None,
     shard: str | tuple[int, int] | None = None,
+    precision: float | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -321,6 +324,11 @@ def power_grid(
         parameters.
     levels : int, optional
         Likert points (``outcome="likert"`` with presets).
+    precision : float, optional
+        Adaptive Monte Carlo precision of every cell (:func:`nlpower.power`):
+        a cell stops at the first batch of 50 replicates after which its
+        rejection rate's 95% interval has half-width at most ``precision``;
+        ``n_sims`` is the maximum and the ``n_sims`` column what each cell used.
     analysis : str or list of str, optional
         The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for
         preferences).  For ``outcome="likert"`` a list (or ``"both"``)
@@ -409,7 +417,8 @@ def power_grid(
     opt_kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
                               "alternative": alternative, "method": method, "engine": engine,
                               "REML": REML, "likert": likert, "n_resamples": n_resamples, "null": null,
-                              "outcome": outcome, "levels": levels, "analysis": analysis}
+                              "outcome": outcome, "levels": levels, "analysis": analysis,
+                              "precision": precision}
     run_kw: dict[str, Any] = {"n_jobs": n_jobs, "backend": backend, "client": client,
                               "checkpoint": checkpoint, "progress": progress,
                               "on_error": on_error, "shard": shard}

@@ -38,6 +38,7 @@ from .._choices import (
 )
 from .._validation import check_int, check_real
 from ..errors import InputError
+from .batches import check_precision
 from .outcome import OutcomeKind, get_outcome
 from .rules import get_test
 
@@ -75,6 +76,10 @@ class PowerOptions:
         them on the same replicates); :attr:`analysis` is the first.
     levels : int or None
         Likert points of ``outcome="likert"``.
+    precision : float or None
+        Adaptive Monte Carlo precision: each run of replicates stops once the
+        half-width of its rejection rate's 95% interval is at most this
+        (``n_sims`` the maximum; :class:`nlpower.powersim.batches.Precision`).
     """
 
     n_sims: int = 1000
@@ -94,6 +99,7 @@ class PowerOptions:
     levels: int | None = None
     #: with several analyses, each one's test (``test`` is the first's); else empty
     analysis_tests: tuple[str, ...] = ()
+    precision: float | None = None
 
     @property
     def analysis(self) -> str:
@@ -121,7 +127,7 @@ class PowerOptions:
                 "keep_replicates": self.keep_replicates, "on_failure": self.on_failure,
                 "n_resamples": self.n_resamples, "outcome": self.outcome,
                 "analyses": list(self.analyses), "levels": self.levels,
-                "analysis_tests": list(self.analysis_tests)}
+                "analysis_tests": list(self.analysis_tests), "precision": self.precision}
 
 
 def check_test_options(alpha: object, test: object, alternative: object
@@ -166,6 +172,7 @@ def power_options(
     outcome: str = "gaussian",
     analysis: Any = None,
     levels: int | None = None,
+    precision: float | None = None,
 ) -> PowerOptions:
     """Validate the options of :func:`~nlpower.powersim.power` once.
 
@@ -238,6 +245,7 @@ def power_options(
         on_failure=check_choice("on_failure", on_failure, FailurePolicy), n_resamples=n_resamples,
         outcome=kind.name, analyses=analyses, analysis_tests=tests,
         levels=None if levels is None else _check_levels(levels),
+        precision=check_precision(precision),
     )
 
 

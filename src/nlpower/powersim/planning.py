@@ -25,6 +25,7 @@ from ..errors import DesignError, InputError
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments, power_from_moments
+from .batches import check_precision
 from .models import Params, with_effect
 from .options import check_test_options, power_options, same_value
 from .outcome import get_outcome
@@ -151,6 +152,7 @@ def mde(
     levels: int | None = None,
     analysis: str | None = None,
     engine: EngineName = "native",
+    precision: float | None = None,
 ) -> MDEResult:
     """Minimum detectable (positive) effect of ``design`` at ``target_power``.
 
@@ -170,6 +172,7 @@ def mde(
     Monte Carlo interval of the MDE in ``result.effect_ci``
     (:mod:`nlpower.powersim.simsearch`; ``method`` is ignored there, and
     ``engine`` refits the Likert LMM off the balanced fast path).
+    ``precision`` stops each simulated power early (:func:`nlpower.power`).
 
     Examples
     --------
@@ -188,12 +191,13 @@ def mde(
             "effect is the same in absolute value)."
         )
     n_sims = check_int("n_sims", n_sims, min=1)
+    precision = check_precision(precision)
     if not kind.analytic:
         kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast)) if
                      not same_value(v, _default(mde, k))])
         opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
                              n_sims=n_sims, alpha=alpha, alternative=alternative, engine=engine,
-                             keep_replicates=False)
+                             keep_replicates=False, precision=precision)
         p = kind.model.as_params(params, opts, effect=1.0 if is_pilot_fit(params) else None,
                                  coding=coding, contrast=contrast)  # a pilot: effect solved for
         curve = SimulatedPower(kind, p, opts, root_seed(rng))
@@ -238,7 +242,8 @@ def mde(
     sim = None
     if method == "simulation":
         sim = power(design, with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine)
+                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
+                    precision=precision)
     return MDEResult(effect=eff, mean_difference=eff * _x_span(params), coding=params.coding,
                      target_power=target_power, alpha=alpha, test=test, alternative=alternative,
                      se=se, df=df, method=method, design=design, simulated=sim)
@@ -267,6 +272,8 @@ class PlanResult:
         outcomes without analytic power, whose ``power`` it is).
     outcome : str
         What is rated (:mod:`nlpower.powersim.outcome`).
+    params : optional
+        The parameters planned with (for :meth:`methods`).
     """
 
     design: CrossedDesign
@@ -286,6 +293,16 @@ class PlanResult:
     outcome: str = "gaussian"
     notes: tuple[str, ...] = ()
     compared: tuple[str, str] | None = None
+    params: Any = field(default=None, repr=False, compare=False)
+
+    def methods(self, format: str = "text", source: str | None = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        ``source``: where the variance components came from
+        (:func:`nlpower.methods.plan_methods`).
+        """
+        from ..methods import plan_methods
+        return plan_methods(self, source=source, format=format)
 
     @property
     def n_ratings(self) -> int:
@@ -341,6 +358,7 @@ def plan(
     analysis: str | None = None,
     engine: EngineName = "native",
     sd: Mapping[str, float] | None = None,
+    precision: float | None = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
@@ -364,7 +382,8 @@ def plan(
     ``n_workers >= k``, and the analytic power uses the expected-information
     method, slower per evaluation, so keep the ranges moderate).  When
     ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
-    A plan with fewer than 3 workers says so in ``notes``.
+    A plan with fewer than 3 workers says so in ``notes``.  ``precision``
+    stops each simulated power early (:func:`nlpower.power`).
 
     ``outcome="likert"`` / ``"preference"`` (``levels``, ``analysis``, as in
     :func:`nlpower.power`; ``effect`` on the latent / logit scale) have no
@@ -391,6 +410,7 @@ def plan(
         raise InputError("effect must be non-zero: a design cannot have power to detect 0. "
                          "Pass the smallest effect worth detecting (in the parameters' coding).")
     target_power = _check_target(target_power)
+    precision = check_precision(precision)
     notes: list[str] = []
     compared = _compared(params, contrast)
     if kind.analytic:
@@ -411,7 +431,8 @@ def plan(
                      not same_value(v, _default(plan, k))])
         opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
                              n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha,
-                             alternative=alternative, engine=engine, keep_replicates=False)
+                             alternative=alternative, engine=engine, keep_replicates=False,
+                             precision=precision)
         alpha, test, alternative = opts.alpha, opts.test, opts.alternative  # type: ignore[assignment]
         p = with_sds(kind.model.as_params(params, opts, effect=effect, coding=coding,
                                           contrast=contrast), sd)
@@ -443,13 +464,14 @@ def plan(
         sim = curve(design, effect)
     elif rng is not None:
         sim = power(design, p, n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine)
+                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
+                    precision=precision)
     return PlanResult(design=design, n_workers=w, n_items=i, power=float(best["power"]),
                       cost=float(best["cost"]), effect=effect,
                       coding=str(getattr(p, "coding", "sum")), target_power=target_power,
                       test=str(test), alpha=alpha, alternative=alternative, frontier=frontier,
                       curve=power_curve, simulated=sim, outcome=kind.name, notes=tuple(notes),
-                      compared=compared)
+                      compared=compared, params=p)
 
 
 def _compared(params: Any, contrast: Any) -> tuple[str, str] | None:

@@ -104,6 +104,9 @@ class PowerResult:
     mc : MonteCarloSummary or None
         The Monte Carlo summary the simulated numbers come from (None for
         the analytic tier); ``type_s_ci`` and ``type_m_ci`` are its intervals.
+    params : LMMParams, LikertParams, HeadToHeadParams or None
+        The true model the replicates were drawn from (for :meth:`methods`;
+        not kept by :meth:`to_record`).
     """
 
     power: float
@@ -138,6 +141,24 @@ class PowerResult:
     REML: bool = False
     n_resamples: int | None = None
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
+    params: Any = field(default=None, repr=False, compare=False)
+
+    def methods(self, format: str = "text", source: str | None = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        Model and variance components (``source``: where they came from),
+        design, test, alpha, replicates and Monte Carlo error, adaptive
+        precision, and the power (:func:`nlpower.methods.power_methods`).
+
+        Examples
+        --------
+        >>> from nlpower import CrossedDesign, power, presets
+        >>> r = power(CrossedDesign(3, 50), presets.high_variance(0.1), n_sims=100, rng=1)
+        >>> r.methods(source="Card et al. 2020, Table 16").startswith("We estimated")
+        True
+        """
+        from ..methods import power_methods
+        return power_methods(self, source=source, format=format)
 
     def proportion_ci(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """Wilson interval of ``power`` (or of the rejection rate when the effect is 0)."""
@@ -151,6 +172,11 @@ class PowerResult:
     def type_s_ci(self) -> ConfidenceInterval:
         """95% Wilson interval of ``type_s`` over the significant replicates (NaN if unknown)."""
         return self.mc.type_s_ci if self.mc is not None else ConfidenceInterval(math.nan, math.nan)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether adaptive precision (``precision=``) stopped the replicates before ``n_sims``."""
+        return self.mc is not None and self.mc.stopped_early
 
     @property
     def type_m_ci(self) -> ConfidenceInterval:
@@ -213,6 +239,8 @@ class PowerResult:
                 "  singular fits put a variance component at 0 (common with few workers or items): "
                 "they are kept, but their SE of the effect can be too small, so they lean liberal"
             )
+        if self.mc is not None and self.mc.precision is not None:
+            lines.append(f"  {self.mc.describe_precision()}")
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)
@@ -295,7 +323,7 @@ class PowerResult:
 
 #: the Monte Carlo summary's record keys that are not fields of PowerResult
 _MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
-            "type_m_ci_low", "type_m_ci_high")
+            "type_m_ci_low", "type_m_ci_high", "n_sims_max", "precision")
 
 _FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
                            "alpha", "effect", "mean_difference"})

@@ -42,7 +42,7 @@ from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .analytic import analytic_moments
-from .batches import checkpoint_root, open_run_checkpoint, replicate_jobs
+from .batches import checkpoint_root, open_run_checkpoint, replicate_jobs, stop_early, stopping
 from .models import Params, effect_of, mean_difference_of, with_effect
 from .options import PowerOptions, power_options, same_value
 from .replicate import balanced_exact, run_balanced, run_simulate
@@ -99,6 +99,7 @@ def power(
     pairwise: str | None = None,
     baseline: Any = None,
     adjust: str = "holm",
+    precision: float | None = None,
 ) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -248,6 +249,14 @@ def power(
         With ``pairwise``: compare each level with this one only.
     adjust : {"holm", "bonferroni", "fdr", "none"}, default "holm"
         With ``pairwise``: the multiplicity adjustment.
+    precision : float, optional
+        Adaptive Monte Carlo precision (e.g. ``0.01``): stop the replicates
+        at the first batch of 50 after which the 95% Wilson interval of the
+        rejection rate has half-width at most ``precision``; ``n_sims`` is
+        then the most replicates used.  Same numbers for any ``n_jobs`` and
+        on resume; ``result.n_sims`` is what was used and
+        ``result.stopped_early`` says whether the rule stopped the run
+        (``docs/power.md``, "Adaptive precision").
 
     Notes
     -----
@@ -293,7 +302,8 @@ def power(
                            n_sims=n_sims, alpha=alpha, alternative=alternative, REML=REML,
                            engine=engine, n_resamples=n_resamples, rng=rng, n_jobs=n_jobs,
                            progress=progress, on_failure=on_failure, checkpoint=checkpoint,
-                           pairwise=pairwise, baseline=baseline, adjust=adjust)
+                           pairwise=pairwise, baseline=baseline, adjust=adjust,
+                           precision=precision)
     if term is not None or compare is not None or pairwise is not None:
         raise InputError("term= and compare= test a term of a fitted model: pass the model "
                          "(nlpower.lmer / glmer / clmm, parameters set with with_params) as the "
@@ -304,7 +314,7 @@ def power(
     kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
           "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
           "keep_replicates": keep_replicates, "on_failure": on_failure, "n_resamples": n_resamples,
-          "outcome": outcome, "analysis": analysis, "levels": levels}
+          "outcome": outcome, "analysis": analysis, "levels": levels, "precision": precision}
     if options is None:
         opts = power_options(**kw)
     elif not isinstance(options, PowerOptions):
@@ -382,13 +392,13 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
         ap = analytic(params)
         type1 = analytic(with_effect(params, 0.0)).power if opts.null or effect == 0 else None
         return analytic_power_result(ap, type1, mean_difference=mean_diff, design=design,
-                                     opts=opts, seed=seed, notes=notes)
+                                     opts=opts, seed=seed, notes=notes, params=params)
 
     def run(p: Params, seq: Any, where: str) -> Replicates:
         seeds = seq.spawn(opts.n_sims)
-        if how == "balanced":
+        if how == "balanced":      # all at once in milliseconds; the rule applied after
             assert isinstance(p, LMMParams)
-            reps = run_balanced(design, p, seeds, opts)
+            reps = stop_early(run_balanced(design, p, seeds, opts))
         else:
             reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
                                 desc="replicates" if where == "main" else "replicates, effect 0")
@@ -407,7 +417,8 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
                          count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
         notes += [msg] if msg else []
     return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
-                        method=how, coding=coding, opts=opts, seed=seed, notes=notes)
+                        method=how, coding=coding, opts=opts, seed=seed, notes=notes,
+                        params=params)
 
 
 def _keyword_default(name: str) -> Any:
@@ -441,8 +452,9 @@ class GaussianOutcome:
 
     def run(self, design: CrossedDesign, params: Params, opts: PowerOptions, *, rng: RNGLike,
             progress: bool, checkpoint: str | os.PathLike[str] | None = None) -> PowerResult:
-        return gaussian_power(design, params, opts, rng=rng, progress=progress,
-                              checkpoint=checkpoint)
+        with stopping(opts.precision, opts.alpha):
+            return gaussian_power(design, params, opts, rng=rng, progress=progress,
+                                  checkpoint=checkpoint)
 
 
 #: The Gaussian outcome's model (the target of ``OUTCOMES["gaussian"]``).

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,12 +49,18 @@ class Counts:
         return self.mc.n_significant
 
 
-def count(reps: Replicates, effect: float, alpha: float) -> Counts:
-    """Detections, Type-S/M and diagnostics of one run (module docstring)."""
+def count(reps: Replicates, effect: float, alpha: float, *, n_max: int | None = None,
+          precision: float | None = None) -> Counts:
+    """Detections, Type-S/M and diagnostics of one run (module docstring).
+
+    ``n_max`` and ``precision``: the run's adaptive-precision rule, recorded
+    in the Monte Carlo summary.
+    """
     sig = np.nan_to_num(reps.pvalue, nan=1.0) <= alpha
     ok = ~reps.failed
     return Counts(
-        mc=MonteCarloSummary.from_draws(reps.estimate, sig, effect=effect),
+        mc=MonteCarloSummary.from_draws(reps.estimate, sig, effect=effect, n_max=n_max,
+                                        precision=precision),
         mean_estimate=float(np.mean(reps.estimate[ok])) if ok.any() else math.nan,
         n_failed=int(reps.failed.sum()),
         n_singular=int((reps.singular & ok).sum()),
@@ -77,22 +84,24 @@ def apply_failure_policy(reps: Replicates, opts: PowerOptions, where: str) -> No
 
 def power_result(main: Replicates, null: Replicates | None, *, effect: float, mean_difference: float,
                  design: CrossedDesign, method: str, coding: str, opts: PowerOptions,
-                 seed: dict, notes: list[str]) -> PowerResult:
+                 seed: dict, notes: list[str], params: Any = None) -> PowerResult:
     """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0)."""
-    n_sims = opts.n_sims
-    s = count(main, effect, opts.alpha)
+    n_sims = int(main.pvalue.shape[0])     # fewer than opts.n_sims when precision stopped it
+    s = count(main, effect, opts.alpha, n_max=opts.n_sims, precision=opts.precision)
     mc = s.mc
     notes = list(notes)
     if effect == 0:
         notes.append("effect is 0: power, Type-M and Type-S are undefined; the rejection rate "
                      "is the Type I error")
     n_t1: int | None = None
+    n_null = n_sims
     if effect == 0:
         n_t1 = s.n_sig
     elif null is not None:
         n_t1 = count(null, 0.0, opts.alpha).n_sig
-    type1 = None if n_t1 is None else n_t1 / n_sims
-    type1_ci = None if n_t1 is None else ConfidenceInterval(*wilson_ci(n_t1, n_sims))
+        n_null = int(null.pvalue.shape[0])
+    type1 = None if n_t1 is None else n_t1 / n_null
+    type1_ci = None if n_t1 is None else ConfidenceInterval(*wilson_ci(n_t1, n_null))
     if s.n_failed:
         notes.append(f"{s.n_failed} replicate fit(s) failed; counted as non-detections")
     return PowerResult(
@@ -105,14 +114,15 @@ def power_result(main: Replicates, null: Replicates | None, *, effect: float, me
         engine=opts.engine if method == "simulate" else None, coding=coding, design=design,
         seed=seed, version=__version__, notes=tuple(notes),
         replicates=main if opts.keep_replicates else None,
-        n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_sims, REML=opts.REML,
+        n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_null, REML=opts.REML,
         n_resamples=opts.n_resamples if get_test(opts.test).bootstrap else None, mc=mc,
+        params=params,
     )
 
 
 def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_difference: float,
                           design: CrossedDesign, opts: PowerOptions, seed: dict,
-                          notes: list[str]) -> PowerResult:
+                          notes: list[str], params: Any = None) -> PowerResult:
     """An analytic power as a :class:`PowerResult` (no Monte Carlo error: zero-width CI)."""
     effect = ap.effect
     pw = ap.power if effect != 0 else math.nan
@@ -125,7 +135,7 @@ def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_
         type1_ci=None if type1 is None else ConfidenceInterval(type1, type1), effect=effect,
         mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
         alternative=opts.alternative, method="analytic", engine=None, coding=ap.coding,
-        design=design, seed=seed, version=__version__, notes=tuple(notes),
+        design=design, seed=seed, version=__version__, notes=tuple(notes), params=params,
     )
 
 

@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values
 from .design import GroupSequentialDesign
+from .outcomes import check_outcome, outcome_of
 from .simulate import SequentialProblem, look_items
 
 __all__ = ["sequential_power"]
@@ -25,6 +26,7 @@ def sequential_power(
     *,
     effect: Any = 0.0,
     formula: str | None = None,
+    analysis: str | None = None,
     n_sims: int = 500,
     rng: RNGLike = None,
     n_jobs: int = 1,
@@ -44,18 +46,34 @@ def sequential_power(
     crossed.  The same replicates give the single-look test at all items
     (``fixed_power``, ``fixed_rejection_rate``).
 
+    Every outcome of :func:`nlpower.power` can be bought in batches, chosen
+    by the type of ``params``: Gaussian ratings (``LMMParams``), Likert
+    ratings (:class:`~nlpower.outcomes.LikertParams`; ``analysis="lmm"``,
+    the paper's LMM of the rescaled ratings, or ``"clmm"``, Wald z) and
+    repeated head-to-head judgements
+    (:class:`~nlpower.outcomes.HeadToHeadParams`; the binomial GLMM's Wald
+    z) -- the latter two on a fully crossed, paired design, each look
+    analysed as ``nlpower.power`` analyses that outcome
+    (:mod:`nlpower.sequential.outcomes`).
+
     Parameters
     ----------
     design : CrossedDesign
         The study at its largest (two systems).
-    params : LMMParams
-        Model parameters (e.g. ``nlpower.presets.high_variance``); ``effect`` replaces theirs.
+    params : LMMParams, LikertParams or HeadToHeadParams
+        Model parameters (e.g. ``nlpower.presets.high_variance``,
+        ``LikertParams.from_preset(preset, levels=5)``); ``effect`` replaces
+        theirs (latent scale for Likert, logit scale for head-to-head).
     boundaries : GroupSequentialDesign
         From :func:`group_sequential` (one-sided: the effect is positive under the alternative).
     effect : float or list
         Effects to simulate (0: the Type I error).
     formula : str, optional
-        The fitted model (default: the design's maximal crossed model).
+        The fitted model of Gaussian ratings (default: the design's maximal
+        crossed model).
+    analysis : {"lmm", "clmm"}, optional
+        The analysis of Likert ratings (default ``"lmm"``); head-to-head
+        judgements are analysed by ``"glmer"``.
     n_sims : int
         Replicates per effect.
     rng, n_jobs, backend, checkpoint, progress, on_error
@@ -76,6 +94,15 @@ def sequential_power(
     ...                      group_sequential(2), effect=0.3, n_sims=3, rng=1, progress=False)
     >>> int(g.to_frame()["max_items"].iloc[0])
     12
+
+    Five-point Likert ratings, analysed at each look by the paper's LMM:
+
+    >>> from nlpower.outcomes import LikertParams
+    >>> lp = LikertParams.from_preset(presets.low_variance(0.0), levels=5)
+    >>> g = sequential_power(CrossedDesign(4, 12), lp, group_sequential(2), effect=0.1,
+    ...                      n_sims=20, rng=1, progress=False)
+    >>> int(g.to_frame()["max_ratings"].iloc[0])
+    96
     """
     from ..powersim.models import design_formula
 
@@ -92,13 +119,16 @@ def sequential_power(
         raise InputError(f"design has {design.n_items} items, too few for {boundaries.looks} looks "
                          f"at fractions {boundaries.information_rates.round(3).tolist()} "
                          f"(items per look {items.tolist()}); add items or use fewer looks.")
+    analysis = check_outcome(design, params, analysis, formula)
     effects = axis_values("effect", effect)
     for e in effects:
         if boundaries.sided == 1 and float(e) < 0:
             raise InputError(f"effect={e!r}: a one-sided design tests for a positive effect; "
                              "give effects >= 0 or use sided=2.")
-    problem = SequentialProblem(design, params, boundaries, formula or design_formula(design, params),
-                                n_sims=n_sims)
+    if formula is None:
+        formula = design_formula(design, params if outcome_of(params) == "gaussian" else None)
+    problem = SequentialProblem(design, params, boundaries, formula, n_sims=n_sims,
+                                analysis=analysis)
     run = RunOptions(n_jobs=n_jobs, backend=backend, checkpoint=checkpoint, progress=progress,
                      on_error=on_error)
     return run_grid(problem, {"effect": effect}, rng=rng, run=run, desc="sequential power")

@@ -26,6 +26,7 @@ from scipy import stats
 from ..design import CrossedDesign
 from ..montecarlo import MonteCarloSummary
 from .design import GroupSequentialDesign
+from .outcomes import LookStatistics, look_statistics, outcome_of
 
 __all__ = ["SequentialPowerResult", "SequentialProblem", "look_items"]
 
@@ -118,14 +119,17 @@ class SequentialProblem:
     boundaries: GroupSequentialDesign
     formula: str
     n_sims: int = 500
+    #: the analysis of the ratings: "lmm" (Gaussian and Likert), "clmm" (Likert), "glmer"
+    analysis: str = "lmm"
 
     name = "sequential"
     result_columns = RESULT_COLUMNS
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"design": repr(self.design), "params": repr(self.params), "formula": self.formula,
-                "boundaries": repr(self.boundaries), "futility": None if self.boundaries.futility is None
-                else self.boundaries.futility.tolist(), "n_sims": self.n_sims}
+        out = {"design": repr(self.design), "params": repr(self.params), "formula": self.formula,
+               "boundaries": repr(self.boundaries), "futility": None if self.boundaries.futility is None
+               else self.boundaries.futility.tolist(), "n_sims": self.n_sims}
+        return out if outcome_of(self.params) == "gaussian" else {**out, "analysis": self.analysis}
 
     def _looks(self, layout: pd.DataFrame, ys0: np.ndarray) -> list[tuple[np.ndarray, Any, np.ndarray]]:
         from ..lmm import get_engine
@@ -145,48 +149,73 @@ class SequentialProblem:
         return looks
 
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> SequentialPowerResult:
+        effect = float(key["effect"])
+        params = (self.params.with_effect(effect) if hasattr(self.params, "with_effect")
+                  else dataclasses.replace(self.params, effect=effect))
+        n_items = look_items(self.design.n_items, self.boundaries.information_rates)
+        if self.analysis == "lmm" and outcome_of(params) == "gaussian":
+            looks = self._gaussian(params, rng)
+        else:
+            looks = look_statistics(self.design, params, n_items, self.analysis, self.n_sims, rng)
+        return _operating(looks, self.boundaries, n_items, int(self.design.n_items))
+
+    def _gaussian(self, params: Any, rng: np.random.SeedSequence) -> LookStatistics:
+        """Estimates and z statistics of the Gaussian LMM (``formula``) at every look."""
         from ..simulation import simulate
 
-        effect = float(key["effect"])
-        params = dataclasses.replace(self.params, effect=effect)
         sims = simulate(self.design, params, n_sims=self.n_sims, rng=rng)
         if isinstance(sims, pd.DataFrame):           # one replicate
             layout, ys = sims.drop(columns="rating"), sims["rating"].to_numpy()[None, :]
         else:
             layout, ys = sims.layout, sims.y
         looks = self._looks(layout, ys[0])
-        upper, lower, sided = self.boundaries.efficacy, self.boundaries.futility, self.boundaries.sided
-        crit = stats.norm.isf(self.boundaries.alpha / sided)
-        est, sig, fest, fsig = (np.zeros(len(ys)) for _ in range(4))
-        items, ratings = np.zeros(len(ys)), np.zeros(len(ys))
-        eff_stop, fut_stop = np.zeros(len(looks)), np.zeros(len(looks))
-        failed = 0
-        n_items = look_items(self.design.n_items, self.boundaries.information_rates)
+        sided = self.boundaries.sided
+        est, z = np.zeros((len(ys), len(looks))), np.zeros((len(ys), len(looks)))
         for r, y in enumerate(ys):
-            stopped = False
             for k, (rows, model, contrast) in enumerate(looks):
                 core = model.refit(y[rows], REML=True)
                 b, se = float(contrast @ core.beta), float(np.sqrt(contrast @ core.vcov_beta @ contrast))
-                z = _z_from_t(b / se, float(model.satterthwaite_df(core, contrast)), sided)
-                if not math.isfinite(z):
-                    failed += int(not stopped)
-                    z = 0.0
-                reject = abs(z) >= upper[k] if sided == 2 else z >= upper[k]
-                futile = lower is not None and z <= lower[k] and not reject
-                if not stopped and (reject or futile or k == len(looks) - 1):
-                    stopped = True
-                    est[r], sig[r] = b, reject
-                    items[r], ratings[r] = n_items[k], rows.size
-                    eff_stop[k] += reject
-                    fut_stop[k] += futile
-                if k == len(looks) - 1:
-                    fest[r], fsig[r] = b, (abs(z) if sided == 2 else z) >= crit
-        n = len(ys)
-        return SequentialPowerResult(
-            MonteCarloSummary.from_draws(est, sig.astype(bool), effect=effect),
-            MonteCarloSummary.from_draws(fest, fsig.astype(bool), effect=effect),
-            float(items.mean()), int(self.design.n_items), float(ratings.mean()),
-            int(looks[-1][0].size), tuple(eff_stop / n), tuple(fut_stop / n), failed)
+                est[r, k] = b
+                z[r, k] = _z_from_t(b / se, float(model.satterthwaite_df(core, contrast)), sided)
+        return LookStatistics(est, z, float(params.effect),
+                              np.array([rows.size for rows, _, _ in looks]))
 
     def from_record(self, record: Mapping[str, Any]) -> SequentialPowerResult:
         return SequentialPowerResult.from_record(record)
+
+
+def _operating(looks: LookStatistics, boundaries: GroupSequentialDesign, n_items: np.ndarray,
+               max_items: int) -> SequentialPowerResult:
+    """Stop every replicate at its first boundary crossed; the single look at all items beside.
+
+    A look whose statistic could not be computed (a failed fit) counts as
+    ``z = 0`` (no rejection) and the replicate as failed.
+    """
+    upper, lower, sided = boundaries.efficacy, boundaries.futility, boundaries.sided
+    crit = stats.norm.isf(boundaries.alpha / sided)
+    n, k_last = looks.z.shape[0], looks.z.shape[1] - 1
+    est, sig = np.zeros(n), np.zeros(n, dtype=bool)
+    items, ratings = np.zeros(n), np.zeros(n)
+    eff_stop, fut_stop = np.zeros(k_last + 1), np.zeros(k_last + 1)
+    failed = 0
+    for r in range(n):
+        for k in range(k_last + 1):
+            z = float(looks.z[r, k])
+            if not math.isfinite(z):
+                failed += 1 if k == 0 or math.isfinite(float(looks.z[r, :k].sum())) else 0
+                z = 0.0
+            reject = abs(z) >= upper[k] if sided == 2 else z >= upper[k]
+            futile = lower is not None and z <= lower[k] and not reject
+            if reject or futile or k == k_last:
+                est[r], sig[r] = looks.estimate[r, k], reject
+                items[r], ratings[r] = n_items[k], looks.ratings[k]
+                eff_stop[k] += reject
+                fut_stop[k] += futile
+                break
+    z_all = np.nan_to_num(looks.z[:, k_last], nan=0.0)
+    fsig = (np.abs(z_all) if sided == 2 else z_all) >= crit
+    return SequentialPowerResult(
+        MonteCarloSummary.from_draws(est, sig, effect=looks.truth),
+        MonteCarloSummary.from_draws(looks.estimate[:, k_last], fsig, effect=looks.truth),
+        float(items.mean()), max_items, float(ratings.mean()), int(looks.ratings[k_last]),
+        tuple(eff_stop / n), tuple(fut_stop / n), failed)

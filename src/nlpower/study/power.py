@@ -31,6 +31,8 @@ from ..formula import parse
 from ..lmm.layout import theta_layout
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
+    Precision,
+    check_precision,
     checkpoint_root,
     open_run_checkpoint,
     replicate_jobs,
@@ -238,7 +240,7 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                 engine: str = "native", n_resamples: int = 99, rng: RNGLike = None,
                 n_jobs: int = 1, progress: bool = False, on_failure: str = "ignore",
                 checkpoint: Any = None, pairwise: str | None = None, baseline: Any = None,
-                adjust: str = "holm") -> Any:
+                adjust: str = "holm", precision: float | None = None) -> Any:
     """Power of a test of ``term`` of a fitted model (``nlpower.power(fit, term=...)``).
 
     See :func:`nlpower.power` for the parameters; this is its fitted-model branch.
@@ -246,6 +248,9 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     levels -- all pairs, or each against ``baseline`` -- with the p-values of
     each replicate adjusted together (:mod:`nlpower.study.multiple`) and
     returns a :class:`~nlpower.study.multiple.MultiplePowerResult`.
+    ``precision`` stops the replicates early (:func:`nlpower.power`; batches
+    of ``STUDY_BATCH``; with ``pairwise=`` the rule watches the first
+    comparison).
 
     Examples
     --------
@@ -263,6 +268,7 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         raise InputError(f"n_sims must be a positive integer; got {n_sims!r}.")
     if on_failure not in ("ignore", "warn", "raise"):
         raise InputError(f"on_failure must be 'ignore', 'warn' or 'raise'; got {on_failure!r}.")
+    precision = check_precision(precision)
     formula = d.formula if analysis is None else analysis
     amodel = d.prepare(formula, engine=engine)
     names = coef_names(amodel)
@@ -334,13 +340,16 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         with replicate_jobs(n_jobs):
             reps = run_batches(int(n_sims), compute, run=run, checkpoint=store,
                                on_read=None if bar is None else bar.update,
-                               batch_size=STUDY_BATCH)
+                               batch_size=STUDY_BATCH,
+                               stop=None if precision is None else Precision(precision, alpha))
     finally:
         if bar is not None:
             bar.close()
+    used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
-        return _many_result(reps, study, comp, adjust, errors, int(n_sims))
-    return _result(reps, study, errors, on_failure, root, int(n_sims))
+        return _many_result(reps, study, comp, adjust, errors, used)
+    stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
+    return _result(reps, study, errors, on_failure, root, used, stop_rule)
 
 
 def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str,
@@ -361,7 +370,8 @@ def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str
 
 
 def _result(reps: Replicates, study: _Study, errors: list[str], on_failure: str,
-            root: np.random.SeedSequence, n_sims: int) -> ModelPowerResult:
+            root: np.random.SeedSequence, n_sims: int,
+            rule: dict[str, Any] | None = None) -> ModelPowerResult:
     import warnings
 
     from ..errors import NlpowerWarning
@@ -379,10 +389,13 @@ def _result(reps: Replicates, study: _Study, errors: list[str], on_failure: str,
         warnings.warn(f"{n_failed} of {n_sims} replicate fits failed (first: {first}); counted "
                       "as non-detections.", NlpowerWarning, stacklevel=3)
     sig = np.nan_to_num(reps.pvalue, nan=1.0) <= study.alpha
+    rule = rule or {}
     if hyp.one_df:
-        mc = MonteCarloSummary.from_draws(reps.estimate, sig, effect=hyp.effect)
+        mc = MonteCarloSummary.from_draws(reps.estimate, sig, effect=hyp.effect, **rule)
     else:
-        mc = MonteCarloSummary(n_sims, int(sig.sum()), int(sig.sum()), 0, math.nan)
+        mc = MonteCarloSummary(n_sims, int(sig.sum()), int(sig.sum()), 0, math.nan,
+                               n_max=rule.get("n_max") if rule.get("precision") else None,
+                               precision=rule.get("precision"))
     ok = ~reps.failed
     return ModelPowerResult(
         mc=mc, hypothesis=hyp.label, test=study.test, alpha=study.alpha,

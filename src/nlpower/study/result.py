@@ -120,6 +120,8 @@ class ModelPowerResult:
                      f"{self.n_nonconverged} not converged (engine {self.engine})")
         if self.first_error:
             lines.append(f"  first failure: {self.first_error}")
+        if self.mc.precision is not None:
+            lines.append(f"  {self.mc.describe_precision()}")
         if self.seed:
             lines.append(f"  seed {self.seed.get('entropy')}; nlpower {self.version}")
         return "\n".join(lines)
