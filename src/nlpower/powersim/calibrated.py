@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _dist as stats
-from ..errors import NlpowerWarning
+from ..errors import SizeWarning
 from ..intervals import wilson_ci
 from . import balanced_fit as bf
 from .fastpath import BalancedStats, design_matrix, stratum_dims
@@ -158,5 +158,5 @@ def size_check(test: str, alpha: float, n_workers: int, n_type1: int | None, n_s
     if wilson_ci(n_type1, n_sims)[0] <= alpha:
         return None
     msg = size_message(test, alpha, n_workers, n_type1, n_sims)
-    warnings.warn(msg, NlpowerWarning, stacklevel=3)
+    warnings.warn(msg, SizeWarning, stacklevel=3)
     return msg
