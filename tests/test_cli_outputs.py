@@ -371,3 +371,10 @@ def test_a_named_subcommand_imports_only_its_own_module():
     loaded = set(eval(out.stdout.strip().splitlines()[-1]))
     assert "nlpower.cli.fit" in loaded
     assert not loaded & {"nlpower.cli.accuracy", "nlpower.cli.bleu", "nlpower.cli.power"}
+
+
+def test_plan_plot_writes_the_power_curve(tmp_path, capsys):
+    out = tmp_path / "plan.png"
+    assert main(["plan", "--preset", "low-variance", "--effect", "0.1", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert f"wrote {out}" in capsys.readouterr().out
