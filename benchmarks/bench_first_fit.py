@@ -18,19 +18,34 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_first_fit.py --repeats 5
 
-Also prints the ten slowest imports of the second measurement from
-``python -X importtime`` (cumulative microseconds), to show what remains.
-The machine's load average is printed: a loaded machine inflates everything.
+Python runs with its bytecode cache on (in a directory under the system's
+temporary directory, not in the tree) and one untimed warm-up run of each
+command comes first, as for an installed package, whose modules ``pip``
+compiles on install: ``PYTHONDONTWRITEBYTECODE=1`` would otherwise recompile
+nlpower's sources in every run (about 0.2 s of CPU).
+
+Each run's CPU time (user + system of the child process) is reported next
+to its wall time: on a shared machine the CPU time moves less with the load.
+The ratio R / nlpower is printed for both, from the same run.
+
+Also prints, from ``python -X importtime`` of the first measurement (the
+CLI fit), the import time by top-level package (the sum of each module's own
+time) and the ten slowest top-level imports of the second, to show what
+remains. The machine's load average is printed: a loaded machine inflates
+everything (``-X importtime`` itself adds to each import).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,14 +77,22 @@ print(time.perf_counter() - t0)
 def _env() -> dict[str, str]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages have compiled bytecode
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "nlpower-bench-pycache")
     return env
 
 
-def _wall(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``cmd``."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=_env(), cwd=ROOT)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - cpu0
 
 
 def _inside(code: str) -> tuple[float, float]:
@@ -80,18 +103,39 @@ def _inside(code: str) -> tuple[float, float]:
     return float(out.strip().splitlines()[-1]), wall
 
 
-def _slowest_imports(code: str, n: int = 10) -> list[tuple[int, str]]:
-    err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], check=True,
+def _importtime(args: list[str]) -> list[tuple[int, int, str]]:
+    """``(own us, cumulative us, indented name)`` of every import of ``python -X importtime``."""
+    err = subprocess.run([sys.executable, "-X", "importtime", *args], check=True,
                          capture_output=True, text=True, env=_env(), cwd=ROOT).stderr
     rows = []
     for line in err.splitlines():
         parts = line.split("|")
         if len(parts) == 3 and parts[1].strip().isdigit():
-            name = parts[2].rstrip()
-            depth = (len(name) - len(name.lstrip())) // 2
-            if depth <= 1:
-                rows.append((int(parts[1]), name.strip()))
+            rows.append((int(parts[0].split(":")[1]), int(parts[1]), parts[2].rstrip()))
+    return rows
+
+
+def _slowest_imports(code: str, n: int = 10) -> list[tuple[int, str]]:
+    rows = []
+    for _, cumulative, name in _importtime(["-c", code]):
+        depth = (len(name) - len(name.lstrip())) // 2
+        if depth <= 1:
+            rows.append((cumulative, name.strip()))
     return sorted(rows, reverse=True)[:n]
+
+
+def _by_package(args: list[str], n: int = 8) -> list[tuple[str, int]]:
+    """Import time summed by top-level package (each module's own time)."""
+    total: collections.Counter[str] = collections.Counter()
+    for own, _, name in _importtime(args):
+        total[name.strip().split(".")[0]] += own
+    return total.most_common(n)
+
+
+def _times(label: str, walls: list[float], cpus: list[float]) -> str:
+    med = statistics.median
+    return (f"{label}median {med(walls):.2f} s wall, {med(cpus):.2f} s CPU "
+            f"(walls {', '.join(f'{t:.2f}' for t in walls)})")
 
 
 def main() -> None:
@@ -101,8 +145,14 @@ def main() -> None:
     print(f"load average: {os.getloadavg()[0]:.2f}")
     rscript = shutil.which("Rscript")
     cli = [sys.executable, "-m", "nlpower", "fit", str(PILOT)]
-    ours, theirs, inside, walls = [], [], [], []
-    for _ in range(args.repeats):
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    inside, walls = [], []
+    _wall(cli)  # warm-up: bytecode cache and the operating system's file cache
+    if rscript:
+        _wall([rscript, "-e", R_PILOT])
+    _inside(PY_FIRST)
+    for _ in range(args.repeats):  # alternate, so a change in the load hits both sides
         ours.append(_wall(cli))
         if rscript:
             theirs.append(_wall([rscript, "-e", R_PILOT]))
@@ -110,17 +160,20 @@ def main() -> None:
         inside.append(t_in)
         walls.append(t_wall)
     med = statistics.median
-    print(f"nlpower fit pilot_ratings.csv: median {med(ours):.2f} s wall "
-          f"({', '.join(f'{t:.2f}' for t in ours)})")
+    print(_times("nlpower fit pilot_ratings.csv: ", *map(list, zip(*ours, strict=True))))
     if theirs:
-        print(f"Rscript lme4, same model:      median {med(theirs):.2f} s wall "
-              f"({', '.join(f'{t:.2f}' for t in theirs)})")
-        print(f"ratio R / nlpower: {med(theirs) / med(ours):.2f} (target >= 4)")
+        print(_times("Rscript lme4, same model:      ", *map(list, zip(*theirs, strict=True))))
+        wall_ratio = med(t for t, _ in theirs) / med(t for t, _ in ours)
+        cpu_ratio = med(c for _, c in theirs) / med(c for _, c in ours)
+        print(f"ratio R / nlpower: {wall_ratio:.2f} wall, {cpu_ratio:.2f} CPU (target >= 4)")
     else:
         print("Rscript not found: R side skipped")
     print(f"import nlpower + first lmer(sleepstudy) + summary: median {med(inside):.3f} s "
           f"in-process (target <= 0.5 s); whole process {med(walls):.3f} s")
-    print("slowest top-level imports (cumulative ms):")
+    print("import time of the CLI fit by top-level package (own time of its modules, ms):")
+    for package, us in _by_package(["-m", "nlpower", "fit", str(PILOT)]):
+        print(f"  {us / 1000:8.1f}  {package}")
+    print("slowest top-level imports of the lmer(sleepstudy) run (cumulative ms):")
     for us, name in _slowest_imports(PY_FIRST):
         print(f"  {us / 1000:8.1f}  {name}")
 

@@ -360,3 +360,21 @@ def test_grid_header_agrees_with_its_csv(tmp_path, capsys):
     assert set(frame["method"]) == {"balanced"} and frame["engine"].isna().all()
     assert "method='auto' (used: balanced)" in header
     assert "engine='native' (not used: no cell refitted a model)" in header
+
+
+def test_a_named_subcommand_imports_only_its_own_module():
+    code = ("import sys, contextlib, io, nlpower.cli\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    nlpower.cli.main(['fit', '--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('nlpower.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(eval(out.stdout.strip().splitlines()[-1]))
+    assert "nlpower.cli.fit" in loaded
+    assert not loaded & {"nlpower.cli.accuracy", "nlpower.cli.bleu", "nlpower.cli.power"}
+
+
+def test_plan_plot_writes_the_power_curve(tmp_path, capsys):
+    out = tmp_path / "plan.png"
+    assert main(["plan", "--preset", "low-variance", "--effect", "0.1", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert f"wrote {out}" in capsys.readouterr().out

@@ -100,7 +100,7 @@ def test_bleu_figures_title_axis_and_legend():
     grid = bleu.power_grid([500, 2000], [0.5, 1.0, 2.0], 0.13, 25.8, n_sims=20, method="normal",
                            rng=1, progress=False)
     fig = bleu.figure4(grid)
-    title = fig._suptitle.get_text()
+    title = " ".join(fig._suptitle.get_text().split())  # wrapped to the figure's width
     assert "P0 = 0.13" in title and "b0 = 25.8" in title and "20 replicates per point" in title
     assert fig.axes[0].get_xlabel() == "true difference dB (BLEU points)"
     assert not _overlaps(fig, fig.legends[0])
@@ -124,3 +124,103 @@ def test_pairwise_heatmap_has_a_colour_bar_and_an_unclipped_title():
     fig.canvas.draw()
     title = ax.title.get_window_extent()
     assert title.x0 >= 0 and title.x1 <= fig.bbox.width  # inside the figure
+
+
+# --- readable axes, unclipped titles, tests that do not hold alpha, a plan's curve ----------
+
+
+def _inside(fig, artist) -> bool:
+    box = artist.get_window_extent(fig.canvas.get_renderer())
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+
+
+def _tick_labels_apart(fig, ax) -> bool:
+    renderer = fig.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()),
+                   key=lambda b: b.x0)
+    return all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))
+
+
+def test_item_counts_on_a_log_axis_with_their_own_labels(tmp_path):
+    rows = [{"n_items": i, "effect": 0.1, "power": i / 200, "ci_low": i / 250, "ci_high": i / 170,
+             "n_sims": 100, "test": "z", "alternative": "two-sided", "coding": "sum"}
+            for i in (10, 20, 40, 80, 160)]
+    fig = plot_grid(pd.DataFrame(rows), x="n_items", hue=None, rows=None, cols=None)
+    fig.savefig(tmp_path / "items.png")  # draws the figure
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20", "40", "80", "160"]
+    assert _tick_labels_apart(fig, ax)
+    assert "effect β1 = 0.1" in " ".join(fig._suptitle.get_text().split())
+
+
+def test_effects_stay_on_a_linear_axis():
+    fig = plot_grid(figure6_frame())
+    assert fig.axes[0].get_xscale() == "linear"
+
+
+def test_a_one_panel_title_is_inside_the_figure_when_saved_plainly(tmp_path):
+    frame = figure6_frame()
+    one = frame[(frame.scenario == "low variance") & (frame.n_workers == 10)]
+    fig = plot_grid(one.drop(columns=["scenario", "n_workers"]))
+    fig.savefig(tmp_path / "one.png")  # the README's way: no bbox_inches="tight"
+    assert fig._suptitle.get_text()
+    assert _inside(fig, fig._suptitle)
+    assert _inside(fig, fig.legends[0])
+
+
+def _sized(frame: pd.DataFrame) -> pd.DataFrame:
+    """Figure 6's frame with a measured Type I error: 0.15 [0.11, 0.20] with 3 workers, 0.05 else."""
+    frame = frame.copy()
+    few = frame["n_workers"] == 3
+    frame["alpha"] = 0.05
+    frame["type1"] = [0.15 if f else 0.05 for f in few]
+    frame["type1_ci_low"] = [0.11 if f else 0.03 for f in few]
+    frame["type1_ci_high"] = [0.20 if f else 0.08 for f in few]
+    return frame
+
+
+def test_curves_whose_test_does_not_hold_alpha_are_marked_once(tmp_path):
+    fig = plot_grid(_sized(figure6_frame()))
+    for ax in fig.axes:
+        styles = {c.lines[0].get_linestyle() for c in ax.containers}
+        assert styles == ({":"} if "3 workers" in ax.get_title() else {"-"})
+    notes = [t for t in fig.texts if "does not hold alpha=0.05" in t.get_text()]
+    assert len(notes) == 1
+    assert "3 workers" in notes[0].get_text() and "0.15" in notes[0].get_text()
+    fig.savefig(tmp_path / "sized.png")
+    assert _inside(fig, notes[0])
+    legend_styles = {h.get_linestyle() for h in fig.legends[0].legend_handles}
+    assert legend_styles == {"-"}
+
+
+def test_no_mark_when_the_test_holds_alpha():
+    frame = _sized(figure6_frame())
+    frame["type1_ci_low"] = 0.03
+    fig = plot_grid(frame)
+    assert not [t for t in fig.texts if "does not hold" in t.get_text()]
+    assert all(c.lines[0].get_linestyle() == "-" for ax in fig.axes for c in ax.containers)
+
+
+def test_plan_plot_shows_the_curve_target_and_chosen_design(tmp_path):
+    import nlpower
+    from nlpower import presets
+
+    plan = nlpower.plan(presets.low_variance(), effect=0.1)
+    fig = plan.plot()
+    ax = fig.axes[0]
+    curve = plan.curve.sort_values("n_items")
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == list(curve["n_items"].astype(float))
+    assert list(line.get_ydata()) == pytest.approx(list(curve["power"]))
+    chosen = [ln for ln in ax.get_lines() if list(ln.get_xdata()) == [plan.n_items]]
+    assert len(chosen) == 1 and list(chosen[0].get_ydata()) == [plan.power]
+    assert any(list(ln.get_ydata()) == [plan.target_power] * 2 for ln in ax.get_lines())
+    title = " ".join(ax.get_title().split())
+    assert "effect β1 = 0.1 (sum coding)" in title and "systems B vs A" in title
+    fig.savefig(tmp_path / "plan.png")
+    assert _inside(fig, ax.title)
+    assert _tick_labels_apart(fig, ax)
+    with pytest.raises(InputError, match="plot_plan needs a PlanResult"):
+        from nlpower.plots import plot_plan
+        plot_plan(figure6_frame())

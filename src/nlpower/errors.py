@@ -77,6 +77,10 @@ class SingularFitWarning(NlpowerWarning):
     """A fit on the boundary: some variance component is (near) zero."""
 
 
+class SizeWarning(NlpowerWarning):
+    """A test whose measured Type I error at effect 0 is above ``alpha`` on a design."""
+
+
 __all__ = [
     "CheckpointError",
     "ConvergenceWarning",
@@ -90,4 +94,5 @@ __all__ = [
     "NlpowerWarning",
     "RatingsError",
     "SingularFitWarning",
+    "SizeWarning",
 ]

@@ -185,7 +185,7 @@ class MonteCarloSummary:
         k = self.n_significant
         if not (math.isfinite(self.type_m) and math.isfinite(self.type_m_sd)) or k < 2:
             return _NAN_CI
-        from scipy import stats  # on first use: a power run itself needs no scipy (issue 24)
+        from scipy import stats  # on first use: a power run itself needs no scipy
 
         half = float(stats.t.ppf(0.5 + confidence_level / 2.0, k - 1)) * self.type_m_sd / math.sqrt(k)
         return ConfidenceInterval(max(self.type_m - half, 0.0), self.type_m + half)

@@ -68,6 +68,28 @@ def test_power_warns_with_the_measured_type1_and_keeps_the_numbers():
     assert same.power == r.power and same.type1 is not None and same.type1 > 0.1
 
 
+def test_the_measured_type1_is_kept_and_a_grid_warns_once():
+    """power() records the Type I error it measured for the warning; a grid of such cells
+    warns once for all of them, and its frame carries the measurements (for the plot's mark)."""
+    from nlpower import power_grid
+    from nlpower.errors import SizeWarning
+
+    with pytest.warns(SizeWarning):
+        r = power(CrossedDesign(3, 50), presets.high_variance(0.3), n_sims=400, rng=1, test="z")
+    assert r.type1 is not None and r.type1_ci is not None and r.type1_ci.low > 0.05
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grid = power_grid(presets.high_variance(), n_workers=[3, 10], n_items=[50, 100],
+                          effect=[0.1, 0.2], n_sims=300, test="z", rng=1, progress=False)
+    said = [w for w in caught if issubclass(w.category, SizeWarning)]
+    assert len(said) == 1
+    frame = grid.to_frame()
+    bad = frame[frame["type1_ci_low"] > 0.05]
+    assert len(bad) >= 1 and set(bad["n_workers"]) == {3}
+    assert f"in {len(bad)} of 8 cells (those with 3 workers)" in str(said[0].message)
+    assert frame.loc[frame["n_workers"] == 10, "type1"].isna().all()  # not measured there
+
+
 def test_no_warning_where_the_test_holds_alpha():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NlpowerWarning)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plots import figure4, figure17
 
 # Imported on first use, so that ``bleu.power`` costs no pandas, tqdm or
-# matplotlib import (issue 24): name -> submodule.
+# matplotlib import: name -> submodule.
 _LAZY = {
     "BleuEstimateResult": ".estimate", "SubsetCheck": ".estimate", "estimate": ".estimate",
     "BleuProblem": ".grid", "power_grid": ".grid", "figure4": ".plots", "figure17": ".plots",

@@ -19,7 +19,7 @@ order ``(d_j . d_k)^2 / (|d_j|^2 |d_k|^2) ~ 1/n``, far below Monte Carlo error
 independent per-replicate swap sets, and the p-value distribution against
 the float64 kernel).
 
-Speed (issue 24): the swap signs are +-1, exact in float32, so the null sums
+Speed: the swap signs are +-1, exact in float32, so the null sums
 are one float32 GEMM per block -- half the time and memory traffic of
 float64.  A null sum differs from its float64 value by a relative ~1e-7,
 which could flip ``|T| >= |dB_hat|`` only for a swap set whose sum ties the

@@ -37,7 +37,7 @@ def draw_parts(rng: np.random.Generator, size: int, n: int, p0: float) -> tuple[
     sign; the sign comes from the uniform that decides ``nonzero`` (given
     ``u >= P0``, ``u`` is uniform on ``[P0, 1)`` and its upper half is a fair
     coin independent of the exponential), which is 4x faster than
-    ``Generator.laplace`` (issue 24).
+    ``Generator.laplace``.
     """
     u = rng.random((size, n))
     nonzero = u >= p0

@@ -9,13 +9,15 @@ any work (:func:`nlpower.cli.output.check_output_paths`); a run without
 writes the JSON to standard output and everything else to standard error;
 library errors are printed in the words of the command line.  The library
 is imported by the subcommand that runs, so ``--version`` and ``--help``
-stay fast.
+stay fast; and when the command line names a subcommand, only that
+subcommand's module is imported and registered.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -25,26 +27,16 @@ from typing import Any
 
 from .. import __version__
 from ..errors import NlpowerError
-from . import (
-    accuracy,
-    arena,
-    bleu,
-    compare,
-    elicit,
-    fit,
-    mde,
-    plan,
-    power,
-    replicability,
-    sequential,
-    study,
-)
 from .messages import cli_flags, speak_cli
 from .output import check_output_paths, fresh_seed
 
-#: Subcommand modules, each with ``register(subparsers)``, in the order of ``--help``.
-COMMANDS = (fit, power, plan, mde, study, elicit, accuracy, bleu, compare, replicability, arena,
-            sequential)
+#: Subcommand modules of ``nlpower.cli``, each with ``register(subparsers)``, in the order
+#: of ``--help``.
+COMMANDS = ("fit", "power", "plan", "mde", "study", "elicit", "accuracy", "bleu", "compare",
+            "replicability", "arena", "sequential")
+
+#: The module that registers each subcommand (``power`` registers ``power`` and ``grid``).
+MODULE_OF = {**{name: name for name in COMMANDS}, "grid": "power"}
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -70,14 +62,16 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or only of ``command``'s module when it is named."""
     parser = argparse.ArgumentParser(
         prog="nlpower", description="Statistical power for NLP evaluation."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(sub)
+    modules = (MODULE_OF[command],) if command in MODULE_OF else COMMANDS
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
     for each in _subparsers(parser):
         each.formatter_class = HelpFormatter
     return parser
@@ -85,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    # the subcommand is the first word that is not an option (the top level has no valued option)
+    words = [a for a in argv if not a.startswith("-")]
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     if args.version:
         print(__version__)

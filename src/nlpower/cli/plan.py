@@ -34,7 +34,7 @@ from .outcome_args import (
     outcome_kwargs,
     own_params,
 )
-from .output import write_json
+from .output import save_figure, write_json
 from .ratings_args import add_pilot_arguments, add_ratings_arguments, contrast_of, fit_from_args
 
 
@@ -100,6 +100,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write both plans and their assurance as JSON ('-' = stdout)")
+    p.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                   help="draw the plan's power curve: power against items for the chosen "
+                        "number of workers (with a pilot: the plan at its point estimates)")
     add_outcome_arguments(p, analysis=False)
     j = p.add_argument_group(
         "head-to-head pilot (--judgements FILE: one row per judgement; --worker and --item name "
@@ -172,6 +175,7 @@ def run_plan(args: argparse.Namespace) -> int:
     print()
     print(cli_sd(result.summary(), args.flags))
     print()
+    _plot(args, result.point)
     if args.json is not None:
         payload = {
             "ratings": str(args.ratings),
@@ -286,6 +290,7 @@ def _plan_outcome(args: argparse.Namespace) -> int:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(f"{args.outcome}: {params!r}")
     print(cli_sd(result.summary(), args.flags))
+    _plot(args, result)
     write_json(args, {"outcome": args.outcome, "effect": effect,
                       "plans": result.to_frame().to_dict(orient="records")})
     return 0
@@ -310,7 +315,15 @@ def _plan_preset(args: argparse.Namespace) -> int:
     print(cli_sd(result.summary(), args.flags))
     in_coding = params if params.coding == args.coding else params.to_coding(args.coding)
     judged = print_judge_plan(args, in_coding.with_effect(args.effect))
+
+    _plot(args, result)
     record = result.to_frame().to_dict(orient="records")
     write_json(args, {"preset": args.preset, "plans": record, **agreement_record(args),
                       **judged})
     return 0
+
+
+def _plot(args: argparse.Namespace, result: Any) -> None:
+    """``--plot``: the plan's power curve (:meth:`nlpower.powersim.PlanResult.plot`)."""
+    if args.plot is not None:
+        save_figure(result.plot(), args.plot)

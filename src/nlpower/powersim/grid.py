@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,12 +34,13 @@ from .._rng import RNGLike
 from .._validation import closest_name
 from ..convert import is_pilot_fit
 from ..design import CrossedDesign
-from ..errors import InputError
+from ..errors import InputError, SizeWarning
 from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
 from .models import Params
 from .options import PowerOptions, power_options, same_value
 from .result import PowerResult
+from .rules import FEW_WORKERS, get_test
 from .run import power
 
 __all__ = ["FIGURE6_AXES", "ComparisonCell", "RatingsProblem", "power_grid"]
@@ -84,6 +86,8 @@ class RatingsProblem:
     unset: frozenset[str] = frozenset()
     #: analysis given as a list: per-analysis columns even for one analysis
     compare: bool = False
+    #: some cells have few workers, where power() measures the Type I error: type1 columns
+    few_workers: bool = False
 
     @property
     def given_options(self) -> dict[str, Any]:
@@ -115,8 +119,8 @@ class RatingsProblem:
     @property
     def result_columns(self) -> tuple[str, ...]:
         cols = ComparisonCell.columns(self.options.analyses) if self.several else \
-            (*RESULT_COLUMNS, *(("type1", "type1_ci_low", "type1_ci_high") if self.options.null
-                                else ()))
+            (*RESULT_COLUMNS, *(("type1", "type1_ci_low", "type1_ci_high")
+                                if self.options.null or self.few_workers else ()))
         return ("effect", *cols) if self.effect_per_scenario else cols
 
     def fingerprint(self) -> dict[str, Any]:
@@ -145,6 +149,12 @@ class RatingsProblem:
 
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence
                  ) -> PowerResult | ComparisonCell:
+        with warnings.catch_warnings():  # said once for the whole grid, by power_grid
+            warnings.simplefilter("ignore", SizeWarning)
+            return self._run_cell(key, rng)
+
+    def _run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence
+                  ) -> PowerResult | ComparisonCell:
         design, params = self.cell(key)
         if self.power_fn is not None:
             return self.power_fn(design, params, rng=rng, **self.given_options)
@@ -481,9 +491,32 @@ def power_grid(
     problem = RatingsProblem(scenarios=scenarios, design=design, options=validated,
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
                              replicate_progress=run.progress and run.in_process, unset=unset,
-                             compare=isinstance(analysis, (list, tuple)) or analysis == "both")
+                             compare=isinstance(analysis, (list, tuple)) or analysis == "both",
+                             few_workers=any(int(w) < FEW_WORKERS for w in
+                                             axis_values("n_workers", grid_axes["n_workers"])))
     _check_cells(problem, grid_axes)
-    return run_grid(problem, grid_axes, rng=rng, run=run)
+    result = run_grid(problem, grid_axes, rng=rng, run=run)
+    _warn_size_once(result)
+    return result
+
+
+def _warn_size_once(result: GridResult) -> None:
+    """One warning for every cell whose test does not hold alpha (each cell's own is silenced)."""
+    frame = result.to_frame()
+    if "type1_ci_low" not in frame.columns or frame.empty:
+        return
+    bad = frame[frame["type1_ci_low"].astype(float) > frame["alpha"].astype(float)]
+    if bad.empty:
+        return
+    test, alpha = str(bad["test"].iloc[0]), float(bad["alpha"].iloc[0])
+    workers = ", ".join(str(w) for w in sorted(set(bad["n_workers"])))
+    lo, hi = float(bad["type1"].min()), float(bad["type1"].max())
+    warnings.warn(
+        f"test={test!r} does not hold alpha={alpha:g} in {len(bad)} of {len(frame)} cells (those "
+        f"with {workers} workers): their Type I error measured at effect 0 is {lo:.3f}-{hi:.3f}, "
+        f"so their power counts rejections a level-{alpha:g} test would not make. "
+        f"{get_test(test).size_advice} Their curves are dotted in the grid's plot().",
+        SizeWarning, stacklevel=3)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:

@@ -330,6 +330,15 @@ class PlanResult:
         """The frontier: fewest items per number of workers, with power and cost."""
         return self.frontier.copy()
 
+    def plot(self, ax: Any = None) -> Any:
+        """The power curve (``curve``) with the target and the chosen design.
+
+        See :func:`nlpower.plots.plot_plan`; returns the matplotlib Figure.
+        """
+        from ..plots import plot_plan  # matplotlib is imported only when plotting
+
+        return plot_plan(self, ax=ax)
+
     def __repr__(self) -> str:
         return (f"PlanResult(n_workers={self.n_workers}, n_items={self.n_items}, "
                 f"power={self.power:.3f}, cost={self.cost:g})")

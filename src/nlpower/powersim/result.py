@@ -76,8 +76,9 @@ class PowerResult:
     n_failed, n_singular, n_nonconverged : int
     type1 : float or None
         Type I error: the rejection rate of the same design at effect 0 (from
-        ``null=True``, with its own child seed), or the rejection rate itself
-        when the effect is 0.  ``type1_ci`` its Wilson interval.
+        ``null=True``, with its own child seed, or measured because the
+        design has few workers), or the rejection rate itself when the
+        effect is 0.  ``type1_ci`` its Wilson interval.
     effect : float
         True effect in ``coding``; ``mean_difference`` the implied difference
         between the system means.

@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import _dist as stats
 from .._validation import check_choice
-from ..errors import InputError, NlpowerWarning
+from ..errors import InputError, NlpowerWarning, SizeWarning
 from ..intervals import wilson_ci
 from ..lmm import PreparedModel
 from ..lmm.ddf import term_covariances, term_slots
@@ -486,5 +486,5 @@ def size_check(test: str, alpha: float, n_workers: int, n_type1: int | None, n_s
     if wilson_ci(n_type1, n_sims)[0] <= alpha:
         return None
     msg = size_message(test, alpha, n_workers, n_type1, n_sims)
-    warnings.warn(msg, NlpowerWarning, stacklevel=3)
+    warnings.warn(msg, SizeWarning, stacklevel=3)
     return msg

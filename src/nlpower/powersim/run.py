@@ -416,7 +416,7 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
         msg = size_check(opts.test, opts.alpha, design.n_workers,
                          count(size_reps, 0.0, opts.alpha).n_sig, size_reps.failed.shape[0])
         notes += [msg] if msg else []
-    return power_result(main, null_reps, effect=effect, mean_difference=mean_diff, design=design,
+    return power_result(main, size_reps, effect=effect, mean_difference=mean_diff, design=design,
                         method=how, coding=coding, opts=opts, seed=seed, notes=notes,
                         params=params)
 
