@@ -30,7 +30,7 @@ from .result import GlmmCore, GlmmFit
 
 __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
 
-GLMER_FAMILIES = ("binomial", "poisson")
+GLMER_FAMILIES = ("binomial", "poisson", "negative_binomial")
 
 
 def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,
@@ -53,8 +53,8 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
         y[keep.to_numpy()] = binary_response(col[keep], resp)
         d = data.assign(**{resp: y})
     elif not pd.api.types.is_numeric_dtype(data[resp].dtype):
-        raise InputError(f"a Poisson response must be numeric counts; {resp!r} has dtype "
-                         f"{data[resp].dtype}.")
+        raise InputError(f"a {family.display_name} response must be numeric counts; {resp!r} "
+                         f"has dtype {data[resp].dtype}.")
     wt_all = prior_weights(weights, data, len(data), None)
     off_all = offset_vector(offset, data, len(data), None)
     used = [c for c in map(str, data.columns) if c in f.variables]
@@ -78,8 +78,10 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         lme4 syntax, e.g. ``"win ~ system + (1 | worker) + (1 | item)"``.
     data : pandas.DataFrame
         One row per observation.
-    family : {"binomial", "poisson"} or Family
-        Binomial (logit, probit, cloglog links) or Poisson (log).
+    family : {"binomial", "poisson", "negative_binomial"} or Family
+        Binomial (logit, probit, cloglog links), Poisson (log) or negative
+        binomial (log; overdispersed counts, ``Var = mu + mu^2 / theta``,
+        lme4's ``glmer.nb``: ``theta`` is estimated, ``fit.dispersion``).
     link : str, optional
         The link (default: the family's canonical one).
     weights : str or array, optional
@@ -121,7 +123,8 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         check_choice("family", family.lower(), GLMER_FAMILIES)
     fam = get_family(family, link)
     if fam.name not in GLMER_FAMILIES:
-        raise InputError(f"glmer fits the 'binomial' and 'poisson' families; got {fam.name!r}. "
+        raise InputError(f"glmer fits the 'binomial', 'poisson' and 'negative_binomial' "
+                         f"families; got {fam.name!r}. "
                          "Use nlpower.lmm.lmer for Gaussian responses and nlpower.clmm for "
                          "ordinal ones.")
     if not isinstance(nAGQ, int | np.integer) or isinstance(nAGQ, bool) or not 0 <= nAGQ <= 100:

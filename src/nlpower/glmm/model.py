@@ -116,9 +116,9 @@ class GlmmModel(LikelihoodOnly):
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
                  data: Any = None, nAGQ: int = 1):
-        if family.name not in ("binomial", "poisson"):
-            raise InputError(f"GlmmModel fits the binomial and Poisson families; got {family!r}. "
-                             "Use lmer for Gaussian responses.")
+        if not family.is_glm:
+            raise InputError(f"GlmmModel fits the binomial, Poisson and negative binomial "
+                             f"families; got {family!r}. Use lmer for Gaussian responses.")
         if not spec.re_terms:
             raise InputError(f"formula {spec.formula!r} has no random-effects terms; a GLMM needs "
                              "at least one term like (1 | worker). For a GLM use statsmodels.")
@@ -562,12 +562,14 @@ class GlmmModel(LikelihoodOnly):
         return self.vcov_rx(x), "rx"
 
     # -- simulation -----------------------------------------------------------------
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None
-                 ) -> np.ndarray:
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None,
+                 dispersion: float | None = None) -> np.ndarray:
         """``n`` new responses drawn from the model at ``theta``/``beta`` (shape ``(n, nobs)``).
 
         New random effects each time (lme4's ``simulate(use.u = FALSE)``);
-        binomial responses are proportions of ``weights`` trials.
+        binomial responses are proportions of ``weights`` trials (the family's ``draw``);
+        ``dispersion``: the family's own parameter (negative binomial ``theta``;
+        default: the family's).
         """
         from .._rng import as_generator
         if theta is None or beta is None:
@@ -581,14 +583,9 @@ class GlmmModel(LikelihoodOnly):
         self.pirls.set_theta(th)
         fixed = self.spec.X @ be + self.offset
         out = np.empty((int(n), self.spec.n))
+        fam: Any = self.family.with_dispersion(dispersion)
         for i in range(int(n)):
             u = gen.standard_normal(self.pirls.q)
-            mu = self.family.link.linkinv(fixed + self.pirls.zu(u))
-            if self.family.name == "binomial":
-                m = np.round(self.wt).astype(np.int64)
-                k = gen.binomial(m, np.clip(mu, 0.0, 1.0))
-                out[i] = np.divide(k, m, out=np.zeros(self.spec.n), where=m > 0)
-            else:
-                out[i] = gen.poisson(mu)
+            out[i] = fam.draw(gen, fam.link.linkinv(fixed + self.pirls.zu(u)), self.wt)
         self.pirls._theta = None
         return out

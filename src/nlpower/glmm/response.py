@@ -6,7 +6,7 @@ Response forms, as R's ``glm``/lme4's ``glmer``:
   Categorical: the *first* level is failure, 0, as R); or proportions in
   [0, 1] with ``weights=`` the numbers of trials (``cbind(successes,
   failures)`` in R is ``successes / trials`` with ``weights = trials``);
-* poisson: non-negative integer counts.
+* poisson and negative binomial: non-negative integer counts.
 
 Every check raises :class:`~nlpower.errors.InputError` with what to do.
 """
@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from ..errors import InputError
 from ..lmm.family import Family
@@ -28,9 +27,10 @@ __all__ = ["binary_response", "check_response", "cond_m2loglik", "prior_weights"
 def cond_m2loglik(family: Family, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
     """``-2 log p(y | mu)``: R's ``family()$aic`` without the ``2 * rank`` term.
 
-    Binomial: ``-2 sum (wt/m) log dbinom(round(m y), round(m), mu)`` with ``m = wt``
-    (so binary data with unit weights give ``-2 sum log dbinom(y, 1, mu)``);
-    Poisson: ``-2 sum wt log dpois(y, mu)``.
+    The family's own (its ``m2loglik``).  Binomial: ``-2 sum (wt/m) log
+    dbinom(round(m y), round(m), mu)`` with ``m = wt`` (so binary data with
+    unit weights give ``-2 sum log dbinom(y, 1, mu)``); Poisson: ``-2 sum wt
+    log dpois(y, mu)``; negative binomial: ``-2 sum wt log dnbinom(y, theta, mu)``.
 
     Examples
     --------
@@ -38,18 +38,7 @@ def cond_m2loglik(family: Family, y: np.ndarray, mu: np.ndarray, wt: np.ndarray)
     >>> round(cond_m2loglik(Binomial(), np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.ones(2)), 6)
     2.772589
     """
-    if family.name == "binomial":
-        m = np.round(wt)
-        k = np.round(m * y)
-        mu = np.clip(mu, 1e-300, 1.0)
-        one = np.clip(1.0 - mu, 1e-300, 1.0)
-        logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
-        ld = logc + special.xlogy(k, mu) + special.xlogy(m - k, one)
-        scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
-        return float(-2.0 * np.sum(scale * ld))
-    mu = np.maximum(mu, 1e-300)
-    ld = special.xlogy(y, mu) - mu - special.gammaln(y + 1.0)
-    return float(-2.0 * np.sum(wt * ld))
+    return float(family.m2loglik(y, mu, wt))  # type: ignore[attr-defined]
 
 
 def binary_response(col: pd.Series, name: str) -> np.ndarray:
@@ -141,8 +130,8 @@ def check_response(family: Family, y: np.ndarray, wt: np.ndarray, name: str = "y
         if np.any(y < 0) or np.any(np.abs(y - np.round(y)) > 1e-9):
             bad = y[(y < 0) | (np.abs(y - np.round(y)) > 1e-9)][:5]
             raise InputError(
-                f"a Poisson response must be non-negative whole counts; {name!r} has "
+                f"a {family.display_name} response must be non-negative whole counts; {name!r} has "
                 f"{', '.join(map(repr, bad.tolist()))}. Use counts, or another family.")
         if np.all(y == 0):
-            raise InputError(f"the response {name!r} is 0 in every row: a Poisson model cannot "
-                             "be fitted to all-zero counts.")
+            raise InputError(f"the response {name!r} is 0 in every row: a {family.display_name} model "
+                             "cannot be fitted to all-zero counts.")

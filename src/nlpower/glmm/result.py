@@ -43,6 +43,7 @@ class GlmmCore:
     vcov_beta : covariance of ``beta``.
     deviance : lme4's ``-2 logLik`` at the optimum.
     converged, singular : diagnostics.  n_evals, message : the optimiser's.
+    dispersion : the family's estimated parameter (negative binomial ``theta``), or None.
     """
 
     theta: np.ndarray
@@ -53,6 +54,7 @@ class GlmmCore:
     singular: bool
     n_evals: int
     message: str
+    dispersion: float | None = None
 
     @property
     def se(self) -> np.ndarray:
@@ -79,6 +81,8 @@ class GlmmFit(FitVerbs):
     fixef : Series.  vcov : DataFrame.  theta, theta_names : lme4's ``theta``.
     loglik, deviance : ``deviance = -2 loglik`` (lme4's ``-2*logLik(fit)``).
     nobs, ngrps, converged, singular, optinfo : as :class:`~nlpower.lmm.result.LmmFit`.
+    dispersion : the family's own parameter (negative binomial ``theta``, ``Var = mu +
+        mu^2 / theta``; lme4's ``getME(fit, "glmer.nb.theta")``), or None.
     """
 
     formula: str
@@ -109,6 +113,8 @@ class GlmmFit(FitVerbs):
     offset_given: bool = False
     #: the parameters were set by :meth:`with_params` (the truth of a power study)
     params_set: bool = False
+    #: the family's own parameter (negative binomial theta), estimated with the rest
+    dispersion: float | None = None
 
     # -- derived ----------------------------------------------------------------
     @property
@@ -122,8 +128,8 @@ class GlmmFit(FitVerbs):
 
     @property
     def n_params(self) -> int:
-        """lme4's ``attr(logLik(m), "df")``: fixed effects plus ``theta``."""
-        return int(self.fixef.size + self.theta.size)
+        """lme4's ``attr(logLik(m), "df")``: fixed effects plus ``theta`` (plus a dispersion)."""
+        return int(self.fixef.size + self.theta.size + (self.dispersion is not None))
 
     @property
     def aic(self) -> float:
@@ -218,15 +224,20 @@ class GlmmFit(FitVerbs):
 
     def simulate(self, n: int = 1, *, rng: Any = None) -> np.ndarray:
         """``n`` responses from the fitted model (new random effects), shape ``(n, nobs)``."""
-        return self.model.simulate(n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy())
+        extra = {} if self.dispersion is None else {"dispersion": self.dispersion}
+        return self.model.simulate(n, rng=rng, theta=self.theta, beta=self.fixef.to_numpy(),
+                                   **extra)
 
     def with_params(self, *, fixef: Mapping[str, float] | None = None,
-                    sd: Mapping[str, Any] | None = None, sigma: float | None = None) -> GlmmFit:
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None,
+                    dispersion: float | None = None) -> GlmmFit:
         """A copy whose parameters are set (simr's ``fixef<-``, ``VarCorr<-``).
 
         ``fixef``: coefficients by name (link scale); ``sd``: random-effect
-        SDs by term, on the link scale (:mod:`nlpower.lmm.setparams`).  A
-        GLMM has no residual SD: ``sigma`` is refused.
+        SDs by term, on the link scale (:mod:`nlpower.lmm.setparams`);
+        ``dispersion``: the family's own parameter (negative binomial
+        ``theta``; refused for families without one).  A GLMM has no
+        residual SD: ``sigma`` is refused.
 
         Examples
         --------
@@ -240,15 +251,22 @@ class GlmmFit(FitVerbs):
         if sigma is not None:
             raise InputError(f"sigma: a {self.family} GLMM has no residual SD (its variance "
                              "follows from the mean); set fixef= and sd= only.")
+        if dispersion is not None:
+            from ..lmm.family import get_family
+            fam = get_family(self.family, self.link).with_dispersion(dispersion)
+            dispersion = fam.dispersion
         lay = theta_layout(self.model.spec.re_terms)
         theta = set_theta(lay, self.theta, sd, scale=1.0)
         return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta,
-                       var_terms=var_terms_from_theta(lay, theta), params_set=True)
+                       var_terms=var_terms_from_theta(lay, theta), params_set=True,
+                       dispersion=self.dispersion if dispersion is None else dispersion)
 
     def refit(self, y: Any) -> GlmmFit:
         """The same model fitted to a new response, warm-started at this fit."""
-        new = self.model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()},
-                             nAGQ=self.nAGQ)
+        start: dict[str, Any] = {"theta": self.theta, "beta": self.fixef.to_numpy()}
+        if self.dispersion is not None:
+            start["dispersion"] = self.dispersion
+        new = self.model.fit(y, start=start, nAGQ=self.nAGQ)
         return replace(new, data=self.data, offset_name=self.offset_name,
                        offset_given=self.offset_given)
 
@@ -280,6 +298,8 @@ class GlmmFit(FitVerbs):
         lines = [f"Generalized linear mixed model fit by maximum likelihood ({how}) "
                  f"['glmerMod'] (engine: {self.engine})",
                  f" Family: {self.family}  ( {self.link} )", f"Formula: {self.formula}"]
+        if self.dispersion is not None:
+            lines.append(f"Dispersion (theta): {self.dispersion:.4g}")
         if self.contrasts:
             lines.append("Contrasts: " + ", ".join(f"{k}={v}" for k, v in self.contrasts.items()))
         lines.append("")

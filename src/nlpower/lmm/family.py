@@ -5,8 +5,11 @@ The *family slot* of the engine protocol.  A prepared model is a structure
 its fitter from the family, nothing else branches on it:
 
 - :class:`Gaussian` (identity link): the linear mixed model, ``lmer``;
-- :class:`Binomial` (logit, probit, cloglog) and :class:`Poisson` (log):
-  generalised linear mixed models, ``glmer`` (lme4's definitions);
+- :class:`Binomial` (logit, probit, cloglog), :class:`Poisson` (log) and
+  :class:`NegativeBinomial` (log; overdispersed counts, ``Var = mu +
+  mu^2 / theta``): generalised linear mixed models, ``glmer`` (lme4's
+  definitions; the negative binomial is lme4's ``glmer.nb`` and glmmTMB's
+  ``nbinom2``);
 - :class:`Ordinal` (cumulative logit, probit, cloglog with flexible,
   equidistant or symmetric thresholds): ``clmm`` (``ordinal``'s
   parameterisation ``P(Y <= j) = F(theta_j - eta)``).
@@ -19,6 +22,7 @@ latent distribution's CDF ``F``, ``mu_eta`` its density ``f`` and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -34,6 +38,7 @@ __all__ = [
     "Family",
     "Gaussian",
     "Link",
+    "NegativeBinomial",
     "Ordinal",
     "Poisson",
     "get_family",
@@ -41,7 +46,7 @@ __all__ = [
 ]
 
 LinkName: TypeAlias = Literal["identity", "log", "logit", "probit", "cloglog"]
-FamilyName: TypeAlias = Literal["gaussian", "binomial", "poisson", "ordinal"]
+FamilyName: TypeAlias = Literal["gaussian", "binomial", "poisson", "negative_binomial", "ordinal"]
 ThresholdName: TypeAlias = Literal["flexible", "equidistant", "symmetric"]
 
 _EPS = np.finfo(float).eps
@@ -141,8 +146,68 @@ class Family:
         """The identity-link Gaussian family (the linear mixed model)."""
         return self.name == "gaussian"
 
+    @property
+    def display_name(self) -> str:
+        """The name in messages ("negative binomial", "Poisson")."""
+        return "Poisson" if self.name == "poisson" else self.name.replace("_", " ")
+
+    @property
+    def is_glm(self) -> bool:
+        """A response module of ``glmer`` (PIRLS and the Laplace deviance fit it)."""
+        return False
+
+    @property
+    def dispersion(self) -> float | None:
+        """The response distribution's own parameter (negative binomial: ``theta``); else None."""
+        return None
+
+    def with_dispersion(self, value: float | None) -> Family:
+        """This family with its dispersion parameter set (``None``: unchanged)."""
+        if value is None:
+            return self
+        raise InputError(f"dispersion={value!r}: the {self.name} family has no dispersion "
+                         "parameter; leave it out.")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(link={self.link.name!r})"
+
+
+class _GLMResponse(Family):
+    """What PIRLS, the Laplace deviance and simulation need of a GLM family (a response module).
+
+    ``m2loglik`` is ``-2 log p(y | mu)`` summed (R's ``family()$aic`` without
+    ``2 * rank``), ``unit_m2loglik`` its per-observation terms up to what
+    depends on ``y`` only; ``draw`` simulates responses with means ``mu``.
+    """
+
+    @property
+    def is_glm(self) -> bool:
+        return True
+
+    @property
+    def canonical(self) -> bool:
+        """Whether the link is the canonical one (PIRLS is then Newton's method)."""
+        return False
+
+    def variance(self, mu: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        raise NotImplementedError
+
+    def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def clip_mu(self, mu: np.ndarray) -> np.ndarray:
+        """``mu`` kept inside the family's range (away from where the log-density is infinite)."""
+        return np.maximum(mu, 1e-300)
+
+    def mu_start(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """A mean near ``y`` (R's ``mustart``), where the log-density is finite."""
+        return np.clip(y + 0.1, 1e-8, None)
+
+    def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
 
 def _with_link(cls: type, link: str | Link | None, allowed: tuple[str, ...]) -> Any:
@@ -165,7 +230,7 @@ class Gaussian(Family):
 
 
 @dataclass(frozen=True, repr=False)
-class Binomial(Family):
+class Binomial(_GLMResponse):
     """Binary or binomial responses (``glmer(family=binomial)``); logit, probit or cloglog.
 
     ``variance(mu) = mu (1 - mu)``; deviance residuals and the AIC term follow
@@ -177,6 +242,10 @@ class Binomial(Family):
         object.__setattr__(self, "links", ("logit", "probit", "cloglog"))
         object.__setattr__(self, "link", _with_link(Binomial, link, self.links))
 
+    @property
+    def canonical(self) -> bool:
+        return self.link.name == "logit"
+
     def variance(self, mu: np.ndarray) -> np.ndarray:
         return mu * (1.0 - mu)
 
@@ -185,9 +254,35 @@ class Binomial(Family):
         mu = np.clip(mu, _EPS, 1.0 - _EPS)
         return 2.0 * wt * (special.xlogy(y, y / mu) + special.xlogy(1.0 - y, (1.0 - y) / (1.0 - mu)))
 
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        """``-2 sum (wt/m) log dbinom(round(m y), round(m), mu)`` with ``m = wt`` (R's ``aic``)."""
+        m = np.round(wt)
+        k = np.round(m * y)
+        mu = np.clip(mu, 1e-300, 1.0)
+        one = np.clip(1.0 - mu, 1e-300, 1.0)
+        logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
+        ld = logc + special.xlogy(k, mu) + special.xlogy(m - k, one)
+        scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
+        return float(-2.0 * np.sum(scale * ld))
+
+    def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return -2.0 * wt * (special.xlogy(y, mu) + special.xlogy(1.0 - y, 1.0 - mu))
+
+    def clip_mu(self, mu: np.ndarray) -> np.ndarray:
+        return np.clip(mu, 1e-15, 1.0 - 1e-15)
+
+    def mu_start(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return np.clip((y * wt + 0.5) / (wt + 1.0), 1e-8, None)
+
+    def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """Proportions of ``wt`` trials."""
+        m = np.round(wt).astype(np.int64)
+        k = gen.binomial(m, np.clip(mu, 0.0, 1.0))
+        return np.divide(k, m, out=np.zeros(mu.shape), where=m > 0)
+
 
 @dataclass(frozen=True, repr=False)
-class Poisson(Family):
+class Poisson(_GLMResponse):
     """Count responses (``glmer(family=poisson)``), log link."""
 
     def __init__(self, link: str | Link | None = None):
@@ -195,12 +290,104 @@ class Poisson(Family):
         object.__setattr__(self, "links", ("log",))
         object.__setattr__(self, "link", _with_link(Poisson, link, self.links))
 
+    @property
+    def canonical(self) -> bool:
+        return True
+
     def variance(self, mu: np.ndarray) -> np.ndarray:
         return mu
 
     def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """Unit deviances ``2 wt (y log(y/mu) - (y - mu))`` (R's ``poisson()``)."""
         return 2.0 * wt * (special.xlogy(y, y / np.maximum(mu, _EPS)) - (y - mu))
+
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        """``-2 sum wt log dpois(y, mu)``."""
+        mu = np.maximum(mu, 1e-300)
+        return float(-2.0 * np.sum(wt * (special.xlogy(y, mu) - mu - special.gammaln(y + 1.0))))
+
+    def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return 2.0 * wt * (mu - special.xlogy(y, mu))
+
+    def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return gen.poisson(mu).astype(float)
+
+
+@dataclass(frozen=True, repr=False)
+class NegativeBinomial(_GLMResponse):
+    """Overdispersed counts, log link: ``Var(y) = mu + mu^2 / theta`` (NB2).
+
+    lme4's ``glmer.nb`` and MASS's ``negative.binomial(theta)``; glmmTMB's
+    ``nbinom2`` (whose ``sigma()`` is ``theta``).  ``theta`` (the size, the
+    dispersion parameter: smaller is more overdispersed, infinite is Poisson)
+    is estimated by ``glmer``; given here it is where that estimation starts
+    and the value :meth:`draw` simulates with.
+
+    Examples
+    --------
+    >>> fam = NegativeBinomial(theta=2.0)
+    >>> fam.variance(np.array([1.0, 4.0])).tolist()
+    [1.5, 12.0]
+    >>> round(fam.m2loglik(np.array([3.0]), np.array([2.0]), np.ones(1)), 4)  # -2 log(1/8)
+    4.1589
+    """
+
+    theta: float | None = None
+
+    def __init__(self, link: str | Link | None = None, theta: float | None = None):
+        object.__setattr__(self, "name", "negative_binomial")
+        object.__setattr__(self, "links", ("log",))
+        object.__setattr__(self, "link", _with_link(NegativeBinomial, link, self.links))
+        if theta is not None:
+            if isinstance(theta, bool) or not isinstance(theta, int | float | np.number) \
+                    or not (math.isfinite(float(theta)) and float(theta) > 0):
+                raise InputError(f"theta (the negative binomial dispersion) must be a finite "
+                                 f"number > 0; got {theta!r}.")
+            theta = float(theta)
+        object.__setattr__(self, "theta", theta)
+
+    @property
+    def dispersion(self) -> float | None:
+        return self.theta
+
+    def with_dispersion(self, value: float | None) -> NegativeBinomial:
+        return self if value is None else NegativeBinomial(self.link, float(value))
+
+    def _theta(self) -> float:
+        if self.theta is None:
+            raise InputError("the negative binomial's theta is not set: fit the model with "
+                             "glmer(..., family='negative_binomial') (which estimates it), or "
+                             "give NegativeBinomial(theta=...).")
+        return self.theta
+
+    def variance(self, mu: np.ndarray) -> np.ndarray:
+        return mu + mu * mu / self._theta()
+
+    def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """Unit deviances ``2 wt (y log(y/mu) - (y + theta) log((y + theta)/(mu + theta)))``."""
+        t = self._theta()
+        mu = np.maximum(mu, _EPS)
+        return 2.0 * wt * (special.xlogy(y, y / mu) - (y + t) * np.log((y + t) / (mu + t)))
+
+    def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """``-2 wt log dnbinom(y, size = theta, mu = mu)``, every term (R's ``negative.binomial()$aic``)."""
+        t = self._theta()
+        mu = np.maximum(mu, 1e-300)
+        ld = (special.gammaln(y + t) - special.gammaln(t) - special.gammaln(y + 1.0)
+              + t * np.log(t) + special.xlogy(y, mu) - (y + t) * np.log(mu + t))
+        return -2.0 * wt * ld
+
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        """``-2 sum wt log dnbinom(y, size = theta, mu = mu)``."""
+        return float(np.sum(self.unit_m2loglik(y, mu, wt)))
+
+    def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """Counts with means ``mu`` and size ``theta`` (a gamma mixture of Poissons)."""
+        t = self._theta()
+        return gen.negative_binomial(t, t / (t + mu)).astype(float)
+
+    def __repr__(self) -> str:
+        return f"NegativeBinomial(link={self.link.name!r}, theta={self.theta!r})"
 
 
 @dataclass(frozen=True, repr=False)
@@ -226,7 +413,7 @@ class Ordinal(Family):
 
 
 _FAMILIES: dict[str, type] = {"gaussian": Gaussian, "binomial": Binomial, "poisson": Poisson,
-                              "ordinal": Ordinal}
+                              "negative_binomial": NegativeBinomial, "ordinal": Ordinal}
 
 
 def get_family(family: str | Family | None = None, link: str | Link | None = None) -> Family:
