@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._choices import EngineName
+from .._choices import EngineName, LaplaceWeights, allowed
 from .._validation import check_choice
 from ..errors import ConvergenceWarning, FitError, InputError, NlpowerWarning, SingularFitWarning
 from ..formula import parse
@@ -68,6 +68,7 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
 
 def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: str | None = None,
           weights: Any = None, offset: Any = None, nAGQ: int = 1, engine: EngineName = "native",
+          laplace: LaplaceWeights = "expected",
           start: Any = None, control: dict[str, Any] | None = None,
           contrasts: dict[str, str] | None = None, checkconv: Any = None) -> GlmmFit:
     """Fit a generalised linear mixed model, like lme4's ``glmer``.
@@ -95,6 +96,12 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         random-effects term.
     engine : {"native", "lme4"}
         The native engine (default) or lme4's ``glmer`` through rpy2.
+    laplace : {"expected", "observed"}
+        The weights of the Laplace approximation at the mode: the expected
+        (Fisher) information, as lme4 (default), or the observed information,
+        as glmmTMB. The same for canonical links (logit binomial, Poisson);
+        for probit, cloglog and the negative binomial the log-likelihoods
+        differ slightly (native engine only).
     start : dict, optional
         ``{"theta": ..., "beta": ...}`` (or a previous fit): start stage 2 there.
     control : dict, optional
@@ -135,7 +142,10 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
                                      contrasts=contrasts)
     ctl = CheckConvControl.coerce(checkconv)
     # family options are fixed at prepare (the protocol): refit and fit use this nAGQ
-    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ))
+    check_choice("laplace", laplace, allowed(LaplaceWeights))
+    extra = {} if laplace == "expected" else {"laplace": laplace}
+    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ),
+                             **extra)
     try:
         fit = cast(GlmmFit, model.fit(start=start, control=control, checkconv=ctl))
     except (np.linalg.LinAlgError, ArithmeticError, TypeError) as exc:  # numbers out of range

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .._choices import LaplaceWeights, allowed
+from .._validation import check_choice
 from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
 from ..lmm.engine import LikelihoodOnly
@@ -100,6 +102,12 @@ class GlmmModel(LikelihoodOnly):
         Prior weights (binomial: numbers of trials) and the linear predictor's offset.
     data : ignored
         The engine protocol passes the user's data frame; the native fitter needs only ``spec``.
+    nAGQ : int, default 1
+        Laplace (1), lme4's ``nAGQ = 0``, or adaptive Gauss-Hermite quadrature (> 1).
+    laplace : {"expected", "observed"}
+        The weights of the Laplace approximation at the mode: PIRLS's expected
+        (Fisher) information, as lme4's ``glmer`` (default), or the observed
+        information, as glmmTMB; the same for canonical links.
 
     Examples
     --------
@@ -115,10 +123,10 @@ class GlmmModel(LikelihoodOnly):
     engine = "native"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None, nAGQ: int = 1):
+                 data: Any = None, nAGQ: int = 1, laplace: LaplaceWeights = "expected"):
         if not family.is_glm:
-            raise InputError(f"GlmmModel fits the binomial, Poisson and negative binomial "
-                             f"families; got {family!r}. Use lmer for Gaussian responses.")
+            raise InputError(f"GlmmModel fits the GLM families (binomial and Poisson, negative "
+                             f"binomial); got {family!r}. Use lmer for Gaussian responses.")
         if not spec.re_terms:
             raise InputError(f"formula {spec.formula!r} has no random-effects terms; a GLMM needs "
                              "at least one term like (1 | worker). For a GLM use statsmodels.")
@@ -141,6 +149,9 @@ class GlmmModel(LikelihoodOnly):
         y = np.asarray(spec.y, dtype=float)
         check_response(family, y, self.wt, spec.response)
         self.pirls = Pirls(X, self.blocks, self.layout.size, family, y, self.wt, self.offset)
+        #: the Laplace approximation's weights (``"expected"``: lme4's; ``"observed"``: glmmTMB's)
+        self.laplace = check_choice("laplace", laplace, allowed(LaplaceWeights))
+        self.pirls.observed = self.laplace == "observed"
         self.k = self.layout.size
         self.p = spec.p
         self.lower = np.concatenate([self.layout.lower, np.full(self.p, -np.inf)])

@@ -29,13 +29,14 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from .._choices import LaplaceWeights
 from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl
 from ..lmm.family import NegativeBinomial
 from ..lmm.native import single_threaded
 from ..lmm.structure import ModelSpec
 from .model import STAGE2, GlmmModel, _check_nAGQ, start_parts
-from .optim import fd_derivatives, newton_step
+from .optim import fd_derivatives
 from .result import GlmmCore, GlmmFit
 
 __all__ = ["NegBinModel"]
@@ -76,8 +77,9 @@ class NegBinModel(GlmmModel):
     family : NegativeBinomial
         Its ``theta``, when set, is where the estimation starts and what
         :meth:`simulate` draws with (the truth of a power study).
-    weights, offset, data, nAGQ :
-        As :class:`~nlpower.glmm.model.GlmmModel`.
+    weights, offset, data, nAGQ, laplace :
+        As :class:`~nlpower.glmm.model.GlmmModel` (``laplace="expected"``: lme4's
+        ``glmer.nb``; ``"observed"``: glmmTMB's ``nbinom2``).
 
     Examples
     --------
@@ -92,12 +94,14 @@ class NegBinModel(GlmmModel):
     """
 
     def __init__(self, spec: ModelSpec, family: NegativeBinomial, *, weights: Any = None,
-                 offset: Any = None, data: Any = None, nAGQ: int = 1):
+                 offset: Any = None, data: Any = None, nAGQ: int = 1,
+                 laplace: LaplaceWeights = "expected"):
         if not isinstance(family, NegativeBinomial):
             raise InputError(f"NegBinModel fits the negative binomial family; got {family!r}.")
         y = np.asarray(spec.y, dtype=float)
         working = family if family.theta is not None else family.with_dispersion(1.0)
-        super().__init__(spec, working, weights=weights, offset=offset, data=data, nAGQ=nAGQ)
+        super().__init__(spec, working, weights=weights, offset=offset, data=data, nAGQ=nAGQ,
+                         laplace=laplace)
         #: the family as given (its theta: the start and the truth of ``simulate``)
         self.family = family
         self._theta0 = family.theta if family.theta is not None else moment_theta(y)
@@ -123,28 +127,35 @@ class NegBinModel(GlmmModel):
     def _joint(self, nAGQ: int, x0: np.ndarray, s0: float) -> tuple[np.ndarray, float, int] | None:
         """Newton's method over ``(theta, beta, log theta_nb)`` from a fit at ``theta_nb = e^s0``.
 
-        ``None`` when the Hessian is not positive definite or a step cannot
-        be found (then the profile search runs).
+        Unbounded in ``theta`` (the deviance depends on a factor column's sign
+        not at all; :meth:`canonical` maps back), a diagonal near 0 moved off
+        the saddle there first; steps along the Hessian's eigenvectors scaled
+        by the absolute eigenvalues (a descent direction where it is not
+        positive definite), halved until the deviance falls, BFGS updates, a
+        fresh Hessian after a halved step.  ``None`` when no step is found.
         """
         fz = self._fz(nAGQ)
-        lower = np.concatenate([self.lower, [-np.inf]])
         z = np.concatenate([x0, [s0]])
+        diag = np.flatnonzero(self.lower == 0)
+        z[diag] = np.where(np.abs(z[diag]) < 1e-2, 0.1, z[diag])
         fv = fz(z, None)[0]
         if not math.isfinite(fv):
             return None
         g, H, n = fd_derivatives(fz, z, fv, self._u)
-        assert H is not None
         gained = math.inf
         for _ in range(NEWTON_MAXIT):
-            at_bound = (lower == 0) & (z <= 0) & (g > 0)
-            gmax = float(np.max(np.abs(np.where(at_bound, 0.0, g))))
+            gmax = float(np.max(np.abs(g)))
             if gmax < GTOL or (gained < FTOL and gmax < 1e-2):
                 return z, fv, n
-            st = newton_step(z, g, H, lower, max_step=2.0)
-            if st is None:
-                return None
-            z2 = st[0]
-            for _ in range(10):
+            assert H is not None
+            lam, V = np.linalg.eigh(0.5 * (H + H.T))
+            lam = np.maximum(np.abs(lam), 1e-8 * max(float(np.max(np.abs(lam))), 1e-8))
+            step = -V @ ((V.T @ g) / lam)
+            big = float(np.max(np.abs(step)))
+            if big > 2.0:
+                step *= 2.0 / big
+            z2, halved = z + step, 0
+            for halved in range(20):  # noqa: B007  (halved: whether to renew the Hessian)
                 f2 = fz(z2, None)[0]
                 n += 1
                 if f2 <= fv:
@@ -152,13 +163,18 @@ class NegBinModel(GlmmModel):
                 z2 = z + 0.5 * (z2 - z)
             else:
                 return None
-            g2 = fd_derivatives(fz, z2, f2, self._u, hessian=False)[0]
-            n += 2 * z.size
-            sv, yv = z2 - z, g2 - g                  # BFGS update of the Hessian
-            Hs = H @ sv
-            if float(yv @ sv) > 1e-12 and float(sv @ Hs) > 1e-12:
-                H = H + np.outer(yv, yv) / float(yv @ sv) - np.outer(Hs, Hs) / float(sv @ Hs)
-            z, fv, g, gained = z2, f2, g2, fv - f2
+            if halved:
+                g2, H2, m = fd_derivatives(fz, z2, f2, self._u)
+                n += m
+            else:
+                g2, _, m = fd_derivatives(fz, z2, f2, self._u, hessian=False)
+                n += m
+                sv, yv = z2 - z, g2 - g                  # BFGS update of the Hessian
+                Hs = H @ sv
+                H2 = H
+                if float(yv @ sv) > 1e-12 and float(sv @ Hs) > 1e-12:
+                    H2 = H + np.outer(yv, yv) / float(yv @ sv) - np.outer(Hs, Hs) / float(sv @ Hs)
+            z, fv, g, H, gained = z2, f2, g2, H2, fv - f2
         return None
 
     def _estimate(self, nAGQ: int, start: Any) -> tuple[np.ndarray, float, int, bool, str, float]:

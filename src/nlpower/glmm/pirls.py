@@ -93,6 +93,9 @@ class Pirls:
         # the canonical links' closed forms; any other family or link goes through its methods
         self._kind = family.link.name if family.canonical else "other"   # type: ignore[attr-defined]
         self._step_tol = STEP_TOL if self._kind == "other" else STEP_TOL_CANONICAL
+        #: the Laplace approximation's weights at the mode: PIRLS's expected (Fisher) ones, as
+        #: lme4, or the observed information, as glmmTMB (differ for non-canonical links only)
+        self.observed = False
         self.set_response(y, wt, offset)
         b1 = blocks[0]
         self.m1, self.q1 = b1.m, b1.q
@@ -371,6 +374,10 @@ class Pirls:
             pd_old = pd_c
             if done:
                 break
+        if self.observed and self._kind == "other":
+            wo = self.family.observed_weights(self.y, mu, eta, self.wt)   # type: ignore[attr-defined]
+            if wo is not None:
+                w = np.maximum(wo, 1e-300)
         try:
             L1, Ct, L2, ld = self.factor(w, update_beta)
         except (np.linalg.LinAlgError, ValueError):

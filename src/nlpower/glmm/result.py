@@ -292,7 +292,8 @@ class GlmmFit(FitVerbs):
 
     def summary(self) -> str:
         """Text in the layout of lme4's ``summary(glmerMod)``."""
-        how = ("Laplace Approximation" if self.nAGQ == 1 else
+        how = ("Laplace Approximation" + (", observed information" if self.optinfo.get("laplace")
+                                          == "observed" else "") if self.nAGQ == 1 else
                f"Adaptive Gauss-Hermite Quadrature (nAGQ = {self.nAGQ})" if self.nAGQ > 1 else
                "the nAGQ = 0 approximation (beta in PIRLS)")
         lines = [f"Generalized linear mixed model fit by maximum likelihood ({how}) "
@@ -382,6 +383,8 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
     if model.family.name == "binomial":
         mu = model.family.link.linkinv(mode.eta)
         optinfo["separation"] = bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))
+    if getattr(model, "laplace", "expected") != "expected":
+        optinfo["laplace"] = model.laplace          # the observed-information Laplace (glmmTMB's)
     if check is not None:
         optinfo["checkconv"] = check.to_dict()
         optinfo["checkconv_control"] = vars(ctl) if ctl is not None else None

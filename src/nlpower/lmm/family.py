@@ -209,6 +209,14 @@ class _GLMResponse(Family):
     def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def observed_weights(self, y: np.ndarray, mu: np.ndarray, eta: np.ndarray,
+                         wt: np.ndarray) -> np.ndarray | None:
+        """``-d^2 log p(y | eta) / d eta^2``: the observed information (None: not available).
+
+        With a canonical link it equals PIRLS's expected weights.
+        """
+        return None
+
 
 def _with_link(cls: type, link: str | Link | None, allowed: tuple[str, ...]) -> Any:
     lk = get_link(allowed[0] if link is None else link)
@@ -385,6 +393,13 @@ class NegativeBinomial(_GLMResponse):
         """Counts with means ``mu`` and size ``theta`` (a gamma mixture of Poissons)."""
         t = self._theta()
         return gen.negative_binomial(t, t / (t + mu)).astype(float)
+
+    def observed_weights(self, y: np.ndarray, mu: np.ndarray, eta: np.ndarray,
+                         wt: np.ndarray) -> np.ndarray:
+        """``wt theta (y + theta) mu / (mu + theta)^2`` (log link); its mean over ``y`` is
+        the expected weight ``wt theta mu / (mu + theta)``."""
+        t = self._theta()
+        return wt * t * (y + t) * mu / (mu + t) ** 2
 
     def __repr__(self) -> str:
         return f"NegativeBinomial(link={self.link.name!r}, theta={self.theta!r})"
