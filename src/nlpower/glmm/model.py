@@ -102,12 +102,8 @@ class GlmmModel(LikelihoodOnly):
         Prior weights (binomial: numbers of trials) and the linear predictor's offset.
     data : ignored
         The engine protocol passes the user's data frame; the native fitter needs only ``spec``.
-    nAGQ : int, default 1
-        Laplace (1), lme4's ``nAGQ = 0``, or adaptive Gauss-Hermite quadrature (> 1).
-    laplace : {"expected", "observed"}
-        The weights of the Laplace approximation at the mode: PIRLS's expected
-        (Fisher) information, as lme4's ``glmer`` (default), or the observed
-        information, as glmmTMB; the same for canonical links.
+    nAGQ, laplace : as :func:`nlpower.glmm.glmer` (``laplace``: the Laplace approximation's
+        weights, lme4's expected information or glmmTMB's observed information).
 
     Examples
     --------

@@ -90,7 +90,7 @@ class NegBinModel(GlmmModel):
     ...                 NegativeBinomial())
     >>> fit = m.fit()
     >>> round(fit.dispersion, 2), round(fit.loglik, 1)
-    (2.09, -2238.8)
+    (2.38, -2176.6)
     """
 
     def __init__(self, spec: ModelSpec, family: NegativeBinomial, *, weights: Any = None,
@@ -242,9 +242,9 @@ class NegBinModel(GlmmModel):
         self.check_REML(REML)
         nAGQ = self.nAGQ if nAGQ is None else _check_nAGQ(nAGQ)
         self.set_response(y, weights)
-        if start is not None and _start_dispersion(start) is None and self.family.theta is not None:
+        if start is not None and _start_dispersion(start) is None and self.family.dispersion is not None:
             th, be = start_parts(start)
-            start = {"theta": th, "beta": be, "dispersion": self.family.theta}
+            start = {"theta": th, "beta": be, "dispersion": self.family.dispersion}
         with single_threaded():
             x, fv, n, ok, msg, t = self._estimate(nAGQ, start)
             core = self._core(x, fv, n, ok, msg, self.vcov_rx(x))
