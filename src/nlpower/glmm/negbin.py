@@ -182,7 +182,16 @@ class NegBinModel(GlmmModel):
         t0 = _start_dispersion(start) if start is not None else None
         s0 = min(max(math.log(t0 if t0 is not None else self._theta0), LOG_LO), LOG_HI)
         self._set_dispersion(math.exp(s0))
-        x0, _, n0, _, _, _ = self._optimize(nAGQ, start)
+        th, be = start_parts(start) if start is not None else (None, None)
+        if th is not None and be is not None and nAGQ > 0:   # a full start: straight to Newton
+            x0 = np.concatenate([self.layout.check_start(th), np.asarray(be, dtype=float).ravel()])
+            n0 = 0
+            if x0.size != self.k + self.p or not np.all(np.isfinite(x0)):
+                raise InputError(f"start beta must be {self.p} finite values "
+                                 f"({', '.join(self.spec.fixef_names)}); got {be!r}.")
+            self._u = None
+        else:
+            x0, _, n0, _, _, _ = self._optimize(nAGQ, start)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             res = self._joint(nAGQ, x0, s0)
         if res is not None and LOG_LO <= res[0][-1] <= LOG_HI:
