@@ -49,6 +49,10 @@ MAXITER = 60
 #: joint Newton's method: steps, and it stops when max|gradient| is below GTOL (or the last
 #: step gained less than FTOL with max|gradient| below 1e-2: difference noise)
 NEWTON_MAXIT = 30
+#: ... or when the Newton step (of a positive definite Hessian) predicts a smaller decrease
+DECREMENT = 1e-8
+#: the largest change of any element of (theta, beta, log theta_nb) in one Newton step
+MAX_STEP = 1.0
 GTOL = 1e-4
 FTOL = 1e-8
 
@@ -131,8 +135,10 @@ class NegBinModel(GlmmModel):
         not at all; :meth:`canonical` maps back), a diagonal near 0 moved off
         the saddle there first; steps along the Hessian's eigenvectors scaled
         by the absolute eigenvalues (a descent direction where it is not
-        positive definite), halved until the deviance falls, BFGS updates, a
-        fresh Hessian after a halved step.  ``None`` when no step is found.
+        positive definite), at most ``MAX_STEP`` in any element, halved until
+        the deviance falls; BFGS updates of the Hessian after a step that went
+        as the quadratic model predicted, a fresh one otherwise (a halved step,
+        an indefinite Hessian, less than half the predicted decrease).  ``None`` when no step is found.
         """
         fz = self._fz(nAGQ)
         z = np.concatenate([x0, [s0]])
@@ -149,11 +155,16 @@ class NegBinModel(GlmmModel):
                 return z, fv, n
             assert H is not None
             lam, V = np.linalg.eigh(0.5 * (H + H.T))
+            convex = bool(lam[0] > 0)
             lam = np.maximum(np.abs(lam), 1e-8 * max(float(np.max(np.abs(lam))), 1e-8))
-            step = -V @ ((V.T @ g) / lam)
+            c = (V.T @ g) / lam
+            step = -V @ c
             big = float(np.max(np.abs(step)))
-            if big > 2.0:
-                step *= 2.0 / big
+            shrink = min(1.0, MAX_STEP / big) if big > 0 else 1.0
+            step *= shrink
+            predicted = shrink * (1.0 - 0.5 * shrink) * float(c @ (lam * c))
+            if convex and predicted < DECREMENT:   # within ~1e-8 of the minimum
+                return z, fv, n
             z2, halved = z + step, 0
             for halved in range(20):  # noqa: B007  (halved: whether to renew the Hessian)
                 f2 = fz(z2, None)[0]
@@ -163,7 +174,7 @@ class NegBinModel(GlmmModel):
                 z2 = z + 0.5 * (z2 - z)
             else:
                 return None
-            if halved:
+            if halved or not convex or fv - f2 < 0.5 * predicted:   # the quadratic model was poor
                 g2, H2, m = fd_derivatives(fz, z2, f2, self._u)
                 n += m
             else:

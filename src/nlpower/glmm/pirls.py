@@ -161,6 +161,10 @@ class Pirls:
         self._const = cond_m2loglik(self.family, y, mu0, wt) - float(np.sum(self.working(eta0)[2]))
         #: -2 log p(y | mu = y), the saturated model (lme4's nAGQ > 1 deviance leaves it out)
         self.saturated = cond_m2loglik(self.family, y, y, wt)
+        #: PIRLS takes Newton steps where the family has an observed information (its
+        #: expected one, Fisher scoring, converges only linearly with a non-canonical link)
+        fam: Any = self.family
+        self._newton = self._kind == "other" and fam.observed_weights(y, mu0, eta0, wt) is not None
 
     def set_family(self, family: Family) -> None:
         """Swap the family for one with the same link (e.g. another negative binomial ``theta``)."""
@@ -335,12 +339,18 @@ class Pirls:
         for it in range(1, PIRLS_MAXIT + 1):  # noqa: B007  (it: reported in the Mode)
             # working response: eta - offset + (y - mu) / mu_eta  (mu_eta = w / (wt * dmu/deta))
             z = eta - self.offset + (self.y - mu) / self._mu_eta(eta, mu)
+            wi = w
+            if self._newton:         # Newton's step (the observed information): same mode, fewer steps
+                wo = self.family.observed_weights(self.y, mu, eta, self.wt)  # type: ignore[attr-defined]
+                if np.all(wo > 0):
+                    z = eta - self.offset + w * (z - eta + self.offset) / wo
+                    wi = wo
             try:
-                L1, Ct, L2, _ = self.factor(w, update_beta)
+                L1, Ct, L2, _ = self.factor(wi, update_beta)
             except (np.linalg.LinAlgError, ValueError):
                 ok = False
                 break
-            wz = w * (z if update_beta else z - (fixed - self.offset))
+            wz = wi * (z if update_beta else z - (fixed - self.offset))
             rhs = self.ztv(wz)
             if update_beta:
                 rhs = np.concatenate([rhs, self.X.T @ wz])
