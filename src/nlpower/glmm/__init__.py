@@ -25,7 +25,7 @@ from ..lmm.checkconv import CheckConvControl, apply_policy
 from ..lmm.family import Family, get_family
 from ..lmm.frame import model_frame
 from .model import GlmmModel
-from .response import binary_response, check_response, offset_vector, prior_weights
+from .response import check_response, offset_vector, prior_weights
 from .result import GlmmCore, GlmmFit
 
 __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
@@ -45,16 +45,11 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
     resp = f.response
     if resp not in map(str, data.columns):
         model_frame(formula, data, contrasts=contrasts)   # the formula layer's error (did you mean)
-    d = data
-    if family.name == "binomial":
-        col = data[resp]
-        keep = col.notna()
-        y = np.full(len(data), np.nan)
-        y[keep.to_numpy()] = binary_response(col[keep], resp)
-        d = data.assign(**{resp: y})
-    elif not pd.api.types.is_numeric_dtype(data[resp].dtype):
-        raise InputError(f"a {family.display_name} response must be numeric counts; {resp!r} "
-                         f"has dtype {data[resp].dtype}.")
+    col = data[resp]
+    keep = col.notna()
+    y = np.full(len(data), np.nan)
+    y[keep.to_numpy()] = family.response_column(col[keep], resp)   # type: ignore[attr-defined]
+    d = data.assign(**{resp: y})
     wt_all = prior_weights(weights, data, len(data), None)
     off_all = offset_vector(offset, data, len(data), None)
     used = [c for c in map(str, data.columns) if c in f.variables]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
 from .. import _dist as stats
@@ -192,7 +193,9 @@ class _GLMResponse(Family):
     def variance(self, mu: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray, axis: int | None = None
+                 ) -> Any:
+        """``-2 log p(y | mu)`` summed (over ``axis`` only, e.g. per replicate: an array)."""
         raise NotImplementedError
 
     def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
@@ -209,6 +212,14 @@ class _GLMResponse(Family):
     def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def response_column(self, col: pd.Series, name: str) -> np.ndarray:
+        """The response column of the data in the family's numeric form (``nan`` kept)."""
+        raise NotImplementedError
+
+    def check_values(self, y: np.ndarray, wt: np.ndarray, name: str) -> None:
+        """Refuse (``InputError``, saying what to do) responses the family cannot fit."""
+        raise NotImplementedError
+
     def observed_weights(self, y: np.ndarray, mu: np.ndarray, eta: np.ndarray,
                          wt: np.ndarray) -> np.ndarray | None:
         """``-d^2 log p(y | eta) / d eta^2``: the observed information (None: not available).
@@ -216,6 +227,10 @@ class _GLMResponse(Family):
         With a canonical link it equals PIRLS's expected weights.
         """
         return None
+
+
+def _summed(terms: np.ndarray, axis: int | None) -> Any:
+    return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)
 
 
 def _with_link(cls: type, link: str | Link | None, allowed: tuple[str, ...]) -> Any:
@@ -262,7 +277,8 @@ class Binomial(_GLMResponse):
         mu = np.clip(mu, _EPS, 1.0 - _EPS)
         return 2.0 * wt * (special.xlogy(y, y / mu) + special.xlogy(1.0 - y, (1.0 - y) / (1.0 - mu)))
 
-    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray, axis: int | None = None
+                 ) -> Any:
         """``-2 sum (wt/m) log dbinom(round(m y), round(m), mu)`` with ``m = wt`` (R's ``aic``)."""
         m = np.round(wt)
         k = np.round(m * y)
@@ -271,7 +287,7 @@ class Binomial(_GLMResponse):
         logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
         ld = logc + special.xlogy(k, mu) + special.xlogy(m - k, one)
         scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
-        return float(-2.0 * np.sum(scale * ld))
+        return _summed(-2.0 * scale * ld, axis)
 
     def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         return -2.0 * wt * (special.xlogy(y, mu) + special.xlogy(1.0 - y, 1.0 - mu))
@@ -282,6 +298,54 @@ class Binomial(_GLMResponse):
     def mu_start(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
         return np.clip((y * wt + 0.5) / (wt + 1.0), 1e-8, None)
 
+    def response_column(self, col: pd.Series, name: str) -> np.ndarray:
+        """The response column as floats: 0/1, bools, proportions or a two-level factor."""
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            cats = [c for c in col.cat.categories if (col == c).any()]
+            if len(cats) != 2:
+                raise InputError(
+                    f"the response {name!r} is a factor with {len(cats)} used level(s) "
+                    f"({', '.join(map(repr, cats[:5]))}); a binomial response needs exactly two "
+                    "(the first is failure, 0). Recode it, e.g. (data[col] == 'yes').astype(int).")
+            return (col == cats[1]).to_numpy(dtype=float)
+        if pd.api.types.is_bool_dtype(col.dtype):
+            return col.to_numpy(dtype=float)
+        if not pd.api.types.is_numeric_dtype(col.dtype):
+            vals = sorted(map(str, pd.unique(col.dropna())))
+            if len(vals) != 2:
+                raise InputError(
+                    f"the response {name!r} has {len(vals)} distinct values "
+                    f"({', '.join(map(repr, vals[:5]))}{' ...' if len(vals) > 5 else ''}); a binomial "
+                    "response is 0/1, a two-level factor or proportions with weights=.")
+            return (col.astype(str) == vals[1]).to_numpy(dtype=float)
+        return col.to_numpy(dtype=float)
+
+    def check_values(self, y: np.ndarray, wt: np.ndarray, name: str) -> None:
+        """0/1 or proportions of ``wt`` trials, not all the same."""
+        if np.any((y < 0) | (y > 1)):
+            bad = np.unique(y[(y < 0) | (y > 1)])[:5]
+            raise InputError(
+                f"a binomial response must be 0/1 (or proportions in [0, 1] with weights= the "
+                f"numbers of trials); {name!r} has values {', '.join(map(repr, bad.tolist()))}. "
+                "Recode it, e.g. (y > 0).astype(int), or pass successes / trials with weights=trials.")
+        frac = (y > 0) & (y < 1)
+        if np.any(frac) and np.all(wt == 1.0):
+            raise InputError(
+                f"the response {name!r} has proportions between 0 and 1 but no weights=: give the "
+                "numbers of trials, glmer('p ~ ...', data, weights='trials') (R: cbind(k, n - k)).")
+        k = y * wt
+        if np.any(np.abs(k - np.round(k)) > 1e-7 * np.maximum(1.0, wt)):
+            raise InputError(
+                f"the response {name!r} times weights= is not a whole number of successes in some "
+                "rows; the binomial needs successes / trials with weights = trials.")
+        used = wt > 0
+        if np.all(y[used] == 0) or np.all(y[used] == 1):
+            v = int(y[used][0])
+            raise InputError(
+                f"the response {name!r} is {v} in every row: a binomial model cannot be fitted "
+                "when every outcome is the same (all successes or all failures). Check the "
+                "coding, or pool more data.")
+
     def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """Proportions of ``wt`` trials."""
         m = np.round(wt).astype(np.int64)
@@ -289,8 +353,28 @@ class Binomial(_GLMResponse):
         return np.divide(k, m, out=np.zeros(mu.shape), where=m > 0)
 
 
+class _CountResponse(_GLMResponse):
+    """Counts: a numeric column of non-negative whole numbers, not all 0."""
+
+    def response_column(self, col: pd.Series, name: str) -> np.ndarray:
+        if not pd.api.types.is_numeric_dtype(col.dtype):
+            raise InputError(f"a {self.display_name} response must be numeric counts; {name!r} "
+                             f"has dtype {col.dtype}.")
+        return col.to_numpy(dtype=float)
+
+    def check_values(self, y: np.ndarray, wt: np.ndarray, name: str) -> None:
+        if np.any(y < 0) or np.any(np.abs(y - np.round(y)) > 1e-9):
+            bad = y[(y < 0) | (np.abs(y - np.round(y)) > 1e-9)][:5]
+            raise InputError(
+                f"a {self.display_name} response must be non-negative whole counts; {name!r} has "
+                f"{', '.join(map(repr, bad.tolist()))}. Use counts, or another family.")
+        if np.all(y == 0):
+            raise InputError(f"the response {name!r} is 0 in every row: a {self.display_name} model "
+                             "cannot be fitted to all-zero counts.")
+
+
 @dataclass(frozen=True, repr=False)
-class Poisson(_GLMResponse):
+class Poisson(_CountResponse):
     """Count responses (``glmer(family=poisson)``), log link."""
 
     def __init__(self, link: str | Link | None = None):
@@ -309,10 +393,11 @@ class Poisson(_GLMResponse):
         """Unit deviances ``2 wt (y log(y/mu) - (y - mu))`` (R's ``poisson()``)."""
         return 2.0 * wt * (special.xlogy(y, y / np.maximum(mu, _EPS)) - (y - mu))
 
-    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray, axis: int | None = None
+                 ) -> Any:
         """``-2 sum wt log dpois(y, mu)``."""
         mu = np.maximum(mu, 1e-300)
-        return float(-2.0 * np.sum(wt * (special.xlogy(y, mu) - mu - special.gammaln(y + 1.0))))
+        return _summed(-2.0 * wt * (special.xlogy(y, mu) - mu - special.gammaln(y + 1.0)), axis)
 
     def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         return 2.0 * wt * (mu - special.xlogy(y, mu))
@@ -322,7 +407,7 @@ class Poisson(_GLMResponse):
 
 
 @dataclass(frozen=True, repr=False)
-class NegativeBinomial(_GLMResponse):
+class NegativeBinomial(_CountResponse):
     """Overdispersed counts, log link: ``Var(y) = mu + mu^2 / theta`` (NB2).
 
     lme4's ``glmer.nb`` and MASS's ``negative.binomial(theta)``; glmmTMB's
@@ -385,9 +470,10 @@ class NegativeBinomial(_GLMResponse):
               + t * np.log(t) + special.xlogy(y, mu) - (y + t) * np.log(mu + t))
         return -2.0 * wt * ld
 
-    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+    def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray, axis: int | None = None
+                 ) -> Any:
         """``-2 sum wt log dnbinom(y, size = theta, mu = mu)``."""
-        return float(np.sum(self.unit_m2loglik(y, mu, wt)))
+        return _summed(self.unit_m2loglik(y, mu, wt), axis)
 
     def draw(self, gen: np.random.Generator, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """Counts with means ``mu`` and size ``theta`` (a gamma mixture of Poissons)."""
