@@ -114,9 +114,24 @@ def test_power_pipeline_runs_on_a_negative_binomial_fit():
     res = nlpower.power(truth, term="systemB", n_sims=6, rng=3)
     assert res.family == "negative_binomial" and res.test == "z"
     assert res.n_failed == 0 and 0.0 <= res.power <= 1.0
-    # the simulated counts are the model's: refit recovers a dispersion near the truth
+    lrt = nlpower.power(truth, compare="~ . - system", n_sims=3, rng=5)
+    assert lrt.test == "lrt" and lrt.n_failed == 0
+    # a refit warm-started at the truth reaches the optimum of a fit from scratch
     y = truth.simulate(1, rng=4)[0]
-    assert truth.refit(y).dispersion > 0
+    warm, cold = truth.refit(y), fit.model.fit(y)
+    assert warm.dispersion == pytest.approx(cold.dispersion, rel=1e-3)
+    assert warm.loglik == pytest.approx(cold.loglik, abs=1e-6)
+
+
+def test_simulated_counts_have_the_negative_binomial_variance():
+    """Without random effects the draws are NB(mu_i, theta): Pearson residuals^2 average 1."""
+    fit = glmer(CASES["crossed"], _small(), "negative_binomial")
+    truth = fit.with_params(sd={"worker": 0.0, "item": 0.0}, dispersion=0.8)
+    Y = truth.simulate(300, rng=4)
+    mu = np.exp(fit.model.spec.X @ truth.fixef.to_numpy())
+    r2 = ((Y - mu) ** 2 / (mu + mu * mu / 0.8)).ravel()
+    assert abs(r2.mean() - 1.0) < 4 * r2.std() / math.sqrt(r2.size)
+    assert abs(Y.mean(axis=0) - mu).max() < 5 * math.sqrt(float((mu + mu * mu / 0.8).max()) / 300)
 
 
 @pytest.mark.slow
