@@ -156,3 +156,18 @@ def test_cli_fit_and_study(tmp_path, capsys):
     assert main(["study", str(path), "--formula", CASES["crossed"], "--family", "poisson",
                  "--dispersion", "2", "--term", "systemB", "--n-sims", "2"]) != 0
     assert "no dispersion parameter" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.requires_r
+def test_lme4_engine_runs_glmer_nb():
+    pytest.importorskip("rpy2")
+    ref = REF["crossed"]["lme4"]
+    fit = glmer(CASES["crossed"], _data("crossed"), "negative_binomial", engine="lme4")
+    assert fit.engine == "lme4"
+    # the same glmer.nb as the R script (its optimize() over theta: to ~1e-5)
+    assert fit.loglik == pytest.approx(ref["loglik"], abs=1e-5)
+    assert fit.dispersion == pytest.approx(ref["nb_theta"], rel=1e-4)
+    assert fit.n_params == ref["df"]
+    y = fit.simulate(1, rng=1)[0]
+    assert y.shape == (1200,) and np.all(y == np.round(y))

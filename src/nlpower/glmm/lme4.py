@@ -6,7 +6,7 @@ native engine); the model is sent to R as its matrices (``X``, each term's
 formula ``y ~ 0 + X1 + ... + (0 + Z1_1 + ... | G1) + ...``, which lme4 fits
 identically to the user's formula, same ``theta`` order) and fitted with
 ``lme4::glmer`` with its default ``glmerControl`` (two stages, bobyqa then
-Nelder-Mead).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
+Nelder-Mead); the negative binomial with ``lme4::glmer.nb`` (no ``start``).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
 the native engine returns.  R, rpy2 and lme4 are imported on the first fit;
 missing pieces raise :class:`~nlpower.errors.EngineUnavailableError`
 (helpers shared with :mod:`nlpower.lmm.lme4`).
@@ -31,14 +31,18 @@ __all__ = ["Lme4GlmmModel"]
 
 _R_GLMER = r"""
 function(data, formula, family, link, nAGQ, control, theta, beta) {
-  fam <- get(family, mode = "function")(link = link)
+  nb <- family == "negative_binomial"
+  fam <- if (nb) NULL else get(family, mode = "function")(link = link)
   start <- if (is.null(theta)) NULL else if (is.null(beta)) list(theta = theta) else
     list(theta = theta, fixef = beta)
   msgs <- character(0); warns <- character(0)
   fit <- tryCatch(withCallingHandlers(
-    lme4::glmer(stats::as.formula(formula), data = data, family = fam, weights = .w,
-                offset = .off, nAGQ = nAGQ, start = start,
-                control = do.call(lme4::glmerControl, control)),
+    if (nb) lme4::glmer.nb(stats::as.formula(formula), data = data, weights = .w,
+                           offset = .off, nAGQ = nAGQ,
+                           control = do.call(lme4::glmerControl, control))
+    else lme4::glmer(stats::as.formula(formula), data = data, family = fam, weights = .w,
+                     offset = .off, nAGQ = nAGQ, start = start,
+                     control = do.call(lme4::glmerControl, control)),
     message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") },
     warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") }),
     error = function(e) e)
@@ -54,7 +58,8 @@ function(data, formula, family, link, nAGQ, control, theta, beta) {
        warnings = warns, messages = msgs,
        ranef_names = names(re), ranef_cols = lapply(re, colnames),
        ranef_values = lapply(re, function(d) as.vector(as.matrix(d))),
-       ranef_levels = lapply(re, rownames))
+       ranef_levels = lapply(re, rownames),
+       nb_theta = if (nb) lme4::getME(fit, "glmer.nb.theta") else NULL)
 }
 """
 
@@ -64,6 +69,14 @@ def _glmer_fn() -> Any:
     if "glmer" not in r:
         r["glmer"] = r["ro"].r(_R_GLMER)
     return r
+
+
+def _scalar_or_none(value: Any) -> float | None:
+    """An R number, or None for R's NULL (a family without a dispersion)."""
+    if value is None or type(value).__name__ == "NULLType":
+        return None
+    vals = _l._vec(value)
+    return float(vals[0]) if vals.size else None
 
 
 class Lme4GlmmModel(LikelihoodOnly):
@@ -78,8 +91,10 @@ class Lme4GlmmModel(LikelihoodOnly):
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
                  data: Any = None, nAGQ: int = 1):
-        self.native = GlmmModel(spec, family, weights=weights, offset=offset,   # validates
-                                nAGQ=nAGQ)
+        # the native fitter of the family (validates; simulates): the engine table's, not a branch
+        from ..lmm.engine import get_engine
+        self.native: GlmmModel = get_engine("native").prepare(  # type: ignore[assignment]
+            spec, family=family, weights=weights, offset=offset, nAGQ=nAGQ)
         self.spec, self.family = spec, family
         self.layout = self.native.layout
 
@@ -128,7 +143,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                         vcov_beta=_l._vec(out["vcov"]).reshape(p, p),
                         deviance=-2.0 * float(out["loglik"][0]), converged=conv,
                         singular=bool(out["singular"][0]), n_evals=int(out["feval"][0]),
-                        message="; ".join(msgs) or "converged")
+                        message="; ".join(msgs) or "converged",
+                        dispersion=_scalar_or_none(out.get("nb_theta")))
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
@@ -153,7 +169,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                      "nlopt_converged": core.converged, "vcov": "lme4"},
             contrasts=dict(self.spec.contrasts),
             var_terms=var_terms_from_theta(self.layout, core.theta),
-            ranef_tables={g: ranef[g] for g in order}, eta=_l._vec(out["eta"]), model=self)
+            ranef_tables={g: ranef[g] for g in order}, eta=_l._vec(out["eta"]), model=self,
+            dispersion=core.dispersion)
 
     def _ranef(self, out: dict[str, Any]) -> dict[str, pd.DataFrame]:
         gid = _l._group_ids(self.spec)
@@ -171,7 +188,7 @@ class Lme4GlmmModel(LikelihoodOnly):
             tables[g] = pd.DataFrame(vals, index=idx, columns=cols)
         return tables
 
-    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None
-                 ) -> np.ndarray:
+    def simulate(self, n: int = 1, *, rng: Any = None, theta: Any = None, beta: Any = None,
+                 dispersion: float | None = None) -> np.ndarray:
         """Responses drawn from the model (as :meth:`GlmmModel.simulate`)."""
-        return self.native.simulate(n, rng=rng, theta=theta, beta=beta)
+        return self.native.simulate(n, rng=rng, theta=theta, beta=beta, dispersion=dispersion)

@@ -138,6 +138,7 @@ _FITTERS: dict[tuple[str, str], str] = {
     ("native", "negative_binomial"): "nlpower.glmm.negbin:NegBinModel",
     ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("lme4", "negative_binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
     # R's ordinal::clmm, the reference: clmm(engine="ordinal"), and the lme4 engine's
     # ordinal fitter (lme4 has none; fit_ratings(family="ordinal", engine="lme4"))
