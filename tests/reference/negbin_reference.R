@@ -27,7 +27,7 @@
 # approximations differ, so their logLiks differ slightly at the same data;
 # the JSON also holds each package's logLik evaluated at the other's optimum
 # where that is cheap (lme4's deviance function at glmmTMB's estimates).
-# Checked with R 4.2.2, lme4 1.1-31, glmmTMB (Debian's r-cran-glmmtmb).
+# Checked with R 4.2.2, lme4 1.1-31, glmmTMB 1.1.5 (Debian's r-cran-glmmtmb).
 
 suppressPackageStartupMessages({
   library(lme4)
