@@ -15,7 +15,7 @@ from scipy import stats
 import nlpower
 from conftest import REFERENCE
 from nlpower.cli import main
-from nlpower.errors import InputError
+from nlpower.errors import InputError, NlpowerWarning
 from nlpower.glmm import glmer
 from nlpower.lmm.family import NegativeBinomial, Poisson, get_family
 
@@ -99,6 +99,18 @@ def test_input_errors_say_what_to_do():
         glmer(CASES["crossed"], d, "negative_binomial")
     with pytest.raises(InputError, match="laplace"):
         glmer(CASES["crossed"], _data("crossed"), "negative_binomial", laplace="exact")
+
+
+def test_counts_without_overdispersion_are_said_to_be_poisson():
+    """Underdispersed counts: theta runs to its bound, the fit is the Poisson GLMM's, with a warning."""
+    d = _data("crossed")
+    d["errors"] = np.random.default_rng(1).binomial(4, 0.5, len(d))
+    formula = "errors ~ system + (1 | worker)"
+    with pytest.warns(NlpowerWarning, match="no overdispersion.*family='poisson'"):
+        fit = glmer(formula, d, "negative_binomial")
+    assert fit.dispersion >= 1e6
+    # at theta = 1e7 the NB log-likelihood is the Poisson one to O(n / theta)
+    assert fit.loglik == pytest.approx(glmer(formula, d, "poisson").loglik, abs=1e-3)
 
 
 def _small() -> pd.DataFrame:

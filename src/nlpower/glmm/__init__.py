@@ -156,6 +156,8 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
             "sparse cells, or use a penalised (bias-reduced or Bayesian) fit.",
             NlpowerWarning, stacklevel=2)
         return fit
+    if fit.optinfo.get("dispersion_note"):
+        warnings.warn(f"glmer: {fit.optinfo['dispersion_note']}", NlpowerWarning, stacklevel=2)
     if "checkconv" not in fit.optinfo:      # the engine ran its own checks (lme4's glmer)
         _warn(fit)
         return fit

@@ -292,6 +292,11 @@ class NegBinModel(GlmmModel):
             x, _, n, _, _, t = self._estimate(nAGQ, start)
             fit = self._fit(nAGQ, {"theta": x[:self.k], "beta": x[self.k:]}, ctl)
         info = {**fit.optinfo, "dispersion_evals": n}
+        if math.log(t) >= LOG_HI - 1e-6:
+            info["dispersion_note"] = (
+                f"the negative binomial dispersion theta reached its upper bound ({t:.3g}): "
+                "the counts show no overdispersion beyond the random effects, and the model "
+                "is the Poisson GLMM; fit family='poisson'.")
         return replace(fit, dispersion=t, optinfo=info)
 
     def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None) -> list[Any]:

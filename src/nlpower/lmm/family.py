@@ -466,8 +466,10 @@ class NegativeBinomial(_CountResponse):
         """``-2 wt log dnbinom(y, size = theta, mu = mu)``, every term (R's ``negative.binomial()$aic``)."""
         t = self._theta()
         mu = np.maximum(mu, 1e-300)
-        ld = (special.gammaln(y + t) - special.gammaln(t) - special.gammaln(y + 1.0)
-              + t * np.log(t) + special.xlogy(y, mu) - (y + t) * np.log(mu + t))
+        # log Gamma(y + t) - log Gamma(t) - log y! = -log B(t, y + 1) - log(t + y), and
+        # t log(t / (mu + t)) = -t log1p(mu / t): no cancellation of large terms as t grows
+        ld = (-special.betaln(t, y + 1.0) - np.log(t + y) - t * np.log1p(mu / t)
+              + special.xlogy(y, mu) - y * np.log(mu + t))
         return -2.0 * wt * ld
 
     def m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray, axis: int | None = None
