@@ -101,6 +101,7 @@ def test_input_errors_say_what_to_do():
         glmer(CASES["crossed"], _data("crossed"), "negative_binomial", laplace="exact")
 
 
+@pytest.mark.filterwarnings("ignore::nlpower.errors.SingularFitWarning")
 def test_counts_without_overdispersion_are_said_to_be_poisson():
     """Underdispersed counts: theta runs to its bound, the fit is the Poisson GLMM's, with a warning."""
     d = _data("crossed")
