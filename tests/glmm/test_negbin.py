@@ -99,6 +99,11 @@ def test_input_errors_say_what_to_do():
         glmer(CASES["crossed"], d, "negative_binomial")
     with pytest.raises(InputError, match="laplace"):
         glmer(CASES["crossed"], _data("crossed"), "negative_binomial", laplace="exact")
+    from nlpower.glmm.lme4 import Lme4GlmmModel
+    from nlpower.lmm.frame import model_frame
+    with pytest.raises(InputError, match="laplace='observed'.*engine='native'"):
+        Lme4GlmmModel(model_frame(CASES["crossed"], _data("crossed")), NegativeBinomial(),
+                      laplace="observed")
 
 
 @pytest.mark.filterwarnings("ignore::nlpower.errors.SingularFitWarning")

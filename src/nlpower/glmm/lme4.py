@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError
+from ..errors import FitError, InputError
 from ..lmm import lme4 as _l
 from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Family
@@ -90,7 +90,10 @@ class Lme4GlmmModel(LikelihoodOnly):
     engine = "lme4"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None, nAGQ: int = 1):
+                 data: Any = None, nAGQ: int = 1, laplace: str = "expected"):
+        if laplace != "expected":
+            raise InputError(f"laplace={laplace!r}: lme4's glmer has only the expected-information "
+                             "Laplace approximation; use engine='native' for laplace='observed'.")
         # the native fitter of the family (validates; simulates): the engine table's, not a branch
         from ..lmm.engine import get_engine
         self.native: GlmmModel = get_engine("native").prepare(  # type: ignore[assignment]
