@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._choices import EngineName, LaplaceWeights, allowed
+from .._choices import EngineName, GlmerFamily, LaplaceWeights, allowed
 from .._validation import check_choice
 from ..errors import ConvergenceWarning, FitError, InputError, NlpowerWarning, SingularFitWarning
 from ..formula import parse
@@ -30,7 +30,7 @@ from .result import GlmmCore, GlmmFit
 
 __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
 
-GLMER_FAMILIES = ("binomial", "poisson", "negative_binomial")
+GLMER_FAMILIES = allowed(GlmerFamily)
 
 
 def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,

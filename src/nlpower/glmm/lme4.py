@@ -6,7 +6,8 @@ native engine); the model is sent to R as its matrices (``X``, each term's
 formula ``y ~ 0 + X1 + ... + (0 + Z1_1 + ... | G1) + ...``, which lme4 fits
 identically to the user's formula, same ``theta`` order) and fitted with
 ``lme4::glmer`` with its default ``glmerControl`` (two stages, bobyqa then
-Nelder-Mead); the negative binomial with ``lme4::glmer.nb`` (no ``start``).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
+Nelder-Mead); a family with a dispersion (the negative binomial) with
+``lme4::glmer.nb`` (no ``start``).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
 the native engine returns.  R, rpy2 and lme4 are imported on the first fit;
 missing pieces raise :class:`~nlpower.errors.EngineUnavailableError`
 (helpers shared with :mod:`nlpower.lmm.lme4`).
@@ -30,8 +31,7 @@ from .result import GlmmCore, GlmmFit, var_terms_from_theta
 __all__ = ["Lme4GlmmModel"]
 
 _R_GLMER = r"""
-function(data, formula, family, link, nAGQ, control, theta, beta) {
-  nb <- family == "negative_binomial"
+function(data, formula, family, link, nAGQ, control, theta, beta, nb) {
   fam <- if (nb) NULL else get(family, mode = "function")(link = link)
   start <- if (is.null(theta)) NULL else if (is.null(beta)) list(theta = theta) else
     list(theta = theta, fixef = beta)
@@ -121,7 +121,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                 if be is not None:
                     beta = ro.FloatVector(np.asarray(be, dtype=float))
             res = r["glmer"](ro.DataFrame(cols), formula, self.family.name, self.family.link.name,
-                             int(nAGQ), _l._r_value(ctrl, ro), theta, beta)
+                             int(nAGQ), _l._r_value(ctrl, ro), theta, beta,
+                             self.family.has_dispersion)   # its own parameter: glmer.nb
             out = {name: res.rx2(name) for name in res.names}
         if "error" in out:
             raise FitError(f"lme4::glmer failed for {self.spec.formula!r}: "

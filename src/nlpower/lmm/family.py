@@ -158,6 +158,11 @@ class Family:
         return False
 
     @property
+    def has_dispersion(self) -> bool:
+        """Whether the response distribution has a parameter of its own (estimated by ``glmer``)."""
+        return False
+
+    @property
     def dispersion(self) -> float | None:
         """The response distribution's own parameter (negative binomial: ``theta``); else None."""
         return None
@@ -438,6 +443,10 @@ class NegativeBinomial(_CountResponse):
                                  f"number > 0; got {theta!r}.")
             theta = float(theta)
         object.__setattr__(self, "theta", theta)
+
+    @property
+    def has_dispersion(self) -> bool:
+        return True
 
     @property
     def dispersion(self) -> float | None:
