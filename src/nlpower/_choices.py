@@ -21,7 +21,9 @@ __all__ = [
     "Duplicates",
     "EngineName",
     "FailurePolicy",
+    "GlmerFamily",
     "ItemScheme",
+    "LaplaceWeights",
     "MDEMethod",
     "OnError",
     "PowerMethod",
@@ -52,6 +54,12 @@ ItemScheme: TypeAlias = Literal["paired", "nested"]
 Duplicates: TypeAlias = Literal["error", "keep", "mean"]
 #: Mixed-model fitters: the embedded native engine, or lme4 through rpy2.
 EngineName: TypeAlias = Literal["native", "lme4"]
+#: Families ``glmer`` fits (the CLI's ``--family`` of GLMMs).
+GlmerFamily: TypeAlias = Literal["binomial", "poisson", "negative_binomial"]
+#: The weights of a GLMM's Laplace approximation at the mode: PIRLS's expected (Fisher)
+#: information, as lme4's ``glmer``, or the observed information, as glmmTMB (they differ
+#: for non-canonical links only, e.g. probit or the negative binomial's log link).
+LaplaceWeights: TypeAlias = Literal["expected", "observed"]
 #: How power is computed: balanced fast path when exact, else simulate; or forced.
 PowerMethod: TypeAlias = Literal["auto", "balanced", "simulate", "analytic"]
 #: Tests of the system effect in a mixed model: Wald t with Satterthwaite or Kenward-Roger df

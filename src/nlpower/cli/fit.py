@@ -11,7 +11,7 @@ import sys
 import warnings
 from typing import Any
 
-from .._choices import Coding, Duplicates, EngineName, allowed
+from .._choices import Coding, Duplicates, EngineName, GlmerFamily, allowed
 from . import judge_args
 from .messages import flag_names, speak_cli
 from .output import write_json
@@ -50,13 +50,14 @@ def register(subparsers: Any) -> None:
                         "nested factors), paper (always the paper's formula), or an lme4 formula "
                         "over rating, system, worker, item for a simpler model, e.g. "
                         "'rating ~ system + (1|worker) + (1|item)'")
-    p.add_argument("--family", choices=("gaussian", "ordinal", "binomial", "poisson"),
+    p.add_argument("--family", choices=("gaussian", "ordinal", *allowed(GlmerFamily)),
                    default="gaussian",
                    help="gaussian (default: ratings rescaled to [0, 1], the paper's model), "
                         "ordinal (cumulative link mixed model of the integer ratings, --link: thresholds "
                         "and latent-scale SDs), binomial (0/1 outcomes, e.g. wins; logistic "
-                        "GLMM by glmer, Card et al. App. H.4) or poisson (counts; log link). "
-                        "For binomial and poisson the model is --model's formula, or "
+                        "GLMM by glmer, Card et al. App. H.4), poisson (counts; log link) or "
+                        "negative_binomial (overdispersed counts, e.g. MQM error counts; log "
+                        "link, lme4's glmer.nb). For these three the model is --model's formula, or "
                         "'rating ~ system + (1|worker) + (1|item)' with your column names, "
                         "and --scale is not used")
     p.add_argument("--link", choices=("logit", "probit", "cloglog"), default=None,
@@ -85,7 +86,7 @@ def run_fit(args: argparse.Namespace) -> int:
                           "has none to choose: drop --link")
     if args.judge:
         return judge_args.run_judge(args)
-    if args.family in ("binomial", "poisson"):
+    if args.family in allowed(GlmerFamily):
         return _run_glmer(args)
     from ..ratings import fit_ratings, read_ratings
 
@@ -125,7 +126,8 @@ def _brief(fit: Any) -> str:
 
 
 def _run_glmer(args: argparse.Namespace) -> int:
-    """``--family binomial|poisson``: the file as read, ``nlpower.glmer``, its summary."""
+    """``--family binomial|poisson|negative_binomial``: the file as read, ``nlpower.glmer``,
+    its summary."""
     from ..glmm import glmer
     from ..ratings.io import check_encoding, load_source
 
@@ -160,6 +162,7 @@ def _run_glmer(args: argparse.Namespace) -> int:
         record = {"formula": fit.formula, "family": fit.family, "link": fit.link,
                   "engine": fit.engine, "nobs": fit.nobs, "loglik": fit.loglik, "aic": fit.aic,
                   "bic": fit.bic, "converged": fit.converged, "singular": fit.singular,
+                  "dispersion": fit.dispersion,
                   "coefficients": fit.to_frame().to_dict(orient="records"),
                   "systems": (list(data[args.system].cat.categories) if legend else None),
                   "coding": args.coding if legend else None}

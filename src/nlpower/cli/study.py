@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .._choices import GlmerFamily, allowed
 from ..errors import InputError
 from .messages import flag_names
 from .output import save_figure, write_json
 
-FAMILIES = ("gaussian", "binomial", "poisson", "ordinal")
+FAMILIES = ("gaussian", *allowed(GlmerFamily), "ordinal")
 
 
 def _pair(text: str, what: str) -> tuple[str, str]:
@@ -65,6 +66,9 @@ def register(subparsers: Any) -> None:
                    help="a one-column random-effect SD of the truth (repeatable), by the group "
                         "name fit.varcorr() shows, e.g. --sd worker=0.3")
     p.add_argument("--sigma", type=float, default=None, help="residual SD (Gaussian)")
+    p.add_argument("--dispersion", type=float, default=None,
+                   help="the family's dispersion of the truth (negative_binomial: theta, "
+                        "Var = mu + mu^2/theta)")
     p.add_argument("--extend", default=None, metavar="FACTOR=N",
                    help="extend the design to N levels of FACTOR (simr's extend)")
     what = p.add_mutually_exclusive_group(required=True)
@@ -118,7 +122,13 @@ def run(args: argparse.Namespace) -> int:
     fit = _fit(args)
     fixef = {k: _number(v, "--set") for k, v in (_pair(t, "--set") for t in args.set)}
     sd = {k: _number(v, "--sd") for k, v in (_pair(t, "--sd") for t in args.sd)}
-    model: Any = fit.with_params(fixef=fixef or None, sd=sd or None, sigma=args.sigma)
+    extra: dict[str, Any] = {}
+    if args.dispersion is not None:
+        if not hasattr(fit, "dispersion"):
+            raise InputError(f"--dispersion: a {args.family} model has no dispersion parameter; "
+                             "drop --dispersion (it is for --family negative_binomial).")
+        extra["dispersion"] = args.dispersion
+    model: Any = fit.with_params(fixef=fixef or None, sd=sd or None, sigma=args.sigma, **extra)
     if args.extend:
         along, n = _pair(args.extend, "--extend")
         model = nlpower.extend(model, along=along, n=_count(n, "--extend"))

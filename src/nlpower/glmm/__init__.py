@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._choices import EngineName
+from .._choices import EngineName, GlmerFamily, LaplaceWeights, allowed
 from .._validation import check_choice
 from ..errors import FitError, InputError, NlpowerWarning
 from ..formula import parse
@@ -25,12 +25,12 @@ from ..lmm.checkconv import CheckConvControl, report_convergence
 from ..lmm.family import Family, get_family
 from ..lmm.frame import model_frame
 from .model import GlmmModel
-from .response import binary_response, check_response, offset_vector, prior_weights
+from .response import check_response, offset_vector, prior_weights
 from .result import GlmmCore, GlmmFit
 
 __all__ = ["GlmmCore", "GlmmFit", "GlmmModel", "glmer", "glmm_frame"]
 
-GLMER_FAMILIES = ("binomial", "poisson")
+GLMER_FAMILIES = allowed(GlmerFamily)
 
 
 def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, offset: Any = None,
@@ -45,16 +45,11 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
     resp = f.response
     if resp not in map(str, data.columns):
         model_frame(formula, data, contrasts=contrasts)   # the formula layer's error (did you mean)
-    d = data
-    if family.name == "binomial":
-        col = data[resp]
-        keep = col.notna()
-        y = np.full(len(data), np.nan)
-        y[keep.to_numpy()] = binary_response(col[keep], resp)
-        d = data.assign(**{resp: y})
-    elif not pd.api.types.is_numeric_dtype(data[resp].dtype):
-        raise InputError(f"a Poisson response must be numeric counts; {resp!r} has dtype "
-                         f"{data[resp].dtype}.")
+    col = data[resp]
+    keep = col.notna()
+    y = np.full(len(data), np.nan)
+    y[keep.to_numpy()] = family.response_column(col[keep], resp)   # type: ignore[attr-defined]
+    d = data.assign(**{resp: y})
     wt_all = prior_weights(weights, data, len(data), None)
     off_all = offset_vector(offset, data, len(data), None)
     used = [c for c in map(str, data.columns) if c in f.variables]
@@ -68,6 +63,7 @@ def glmm_frame(formula: str, data: Any, family: Family, *, weights: Any = None, 
 
 def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: str | None = None,
           weights: Any = None, offset: Any = None, nAGQ: int = 1, engine: EngineName = "native",
+          laplace: LaplaceWeights = "expected",
           start: Any = None, control: dict[str, Any] | None = None,
           contrasts: dict[str, str] | None = None, checkconv: Any = None) -> GlmmFit:
     """Fit a generalised linear mixed model, like lme4's ``glmer``.
@@ -78,8 +74,10 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         lme4 syntax, e.g. ``"win ~ system + (1 | worker) + (1 | item)"``.
     data : pandas.DataFrame
         One row per observation.
-    family : {"binomial", "poisson"} or Family
-        Binomial (logit, probit, cloglog links) or Poisson (log).
+    family : {"binomial", "poisson", "negative_binomial"} or Family
+        Binomial (logit, probit, cloglog links), Poisson (log) or negative
+        binomial (log; overdispersed counts, ``Var = mu + mu^2 / theta``,
+        lme4's ``glmer.nb``: ``theta`` is estimated, ``fit.dispersion``).
     link : str, optional
         The link (default: the family's canonical one).
     weights : str or array, optional
@@ -93,6 +91,12 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         random-effects term.
     engine : {"native", "lme4"}
         The native engine (default) or lme4's ``glmer`` through rpy2.
+    laplace : {"expected", "observed"}
+        The weights of the Laplace approximation at the mode: the expected
+        (Fisher) information, as lme4 (default), or the observed information,
+        as glmmTMB. The same for canonical links (logit binomial, Poisson);
+        for probit, cloglog and the negative binomial the log-likelihoods
+        differ slightly (native engine only).
     start : dict, optional
         ``{"theta": ..., "beta": ...}`` (or a previous fit): start stage 2 there.
     control : dict, optional
@@ -121,7 +125,8 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
         check_choice("family", family.lower(), GLMER_FAMILIES)
     fam = get_family(family, link)
     if fam.name not in GLMER_FAMILIES:
-        raise InputError(f"glmer fits the 'binomial' and 'poisson' families; got {fam.name!r}. "
+        raise InputError(f"glmer fits the 'binomial', 'poisson' and 'negative_binomial' "
+                         f"families; got {fam.name!r}. "
                          "Use nlpower.lmm.lmer for Gaussian responses and nlpower.clmm for "
                          "ordinal ones.")
     if not isinstance(nAGQ, int | np.integer) or isinstance(nAGQ, bool) or not 0 <= nAGQ <= 100:
@@ -132,7 +137,10 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
                                      contrasts=contrasts)
     ctl = CheckConvControl.coerce(checkconv)
     # family options are fixed at prepare (the protocol): refit and fit use this nAGQ
-    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ))
+    check_choice("laplace", laplace, allowed(LaplaceWeights))
+    extra = {} if laplace == "expected" else {"laplace": laplace}
+    model: Any = eng.prepare(spec, data=data, family=fam, weights=wt, offset=off, nAGQ=int(nAGQ),
+                             **extra)
     try:
         fit = cast(GlmmFit, model.fit(start=start, control=control, checkconv=ctl))
     except (np.linalg.LinAlgError, ArithmeticError, TypeError) as exc:  # numbers out of range
@@ -148,6 +156,8 @@ def glmer(formula: str, data: Any, family: str | Family = "binomial", *, link: s
             "sparse cells, or use a penalised (bias-reduced or Bayesian) fit.",
             NlpowerWarning, stacklevel=2)
         return fit
+    if fit.optinfo.get("dispersion_note"):
+        warnings.warn(f"glmer: {fit.optinfo['dispersion_note']}", NlpowerWarning, stacklevel=2)
     report_convergence(fit, ctl, where="glmer", stacklevel=3)
     return fit
 

@@ -14,7 +14,7 @@ gradient are those of :mod:`.pirls` and :mod:`.gradient`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -149,18 +149,9 @@ class BatchedLaplace:
     def constants(self, Y: np.ndarray) -> np.ndarray:
         """Per replicate: ``-2 log p(y | mu)`` minus the sum of the unit terms (free of ``mu``)."""
         wt = self.model.wt
-        if self.family.name == "binomial":
-            mu0 = np.clip((Y * wt + 0.5) / (wt + 1.0), 1e-8, None)
-            m = np.round(wt)
-            kk = np.round(m * Y)
-            logc = special.gammaln(m + 1) - special.gammaln(kk + 1) - special.gammaln(m - kk + 1)
-            ld = logc + special.xlogy(kk, mu0) + special.xlogy(m - kk, np.clip(1.0 - mu0, 1e-300, 1))
-            scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
-            full = -2.0 * np.sum(scale * ld, axis=1)
-        else:
-            mu0 = np.clip(Y + 0.1, 1e-8, None)
-            ld = special.xlogy(Y, mu0) - mu0 - special.gammaln(Y + 1.0)
-            full = -2.0 * np.sum(wt * ld, axis=1)
+        fam: Any = self.family
+        mu0 = fam.mu_start(Y, wt)
+        full = fam.m2loglik(Y, mu0, wt, axis=1)
         eta0 = np.log(mu0 / (1.0 - mu0)) if self.kind == "logit" else np.log(mu0)
         return full - self.working(eta0, Y * wt)[2]
 

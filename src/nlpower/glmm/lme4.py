@@ -6,7 +6,8 @@ native engine); the model is sent to R as its matrices (``X``, each term's
 formula ``y ~ 0 + X1 + ... + (0 + Z1_1 + ... | G1) + ...``, which lme4 fits
 identically to the user's formula, same ``theta`` order) and fitted with
 ``lme4::glmer`` with its default ``glmerControl`` (two stages, bobyqa then
-Nelder-Mead).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
+Nelder-Mead); a family with a dispersion (the negative binomial) with
+``lme4::glmer.nb`` (no ``start``).  The result is the same :class:`~nlpower.glmm.result.GlmmFit`
 the native engine returns.  R, rpy2 and lme4 are imported on the first fit;
 missing pieces raise :class:`~nlpower.errors.EngineUnavailableError`
 (helpers shared with :mod:`nlpower.lmm.lme4`).
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError
+from ..errors import FitError, InputError
 from ..lmm import lme4 as _l
 from ..lmm.checkconv import fit_converged, lmer_control_checks
 from ..lmm.engine import LikelihoodOnly
@@ -32,15 +33,18 @@ from .result import GlmmCore, GlmmFit, var_terms_from_theta
 __all__ = ["Lme4GlmmModel"]
 
 _R_GLMER = r"""
-function(data, formula, family, link, nAGQ, control, theta, beta) {
-  fam <- get(family, mode = "function")(link = link)
+function(data, formula, family, link, nAGQ, control, theta, beta, nb) {
+  fam <- if (nb) NULL else get(family, mode = "function")(link = link)
   start <- if (is.null(theta)) NULL else if (is.null(beta)) list(theta = theta) else
     list(theta = theta, fixef = beta)
   msgs <- character(0); warns <- character(0)
   fit <- tryCatch(withCallingHandlers(
-    lme4::glmer(stats::as.formula(formula), data = data, family = fam, weights = .w,
-                offset = .off, nAGQ = nAGQ, start = start,
-                control = do.call(lme4::glmerControl, control)),
+    if (nb) lme4::glmer.nb(stats::as.formula(formula), data = data, weights = .w,
+                           offset = .off, nAGQ = nAGQ,
+                           control = do.call(lme4::glmerControl, control))
+    else lme4::glmer(stats::as.formula(formula), data = data, family = fam, weights = .w,
+                     offset = .off, nAGQ = nAGQ, start = start,
+                     control = do.call(lme4::glmerControl, control)),
     message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") },
     warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") }),
     error = function(e) e)
@@ -56,7 +60,8 @@ function(data, formula, family, link, nAGQ, control, theta, beta) {
        warnings = warns, messages = msgs,
        ranef_names = names(re), ranef_cols = lapply(re, colnames),
        ranef_values = lapply(re, function(d) as.vector(as.matrix(d))),
-       ranef_levels = lapply(re, rownames))
+       ranef_levels = lapply(re, rownames),
+       nb_theta = if (nb) lme4::getME(fit, "glmer.nb.theta") else NULL)
 }
 """
 
@@ -66,6 +71,14 @@ def _glmer_fn() -> Any:
     if "glmer" not in r:
         r["glmer"] = r["ro"].r(_R_GLMER)
     return r
+
+
+def _scalar_or_none(value: Any) -> float | None:
+    """An R number, or None for R's NULL (a family without a dispersion)."""
+    if value is None or type(value).__name__ == "NULLType":
+        return None
+    vals = _l._vec(value)
+    return float(vals[0]) if vals.size else None
 
 
 class Lme4GlmmModel(LikelihoodOnly):
@@ -79,9 +92,14 @@ class Lme4GlmmModel(LikelihoodOnly):
     engine = "lme4"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None, nAGQ: int = 1):
-        self.native = GlmmModel(spec, family, weights=weights, offset=offset,   # validates
-                                nAGQ=nAGQ)
+                 data: Any = None, nAGQ: int = 1, laplace: str = "expected"):
+        if laplace != "expected":
+            raise InputError(f"laplace={laplace!r}: lme4's glmer has only the expected-information "
+                             "Laplace approximation; use engine='native' for laplace='observed'.")
+        # the native fitter of the family (validates; simulates): the engine table's, not a branch
+        from ..lmm.engine import get_engine
+        self.native: GlmmModel = get_engine("native").prepare(  # type: ignore[assignment]
+            spec, family=family, weights=weights, offset=offset, nAGQ=nAGQ)
         self.spec, self.family = spec, family
         self.layout = self.native.layout
 
@@ -105,7 +123,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                 if be is not None:
                     beta = ro.FloatVector(np.asarray(be, dtype=float))
             res = r["glmer"](ro.DataFrame(cols), formula, self.family.name, self.family.link.name,
-                             int(nAGQ), _l._r_value(ctrl, ro), theta, beta)
+                             int(nAGQ), _l._r_value(ctrl, ro), theta, beta,
+                             self.family.has_dispersion)   # its own parameter: glmer.nb
             out = {name: res.rx2(name) for name in res.names}
         if "error" in out:
             raise FitError(f"lme4::glmer failed for {self.spec.formula!r}: "
@@ -130,7 +149,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                         vcov_beta=_l._vec(out["vcov"]).reshape(p, p),
                         deviance=-2.0 * float(out["loglik"][0]), converged=conv,
                         singular=bool(out["singular"][0]), n_evals=int(out["feval"][0]),
-                        message="; ".join(msgs) or "converged")
+                        message="; ".join(msgs) or "converged",
+                        dispersion=_scalar_or_none(out.get("nb_theta")))
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
@@ -156,7 +176,8 @@ class Lme4GlmmModel(LikelihoodOnly):
                      "warnings": _l._strs(out["warnings"]), "vcov": "lme4"},
             contrasts=dict(self.spec.contrasts),
             var_terms=var_terms_from_theta(self.layout, core.theta),
-            ranef_tables={g: ranef[g] for g in order}, eta=_l._vec(out["eta"]), model=self)
+            ranef_tables={g: ranef[g] for g in order}, eta=_l._vec(out["eta"]), model=self,
+            dispersion=core.dispersion)
 
     def _ranef(self, out: dict[str, Any]) -> dict[str, pd.DataFrame]:
         gid = _l._group_ids(self.spec)

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .._choices import LaplaceWeights, allowed
+from .._validation import check_choice
 from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
 from ..lmm.engine import LikelihoodOnly
@@ -100,6 +102,8 @@ class GlmmModel(LikelihoodOnly):
         Prior weights (binomial: numbers of trials) and the linear predictor's offset.
     data : ignored
         The engine protocol passes the user's data frame; the native fitter needs only ``spec``.
+    nAGQ, laplace : as :func:`nlpower.glmm.glmer` (``laplace``: the Laplace approximation's
+        weights, lme4's expected information or glmmTMB's observed information).
 
     Examples
     --------
@@ -115,10 +119,10 @@ class GlmmModel(LikelihoodOnly):
     engine = "native"
 
     def __init__(self, spec: ModelSpec, family: Family, *, weights: Any = None, offset: Any = None,
-                 data: Any = None, nAGQ: int = 1):
-        if family.name not in ("binomial", "poisson"):
-            raise InputError(f"GlmmModel fits the binomial and Poisson families; got {family!r}. "
-                             "Use lmer for Gaussian responses.")
+                 data: Any = None, nAGQ: int = 1, laplace: LaplaceWeights = "expected"):
+        if not family.is_glm:
+            raise InputError(f"GlmmModel fits the GLM families (binomial and Poisson, negative "
+                             f"binomial); got {family!r}. Use lmer for Gaussian responses.")
         if not spec.re_terms:
             raise InputError(f"formula {spec.formula!r} has no random-effects terms; a GLMM needs "
                              "at least one term like (1 | worker). For a GLM use statsmodels.")
@@ -141,6 +145,9 @@ class GlmmModel(LikelihoodOnly):
         y = np.asarray(spec.y, dtype=float)
         check_response(family, y, self.wt, spec.response)
         self.pirls = Pirls(X, self.blocks, self.layout.size, family, y, self.wt, self.offset)
+        #: the Laplace approximation's weights (``"expected"``: lme4's; ``"observed"``: glmmTMB's)
+        self.laplace = check_choice("laplace", laplace, allowed(LaplaceWeights))
+        self.pirls.observed = self.laplace == "observed"
         self.k = self.layout.size
         self.p = spec.p
         self.lower = np.concatenate([self.layout.lower, np.full(self.p, -np.inf)])
@@ -569,7 +576,8 @@ class GlmmModel(LikelihoodOnly):
         ``params``: a fit, a core or ``{"theta": ..., "beta": ...}``
         (:func:`~nlpower.lmm.simparams.sim_params`).  New random effects each
         time (lme4's ``simulate(use.u = FALSE)``); binomial responses are
-        proportions of ``weights`` trials.
+        proportions of ``weights`` trials (the family's ``draw``); the family's own
+        parameter (negative binomial ``theta``) is ``params``'s ``dispersion``, or the family's.
         """
         from .._rng import as_generator
         from ..lmm.simparams import legacy_params, sim_params
@@ -584,14 +592,9 @@ class GlmmModel(LikelihoodOnly):
         self.pirls.set_theta(th)
         fixed = self.spec.X @ be + self.offset
         out = np.empty((int(n), self.spec.n))
+        fam: Any = self.family.with_dispersion(sp.dispersion)
         for i in range(int(n)):
             u = gen.standard_normal(self.pirls.q)
-            mu = self.family.link.linkinv(fixed + self.pirls.zu(u))
-            if self.family.name == "binomial":
-                m = np.round(self.wt).astype(np.int64)
-                k = gen.binomial(m, np.clip(mu, 0.0, 1.0))
-                out[i] = np.divide(k, m, out=np.zeros(self.spec.n), where=m > 0)
-            else:
-                out[i] = gen.poisson(mu)
+            out[i] = fam.draw(gen, fam.link.linkinv(fixed + self.pirls.zu(u)), self.wt)
         self.pirls._theta = None
         return out

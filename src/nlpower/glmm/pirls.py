@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import special
 from scipy.linalg import lapack
 
 from ..lmm.family import Family
@@ -91,9 +90,12 @@ class Pirls:
         self.n_theta = n_theta
         self.family = family
         self.link = family.link
-        self._kind = ("logit" if family.link.name == "logit" else
-                      "log" if family.link.name == "log" else "other")
+        # the canonical links' closed forms; any other family or link goes through its methods
+        self._kind = family.link.name if family.canonical else "other"   # type: ignore[attr-defined]
         self._step_tol = STEP_TOL if self._kind == "other" else STEP_TOL_CANONICAL
+        #: the Laplace approximation's weights at the mode: PIRLS's expected (Fisher) ones, as
+        #: lme4, or the observed information, as glmmTMB (differ for non-canonical links only)
+        self.observed = False
         self.set_response(y, wt, offset)
         b1 = blocks[0]
         self.m1, self.q1 = b1.m, b1.q
@@ -154,12 +156,20 @@ class Pirls:
     def set_response(self, y: np.ndarray, wt: np.ndarray, offset: np.ndarray) -> None:
         self.y, self.wt, self.offset = y, wt, offset
         # -2 log p(y | mu) minus the sum of the unit terms does not depend on mu: once per response
-        mu0 = np.clip((y * wt + 0.5) / (wt + 1.0) if self.family.name == "binomial" else y + 0.1,
-                      1e-8, None)
+        mu0 = self.family.mu_start(y, wt)   # type: ignore[attr-defined]
         eta0 = self.link.linkfun(mu0)
         self._const = cond_m2loglik(self.family, y, mu0, wt) - float(np.sum(self.working(eta0)[2]))
         #: -2 log p(y | mu = y), the saturated model (lme4's nAGQ > 1 deviance leaves it out)
         self.saturated = cond_m2loglik(self.family, y, y, wt)
+        #: PIRLS takes Newton steps where the family has an observed information (its
+        #: expected one, Fisher scoring, converges only linearly with a non-canonical link)
+        fam: Any = self.family
+        self._newton = self._kind == "other" and fam.observed_weights(y, mu0, eta0, wt) is not None
+
+    def set_family(self, family: Family) -> None:
+        """Swap the family for one with the same link (e.g. another negative binomial ``theta``)."""
+        self.family = family
+        self.set_response(self.y, self.wt, self.offset)
 
     def set_theta(self, theta: np.ndarray) -> None:
         """``Z Lambda`` per slot and the cross-product multipliers for ``theta``."""
@@ -228,11 +238,11 @@ class Pirls:
         if kind == "log":
             mu = np.exp(np.minimum(eta, 700.0))
             return mu, wt * mu, 2.0 * wt * (mu - y * eta)
-        mu = np.clip(self.link.linkinv(eta), 1e-15, 1.0 - 1e-15)
+        fam: Any = self.family
+        mu = fam.clip_mu(self.link.linkinv(eta))
         me = self.link.mu_eta(eta)
-        w = wt * me * me / (mu * (1.0 - mu))
-        unit = -2.0 * wt * (special.xlogy(y, mu) + special.xlogy(1.0 - y, 1.0 - mu))
-        return mu, np.maximum(w, 1e-300), unit
+        w = wt * me * me / fam.variance(mu)          # Fisher's (expected) weights, as lme4
+        return mu, np.maximum(w, 1e-300), fam.unit_m2loglik(y, mu, wt)
 
     def factor(self, w: np.ndarray, with_x: bool) -> tuple[np.ndarray, Any, np.ndarray | None, float]:
         """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w``: ``(L1, CtT, L2, ldL2)``.
@@ -329,12 +339,18 @@ class Pirls:
         for it in range(1, PIRLS_MAXIT + 1):  # noqa: B007  (it: reported in the Mode)
             # working response: eta - offset + (y - mu) / mu_eta  (mu_eta = w / (wt * dmu/deta))
             z = eta - self.offset + (self.y - mu) / self._mu_eta(eta, mu)
+            wi = w
+            if self._newton:         # Newton's step (the observed information): same mode, fewer steps
+                wo = self.family.observed_weights(self.y, mu, eta, self.wt)  # type: ignore[attr-defined]
+                if np.all(wo > 0):
+                    z = eta - self.offset + w * (z - eta + self.offset) / wo
+                    wi = wo
             try:
-                L1, Ct, L2, _ = self.factor(w, update_beta)
+                L1, Ct, L2, _ = self.factor(wi, update_beta)
             except (np.linalg.LinAlgError, ValueError):
                 ok = False
                 break
-            wz = w * (z if update_beta else z - (fixed - self.offset))
+            wz = wi * (z if update_beta else z - (fixed - self.offset))
             rhs = self.ztv(wz)
             if update_beta:
                 rhs = np.concatenate([rhs, self.X.T @ wz])
@@ -368,6 +384,10 @@ class Pirls:
             pd_old = pd_c
             if done:
                 break
+        if self.observed and self._kind == "other":
+            wo = self.family.observed_weights(self.y, mu, eta, self.wt)   # type: ignore[attr-defined]
+            if wo is not None:
+                w = np.maximum(wo, 1e-300)
         try:
             L1, Ct, L2, ld = self.factor(w, update_beta)
         except (np.linalg.LinAlgError, ValueError):

@@ -6,7 +6,7 @@ Response forms, as R's ``glm``/lme4's ``glmer``:
   Categorical: the *first* level is failure, 0, as R); or proportions in
   [0, 1] with ``weights=`` the numbers of trials (``cbind(successes,
   failures)`` in R is ``successes / trials`` with ``weights = trials``);
-* poisson: non-negative integer counts.
+* poisson and negative binomial: non-negative integer counts.
 
 Every check raises :class:`~nlpower.errors.InputError` with what to do.
 """
@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from ..errors import InputError
-from ..lmm.family import Family
+from ..lmm.family import Binomial, Family
 
 __all__ = ["binary_response", "check_response", "cond_m2loglik", "prior_weights", "offset_vector"]
 
@@ -28,9 +27,10 @@ __all__ = ["binary_response", "check_response", "cond_m2loglik", "prior_weights"
 def cond_m2loglik(family: Family, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
     """``-2 log p(y | mu)``: R's ``family()$aic`` without the ``2 * rank`` term.
 
-    Binomial: ``-2 sum (wt/m) log dbinom(round(m y), round(m), mu)`` with ``m = wt``
-    (so binary data with unit weights give ``-2 sum log dbinom(y, 1, mu)``);
-    Poisson: ``-2 sum wt log dpois(y, mu)``.
+    The family's own (its ``m2loglik``).  Binomial: ``-2 sum (wt/m) log
+    dbinom(round(m y), round(m), mu)`` with ``m = wt`` (so binary data with
+    unit weights give ``-2 sum log dbinom(y, 1, mu)``); Poisson: ``-2 sum wt
+    log dpois(y, mu)``; negative binomial: ``-2 sum wt log dnbinom(y, theta, mu)``.
 
     Examples
     --------
@@ -38,41 +38,12 @@ def cond_m2loglik(family: Family, y: np.ndarray, mu: np.ndarray, wt: np.ndarray)
     >>> round(cond_m2loglik(Binomial(), np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.ones(2)), 6)
     2.772589
     """
-    if family.name == "binomial":
-        m = np.round(wt)
-        k = np.round(m * y)
-        mu = np.clip(mu, 1e-300, 1.0)
-        one = np.clip(1.0 - mu, 1e-300, 1.0)
-        logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
-        ld = logc + special.xlogy(k, mu) + special.xlogy(m - k, one)
-        scale = np.divide(wt, m, out=np.zeros_like(wt), where=m > 0)
-        return float(-2.0 * np.sum(scale * ld))
-    mu = np.maximum(mu, 1e-300)
-    ld = special.xlogy(y, mu) - mu - special.gammaln(y + 1.0)
-    return float(-2.0 * np.sum(wt * ld))
+    return float(family.m2loglik(y, mu, wt))  # type: ignore[attr-defined]
 
 
 def binary_response(col: pd.Series, name: str) -> np.ndarray:
     """A binomial response column as floats: 0/1, bools, proportions or a two-level factor."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = [c for c in col.cat.categories if (col == c).any()]
-        if len(cats) != 2:
-            raise InputError(
-                f"the response {name!r} is a factor with {len(cats)} used level(s) "
-                f"({', '.join(map(repr, cats[:5]))}); a binomial response needs exactly two "
-                "(the first is failure, 0). Recode it, e.g. (data[col] == 'yes').astype(int).")
-        return (col == cats[1]).to_numpy(dtype=float)
-    if pd.api.types.is_bool_dtype(col.dtype):
-        return col.to_numpy(dtype=float)
-    if not pd.api.types.is_numeric_dtype(col.dtype):
-        vals = sorted(map(str, pd.unique(col.dropna())))
-        if len(vals) != 2:
-            raise InputError(
-                f"the response {name!r} has {len(vals)} distinct values "
-                f"({', '.join(map(repr, vals[:5]))}{' ...' if len(vals) > 5 else ''}); a binomial "
-                "response is 0/1, a two-level factor or proportions with weights=.")
-        return (col.astype(str) == vals[1]).to_numpy(dtype=float)
-    return col.to_numpy(dtype=float)
+    return Binomial().response_column(col, name)
 
 
 def prior_weights(weights: Any, data: pd.DataFrame, n: int, keep: np.ndarray | None) -> np.ndarray:
@@ -113,36 +84,4 @@ def check_response(family: Family, y: np.ndarray, wt: np.ndarray, name: str = "y
     """The response values a family accepts (lme4's checks and the all-0/all-1 case)."""
     if not np.all(np.isfinite(y)):
         raise InputError(f"the response {name!r} has missing or infinite values; drop those rows.")
-    if family.name == "binomial":
-        if np.any((y < 0) | (y > 1)):
-            bad = np.unique(y[(y < 0) | (y > 1)])[:5]
-            raise InputError(
-                f"a binomial response must be 0/1 (or proportions in [0, 1] with weights= the "
-                f"numbers of trials); {name!r} has values {', '.join(map(repr, bad.tolist()))}. "
-                "Recode it, e.g. (y > 0).astype(int), or pass successes / trials with weights=trials.")
-        frac = (y > 0) & (y < 1)
-        if np.any(frac) and np.all(wt == 1.0):
-            raise InputError(
-                f"the response {name!r} has proportions between 0 and 1 but no weights=: give the "
-                "numbers of trials, glmer('p ~ ...', data, weights='trials') (R: cbind(k, n - k)).")
-        k = y * wt
-        if np.any(np.abs(k - np.round(k)) > 1e-7 * np.maximum(1.0, wt)):
-            raise InputError(
-                f"the response {name!r} times weights= is not a whole number of successes in some "
-                "rows; the binomial needs successes / trials with weights = trials.")
-        used = wt > 0
-        if np.all(y[used] == 0) or np.all(y[used] == 1):
-            v = int(y[used][0])
-            raise InputError(
-                f"the response {name!r} is {v} in every row: a binomial model cannot be fitted "
-                "when every outcome is the same (all successes or all failures). Check the "
-                "coding, or pool more data.")
-    else:
-        if np.any(y < 0) or np.any(np.abs(y - np.round(y)) > 1e-9):
-            bad = y[(y < 0) | (np.abs(y - np.round(y)) > 1e-9)][:5]
-            raise InputError(
-                f"a Poisson response must be non-negative whole counts; {name!r} has "
-                f"{', '.join(map(repr, bad.tolist()))}. Use counts, or another family.")
-        if np.all(y == 0):
-            raise InputError(f"the response {name!r} is 0 in every row: a Poisson model cannot "
-                             "be fitted to all-zero counts.")
+    family.check_values(y, wt, name)  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ deviance over ``(theta, beta)`` (``optinfo["vcov"]`` says which was used).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ class GlmmCore:
     vcov_beta : covariance of ``beta``.
     deviance : lme4's ``-2 logLik`` at the optimum.
     converged, singular : diagnostics.  n_evals, message : the optimiser's.
+    dispersion : the family's estimated parameter (negative binomial ``theta``), or None.
     """
 
     theta: np.ndarray
@@ -50,6 +52,7 @@ class GlmmCore:
     singular: bool
     n_evals: int
     message: str
+    dispersion: float | None = None
 
     @property
     def se(self) -> np.ndarray:
@@ -74,6 +77,8 @@ class GlmmFit(MixedFit):
     Attributes
     ----------
     family, link, nAGQ : the family and how the likelihood was approximated.
+    dispersion : the family's own parameter (negative binomial ``theta``, ``Var = mu +
+        mu^2 / theta``; lme4's ``getME(fit, "glmer.nb.theta")``), or None.
     eta : the fitted linear predictor (offset and random effects included).
     offset_name, offset_given : the offset, a column of ``data`` (its name) or
         values (``offset_given``).
@@ -87,6 +92,8 @@ class GlmmFit(MixedFit):
     eta: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     offset_name: str | None = None
     offset_given: bool = False
+    #: the family's own parameter (negative binomial theta), estimated with the rest
+    dispersion: float | None = None
 
     # -- the family's hooks --------------------------------------------------------------
     def _with(self, fixef: pd.Series, theta: np.ndarray, sigma: float) -> GlmmFit:
@@ -94,13 +101,31 @@ class GlmmFit(MixedFit):
         return replace(self, fixef=fixef, theta=theta, var_terms=var_terms_from_theta(lay, theta),
                        params_set=True, _cache={})
 
+    def _n_extra(self) -> int:
+        return int(self.dispersion is not None)
+
+    def with_params(self, *, fixef: Mapping[str, float] | None = None,
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None,
+                    dispersion: float | None = None) -> GlmmFit:
+        """:meth:`MixedFit.with_params <nlpower.lmm.fitbase.MixedFit.with_params>`, and
+        ``dispersion``: the family's own parameter (negative binomial ``theta``; refused by
+        the families without one)."""
+        new = super().with_params(fixef=fixef, sd=sd, sigma=sigma)
+        if dispersion is None:
+            return new  # type: ignore[no-any-return]
+        fam = get_family(self.family, self.link).with_dispersion(dispersion)
+        return replace(new, dispersion=fam.dispersion)
+
     def _fit_again(self, model: Any, y: Any) -> GlmmFit:
-        new = model.fit(y, start={"theta": self.theta, "beta": self.fixef.to_numpy()})
+        start: dict[str, Any] = {"theta": self.theta, "beta": self.fixef.to_numpy()}
+        if self.dispersion is not None:
+            start["dispersion"] = self.dispersion
+        new = model.fit(y, start=start)
         return replace(new, offset_name=self.offset_name, offset_given=self.offset_given)
 
     def _condvar_weights(self) -> tuple[np.ndarray, float]:
         m = self.model
-        fam: Any = get_family(self.family, self.link)     # Binomial or Poisson: a variance
+        fam: Any = get_family(self.family, self.link).with_dispersion(self.dispersion)
         eta = np.asarray(self.eta, dtype=float)
         mu = fam.link.linkinv(eta)
         wt = np.asarray(m.wt if hasattr(m, "wt") else m.native.wt, dtype=float)
@@ -198,12 +223,15 @@ class GlmmFit(MixedFit):
 
     def summary(self) -> str:
         """Text in the layout of lme4's ``summary(glmerMod)``."""
-        how = ("Laplace Approximation" if self.nAGQ == 1 else
+        how = ("Laplace Approximation" + (", observed information" if self.optinfo.get("laplace")
+                                          == "observed" else "") if self.nAGQ == 1 else
                f"Adaptive Gauss-Hermite Quadrature (nAGQ = {self.nAGQ})" if self.nAGQ > 1 else
                "the nAGQ = 0 approximation (beta in PIRLS)")
         lines = [f"Generalized linear mixed model fit by maximum likelihood ({how}) "
                  f"['glmerMod'] (engine: {self.engine})",
                  f" Family: {self.family}  ( {self.link} )", f"Formula: {self.formula}"]
+        if self.dispersion is not None:
+            lines.append(f"Dispersion (theta): {self.dispersion:.4g}")
         if self.contrasts:
             lines.append("Contrasts: " + ", ".join(f"{k}={v}" for k, v in self.contrasts.items()))
         lines.append("")
@@ -262,6 +290,8 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
     if model.family.name == "binomial":
         mu = model.family.link.linkinv(mode.eta)
         optinfo["separation"] = bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))
+    if getattr(model, "laplace", "expected") != "expected":
+        optinfo["laplace"] = model.laplace          # the observed-information Laplace (glmmTMB's)
     if check is not None:
         optinfo["checkconv"] = check.to_dict()
         optinfo["checkconv_control"] = vars(ctl) if ctl is not None else None

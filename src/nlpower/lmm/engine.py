@@ -140,8 +140,10 @@ _FITTERS: dict[tuple[str, str], str] = {
     ("lme4", "gaussian"): "nlpower.lmm.lme4:Lme4Model",
     ("native", "binomial"): "nlpower.glmm.model:GlmmModel",
     ("native", "poisson"): "nlpower.glmm.model:GlmmModel",
+    ("native", "negative_binomial"): "nlpower.glmm.negbin:NegBinModel",
     ("lme4", "binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("lme4", "poisson"): "nlpower.glmm.lme4:Lme4GlmmModel",
+    ("lme4", "negative_binomial"): "nlpower.glmm.lme4:Lme4GlmmModel",
     ("native", "ordinal"): "nlpower.ordinal.api:native_ordinal",
     # R's ordinal::clmm, the reference: clmm(engine="ordinal"), and the lme4 engine's
     # ordinal fitter (lme4 has none; fit_ratings(family="ordinal", engine="lme4"))

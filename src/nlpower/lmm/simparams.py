@@ -36,6 +36,8 @@ class SimParams:
     beta: np.ndarray
     sigma: float | None = None
     alpha: np.ndarray | None = None
+    #: the family's own parameter (negative binomial ``theta``); None: the family's
+    dispersion: float | None = None
 
 
 _HINT = ("pass params= a fitted model (or its core), a ModelDesign, or a mapping "
@@ -71,10 +73,12 @@ def sim_params(params: Any, *, where: str = "simulate") -> SimParams:
                          f"{type(params).__name__}. {_HINT[0].upper()}{_HINT[1:]}.")
     sigma = _get(params, "sigma")
     alpha = _get(params, "alpha")
+    dispersion = _get(params, "dispersion")
     return SimParams(theta=np.asarray(theta, dtype=float).ravel(),
                      beta=np.asarray(beta, dtype=float).ravel(),
                      sigma=None if sigma is None else float(sigma),
-                     alpha=None if alpha is None else np.asarray(alpha, dtype=float).ravel())
+                     alpha=None if alpha is None else np.asarray(alpha, dtype=float).ravel(),
+                     dispersion=None if dispersion is None else float(dispersion))
 
 
 def legacy_params(params: Any, legacy: Mapping[str, Any], *, allowed: tuple[str, ...],

@@ -53,7 +53,8 @@ class ModelDesign:
     formula : str
         The model (lme4 syntax).
     family : Family
-        Gaussian, binomial, Poisson or ordinal (cumulative link).
+        Gaussian, binomial, Poisson, negative binomial (its ``theta``: the true
+        dispersion) or ordinal (cumulative link).
     data : DataFrame
         The rows responses are simulated for.
     fixef : Series
@@ -66,7 +67,7 @@ class ModelDesign:
         Ordinal threshold parameters (empty for other families).
     options : dict
         What the model frame needs beside the formula: ``contrasts``,
-        ``nAGQ``, and for ordinal models ``levels``.
+        ``nAGQ`` (GLMMs also ``laplace``), and for ordinal models ``levels``.
     """
 
     formula: str
@@ -123,7 +124,10 @@ class ModelDesign:
                                       weights=WEIGHTS if WEIGHTS in cols else None,
                                       offset=OFFSET if OFFSET in cols else None,
                                       contrasts=contrasts)
-        return spec, rows, {"family": self.family, "weights": wt, "offset": off, "nAGQ": nagq}
+        laplace = self.options.get("laplace", "expected")
+        extra = {} if laplace == "expected" else {"laplace": laplace}
+        return spec, rows, {"family": self.family, "weights": wt, "offset": off, "nAGQ": nagq,
+                            **extra}
 
     def start(self, names: Sequence[str] | None = None, *, same_random: bool = True) -> Any:
         """Warm start at the truth for a model with fixed effects ``names`` (None: these)."""
@@ -147,9 +151,11 @@ class ModelDesign:
         return np.asarray(m.simulate(n, rng=rng, params=self))
 
     def with_params(self, *, fixef: Mapping[str, float] | None = None,
-                    sd: Mapping[str, Any] | None = None, sigma: float | None = None
-                    ) -> ModelDesign:
-        """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`)."""
+                    sd: Mapping[str, Any] | None = None, sigma: float | None = None,
+                    dispersion: float | None = None) -> ModelDesign:
+        """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`);
+        ``dispersion``: the family's own parameter (negative binomial ``theta``)."""
+        family = self.family.with_dispersion(dispersion)
         lay = theta_layout(self.prepare().spec.re_terms)
         if sigma is not None and self.family.name != "gaussian":
             raise InputError(f"sigma: a {self.family.name} model has no residual SD; set fixef= "
@@ -158,7 +164,8 @@ class ModelDesign:
         if not new_sigma > 0:
             raise InputError(f"sigma must be a finite number > 0; got {sigma!r}.")
         theta = set_theta(lay, self.theta, sd, scale=self.sigma, new_scale=new_sigma)
-        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta, sigma=new_sigma)
+        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta, sigma=new_sigma,
+                       family=family)
 
     # -- other designs -----------------------------------------------------------------
     def extend(self, along: str | None = None, *, n: int | None = None,
@@ -207,7 +214,7 @@ def _placeholder(data: pd.DataFrame, response: str, family: Family, levels: Sequ
         k = len(levels)
         d[response] = pd.Categorical(np.asarray(levels, dtype=object)[np.arange(n) % k],
                                      categories=list(levels), ordered=True)
-    elif family.name in ("binomial", "poisson"):
+    elif family.is_glm:
         d[response] = (np.arange(n) % 2).astype(float)
     return d
 
@@ -245,11 +252,12 @@ def model_design(model: Any) -> ModelDesign:
         off = model._offset()
         if np.any(off != 0):
             d[OFFSET] = off
-        fam = get_family(model.family, model.link)
+        fam = get_family(model.family, model.link).with_dispersion(model.dispersion)
         d = _placeholder(d, response, fam, ())
         return ModelDesign(model.formula, fam, d, model.fixef.copy(),
                            np.asarray(model.theta, dtype=float).copy(),
-                           options={"contrasts": dict(model.contrasts), "nAGQ": model.nAGQ})
+                           options={"contrasts": dict(model.contrasts), "nAGQ": model.nAGQ,
+                                    "laplace": model.optinfo.get("laplace", "expected")})
     if isinstance(model, ClmmFit):
         m = model.model
         fam = Ordinal(m.link.name, m.thr.kind)  # type: ignore[arg-type]
