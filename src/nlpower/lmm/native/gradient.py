@@ -423,8 +423,8 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         col = 0
         for qt in blk.term_q:
             if qt == 1:                          # a scalar term at 0: its inverse is set to 0
-                v = float(lam[col, col])
-                lam_inv[col, col] = 1.0 / v if v > _PIVOT_TOL else 0.0
+                piv = float(lam[col, col])
+                lam_inv[col, col] = 1.0 / piv if piv > _PIVOT_TOL else 0.0
             else:
                 s = slice(col, col + qt)
                 if np.all(np.diagonal(lam[s, s]) > _PIVOT_TOL):
