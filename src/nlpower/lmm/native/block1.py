@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_reduced", "grouped_W", "tri_inv"]
+__all__ = ["block1_factor", "block1_reduced", "grouped_W", "grouped_products", "tri_inv"]
 
 
 def tri_inv(L: np.ndarray) -> np.ndarray:
@@ -194,3 +196,38 @@ def grouped_W(b1: GroupBlock, uq: np.ndarray, cnt: np.ndarray,
     ld = 2.0 * float(cnt @ np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1))
     W = lam1 @ np.linalg.inv(B) @ lam1.T
     return W.ravel(), ld
+
+
+def grouped_products(b: Blocks, inv: np.ndarray, sel: list[np.ndarray]
+                     ) -> tuple[np.ndarray, list[Any]]:
+    """``P_g^{ab} = sum_{l in g} C_l[:, a] C_l[:, b]'`` per group ``g`` of block-1 levels
+    (``inv``: each level's group, ``sel``: each group's levels), as ``(N2, N2, G, q1, q1)``.
+
+    Per group ``Y[(i, a), l] = C_l[i, a]`` (one column per level) gives every
+    ``P_g^{ab}`` in one product ``Y Y'``: dense where that costs fewer than 10x
+    the sparse flops, else sparse and scattered.  Also returns the ``Y``s (their
+    ``y`` rows are what a new response changes).
+    """
+    m1, q1, N2 = b.b1.m, b.b1.q, b.N2
+    G = len(sel)
+    P4 = np.zeros((N2, N2, G, q1, q1))
+    pos = np.empty(m1, dtype=np.intp)
+    for g in range(G):
+        pos[sel[g]] = np.arange(sel[g].size)
+    rows, cols = (b.pair_row[:, None] * q1 + np.arange(q1)).ravel(), np.repeat(pos[b.pair_lev], q1)
+    nnz = np.bincount(b.pair_lev, minlength=m1).astype(float) * q1
+    dense = float(N2 * q1) ** 2 * m1 <= 10.0 * float(nnz @ nnz)
+    Ys: list[Any] = []
+    for g in range(G):
+        keep = np.repeat(inv[b.pair_lev] == g, q1)
+        Y: Any = sp.csr_matrix((b.C.ravel()[keep], (rows[keep], cols[keep])),
+                               shape=(N2 * q1, sel[g].size))
+        if dense:
+            Y = Y.toarray()
+            P4[:, :, g] = (Y @ Y.T).reshape(N2, q1, N2, q1).transpose(0, 2, 1, 3)
+        else:                                # scattered: a strided copy of zeros is slow
+            YY = (Y @ Y.T).tocoo()
+            (i, a), (k, c) = np.divmod(YY.row, q1), np.divmod(YY.col, q1)
+            P4.reshape(-1)[(((i * N2 + k) * G + g) * q1 + a) * q1 + c] = YY.data
+        Ys.append(Y)
+    return P4, Ys

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced, grouped_W, tri_inv
+from .block1 import block1_factor, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
 from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
 from .lower import LowerBuild, lower_build
@@ -137,18 +137,8 @@ class DevianceEvaluator:
         G = uq.shape[0]
         if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
             return
-        P4 = np.empty((N2, N2, G, q1, q1))
         sel = [np.flatnonzero(inv == g) for g in range(G)]
-        # C = W'Z1 as a sparse (N2, m1 q1) matrix, split by group and column; only its
-        # y row changes with the response (handled in _grouped_update_y)
-        Es = sp.csr_matrix((b.C.ravel(), b.indices, b.indptr), shape=(N2, m1 * q1))
-        self._grp_E = [[sp.csr_matrix(Es[:, sel[g] * q1 + a]) for a in range(q1)]
-                       for g in range(G)]
-        for g in range(G):
-            for a in range(q1):
-                for c in range(q1):
-                    Pg = self._grp_E[g][a] @ self._grp_E[g][c].T
-                    P4[:, :, g, a, c] = Pg.toarray()
+        P4, self._grp_E = grouped_products(b, inv, sel)
         self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
         self._grp_sel = sel
         self._grp_version = b.version
@@ -176,12 +166,11 @@ class DevianceEvaluator:
         Cy[b.y_levels] = b.C[b.y_pairs]
         for g, sel in enumerate(self._grp_sel):
             Cyg = Cy[sel]
-            R = np.empty((b.N2, q1, q1))
-            for a in range(q1):
-                for c in range(q1):
-                    # the y row of E is stale: its entry is recomputed just below
-                    R[:, a, c] = self._grp_E[g][c] @ Cyg[:, a]
-                    R[-1, a, c] = float(Cyg[:, a] @ Cyg[:, c])
+            # R[k, a, c] = sum_l Cy_l[a] C_l[k, c]; Y's y rows are stale: the y entry is
+            # recomputed just below
+            R = np.ascontiguousarray(np.swapaxes((self._grp_E[g] @ Cyg).reshape(b.N2, q1, q1),
+                                                 1, 2))
+            R[-1] = Cyg.T @ Cyg
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
