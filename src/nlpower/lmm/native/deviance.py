@@ -64,11 +64,11 @@ class Factor:
     ldRX2: float         # log|R_X|^2
     r2: float            # penalised residual sum of squares
     L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
-    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``)
+    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``; the
+                         # core's with ``lead``)
     peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
     L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
-    lead: LeadFactor | None = None   # the uncoupled lead eliminated first (:mod:`.lead`);
-                                     # then Lrr is the core's factor
+    lead: LeadFactor | None = None   # the uncoupled lead eliminated first (:mod:`.lead`)
 
 
 class DevianceEvaluator:
