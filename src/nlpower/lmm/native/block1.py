@@ -11,13 +11,17 @@ of the rest of the matrix is formed from these in :mod:`.deviance`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_reduced", "tri_inv"]
+__all__ = ["block1_factor", "block1_reduced", "grouped_W", "grouped_products", "tri_inv"]
 
 
 def tri_inv(L: np.ndarray) -> np.ndarray:
@@ -133,3 +137,97 @@ def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarra
         Wf[flat] = w.ravel()
         Wg.append(w)
     return Wf.reshape(b1.m, q1, q1), Wg, ld
+
+
+def grouped_W(b1: GroupBlock, uq: np.ndarray, cnt: np.ndarray,
+              diag2_ij: tuple[int, int] | None, theta: np.ndarray
+              ) -> tuple[np.ndarray | list[float], float] | None:
+    """``vec(W_g)``, ``W_g = Lambda1 B_g^{-1} Lambda1'``, per group of equal ``Z1'Z1``
+    (``uq``: the distinct ``(G, q1, q1)`` blocks, ``cnt``: levels per group), and
+    ``log|L1|^2``; ``None`` when a ``B_g`` is not positive definite.  ``diag2_ij``: theta
+    indices of a diagonal 2 x 2 ``Lambda1`` (closed form)."""
+    q1 = b1.q
+    if q1 == 1:
+        lam = float(theta[b1.theta_idx[0]])
+        d2 = (lam * lam) * uq[:, 0, 0] + 1.0
+        return (lam * lam) / d2, float(cnt @ np.log(d2))
+    if diag2_ij is not None:
+        i0, i1 = diag2_ij
+        d0, d1 = float(theta[i0]), float(theta[i1])
+        if uq.shape[0] == 1:                     # one group: scalar arithmetic
+            a00, a10, a11 = float(uq[0, 0, 0]), float(uq[0, 1, 0]), float(uq[0, 1, 1])
+            l00 = math.sqrt(d0 * d0 * a00 + 1.0)
+            l10 = (d0 * d1) * a10 / l00
+            l11 = math.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
+            k00, k01, k11 = d0 / l00, -(d0 * l10) / (l00 * l11), d1 / l11
+            w01 = k01 * k11
+            return ([k00 * k00 + k01 * k01, w01, w01, k11 * k11],
+                    2.0 * float(cnt[0]) * math.log(l00 * l11))
+        l00v = np.sqrt(d0 * d0 * uq[:, 0, 0] + 1.0)
+        l10v = (d0 * d1) * uq[:, 1, 0] / l00v
+        l11v = np.sqrt(d1 * d1 * uq[:, 1, 1] + 1.0 - l10v * l10v)
+        k01v = -(d0 * l10v) / (l00v * l11v)
+        k11v = d1 / l11v
+        W = np.empty((uq.shape[0], 4))
+        W[:, 0] = (d0 / l00v) ** 2 + k01v * k01v
+        W[:, 1] = k01v * k11v
+        W[:, 2] = W[:, 1]
+        W[:, 3] = k11v * k11v
+        return W.ravel(), 2.0 * float(cnt @ np.log(l00v * l11v))
+    lam1 = b1.lam(theta)
+    if uq.shape[0] == 1:                         # one group: direct LAPACK calls
+        B1 = lam1.T @ uq[0] @ lam1
+        B1.flat[:: q1 + 1] += 1.0
+        L, info = lapack.dpotrf(B1, lower=1, clean=1)
+        if info != 0:
+            return None
+        X, info = lapack.dtrtrs(L, lam1.T, lower=1, trans=0)   # L^{-1} Lambda1'
+        if info != 0:
+            return None
+        ldg = 2.0 * sum(map(math.log, L.diagonal().tolist()))
+        return (X.T @ X).ravel(), float(cnt[0]) * ldg
+    B = lam1.T @ uq @ lam1
+    idx = np.arange(q1)
+    B[:, idx, idx] += 1.0
+    try:
+        L = np.linalg.cholesky(B)
+    except np.linalg.LinAlgError:
+        return None
+    ld = 2.0 * float(cnt @ np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1))
+    W = lam1 @ np.linalg.inv(B) @ lam1.T
+    return W.ravel(), ld
+
+
+def grouped_products(b: Blocks, inv: np.ndarray, sel: list[np.ndarray]
+                     ) -> tuple[np.ndarray, list[Any]]:
+    """``P_g^{ab} = sum_{l in g} C_l[:, a] C_l[:, b]'`` per group ``g`` of block-1 levels
+    (``inv``: each level's group, ``sel``: each group's levels), as ``(N2, N2, G, q1, q1)``.
+
+    Per group ``Y[(i, a), l] = C_l[i, a]`` (one column per level) gives every
+    ``P_g^{ab}`` in one product ``Y Y'``: dense where that costs fewer than 10x
+    the sparse flops, else sparse and scattered.  Also returns the ``Y``s (their
+    ``y`` rows are what a new response changes).
+    """
+    m1, q1, N2 = b.b1.m, b.b1.q, b.N2
+    G = len(sel)
+    P4 = np.zeros((N2, N2, G, q1, q1))
+    pos = np.empty(m1, dtype=np.intp)
+    for g in range(G):
+        pos[sel[g]] = np.arange(sel[g].size)
+    rows, cols = (b.pair_row[:, None] * q1 + np.arange(q1)).ravel(), np.repeat(pos[b.pair_lev], q1)
+    nnz = np.bincount(b.pair_lev, minlength=m1).astype(float) * q1
+    dense = float(N2 * q1) ** 2 * m1 <= 10.0 * float(nnz @ nnz)
+    Ys: list[Any] = []
+    for g in range(G):
+        keep = np.repeat(inv[b.pair_lev] == g, q1)
+        Y: Any = sp.csr_matrix((b.C.ravel()[keep], (rows[keep], cols[keep])),
+                               shape=(N2 * q1, sel[g].size))
+        if dense:
+            Y = Y.toarray()
+            P4[:, :, g] = (Y @ Y.T).reshape(N2, q1, N2, q1).transpose(0, 2, 1, 3)
+        else:                                # scattered: a strided copy of zeros is slow
+            YY = (Y @ Y.T).tocoo()
+            (i, a), (k, c) = np.divmod(YY.row, q1), np.divmod(YY.col, q1)
+            P4.reshape(-1)[(((i * N2 + k) * G + g) * q1 + a) * q1 + c] = YY.data
+        Ys.append(Y)
+    return P4, Ys

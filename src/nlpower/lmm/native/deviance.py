@@ -28,8 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced, tri_inv
+from .block1 import block1_factor, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
+from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
 from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
@@ -63,20 +64,24 @@ class Factor:
     ldRX2: float         # log|R_X|^2
     r2: float            # penalised residual sum of squares
     L1: np.ndarray | None  # (m1, q1, q1) lower Cholesky factors of block 1 (None: not formed)
-    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``)
+    Lrr: np.ndarray      # (N2, N2) lower Cholesky factor of the rest (empty with ``peel``; the
+                         # core's with ``lead``)
     peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
     L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
+    lead: LeadFactor | None = None   # the uncoupled lead eliminated first (:mod:`.lead`)
 
 
 class DevianceEvaluator:
     """Deviance evaluations at successive ``theta`` for one structure."""
 
-    def __init__(self, blocks: Blocks, grouped: bool = True, peel: bool = True):
+    def __init__(self, blocks: Blocks, grouped: bool = True, peel: bool = True, lead: bool = True):
         self.b = blocks
         self._grouped_ok = grouped
         b = blocks
         # the rest's sparse periphery peeled off before the dense factor, where that pays
         self.peel = peel_plan(blocks) if peel else None
+        # else the rest's first block first, level by level, where its levels are uncoupled
+        self.lead = lead_plan(blocks) if self.peel is None and lead else None
         # dpotrf reads only the lower triangle; the upper one is needed only when
         # a non-diagonal Lambda block of the rest mixes rows and columns
         self._need_upper = not all(blk.diagonal for blk, _ in b.rest)
@@ -95,6 +100,10 @@ class DevianceEvaluator:
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
         self._init_grouped()
+        # grouped levels with a lead: only the entries the lead's elimination reads (set lazily)
+        self._lead_sel: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._lead_grouped = (self.lead is not None and self._grp is not None and self._Q is None
+                              and self._scale_idx is not None)
         # peeled rest with sparse Schur products: the work vector without a dense M
         self._direct: PeelDirect | None = None
         if (self.peel is not None and self._grp is None and self._diag2 is None
@@ -128,18 +137,8 @@ class DevianceEvaluator:
         G = uq.shape[0]
         if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
             return
-        P4 = np.empty((N2, N2, G, q1, q1))
         sel = [np.flatnonzero(inv == g) for g in range(G)]
-        # C = W'Z1 as a sparse (N2, m1 q1) matrix, split by group and column; only its
-        # y row changes with the response (handled in _grouped_update_y)
-        Es = sp.csr_matrix((b.C.ravel(), b.indices, b.indptr), shape=(N2, m1 * q1))
-        self._grp_E = [[sp.csr_matrix(Es[:, sel[g] * q1 + a]) for a in range(q1)]
-                       for g in range(G)]
-        for g in range(G):
-            for a in range(q1):
-                for c in range(q1):
-                    Pg = self._grp_E[g][a] @ self._grp_E[g][c].T
-                    P4[:, :, g, a, c] = Pg.toarray()
+        P4, self._grp_E = grouped_products(b, inv, sel)
         self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
         self._grp_sel = sel
         self._grp_version = b.version
@@ -167,12 +166,11 @@ class DevianceEvaluator:
         Cy[b.y_levels] = b.C[b.y_pairs]
         for g, sel in enumerate(self._grp_sel):
             Cyg = Cy[sel]
-            R = np.empty((b.N2, q1, q1))
-            for a in range(q1):
-                for c in range(q1):
-                    # the y row of E is stale: its entry is recomputed just below
-                    R[:, a, c] = self._grp_E[g][c] @ Cyg[:, a]
-                    R[-1, a, c] = float(Cyg[:, a] @ Cyg[:, c])
+            # R[k, a, c] = sum_l Cy_l[a] C_l[k, c]; Y's y rows are stale: the y entry is
+            # recomputed just below
+            R = np.ascontiguousarray(np.swapaxes((self._grp_E[g] @ Cyg).reshape(b.N2, q1, q1),
+                                                 1, 2))
+            R[-1] = Cyg.T @ Cyg
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
@@ -234,7 +232,7 @@ class DevianceEvaluator:
         if self._grp is not None:
             if self._grp_version != b.version:
                 self._grouped_update_y()
-            gw = self._grouped_W(theta)
+            gw = grouped_W(self.b.b1, self._grp[0], self._grp[1], self._diag2_ij, theta)
             if gw is None:
                 return self._fail(theta)
             Wv, ld1 = gw
@@ -249,6 +247,8 @@ class DevianceEvaluator:
                 # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
                 M = (self._Q @ np.array(c)).reshape(N2, N2).T
                 return self._finish(theta, M, ld1, L1)
+            if self._lead_grouped:
+                return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
             M = b.Arr - (self._grp[2] @ np.asarray(Wv)).reshape(N2, N2)
         elif self._diag2 is not None:
             # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)), dense Schur (_diag2 is set
@@ -348,6 +348,31 @@ class DevianceEvaluator:
             Mf[sparse.S_up] -= vals[sparse.S_off]
         return M
 
+    def _finish_lead_sel(self, theta: np.ndarray, Wv: np.ndarray, ld1: float) -> Factor:
+        """The lead plan's entries of ``M`` (grouped levels), scaled by ``Lambda_r``, ``+ I``."""
+        assert self.lead is not None and self._scale_idx is not None
+        if self._lead_sel is None or self._lead_sel[2] != self.b.version:
+            assert self._grp is not None      # Arr and the grouped products on the entries
+            sel = self.lead.sel
+            self._lead_sel = (self.b.Arr.reshape(-1)[sel], self._grp[2][sel], self.b.version)
+        vals = self._lead_sel[0] - self._lead_sel[1] @ Wv
+        te = self._theta_ext
+        te[:-1] = theta
+        D, rows = self.lead.parts(vals, te[self._scale_idx])
+        return self._lead_finish(theta, D, rows, ld1, None)
+
+    def _lead_finish(self, theta: np.ndarray, D: np.ndarray, rows: np.ndarray,
+                     ld1: float, L1: np.ndarray | None) -> Factor:
+        """The lead's diagonal blocks ``D`` and ``rows = M[nl:]`` -> :func:`.lead.lead_factor`."""
+        assert self.lead is not None
+        out = lead_factor(self.lead, D, rows)
+        if out is None or out[2] != 0:
+            return self._fail(theta)
+        lf, Lk, _ = out
+        ldre, ldRX2, r = lead_log_dets(lf, Lk, self.b.nre2 - self.lead.nl)
+        return Factor(theta=theta, ok=True, ldL2=ld1 + ldre, ldRX2=ldRX2, r2=r * r,
+                      L1=L1, Lrr=Lk, lead=lf)
+
     def _finish(self, theta: np.ndarray, M: np.ndarray | None, ld1: float,
                 L1: np.ndarray | None, work: np.ndarray | None = None, clean: bool = True
                 ) -> Factor:
@@ -369,6 +394,12 @@ class DevianceEvaluator:
                           ldRX2=2.0 * float(lg[nc:-1].sum()), r2=float(fac.Lc[-1, -1]) ** 2,
                           L1=L1, Lrr=np.zeros((0, 0)), peel=fac)
         assert M is not None
+        if self.lead is not None:
+            # only M[i, k] with i >= k is valid (see the callers): the lower triangles
+            ld = self.lead
+            D = M[ld.blk_i, ld.blk_k]
+            D = np.tril(D) + np.swapaxes(np.tril(D, -1), 1, 2)
+            return self._lead_finish(theta, D, M[ld.nl:], ld1, L1)
         if M.flags.f_contiguous:
             Lrr, info = lapack.dpotrf(M, lower=1, clean=int(clean), overwrite_a=1)
         else:
@@ -392,59 +423,6 @@ class DevianceEvaluator:
             r = float(dg[-1])
         return Factor(theta=theta, ok=True, ldL2=ld1 + ld2, ldRX2=ldRX2, r2=r * r,
                       L1=L1, Lrr=Lrr)
-
-    def _grouped_W(self, theta: np.ndarray) -> tuple[np.ndarray | list[float], float] | None:
-        """``vec(W_g)`` per group of equal ``Z1'Z1`` and ``log|L1|^2``."""
-        assert self._grp is not None
-        uq, cnt, _, _ = self._grp
-        b1 = self.b.b1
-        q1 = b1.q
-        if q1 == 1:
-            lam = float(theta[b1.theta_idx[0]])
-            d2 = (lam * lam) * uq[:, 0, 0] + 1.0
-            return (lam * lam) / d2, float(cnt @ np.log(d2))
-        if self._diag2_ij is not None:
-            i0, i1 = self._diag2_ij
-            d0, d1 = float(theta[i0]), float(theta[i1])
-            if uq.shape[0] == 1:                     # one group: scalar arithmetic
-                a00, a10, a11 = float(uq[0, 0, 0]), float(uq[0, 1, 0]), float(uq[0, 1, 1])
-                l00 = math.sqrt(d0 * d0 * a00 + 1.0)
-                l10 = (d0 * d1) * a10 / l00
-                l11 = math.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
-                k00, k01, k11 = d0 / l00, -(d0 * l10) / (l00 * l11), d1 / l11
-                w01 = k01 * k11
-                return [k00 * k00 + k01 * k01, w01, w01, k11 * k11], 2.0 * float(cnt[0]) * math.log(l00 * l11)
-            l00v = np.sqrt(d0 * d0 * uq[:, 0, 0] + 1.0)
-            l10v = (d0 * d1) * uq[:, 1, 0] / l00v
-            l11v = np.sqrt(d1 * d1 * uq[:, 1, 1] + 1.0 - l10v * l10v)
-            k01v = -(d0 * l10v) / (l00v * l11v)
-            k11v = d1 / l11v
-            W = np.empty((uq.shape[0], 4))
-            W[:, 0] = (d0 / l00v) ** 2 + k01v * k01v
-            W[:, 1] = k01v * k11v
-            W[:, 2] = W[:, 1]
-            W[:, 3] = k11v * k11v
-            return W.ravel(), 2.0 * float(cnt @ np.log(l00v * l11v))
-        lam1 = b1.lam(theta)
-        if uq.shape[0] == 1:                         # one group: direct LAPACK calls
-            B1 = lam1.T @ uq[0] @ lam1
-            B1.flat[:: q1 + 1] += 1.0
-            L, info = lapack.dpotrf(B1, lower=1, clean=1)
-            if info != 0:
-                return None
-            X = _trsolve(L, lam1.T, trans=0)         # L^{-1} Lambda1'
-            ldg = 2.0 * sum(map(math.log, L.diagonal().tolist()))
-            return (X.T @ X).ravel(), float(cnt[0]) * ldg
-        B = lam1.T @ uq @ lam1
-        idx = np.arange(q1)
-        B[:, idx, idx] += 1.0
-        try:
-            L = np.linalg.cholesky(B)
-        except np.linalg.LinAlgError:
-            return None
-        ld = 2.0 * float(cnt @ np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1))
-        W = lam1 @ np.linalg.inv(B) @ lam1.T
-        return W.ravel(), ld
 
     def _scale_general(self, M: np.ndarray, theta: np.ndarray) -> None:
         """``M <- Lambda_r' M Lambda_r`` for any (non-diagonal) rest blocks."""
@@ -529,6 +507,8 @@ class DevianceEvaluator:
         """
         if f.peel is not None:
             return f.peel.dense(), f.peel.plan.perm
+        if f.lead is not None:
+            return f.lead.dense(f.Lrr), None
         return f.Lrr, None
 
     def _xrows(self, f: Factor) -> tuple[np.ndarray, np.ndarray]:
@@ -538,7 +518,7 @@ class DevianceEvaluator:
             Lc = f.peel.Lc
             k = Lc.shape[0] - p - 1
             return Lc[k:k + p, k:k + p], Lc[-1, k:k + p]
-        nre2 = self.b.nre2
+        nre2 = self.b.nre2 - (self.lead.nl if f.lead is not None and self.lead else 0)
         return f.Lrr[nre2:nre2 + p, nre2:nre2 + p], f.Lrr[-1, nre2:nre2 + p]
 
     def beta(self, f: Factor) -> np.ndarray:
@@ -554,12 +534,19 @@ class DevianceEvaluator:
         """Spherical modes of the rest and ``beta``: ``L[:-1, :-1]' v = L[-1, :-1]``."""
         if f.peel is not None:
             return f.peel.solve_v()
+        if f.lead is not None:
+            return lead_solve_v(f.lead, f.Lrr, lambda L, b_, t: _trsolve(L, b_, trans=t))
         return _trsolve(f.Lrr[:-1, :-1], f.Lrr[-1, :-1], trans=1)
 
     def rest_inverse(self, f: Factor, Nr: int) -> np.ndarray:
-        """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least)."""
+        """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least).
+
+        With a lead (:mod:`.lead`) only on the structure of the rest: the entries
+        between two different lead levels are 0 (the gradient reads none of them)."""
         if not Nr:
             return np.zeros((0, 0))
+        if f.lead is not None:               # on the structure of the rest only
+            return lead_inverse(f.lead, f.Lrr, Nr)
         L, perm = self.dense_factor(f)
         Si, info = lapack.dpotri(L[:Nr, :Nr], lower=1)
         if info != 0:

@@ -291,23 +291,30 @@ def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarra
     """
     b = ev.b
     q1 = b.b1.q
-    Si = ev.rest_inverse(f, Nr)
-    Sp = np.zeros((Nr + 1, Nr + 1))                      # row/column Nr: the padding
-    Sp[:Nr, :Nr] = np.tril(Si) + np.tril(Si, -1).T
+    # S^{-1}'s lower triangle (dpotri's) read at (max, min) of each index pair: no
+    # symmetrised copy; row/column Nr is the padding (a zero)
+    Sp = np.zeros((Nr + 1, Nr + 1))
+    Sp[:Nr, :Nr] = ev.rest_inverse(f, Nr)
+    Spf = Sp.reshape(-1)
+    cache = ev.__dict__.setdefault("_gather_dense_idx", {})
+    if Nr not in cache:
+        def lower_flat(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+            return np.maximum(a, c) * (Nr + 1) + np.minimum(a, c)
+        cache[Nr] = (lower_flat(R[:, :, None], R[:, None, :]),
+                     [lower_flat(ix[:, :, None], ix[:, None, :]) for ix in
+                      (off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
+                       for blk, off in b.rest)])
+    sg_idx, rest_idx = cache[Nr]
     Lg = _level_L21(ev, Nr, R, f.theta, Ep)                        # (m1, rmax, q1)
     L1inv = ev._L1(f, inverse=True)
     D1 = np.zeros((q1, q1))
     per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
     for s0 in range(0, R.shape[0], per):
-        Rc, Lc, Li = R[s0:s0 + per], Lg[s0:s0 + per], L1inv[s0:s0 + per]
-        H = np.swapaxes(Lc, 1, 2) @ Sp[Rc[:, :, None], Rc[:, None, :]] @ Lc
+        Lc, Li = Lg[s0:s0 + per], L1inv[s0:s0 + per]
+        H = np.swapaxes(Lc, 1, 2) @ Spf[sg_idx[s0:s0 + per]] @ Lc
         H[:, np.arange(q1), np.arange(q1)] += 1.0
         D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
-    rest = []
-    for blk, off in b.rest:
-        idx = off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
-        rest.append(Sp[idx[:, :, None], idx[:, None, :]].sum(axis=0))
-    return D1, rest
+    return D1, [Spf[ix].sum(axis=0) for ix in rest_idx]
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -412,22 +419,22 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         q = blk.q
         rows, cols = np.divmod(blk.lam_idx, q)
         lam_inv = np.zeros((q, q))
-        singular: list[np.ndarray] = []
+        bad = np.zeros(rows.size, dtype=bool)
         col = 0
         for qt in blk.term_q:
-            s = slice(col, col + qt)
-            dg = np.diag(lam[s, s])
-            if np.all(dg > _PIVOT_TOL):
-                lam_inv[s, s] = np.linalg.inv(lam[s, s])
-            elif qt > 1:
-                singular.append(np.arange(col, col + qt))
+            if qt == 1:                          # a scalar term at 0: its inverse is set to 0
+                piv = float(lam[col, col])
+                lam_inv[col, col] = 1.0 / piv if piv > _PIVOT_TOL else 0.0
+            else:
+                s = slice(col, col + qt)
+                if np.all(np.diagonal(lam[s, s]) > _PIVOT_TOL):
+                    lam_inv[s, s] = lapack.dtrtri(lam[s, s], lower=1)[0]
+                else:                            # a zero pivot: no inverse, not computed here
+                    bad |= (cols >= col) & (cols < col + qt)
             col += qt
         M = (blk.m * np.eye(q) - D) @ lam_inv
         dl = 2.0 * M[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols]
-        bad = np.zeros(rows.size, dtype=bool)
-        for s_cols in singular:
-            bad |= np.isin(cols, s_cols)
-        np.add.at(g, blk.theta_idx, np.where(bad, 0.0, dl))
+        g[blk.theta_idx] += np.where(bad, 0.0, dl)     # a block's theta indices are distinct
         exact[blk.theta_idx[bad]] = False
     return g, exact
 
