@@ -39,6 +39,7 @@ from ..powersim.batches import (
 )
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
+from .batched import BatchTests, lmm_replicates
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
@@ -116,19 +117,26 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         null = d.prepare(study.analysis, engine=study.engine, drop=study.drop)
     null_start = (d.start(coef_names(null), same_random=_same_random(d, null.spec))
                   if null is not None else None)
+    gens, Y = _draws(d, seeds, lo, hi, sim)
+    fast = lmm_replicates(study, model, null, Y, start, null_start)
     if study.comparisons is not None:
-        return _batch_many(study, seeds, lo, hi, sim, model, start, errors)
+        return _batch_many(study, lo, hi, Y, model, start, errors, fast)
     state = None
     if hyp.one_df:
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
                                    L=hyp.L, null_start=null_start, cold_null=null_start is None)
     q = (_n_params(model) - _n_params(null)) if null is not None else 0
-    gens, Y = _draws(d, seeds, lo, hi, sim)
-    cores = _refit_many(model, Y, study.REML, start) if not rule.bootstrap else None
+    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
+    if fast is not None:
+        est[:], se[:], stat[:], df[:], p[:] = fast.estimate, fast.se, fast.statistic, fast.df, \
+            fast.pvalue
+        conv[:], sing[:] = fast.ok, fast.singular
+    cores = _refit_many(model, Y, study.REML, start) if fast is None and not rule.bootstrap \
+        else None
     cores0 = (_refit_many(null, Y, False, null_start)
               if cores is not None and null is not None and null_start is not None else None)
-    for i, k in enumerate(range(lo, hi)):
-        gen, y = gens[i], Y[i]
+    for i in todo:
+        gen, y, k = gens[i], Y[i], lo + i
         try:
             core = _take(cores, i) or model.refit(y, REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)
@@ -180,8 +188,8 @@ def _take(cores: list[Any] | None, i: int) -> Any:
     return cores[i]
 
 
-def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
-                sim: Any, model: Any, start: Any, errors: list[str]) -> Replicates:
+def _batch_many(study: _Study, lo: int, hi: int, Y: np.ndarray, model: Any, start: Any,
+                errors: list[str], fast: BatchTests | None) -> Replicates:
     """A batch of a multiple-comparison run: every comparison from one refit per replicate."""
     comp = study.comparisons
     assert comp is not None
@@ -191,9 +199,14 @@ def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     est, se, df, p = (np.full((n, k), np.nan) for _ in range(4))
     means = np.full((n, M.shape[0]), np.nan)
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-    _, Y = _draws(study.design, seeds, lo, hi, sim)
-    cores = _refit_many(model, Y, study.REML, start)
-    for i, r in enumerate(range(lo, hi)):
+    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
+    if fast is not None and fast.many is not None:
+        est[:], se[:], df[:], p[:] = fast.many
+        means[:] = fast.beta @ M.T
+        conv[:], sing[:] = fast.ok, fast.singular
+    cores = _refit_many(model, Y, study.REML, start) if fast is None else None
+    for i in todo:
+        r = lo + i
         try:
             core = _take(cores, i) or model.refit(Y[i], REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)

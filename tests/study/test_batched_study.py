@@ -1,0 +1,65 @@
+"""The batched replicate path (nlpower.study.batched) gives the per-replicate path's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nlpower
+import nlpower.study.power as study_power
+from conftest import REFERENCE
+
+DATA = REFERENCE / "data"
+
+
+@pytest.fixture(scope="module")
+def sleep():
+    d = pd.read_csv(DATA / "sleepstudy.csv").sample(frac=0.7, random_state=2)
+    d = d.reset_index(drop=True).astype({"Subject": str})
+    d["group"] = np.where(d["Subject"].astype(int) % 3 == 0, "a",
+                          np.where(d["Subject"].astype(int) % 3 == 1, "b", "c"))
+    fit = nlpower.lmer("Reaction ~ Days + group + (1 | Subject)", d, REML=False)
+    return fit.with_params(fixef={"Days": 2.0})
+
+
+def _replicates(monkeypatch, batched: bool, **kw):
+    """The per-replicate records of a run (with or without the batched path)."""
+    seen = {}
+    orig = study_power._result
+
+    def capture(reps, *args, **kwargs):
+        seen["reps"] = reps
+        return orig(reps, *args, **kwargs)
+
+    monkeypatch.setattr(study_power, "_result", capture)
+    if not batched:
+        monkeypatch.setattr(study_power, "lmm_replicates", lambda *a, **k: None)
+    res = nlpower.power(kw.pop("model"), n_sims=8, rng=4, **kw)
+    monkeypatch.undo()
+    return res, seen["reps"]
+
+
+@pytest.mark.parametrize("kw", [
+    {"term": "Days", "test": "satterthwaite"},
+    {"term": "Days", "test": "kenward-roger"},
+    {"term": "Days", "test": "z"},
+    {"term": "Days", "test": "lrt"},
+    {"compare": "~ . - group"},
+])
+def test_batched_replicates_equal_the_per_replicate_ones(monkeypatch, sleep, kw):
+    res_b, fast = _replicates(monkeypatch, True, model=sleep, **kw)
+    res_s, slow = _replicates(monkeypatch, False, model=sleep, **kw)
+    assert not fast.failed.any() and not slow.failed.any()
+    np.testing.assert_allclose(fast.pvalue, slow.pvalue, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(fast.estimate, slow.estimate, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fast.df, slow.df, rtol=1e-4)
+    assert res_b.mc.n_rejected == res_s.mc.n_rejected
+
+
+def test_batched_pairwise_comparisons(monkeypatch, sleep):
+    fast = nlpower.power(sleep, pairwise="group", n_sims=8, rng=4)
+    assert fast.n_sims == 8 and fast.n_failed == 0
+    monkeypatch.setattr(study_power, "lmm_replicates", lambda *a, **k: None)
+    slow = nlpower.power(sleep, pairwise="group", n_sims=8, rng=4)
+    pd.testing.assert_frame_equal(fast.to_frame(), slow.to_frame(), check_exact=False, rtol=1e-6)
