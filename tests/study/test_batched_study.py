@@ -63,3 +63,15 @@ def test_batched_pairwise_comparisons(monkeypatch, sleep):
     monkeypatch.setattr(study_power, "lmm_replicates", lambda *a, **k: None)
     slow = nlpower.power(sleep, pairwise="group", n_sims=8, rng=4)
     pd.testing.assert_frame_equal(fast.to_frame(), slow.to_frame(), check_exact=False, rtol=1e-6)
+
+
+def test_batched_draws_are_each_replicates_own(sleep):
+    """Replicate k's response is the one its own generator draws, one replicate at a time."""
+    from nlpower.study.design import model_design
+    d = model_design(sleep)
+    sim = d.prepare()
+    seeds = np.random.SeedSequence(9).spawn(5)
+    _, Y = study_power._draws(d, seeds, 1, 5, sim)
+    one = [d.simulate(1, rng=np.random.Generator(np.random.PCG64(seeds[k])), model=sim)[0]
+           for k in range(1, 5)]
+    np.testing.assert_allclose(Y, np.vstack(one), rtol=1e-13)

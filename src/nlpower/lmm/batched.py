@@ -15,8 +15,8 @@ term's column, ``D_g = sum_g z^2``, ``S_g = sum_g z x`` (the rows of group
 
 and the ML deviance and REML criterion are lme4's formulas of these.  Every
 replicate's ``theta`` is found at once: a grid around the start (the truth)
-brackets the minimum, golden-section search narrows the bracket to ~1e-9 of
-``theta``.  The Satterthwaite df use the finite differences of
+brackets the minimum, golden-section search narrows the bracket and
+parabolic steps polish ``theta`` (to ~1e-9).  The Satterthwaite df use the finite differences of
 :mod:`nlpower.lmm.satterthwaite` (the same steps, vectorised), the
 Kenward-Roger covariance and df the closed forms of pbkrtest's quantities
 for this covariance (``Sigma_g = sigma^2 (I + theta^2 z z')``: every
@@ -42,9 +42,12 @@ from .structure import ModelSpec
 
 __all__ = ["BatchFits", "ScalarLmm"]
 
-#: the grid brackets theta in theta0 * 2^(k/2), k = GRID_LO..GRID_HI (and 0)
-GRID_LO, GRID_HI = -24, 12
-GOLDEN_ITER = 48
+#: the grid brackets theta in theta0 * 2^k, k = GRID_LO..GRID_HI (and 0)
+GRID_LO, GRID_HI = -12, 6
+#: golden-section steps (the bracket shrinks to 0.618^GOLDEN_ITER ~ 1e-6 of its width) and
+#: parabolic steps from central differences after them (theta to ~1e-9)
+GOLDEN_ITER = 28
+POLISH_ITER = 2
 SINGULAR_TOL = 1e-4          # lme4's isSingular
 _INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -151,18 +154,19 @@ class ScalarLmm:
         s = self.stats(Y)
         R = s.yy.shape[0]
         t0 = float(theta0) if theta0 is not None and theta0 > 0 else 1.0
-        grid = np.concatenate([[0.0], t0 * 2.0 ** (np.arange(GRID_LO, GRID_HI + 1) / 2.0)])
+        grid = np.concatenate([[0.0], t0 * 2.0 ** np.arange(GRID_LO, GRID_HI + 1)])
         m = grid.size
         sg = _Suff(np.repeat(s.yy, m), np.repeat(s.Xy, m, axis=0), np.repeat(s.Zy, m, axis=0))
         dev = self.deviance(np.tile(grid, R), sg, REML).reshape(R, m)
         j = np.argmin(dev, axis=1)
         ok = np.isfinite(dev[np.arange(R), j]) & (j < m - 1)
         lo, hi = grid[np.maximum(j - 1, 0)], grid[np.minimum(j + 1, m - 1)]
-        th = self._golden(lo, hi, s, REML)
+        th, f = self._golden(lo, hi, s, REML)
         # the bracket's ends are candidates too (theta = 0 is lme4's boundary)
         for cand in (lo, grid[j]):
-            better = self.deviance(cand, s, REML) < self.deviance(th, s, REML)
-            th = np.where(better, cand, th)
+            fc = self.deviance(cand, s, REML)
+            th, f = np.where(fc < f, cand, th), np.minimum(fc, f)
+        th = self._polish(th, f, lo, hi, t0, s, REML)
         r2, beta, A, ldL = self._profile(th, s)
         sigma2 = r2 / (self.n - self.p if REML else self.n)
         with np.errstate(invalid="ignore"):
@@ -172,7 +176,8 @@ class ScalarLmm:
         ok &= np.isfinite(devf) & (r2 > 1e-10 * s.yy)
         return BatchFits(th, beta, np.sqrt(np.maximum(sigma2, 0.0)), vcov, devf, REML, ok)
 
-    def _golden(self, lo: np.ndarray, hi: np.ndarray, s: _Suff, REML: bool) -> np.ndarray:
+    def _golden(self, lo: np.ndarray, hi: np.ndarray, s: _Suff, REML: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
         a, b = lo.astype(float).copy(), hi.astype(float).copy()
         c = b - _INVPHI * (b - a)
         d = a + _INVPHI * (b - a)
@@ -185,7 +190,22 @@ class ScalarLmm:
             fn = self.deviance(new, s, REML)
             c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
                             np.where(left, fn, fd), np.where(left, fc, fn))
-        return np.where(fc < fd, c, d)
+        return np.where(fc < fd, c, d), np.minimum(fc, fd)
+
+    def _polish(self, th: np.ndarray, f: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                t0: float, s: _Suff, REML: bool) -> np.ndarray:
+        """Parabolic steps through central differences (kept where the criterion falls)."""
+        for _ in range(POLISH_ITER):
+            h = 1e-4 * np.maximum(th, 1e-3 * t0)
+            fp, fm = self.deviance(th + h, s, REML), self.deviance(th - h, s, REML)
+            curv = fp - 2.0 * f + fm
+            with np.errstate(invalid="ignore", divide="ignore"):
+                new = th - h * (fp - fm) / (2.0 * curv)
+            new = np.clip(np.where(curv > 0, new, th), lo, hi)
+            fn = self.deviance(new, s, REML)
+            better = fn < f
+            th, f = np.where(better, new, th), np.where(better, fn, f)
+        return th
 
     # -- Satterthwaite ------------------------------------------------------------------
     def _dev_vp(self, vp: np.ndarray, s: _Suff, REML: bool) -> np.ndarray:

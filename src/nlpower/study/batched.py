@@ -22,9 +22,10 @@ import numpy as np
 from scipy.special import chdtrc
 
 from ..lmm.batched import BatchFits, ScalarLmm
+from ..lmm.draw import GaussianSimulator, relative_factor
 from ..powersim.rules import get_test
 
-__all__ = ["BatchTests", "lmm_replicates"]
+__all__ = ["BatchTests", "gaussian_draws", "lmm_replicates"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,24 @@ def _many(study: Any, sl: ScalarLmm, fits: BatchFits, Y: np.ndarray, ok: np.ndar
     good = ok & np.all(np.isfinite(p), axis=1)
     return BatchTests(est[:, 0], se[:, 0], est[:, 0] / se[:, 0], df[:, 0], p[:, 0],
                       fits.singular, good, fits.beta, many=(est, se, df, p))
+
+
+def gaussian_draws(d: Any, spec: Any, gens: list[np.random.Generator]) -> np.ndarray:
+    """One response per generator at the design's parameters: ``d.simulate(1, rng=gen)`` each.
+
+    Each generator gives the normal deviates it gives there, in the same order
+    (each term's random effects, then the residuals); the rest is computed for
+    all replicates at once.
+    """
+    sim = GaussianSimulator.from_spec(spec)
+    theta, beta, sigma = np.asarray(d.theta, dtype=float), d.fixef.to_numpy(), float(d.sigma)
+    nobs = sim.X.shape[0]
+    shapes = [(1, n_levels, Z.shape[1]) for _, Z, n_levels, _ in sim.terms] + [(1, nobs)]
+    raw = [[g.standard_normal(shape) for shape in shapes] for g in gens]
+    y = np.broadcast_to(sim.X @ beta, (len(gens), nobs)).copy()
+    for t, (codes, Z, _, off) in enumerate(sim.terms):
+        lam = relative_factor(theta[off:], Z.shape[1])
+        b = sigma * np.concatenate([r[t] for r in raw]) @ lam.T
+        y += np.einsum("nq,bnq->bn", Z, b[:, codes, :])
+    y += sigma * np.concatenate([r[-1] for r in raw])
+    return y

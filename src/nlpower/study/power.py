@@ -28,6 +28,7 @@ from .. import __version__
 from .._rng import RNGLike, seed_record
 from ..errors import FitError, InputError
 from ..formula import parse
+from ..lmm.draw import SimulatesGaussian
 from ..lmm.layout import theta_layout
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
@@ -39,7 +40,7 @@ from ..powersim.batches import (
 )
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
-from .batched import BatchTests, lmm_replicates
+from .batched import BatchTests, gaussian_draws, lmm_replicates
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
@@ -161,9 +162,11 @@ def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi:
            ) -> tuple[list[np.random.Generator], np.ndarray]:
     """Replicates ``lo:hi``: each one's generator (its own child seed) and its simulated response."""
     gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
-    Y = np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens]) if gens else \
-        np.zeros((0, d.nobs))
-    return gens, Y
+    if not gens:
+        return gens, np.zeros((0, d.nobs))
+    if d.family.name == "gaussian" and isinstance(sim, SimulatesGaussian):
+        return gens, gaussian_draws(d, sim.spec, gens)
+    return gens, np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens])
 
 
 def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any) -> list[Any] | None:
