@@ -75,3 +75,27 @@ def test_batched_draws_are_each_replicates_own(sleep):
     one = [d.simulate(1, rng=np.random.Generator(np.random.PCG64(seeds[k])), model=sim)[0]
            for k in range(1, 5)]
     np.testing.assert_allclose(Y, np.vstack(one), rtol=1e-13)
+
+
+@pytest.fixture(scope="module")
+def crossed_clmm():
+    rng = np.random.default_rng(3)
+    w, i = np.tile(np.arange(6), 24), np.repeat(np.arange(24), 6)
+    system = ((w + i) % 2 == 0).astype(float)
+    eta = 0.5 * system + rng.normal(0, 0.5, 6)[w] + rng.normal(0, 0.8, 24)[i]
+    y = np.digitize(eta + rng.logistic(size=w.size), [-1.0, 0.0, 1.0]) + 1
+    d = pd.DataFrame({"worker": [f"w{k}" for k in w], "item": [f"i{k}" for k in i],
+                      "system": system, "y": pd.Categorical(y, ordered=True)})
+    return nlpower.clmm("y ~ system + (1 | worker) + (1 | item)", d)
+
+
+@pytest.mark.parametrize("test", ["z", "lrt"])
+def test_ordinal_replicates_from_a_shared_hessian(monkeypatch, crossed_clmm, test):
+    """BFGS from one reference Hessian reaches refit's optimum: the same tests."""
+    res_b, fast = _replicates(monkeypatch, True, model=crossed_clmm, term="system", test=test)
+    monkeypatch.setattr(study_power, "ordinal_refits", lambda *a, **k: None)
+    res_s, slow = _replicates(monkeypatch, True, model=crossed_clmm, term="system", test=test)
+    assert not fast.failed.any() and not slow.failed.any()
+    np.testing.assert_allclose(fast.pvalue, slow.pvalue, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(fast.estimate, slow.estimate, rtol=1e-5, atol=1e-6)
+    assert res_b.mc.n_rejected == res_s.mc.n_rejected

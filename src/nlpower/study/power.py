@@ -40,7 +40,7 @@ from ..powersim.batches import (
 )
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
-from .batched import BatchTests, gaussian_draws, lmm_replicates
+from .batched import BatchTests, gaussian_draws, lmm_replicates, ordinal_refits
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
@@ -134,7 +134,7 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         conv[:], sing[:] = fast.ok, fast.singular
     cores = _refit_many(model, Y, study.REML, start) if fast is None and not rule.bootstrap \
         else None
-    cores0 = (_refit_many(null, Y, False, null_start)
+    cores0 = (_refit_many(null, Y, False, null_start, hessian=False)
               if cores is not None and null is not None and null_start is not None else None)
     for i in todo:
         gen, y, k = gens[i], Y[i], lo + i
@@ -169,16 +169,21 @@ def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi:
     return gens, np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens])
 
 
-def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any) -> list[Any] | None:
+def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any, *, hessian: bool = True
+                ) -> list[Any] | None:
     """``model.refit_many`` where the model has it (None: fit replicate by replicate).
 
     Models that fit many responses at once (GLMMs of scalar terms) take the batch
-    together; each replicate's result is the one its own refit gives (to the
-    optimiser's tolerance).
+    together; cumulative link models take BFGS steps from one Hessian at the truth
+    (:func:`~nlpower.study.batched.ordinal_refits`).  Each replicate's result is the
+    one its own refit gives (to the optimiser's tolerance); ``hessian=False``: the
+    fit's deviance is all that is needed (a null model).
     """
-    many = getattr(model, "refit_many", None)
-    if many is None or start is None or Y.shape[0] < 2:
+    if start is None or Y.shape[0] < 2:
         return None
+    many = getattr(model, "refit_many", None)
+    if many is None:
+        return ordinal_refits(model, Y, start, _FAILURES, hessian=hessian)
     return list(many(Y, REML=REML, start=start))
 
 
