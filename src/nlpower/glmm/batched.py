@@ -13,7 +13,8 @@ replicates (``R`` of them):
    factor of ``Lambda'Z'WZ Lambda + I``).
 2. The analytic gradient of the Laplace deviance over ``(theta, beta)``
    (the formula of :mod:`.gradient`, its ``M^{-1}`` entries from the same
-   blocks) and a Hessian from forward differences of it.
+   blocks) and a Hessian from forward differences of it -- at the common
+   start, the mean of ``SHARED_H`` rows' Hessians serves every row.
 3. Newton's method over ``(theta, beta)`` per replicate -- BFGS updates of
    that Hessian, a fresh one after a halved step or when the predicted
    decrease falls slowly (towards a singular optimum), the absolute values
@@ -66,6 +67,8 @@ ETA_MAX = 30.0
 #: replicates fitted together: CHUNK, or more while CHUNK_VALUES fill a (replicates, nobs) array
 CHUNK = 128
 CHUNK_VALUES = 1 << 17
+#: rows whose Hessians at the common start are averaged into every row's first Hessian
+SHARED_H = 8
 #: the Hessian is recomputed when a step's predicted decrease fell by less than this factor
 SLOW = 0.3
 #: a step moves theta by at most STEP_THETA and the linear predictor by at most STEP_ETA (a
@@ -124,6 +127,14 @@ class _Newton:
         self.last_dec = np.full(R, np.inf)
         self.done = np.zeros(R, dtype=bool)
         self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
+        if SHARED_H and R > 2 * SHARED_H:
+            # every row starts at the same point: the mean Hessian of a few rows there is every
+            # row's first (BFGS) Hessian; a row whose first step must be halved gets its own
+            few = np.flatnonzero(~self.failed)[:SHARED_H]
+            if few.size:
+                self.hessian(few)
+                self.H[:] = self.H[few].mean(axis=0)
+                self.need_h[:] = False
 
     def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
               ) -> tuple[_Modes, np.ndarray]:
