@@ -99,3 +99,23 @@ def test_ordinal_replicates_from_a_shared_hessian(monkeypatch, crossed_clmm, tes
     np.testing.assert_allclose(fast.pvalue, slow.pvalue, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(fast.estimate, slow.estimate, rtol=1e-5, atol=1e-6)
     assert res_b.mc.n_rejected == res_s.mc.n_rejected
+
+
+def test_rows_the_batch_cannot_fit_are_refitted_one_at_a_time(monkeypatch, sleep):
+    """A replicate the batch leaves (ok False) goes through the per-replicate refit."""
+    from dataclasses import replace
+
+    from nlpower.lmm.batched import ScalarLmm
+    _, whole = _replicates(monkeypatch, True, model=sleep, term="Days", test="satterthwaite")
+    fit = ScalarLmm.fit
+
+    def drop_first(self, Y, **kw):
+        fits = fit(self, Y, **kw)
+        ok = fits.ok.copy()
+        ok[0] = False
+        return replace(fits, ok=ok)
+
+    monkeypatch.setattr(ScalarLmm, "fit", drop_first)
+    _, mixed = _replicates(monkeypatch, True, model=sleep, term="Days", test="satterthwaite")
+    assert not mixed.failed.any()
+    np.testing.assert_allclose(mixed.pvalue, whole.pvalue, rtol=1e-5)

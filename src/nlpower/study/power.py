@@ -109,7 +109,9 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     est, se, stat, df, p = (np.full(n, np.nan) for _ in range(5))
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
     sim = d.prepare()
-    model = d.prepare(study.analysis, engine=study.engine)
+    # the analysis is the truth's model (simr's usual question): one prepared model serves both
+    same = study.analysis == d.formula and study.engine == "native"
+    model = sim if same else d.prepare(study.analysis, engine=study.engine)
     start = d.start(coef_names(model), same_random=study.same_random)
     null = None
     if hyp.reduced is not None:
@@ -123,7 +125,7 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     if study.comparisons is not None:
         return _batch_many(study, lo, hi, Y, model, start, errors, fast)
     state = None
-    if hyp.one_df:
+    if hyp.one_df and (fast is None or not fast.ok.all()):
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
                                    L=hyp.L, null_start=null_start, cold_null=null_start is None)
     q = (_n_params(model) - _n_params(null)) if null is not None else 0
