@@ -27,6 +27,15 @@ for its powerSim/powerCurve call (``system.time``-style, in the JSON).  BLAS
 threads are pinned to 1 on both sides.  The machine is shared: read the ratio
 from one run, and prefer ``--live`` when the pinned times are from another day.
 
+Curve points (``--points glmer,clmm``): the wall time of one point of
+``nlpower.power_curve`` with ``--point-nsims`` replicates (default 1,000) and
+``--point-jobs`` workers (default 2) for the ``system`` term of a binomial
+``glmer`` and of a 5-category ``clmm`` (logit) on a crossed 10 workers x 100
+items design (``(1 | worker) + (1 | item)``, fitted to data drawn here with
+worker SD 0.5 and item SD 0.8)::
+
+    .venv/bin/python benchmarks/bench_simr.py --cases a_poisson_z --points glmer,clmm
+
 Agreement: simr's and nlpower's power estimates are two independent binomial
 estimates of the same power; the table shows their difference in units of its
 Monte Carlo standard error (|z| > 3 would be a disagreement, not chance).
@@ -191,6 +200,40 @@ def run_nlpower(nlpower: Any, name: str, case: dict[str, Any], n_sims: int, seed
             "s_per_replicate": wall / fits, "cpu_s_per_replicate": cpu / fits}
 
 
+def _crossed_ratings(family: str) -> Any:
+    """10 workers x 100 items, system alternating; a binary or 5-category response."""
+    import numpy as np
+    import pandas as pd
+    rng = np.random.default_rng(11)
+    w, i = np.tile(np.arange(10), 100), np.repeat(np.arange(100), 10)
+    system = ((w + i) % 2 == 0).astype(float)
+    eta = 0.3 * system + rng.normal(0, 0.5, 10)[w] + rng.normal(0, 0.8, 100)[i]
+    d = pd.DataFrame({"worker": [f"w{k:02d}" for k in w], "item": [f"i{k:03d}" for k in i],
+                      "system": system})
+    if family == "glmer":
+        d["y"] = rng.binomial(1, 1 / (1 + np.exp(-eta)))
+    else:
+        lat = eta + rng.logistic(size=w.size)
+        d["y"] = pd.Categorical(np.digitize(lat, [-1.5, -0.5, 0.5, 1.5]) + 1, ordered=True)
+    return d
+
+
+def curve_point(nlpower: Any, family: str, n_sims: int, n_jobs: int, seed: int) -> dict[str, Any]:
+    """Wall time of one 10 x 100 point of power_curve for the system term (glmer or clmm)."""
+    d = _crossed_ratings(family)
+    formula = "y ~ system + (1 | worker) + (1 | item)"
+    m = (nlpower.glmer(formula, d, "binomial") if family == "glmer"
+         else nlpower.clmm(formula, d)).with_params(fixef={"system": 0.3})
+    nlpower.power(m, term="system", n_sims=4, rng=seed + 1)            # warm-up
+    t0 = time.perf_counter()
+    curve = nlpower.power_curve(m, along="item", breaks=[100], term="system", n_sims=n_sims,
+                                n_jobs=n_jobs, rng=seed)
+    wall = time.perf_counter() - t0
+    power = float(curve.to_frame()["power"].iloc[0])
+    return {"family": family, "n_sims": n_sims, "n_jobs": n_jobs, "elapsed_s": wall,
+            "s_per_replicate": wall / n_sims, "power": power}
+
+
 # --- report ----------------------------------------------------------------------------
 def simr_powers(case: dict[str, Any]) -> list[tuple[float, int]]:
     if "curve" in case:
@@ -236,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--simr-only", action="store_true", help="only the simr side (no nlpower)")
     ap.add_argument("--reference", default=str(PINNED), help="simr's pinned JSON")
     ap.add_argument("--out", default=str(OUT / "bench_simr.json"))
+    ap.add_argument("--points", default="glmer,clmm",
+                    help="10 x 100 power-curve points to time: glmer, clmm, both, or none")
+    ap.add_argument("--point-nsims", type=int, default=1000, help="replicates of a curve point")
+    ap.add_argument("--point-jobs", type=int, default=2, help="n_jobs of a curve point")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -278,10 +325,23 @@ def main(argv: list[str] | None = None) -> int:
             row["nlpower"] = run_nlpower(nlpower, n, case, n_sims, args.rng)
             row["ratio"] = simr_times[n] / row["nlpower"]["s_per_replicate"]
         rows.append(row)
+    points = []
+    if nlpower is not None:
+        for fam in [f.strip() for f in args.points.split(",") if f.strip() not in ("", "none")]:
+            if fam not in ("glmer", "clmm"):
+                ap.error(f"--points: choose from glmer, clmm, none; got {fam!r}")
+            print(f"  curve point, {fam} 10 x 100: {args.point_nsims} replicates, "
+                  f"n_jobs={args.point_jobs} ...", flush=True)
+            points.append(curve_point(nlpower, fam, args.point_nsims, args.point_jobs, args.rng))
     print(f"\nsimr timing: {source}; nlpower: this run; load average {os.getloadavg()[0]:.1f}\n")
     print_table(rows)
+    for pt in points:
+        print(f"power_curve point, {pt['family']} 10 workers x 100 items: {pt['n_sims']} replicates "
+              f"in {pt['elapsed_s']:.1f} s with n_jobs={pt['n_jobs']} "
+              f"({1e3 * pt['s_per_replicate']:.1f} ms per replicate; power {pt['power']:.3f})")
     OUT.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows}, indent=1))
+    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows, "curve_points": points},
+                                         indent=1))
     print(f"\nwrote {args.out}")
     return 0
 

@@ -13,11 +13,15 @@ replicates (``R`` of them):
    factor of ``Lambda'Z'WZ Lambda + I``).
 2. The analytic gradient of the Laplace deviance over ``(theta, beta)``
    (the formula of :mod:`.gradient`, its ``M^{-1}`` entries from the same
-   blocks) and a Hessian from forward differences of it.
+   blocks) and a Hessian from forward differences of it -- at the common
+   start, the mean of ``SHARED_H`` rows' Hessians serves every row.
 3. Newton's method over ``(theta, beta)`` per replicate -- BFGS updates of
    that Hessian, a fresh one after a halved step or when the predicted
    decrease falls slowly (towards a singular optimum), the absolute values
-   of its eigenvalues where it is not positive definite -- unbounded in
+   of its eigenvalues where it is not positive definite, each step shortened
+   to move ``theta`` by at most ``STEP_THETA`` and the linear predictor by
+   at most ``STEP_ETA`` (a near-flat direction would otherwise send the
+   first trial points, and PIRLS at them, far off) -- unbounded in
    ``theta`` (the
    deviance depends on a scalar term's ``theta`` through ``theta^2``),
    whose sign is dropped at the end (:meth:`GlmmModel.canonical`).
@@ -63,8 +67,14 @@ ETA_MAX = 30.0
 #: replicates fitted together: CHUNK, or more while CHUNK_VALUES fill a (replicates, nobs) array
 CHUNK = 128
 CHUNK_VALUES = 1 << 17
+#: rows whose Hessians at the common start are averaged into every row's first Hessian
+SHARED_H = 8
 #: the Hessian is recomputed when a step's predicted decrease fell by less than this factor
 SLOW = 0.3
+#: a step moves theta by at most STEP_THETA and the linear predictor by at most STEP_ETA (a
+#: flat direction of the Hessian would otherwise send PIRLS to extreme points first)
+STEP_THETA = 3.0
+STEP_ETA = 3.0
 
 
 
@@ -117,6 +127,14 @@ class _Newton:
         self.last_dec = np.full(R, np.inf)
         self.done = np.zeros(R, dtype=bool)
         self.failed = ~np.isfinite(self.md.dev) | ~np.all(np.isfinite(self.g), axis=1)
+        if SHARED_H and R > 2 * SHARED_H:
+            # every row starts at the same point: the mean Hessian of a few rows there is every
+            # row's first (BFGS) Hessian; a row whose first step must be halved gets its own
+            few = np.flatnonzero(~self.failed)[:SHARED_H]
+            if few.size:
+                self.hessian(few)
+                self.H[:] = self.H[few].mean(axis=0)
+                self.need_h[:] = False
 
     def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
               ) -> tuple[_Modes, np.ndarray]:
@@ -152,6 +170,14 @@ class _Newton:
             - Hs[:, :, None] * Hs[:, None, :] / sHs[:, None, None]
         self.H[rows] = H + np.where(ok[:, None, None], upd, 0.0)
 
+    def _cap(self, st: np.ndarray) -> np.ndarray:
+        """Per row, the factor (at most 1) that keeps a step within STEP_THETA and STEP_ETA."""
+        k = self.k
+        dth = np.max(np.abs(st[:, :k]), axis=1)
+        deta = np.max(np.abs(st[:, k:] @ self.bl.X.T), axis=1)
+        with np.errstate(divide="ignore"):
+            return np.minimum(1.0, np.minimum(STEP_THETA / dth, STEP_ETA / deta))
+
     def step(self) -> bool:
         """One Newton iteration on the replicates still running; False when none are."""
         act = np.flatnonzero(~self.done & ~self.failed)
@@ -169,6 +195,7 @@ class _Newton:
         self.need_h[act[slow]] = True
         self.last_dec[act] = dec
         act, st, dec = act[~conv], st[~conv], dec[~conv]
+        st = st * self._cap(st)[:, None]
         scale = np.ones(act.size)
         f0 = self.md.dev[act]
         md0 = _sub(self.md, act)

@@ -28,6 +28,7 @@ from .. import __version__
 from .._rng import RNGLike, seed_record
 from ..errors import FitError, InputError
 from ..formula import parse
+from ..lmm.draw import SimulatesGaussian
 from ..lmm.layout import theta_layout
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
@@ -41,6 +42,7 @@ from ..powersim.batches import (
 )
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
+from .batched import BatchTests, gaussian_draws, lmm_replicates, ordinal_refits
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
@@ -109,7 +111,9 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     est, se, stat, df, p = (np.full(n, np.nan) for _ in range(5))
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
     sim = d.prepare()
-    model = d.prepare(study.analysis, engine=study.engine)
+    # the analysis is the truth's model (simr's usual question): one prepared model serves both
+    same = study.analysis == d.formula and study.engine == "native"
+    model = sim if same else d.prepare(study.analysis, engine=study.engine)
     start = d.start(coef_names(model), same_random=study.same_random)
     null = None
     if hyp.reduced is not None:
@@ -118,19 +122,26 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         null = d.prepare(study.analysis, engine=study.engine, drop=study.drop)
     null_start = (d.start(coef_names(null), same_random=_same_random(d, null.spec))
                   if null is not None else None)
+    gens, Y = _draws(d, seeds, lo, hi, sim)
+    fast = lmm_replicates(study, model, null, Y, start, null_start)
     if study.comparisons is not None:
-        return _batch_many(study, seeds, lo, hi, sim, model, start, errors)
+        return _batch_many(study, lo, hi, Y, model, start, errors, fast)
     state = None
-    if hyp.one_df:
+    if hyp.one_df and (fast is None or not fast.ok.all()):
         state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
                                    L=hyp.L, null_start=null_start, cold_null=null_start is None)
     q = (_n_params(model) - _n_params(null)) if null is not None else 0
-    gens, Y = _draws(d, seeds, lo, hi, sim)
-    cores = _refit_many(model, Y, study.REML, start) if not rule.bootstrap else None
-    cores0 = (_refit_many(null, Y, False, null_start)
+    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
+    if fast is not None:
+        est[:], se[:], stat[:], df[:], p[:] = fast.estimate, fast.se, fast.statistic, fast.df, \
+            fast.pvalue
+        conv[:], sing[:] = fast.ok, fast.singular
+    cores = _refit_many(model, Y, study.REML, start) if fast is None and not rule.bootstrap \
+        else None
+    cores0 = (_refit_many(null, Y, False, null_start, hessian=False)
               if cores is not None and null is not None and null_start is not None else None)
-    for i, k in enumerate(range(lo, hi)):
-        gen, y = gens[i], Y[i]
+    for i in todo:
+        gen, y, k = gens[i], Y[i], lo + i
         try:
             core = _take(cores, i) or model.refit(y, REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)
@@ -155,21 +166,28 @@ def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi:
            ) -> tuple[list[np.random.Generator], np.ndarray]:
     """Replicates ``lo:hi``: each one's generator (its own child seed) and its simulated response."""
     gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
-    Y = np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens]) if gens else \
-        np.zeros((0, d.nobs))
-    return gens, Y
+    if not gens:
+        return gens, np.zeros((0, d.nobs))
+    if d.family.name == "gaussian" and isinstance(sim, SimulatesGaussian):
+        return gens, gaussian_draws(d, sim.spec, gens)
+    return gens, np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens])
 
 
-def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any) -> list[Any] | None:
+def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any, *, hessian: bool = True
+                ) -> list[Any] | None:
     """``model.refit_many`` where the model has it (None: fit replicate by replicate).
 
     Models that fit many responses at once (GLMMs of scalar terms) take the batch
-    together; each replicate's result is the one its own refit gives (to the
-    optimiser's tolerance).
+    together; cumulative link models take BFGS steps from one Hessian at the truth
+    (:func:`~nlpower.study.batched.ordinal_refits`).  Each replicate's result is the
+    one its own refit gives (to the optimiser's tolerance); ``hessian=False``: the
+    fit's deviance is all that is needed (a null model).
     """
-    many = getattr(model, "refit_many", None)
-    if many is None or start is None or Y.shape[0] < 2:
+    if start is None or Y.shape[0] < 2:
         return None
+    many = getattr(model, "refit_many", None)
+    if many is None:
+        return ordinal_refits(model, Y, start, _FAILURES, hessian=hessian)
     return list(many(Y, REML=REML, start=start))
 
 
@@ -182,8 +200,8 @@ def _take(cores: list[Any] | None, i: int) -> Any:
     return cores[i]
 
 
-def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
-                sim: Any, model: Any, start: Any, errors: list[str]) -> Replicates:
+def _batch_many(study: _Study, lo: int, hi: int, Y: np.ndarray, model: Any, start: Any,
+                errors: list[str], fast: BatchTests | None) -> Replicates:
     """A batch of a multiple-comparison run: every comparison from one refit per replicate."""
     comp = study.comparisons
     assert comp is not None
@@ -193,9 +211,14 @@ def _batch_many(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
     est, se, df, p = (np.full((n, k), np.nan) for _ in range(4))
     means = np.full((n, M.shape[0]), np.nan)
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-    _, Y = _draws(study.design, seeds, lo, hi, sim)
-    cores = _refit_many(model, Y, study.REML, start)
-    for i, r in enumerate(range(lo, hi)):
+    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
+    if fast is not None and fast.many is not None:
+        est[:], se[:], df[:], p[:] = fast.many
+        means[:] = fast.beta @ M.T
+        conv[:], sing[:] = fast.ok, fast.singular
+    cores = _refit_many(model, Y, study.REML, start) if fast is None else None
+    for i in todo:
+        r = lo + i
         try:
             core = _take(cores, i) or model.refit(Y[i], REML=study.REML, start=start)
             conv[i], sing[i] = bool(core.converged), bool(core.singular)
