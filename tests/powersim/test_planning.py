@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nlpower import CrossedDesign, presets
+from nlpower import CrossedDesign, LMMParams, presets
 from nlpower.errors import DesignError, InputError
 from nlpower.powersim import analytic_power, mde, plan
 
@@ -88,3 +88,33 @@ def test_mde_errors():
         mde(d, presets.high_variance(), target_power=0)
     with pytest.raises(InputError, match="LMMParams"):
         plan(object(), effect=0.1)
+
+
+@pytest.mark.parametrize("start", [2, 7, 40, 95, 400])
+@pytest.mark.parametrize("answer", [2, 3, 41, 100, None])
+def test_galloping_search_finds_the_first_passing_count(start, answer):
+    from nlpower.powersim.plansearch import fewest_passing
+
+    calls = []
+
+    def pw(i):
+        calls.append(i)
+        return 1.0 if answer is not None and i >= answer else 0.0
+
+    assert fewest_passing(pw, 0.8, 2, 100, start) == answer
+    assert all(2 <= i <= 100 for i in calls)
+
+
+def test_plan_with_workers_per_item_searches_near_the_answer():
+    from nlpower.powersim.analytic import analytic_moments
+
+    p = LMMParams(beta0=0, effect=0.2, sd_worker=0.05, sd_worker_slope=0.07, sd_item=0.1,
+                  sd_item_slope=0.15, sigma=1.5)
+    res = plan(p, effect=0.2, workers_per_item=3, test="z")
+
+    def pw(w, i):
+        return analytic_moments(CrossedDesign(w, i, workers_per_item=3), p, alpha=0.05,
+                                test="z", alternative="two-sided").power
+    w, i = res.n_workers, res.n_items
+    assert pw(w, i) >= 0.8 > pw(w, i - 1)
+    assert res.design.workers_per_item == 3

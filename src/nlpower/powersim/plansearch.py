@@ -11,7 +11,7 @@ judgement (a comparison of the two systems' outputs) is one rating
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +22,15 @@ from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 
-__all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "describe_plan", "paid_ratings",
-           "search"]
+__all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "describe_plan", "fewest_passing",
+           "paid_ratings", "search"]
 
 #: Workers searched when ``max_workers`` is not given (then extended while the optimum is on the edge).
 DEFAULT_MAX_WORKERS = 50
 #: The furthest that extension goes, as a multiple of :data:`DEFAULT_MAX_WORKERS`.
 EXTEND_FACTOR = 20
+#: Extension stops once doubling the workers lowers the cheapest cost by less than this share.
+EXTEND_GAIN = 0.01
 
 
 def paid_ratings(design: CrossedDesign, outcome: str = "gaussian") -> int:
@@ -141,38 +143,99 @@ class Space:
         return out
 
 
-def frontier_row(space: Space, pw: Callable[[int, int], float], w: int, target: float,
-                  simulated: bool) -> dict[str, Any]:
-    """Fewest items reaching ``target`` with ``w`` workers (bisection), its power and cost."""
-    none = {"n_workers": w, "n_items": np.nan, "n_ratings": np.nan, "power": np.nan,
-            "cost": np.inf}
-    k = space.workers_per_item
-    if (k is not None and w > k * space.max_items) or pw(w, space.max_items) < target:
-        return none
-    lo, hi = space.fewest_items(w), space.max_items
-    if lo > hi:
-        return none
-    if pw(w, lo) >= target:
-        hi = lo
+def fewest_passing(pw: Callable[[int], float], target: float, lo: int, hi: int,
+                   start: int) -> int | None:
+    """The fewest ``i`` in ``[lo, hi]`` with ``pw(i) >= target`` (power grows with ``i``), or None.
+
+    A galloping search from ``start`` (the answer for a neighbouring number
+    of workers): steps that double away from it bracket the answer, then
+    bisection finds it.  Only item counts near the answer are evaluated, which
+    matters when the power of a large design is slow to compute (designs with
+    ``workers_per_item``: seconds at thousands of items).
+    """
+    i = min(max(start, lo), hi)
+    step = 1
+    if pw(i) >= target:
+        good = i
+        while good > lo:                      # down until one fails
+            j = max(lo, good - step)
+            if pw(j) < target:
+                bad = j
+                break
+            good, step = j, 2 * step
+        else:
+            return good
+    else:
+        bad = i
+        while True:                            # up until one passes
+            if bad >= hi:
+                return None
+            j = min(hi, bad + step)
+            if pw(j) >= target:
+                good = j
+                break
+            bad, step = j, 2 * step
+    return _bisect(pw, target, bad, good)
+
+
+def _bisect(pw: Callable[[int], float], target: float, lo: int, hi: int) -> int:
+    """Bisection for the crossing of ``target`` in ``(lo, hi]`` (``pw(hi) >= target``)."""
+    if pw(lo) >= target:
+        return lo
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if pw(w, mid) >= target:
+        if pw(mid) >= target:
             hi = mid
         else:
             lo = mid
-    d = space.design(w, hi)
-    row = {"n_workers": w, "n_items": hi, "n_ratings": paid_ratings(d, space.outcome),
-           "power": pw(w, hi), "cost": space.cost(d)}
+    return hi
+
+
+def frontier_row(space: Space, pw: Callable[[int, int], float], w: int, target: float,
+                  simulated: bool, start: int | None = None) -> dict[str, Any]:
+    """Fewest items reaching ``target`` with ``w`` workers, its power and cost.
+
+    ``start`` is where the search begins (:func:`fewest_passing`; default the
+    fewest items ``w`` workers can rate).
+    """
+    none = {"n_workers": w, "n_items": np.nan, "n_ratings": np.nan, "power": np.nan,
+            "cost": np.inf}
+    k = space.workers_per_item
+    lo, hi = space.fewest_items(w), space.max_items
+    if (k is not None and w > k * space.max_items) or lo > hi:
+        return none
+    if k is None or k >= w:
+        # fully crossed: the largest design's power is cheap, and the answer is the crossing
+        # below it (with 2-3 workers the Satterthwaite power can fall again at many items,
+        # so a design that only passes in a dip of the curve is not taken)
+        if pw(w, hi) < target:
+            return none
+        found: int | None = _bisect(lambda i: pw(w, i), target, lo, hi)
+    else:
+        # k workers per item: a design of thousands of items takes seconds, so search
+        # near the neighbouring number of workers' answer
+        found = fewest_passing(lambda i: pw(w, i), target, lo, hi,
+                               lo if start is None else start)
+    if found is None:
+        return none
+    d = space.design(w, found)
+    row = {"n_workers": w, "n_items": found, "n_ratings": paid_ratings(d, space.outcome),
+           "power": pw(w, found), "cost": space.cost(d)}
     if simulated:
-        row["power_one_item_fewer"] = pw(w, hi - 1) if hi > lo else np.nan
+        row["power_one_item_fewer"] = pw(w, found - 1) if found > lo else np.nan
     return row
 
 
 def search(space: Space, pw: Callable[[int, int], float], target: float, *, extend: bool
             ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """The frontier over the worker range; extended (uncapped, analytic) past an edge optimum."""
-    def rows_for(workers: range) -> list[dict[str, Any]]:
-        return [frontier_row(space, pw, w, target, not extend) for w in workers]
+    def rows_for(workers: Sequence[int], start: int | None = None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for w in workers:         # a neighbour's answer is where the next search starts
+            out.append(frontier_row(space, pw, w, target, not extend, start))
+            if np.isfinite(out[-1]["cost"]):
+                start = int(out[-1]["n_items"])
+        return out
 
     def cheapest(ok: pd.DataFrame) -> int:
         return int(ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable")
@@ -184,9 +247,19 @@ def search(space: Space, pw: Callable[[int, int], float], target: float, *, exte
     top, cap = space.max_workers, EXTEND_FACTOR * space.max_workers
     # the range is the default one (not a cap) and the cheapest design sits on its edge, or
     # nothing is feasible yet: search on (doubling) so the optimum found is interior
+    # (past the range, about 25 worker counts per doubling; the search stops once a doubling
+    # lowers the cheapest cost by less than EXTEND_GAIN, as with k workers per item and no cost
+    # per worker, where more workers always help a little and never cost anything)
     while extend and not space.capped and (ok.empty or cheapest(ok) == top) and top < cap:
-        rows += rows_for(range(top + 1, min(2 * top, cap) + 1))
-        top = min(2 * top, cap)
+        before = float(ok["cost"].min()) if not ok.empty else np.inf
+        new_top = min(2 * top, cap)
+        step = max(1, top // 25)
+        last = rows[-1]
+        rows += rows_for(sorted(set(range(top + step, new_top, step)) | {new_top}),
+                         int(last["n_items"]) if np.isfinite(last["cost"]) else None)
+        top = new_top
         frontier = pd.DataFrame(rows)
         ok = frontier[np.isfinite(frontier["cost"])]
+        if np.isfinite(before) and float(ok["cost"].min()) > before * (1.0 - EXTEND_GAIN):
+            break
     return frontier, ok, top
