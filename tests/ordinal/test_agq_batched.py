@@ -18,8 +18,8 @@ import pytest
 from nlpower.lmm.checkconv import hessian_from_gradient
 from nlpower.ordinal import prepare_clmm
 from nlpower.ordinal.agq import agq_gradient, agq_loglik, batch_agq_nll_grad
+from nlpower.ordinal.hessian import fd_hessian
 from nlpower.ordinal.laplace import conditional_modes
-from nlpower.ordinal.scalar import fd_hessian
 
 
 def ratings(n_judges: int = 12, per: int = 8, *, seed: int = 0, sd: float = 1.0) -> pd.DataFrame:

@@ -20,7 +20,8 @@ from nlpower.lmm.checkconv import hessian_from_gradient
 from nlpower.lmm.frame import model_frame
 from nlpower.ordinal import clmm, prepare_clmm
 from nlpower.ordinal.api import ordinal_frame
-from nlpower.ordinal.scalar import batch_nll_grad, fd_hessian
+from nlpower.ordinal.hessian import fd_hessian
+from nlpower.ordinal.scalar import batch_nll_grad
 
 
 def ratings(n_judges: int = 12, per: int = 10, *, seed: int = 0, sd: float = 1.2) -> pd.DataFrame:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
-__all__ = ["LIBRARY_NAMES", "PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_words",
+__all__ = ["LIBRARY_NAMES", "PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_sd", "cli_words",
            "flag_names", "speak_cli"]
 
 #: Advice written for Python users, in the words of the command line (applied first).
@@ -147,3 +148,9 @@ def speak_cli(message: str, flags: dict[str, tuple[str, bool]]) -> str:
                   lambda m: f"{m.group(1)} '{flags[m.group(2)][0]}'", text)
     return text
 
+
+def cli_sd(text: str, flags: Any = None) -> str:
+    """The library's advice in flags: ``sd={'item_slope': S}`` as ``--sd item_slope=S``, and
+    argument names as their flags (``max_workers=100`` as ``--max-workers 100``)."""
+    text = re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
+    return text if flags is None else speak_cli(text, flags)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -27,7 +26,7 @@ from .agreement_args import (
     check_agreement_flags,
 )
 from .judge_args import add_plan_arguments, check_plan_arguments, print_judge_plan
-from .messages import speak_cli
+from .messages import cli_sd, speak_cli
 from .outcome_args import (
     add_outcome_arguments,
     check_outcome_flags,
@@ -238,13 +237,6 @@ def _plan_judgements(args: argparse.Namespace) -> int:
                       "effect": effect, "plans": result.to_frame().to_dict(orient="records"),
                       "point_assurance": result.point_assurance.to_record(), "note": result.note})
     return 0
-
-
-def cli_sd(text: str, flags: Any = None) -> str:
-    """The library's advice in flags: ``sd={'item_slope': S}`` as ``--sd item_slope=S``, and
-    argument names as their flags (``max_workers=100`` as ``--max-workers 100``)."""
-    text = re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
-    return text if flags is None else speak_cli(text, flags)
 
 
 def _plan_outcome(args: argparse.Namespace) -> int:

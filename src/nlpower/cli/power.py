@@ -166,7 +166,7 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
-    from .plan import cli_sd
+    from .messages import cli_sd
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)

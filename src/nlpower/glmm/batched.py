@@ -45,7 +45,7 @@ from ..errors import FitError, InputError
 from ..lmm.native import single_threaded
 from .laplace_batch import BatchedLaplace, _Modes
 from .response import check_response
-from .result import GlmmCore
+from .result import GlmmCore, start_parts
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -286,7 +286,6 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None) -> list[GlmmCore 
     >>> [round(c.deviance, 4) == round(m.refit(y, start=fit).deviance, 4) for c, y in zip(cores, Y)]
     [True, True, True]
     """
-    from .model import start_parts
     Yv = _check_Y(model, Y)
     out: list[GlmmCore | Exception | None] = [None] * len(Yv)
     _row_errors(model, Yv, out)

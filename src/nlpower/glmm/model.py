@@ -45,7 +45,7 @@ from .gradient import LaplaceGradient
 from .optim import bobyqa, fd_derivatives, gradient_hessian, lbfgsb, newton, newton_step
 from .pirls import Mode, Pirls
 from .response import check_response
-from .result import GlmmCore, GlmmFit, build_fit
+from .result import GlmmCore, GlmmFit, build_fit, start_parts
 
 SINGULAR_TOL = 1e-4
 #: BOBYQA settings of the two stages without the analytic gradient (tighter than lme4's)
@@ -68,18 +68,6 @@ NEWTON_GTOL = 1e-4
 NEWTON_FTOL = 1e-7
 #: Newton (chord) steps of stage 2 before falling back to BOBYQA (no gradient)
 NEWTON_MAXIT = 12
-
-
-def start_parts(start: Any) -> tuple[Any, Any]:
-    """``(theta, beta)`` of a start: a dict, a fit or core (``theta`` and ``fixef``/``beta``), or theta."""
-    if isinstance(start, dict):
-        return start.get("theta"), start.get("beta")
-    if hasattr(start, "theta"):
-        be = getattr(start, "beta", None)
-        if be is None and getattr(start, "fixef", None) is not None:
-            be = np.asarray(start.fixef, dtype=float)
-        return start.theta, be
-    return start, None
 
 
 def _check_nAGQ(nAGQ: Any) -> int:

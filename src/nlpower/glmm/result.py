@@ -28,7 +28,7 @@ from ..lmm.layout import ThetaLayout, theta_layout
 if TYPE_CHECKING:
     from .model import GlmmModel
 
-__all__ = ["GlmmCore", "GlmmFit", "build_fit", "var_terms_from_theta"]
+__all__ = ["GlmmCore", "GlmmFit", "build_fit", "start_parts", "var_terms_from_theta"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -304,3 +304,15 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
         converged=core.converged, singular=core.singular, optinfo=optinfo,
         contrasts=dict(spec.contrasts), var_terms=var_terms, ranef_tables=ranef,
         eta=mode.eta.copy(), model=model)
+
+
+def start_parts(start: Any) -> tuple[Any, Any]:
+    """``(theta, beta)`` of a start: a dict, a fit or core (``theta`` and ``fixef``/``beta``), or theta."""
+    if isinstance(start, dict):
+        return start.get("theta"), start.get("beta")
+    if hasattr(start, "theta"):
+        be = getattr(start, "beta", None)
+        if be is None and getattr(start, "fixef", None) is not None:
+            be = np.asarray(start.fixef, dtype=float)
+        return start.theta, be
+    return start, None

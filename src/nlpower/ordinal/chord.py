@@ -31,7 +31,8 @@ from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
 from ._dense import floored, floored_solve
 from .agq import batch_agq_nll_grad
-from .scalar import batch_nll_grad, fd_hessian
+from .hessian import fd_hessian
+from .scalar import batch_nll_grad
 
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel

@@ -23,7 +23,7 @@ in ``tests/ordinal/test_gradient.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -31,8 +31,10 @@ import scipy.linalg as sla
 from ..lmm.family import Link
 from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
-from .laplace import InnerResult
 from .structure import ReStructure
+
+if TYPE_CHECKING:
+    from .laplace import InnerResult
 
 __all__ = ["laplace_gradient", "selected_inverse_rows"]
 

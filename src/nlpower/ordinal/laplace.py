@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
-from .agq import agq_loglik
 from .crossed import PairFactor
 from .cumulative import CumulativeParts, cumulative_parts
 from .structure import HFactor, ReStructure
 
-__all__ = ["InnerResult", "agq_loglik", "conditional_modes"]
+__all__ = ["InnerResult", "conditional_modes"]
 
 
 @dataclass(frozen=True, eq=False)

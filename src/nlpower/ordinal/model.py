@@ -33,9 +33,10 @@ from .agq import scalar_agq
 from .clm import bound_derivatives, clm_newton, stacked_bounds, stacked_design
 from .cumulative import bounds_parts, cumulative_parts
 from .gradient import laplace_gradient
+from .hessian import fd_hessian
 from .laplace import conditional_modes
 from .response import OrdinalResponse
-from .scalar import ScalarTerm, fd_hessian
+from .scalar import ScalarTerm
 from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds

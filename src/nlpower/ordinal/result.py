@@ -12,7 +12,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,9 @@ from ..lmm.fitbase import MixedFit, VarTerm
 from ..lmm.frame import model_frame
 from ..lmm.layout import theta_layout
 from .cumulative import cumulative_parts
-from .model import ClmmCore, ClmmModel
+
+if TYPE_CHECKING:
+    from .model import ClmmCore, ClmmModel
 
 __all__ = ["ClmmFit"]
 

@@ -25,7 +25,7 @@ from .clm import stacked_bounds
 from .cumulative import CumulativeParts, bounds_parts, logit_gap
 from .gradient import _partials
 
-__all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "fd_hessian", "laplace_grad"]
+__all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "laplace_grad"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -306,32 +306,3 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     if not ok:
         return None
     return B, a, u, H, bnd, parts, hl, w
-
-
-def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
-               scale: float = 1.0, delta: float = 1e-4) -> np.ndarray | None:
-    """Hessian of ``scale * -loglik`` over ``x[free]`` by forward differences of its gradient.
-
-    ``g``: that gradient at ``x`` (over ``free``); the model's modes must be
-    ``x``'s.  The same differences as
-    :func:`~nlpower.lmm.checkconv.hessian_from_gradient` (step ``delta``,
-    symmetrised), the ``k`` shifted points evaluated in one batch
-    (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
-    of one scalar term or a shifted point cannot be evaluated in the batch.
-    """
-    if getattr(model, "_scalar", None) is None:
-        return None
-    x = np.asarray(x, dtype=float)
-    idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
-    xs = np.tile(x, (idx.size, 1))
-    xs[np.arange(idx.size), idx] += delta
-    if model.nAGQ == 1:
-        res = batch_nll_grad(model, xs)
-    else:                                         # adaptive Gauss-Hermite: the same differences
-        from .agq import batch_agq_nll_grad
-        res = batch_agq_nll_grad(model, xs)
-    if res is None:
-        return None
-    G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
-    H = (G - np.asarray(g, dtype=float)).T / delta
-    return np.asarray(0.5 * (H + H.T))

@@ -48,9 +48,8 @@ def intercepts_start(model: ClmmModel, x0: np.ndarray) -> np.ndarray:
     icpt = [k for k, t in enumerate(rs.terms) if tuple(t.cnames) == ("(Intercept)",)]
     if not icpt or len(icpt) == len(rs.terms):
         return x0
-    from .model import ClmmModel
     sub = dataclasses.replace(model.spec, re_terms=tuple(rs.terms[k] for k in icpt))
-    m1 = ClmmModel(sub, model.family, model.response)
+    m1 = type(model)(sub, model.family, model.response)      # a sibling of the same class
     m1.set_response(model.y)
     c1 = m1.refit(hessian=False)
     model.n_evals += c1.n_evals
