@@ -54,7 +54,7 @@ from .multiple import (
     replicate_columns,
     summarise,
 )
-from .result import ModelPowerResult, PowerCurve
+from .result import ModelPowerResult, PowerCurve, model_parameters
 
 __all__ = ["power_curve", "power_model"]
 
@@ -381,7 +381,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         return replace(_many_result(reps, study, comp, adjust, errors, used),
                        n_max=int(n_sims), precision=precision)
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
-    return _result(reps, study, errors, on_failure, root, used, stop_rule)
+    return replace(_result(reps, study, errors, on_failure, root, used, stop_rule),
+                   parameters=model_parameters(model, d))
 
 
 def _rule(precision: float | None, alpha: float, comp: Comparisons | None,
