@@ -161,13 +161,17 @@ def _parameters(parameters: Any, source: str | None) -> str:
                 "state them and their source.")
     where = f" ({source})" if source else ""
     how = ("those of the fitted model with values set with with_params"
-           if parameters.get("params_set") else "the estimates of the fitted model")
+           if parameters.get("params_set") else "the estimates of the fitted model"
+           if parameters.get("varcorr") else "those of the model design")
     fixef = ", ".join(f"{k} {v:.4g}" for k, v in parameters.get("fixef", {}).items())
     sds = [f"{g} {a}" + (f" SD {v:.4g}" if not b else f"-{b} correlation {v:.3g}")
            for g, a, b, v in parameters.get("varcorr", ())]
     text = f"The true parameters were {how}{where}: fixed effects {fixef}"
     if sds:
         text += "; " + ", ".join(sds)
+    elif parameters.get("theta"):
+        text += ("; relative covariance parameters (lme4's theta) "
+                 + ", ".join(f"{t:.4g}" for t in parameters["theta"]))
     if parameters.get("sigma") is not None:
         text += f"; residual SD {parameters['sigma']:.4g}"
     return text + "."

@@ -189,7 +189,8 @@ def model_parameters(model: Any, design: Any) -> dict[str, Any]:
     return {"fixef": {str(k): float(v) for k, v in design.fixef.items()},
             "varcorr": tuple(rows),
             "sigma": float(design.sigma) if design.family.name == "gaussian" else None,
-            "params_set": bool(getattr(model, "params_set", False))}
+            "params_set": bool(getattr(model, "params_set", False)),
+            "theta": [float(t) for t in design.theta]}
 
 
 def _fmt(x: float) -> str:
