@@ -66,3 +66,51 @@ def test_assurance_paragraph():
 def test_bad_format_is_refused(result):
     with pytest.raises(InputError, match="format"):
         result.methods(format="html")
+
+
+def test_model_power_paragraph_names_formula_parameters_test_and_error():
+    import pandas as pd
+    d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+    m = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d, REML=False)
+    truth = m.with_params(fixef={"Days": 2.5})
+    res = nlpower.power(truth, term="Days", n_sims=400, rng=2, precision=0.2)
+    text = res.methods(source="a pilot of 18 subjects")
+    vc = m.varcorr()
+    for piece in ("linear mixed model Reaction ~ Days + (Days | Subject)", "180 observations",
+                  "with_params (a pilot of 18 subjects)", "Days 2.5",
+                  f"Subject Days SD {vc['sdcor'][1]:.4g}", f"residual SD {m.sigma:.4g}",
+                  f"Each of {res.n_sims} simulated data sets", "Satterthwaite",
+                  "two-sided at alpha = 0.05", f"power was {res.power:.3f}",
+                  f"Monte Carlo SE {res.se:.3f}", f"{res.ci.low:.3f}-{res.ci.high:.3f}",
+                  "batches of 200", "half-width at most 0.2"):
+        assert piece in text, piece
+    assert res.n_sims == 200 and "it stopped after 200 of at most 400" in text
+    fitted = nlpower.power(m, term="Days", n_sims=20, rng=2, test="z").methods()
+    assert "the estimates of the fitted model" in fitted and "a Wald z test" in fitted
+    latex = res.methods(format="latex")
+    assert r"\textasciitilde{}" in latex and r"with\_params" in latex and "$\\alpha$" in latex
+
+
+def test_simulated_power_paragraph():
+    import numpy as np
+    from scipy import stats
+
+    from nlpower.simpower import simulate_power
+
+    def sim(rng, n):
+        return rng.normal(0.4, 1.0, n)
+
+    def test(y):
+        return float(np.mean(y)), float(stats.ttest_1samp(y, 0.0).pvalue)
+
+    res = simulate_power(sim, test, effect=0.4, params={"n": 25}, n_sims=200, rng=3)
+    text = res.methods(model="normal ratings (mean 0.4, SD 1)", test="a one-sample t test")
+    for piece in ("each of 200 data sets", "normal ratings (mean 0.4, SD 1)", "n = 25",
+                  "a one-sample t test at alpha = 0.05", f"power was {res.power:.3f}",
+                  f"Monte Carlo SE {res.se:.3f}", f"{res.ci.low:.3f}-{res.ci.high:.3f}"):
+        assert piece in text, piece
+    assert "adaptive" not in text
+    assert "user-supplied test (name it here)" in res.methods()
+    null = simulate_power(lambda rng, n: rng.normal(0.0, 1.0, n), test, effect=0.0,
+                          params={"n": 25}, n_sims=100, rng=3)
+    assert f"rejection rate (Type I error) was {null.rejection_rate:.3f}" in null.methods()

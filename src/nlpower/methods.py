@@ -14,7 +14,8 @@ from typing import Any
 
 from ._choices import check_choice
 
-__all__ = ["assurance_methods", "plan_methods", "power_methods"]
+__all__ = ["assurance_methods", "model_power_methods", "plan_methods", "power_methods",
+           "simulated_power_methods"]
 
 _TESTS = {
     "satterthwaite": "a Wald t test with Satterthwaite degrees of freedom (as lmerTest)",
@@ -25,6 +26,12 @@ _TESTS = {
     "pblrt": "a parametric-bootstrap likelihood-ratio test (as pbkrtest's PBmodcomp)",
     "calibrated": "a Satterthwaite t test calibrated by a parametric bootstrap from the null fit",
 }
+
+
+_FAMILIES = {"gaussian": "linear mixed model", "binomial": "binomial generalised linear mixed model",
+             "poisson": "Poisson generalised linear mixed model",
+             "negative_binomial": "negative binomial generalised linear mixed model",
+             "ordinal": "cumulative link mixed model"}
 
 
 def _latex(text: str) -> str:
@@ -87,8 +94,7 @@ def _power_sentences(res: Any) -> list[str]:
     test = _TESTS.get(res.test, f"the {res.test} test")
     if res.n_resamples is not None and res.test in ("pblrt", "calibrated"):
         test += f" with {res.n_resamples} bootstrap samples"
-    side = {"two-sided": "two-sided", "greater": "one-sided (greater)",
-            "less": "one-sided (less)"}[res.alternative]
+    side = _side(res.alternative)
     if res.method == "analytic":
         return [f"Power was computed analytically from the noncentral t distribution of the "
                 f"effect's test at the true parameters (no Monte Carlo error), for a {side} test "
@@ -109,18 +115,121 @@ def _power_sentences(res: Any) -> list[str]:
     else:
         out.append(f"At a true effect of 0 the rejection rate (Type I error) was "
                    f"{res.rejection_rate:.3f}.")
-    mc = res.mc
-    if mc is not None and mc.precision is not None:
-        how = (f"it stopped after {res.n_sims} of at most {mc.n_max}" if mc.stopped_early
-               else f"it used all {res.n_sims}")
-        out.append(f"The number of replicates was adaptive: simulation stopped, in batches of "
-                   f"50, once the 95% interval of the rejection rate had half-width at most "
-                   f"{mc.precision:g}; {how} replicates.")
+    out.append(_adaptive(res.mc, res.n_sims))
     if res.type1 is not None and res.type1_ci is not None and res.effect != 0:
         out.append(f"At effect 0 the same design rejected at rate {res.type1:.3f} (95% interval "
                    f"{res.type1_ci.low:.3f}-{res.type1_ci.high:.3f}, {res.n_type1_sims} "
                    "replicates).")
     return out
+
+
+def _adaptive(mc: Any, n_sims: int, batch: int = 50) -> str:
+    """The sentence on adaptive precision (empty without it)."""
+    if mc is None or mc.precision is None:
+        return ""
+    how = (f"it stopped after {n_sims} of at most {mc.n_max}" if mc.stopped_early
+           else f"it used all {n_sims}")
+    return (f"The number of replicates was adaptive: simulation stopped, in batches of "
+            f"{batch}, once the 95% interval of the rejection rate had half-width at most "
+            f"{mc.precision:g}; {how} replicates.")
+
+
+def _side(alternative: str) -> str:
+    return {"two-sided": "two-sided", "greater": "one-sided (greater)",
+            "less": "one-sided (less)"}.get(alternative, alternative)
+
+
+def _power_line(mc: Any, what: str) -> str:
+    """Power with its Monte Carlo SE and interval, or the rejection rate at effect 0 / NaN."""
+    if mc.effect != 0 and math.isfinite(mc.effect):
+        ci = mc.ci
+        return (f"At a true value of {mc.effect:.4g} for {what} power was {mc.power:.3f} "
+                f"(Monte Carlo SE {mc.se:.3f}; 95% Wilson interval {ci.low:.3f}-{ci.high:.3f}; "
+                f"{mc.n_rejected} of {mc.n_sims} replicates).")
+    lo, hi = mc.proportion_ci().low, mc.proportion_ci().high
+    if mc.effect == 0:
+        return (f"At a true value of 0 for {what} the rejection rate (Type I error) was "
+                f"{mc.rejection_rate:.3f} (95% Wilson interval {lo:.3f}-{hi:.3f}).")
+    return (f"Power, the rejection rate of {what}, was {mc.rejection_rate:.3f} (95% Wilson "
+            f"interval {lo:.3f}-{hi:.3f}; {mc.n_significant} of {mc.n_sims} replicates).")
+
+
+def _parameters(parameters: Any, source: str | None) -> str:
+    """The true parameters of an any-model power study (``ModelPowerResult.parameters``)."""
+    if not parameters:
+        return ("The parameters the data were simulated from are not recorded in this result; "
+                "state them and their source.")
+    where = f" ({source})" if source else ""
+    how = ("those of the fitted model with values set with with_params"
+           if parameters.get("params_set") else "the estimates of the fitted model"
+           if parameters.get("varcorr") else "those of the model design")
+    fixef = ", ".join(f"{k} {v:.4g}" for k, v in parameters.get("fixef", {}).items())
+    sds = [f"{g} {a}" + (f" SD {v:.4g}" if not b else f"-{b} correlation {v:.3g}")
+           for g, a, b, v in parameters.get("varcorr", ())]
+    text = f"The true parameters were {how}{where}: fixed effects {fixef}"
+    if sds:
+        text += "; " + ", ".join(sds)
+    elif parameters.get("theta"):
+        text += ("; relative covariance parameters (lme4's theta) "
+                 + ", ".join(f"{t:.4g}" for t in parameters["theta"]))
+    if parameters.get("sigma") is not None:
+        text += f"; residual SD {parameters['sigma']:.4g}"
+    return text + "."
+
+
+def model_power_methods(res: Any, *, source: str | None = None, format: str = "text") -> str:
+    """Methods paragraph of a :class:`~nlpower.study.result.ModelPowerResult` (any-model power)."""
+    from . import __version__
+    test = _TESTS.get(res.test, f"the {res.test} test")
+    refit = ("" if res.analysis == res.formula
+             else f" by the analysis model {res.analysis}")
+    parts = [f"We estimated statistical power by simulation with nlpower "
+             f"{res.version or __version__} (as simr's powerSim).",
+             f"Responses were simulated from the {_FAMILIES.get(res.family, res.family)} "
+             f"{res.formula} on the design of the data ({res.nobs} observations).",
+             _parameters(getattr(res, "parameters", None), source),
+             f"Each of {res.n_sims} simulated data sets was refitted{refit} with nlpower's "
+             f"{res.engine} engine and {res.hypothesis} tested {_side(res.alternative)} at "
+             f"alpha = {res.alpha:g} by {test}; power is the share of data sets with "
+             f"p <= alpha" + (" and an estimate of the true sign." if math.isfinite(res.effect)
+                              else "."),
+             _power_line(res.mc, res.hypothesis),
+             _adaptive(res.mc, res.n_sims, batch=200)]
+    if res.n_failed:
+        parts.append(f"{res.n_failed} refits failed and were counted as non-detections.")
+    return _done(parts, format)
+
+
+def simulated_power_methods(res: Any, *, model: str | None = None, test: str | None = None,
+                            format: str = "text") -> str:
+    """Methods paragraph of a :class:`~nlpower.simpower.SimulatedPowerResult`.
+
+    ``simulate_power`` runs the user's own simulator and test, which the
+    result cannot describe: ``model`` and ``test`` are sentences-worth of
+    text saying what they are (a placeholder asks for them otherwise).
+    """
+    from . import __version__
+    where = ", ".join(f"{k} = {v!r}" for k, v in res.params.items())
+    model = model or "a user-supplied simulator (describe the model and its parameters here)"
+    test = test or "a user-supplied test (name it here)"
+    parts = [f"We estimated statistical power by simulation with nlpower "
+             f"{res.version or __version__}: each of {res.n_sims} data sets was generated from "
+             f"{model}" + (f" (parameters: {where})" if where else "") + f" and tested by {test} at "
+             f"alpha = {res.alpha:g}; power is the share of data sets with p <= alpha and an "
+             f"estimate of the sign of the true effect."]
+    if res.effect != 0:
+        parts.append(f"At a true effect of {res.effect:g} power was {res.power:.3f} (Monte "
+                     f"Carlo SE {res.se:.3f}; 95% Wilson interval {res.ci.low:.3f}-"
+                     f"{res.ci.high:.3f}); Type-M {res.type_m:.3g}, Type-S {res.type_s:.3g}.")
+    else:
+        parts.append(f"At a true effect of 0 the rejection rate (Type I error) was "
+                     f"{res.rejection_rate:.3f} (95% Wilson interval {res.rejection_ci.low:.3f}-"
+                     f"{res.rejection_ci.high:.3f}).")
+    parts.append(_adaptive(res.mc, res.n_sims))
+    if res.n_failed:
+        parts.append(f"{res.n_failed} simulations failed (the test raised or gave no p-value) "
+                     "and were counted as non-rejections.")
+    return _done(parts, format)
 
 
 def power_methods(res: Any, *, source: str | None = None, format: str = "text") -> str:

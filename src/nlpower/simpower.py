@@ -115,6 +115,19 @@ class SimulatedPowerResult:
             lines.append(f"  {self.mc.describe_precision()}")
         return "\n".join(lines)
 
+    def methods(self, format: str = "text", *, model: str | None = None,
+                test: str | None = None) -> str:
+        """The methods paragraph (``"text"`` or ``"latex"``); ``model`` and ``test`` describe
+        the user's simulator and test (:func:`nlpower.methods.simulated_power_methods`).
+
+        >>> r = simulate_power(lambda rng: rng.normal(0.5, 1, 30), lambda y: (y.mean(),
+        ...     0.01 if y.mean() > 0.36 else 0.5), effect=0.5, n_sims=50, rng=1)
+        >>> "a one-sample t test" in r.methods(test="a one-sample t test")
+        True
+        """
+        from .methods import simulated_power_methods
+        return simulated_power_methods(self, model=model, test=test, format=format)
+
     def to_record(self) -> dict[str, Any]:
         """Flat JSON-able record (a grid cell, a checkpoint line)."""
         def f(x: float) -> float | None:

@@ -58,12 +58,40 @@ def register(subparsers: Any) -> None:
     m = sub.add_parser("monitor", help="interim decisions on accumulating ratings",
                        description="Replay the looks of a study on a ratings file: look k analyses "
                                    "every rating of batches 1..k (in the order of --batch's values) "
-                                   "and says continue or stop.")
-    m.add_argument("ratings", type=Path, help="ratings file (CSV/TSV/Parquet), one row per rating")
+                                   "and says continue or stop. --outcome says what the file holds: "
+                                   "Gaussian ratings (lmer), Likert ratings (LMM of the rescaled "
+                                   "ratings, or clmm) or head-to-head judgements (binomial glmer "
+                                   "of one pair's judgements, ties weight 0).")
+    m.add_argument("ratings", type=Path,
+                   help="ratings or judgements file (CSV/TSV/Parquet), one row per rating")
     m.add_argument("--batch", required=True, help="column numbering the batches")
-    m.add_argument("--formula", required=True,
-                   help="the crossed model, e.g. 'rating ~ system + (1 | worker) + (1 | item)'")
-    m.add_argument("--term", default=None, help="fixed effect tested (default: the only one)")
+    m.add_argument("--outcome", choices=("gaussian", "likert", "preference"), default="gaussian",
+                   help="what the file holds (default: gaussian ratings)")
+    m.add_argument("--formula", default=None,
+                   help="the crossed model, e.g. 'rating ~ system + (1 | worker) + (1 | item)' "
+                        "(required except for --outcome preference, whose default is "
+                        "'win ~ 1 + (1 | worker) + (1 | item)')")
+    m.add_argument("--term", default=None,
+                   help="fixed effect tested (default: the only one; preference: the intercept)")
+    m.add_argument("--analysis", choices=("lmm", "clmm"), default=None,
+                   help="Likert ratings: LMM of the rescaled ratings (default) or clmm")
+    m.add_argument("--levels", type=int, default=None, metavar="K",
+                   help="Likert scale points (the LMM rescales by (r - 1)/(K - 1))")
+    m.add_argument("--link", choices=("logit", "probit", "cloglog"), default="logit",
+                   help="link of --analysis clmm (default: logit)")
+    j = m.add_argument_group("head-to-head judgements (--outcome preference)")
+    j.add_argument("--first", default="a", metavar="COL",
+                   help="column of the system shown first (default: a)")
+    j.add_argument("--second", default="b", metavar="COL",
+                   help="column of the system shown second (default: b)")
+    j.add_argument("--choice", default="choice", metavar="COL",
+                   help="column of the preference: a/b/tie, the preferred system's name, or "
+                        "1/0/0.5 (default: choice)")
+    j.add_argument("--worker", default="worker", metavar="COL",
+                   help="column of the worker (default: worker)")
+    j.add_argument("--pair", default=None, metavar="A,B",
+                   help="the two systems compared, baseline first; the test is of B preferred "
+                        "(default: the file's two systems in sorted order)")
     m.add_argument("--max-items", type=int, default=None, help="planned items at the last look")
     m.add_argument("--max-information", type=float, default=None,
                    help="planned 1/SE^2 at the last look (instead of --max-items)")
@@ -98,6 +126,17 @@ def run_boundaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judgements(args: argparse.Namespace, frame: Any) -> Any:
+    """Judgements so far -> one pair's ``worker, item, win, pos, weight`` rows (pair fixed by the file)."""
+    from ..pilot.judgements import judgement_frame
+
+    cols = dict(a=args.first, b=args.second, choice=args.choice, worker=args.worker,
+                item=args.item)
+    pair = None if args.pair is None else tuple(s.strip() for s in args.pair.split(","))
+    _, pair = judgement_frame(frame, pair=pair, **cols)
+    return lambda part: judgement_frame(part, pair=pair, **cols)[0]
+
+
 def run_monitor(args: argparse.Namespace) -> int:
     from ..arena.votes import read_votes as read_table  # any CSV/TSV/JSON-lines/Parquet table
     from ..errors import InputError
@@ -107,13 +146,16 @@ def run_monitor(args: argparse.Namespace) -> int:
     if args.batch not in frame.columns:
         raise InputError(f"batch={args.batch!r} is not a column of {args.ratings}; columns are "
                          f"{list(map(str, frame.columns))}.")
-    monitor = Monitor(_design(args), formula=args.formula, term=args.term, max_items=args.max_items,
-                      max_information=args.max_information, item=args.item,
+    rows = _judgements(args, frame) if args.outcome == "preference" else (lambda part: part)
+    monitor = Monitor(_design(args), formula=args.formula, term=args.term, outcome=args.outcome,
+                      analysis=args.analysis, levels=args.levels, link=args.link,
+                      max_items=args.max_items, max_information=args.max_information,
+                      item="item" if args.outcome == "preference" else args.item,
                       contrasts={args.sum_coding: "sum"} if args.sum_coding else None,
                       alternative=args.alternative)
     batches = sorted(frame[args.batch].unique())
     for batch in batches:
-        look = monitor.update(frame[frame[args.batch] <= batch])
+        look = monitor.update(rows(frame[frame[args.batch] <= batch]))
         print(look.summary())
         if look.stop:
             break

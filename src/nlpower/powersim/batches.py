@@ -102,6 +102,11 @@ class Precision:
     with ``p <= alpha``, failed ones (NaN p-values) counting as
     non-rejections -- has half-width at most ``half_width``.
 
+    A rule that watches several rates of the same replicates (the
+    comparisons of :mod:`nlpower.study.multiple`) overrides
+    :meth:`rejections` to return one count per rate, each additive over
+    replicates; :meth:`met` then asks every interval to be narrow enough.
+
     Examples
     --------
     >>> rule = Precision(0.05, alpha=0.05)
@@ -113,8 +118,8 @@ class Precision:
     alpha: float
     confidence_level: float = 0.95
 
-    def rejections(self, reps: Replicates) -> int:
-        """Replicates of ``reps`` with ``p <= alpha``."""
+    def rejections(self, reps: Replicates) -> Any:
+        """Replicates of ``reps`` with ``p <= alpha`` (an int; an array of counts in subclasses)."""
         return int(np.sum(np.nan_to_num(reps.pvalue, nan=1.0) <= self.alpha))
 
     def half_width_of(self, k: int, n: int) -> float:
@@ -122,9 +127,10 @@ class Precision:
         lo, hi = wilson_ci(k, n, self.confidence_level)
         return (hi - lo) / 2.0
 
-    def met(self, k: int, n: int) -> bool:
-        """Whether ``k`` rejections in ``n`` replicates are precise enough to stop."""
-        return n > 0 and self.half_width_of(k, n) <= self.half_width
+    def met(self, k: Any, n: int) -> bool:
+        """Whether ``k`` rejections (or every count of an array) in ``n`` replicates are precise enough."""
+        return n > 0 and all(self.half_width_of(int(c), n) <= self.half_width
+                             for c in np.atleast_1d(k))
 
 
 def check_precision(precision: Any) -> float | None:
@@ -178,7 +184,8 @@ def stop_early(reps: Replicates, stop: Precision | None = None,
     n_sims = reps.pvalue.shape[0]
     if rule is None:
         return reps
-    k = n = 0
+    k: Any = 0
+    n = 0
     for lo, hi in batch_bounds(n_sims, batch_size):
         k += rule.rejections(_rows(reps, lo, hi))
         n = hi
@@ -331,7 +338,8 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
             stored[b] = reps
     jobs = 1 if local else _JOBS.get()
     parts: list[Replicates] = []
-    k = n = 0
+    k: Any = 0
+    n = 0
     b = 0
     while b < len(bounds):
         if b in stored:

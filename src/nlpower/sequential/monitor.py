@@ -1,8 +1,12 @@
 """``Monitor``: apply a group-sequential design to ratings as they accumulate.
 
-After each batch, :meth:`Monitor.update` fits the crossed mixed model to all
-ratings so far (:func:`nlpower.lmer`), turns the effect's Satterthwaite t
-statistic into the z with the same one-sided p-value, finds the look's
+After each batch, :meth:`Monitor.update` fits the crossed model to all
+ratings so far -- for Gaussian ratings :func:`nlpower.lmer`; for Likert
+ratings the LMM of the rescaled ratings or :func:`nlpower.clmm`; for
+head-to-head judgements the binomial :func:`nlpower.glmer`, as the simulated
+sequential designs analyse each look (:mod:`nlpower.sequential.interim`) --
+turns a Satterthwaite t statistic into the z with the same one-sided
+p-value (a Wald z is used as it is), finds the look's
 information fraction (items so far over the planned maximum, or the
 estimate's information ``1 / SE^2`` over a planned maximum), recomputes the
 boundaries from the spending functions at the fractions actually observed
@@ -21,6 +25,7 @@ from scipy import stats
 from .._validation import check_choice, check_real
 from ..errors import InputError
 from .design import GroupSequentialDesign
+from .interim import InterimAnalysis
 
 __all__ = ["InterimLook", "Monitor"]
 
@@ -74,10 +79,29 @@ class Monitor:
     ----------
     design : GroupSequentialDesign
         Boundaries from :func:`group_sequential`.
-    formula : str
-        The crossed mixed model (lme4 syntax).
+    formula : str, optional
+        The crossed mixed model (lme4 syntax); required except for
+        ``outcome="preference"``, whose default is
+        ``"win ~ 1 + (1 | worker) + (1 | item)"``.
     term : str, optional
-        The fixed effect tested (default: the only one besides the intercept).
+        The fixed effect tested (default: the only one besides the intercept;
+        for head-to-head judgements the intercept).
+    outcome : {"gaussian", "likert", "preference"}
+        What the data hold: Gaussian ratings; integer Likert ratings (the
+        formula's response); head-to-head judgements as
+        :func:`nlpower.pilot.judgements.judgement_frame` returns them
+        (columns ``worker``, ``item``, ``win`` = 1 when the pair's second
+        system is preferred, ``weight`` = 0 for ties).
+    analysis : {"lmm", "clmm"}, optional
+        For Likert ratings: the LMM of the ratings rescaled to [0, 1]
+        (default, Satterthwaite t) or the cumulative link mixed model (Wald z).
+    levels : int, optional
+        Number of Likert scale points ``K``: the LMM rescales ratings by
+        ``(r - 1) / (K - 1)`` (the statistic does not change, the estimate's
+        scale does) and ``clmm`` keeps unused scale points.
+    link : {"logit", "probit", "cloglog"}
+        The link of ``analysis="clmm"`` (a design simulated from
+        :class:`~nlpower.outcomes.LikertParams` analyses with the parameters' link).
     max_items : int, optional
         Planned number of items at the last look; the information fraction is
         the share of items rated so far.
@@ -104,12 +128,26 @@ class Monitor:
     >>> first = mon.update(ratings[ratings["item"] <= "i10"])
     >>> first.look, round(first.information_fraction, 3)
     (1, 0.333)
+
+    Head-to-head judgements (the intercept is the logit of the share
+    preferring the pair's second system):
+
+    >>> import numpy as np, pandas as pd
+    >>> g = np.random.default_rng(1)
+    >>> judged = pd.DataFrame({"worker": np.tile(np.arange(6), 40),
+    ...                        "item": np.repeat(np.arange(40), 6),
+    ...                        "win": (g.random(240) < 0.7).astype(float)})
+    >>> pm = Monitor(group_sequential(2), outcome="preference", max_items=40)
+    >>> pm.update(judged[judged["item"] < 20]).decision
+    'stop: efficacy'
     """
 
-    def __init__(self, design: GroupSequentialDesign, *, formula: str, term: str | None = None,
-                 max_items: int | None = None, max_information: float | None = None,
-                 item: str = "item", contrasts: dict[str, str] | None = None,
-                 alternative: str = "greater") -> None:
+    def __init__(self, design: GroupSequentialDesign, *, formula: str | None = None,
+                 term: str | None = None, outcome: str = "gaussian", analysis: str | None = None,
+                 levels: int | None = None, max_items: int | None = None,
+                 max_information: float | None = None, item: str = "item",
+                 contrasts: dict[str, str] | None = None, alternative: str = "greater",
+                 link: str = "logit") -> None:
         if not isinstance(design, GroupSequentialDesign):
             raise InputError("design must be a GroupSequentialDesign from "
                              f"nlpower.sequential.group_sequential; got {type(design).__name__}.")
@@ -121,8 +159,10 @@ class Monitor:
         if max_information is not None:
             max_information = check_real("max_information", max_information, min=0.0, min_open=True)
         self.sign = 1.0 if check_choice("alternative", alternative, ("greater", "less")) == "greater" else -1.0
-        self.design, self.formula, self.term, self.item = design, formula, term, item
-        self.max_items, self.max_information, self.contrasts = max_items, max_information, contrasts
+        self.analysis = InterimAnalysis.make(outcome, analysis, formula, term, levels, contrasts,
+                                             link)
+        self.design, self.item = design, item
+        self.max_items, self.max_information = max_items, max_information
         self._looks: list[InterimLook] = []
 
     @property
@@ -132,24 +172,6 @@ class Monitor:
     @property
     def stopped(self) -> bool:
         return bool(self._looks) and self._looks[-1].stop
-
-    def _statistic(self, ratings: pd.DataFrame) -> tuple[float, float, float, int]:
-        from ..lmm import lmer
-
-        fit = lmer(self.formula, ratings, REML=True, contrasts=self.contrasts, checkconv="ignore")
-        table = fit.coef_table(ddf="satterthwaite")
-        names = [n for n in table.index if n != "(Intercept)"]
-        term = self.term
-        if term is None:
-            if len(names) != 1:
-                raise InputError(f"the model has fixed effects {names}; name the one tested with term=.")
-            term = names[0]
-        if term not in table.index:
-            raise InputError(f"term={term!r} is not a fixed effect of the model; it has {list(table.index)}.")
-        n_items = ratings[self.item].nunique() if self.item in ratings.columns else -1
-        row = table.loc[term, ["estimate", "std_error", "df"]].to_numpy(dtype=float)
-        est, se, df = (float(v) for v in row)
-        return est, se, df, int(n_items)
 
     def update(self, ratings: Any, *, final: bool = False) -> InterimLook:
         """Analyse all ratings so far; ``final=True`` makes this the last look (spends what is left)."""
@@ -161,7 +183,8 @@ class Monitor:
         if self.max_items is not None and self.item not in ratings.columns:
             raise InputError(f"item={self.item!r} is not a column of the ratings; columns are "
                              f"{list(ratings.columns)}.")
-        est, se, df, n_items = self._statistic(ratings)
+        est, se, df = self.analysis.statistic(ratings)
+        n_items = int(ratings[self.item].nunique()) if self.item in ratings.columns else -1
         frac = (n_items / self.max_items if self.max_items is not None
                 else (1 / se**2) / float(self.max_information or 1.0))
         previous = [lk.information_fraction for lk in self._looks]
@@ -172,7 +195,8 @@ class Monitor:
         fractions = [*previous, 1.0 if last else frac]
         upper, lower = self.design.boundaries_at(fractions)
         sided = self.design.sided
-        z = float(stats.norm.isf(stats.t.sf(self.sign * est / se, df)))
+        z = (self.sign * est / se if math.isinf(df)
+             else float(stats.norm.isf(stats.t.sf(self.sign * est / se, df))))
         reject = abs(z) >= upper[-1] if sided == 2 else z >= upper[-1]
         fut = math.nan if lower is None else float(lower[-1])
         decision = ("stop: efficacy" if reject else "stop: futility" if (not last and z <= fut)

@@ -23,6 +23,12 @@ The definitions of power, all over the same replicates:
 * **correct best** (pairwise only): the truly best level (highest true mean;
   it must be unique) has the highest estimated mean and is significantly
   above every other level.
+
+With adaptive precision (``precision=``) the run stops at the first batch
+boundary where *every* reported rate is known to ``precision``: each
+comparison's power (its rejection rate where the true difference is 0),
+any, all, the family-wise error and, where reported, correct best
+(:class:`ComparisonsPrecision`).
 """
 
 from __future__ import annotations
@@ -38,8 +44,10 @@ import pandas as pd
 from ..errors import InputError
 from ..intervals import wilson_ci
 from ..montecarlo import MonteCarloSummary
+from ..powersim.batches import Precision
 
-__all__ = ["Comparisons", "MultiplePowerResult", "adjust_pvalues", "comparisons"]
+__all__ = ["Comparisons", "ComparisonsPrecision", "MultiplePowerResult", "adjust_pvalues",
+           "comparisons"]
 
 ADJUST = ("holm", "bonferroni", "fdr", "none")
 
@@ -180,6 +188,13 @@ class MultiplePowerResult:
     n_best: int
     formula: str = ""
     version: str = ""
+    n_max: int | None = None
+    precision: float | None = None
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether the adaptive-precision rule stopped the run before ``n_max`` replicates."""
+        return self.n_max is not None and self.n_sims < self.n_max
 
     def _rate(self, k: int) -> float:
         return k / self.n_sims if k >= 0 else math.nan
@@ -235,6 +250,11 @@ class MultiplePowerResult:
             lines.append(f"  best level declared best: {pct(self.n_best)}")
         if self.n_failed:
             lines.append(f"  {self.n_failed} failed refits (counted as non-detections)")
+        if self.precision is not None:
+            lines.append(f"  adaptive precision {self.precision:g} (every rate above): " + (
+                f"stopped after {self.n_sims} of at most {self.n_max} replicates"
+                if self.stopped_early else
+                f"target not met within the maximum of {self.n_max} replicates"))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -264,3 +284,43 @@ def summarise(comp: Comparisons, est: np.ndarray, p: np.ndarray, means: np.ndarr
             "n_any": int(np.sum(right[:, real].any(axis=1))) if real.any() else 0,
             "n_all": int(np.sum(right[:, real].all(axis=1))) if real.any() else 0,
             "n_fwe": int(np.sum(wrong.any(axis=1))), "n_best": n_best}
+
+
+def replicate_columns(comp: Comparisons, reps: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimates and p-values (replicates x comparisons) and level means of replicates ``reps``."""
+    k = len(comp.labels)
+    est = np.column_stack([reps.extra[f"estimate.{c}"] for c in range(k)])
+    p = np.column_stack([reps.extra[f"pvalue.{c}"] for c in range(k)])
+    means = np.column_stack([reps.extra[f"mean.{j}"] for j in range(len(comp.levels))])
+    return est, p, means
+
+
+def watched_counts(comp: Comparisons, counts: dict[str, Any]) -> np.ndarray:
+    """The count behind every rate :meth:`MultiplePowerResult.summary` reports with an interval."""
+    truth = comp.truth
+    per = [mc.n_rejected if t != 0 else mc.n_significant
+           for mc, t in zip(counts["per_comparison"], truth, strict=True)]
+    more = [counts["n_any"], counts["n_all"]] if np.any(truth != 0) else []
+    best = [counts["n_best"]] if counts["n_best"] >= 0 else []
+    return np.array([*per, *more, counts["n_fwe"], *best], dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonsPrecision(Precision):
+    """The adaptive-precision rule of a pairwise run: every reported rate to ``half_width``.
+
+    :meth:`rejections` returns one count per rate (:func:`watched_counts`),
+    each a sum over replicates, so the driver adds them batch by batch and
+    checks them at the same fixed boundaries as a single power's rule: the
+    run stops where it would for any ``n_jobs`` and on resume.
+    """
+
+    comparisons: Comparisons | None = None
+    adjust: str = "holm"
+
+    def rejections(self, reps: Any) -> np.ndarray:
+        assert self.comparisons is not None
+        est, p, means = replicate_columns(self.comparisons, reps)
+        counts = summarise(self.comparisons, est, p, means, np.asarray(reps.failed, dtype=bool),
+                           alpha=self.alpha, adjust=self.adjust)
+        return watched_counts(self.comparisons, counts)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,8 +45,16 @@ from ..powersim.rules import get_test
 from .batched import BatchTests, gaussian_draws, lmm_replicates, ordinal_refits
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
-from .multiple import ADJUST, Comparisons, MultiplePowerResult, comparisons, summarise
-from .result import ModelPowerResult, PowerCurve
+from .multiple import (
+    ADJUST,
+    Comparisons,
+    ComparisonsPrecision,
+    MultiplePowerResult,
+    comparisons,
+    replicate_columns,
+    summarise,
+)
+from .result import ModelPowerResult, PowerCurve, model_parameters
 
 __all__ = ["power_curve", "power_model"]
 
@@ -272,8 +280,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     each replicate adjusted together (:mod:`nlpower.study.multiple`) and
     returns a :class:`~nlpower.study.multiple.MultiplePowerResult`.
     ``precision`` stops the replicates early (:func:`nlpower.power`; batches
-    of ``STUDY_BATCH``; with ``pairwise=`` the rule watches the first
-    comparison).
+    of ``STUDY_BATCH``; with ``pairwise=`` the rule watches every reported
+    rate, :class:`~nlpower.study.multiple.ComparisonsPrecision`).
 
     Examples
     --------
@@ -364,15 +372,27 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
             reps = run_batches(int(n_sims), compute, run=run, checkpoint=store,
                                on_read=None if bar is None else bar.update,
                                batch_size=STUDY_BATCH,
-                               stop=None if precision is None else Precision(precision, alpha))
+                               stop=_rule(precision, alpha, comp, adjust))
     finally:
         if bar is not None:
             bar.close()
     used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
-        return _many_result(reps, study, comp, adjust, errors, used)
+        return replace(_many_result(reps, study, comp, adjust, errors, used),
+                       n_max=int(n_sims), precision=precision)
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
-    return _result(reps, study, errors, on_failure, root, used, stop_rule)
+    return replace(_result(reps, study, errors, on_failure, root, used, stop_rule),
+                   parameters=model_parameters(model, d))
+
+
+def _rule(precision: float | None, alpha: float, comp: Comparisons | None,
+          adjust: str) -> Precision | None:
+    """The stopping rule: one power's, or every rate of the comparisons."""
+    if precision is None:
+        return None
+    if comp is None:
+        return Precision(precision, alpha)
+    return ComparisonsPrecision(precision, alpha, comparisons=comp, adjust=adjust)
 
 
 def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str,
@@ -381,10 +401,7 @@ def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str
     if n_failed == n_sims:
         raise FitError(f"every one of the {n_sims} replicate fits failed "
                        f"({errors[0] if errors else 'no finite test statistic'}).")
-    k = len(comp.labels)
-    est = np.column_stack([reps.extra[f"estimate.{c}"] for c in range(k)])
-    p = np.column_stack([reps.extra[f"pvalue.{c}"] for c in range(k)])
-    means = np.column_stack([reps.extra[f"mean.{j}"] for j in range(len(comp.levels))])
+    est, p, means = replicate_columns(comp, reps)
     counts = summarise(comp, est, p, means, reps.failed, alpha=study.alpha, adjust=adjust)
     return MultiplePowerResult(comp.factor, comp.levels, comp.labels, adjust, study.test,
                                study.alpha, tuple(float(t) for t in comp.truth),

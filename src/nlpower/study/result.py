@@ -12,7 +12,7 @@ import pandas as pd
 from ..intervals import ConfidenceInterval
 from ..montecarlo import MonteCarloSummary
 
-__all__ = ["ModelPowerResult", "PowerCurve"]
+__all__ = ["ModelPowerResult", "PowerCurve", "model_parameters"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,11 @@ class ModelPowerResult:
     n_failed, n_singular, n_nonconverged : replicate fits by outcome.
     first_error : the first failed replicate's error (empty if none).
     seed, version : how to repeat it.
+    parameters : dict
+        The truth the data were simulated from (:func:`model_parameters`):
+        ``fixef``, ``varcorr`` (``(group, term, term2, SD or correlation)``
+        rows), ``sigma`` and ``params_set`` (set by ``with_params``); for
+        :meth:`methods`.  Empty when unknown (a record read back).
     """
 
     mc: MonteCarloSummary
@@ -55,6 +60,7 @@ class ModelPowerResult:
     first_error: str = ""
     seed: Mapping[str, Any] = field(default_factory=dict)
     version: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- numbers ---------------------------------------------------------------------------
     @property
@@ -126,6 +132,26 @@ class ModelPowerResult:
             lines.append(f"  seed {self.seed.get('entropy')}; nlpower {self.version}")
         return "\n".join(lines)
 
+    def methods(self, format: str = "text", source: str | None = None) -> str:
+        """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
+
+        The model, its true parameters (``source``: where they came from),
+        the size of the design, the test, alpha, replicates with the Monte
+        Carlo error and adaptive precision, and the power
+        (:func:`nlpower.methods.model_power_methods`).
+
+        Examples
+        --------
+        >>> import pandas as pd, nlpower
+        >>> d = pd.read_csv("tests/reference/data/sleepstudy.csv")
+        >>> m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", d, REML=False)
+        >>> r = nlpower.power(m.with_params(fixef={"Days": 2.0}), term="Days", n_sims=20, rng=1)
+        >>> "with_params" in r.methods(source="a pilot")
+        True
+        """
+        from ..methods import model_power_methods
+        return model_power_methods(self, source=source, format=format)
+
     def to_record(self) -> dict[str, Any]:
         """A flat JSON-able record (the grid runner's and checkpoints' format)."""
         return {**self.mc.to_record(), "effect": self.effect, "hypothesis": self.hypothesis,
@@ -149,6 +175,22 @@ class ModelPowerResult:
     def to_frame(self) -> pd.DataFrame:
         """One row: the record."""
         return pd.DataFrame([self.to_record()])
+
+
+def model_parameters(model: Any, design: Any) -> dict[str, Any]:
+    """The true parameters of a power study of ``model`` (a fit, or a ModelDesign) for its record."""
+    rows: list[tuple[str, str, str, float]] = []
+    varcorr = getattr(model, "varcorr", None)
+    if callable(varcorr):
+        for r in varcorr().itertuples(index=False):
+            if isinstance(r.var1, str):
+                rows.append((str(r.grp), r.var1, r.var2 if isinstance(r.var2, str) else "",
+                             float(r.sdcor)))
+    return {"fixef": {str(k): float(v) for k, v in design.fixef.items()},
+            "varcorr": tuple(rows),
+            "sigma": float(design.sigma) if design.family.name == "gaussian" else None,
+            "params_set": bool(getattr(model, "params_set", False)),
+            "theta": [float(t) for t in design.theta]}
 
 
 def _fmt(x: float) -> str:
