@@ -89,7 +89,9 @@ def register(subparsers: Any) -> None:
                    help="one-sided level of the SDs' upper bounds for the safeguard design (default: 0.8)")
     p.add_argument("--method", choices=allowed(AssuranceMethod), default="bootstrap",
                    help="the pilot's sampling distribution: bootstrap (parametric, default) or asymptotic")
-    p.add_argument("--n-boot", type=int, default=200, help="bootstrap refits / draws (default: 200)")
+    p.add_argument("--n-boot", type=int, default=None,
+                   help="bootstrap refits / draws (default: 200 for a Gaussian pilot, 50 for an "
+                        "ordinal or head-to-head one, whose draws' power is simulated)")
     p.add_argument("--test", choices=allowed(RatingsTest), default=None,
                    help="test of the effect (default: satterthwaite, or z for --analysis clmm; "
                         "the paper: z)")

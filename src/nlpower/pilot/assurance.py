@@ -214,6 +214,16 @@ def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha:
     )
 
 
+#: Bootstrap draws of a Gaussian pilot (analytic power per draw) and of an ordinal or binary one
+#: (simulated power per draw), when ``n_boot`` is not given.
+DEFAULT_BOOT = {"gaussian": 200, "likert": 50, "preference": 50}
+
+
+def default_boot(fit: Any, n_boot: Any) -> Any:
+    """``n_boot``, or the default for this pilot's kind (:data:`DEFAULT_BOOT`)."""
+    return DEFAULT_BOOT[pilot_family(fit)] if n_boot is None else n_boot
+
+
 def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot: Any
                   ) -> tuple[float, float, AssuranceMethod, int]:
     t = check_real("target_power", target_power)
@@ -243,7 +253,7 @@ def assurance(
     coding: Coding = "sum",
     contrast: Any = None,
     target_power: float = 0.8,
-    n_boot: int = 200,
+    n_boot: int | None = None,
     n_sims: int | None = None,
     method: AssuranceMethod = "bootstrap",
     confidence_level: float = 0.8,
@@ -280,8 +290,11 @@ def assurance(
         Passed to :func:`~nlpower.pilot.as_params`.
     target_power : float, default 0.8
         For ``prob_target`` (share of draws whose power reaches it).
-    n_boot : int, default 200
-        Bootstrap refits (or asymptotic draws).
+    n_boot : int, optional
+        Bootstrap refits (or asymptotic draws); default 200 for a Gaussian
+        pilot (analytic power per draw) and 50 for an ordinal or binary one
+        (each draw's power is simulated; the assurance's Monte Carlo SE is
+        reported with it).
     n_sims : int, optional
         Gaussian pilots: 0 (default) analytic power per draw (fast), > 0
         simulated power with that many replicates per draw
@@ -327,7 +340,7 @@ def assurance(
     True
     """
     target_power, confidence_level, method, n_boot = _check_common(
-        target_power, confidence_level, method, n_boot)
+        target_power, confidence_level, method, default_boot(fit, n_boot))
     family = pilot_family(fit)
     if family != "gaussian":      # ordinal or binary pilot: bootstrap + simulated power
         alpha, _, alternative = check_test_options(alpha, "z", alternative)
@@ -364,7 +377,7 @@ def plan_with_assurance(
     cost_per_worker: float = 0.0,
     confidence_level: float = 0.8,
     method: AssuranceMethod = "bootstrap",
-    n_boot: int = 200,
+    n_boot: int | None = None,
     alpha: float = 0.05,
     test: RatingsTest | None = None,
     alternative: Alternative = "two-sided",
@@ -412,7 +425,7 @@ def plan_with_assurance(
     True
     """
     target_power, confidence_level, method, n_boot = _check_common(
-        target_power, confidence_level, method, n_boot)
+        target_power, confidence_level, method, default_boot(fit, n_boot))
     if pilot_family(fit) != "gaussian":      # ordinal or binary pilot (.outcome_plan)
         from .outcome_plan import outcome_plan
 
