@@ -51,7 +51,10 @@ Timing: wall-clock of the fit call only -- ``lmer()`` for the native engine
 and mixedlm (including their model-frame construction), ``system.time()``
 around ``lmer()`` inside R for lme4 (R start-up, data loading and
 ``library(lme4)`` excluded).  Median over ``--repeats`` fits (fewer when one
-engine's fits exceed ``--budget`` seconds in total for a case).  A warm-up
+engine's fits exceed ``--budget`` seconds in total for a case).  Also the CPU
+time of each fit (``time.process_time`` for the Python engines, user + system
+of ``system.time()`` for lme4), whose minimum is the better comparison on a
+shared machine (other processes inflate wall clock far more than CPU time).  A warm-up
 fit of a small model precedes the timings in Python.  BLAS/Rayon threads are
 pinned to ``--threads`` (default 1) so that engines compare like for like.
 
@@ -87,6 +90,25 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "RAYON_NUM_THREADS", "POLARS_MAX_THREADS")
+
+
+def _threads_arg(argv: list[str]) -> str:
+    """``--threads`` of the command line (default 1)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+if __name__ == "__main__":
+    # OpenBLAS reads its thread count when numpy is first imported (by the imports below):
+    # set it now, not in main(), or the native engine's set-up runs on every core
+    for _var in THREAD_VARS:
+        os.environ[_var] = _threads_arg(sys.argv[1:])
 from bench_glmm import GLMM_CASES, cpu_model  # noqa: E402
 from bench_glmm import run as run_glmm  # noqa: E402
 from pilot_shapes import SHAPES, make_shape  # noqa: E402
@@ -240,21 +262,22 @@ def run_native(case: str, path: Path, repeats: int, budget: float) -> dict[str, 
 
     spec = CASES[case]
     df = read_data(case, path)
-    times = []
+    times, cpu = [], []
     fit = None
     for _ in range(repeats):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fit = lmer(spec["formula"], df, REML=False, contrasts=spec["contrasts"])
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         if sum(times) > budget:
             break
     assert fit is not None
     rows = [(r.grp, r.var1 if isinstance(r.var1, str) else None,
              r.var2 if isinstance(r.var2, str) else None, r.vcov)
             for r in fit.varcorr().itertuples(index=False)]
-    return {"times": times, "objective": float(fit.deviance),
+    return {"times": times, "cpu": cpu, "objective": float(fit.deviance),
             "fixef": [float(v) for v in fit.fixef.to_numpy()],
             "fixef_names": list(fit.fixef.index),
             "sds": identified_sds(case, rows, float(fit.sigma)),
@@ -267,14 +290,15 @@ def run_mixedlm(case: str, path: Path, repeats: int, budget: float) -> dict[str,
 
     spec = CASES[case]
     df = read_data(case, path)
-    times = []
+    times, cpu = [], []
     res = None
     for _ in range(repeats):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             res = mixedlm.lmer(spec["mixedlm"], df, REML=False, contrasts=spec["contrasts"])
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         if sum(times) > budget:
             break
     assert res is not None
@@ -285,7 +309,7 @@ def run_mixedlm(case: str, path: Path, repeats: int, budget: float) -> dict[str,
     fx = res.fixef()
     sigma = float(res.sigma() if callable(res.sigma) else res.sigma)
     dev = res.deviance() if callable(res.deviance) else res.deviance
-    return {"times": times, "objective": float(dev),
+    return {"times": times, "cpu": cpu, "objective": float(dev),
             "fixef": [float(v) for v in fx.values()], "fixef_names": list(fx),
             "sds": identified_sds(case, rows, sigma),
             "singular": bool(res.isSingular()), "converged": bool(res.converged)}
@@ -299,14 +323,16 @@ d <- read.csv(%(path)s, colClasses = setNames(rep("character", length(factors)),
 for (f in factors) d[[f]] <- factor(d[[f]])
 ctr <- %(contrasts)s
 times <- numeric(0)
+cpu <- numeric(0)
 repeat {
-  t <- system.time(fit <- suppressMessages(lmer(%(formula)s, data = d, REML = FALSE,
-                                                contrasts = ctr)))[["elapsed"]]
-  times <- c(times, t)
+  st <- system.time(fit <- suppressMessages(lmer(%(formula)s, data = d, REML = FALSE,
+                                                 contrasts = ctr)))
+  times <- c(times, st[["elapsed"]])
+  cpu <- c(cpu, st[["user.self"]] + st[["sys.self"]])
   if (length(times) >= %(repeats)d || sum(times) > %(budget)f) break
 }
 vc <- as.data.frame(VarCorr(fit))
-cat(toJSON(list(times = times, objective = deviance(fit), fixef = unname(fixef(fit)),
+cat(toJSON(list(times = times, cpu = cpu, objective = deviance(fit), fixef = unname(fixef(fit)),
                 fixef_names = names(fixef(fit)), sigma = sigma(fit),
                 vc = vc, singular = isSingular(fit),
                 lme4 = format(packageVersion("lme4")), R = R.version.string),
@@ -339,9 +365,10 @@ def run_lme4(case: str, path: Path, repeats: int, budget: float) -> dict[str, An
             for k in range(len(vc["grp"]))] if isinstance(vc, dict) else \
         [(x["grp"], x.get("var1"), x.get("var2"), x["vcov"]) for x in vc]
     times = r["times"] if isinstance(r["times"], list) else [r["times"]]
+    cpu = r["cpu"] if isinstance(r["cpu"], list) else [r["cpu"]]
     fixef = r["fixef"] if isinstance(r["fixef"], list) else [r["fixef"]]
     names = r["fixef_names"] if isinstance(r["fixef_names"], list) else [r["fixef_names"]]
-    return {"times": times, "objective": float(r["objective"]), "fixef": fixef,
+    return {"times": times, "cpu": cpu, "objective": float(r["objective"]), "fixef": fixef,
             "fixef_names": names, "sds": identified_sds(case, rows, float(r["sigma"])),
             "singular": bool(r["singular"]), "version": f"lme4 {r['lme4']}, {r['R']}"}
 
@@ -406,8 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ordinal", action="store_true",
                     help="also the ordinal cases: nlpower.clmm vs ordinal::clmm (bench_ordinal.py)")
     args = ap.parse_args(argv)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "RAYON_NUM_THREADS", "POLARS_MAX_THREADS"):
+    for var in THREAD_VARS:           # for R and for anything that reads them later
         os.environ[var] = args.threads
 
     cases = [c.strip() for c in args.cases.split(",") if c.strip() and c.strip() != "none"]
@@ -433,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
                               "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(),
                               "cases": {}}
     print(f"CPU: {cpu_model()}; cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} "
-          "(timings are wall-clock: a loaded machine inflates all of them)", flush=True)
+          "(wall-clock times and CPU minima: a loaded machine inflates wall clock most)", flush=True)
     for c in cases:
         spec = CASES[c]
         path = data_dir / f"{spec['name']}.csv"
@@ -453,9 +479,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             res[e]["median"] = statistics.median(res[e]["times"])
             res[e]["min"] = min(res[e]["times"])
+            res[e]["cpu_min"] = min(res[e]["cpu"])
             print(f"  {e:8s} {res[e]['median']:8.3f} s  (median of {len(res[e]['times'])}: "
-                  f"{', '.join(f'{t:.3f}' for t in res[e]['times'])})  "
-                  f"deviance {res[e]['objective']:.6f}", flush=True)
+                  f"{', '.join(f'{t:.3f}' for t in res[e]['times'])}; CPU min "
+                  f"{res[e]['cpu_min']:.3f} s)  deviance {res[e]['objective']:.6f}", flush=True)
         nat = res.get("native", {})
         summary: dict[str, Any] = {}
         for e in ("lme4", "mixedlm"):
@@ -463,10 +490,12 @@ def main(argv: list[str] | None = None) -> int:
             if "median" in nat and "median" in other:
                 summary[f"{e}/native"] = other["median"] / nat["median"]
                 summary[f"{e}/native (min)"] = other["min"] / nat["min"]
+                summary[f"{e}/native (CPU)"] = other["cpu_min"] / nat["cpu_min"]
                 summary[f"diff_native_{e}"] = max_abs_diff(nat, other)
                 d = summary[f"diff_native_{e}"]
                 print(f"  {e}/native time ratio {summary[f'{e}/native']:.2f} (of the minima "
-                      f"{summary[f'{e}/native (min)']:.2f}); max |diff| "
+                      f"{summary[f'{e}/native (min)']:.2f}, of the CPU minima "
+                      f"{summary[f'{e}/native (CPU)']:.2f}); max |diff| "
                       f"objective {d['objective']:.2e}, fixef {d['fixef']:.2e}, SD {d['sd']:.2e}",
                       flush=True)
             elif e in res:

@@ -41,12 +41,15 @@ def tri_inv(L: np.ndarray) -> np.ndarray:
     return X
 
 
-def block1_factor(b: Blocks, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """Block 1: ``L1`` (m1, q1, q1), ``K_l = Lambda1 L1_l^{-T}`` and ``log|L1|^2``."""
+def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Block 1: ``L1`` (m1, q1, q1), ``K_l = Lambda1 L1_l^{-T}`` and ``log|L1|^2``.
+
+    ``A``: the ``Z1'Z1`` blocks to factor (default: every level's, ``b.A11``)."""
     b1 = b.b1
     lam1 = b1.lam(theta)
     q1 = b1.q
-    A = b.A11
+    A = b.A11 if A is None else A
     if q1 == 1:
         l1 = lam1[0, 0]
         d2 = l1 * l1 * A[:, 0, 0] + 1.0

@@ -68,6 +68,7 @@ class Factor:
                          # core's with ``lead``)
     peel: PeelFactor | None = None   # the rest factored by peeling (:mod:`.rest`)
     L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
+    L1inv_g: np.ndarray | None = None  # L1^{-1} per group of equal Z1'Z1 (grouped levels)
     lead: LeadFactor | None = None   # the uncoupled lead eliminated first (:mod:`.lead`)
 
 
@@ -141,6 +142,8 @@ class DevianceEvaluator:
         P4, self._grp_E = grouped_products(b, inv, sel)
         self._grp = (uq.reshape(G, q1, q1), cnt.astype(float), P4.reshape(N2 * N2, -1), P4)
         self._grp_sel = sel
+        self._grp_inv = inv
+        self._grp_pair = inv[b.pair_lev]
         self._grp_version = b.version
         # with diagonal rest blocks, fold Lambda_r' . Lambda_r and + I into the same
         # mat-vec: M = sum_{s,u,k} tv_s tv_u w_k Q_{suk} + I_re, where s, u run over the
@@ -450,10 +453,17 @@ class DevianceEvaluator:
     def _L1(self, f: Factor, inverse: bool = False) -> np.ndarray:
         """Block 1's factors ``L1`` per level (``inverse``: ``L1^{-1}``), cached on ``f``."""
         if f.L1 is None:
-            r1 = block1_factor(self.b, f.theta)
+            grp = self._grp
+            # levels with equal Z1'Z1 (a group) have equal factors: one per group
+            r1 = block1_factor(self.b, f.theta, None if grp is None else grp[0])
             if r1 is None:
                 raise np.linalg.LinAlgError("block 1 is not positive definite")
-            f.L1 = r1[0]
+            if grp is None:
+                f.L1 = r1[0]
+            else:
+                f.L1 = r1[0][self._grp_inv]
+                f.L1inv_g = tri_inv(r1[0])
+                f.L1inv = f.L1inv_g[self._grp_inv]
         if inverse and f.L1inv is None:
             f.L1inv = tri_inv(f.L1)
         return f.L1inv if inverse else f.L1  # type: ignore[return-value]
@@ -462,7 +472,11 @@ class DevianceEvaluator:
         """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
         b = self.b
         lam1 = b.b1.lam(f.theta)
-        K = lam1 @ np.swapaxes(self._L1(f, inverse=True), 1, 2)    # (m1, q1, q1)
+        Li = self._L1(f, inverse=True)
+        if f.L1inv_g is not None:                 # one K per group of equal Z1'Z1
+            K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)
+            return np.einsum("pi,pij->pj", b.C, K[self._grp_pair])
+        K = lam1 @ np.swapaxes(Li, 1, 2)                               # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
     def _fail(self, theta: np.ndarray) -> Factor:
