@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -221,3 +222,38 @@ def test_binary_pilot_shape_errors(binary_fit, judgements):
         binary_params(trials)
     with pytest.raises(InputError, match="grouped by 'judge'"):
         binary_params(grouped)
+
+
+def test_a_cheaper_safeguard_design_that_reaches_the_target_becomes_the_point_plan(
+        ordinal_fit, monkeypatch):
+    """The stand-in ranks designs roughly; the plan at the estimates is never dearer than a
+    design that reaches the target there (as simulated)."""
+    from dataclasses import replace as dc_replace
+
+    from nlpower.pilot import outcome_plan as op
+
+    real_choose = op._choose
+    designs = iter([CrossedDesign(2, 95), CrossedDesign(11, 15)])
+
+    def choose(params, setup, **kw):            # a dear point design, a cheap safeguard one
+        plan, pw = real_choose(params, setup, **{**kw, "max_items": 20})
+        d = next(designs)
+        return dc_replace(plan, design=d, n_workers=d.n_workers, n_items=d.n_items,
+                          cost=float(d.n_ratings)), 0.81
+
+    def assess(fit, design, **kw):
+        return types.SimpleNamespace(power=0.83 if design.n_workers == 11 else 0.81,
+                                     point_sims=200, design=repr(design))
+
+    monkeypatch.setattr(op, "_choose", choose)
+    monkeypatch.setattr(op, "outcome_assurance", assess)
+    monkeypatch.setattr(op, "PilotPlanResult", lambda **kw: types.SimpleNamespace(**kw))
+    res = op.outcome_plan(
+        ordinal_fit, effect=1.0, coding="sum", contrast=None, outcome=None, analysis="lmm",
+        test=None, target_power=0.8, cost_per_rating=1.0, cost_per_worker=0.0,
+        confidence_level=0.8, method="bootstrap", n_boot=20, n_sims=1, alpha=0.05,
+        alternative="two-sided", min_workers=2, max_workers=12, max_items=200,
+        workers_per_item=None, seq=np.random.SeedSequence(1), seed={})
+    assert res.point.design == CrossedDesign(11, 15) and res.point.power == 0.83
+    assert res.point_assurance is res.safeguard_assurance
+    assert "also the point plan" in res.note

@@ -207,6 +207,14 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
                                         stages=stages, which="safeguard")
         safe_a = outcome_assurance(fit, safe_plan.design, seq=s_safe, known={"upper": safe_pw},
                                    **akw)
+        if safe_plan.cost < point_plan.cost and safe_a.power >= target_power:
+            # the stand-in ranks designs only roughly: a cheaper design that reaches the
+            # target at the estimates too (simulated) is the point plan as well
+            point_plan = replace(safe_plan, power=safe_a.power)
+            point_a = safe_a
+            note += (" The safeguard design is cheaper than the design searched at the "
+                     "estimates and reaches the target there too (simulated), so it is also "
+                     "the point plan.")
     except DesignError as exc:
         safe_plan, safe_a = None, None
         note += (f" No design in the searched range reaches the target at the upper bounds of "
