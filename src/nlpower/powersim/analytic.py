@@ -76,8 +76,13 @@ def balanced_moments(design: CrossedDesign, params: LMMParams) -> tuple[float, f
     return float(var), float(df)
 
 
-def information_moments(design: CrossedDesign, params: Params) -> tuple[float, float]:
+def information_moments(design: CrossedDesign, params: Params, *, with_df: bool = True
+                        ) -> tuple[float, float]:
     """(Var(estimate), Satterthwaite df) from the expected information, any design.
+
+    ``with_df=False`` skips the df (returned as infinity): a normal-reference
+    test needs only the variance, and the df's information matrix is the
+    expensive part (dense item-by-item blocks) on large designs.
 
     The estimate is the tested fixed effect of :func:`~nlpower.powersim.models.build_model`
     in the parameters' coding.  Woodbury with a Schur complement on the
@@ -86,10 +91,11 @@ def information_moments(design: CrossedDesign, params: Params) -> tuple[float, f
     20 000 ratings (50 workers, 3 334 items, 3 workers per item).
     """
     with single_threaded(True):
-        return _information_moments(design, params)
+        return _information_moments(design, params, with_df)
 
 
-def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, float]:
+def _information_moments(design: CrossedDesign, params: Params, with_df: bool = True
+                         ) -> tuple[float, float]:
     model = build_model(design, params)
     spec = model.spec
     X = np.asarray(spec.X, dtype=float)
@@ -132,6 +138,8 @@ def _information_moments(design: CrossedDesign, params: Params) -> tuple[float, 
     C = np.linalg.inv(KX)
     j = model.effect_index
     var = float(C[j, j])
+    if not with_df:
+        return var, math.inf
     params_list: list[tuple[int, int]] = []  # (block a, block b): dV = Z_a Z_b' + Z_b Z_a' (a == b: Z_a Z_a')
     for ids, cov in zip(term_cols, term_cov, strict=True):
         pos = [b for k, b in enumerate(ids) if cov[k, k] > 0]
@@ -226,19 +234,18 @@ class _WoodburyBlocks:
         ncomp, lab = csgraph.connected_components(MBB, directed=False)
         order = np.argsort(lab, kind="stable")
         counts = np.bincount(lab, minlength=ncomp)
+        starts = np.cumsum(counts) - counts
+        ordered = MBB[order][:, order].tocsr()          # block diagonal, component by component
         rows, cols, vals = [], [], []
-        start = 0
-        Md = MBB[order][:, order].toarray() if B.size <= 4000 else None
-        for c in range(ncomp):
-            k = counts[c]
-            ix = order[start:start + k]
-            blk = Md[start:start + k, start:start + k] if Md is not None else MBB[ix][:, ix].toarray()
-            inv = np.linalg.inv(blk)
-            rr, cc = np.meshgrid(ix, ix, indexing="ij")
-            rows.append(rr.ravel())
-            cols.append(cc.ravel())
-            vals.append(inv.ravel())
-            start += k
+        for k in np.unique(counts):                      # the blocks of one size inverted together
+            pos = starts[counts == k][:, None] + np.arange(k)        # (m, k) ordered positions
+            pr = np.broadcast_to(pos[:, :, None], (pos.shape[0], k, k))
+            pc = np.broadcast_to(pos[:, None, :], (pos.shape[0], k, k))
+            blocks = np.asarray(ordered[pr.ravel(), pc.ravel()]).reshape(pr.shape)
+            ix = order[pos]
+            rows.append(np.broadcast_to(ix[:, :, None], pr.shape).ravel())
+            cols.append(np.broadcast_to(ix[:, None, :], pr.shape).ravel())
+            vals.append(np.linalg.inv(blocks).ravel())
         nbB = B.size
         self.Dinv = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0),
                                    (np.concatenate(rows) if rows else np.zeros(0, int),
@@ -265,9 +272,9 @@ class _WoodburyBlocks:
         self.Mid = self.Tinv @ WSW @ self.Tinv
         # tr(P^2) = n - 2 tr(M^-1 S) + tr((M^-1 S)^2)
         A1 = (self.Dinv @ Gs[B][:, np.concatenate([R, B])]).tocsr()  # rows B of pad(D^-1) S
-        WtS = np.vstack([Gs[R][:, np.concatenate([R, B])].toarray(),
-                         Gs[B][:, np.concatenate([R, B])].toarray()])
-        WtS = WtS[: R.size] - self.DinvMBR.T @ WtS[R.size:]  # W' S  (r x q+)
+        RB = np.concatenate([R, B])
+        # W' S (r x q+) = S[R, :] - (D^-1 M_BR)' S[B, :], without densifying the B rows
+        WtS = Gs[R][:, RB].toarray() - np.asarray(Gs[B][:, RB].T @ self.DinvMBR).T
         nR = R.size
         tr1 = float((self.Dinv.multiply(SBB.T)).sum()) + float(np.trace(self.Tinv @ WSW))
         A1full = sp.vstack([sp.csr_matrix((nR, nR + B.size)), A1]).tocsr()  # q+ x q+
@@ -394,7 +401,9 @@ def analytic_moments(design: CrossedDesign, params: Params, *, alpha: float, tes
         # on the +/-1 scale; rescale to the parameters' coding
         se = math.sqrt(var) * _coding_scale(params)
     else:
-        var, df = information_moments(design, params)
+        # the df enters the power only through the noncentral t (TestRule.power)
+        uses_df = rule.analytic == "nct" and (rule.reference == "t" or not normal)
+        var, df = information_moments(design, params, with_df=uses_df)
         se = math.sqrt(var)
     pw = power_from_moments(effect, se, df, alpha=alpha, test=test, alternative=alternative,
                             normal=normal)
