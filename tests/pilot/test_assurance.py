@@ -222,3 +222,17 @@ def test_point_power_is_optimistic_and_safeguard_is_not_for_small_pilots():
     assert np.mean(point_le) < 0.5 - 3 * se
     # the safeguard (upper 80% SD bounds) understates it in most pilots
     assert np.mean(safe_le) > 0.5 + 3 * se
+
+
+def test_plan_progress_reports_every_stage(capsys):
+    from nlpower import fit_ratings, read_ratings
+    from nlpower.pilot import plan_with_assurance
+
+    fit = fit_ratings(read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5)))
+    quiet = plan_with_assurance(fit, effect=0.1, rng=1)
+    capsys.readouterr()
+    loud = plan_with_assurance(fit, effect=0.1, rng=1, progress=True)
+    err = capsys.readouterr().err
+    assert "searching designs at the estimates" in err and "at the upper bounds" in err
+    assert loud.point.design == quiet.point.design          # the numbers do not change
+    assert loud.point_assurance.assurance == quiet.point_assurance.assurance

@@ -48,6 +48,7 @@ from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
+from ..powersim.plansearch import reporting
 from ..powersim.rules import get_test
 from ..ratings import RatingsFit
 from ..simulation import check_design_params
@@ -61,7 +62,7 @@ from .draws import (
     variances_of,
 )
 from .general import general_draws, general_label
-from .outcome_assurance import DEFAULT_OUTCOME_SIMS, check_outcome, outcome_assurance
+from .outcome_assurance import DEFAULT_OUTCOME_SIMS, Stages, check_outcome, outcome_assurance
 from .result import AssuranceResult, PilotPlanResult, plan_notes, summarise_powers
 
 __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assurance"]
@@ -404,9 +405,11 @@ def plan_with_assurance(
     (``max_workers`` a cap; ``sd`` sets variance components the pilot does
     not estimate, e.g. ``sd={"item_slope": 0.1}``, held fixed over the
     pilot's draws; the ``note`` names the components set to 0).
-    ``progress=True`` shows each stage of an ordinal or binary pilot's plan
-    (bootstrap refits, designs checked by simulation, assurance) on standard
-    error with its elapsed and remaining time.
+    ``progress=True`` shows each stage of the plan on standard error with its
+    elapsed (and, where the count is known, remaining) time: the design
+    searches (worker counts searched), and for an ordinal or binary pilot
+    the bootstrap refits, the designs checked by simulation and the
+    assurance.
     For an ordinal or binary pilot the search uses a Gaussian stand-in of the
     latent model and the chosen designs are checked by simulation
     (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
@@ -454,7 +457,10 @@ def plan_with_assurance(
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
+    stages = Stages(progress)
+    with stages.stage("searching designs at the estimates", None, "worker count") as bar, \
+            reporting(lambda w: bar.update(1) if bar is not None else None):
+        point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
     point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
@@ -462,7 +468,10 @@ def plan_with_assurance(
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
     try:
-        safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect, **kw)
+        with stages.stage("searching designs at the upper bounds", None, "worker count") as bar, \
+                reporting(lambda w: bar.update(1) if bar is not None else None):
+            safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect,
+                             **kw)
         safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None

@@ -41,6 +41,7 @@ from ..errors import DesignError, NlpowerWarning
 from ..outcomes import HeadToHeadParams, LikertParams
 from ..params import LMMParams
 from ..powersim import PlanResult, plan
+from ..powersim.plansearch import reporting
 from .draws import bias_corrected
 from .outcome_assurance import (
     POINT_SIMS,
@@ -116,8 +117,11 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
     lo_w = kw["min_workers"]
     tried: list[tuple[CrossedDesign, float]] = []
     for _ in range(MAX_WORKER_STEPS + 1):
-        res = plan(proxy, effect=proxy.effect, max_items=max_items,
-                   **{**kw, "min_workers": lo_w})
+        with stages.stage(f"searching {which} designs (Gaussian stand-in)", None,
+                          "worker count") as bar, \
+                reporting(lambda w: bar.update(1) if bar is not None else None):
+            res = plan(proxy, effect=proxy.effect, max_items=max_items,
+                       **{**kw, "min_workers": lo_w})
         with stages.stage(f"checking {which} designs by simulation", None, "design") as bar:
             design, pw = _grow_items(res.design, params, setup, seed, target, max_items, bar)
         if pw >= target:

@@ -11,7 +11,9 @@ judgement (a comparison of the two systems' outputs) is one rating
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,21 @@ from ..errors import DesignError, InputError
 
 __all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "describe_plan", "fewest_passing",
            "paid_ratings", "search"]
+
+#: Called once per number of workers searched (:func:`reporting`); None: nothing reported.
+_TICK: ContextVar[Callable[[int], object] | None] = ContextVar("nlpower_plan_tick", default=None)
+
+
+@contextmanager
+def reporting(tick: Callable[[int], object]) -> Iterator[None]:
+    """Call ``tick(n_workers)`` after each number of workers the searches inside have searched
+    (a progress bar's update; the numbers do not change)."""
+    token = _TICK.set(tick)
+    try:
+        yield
+    finally:
+        _TICK.reset(token)
+
 
 #: Workers searched when ``max_workers`` is not given (then extended while the optimum is on the edge).
 DEFAULT_MAX_WORKERS = 50
@@ -231,8 +248,11 @@ def search(space: Space, pw: Callable[[int, int], float], target: float, *, exte
     """The frontier over the worker range; extended (uncapped, analytic) past an edge optimum."""
     def rows_for(workers: Sequence[int], start: int | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        tick = _TICK.get()
         for w in workers:         # a neighbour's answer is where the next search starts
             out.append(frontier_row(space, pw, w, target, not extend, start))
+            if tick is not None:
+                tick(w)
             if np.isfinite(out[-1]["cost"]):
                 start = int(out[-1]["n_items"])
         return out
