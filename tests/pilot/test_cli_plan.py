@@ -49,3 +49,31 @@ def test_library_errors_are_one_line(capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "nlpower plan: error:" in err and "Traceback" not in err
+
+
+def _judgement_file(tmp_path: Path) -> Path:
+    import pandas as pd
+    path = tmp_path / "judgements.csv"
+    pd.DataFrame({"rater": ["r1", "r2", "r3"] * 4, "prompt": [f"p{i // 3}" for i in range(12)],
+                  "left": ["x", "y"] * 6, "right": ["y", "x"] * 6,
+                  "pick": ["y", "x", "tie", "y"] * 3}).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--effect", "0.4", "--p-win", "0.6"], "give the effect to detect once"),
+    ([], "give the effect to detect once"),
+    (["--p-win", "1.2"], "strictly between 0 and 1"),
+    (["--p-win", "0.6", "--ratings", PILOT], "one source of parameters"),
+    (["--p-win", "0.6", "--choice", "verdict"], "not a column"),
+])
+def test_plan_from_judgements_refuses_bad_flags(capsys, tmp_path, extra, match):
+    args = ["plan", "--judgements", str(_judgement_file(tmp_path)), "--first", "left",
+            "--second", "right", "--choice", "pick", "--worker", "rater", "--item", "prompt"]
+    args += extra
+    try:
+        code = main(args)            # the package's errors: a message and a nonzero code
+    except SystemExit as exc:        # argparse's usage errors
+        code = exc.code
+    assert code not in (0, None)
+    assert match in capsys.readouterr().err

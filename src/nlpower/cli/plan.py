@@ -34,7 +34,13 @@ from .outcome_args import (
     own_params,
 )
 from .output import save_figure, write_json
-from .ratings_args import add_pilot_arguments, add_ratings_arguments, contrast_of, fit_from_args
+from .ratings_args import (
+    add_judgement_columns,
+    add_pilot_arguments,
+    add_ratings_arguments,
+    contrast_of,
+    fit_from_args,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -112,16 +118,7 @@ def register(subparsers: Any) -> None:
                    help="pilot file of head-to-head judgements (A / B / tie): plans repeated "
                         "judgements of the pair with assurance (--effect: logit of the share "
                         "preferring B, or --p-win)")
-    j.add_argument("--first", default="a", metavar="COL",
-                   help="column of the system shown first (default: a)")
-    j.add_argument("--second", default="b", metavar="COL",
-                   help="column of the system shown second (default: b)")
-    j.add_argument("--choice", default="choice", metavar="COL",
-                   help="column of the preference: a/b/tie, the preferred system's name, or "
-                        "1/0/0.5 (default: choice)")
-    j.add_argument("--pair", default=None, metavar="A,B",
-                   help="the two systems compared, baseline first (default: the file's two "
-                        "systems in sorted order)")
+    add_judgement_columns(j)
     j.add_argument("--position", action="store_true",
                    help="also fit the effect of display order")
     add_agreement_arguments(p)

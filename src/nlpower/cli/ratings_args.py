@@ -143,5 +143,21 @@ def fit_from_args(args: argparse.Namespace, family: str = "gaussian") -> Any:
     return fit
 
 
-__all__ = ["ScaleAction", "SdAction", "add_pilot_arguments", "add_ratings_arguments",
+def add_judgement_columns(group: Any) -> None:
+    """``--first``, ``--second``, ``--choice`` and ``--pair``: the columns of a file of
+    head-to-head judgements (:func:`nlpower.pilot.judgements.judgement_frame`)."""
+    group.add_argument("--first", default="a", metavar="COL",
+                       help="column of the system shown first (default: a)")
+    group.add_argument("--second", default="b", metavar="COL",
+                       help="column of the system shown second (default: b)")
+    group.add_argument("--choice", default="choice", metavar="COL",
+                       help="column of the preference: a/b/tie, the preferred system's name, "
+                            "or 1/0/0.5 (default: choice)")
+    group.add_argument("--pair", default=None, metavar="A,B",
+                       help="the two systems compared, baseline first; B preferred is the "
+                            "effect (default: the file's two systems in sorted order)")
+
+
+__all__ = ["ScaleAction", "SdAction", "add_judgement_columns", "add_pilot_arguments",
+           "add_ratings_arguments",
            "add_scale_argument", "contrast_of", "fit_from_args", "parse_scale", "read_from_args"]

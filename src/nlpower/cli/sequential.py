@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .output import write_json
+from .ratings_args import add_judgement_columns
 
 
 def _floats(text: str) -> list[float]:
@@ -80,18 +81,9 @@ def register(subparsers: Any) -> None:
     m.add_argument("--link", choices=("logit", "probit", "cloglog"), default="logit",
                    help="link of --analysis clmm (default: logit)")
     j = m.add_argument_group("head-to-head judgements (--outcome preference)")
-    j.add_argument("--first", default="a", metavar="COL",
-                   help="column of the system shown first (default: a)")
-    j.add_argument("--second", default="b", metavar="COL",
-                   help="column of the system shown second (default: b)")
-    j.add_argument("--choice", default="choice", metavar="COL",
-                   help="column of the preference: a/b/tie, the preferred system's name, or "
-                        "1/0/0.5 (default: choice)")
+    add_judgement_columns(j)
     j.add_argument("--worker", default="worker", metavar="COL",
                    help="column of the worker (default: worker)")
-    j.add_argument("--pair", default=None, metavar="A,B",
-                   help="the two systems compared, baseline first; the test is of B preferred "
-                        "(default: the file's two systems in sorted order)")
     m.add_argument("--max-items", type=int, default=None, help="planned items at the last look")
     m.add_argument("--max-information", type=float, default=None,
                    help="planned 1/SE^2 at the last look (instead of --max-items)")
