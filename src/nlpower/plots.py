@@ -387,7 +387,7 @@ def _compared(frame: pd.DataFrame) -> str | None:
 def plot_plan(plan: Any, *, ax: Any = None) -> Any:
     """A plan's power curve: power of its number of workers against the number of items.
 
-    Draws :attr:`PlanResult.curve <nlpower.powersim.PlanResult>` (analytic
+    Draws ``PlanResult.curve`` (analytic
     power of the chosen number of workers over item counts around the chosen
     one), the target power (dashed) and the chosen design (a filled dot).
     The title gives the effect, its coding, the test and the systems compared.

@@ -107,7 +107,7 @@ class GlmmFit(MixedFit):
     def with_params(self, *, fixef: Mapping[str, float] | None = None,
                     sd: Mapping[str, Any] | None = None, sigma: float | None = None,
                     dispersion: float | None = None) -> GlmmFit:
-        """:meth:`MixedFit.with_params <nlpower.lmm.fitbase.MixedFit.with_params>`, and
+        """``MixedFit.with_params``, and
         ``dispersion``: the family's own parameter (negative binomial ``theta``; refused by
         the families without one)."""
         new = super().with_params(fixef=fixef, sd=sd, sigma=sigma)

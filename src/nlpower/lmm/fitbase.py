@@ -152,11 +152,11 @@ class MixedFit(FitVerbs):
     nobs, ngrps : observations; levels per grouping factor.
     converged, singular : the optimiser and gradient check passed; a variance
         component on its boundary.  ``optsum`` has the details.
-    optinfo : the engine's raw record (read only by :meth:`OptSummary.from_optinfo`).
+    optinfo : the engine's raw record (read only by ``OptSummary.from_optinfo``).
     contrasts : coding of each factor of the fixed part.
     model : the prepared structure (``simulate``, ``refit``, ``with_params``).
     data : a copy of the rows of the user's data the model was fitted on.
-    params_set : the parameters were set by :meth:`with_params` (the truth of a
+    params_set : the parameters were set by ``with_params`` (the truth of a
         power study, not estimates; ``vcov``, ``ranef`` and the likelihood are
         still the original fit's).
     """
