@@ -23,6 +23,7 @@ Model matrices are built from a :class:`Formula` by
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 from ..errors import FormulaError
@@ -77,11 +78,16 @@ def parse(formula: str) -> Formula:
     return dataclasses.replace(f, text=formula, positions=f.positions)
 
 
+#: a ``:`` that joins the parts of a column name (not one inside a level's ``[...]``)
+_PARTS = re.compile(r":(?![^\[]*\])")
+
+
 def term_columns(formula: str, names: Sequence[str]) -> dict[str, list[int]]:
     """The coefficients of each term of the fixed part (R's ``assign``), by position in ``names``.
 
     A coefficient belongs to the term whose variables begin its ``:``-separated
-    parts in order (``system1:x`` to ``system:x``), the longest such match when
+    parts in order (``system[A]:x`` or ``systemB:x`` to ``system:x``; a ``:``
+    inside ``[...]`` is part of a level), the longest such match when
     several do; the intercept belongs to none.  Terms without coefficients
     are left out.
 
@@ -93,7 +99,7 @@ def term_columns(formula: str, names: Sequence[str]) -> dict[str, list[int]]:
     terms = [tuple(t) for t in parse(formula).fixed.terms]
     out: dict[str, list[int]] = {":".join(t): [] for t in terms}
     for j, name in enumerate(names):
-        parts = str(name).split(":")
+        parts = _PARTS.split(str(name))
         best: tuple[int, str] | None = None
         for t in terms:
             if len(t) == len(parts) and all(p.startswith(v) for p, v in zip(parts, t, strict=True)):

@@ -21,6 +21,7 @@ for Gaussian fits, in ``theta`` order), then the fixed effects.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ import pandas as pd
 from .. import _dist
 from .._validation import check_choice
 from ..errors import InputError
+from ..lmm.names import canonical, coef_aliases
 from ._access import fixed, kind_of, prepared_model, var_parameters, var_terms
 from .table import InferenceTable
 
@@ -44,8 +46,9 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
     fit : LmmFit, GlmmFit or ClmmFit
         A fit of :func:`nlpower.lmer`, :func:`nlpower.glmer` or :func:`nlpower.clmm`.
     parm : list of str, optional
-        Rows to keep, by name (``".sig01"``, ``"Days"``) or by term
-        (``"sd_(Intercept)|Subject"``); default all.
+        Rows to keep, by name (``".sig01"``, ``"Days"``, ``"system[A]"`` or
+        lme4's ``"system1"``) or by term (``"sd_(Intercept)|Subject"``);
+        default all.
     level : float, default 0.95
         Confidence level.
     method : {"profile", "wald", "boot"}
@@ -102,7 +105,7 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
         note = (f"Parametric bootstrap, percentile intervals: {ok} of {n_boot} refits "
                 "(responses simulated from the fit, new random effects each).")
     frame = est.assign(lower=lo, upper=hi)
-    frame = _select(frame, parm)
+    frame = _select(frame, parm, coef_aliases(fit))
     pct = f"{100 * level:g}%"
     return InferenceTable(f"{method.capitalize()} confidence intervals ({pct})", frame, (note,))
 
@@ -190,14 +193,15 @@ def _restore(model: Any, kind: str) -> None:
         model._set_y(model.spec.y)
 
 
-def _select(frame: pd.DataFrame, parm: Any) -> pd.DataFrame:
+def _select(frame: pd.DataFrame, parm: Any, aliases: Mapping[str, str]) -> pd.DataFrame:
     if parm is None:
         return frame
     wanted = [parm] if isinstance(parm, str) else list(parm)
     keep = []
     for w in wanted:
+        name = canonical(w, map(str, frame.index), aliases) or w     # lme4's names as aliases
         hit = [i for i, (n, t) in enumerate(zip(frame.index, frame["term"], strict=True))
-               if w in (n, t)]
+               if name in (n, t)]
         if not hit:
             raise InputError(f"parm={w!r} is not a parameter of this fit; the parameters are "
                              f"{', '.join(map(repr, frame.index))}.")

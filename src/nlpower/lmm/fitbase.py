@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .layout import theta_layout
+from .names import coef_aliases
 from .setparams import set_fixef, set_theta, term_covariances
 from .verbs import FitVerbs
 
@@ -335,7 +336,8 @@ class MixedFit(FitVerbs):
         ----------
         fixef : mapping, optional
             Fixed effects by name, e.g. ``{"x": -0.05}`` (link or latent
-            scale); the others keep their value.
+            scale; lme4's names such as ``"system1"`` are aliases of
+            ``"system[A]"``); the others keep their value.
         sd : mapping, optional
             Random-effect SDs by term (the ``grp`` of :meth:`varcorr`): a
             number for a one-column term, ``{column: sd}`` otherwise
@@ -357,9 +359,10 @@ class MixedFit(FitVerbs):
         model = self._structure("with_params")
         scale = self._scale()
         new_scale = self._new_sigma(sigma)
+        aliases = coef_aliases(model)
         theta = set_theta(theta_layout(model.spec.re_terms), np.asarray(self.theta), sd,
-                          scale=scale, new_scale=new_scale)
-        return self._with(set_fixef(self.fixef, fixef), theta, new_scale)
+                          scale=scale, new_scale=new_scale, aliases=aliases)
+        return self._with(set_fixef(self.fixef, fixef, aliases), theta, new_scale)
 
     def _new_sigma(self, sigma: Any) -> float:
         if sigma is not None:

@@ -26,11 +26,13 @@ Semantics (checked against R 4.2.2 / lme4 1.1-31 ``model.matrix`` and
 
   - ``"treatment"`` (R's ``contr.treatment``): one column per non-baseline
     level, named ``systemB``; the first level is the baseline.
-  - ``"sum"`` (``contr.sum``): K-1 columns named ``system1``, ``system2``, ...;
-    column j is +1 for level j, -1 for the *last* level, 0 otherwise.  With
-    two levels (A, B): ``system1`` = +1 for A and -1 for B, so its
-    coefficient is half of mean(A) - mean(B) (Card et al. 2020's coding).
-  - ``"half"``: ``contr.sum`` times 0.5, also named ``system1``, ...  With
+  - ``"sum"`` (``contr.sum``): K-1 columns named by level, ``system[A]``,
+    ``system[B]``, ... (R: ``system1``, ``system2``; lme4's names are
+    accepted as aliases, :mod:`nlpower.lmm.names`); column j is +1 for level
+    j, -1 for the *last* level, 0 otherwise.  With two levels (A, B):
+    ``system[A]`` = +1 for A and -1 for B, so its coefficient is half of
+    mean(A) - mean(B) (Card et al. 2020's coding).
+  - ``"half"``: ``contr.sum`` times 0.5, also named ``system[A]``, ...  With
     two levels: +0.5 for A (the first level), -0.5 for B, so the
     coefficient is mean(A) - mean(B).
 
@@ -78,6 +80,7 @@ from .model_matrix import (
     drop_aliased,
     model_matrix,
 )
+from .names import lme4_aliases
 from .structure import ModelSpec, ReTerm
 
 __all__ = [
@@ -240,6 +243,8 @@ def spec_from_columns(
         data_columns=f.variables,
         dropped=tuple(dropped),
         n_dropped=frame.n_dropped,
+        aliases=lme4_aliases({v: var.levels for v, var in variables.items()
+                              if isinstance(var, Factor)}, used_contrasts),
     )
 
 

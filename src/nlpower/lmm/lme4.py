@@ -40,6 +40,7 @@ from .columns import as_factor, is_numeric
 from .ddf import kenward_roger_fn
 from .draw import SimulatesGaussian
 from .family import Family, Gaussian
+from .names import from_lme4
 from .native import NativeModel, make_unique, theta_layout
 from .result import FitCore, LmmFit, VarTerm
 from .structure import ModelSpec
@@ -270,6 +271,18 @@ def _strs(x: Any) -> list[str]:
     return [str(v) for v in x]
 
 
+def _by_level(out: dict[str, Any], aliases: Mapping[str, str]) -> dict[str, Any]:
+    """lme4's own column names (a fit of the user's formula) as nlpower names them:
+    a sum-coded factor's columns by level (``system1`` -> ``system[A]``; names.py)."""
+    if not aliases:
+        return out
+    out = dict(out)
+    out["fixef_names"] = [from_lme4(n, aliases) for n in _strs(out["fixef_names"])]
+    for key in ("term_cnames", "ranef_cols"):
+        out[key] = [[from_lme4(c, aliases) for c in _strs(cn)] for cn in out[key]]
+    return out
+
+
 class Lme4Model(SimulatesGaussian):
     """A model structure prepared for lme4 (the engine protocol's ``PreparedModel``).
 
@@ -353,8 +366,8 @@ class Lme4Model(SimulatesGaussian):
                     else ro.ListVector({})
                 out = _call(r["fit"], spec.formula, rdata, spec.formula, REML, rctr,
                             _r_value(ctrl, ro), ro.NULL)
-            return self._with_ddf(_build_fit(out, spec.formula, REML, dict(spec.contrasts)),
-                                  out, REML, spec.y)
+            return self._with_ddf(_build_fit(_by_level(out, spec.aliases), spec.formula, REML,
+                                             dict(spec.contrasts)), out, REML, spec.y)
         yv = self.spec.y if y is None else _check_response(y, self.spec.n)
         th = self._start(start)
         with _LOCK:

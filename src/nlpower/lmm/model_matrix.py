@@ -1,9 +1,11 @@
-"""Model matrices with R's names: contrasts, R's term coding rule, aliased columns.
+"""Model matrices: contrasts, R's term coding rule and column names, aliased columns.
 
 Stage 3 of the model frame (:mod:`nlpower.lmm.frame`; R's ``model.matrix``
 and lme4's rank check), numerically equal to R 4.2.2 ``model.matrix`` with
 ``contr.treatment``, ``contr.sum`` and ``contr.sum / 2`` (see the module
-docstring of :mod:`nlpower.lmm.frame` for the rules).
+docstring of :mod:`nlpower.lmm.frame` for the rules).  Columns carry R's
+names except that a sum-coded factor's are named by level (``system[A]``,
+R's ``system1``; :mod:`nlpower.lmm.names`).
 """
 
 from __future__ import annotations
@@ -38,14 +40,16 @@ def contrast_matrix(kind: str, levels: tuple[str, ...] | list[str]) -> tuple[np.
     ``kind`` is ``"treatment"``, ``"sum"``, ``"half"`` or ``"full"`` (one
     indicator per level, used where R does not apply contrasts).  Numerically
     equal to R's ``contr.treatment(K)``, ``contr.sum(K)``,
-    ``contr.sum(K) / 2`` and ``diag(K)``.
+    ``contr.sum(K) / 2`` and ``diag(K)``.  The suffixes are R's, except
+    under sum coding: ``[A]`` for the column that is +1 for level A
+    (R: ``1``; :mod:`nlpower.lmm.names`).
 
     Examples
     --------
-    >>> contrast_matrix("sum", ["A", "B", "C"])[0]
-    array([[ 1.,  0.],
+    >>> contrast_matrix("sum", ["A", "B", "C"])
+    (array([[ 1.,  0.],
            [ 0.,  1.],
-           [-1., -1.]])
+           [-1., -1.]]), ['[A]', '[B]'])
     """
     k = len(levels)
     if kind == "full":
@@ -60,7 +64,8 @@ def contrast_matrix(kind: str, levels: tuple[str, ...] | list[str]) -> tuple[np.
         m = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
         if kind == "half":
             m = 0.5 * m
-        return m, [str(j) for j in range(1, k)]
+        # column j is named by the level it is +1 for (R: by position, "1", "2"; names.py)
+        return m, [f"[{lv}]" for lv in levels[:-1]]
     raise InputError(f"contrast must be one of {', '.join(map(repr, CONTRASTS))}; got {kind!r}.")
 
 
@@ -102,7 +107,7 @@ def model_matrix(
     contrasts: Mapping[str, str],
     n: int,
 ) -> tuple[np.ndarray, list[str]]:
-    """Model matrix of ``terms`` with lme4/R column names.
+    """Model matrix of ``terms`` with lme4/R column names (``system[A]`` under sum coding).
 
     Parameters
     ----------

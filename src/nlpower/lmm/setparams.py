@@ -4,7 +4,8 @@ simr's ``fixef<-``, ``VarCorr<-`` and ``sigma<-`` in one place, for every
 family: a fit whose parameters were set generates data
 (``fit.simulate``) and is what :func:`nlpower.power` takes as the truth.
 
-* **fixed effects** by name (``{"x": -0.05}``); names not given keep
+* **fixed effects** by name (``{"x": -0.05}``; lme4's ``system1`` for
+  ``system[A]`` too, :mod:`nlpower.lmm.names`); names not given keep
   their fitted value;
 * **random-effect SDs** per term, by the term's group name as
   ``fit.varcorr()`` shows it (``"item"``, ``"item.1"`` for a second term
@@ -32,6 +33,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .layout import ThetaLayout
+from .names import canonical
 
 __all__ = ["set_fixef", "set_theta", "term_covariances"]
 
@@ -46,13 +48,20 @@ def _number(name: str, value: Any, *, positive: bool = False) -> float:
     return v
 
 
-def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None) -> pd.Series:
+def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None,
+              aliases: Mapping[str, str] | None = None) -> pd.Series:
     """``fixef`` with the coefficients named in ``new`` replaced.
+
+    ``aliases``: lme4's names of sum-coded columns (``ModelSpec.aliases``),
+    accepted for the names (``{"system1": 0.2}`` sets ``system[A]``).
 
     Examples
     --------
     >>> set_fixef(pd.Series({"(Intercept)": 1.0, "x": 0.2}), {"x": -0.05}).to_dict()
     {'(Intercept)': 1.0, 'x': -0.05}
+    >>> set_fixef(pd.Series({"(Intercept)": 1.0, "s[A]": 0.2}), {"s1": 0.5},
+    ...           {"s1": "s[A]"}).to_dict()
+    {'(Intercept)': 1.0, 's[A]': 0.5}
     """
     out = fixef.copy()
     if new is None:
@@ -61,10 +70,11 @@ def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None) -> pd.Series:
         raise InputError(f"fixef must be a mapping of coefficient name to value, e.g. "
                          f"{{'x': -0.05}}; got {type(new).__name__}.")
     for k, v in new.items():
-        if k not in out.index:
+        name = canonical(k, map(str, out.index), aliases or {})
+        if name is None:
             raise InputError(f"fixef: no coefficient {k!r}; the model has "
                              f"{', '.join(map(str, out.index))}.")
-        out[k] = _number(f"fixef[{k!r}]", v)
+        out[name] = _number(f"fixef[{k!r}]", v)
     return out
 
 
@@ -111,14 +121,16 @@ def _term_index(layout: ThetaLayout, key: str) -> int:
                      f"{', '.join(layout.grp_names)} (the 'grp' column of varcorr()).")
 
 
-def _new_sds(term: Any, grp: str, old: np.ndarray, value: Any) -> np.ndarray:
+def _new_sds(term: Any, grp: str, old: np.ndarray, value: Any,
+             aliases: Mapping[str, str]) -> np.ndarray:
     sds = old.copy()
     if isinstance(value, Mapping):
         for col, v in value.items():
-            if col not in term.cnames:
+            name = canonical(col, term.cnames, aliases)
+            if name is None:
                 raise InputError(f"sd[{grp!r}]: no column {col!r}; the term has "
                                  f"{', '.join(term.cnames)}.")
-            sds[term.cnames.index(col)] = _number(f"sd[{grp!r}][{col!r}]", v, positive=True)
+            sds[term.cnames.index(name)] = _number(f"sd[{grp!r}][{col!r}]", v, positive=True)
         return sds
     if term.q != 1:
         raise InputError(f"sd[{grp!r}]: the term has {term.q} columns ({', '.join(term.cnames)}); "
@@ -128,11 +140,13 @@ def _new_sds(term: Any, grp: str, old: np.ndarray, value: Any) -> np.ndarray:
 
 
 def set_theta(layout: ThetaLayout, theta: np.ndarray, sd: Mapping[str, Any] | None, *,
-              scale: float, new_scale: float | None = None) -> np.ndarray:
+              scale: float, new_scale: float | None = None,
+              aliases: Mapping[str, str] | None = None) -> np.ndarray:
     """``theta`` with the SDs in ``sd`` set (module docstring), for residual scale ``new_scale``.
 
     ``scale`` is the fit's residual SD (1 for non-Gaussian families);
-    ``new_scale`` the one to express ``theta`` against (default: ``scale``).
+    ``new_scale`` the one to express ``theta`` against (default: ``scale``);
+    ``aliases``: lme4's names of sum-coded columns, accepted in ``sd``.
 
     Examples
     --------
@@ -156,7 +170,7 @@ def set_theta(layout: ThetaLayout, theta: np.ndarray, sd: Mapping[str, Any] | No
             i = _term_index(layout, str(key))
             term, cov = layout.terms[i], covs[i]
             old = np.sqrt(np.maximum(np.diag(cov), 0.0))
-            new = _new_sds(term, layout.grp_names[i], old, value)
+            new = _new_sds(term, layout.grp_names[i], old, value, aliases or {})
             with np.errstate(invalid="ignore", divide="ignore"):
                 corr = cov / np.outer(old, old)
             corr = np.where(np.isfinite(corr), corr, 0.0)

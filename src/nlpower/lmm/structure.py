@@ -73,7 +73,8 @@ class ModelSpec:
         Fixed-effects model matrix (full column rank; rank-deficient columns
         are dropped by the formula layer and listed in ``dropped``).
     fixef_names : tuple of str
-        Column names of ``X`` in lme4 style (``"(Intercept)"``, ``"system1"``).
+        Column names of ``X`` in lme4 style (``"(Intercept)"``, ``"systemB"``),
+        a sum-coded factor's by level (``"system[A]"``; :mod:`nlpower.lmm.names`).
     re_terms : tuple of ReTerm
         Random-effects terms in formula order, after ``||`` expansion.
     contrasts : dict
@@ -85,6 +86,10 @@ class ModelSpec:
         Fixed-effect columns dropped because ``X`` was rank deficient.
     n_dropped : int
         Rows of the data dropped because a used column had a missing value.
+    aliases : dict
+        lme4's name of each sum-coded column part (``"system1"``) -> its name
+        here (``"system[A]"``), accepted wherever a user names a coefficient
+        (:func:`nlpower.lmm.names.canonical`).
     """
 
     formula: str
@@ -97,6 +102,7 @@ class ModelSpec:
     data_columns: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
     n_dropped: int = 0
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

@@ -156,15 +156,18 @@ class ModelDesign:
         """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`);
         ``dispersion``: the family's own parameter (negative binomial ``theta``)."""
         family = self.family.with_dispersion(dispersion)
-        lay = theta_layout(self.prepare().spec.re_terms)
+        spec = self.prepare().spec
+        lay = theta_layout(spec.re_terms)
         if sigma is not None and self.family.name != "gaussian":
             raise InputError(f"sigma: a {self.family.name} model has no residual SD; set fixef= "
                              "and sd= only.")
         new_sigma = self.sigma if sigma is None else float(sigma)
         if not new_sigma > 0:
             raise InputError(f"sigma must be a finite number > 0; got {sigma!r}.")
-        theta = set_theta(lay, self.theta, sd, scale=self.sigma, new_scale=new_sigma)
-        return replace(self, fixef=set_fixef(self.fixef, fixef), theta=theta, sigma=new_sigma,
+        theta = set_theta(lay, self.theta, sd, scale=self.sigma, new_scale=new_sigma,
+                          aliases=spec.aliases)
+        return replace(self, fixef=set_fixef(self.fixef, fixef, spec.aliases), theta=theta,
+                       sigma=new_sigma,
                        family=family)
 
     # -- other designs -----------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 ``term=`` names
 
-* a coefficient of the fixed part (``"x"``, ``"systemB"``): one df;
+* a coefficient of the fixed part (``"x"``, ``"systemB"``, ``"system[A]"``;
+  lme4's ``"system1"`` is an alias of ``"system[A]"``): one df;
 * a contrast of coefficients (``"systemB - systemC"``, ``"x + 0.5 * x:z"``;
   ``+``/``-`` between terms need spaces around them): one df;
 * a term of the formula whose columns are several coefficients (a factor
@@ -21,6 +22,7 @@ none, and its power is the rejection rate.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +31,7 @@ import pandas as pd
 from .._validation import closest_name
 from ..errors import InputError
 from ..formula import parse, term_columns
+from ..lmm.names import canonical
 
 __all__ = ["Hypothesis", "resolve"]
 
@@ -63,7 +66,8 @@ _SPLIT = re.compile(r"\s+([+-])\s+")
 _COEF = re.compile(r"^\s*([+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*\*\s*(.+?)\s*$", re.I)
 
 
-def _contrast(text: str, names: tuple[str, ...]) -> np.ndarray | None:
+def _contrast(text: str, names: tuple[str, ...], aliases: Mapping[str, str]
+              ) -> np.ndarray | None:
     """``L`` of ``"a - b"`` / ``"2 * a + b"`` over ``names``; None when ``text`` is not one."""
     pieces = _SPLIT.split(" " + text.strip())
     signs = ["+"] + pieces[1::2]
@@ -76,9 +80,10 @@ def _contrast(text: str, names: tuple[str, ...]) -> np.ndarray | None:
         coef, name = (float(m.group(1).replace(" ", "")), m.group(2)) if m else (1.0, part.strip())
         if name.startswith("-"):
             coef, name = -coef, name[1:].strip()
-        if name not in names:
+        found = canonical(name, names, aliases)
+        if found is None:
             return None
-        L[names.index(name)] += coef if sign == "+" else -coef
+        L[names.index(found)] += coef if sign == "+" else -coef
     return L if np.any(L) else None
 
 
@@ -103,8 +108,11 @@ def _reduced_formula(formula: str, compare: str) -> str:
 
 
 def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple[str, ...],
-            truth: pd.Series) -> Hypothesis:
+            truth: pd.Series, aliases: Mapping[str, str] | None = None) -> Hypothesis:
     """The :class:`Hypothesis` of ``term``/``compare`` for the analysis model (module docstring).
+
+    ``aliases``: lme4's names of sum-coded columns (``ModelSpec.aliases``),
+    accepted for the coefficients they name.
 
     Examples
     --------
@@ -115,6 +123,9 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
     ([0.0, 1.0, -1.0, 0.0], 0.3)
     >>> resolve("s", None, formula="y ~ s + x", names=names, truth=truth).reduced
     'y ~ s + x - s'
+    >>> resolve("s1", None, formula="y ~ s + x", names=("(Intercept)", "s[a]", "x"),
+    ...         truth=truth, aliases={"s1": "s[a]"}).L.tolist()
+    [0.0, 1.0, 0.0]
     """
     if (term is None) == (compare is None):
         raise InputError("power of a fitted model needs exactly one of term= (a coefficient, a "
@@ -131,11 +142,12 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
                          f"{term!r}.")
     text = term.strip()
     L: np.ndarray | None
-    if text in names:
+    single = canonical(text, names, aliases or {})
+    if single is not None:
         L = np.zeros(len(names))
-        L[names.index(text)] = 1.0
+        L[names.index(single)] = 1.0
     else:
-        L = _contrast(text, names)
+        L = _contrast(text, names, aliases or {})
     if L is not None:
         beta = np.array([float(truth.get(n, 0.0)) for n in names])
         return Hypothesis(text, L, None, float(L @ beta))

@@ -30,6 +30,7 @@ from ..errors import FitError, InputError
 from ..formula import parse
 from ..lmm.draw import SimulatesGaussian
 from ..lmm.layout import theta_layout
+from ..lmm.names import coef_aliases
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
     Precision,
@@ -321,7 +322,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     elif baseline is not None:
         raise InputError("baseline= goes with pairwise= (the factor whose levels are compared).")
     else:
-        hyp = resolve(term, compare, formula=formula, names=names, truth=d.fixef)
+        hyp = resolve(term, compare, formula=formula, names=names, truth=d.fixef,
+                      aliases=coef_aliases(amodel))
     name = _resolve_test(test, hyp, d.family.name)
     rule = get_test(name)
     if d.family.name == "gaussian":
