@@ -227,15 +227,19 @@ def reread(case: Case, folder: Path, i: int) -> pd.DataFrame:
 
 def run_native(case: Case, data: pd.DataFrame) -> dict[str, Any]:
     from nlpower.lmm import lmer
+    from nlpower.lmm.names import coef_aliases, lme4_name
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         fit = lmer(case.formula, data, REML=False, contrasts=case.contrasts or None)
         dt = time.perf_counter() - t0
-    terms = [{"grp": t.grp, "group": t.group, "cnames": list(t.cnames), "cov": t.cov}
-             for t in fit.var_terms]
-    return {"deviance": float(fit.deviance), "fixef": fit.fixef.to_dict(), "sigma": fit.sigma,
+    # compared with lme4 by name: lme4's names of sum-coded columns (system1, not system[A])
+    al = coef_aliases(fit)
+    terms = [{"grp": t.grp, "group": t.group, "cnames": [lme4_name(c, al) for c in t.cnames],
+              "cov": t.cov} for t in fit.var_terms]
+    fixef = {lme4_name(str(k), al): float(v) for k, v in fit.fixef.items()}
+    return {"deviance": float(fit.deviance), "fixef": fixef, "sigma": fit.sigma,
             "terms": terms, "time": dt, "optinfo": fit.optinfo, "fit": fit}
 
 

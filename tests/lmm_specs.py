@@ -56,7 +56,7 @@ def nested_spec(seed: int = 2, item_slopes: bool = False) -> ModelSpec:
     if item_slopes:     # each item has only 2 of its 4 columns non-zero ("patterns")
         terms = (*terms, _term("item", it, ind, names))
     return ModelSpec("y ~ system + (system || worker) + (1 | item)", "y", y, X,
-                     ("(Intercept)", "system1", "system2"), terms)
+                     ("(Intercept)", "system[A]", "system[B]"), terms)
 
 
 def dense_deviance(model: NativeModel, theta: np.ndarray, REML: bool) -> float:

@@ -13,6 +13,7 @@ import pytest
 
 from nlpower.errors import FormulaError, InputError, NlpowerWarning
 from nlpower.lmm.frame import Factor, model_frame
+from nlpower.lmm.names import lme4_name
 from nlpower.lmm.structure import ModelSpec
 
 
@@ -47,8 +48,8 @@ def _quiet(formula: str, d: pd.DataFrame, **kw: object) -> ModelSpec:
     ("kind", "names", "rows"),
     [
         ("treatment", ("systemB", "systemC"), {"A": [0, 0], "B": [1, 0], "C": [0, 1]}),
-        ("sum", ("system1", "system2"), {"A": [1, 0], "B": [0, 1], "C": [-1, -1]}),
-        ("half", ("system1", "system2"), {"A": [0.5, 0], "B": [0, 0.5], "C": [-0.5, -0.5]}),
+        ("sum", ("system[A]", "system[B]"), {"A": [1, 0], "B": [0, 1], "C": [-1, -1]}),
+        ("half", ("system[A]", "system[B]"), {"A": [0.5, 0], "B": [0, 0.5], "C": [-0.5, -0.5]}),
     ],
 )
 def test_fixed_contrasts(data: pd.DataFrame, kind: str, names: tuple[str, ...],
@@ -66,7 +67,8 @@ def test_fixed_contrasts(data: pd.DataFrame, kind: str, names: tuple[str, ...],
 def test_two_level_sum_first_level_positive(data: pd.DataFrame) -> None:
     d = data[data["system"] != "C"]
     spec = _quiet("rating ~ system", d, contrasts={"system": "sum"})
-    assert spec.fixef_names == ("(Intercept)", "system1")
+    assert spec.fixef_names == ("(Intercept)", "system[A]")
+    assert spec.aliases == {"system1": "system[A]"}
     np.testing.assert_array_equal(spec.X[:, 1], np.where(d["system"] == "A", 1.0, -1.0))
     # the coefficient is half the difference of the two means (OLS on a balanced design)
     beta = np.linalg.lstsq(spec.X, spec.y, rcond=None)[0]
@@ -108,7 +110,8 @@ def test_no_intercept_full_coding_and_interactions(data: pd.DataFrame) -> None:
         "(Intercept)", "halfv", "halfu:systemB", "halfv:systemB", "halfu:systemC",
         "halfv:systemC")
     spec = _quiet("rating ~ system*z", data, contrasts={"system": "sum"})
-    assert spec.fixef_names == ("(Intercept)", "system1", "system2", "z", "system1:z", "system2:z")
+    assert spec.fixef_names == ("(Intercept)", "system[A]", "system[B]", "z", "system[A]:z",
+                                "system[B]:z")
     np.testing.assert_allclose(spec.X[:, 4], spec.X[:, 1] * data["z"].to_numpy())
 
 
@@ -144,7 +147,7 @@ def test_random_slope_factor_uses_contrasts_with_intercept(data: pd.DataFrame) -
     assert spec.re_terms[0].cnames == ("(Intercept)", "systemB", "systemC")
     spec = _quiet("rating ~ system + (system | worker)", data, contrasts={"system": "sum"})
     t = spec.re_terms[0]
-    assert t.cnames == ("(Intercept)", "system1", "system2")
+    assert t.cnames == ("(Intercept)", "system[A]", "system[B]")
     np.testing.assert_array_equal(t.Z, spec.X)
     # without an intercept: full indicator coding
     t = _quiet("rating ~ system + (0 + system | worker)", data).re_terms[0]
@@ -168,7 +171,7 @@ def test_double_bar_factor_is_lme4s_unstructured_indicator_block(data: pd.DataFr
     assert block.q == 3  # one unstructured 3 x 3 covariance, not three independent SDs
     np.testing.assert_array_equal(block.Z, pd.get_dummies(data["system"]).to_numpy(dtype=float))
     assert all(t.group == "worker" for t in spec.re_terms)
-    assert spec.fixef_names == ("(Intercept)", "system1", "system2")
+    assert spec.fixef_names == ("(Intercept)", "system[A]", "system[B]")
 
 
 def test_grouping_interaction_and_nesting(data: pd.DataFrame) -> None:
@@ -387,11 +390,13 @@ def test_matches_r_model_matrix_and_lformula(data: pd.DataFrame, tmp_path: Path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NlpowerWarning)
             spec = model_frame(formula, d, contrasts={"system": "sum"} if coding == "sum" else None)
-        assert list(spec.fixef_names) == r["names"], formula
+        # R names sum-coded columns by position (system1); here by level (system[A])
+        assert [lme4_name(c, spec.aliases) for c in spec.fixef_names] == r["names"], formula
         np.testing.assert_allclose(spec.X, np.asarray(r["X"], dtype=float).reshape(spec.X.shape),
                                    atol=1e-12, err_msg=formula)
         # lme4 sorts terms by number of levels; match them by (group, column names)
-        ours = {(t.group, t.cnames): t for t in spec.re_terms}
+        ours = {(t.group, tuple(lme4_name(c, spec.aliases) for c in t.cnames)): t
+                for t in spec.re_terms}
         assert len(ours) == len(r["re"]) == len(spec.re_terms), formula
         for rt in r["re"]:
             t = ours[(rt["group"][0], tuple(rt["cnames"]))]
@@ -538,7 +543,7 @@ def test_non_hierarchical_model_depends_on_contrasts_like_r() -> None:
     treat = _quiet("y ~ 0 + f:z + f:h", _PROP)
     half = _quiet("y ~ 0 + f:z + f:h", _PROP, contrasts={"h": "half"})
     assert treat.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:hv", "fb:hv", "fc:hv")
-    assert half.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:h1", "fb:h1", "fc:h1")
+    assert half.fixef_names == ("fa:z", "fb:z", "fc:z", "fa:h[u]", "fb:h[u]", "fc:h[u]")
     np.testing.assert_array_equal(half.X[:, 3:].sum(axis=1), np.where(_PROP.h == "u", 0.5, -0.5))
 
 

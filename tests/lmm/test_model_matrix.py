@@ -17,12 +17,12 @@ def test_contrast_matrices_equal_r_definitions() -> None:
     assert names == ["b", "c", "d"]
     m, names = contrast_matrix("sum", ["a", "b", "c"])
     np.testing.assert_array_equal(m, [[1, 0], [0, 1], [-1, -1]])
-    assert names == ["1", "2"]
+    assert names == ["[a]", "[b]"]          # R: "1", "2" (columns named by level here)
     m, _ = contrast_matrix("sum", ["a", "b", "c", "d"])
     np.testing.assert_array_equal(m, [[1, 0, 0], [0, 1, 0], [0, 0, 1], [-1, -1, -1]])
     m, names = contrast_matrix("half", ["A", "B"])
     np.testing.assert_array_equal(m, [[0.5], [-0.5]])
-    assert names == ["1"]
+    assert names == ["[A]"]
     m, names = contrast_matrix("full", ["A", "B"])
     np.testing.assert_array_equal(m, np.eye(2))
     assert names == ["A", "B"]
