@@ -24,10 +24,10 @@ def test_fit_prints_report_and_tables(capsys, lib_fit):
     assert main(["fit", str(PILOT), "--scale", "1", "5"]) == 0
     out = capsys.readouterr().out
     for piece in ("640 ratings by 8 workers of 40 items", "Table 13:", "Table 14:", "Table 15:",
-                  "sigma0w", "beta1 = mean(B) - grand mean"):
+                  "sigma0w", "beta1 (system[B]) = mean(B) - grand mean"):
         assert piece in out, piece
     # the printed beta1 is the library's (baseline A here, B in lib_fit: opposite sign)
-    assert f"{-lib_fit.fixef['system1']:.3f}" in out
+    assert f"{-lib_fit.fixef['system[A]']:.3f}" in out
 
 
 def test_fit_json_output_matches_library(tmp_path, capsys, lib_fit):
@@ -36,7 +36,7 @@ def test_fit_json_output_matches_library(tmp_path, capsys, lib_fit):
     d = json.loads(out.read_text())
     assert d["baseline"] == "B" and d["systems"] == ["A", "B"]
     fit = lib_fit
-    assert d["tables"]["Table 13"]["beta1"] == pytest.approx(fit.fixef["system1"], abs=1e-6)
+    assert d["tables"]["Table 13"]["beta1"] == pytest.approx(fit.fixef["system[A]"], abs=1e-6)
     assert d["tables"]["Table 14"]["sigma1w"] == pytest.approx(fit.table()["sigma1w"].item(), abs=1e-6)
     assert d["report"]["n_ratings"] == 640
     assert f"wrote {out}" in capsys.readouterr().out

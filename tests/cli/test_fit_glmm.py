@@ -50,11 +50,14 @@ def test_binomial_prints_the_glmer_summary(tmp_path, capsys):
     assert "Family: binomial  ( logit )" in out
     assert "Formula: win ~ system + (1 | annotator) + (1 | item)" in out
     assert f"{lib.loglik:.1f}" in out
-    # R's order (as glmer on the column): A, B; sum coding gives B -1, so system1 is
-    # A's deviation from the mean of the two (negative here: B is better)
-    assert lib.fixef["system1"] < 0
-    assert f"{lib.fixef['system1']:.4g}" in out
-    assert "levels in fitted order: 1='A', 2='B' ('B' gets -1" in out
+    # R's order (as glmer on the column): A, B; sum coding gives B -1, so system[A] (lme4's
+    # system1) is A's deviation from the mean of the two (negative here: B is better)
+    assert list(lib.fixef.index) == ["(Intercept)", "system[A]"]
+    assert lib.fixef["system[A]"] < 0
+    assert f"{lib.fixef['system[A]']:.4g}" in out
+    assert "levels in fitted order: 1='A', 2='B' ('B' gets -1: -(system[A]))" in out
+    assert "system[A] = (level 'A' - mean of the levels), on the link scale (lme4: system1)" in out
+    assert "system1 " not in out.split("Fixed effects:")[-1]     # the summary shows level names
     assert "720 ratings by 12 workers of 30 items under 2 systems" in out
 
 

@@ -48,6 +48,7 @@ import pytest
 
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.errors import RatingsError
+from nlpower.lmm.names import canonical, coef_aliases
 from nlpower.params import LMMParams
 from nlpower.ratings import RatingsFit, fit_ratings, read_ratings
 from nlpower.ratings.result import RatingsFitWarning
@@ -156,8 +157,10 @@ def _compare_with_lme4(fit: RatingsFit, ref: dict) -> None:
     assert list(fit.systems) == ref["system_levels"]
     # objective: native must be at least as good as lme4 (ML deviance)
     assert fit.fit.deviance <= ref["deviance"] + 1e-3
-    for name, value in ref["fixef"].items():
-        assert fit.fixef[name] == pytest.approx(value, rel=1e-3, abs=1e-6), name
+    for name, value in ref["fixef"].items():       # lme4's system1 is system[<level 1>] here
+        ours = canonical(name, map(str, fit.fixef.index), coef_aliases(fit.fit))
+        assert ours is not None, name
+        assert fit.fixef[ours] == pytest.approx(value, rel=1e-3, abs=1e-6), name
     assert fit.sigma == pytest.approx(ref["sigma"], rel=1e-3)
     # identified quantities: total per-system covariances (the raw split may differ)
     vc = pd.DataFrame(ref["varcorr"])

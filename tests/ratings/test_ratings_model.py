@@ -33,16 +33,16 @@ def test_baseline_and_codings_give_the_same_model(pilot):
     r = read_ratings(FIXTURES / "pilot_ratings.csv", scale=(1, 5))
     other = fit_ratings(r, baseline="B")
     assert other.systems == ("A", "B")
-    assert other.fixef["system1"] == pytest.approx(-pilot.fixef["system1"], abs=1e-6)
+    assert other.fixef["system[A]"] == pytest.approx(-pilot.fixef["system[B]"], abs=1e-6)
     half = fit_ratings(r, coding="half")
-    assert half.fixef["system1"] == pytest.approx(2 * pilot.fixef["system1"], abs=1e-6)
+    assert half.fixef["system[B]"] == pytest.approx(2 * pilot.fixef["system[B]"], abs=1e-6)
     treat = fit_ratings(r, coding="treatment")
     assert treat.systems == ("A", "B")
     ident = pilot.identifiable().systems.set_index("system")
     assert treat.fixef["(Intercept)"] == pytest.approx(ident.loc["A", "mean"], abs=1e-6)
     assert treat.fixef["systemB"] == pytest.approx(ident.loc["B", "mean"] - ident.loc["A", "mean"],
                                                    abs=1e-6)
-    assert "beta1 = mean(B) - mean(A)" in treat.legend()
+    assert "beta1 (systemB) = mean(B) - mean(A)" in treat.legend()
     for f in (other, half, treat):
         assert f.fit.deviance == pytest.approx(pilot.fit.deviance, abs=1e-4)
 

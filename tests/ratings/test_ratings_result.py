@@ -40,7 +40,7 @@ def test_table_layout_and_legend(pilot):
     assert t["sigma"].item() == pytest.approx(pilot.fit.sigma)
     w_int = vc[(vc.grp.str.startswith("worker")) & (vc.var1 == "(Intercept)")]["sdcor"].item()
     assert t["sigma0w"].item() == pytest.approx(w_int)
-    assert "beta1 = mean(B) - grand mean = (mean(B) - mean(A)) / 2" in pilot.legend()
+    assert "beta1 (system[B]) = mean(B) - grand mean = (mean(B) - mean(A)) / 2" in pilot.legend()
     tabs = pilot.tables()
     assert list(tabs) == ["Table 13", "Table 14", "Table 15"]
     assert list(tabs["Table 14"].columns) == ["sigma0w", "sigma1w", "sigma2w"]
@@ -53,7 +53,7 @@ def test_table_layout_and_legend(pilot):
 def test_beta1_is_half_the_mean_difference_in_sum_coding(pilot):
     ident = pilot.identifiable().systems.set_index("system")
     diff = ident.loc["B", "mean"] - ident.loc["A", "mean"]
-    assert pilot.fixef["system1"] == pytest.approx(diff / 2, rel=1e-10)
+    assert pilot.fixef["system[B]"] == pytest.approx(diff / 2, rel=1e-10)
     # and the balanced raw means agree with the GLS means (balanced, fully crossed)
     raw = read_ratings(FIXTURES / "pilot_ratings.csv", scale=(1, 5)).data
     m = raw.groupby("system", observed=True)["rating"].mean()
@@ -69,7 +69,7 @@ def test_summary_contains_report_tables_and_lme4_layout(pilot):
     assert "RatingsFit(" in repr(pilot)
     d = pilot.to_record()
     json.dumps(d)  # serialisable
-    assert d["tables"]["Table 13"]["beta1"] == pytest.approx(pilot.fixef["system1"])
+    assert d["tables"]["Table 13"]["beta1"] == pytest.approx(pilot.fixef["system[B]"])
 
 
 # ----------------------------------------------------------------- identifiability

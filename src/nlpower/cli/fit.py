@@ -191,16 +191,20 @@ def _system_factor(col: Any, baseline: str | None, coding: str) -> Any:
 
 
 def _level_legend(levels: list[str], system: str, coding: str) -> list[str]:
-    """How the fixed-effect columns map to systems (the Gaussian fit's legend, GLMM wording)."""
-    k = len(levels)
+    """How the fixed-effect columns map to systems (the Gaussian fit's legend, GLMM wording);
+    the columns are named as the fit names them (``system[A]`` under sum coding)."""
+    from ..lmm.names import level_name
     line = (f"--coding {coding!r}; levels in fitted order: "
             + ", ".join(f"{j + 1}={s!r}" for j, s in enumerate(levels)))
     if coding == "treatment":
         rest = [f"  {system}{s} = {s} - {levels[0]!r} on the link scale" for s in levels[1:]]
         return [line + f" (reference {levels[0]!r})", *rest]
-    rest = [f"  {system}{j + 1} = level {s!r} - mean of the levels, on the link scale"
-            for j, s in enumerate(levels[:-1])]
-    return [line + f" ({levels[-1]!r} gets -1: -({system}1 + ... + {system}{k - 1}))", *rest]
+    times = "2 x " if coding == "half" else ""
+    names = [level_name(system, s) for s in levels[:-1]]
+    rest = [f"  {n} = {times}(level {s!r} - mean of the levels), on the link scale "
+            f"(lme4: {system}{j + 1})" for j, (n, s) in enumerate(zip(names, levels, strict=False))]
+    last = f"-({' + '.join(names)})" if len(names) <= 3 else f"-({names[0]} + ... + {names[-1]})"
+    return [line + f" ({levels[-1]!r} gets -1: {times}{last})", *rest]
 
 
 def _design_text(data: Any, args: argparse.Namespace) -> str:

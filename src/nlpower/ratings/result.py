@@ -67,7 +67,8 @@ class RatingsFit:
     scale : (lo, hi)
         Likert range the ratings were rescaled from.
     fixef : Series
-        Fixed effects (``(Intercept)``, ``system1``, ...).
+        Fixed effects (``(Intercept)``, ``system[B]``, ...: sum-coded
+        columns named by level, :mod:`nlpower.lmm.names`).
     sigma : float
     intercept_sd : dict
         ``{"worker": s_0w, "item": s_0i}`` (not identified separately; see
@@ -135,23 +136,25 @@ class RatingsFit:
         k = self.n_systems
         lines = [f"coding={self.coding!r}, baseline {self.baseline!r}; levels in fitted order: "
                  + ", ".join(f"{j + 1}={s!r}" for j, s in enumerate(self.systems))]
+        coef = [str(n) for n in self.fixef.index]      # beta_j is the fit's coefficient j
         if self.coding in ("sum", "half"):
             lines.append("  beta0 = grand mean (unweighted mean of the system means)")
             for j, s in enumerate(self.systems[:-1]):
+                head = f"  beta{j + 1} ({coef[j + 1]})"
                 if k == 2 and self.coding == "sum":
-                    lines.append(f"  beta{j + 1} = mean({s}) - grand mean = (mean({s}) - "
+                    lines.append(f"{head} = mean({s}) - grand mean = (mean({s}) - "
                                  f"mean({self.baseline})) / 2")
                 elif k == 2:
-                    lines.append(f"  beta{j + 1} = mean({s}) - mean({self.baseline})")
+                    lines.append(f"{head} = mean({s}) - mean({self.baseline})")
                 else:
-                    lines.append(f"  beta{j + 1} = mean({s}) - grand mean")
+                    lines.append(f"{head} = mean({s}) - grand mean")
             if k > 2:
                 lines.append(f"  baseline {self.baseline!r}: mean - grand mean = "
                              f"-(beta1 + ... + beta{k - 1})")
         else:
             lines.append(f"  beta0 = mean({self.baseline})")
             for j, s in enumerate(self.systems[1:]):
-                lines.append(f"  beta{j + 1} = mean({s}) - mean({self.baseline})")
+                lines.append(f"  beta{j + 1} ({coef[j + 1]}) = mean({s}) - mean({self.baseline})")
         lines.append("  sigma0w, sigma0i: worker / item intercept SD; sigma{k}w, sigma{k}i: SD of "
                      "the per-system indicator effect of level k")
         return "\n".join(lines)
