@@ -101,3 +101,23 @@ def test_unknown_baseline(tmp_path, capsys):
     assert main(["fit", str(path), "--family", "binomial", "--worker", "annotator",
                  "--rating", "win", "--baseline", "C"]) == 2
     assert "'C' is not a system" in capsys.readouterr().err
+
+
+def test_binomial_three_numbered_systems_in_rs_order_with_level_names(tmp_path, capsys):
+    # R's factor() of a numeric column sorts numerically (1, 2, 10), not as text (1, 10, 2)
+    path, d = _judgements(tmp_path)
+    rng = np.random.default_rng(2)
+    d = d.assign(system=rng.choice([1, 2, 10], len(d)))
+    d.to_csv(path, index=False)
+    assert main(["fit", str(path), "--family", "binomial", "--worker", "annotator",
+                 "--rating", "win"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("ratings by 12 workers") < out.index("levels in fitted order")  # report first
+    assert "levels in fitted order: 1='1', 2='2', 3='10' ('10' gets -1: " \
+           "-(system[1] + system[2]))" in out
+    dd = d.assign(system=pd.Categorical(d["system"].astype(str), categories=["1", "2", "10"]))
+    lib = glmer("win ~ system + (1 | annotator) + (1 | item)", dd, "binomial",
+                contrasts={"system": "sum"})
+    assert list(lib.fixef.index) == ["(Intercept)", "system[1]", "system[2]"]
+    for name in ("system[1]", "system[2]"):
+        assert f"{lib.fixef[name]:.4g}" in out.split("Fixed effects:")[-1]
