@@ -93,7 +93,8 @@ def term_columns(formula: str, names: Sequence[str]) -> dict[str, list[int]]:
 
     Examples
     --------
-    >>> term_columns("y ~ s * x + (1 | g)", ["(Intercept)", "s1", "s2", "x", "s1:x", "s2:x"])
+    >>> term_columns("y ~ s * x + (1 | g)",
+    ...              ["(Intercept)", "s[a]", "s[b]", "x", "s[a]:x", "s[b]:x"])
     {'s': [1, 2], 'x': [3], 's:x': [4, 5]}
     """
     terms = [tuple(t) for t in parse(formula).fixed.terms]

@@ -177,7 +177,9 @@ def model_frame(
     ...                   "w": list("uuvvww")})
     >>> spec = model_frame("y ~ sys + (1 | w)", d, contrasts={"sys": "sum"})
     >>> spec.fixef_names, spec.X[:2, 1].tolist(), spec.re_terms[0].levels
-    (('(Intercept)', 'sys1'), [1.0, -1.0], ('u', 'v', 'w'))
+    (('(Intercept)', 'sys[A]'), [1.0, -1.0], ('u', 'v', 'w'))
+    >>> spec.aliases                      # lme4's name of the column, accepted as input
+    {'sys1': 'sys[A]'}
     """
     f, contrasts_in = _check_inputs(formula, data, contrasts)
     frame = frame_columns(f, data)

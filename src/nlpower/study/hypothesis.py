@@ -116,16 +116,16 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
 
     Examples
     --------
-    >>> names = ("(Intercept)", "s1", "s2", "x")
+    >>> names = ("(Intercept)", "s[a]", "s[b]", "x")
     >>> truth = pd.Series([0.0, 0.2, -0.1, 0.3], index=names)
-    >>> h = resolve("s1 - s2", None, formula="y ~ s + x", names=names, truth=truth)
+    >>> h = resolve("s[a] - s[b]", None, formula="y ~ s + x", names=names, truth=truth)
     >>> h.L.tolist(), round(h.effect, 3)
     ([0.0, 1.0, -1.0, 0.0], 0.3)
     >>> resolve("s", None, formula="y ~ s + x", names=names, truth=truth).reduced
     'y ~ s + x - s'
-    >>> resolve("s1", None, formula="y ~ s + x", names=("(Intercept)", "s[a]", "x"),
-    ...         truth=truth, aliases={"s1": "s[a]"}).L.tolist()
-    [0.0, 1.0, 0.0]
+    >>> resolve("s1 - s2", None, formula="y ~ s + x", names=names, truth=truth,
+    ...         aliases={"s1": "s[a]", "s2": "s[b]"}).L.tolist()     # lme4's names
+    [0.0, 1.0, -1.0, 0.0]
     """
     if (term is None) == (compare is None):
         raise InputError("power of a fitted model needs exactly one of term= (a coefficient, a "
