@@ -156,3 +156,16 @@ def test_power_term_accepts_lme4_names_and_contrasts(lmm) -> None:
     assert diff.power == same.power and diff.effect == pytest.approx(0.4)
     with pytest.raises(InputError, match="term 'system3' is not a coefficient"):
         nlpower.power(truth, term="system3", **kw)
+
+
+def test_sequential_monitor_term_accepts_lme4_names(data: pd.DataFrame) -> None:
+    from nlpower.sequential import group_sequential
+    from nlpower.sequential.monitor import Monitor
+
+    kw = {"formula": "y ~ system + (1 | worker) + (1 | item)", "max_items": 20,
+          "contrasts": {"system": "sum"}}
+    d = data[data["item"].isin([f"i{k}" for k in range(10)])]
+    a = _quiet(Monitor(group_sequential(2), term="system1", **kw).update, d)
+    b = _quiet(Monitor(group_sequential(2), term="system[gpt]", **kw).update, d)
+    assert (a.estimate, a.se) == (b.estimate, b.se)
+    assert a.estimate > 0                                  # gpt is the better system

@@ -98,15 +98,18 @@ class InterimAnalysis:
             return self._clmm(data)
         return self._lmer(data)
 
-    def _pick(self, names: list[str], fixed: list[str]) -> str:
+    def _pick(self, names: list[str], fixed: list[str], fit: Any) -> str:
+        from ..lmm.names import canonical, coef_aliases
+
         term = self.term
         if term is None:
             if len(fixed) != 1:
                 raise InputError(f"the model has fixed effects {fixed}; name the one tested with term=.")
             term = fixed[0]
-        if term not in names:
+        found = canonical(term, names, coef_aliases(fit))      # lme4's system1 for system[A]
+        if found is None:
             raise InputError(f"term={term!r} is not a fixed effect of the model; it has {names}.")
-        return term
+        return found
 
     def _lmer(self, data: pd.DataFrame) -> tuple[float, float, float]:
         from ..lmm import lmer
@@ -117,7 +120,7 @@ class InterimAnalysis:
         fit = lmer(self.formula, data, REML=True, contrasts=self.contrasts, checkconv="ignore")
         table = fit.coef_table(ddf="satterthwaite")
         names = list(map(str, table.index))
-        term = self._pick(names, [n for n in names if n != "(Intercept)"])
+        term = self._pick(names, [n for n in names if n != "(Intercept)"], fit)
         est, se, df = table.loc[term, ["estimate", "std_error", "df"]].to_numpy(dtype=float)
         return float(est), float(se), float(df)
 
@@ -129,7 +132,7 @@ class InterimAnalysis:
                    checkconv="ignore", levels=levels)
         table = fit.coef_table()
         fixed = [str(n) for n in table.index[table["kind"] == "fixed"]]
-        term = self._pick(fixed, fixed)
+        term = self._pick(fixed, fixed, fit)
         est, se = table.loc[term, ["estimate", "se"]].to_numpy(dtype=float)
         return float(est), float(se), math.inf
 
@@ -141,6 +144,6 @@ class InterimAnalysis:
                     contrasts=self.contrasts, checkconv="ignore")
         table = fit.coef_table()
         names = list(map(str, table.index))
-        term = self._pick(names, names)
+        term = self._pick(names, names, fit)
         est, se = table.loc[term, ["estimate", "std_error"]].to_numpy(dtype=float)
         return float(est), float(se), math.inf
