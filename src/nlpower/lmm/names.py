@@ -11,9 +11,9 @@ means (twice that for ``"half"``).  Interactions join the parts with ``:``
 (``system[A]:x``) as R does.
 
 Where a user names a coefficient (``fixef=``, ``term=``, ``parm=``, a column
-in ``sd=``), lme4's name is accepted as an alias: :attr:`ModelSpec.aliases
-<nlpower.lmm.structure.ModelSpec>` maps each sum-coded part (``system1``) to
-its name (``system[A]``), and :func:`canonical` rewrites a name part by part.
+in ``sd=``), lme4's name is accepted as an alias: ``ModelSpec.aliases`` maps
+each sum-coded part (``system1``) to its name (``system[A]``), and
+:func:`canonical` rewrites a name part by part.
 """
 
 from __future__ import annotations
