@@ -31,7 +31,9 @@ The ratio R / nlpower is printed for both, from the same run.
 Also prints, from ``python -X importtime`` of the first measurement (the
 CLI fit), the import time by top-level package (the sum of each module's own
 time) and the ten slowest top-level imports of the second, to show what
-remains. The machine's load average is printed: a loaded machine inflates
+remains, and the CPU time of the CLI fit by stage (numpy, pandas, scipy's
+engine modules, nlpower's modules, the first and a second fit in one
+process). The machine's load average is printed: a loaded machine inflates
 everything (``-X importtime`` itself adds to each import).
 """
 
@@ -72,6 +74,41 @@ d = pd.read_csv({str(SLEEP)!r})
 s = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d).summary()
 print(time.perf_counter() - t0, time.process_time() - c0)
 """
+
+
+STAGES = ("import numpy", "import pandas (with pyarrow when installed)",
+          "import scipy.linalg, scipy.sparse (the engine's LAPACK and sparse blocks)",
+          "import nlpower's CLI, ratings and lmm modules",
+          "import scipy.optimize (L-BFGS-B, a stage of the crossed pilot's fit)",
+          "first `nlpower fit` in the process (imports the rest, reads, fits, prints)",
+          "the same command again in the same process (the work itself)")
+
+PY_STAGES = f"""
+import contextlib, io, time
+marks = [time.process_time()]
+import numpy
+marks.append(time.process_time())
+import pandas
+marks.append(time.process_time())
+import scipy.linalg, scipy.sparse
+marks.append(time.process_time())
+import nlpower.cli, nlpower.cli.fit, nlpower.ratings, nlpower.lmm
+marks.append(time.process_time())
+import scipy.optimize
+marks.append(time.process_time())
+for _ in range(2):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        nlpower.cli.main(["fit", {str(PILOT)!r}])
+    marks.append(time.process_time())
+print(*[b - a for a, b in zip(marks, marks[1:])])
+"""
+
+
+def _stages() -> list[float]:
+    """CPU seconds of each of ``STAGES`` in one fresh process."""
+    out = subprocess.run([sys.executable, "-c", PY_STAGES], check=True, capture_output=True,
+                         text=True, env=_env(), cwd=ROOT).stdout
+    return [float(v) for v in out.strip().splitlines()[-1].split()]
 
 
 def _env() -> dict[str, str]:
@@ -180,6 +217,10 @@ def main() -> None:
     print("slowest top-level imports of the lmer(sleepstudy) run (cumulative ms):")
     for us, name in _slowest_imports(PY_FIRST):
         print(f"  {us / 1000:8.1f}  {name}")
+    print(f"CPU seconds of the CLI fit by stage (median of {args.repeats} fresh processes):")
+    stages = [_stages() for _ in range(args.repeats)]
+    for k, label in enumerate(STAGES):
+        print(f"  {med(run[k] for run in stages):6.3f}  {label}")
 
 
 if __name__ == "__main__":
