@@ -31,9 +31,10 @@ The ratio R / nlpower is printed for both, from the same run.
 Also prints, from ``python -X importtime`` of the first measurement (the
 CLI fit), the import time by top-level package (the sum of each module's own
 time) and the ten slowest top-level imports of the second, to show what
-remains, and the CPU time of the CLI fit by stage (numpy, pandas, scipy's
-engine modules, nlpower's modules, the first and a second fit in one
-process). The machine's load average is printed: a loaded machine inflates
+remains, and the CPU time by stage of the CLI fit (numpy, pandas, scipy's
+engine modules, nlpower's modules, scipy.optimize, the first and a second
+fit in one process) and of the first ``lmer`` (the imports, the fit, the
+summary). The machine's load average is printed: a loaded machine inflates
 everything (``-X importtime`` itself adds to each import).
 """
 
@@ -104,9 +105,34 @@ print(*[b - a for a, b in zip(marks, marks[1:])])
 """
 
 
-def _stages() -> list[float]:
-    """CPU seconds of each of ``STAGES`` in one fresh process."""
-    out = subprocess.run([sys.executable, "-c", PY_STAGES], check=True, capture_output=True,
+LMER_STAGES = ("import numpy", "import pandas (with pyarrow when installed)",
+               "pd.read_csv(sleepstudy)", "import scipy.linalg, scipy.sparse",
+               "import nlpower, nlpower.lmm", "first lmer(sleepstudy)", "its summary()")
+
+PY_LMER_STAGES = f"""
+import time
+marks = [time.process_time()]
+import numpy
+marks.append(time.process_time())
+import pandas as pd
+marks.append(time.process_time())
+d = pd.read_csv({str(SLEEP)!r})
+marks.append(time.process_time())
+import scipy.linalg, scipy.sparse
+marks.append(time.process_time())
+import nlpower, nlpower.lmm
+marks.append(time.process_time())
+fit = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d)
+marks.append(time.process_time())
+s = fit.summary()
+marks.append(time.process_time())
+print(*[b - a for a, b in zip(marks, marks[1:])])
+"""
+
+
+def _stages(code: str = PY_STAGES) -> list[float]:
+    """CPU seconds of each stage ``code`` marks, in one fresh process."""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, env=_env(), cwd=ROOT).stdout
     return [float(v) for v in out.strip().splitlines()[-1].split()]
 
@@ -220,6 +246,11 @@ def main() -> None:
     print(f"CPU seconds of the CLI fit by stage (median of {args.repeats} fresh processes):")
     stages = [_stages() for _ in range(args.repeats)]
     for k, label in enumerate(STAGES):
+        print(f"  {med(run[k] for run in stages):6.3f}  {label}")
+    print(f"CPU seconds of import + first lmer(sleepstudy) + summary by stage "
+          f"(median of {args.repeats}):")
+    stages = [_stages(PY_LMER_STAGES) for _ in range(args.repeats)]
+    for k, label in enumerate(LMER_STAGES):
         print(f"  {med(run[k] for run in stages):6.3f}  {label}")
 
 
