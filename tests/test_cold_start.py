@@ -74,3 +74,28 @@ def test_component_count_matches_scipy(seed: int) -> None:
     adj = coo_matrix((np.ones(n_edges), (w, n_w + i)), shape=(n_w + n_i,) * 2)
     expected = connected_components(adj, directed=False)[0]
     assert _n_components(w, n_w + i, n_w + n_i) == expected
+
+
+#: One first fit of each other family, and a ratings file read: scipy.optimize is theirs
+#: (L-BFGS-B), scipy.stats is not.
+OTHER_FIRST_FITS = {
+    "glmer": "d = pd.read_csv({data!r}, dtype={{'herd': str, 'period': str}})\n"
+             "text = nlpower.glmer('prop ~ period + (1 | herd)', d, weights='size',"
+             " family='binomial').summary()\n",
+    "clmm": "d = pd.read_csv({data!r}, dtype={{'judge': str}})\n"
+            "text = nlpower.clmm('rating ~ temp + contact + (1 | judge)', d).summary()\n",
+    "read_ratings": "text = nlpower.read_ratings({pilot!r}).summary()\n",
+}
+
+
+@pytest.mark.parametrize("verb", sorted(OTHER_FIRST_FITS))
+def test_other_first_fits_leave_scipy_stats_out(verb: str) -> None:
+    data = {"glmer": "cbpp", "clmm": "wine"}.get(verb, "")
+    code = OTHER_FIRST_FITS[verb].format(
+        data=str(ROOT / "tests" / "reference" / "data" / f"{data}.csv"), pilot=str(PILOT))
+    loaded = _loaded_after("import nlpower\nimport pandas as pd\n" + code
+                           + "assert len(str(text)) > 0\n")
+    # the work really ran in the child
+    assert {"glmer": "nlpower.glmm", "clmm": "nlpower.ordinal",
+            "read_ratings": "nlpower.ratings"}[verb] in loaded
+    assert sorted(m for m in ("scipy.stats", "matplotlib") if m in loaded) == []
