@@ -55,3 +55,9 @@ def test_edges_and_broadcasting() -> None:
     np.testing.assert_allclose(out, special.stdtr(np.array([[2.0], [30.0], [np.inf]]), -x),
                                rtol=1e-12)
     assert isinstance(t_sf(1.0, 4.0), float)
+
+
+def test_tiny_t_whose_square_underflows() -> None:
+    # t^2 / df underflows to 0: the tail is 1/2 to double precision, on both paths
+    assert t_sf(1e-200, 3.0) == 0.5 and t_sf(-1e-170, 1e4) == 0.5
+    np.testing.assert_array_equal(t_sf(np.full(40, 1e-200), 3.0), 0.5)

@@ -114,9 +114,9 @@ def _cf_array(a: np.ndarray, b: np.ndarray, x: np.ndarray, d0: np.ndarray) -> np
 
 def _tail_scalar(t: float, df: float) -> float:
     """``P(T > t)`` for one finite ``t`` and ``0 < df <= _DF_MAX``."""
-    if t == 0.0:
-        return 0.5
     r = t * t / df
+    if r == 0.0:  # t = 0, or |t| so small that t^2 underflows: the tail is 1/2 to double precision
+        return 0.5
     if math.isinf(r):
         return 0.0 if t > 0 else 1.0
     a = 0.5 * df
@@ -131,11 +131,12 @@ def _tail_scalar(t: float, df: float) -> float:
 
 
 def _tail_array(t: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """:func:`_tail_scalar` elementwise (1-d arrays of finite values, ``t != 0``)."""
-    with np.errstate(over="ignore"):  # |t| beyond 1e154: r = inf, a tail of 0
+    """:func:`_tail_scalar` elementwise (1-d arrays of finite values)."""
+    with np.errstate(over="ignore", under="ignore"):  # |t| beyond 1e154: r = inf, a tail of 0
         r = t * t / df
     out = np.where(t > 0, 0.0, 1.0)
-    ok = np.isfinite(r)
+    out[r == 0.0] = 0.5
+    ok = np.isfinite(r) & (r > 0.0)
     t, r, a = t[ok], r[ok], 0.5 * df[ok]
     expo = -a * np.log1p(r) + 0.5 * (np.log(r) - np.log1p(r)) - _log_beta_half(a)
     direct = 1.0 / (1.0 + r) < (a + 1.0) / (a + 2.5)
@@ -191,9 +192,7 @@ def t_sf(t: Any, df: Any) -> Any:
     big = ok & ~inf_x & ~normal & (nu > _DF_MAX)
     if big.any():
         out[big] = _stdtr_sf(x[big], nu[big])
-    zero = ok & (x == 0)
-    out[zero] = 0.5
-    rest = ok & ~inf_x & ~normal & ~big & ~zero
+    rest = ok & ~inf_x & ~normal & ~big
     out[rest] = _tail_array(x[rest], nu[rest])
     return out.reshape(shape)
 
