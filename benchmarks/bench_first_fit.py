@@ -31,7 +31,10 @@ The ratio R / nlpower is printed for both, from the same run.
 Also prints, from ``python -X importtime`` of the first measurement (the
 CLI fit), the import time by top-level package (the sum of each module's own
 time) and the ten slowest top-level imports of the second, to show what
-remains. The machine's load average is printed: a loaded machine inflates
+remains, and the CPU time by stage of the CLI fit (numpy, pandas, scipy's
+engine modules, nlpower's modules, scipy.optimize, the first and a second
+fit in one process) and of the first ``lmer`` (the imports, the fit, the
+summary). The machine's load average is printed: a loaded machine inflates
 everything (``-X importtime`` itself adds to each import).
 """
 
@@ -65,13 +68,73 @@ print(summary(m))
 
 PY_FIRST = f"""
 import time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import nlpower
 import pandas as pd
 d = pd.read_csv({str(SLEEP)!r})
 s = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d).summary()
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t0, time.process_time() - c0)
 """
+
+
+STAGES = ("import numpy", "import pandas (with pyarrow when installed)",
+          "import scipy.linalg, scipy.sparse (the engine's LAPACK and sparse blocks)",
+          "import nlpower's CLI, ratings and lmm modules",
+          "import scipy.optimize (L-BFGS-B, a stage of the crossed pilot's fit)",
+          "first `nlpower fit` in the process (imports the rest, reads, fits, prints)",
+          "the same command again in the same process (the work itself)")
+
+PY_STAGES = f"""
+import contextlib, io, time
+marks = [time.process_time()]
+import numpy
+marks.append(time.process_time())
+import pandas
+marks.append(time.process_time())
+import scipy.linalg, scipy.sparse
+marks.append(time.process_time())
+import nlpower.cli, nlpower.cli.fit, nlpower.ratings, nlpower.lmm
+marks.append(time.process_time())
+import scipy.optimize
+marks.append(time.process_time())
+for _ in range(2):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        nlpower.cli.main(["fit", {str(PILOT)!r}])
+    marks.append(time.process_time())
+print(*[b - a for a, b in zip(marks, marks[1:])])
+"""
+
+
+LMER_STAGES = ("import numpy", "import pandas (with pyarrow when installed)",
+               "pd.read_csv(sleepstudy)", "import scipy.linalg, scipy.sparse",
+               "import nlpower, nlpower.lmm", "first lmer(sleepstudy)", "its summary()")
+
+PY_LMER_STAGES = f"""
+import time
+marks = [time.process_time()]
+import numpy
+marks.append(time.process_time())
+import pandas as pd
+marks.append(time.process_time())
+d = pd.read_csv({str(SLEEP)!r})
+marks.append(time.process_time())
+import scipy.linalg, scipy.sparse
+marks.append(time.process_time())
+import nlpower, nlpower.lmm
+marks.append(time.process_time())
+fit = nlpower.lmer("Reaction ~ Days + (Days | Subject)", d)
+marks.append(time.process_time())
+s = fit.summary()
+marks.append(time.process_time())
+print(*[b - a for a, b in zip(marks, marks[1:])])
+"""
+
+
+def _stages(code: str = PY_STAGES) -> list[float]:
+    """CPU seconds of each stage ``code`` marks, in one fresh process."""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=_env(), cwd=ROOT).stdout
+    return [float(v) for v in out.strip().splitlines()[-1].split()]
 
 
 def _env() -> dict[str, str]:
@@ -95,12 +158,14 @@ def _wall(cmd: list[str]) -> tuple[float, float]:
     return time.perf_counter() - t0, _children_cpu() - cpu0
 
 
-def _inside(code: str) -> tuple[float, float]:
+def _inside(code: str) -> tuple[float, float, float]:
+    """In-process wall and CPU seconds (as ``code`` prints them) and the whole process's wall."""
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, env=_env(), cwd=ROOT).stdout
     wall = time.perf_counter() - t0
-    return float(out.strip().splitlines()[-1]), wall
+    inner_wall, inner_cpu = map(float, out.strip().splitlines()[-1].split())
+    return inner_wall, inner_cpu, wall
 
 
 def _importtime(args: list[str]) -> list[tuple[int, int, str]]:
@@ -147,7 +212,7 @@ def main() -> None:
     cli = [sys.executable, "-m", "nlpower", "fit", str(PILOT)]
     ours: list[tuple[float, float]] = []
     theirs: list[tuple[float, float]] = []
-    inside, walls = [], []
+    inside, inside_cpu, walls = [], [], []
     _wall(cli)  # warm-up: bytecode cache and the operating system's file cache
     if rscript:
         _wall([rscript, "-e", R_PILOT])
@@ -156,8 +221,9 @@ def main() -> None:
         ours.append(_wall(cli))
         if rscript:
             theirs.append(_wall([rscript, "-e", R_PILOT]))
-        t_in, t_wall = _inside(PY_FIRST)
+        t_in, c_in, t_wall = _inside(PY_FIRST)
         inside.append(t_in)
+        inside_cpu.append(c_in)
         walls.append(t_wall)
     med = statistics.median
     print(_times("nlpower fit pilot_ratings.csv: ", *map(list, zip(*ours, strict=True))))
@@ -169,13 +235,23 @@ def main() -> None:
     else:
         print("Rscript not found: R side skipped")
     print(f"import nlpower + first lmer(sleepstudy) + summary: median {med(inside):.3f} s "
-          f"in-process (target <= 0.5 s); whole process {med(walls):.3f} s")
+          f"in-process wall, {med(inside_cpu):.3f} s CPU (target <= 0.5 s); "
+          f"whole process {med(walls):.3f} s")
     print("import time of the CLI fit by top-level package (own time of its modules, ms):")
     for package, us in _by_package(["-m", "nlpower", "fit", str(PILOT)]):
         print(f"  {us / 1000:8.1f}  {package}")
     print("slowest top-level imports of the lmer(sleepstudy) run (cumulative ms):")
     for us, name in _slowest_imports(PY_FIRST):
         print(f"  {us / 1000:8.1f}  {name}")
+    print(f"CPU seconds of the CLI fit by stage (median of {args.repeats} fresh processes):")
+    stages = [_stages() for _ in range(args.repeats)]
+    for k, label in enumerate(STAGES):
+        print(f"  {med(run[k] for run in stages):6.3f}  {label}")
+    print(f"CPU seconds of import + first lmer(sleepstudy) + summary by stage "
+          f"(median of {args.repeats}):")
+    stages = [_stages(PY_LMER_STAGES) for _ in range(args.repeats)]
+    for k, label in enumerate(LMER_STAGES):
+        print(f"  {med(run[k] for run in stages):6.3f}  {label}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ distribution's docstring), which used to double the wall time of a first
 fit. The functions here call the same ``scipy.special`` routines that
 ``scipy.stats`` calls for these distributions, so they return the same
 numbers (the tests compare them to ``scipy.stats`` to 1e-12) at a fraction of
-the import cost.
+the import cost.  ``scipy.special`` itself is imported on the first call that
+needs it: the Student t tails (the p-values of a fit's summary) are computed
+without it, in :mod:`nlpower._student`, to within 1e-12 of ``scipy.special.stdtr``.
 
 Modules import it as ``from .. import _dist as stats`` so that call sites
 read as they would with ``scipy.stats`` (``stats.norm.sf(z)``,
@@ -21,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import special
-from scipy.special import _ufuncs  # the noncentral t tail scipy.stats.nct.sf calls
+
+from ._lazy import special
+from ._student import t_sf as _t_upper
 
 __all__ = [
     "chi2",
@@ -84,12 +87,12 @@ def norm_isf(q: _Arr) -> _Arr:
 
 def t_cdf(x: _Arr, df: _Arr) -> _Arr:
     """Student t lower tail; ``df`` may be ``inf`` (the normal)."""
-    return _out(special.stdtr(np.asarray(df, dtype=float), np.asarray(x, dtype=float)))
+    return _out(_t_upper(-np.asarray(x, dtype=float), np.asarray(df, dtype=float)))
 
 
 def t_sf(x: _Arr, df: _Arr) -> _Arr:
     """Student t upper tail, ``P(T > x)``."""
-    return _out(special.stdtr(np.asarray(df, dtype=float), -np.asarray(x, dtype=float)))
+    return _out(_t_upper(np.asarray(x, dtype=float), np.asarray(df, dtype=float)))
 
 
 def t_ppf(q: _Arr, df: _Arr) -> _Arr:
@@ -146,6 +149,8 @@ def f_isf(q: _Arr, dfn: _Arr, dfd: _Arr) -> _Arr:
 def nct_sf(x: _Arr, df: _Arr, nc: _Arr) -> _Arr:
     """Noncentral t upper tail ``P(T > x)`` (Boost's, as ``scipy.stats.nct.sf``)."""
     x, df, nc = (np.asarray(v, dtype=float) for v in (x, df, nc))
+    from scipy.special import _ufuncs  # the noncentral t tail scipy.stats.nct.sf calls
+
     fn = getattr(_ufuncs, "_nct_sf", None)
     with np.errstate(over="ignore"):
         out = fn(x, df, nc) if fn is not None else 1.0 - special.nctdtr(df, nc, x)

@@ -28,9 +28,9 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from .. import _dist as stats
+from .._lazy import special
 from .._validation import check_choice
 from ..errors import InputError
 

@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 __all__ = ["DesignReport", "design_report"]
 
@@ -204,6 +202,31 @@ def _layout(groups: pd.Series, systems: pd.Series) -> tuple[str, int]:
     return "mixed", n_multi
 
 
+def _n_components(u: np.ndarray, v: np.ndarray, n: int) -> int:
+    """Connected components of the graph on nodes ``0..n-1`` with edges ``u[k] -- v[k]``.
+
+    Every node must lie on an edge.  Each node takes the smallest label among
+    its edges' ends, then its label's label, until nothing changes; a label
+    is always a node of the same component, and at the end both ends of every
+    edge share one.
+
+    Examples
+    --------
+    >>> _n_components(np.array([0, 1, 3]), np.array([1, 2, 4]), 5)
+    2
+    """
+    label = np.arange(n)
+    while True:
+        low = np.minimum(label[u], label[v])
+        new = label.copy()
+        np.minimum.at(new, u, low)
+        np.minimum.at(new, v, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            return int(np.unique(label).size)
+        label = new
+
+
 def _dist(counts: pd.Series) -> tuple[int, float, int]:
     return int(counts.min()), float(np.median(counts.to_numpy())), int(counts.max())
 
@@ -248,11 +271,7 @@ def design_report(
     fully_crossed = n_unique_triples == n_w * n_i * n_s
 
     # bipartite worker -- item graph: nodes 0..n_w-1 are workers, n_w.. are items
-    adj = coo_matrix(
-        (np.ones(len(w_codes), dtype=np.int8), (w_codes, n_w + i_codes)),
-        shape=(n_w + n_i, n_w + n_i),
-    ).tocsr()
-    n_components, _ = connected_components(adj, directed=False)
+    n_components = _n_components(w_codes, n_w + i_codes, n_w + n_i)
 
     notes = list(extra_notes)
     if n_components > 1:
