@@ -1,0 +1,17 @@
+"""Records written by the hand-written codecs (before the generic one), for tests/records."""
+import json
+
+from nlpower.preference import power as pref_power
+from nlpower.simpower import simulate_power
+
+out = {}
+out["preference_exact"] = pref_power(100, 0.6, p_draw=0.1).to_record()
+out["preference_null"] = pref_power(50, 0.5, p_draw=0.1, ties="split").to_record()
+out["preference_simulated"] = pref_power(80, 0.6, p_draw=0.1, method="simulate", n_sims=200, rng=3).to_record()
+r = simulate_power(lambda rng, n: rng.normal(0.5, 1, n),
+                   lambda y: (y.mean(), 0.01 if y.mean() > 0.36 else 0.5), effect=0.5, n_sims=50, rng=1, params={"n": 30})
+out["simulated"] = r.to_record()
+r0 = simulate_power(lambda rng: rng.normal(0.0, 1, 10),
+                    lambda y: (y.mean(), 0.01 if y.mean() > 0.6 else 0.5), effect=0.0, n_sims=20, rng=2)
+out["simulated_null"] = r0.to_record()
+print(json.dumps(out, indent=1))
