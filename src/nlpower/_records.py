@@ -6,7 +6,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -44,30 +44,42 @@ class RecordLayout:
     """How a frozen result dataclass is laid out as a flat JSON-able record.
 
     The codec (:func:`to_record`, :func:`from_record`) walks the dataclass's
-    fields in order and converts each by its type hint: ``float`` (NaN <->
-    ``None``; with ``nonfinite=True`` every non-finite float is written as
-    ``None``), ``int``, ``str``, ``bool``, tuples (lists in the record),
-    dicts, an optional value (``None`` kept), a
-    :class:`~nlpower.intervals.ConfidenceInterval` (two keys, ``<name>_low``
-    and ``<name>_high``, or the pair in ``intervals``) and ``seed`` (the
-    :func:`nlpower._rng.seed_record` dict, as ``seed_entropy`` and
-    ``seed_spawn_key``).  Fields with ``compare=False`` (per-replicate
-    arrays, nested summaries) and those in ``skip`` are left out.
+    fields in order and converts each by its type hint: ``float``, ``int``,
+    ``str``, ``bool``, tuples (lists in the record), dicts, an optional value
+    (``None`` kept), a :class:`~nlpower.intervals.ConfidenceInterval` (two
+    keys, ``<name>_low`` and ``<name>_high``, or the pair in ``intervals``;
+    an optional one absent is two ``None``) and ``seed`` (the
+    :func:`nlpower._rng.seed_record` dict: ``seed_entropy`` and
+    ``seed_spawn_key`` with ``seed="flat"``, one ``seed`` dict with
+    ``"nested"``).  Fields with ``compare=False`` (per-replicate arrays,
+    models) and those in ``skip`` are left out, except the
+    :class:`~nlpower.montecarlo.MonteCarloSummary` field ``mc`` when
+    ``summary`` names the record key of the effect it is read back with: its
+    own record is merged in.  ``custom`` maps a field to its own ``(write,
+    read)`` pair.
 
-    ``first``: record keys that come before the others, in this order (the
-    rest follow in field order), so a record keeps the column order of the
-    tables built from it.  A key missing from a record read back takes the
-    field's default.
+    ``nan``: how floats are written -- ``"none"`` (NaN as ``None``),
+    ``"nonfinite"`` (every non-finite float as ``None``) or ``"keep"``; a
+    ``None`` read back is NaN either way.  ``first`` and ``last``: record keys
+    that open and close the record, in this order (the others in field order
+    between them), so a record keeps the column order of the tables built
+    from it.  A key missing from a record read back takes the field's
+    default.
     """
 
     intervals: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     skip: frozenset[str] = frozenset()
     first: tuple[str, ...] = ()
-    nonfinite: bool = False
+    last: tuple[str, ...] = ()
+    nan: typing.Literal["none", "nonfinite", "keep"] = "none"
+    seed: typing.Literal["flat", "nested"] = "flat"
+    summary: str | None = None
+    custom: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = field(
+        default_factory=dict)
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    from .intervals import ConfidenceInterval    # resolvable in any class's hints
+    from .intervals import ConfidenceInterval  # resolvable in any class's hints
     return typing.get_type_hints(cls, localns={"ConfidenceInterval": ConfidenceInterval})
 
 
@@ -76,13 +88,14 @@ def _interval_keys(name: str, layout: RecordLayout) -> tuple[str, str]:
 
 
 def _kept(cls: type, layout: RecordLayout) -> list[dataclasses.Field[Any]]:
-    return [f for f in dataclasses.fields(cls) if f.compare and f.name not in layout.skip]
+    return [f for f in dataclasses.fields(cls) if f.name not in layout.skip and (
+        f.compare or (f.name == "mc" and layout.summary is not None))]
 
 
 def _write_float(x: Any, layout: RecordLayout) -> Any:
-    if x is None:
-        return None
-    if layout.nonfinite and isinstance(x, float) and not math.isfinite(x):
+    if x is None or layout.nan == "keep":
+        return x
+    if layout.nan == "nonfinite" and isinstance(x, float) and not math.isfinite(x):
         return None
     return nan_to_none(x)
 
@@ -102,64 +115,88 @@ def to_record(obj: Any, layout: RecordLayout) -> dict[str, Any]:
     >>> to_record(R(float("nan"), ConfidenceInterval(0.1, 0.3), ("a",)), RecordLayout())
     {'power': None, 'ci_low': 0.1, 'ci_high': 0.3, 'notes': ['a']}
     """
-    from .intervals import ConfidenceInterval
-
     hints = _hints(type(obj))
     out: dict[str, Any] = {}
     for f in _kept(type(obj), layout):
-        v, kind = getattr(obj, f.name), _kind(hints[f.name])
-        if kind is ConfidenceInterval:
-            lo, hi = _interval_keys(f.name, layout)
-            out[lo], out[hi] = _write_float(v.low, layout), _write_float(v.high, layout)
-        elif f.name == "seed":
-            out["seed_entropy"] = v.get("entropy")
-            out["seed_spawn_key"] = list(v.get("spawn_key", ()))
-        elif kind is float:
-            out[f.name] = _write_float(v, layout)
-        elif kind is tuple:
-            out[f.name] = list(v)
-        elif kind is dict:
-            out[f.name] = dict(v)
-        else:
-            out[f.name] = v
+        _write(out, f.name, getattr(obj, f.name), _kind(hints[f.name]), layout)
     ordered = {k: out.pop(k) for k in layout.first if k in out}
-    ordered.update(out)
-    return ordered
+    tail = {k: out.pop(k) for k in layout.last if k in out}
+    return {**ordered, **out, **tail}
+
+
+def _write(out: dict[str, Any], name: str, v: Any, kind: Any, layout: RecordLayout) -> None:
+    from .intervals import ConfidenceInterval
+
+    if name in layout.custom:
+        out[name] = layout.custom[name][0](v)
+    elif name == "mc":
+        out.update({} if v is None else v.to_record())
+    elif kind is ConfidenceInterval:
+        lo, hi = _interval_keys(name, layout)
+        out[lo], out[hi] = ((None, None) if v is None else
+                            (_write_float(v.low, layout), _write_float(v.high, layout)))
+    elif name == "seed":
+        key = list(v.get("spawn_key", ()))
+        if layout.seed == "nested":
+            out["seed"] = {"entropy": v.get("entropy"), "spawn_key": key}
+        else:
+            out["seed_entropy"], out["seed_spawn_key"] = v.get("entropy"), key
+    elif kind is float:
+        out[name] = _write_float(v, layout)
+    elif kind is tuple:
+        out[name] = list(v)
+    elif kind is dict:
+        out[name] = dict(v)
+    else:
+        out[name] = v
 
 
 def from_record(cls: type[T], record: Mapping[str, Any], layout: RecordLayout) -> T:
     """The ``cls`` instance back from :func:`to_record`'s record (missing keys: defaults)."""
-    from .intervals import ConfidenceInterval
-
     hints = _hints(cls)
     r = dict(record)
     kw: dict[str, Any] = {}
     for f in _kept(cls, layout):
-        kind = _kind(hints[f.name])
-        if kind is ConfidenceInterval:
-            lo, hi = _interval_keys(f.name, layout)
-            kw[f.name] = ConfidenceInterval(none_to_nan(r.get(lo)), none_to_nan(r.get(hi)))
-            continue
-        if f.name == "seed":
-            kw["seed"] = {} if r.get("seed_entropy") is None else {
-                "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
-            continue
-        if f.name not in r:
-            continue                                  # the field's default
-        v = r[f.name]
-        if v is None and _optional(hints[f.name]):
-            kw[f.name] = None
-        elif kind is float:
-            kw[f.name] = none_to_nan(v)
-        elif kind in (int, str, bool):
-            kw[f.name] = kind(v)
-        elif kind is tuple:
-            kw[f.name] = tuple(v)
-        elif kind is dict:
-            kw[f.name] = dict(v)
-        else:
-            kw[f.name] = v
+        _read(kw, r, f.name, hints[f.name], layout)
     return cls(**kw)
+
+
+def _read(kw: dict[str, Any], r: dict[str, Any], name: str, hint: Any,
+          layout: RecordLayout) -> None:
+    from .intervals import ConfidenceInterval
+
+    kind = _kind(hint)
+    if name == "mc":
+        from .montecarlo import MonteCarloSummary
+        assert layout.summary is not None
+        kw[name] = MonteCarloSummary.from_record(r, effect=float(r[layout.summary]))
+    elif kind is ConfidenceInterval:
+        lo, hi = _interval_keys(name, layout)
+        kw[name] = (None if _optional(hint) and r.get(lo) is None else
+                    ConfidenceInterval(none_to_nan(r.get(lo)), none_to_nan(r.get(hi))))
+    elif name == "seed" and layout.seed == "nested":
+        s = r.get("seed") or {}
+        kw[name] = {"entropy": s.get("entropy"),
+                    "spawn_key": tuple(s.get("spawn_key", ()))} if s else {}
+    elif name == "seed":
+        kw[name] = {} if r.get("seed_entropy") is None else {
+            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
+    elif name not in r:
+        return                                        # the field's default
+    elif name in layout.custom:
+        kw[name] = layout.custom[name][1](r[name])
+    elif r[name] is None and _optional(hint):
+        kw[name] = None
+    elif kind is float:
+        kw[name] = none_to_nan(r[name])
+    elif kind in (int, str, bool):
+        kw[name] = kind(r[name])
+    elif kind is tuple:
+        kw[name] = tuple(r[name])
+    elif kind is dict:
+        kw[name] = dict(r[name])
+    else:
+        kw[name] = r[name]
 
 
 def _optional(hint: Any) -> bool:

@@ -100,7 +100,7 @@ class SimulatedPowerResult(RecordCodec):
         intervals={"type_m_ci": ("type_m_low", "type_m_high"),
                    "type_s_ci": ("type_s_low", "type_s_high"),
                    "rejection_ci": ("rejection_low", "rejection_high")},
-        first=("power", "ci_low", "ci_high"), nonfinite=True)
+        first=("power", "ci_low", "ci_high"), nan="nonfinite")
 
     def summary(self) -> str:
         """A short text report."""

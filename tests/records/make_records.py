@@ -1,6 +1,12 @@
-"""Records written by the hand-written codecs (before the generic one), for tests/records."""
+"""Records written by the hand-written codecs (before the generic one), for tests/records.
+
+Run once, before the generic codec replaced them (its output is ``written_records.json``):
+``PYTHONPATH=src python tests/records/make_records.py > tests/records/written_records.json``.
+"""
 import json
 
+from nlpower import CrossedDesign, presets
+from nlpower.powersim import power
 from nlpower.preference import power as pref_power
 from nlpower.simpower import simulate_power
 
@@ -14,4 +20,11 @@ out["simulated"] = r.to_record()
 r0 = simulate_power(lambda rng: rng.normal(0.0, 1, 10),
                     lambda y: (y.mean(), 0.01 if y.mean() > 0.6 else 0.5), effect=0.0, n_sims=20, rng=2)
 out["simulated_null"] = r0.to_record()
+out["power_balanced"] = power(CrossedDesign(5, 30), presets.high_variance(0.15), n_sims=100,
+                              rng=5, null=True).to_record()
+out["power_simulate"] = power(CrossedDesign(4, 12, items="nested"), presets.high_variance(0.15),
+                              n_sims=20, rng=6, test="satterthwaite",
+                              precision=0.2).to_record()
+out["power_null_effect"] = power(CrossedDesign(3, 10), presets.low_variance(0.0), n_sims=30,
+                                 rng=7, test="lrt", method="simulate").to_record()
 print(json.dumps(out, indent=1))

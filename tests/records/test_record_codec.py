@@ -17,12 +17,14 @@ import pytest
 
 from nlpower._records import RecordCodec, RecordLayout, from_record, to_record
 from nlpower.intervals import ConfidenceInterval
+from nlpower.powersim.result import PowerResult
 from nlpower.preference.power import PreferencePowerResult
 from nlpower.preference.power import power as preference_power
 from nlpower.simpower import SimulatedPowerResult, simulate_power
 
 WRITTEN = json.loads((Path(__file__).parent / "written_records.json").read_text())
-TYPES = {"preference": PreferencePowerResult, "simulated": SimulatedPowerResult}
+TYPES = {"preference": PreferencePowerResult, "simulated": SimulatedPowerResult,
+         "power": PowerResult}
 
 
 @pytest.mark.parametrize("name", sorted(WRITTEN))
@@ -32,8 +34,10 @@ def test_a_record_written_before_loads_and_writes_back_identically(name):
     res = cls.from_record(rec)
     again = res.to_record()
     assert list(again) == list(rec)                     # same keys, same order
-    assert json.dumps(again) == json.dumps(rec)         # same values (None for NaN)
+    assert json.dumps(again) == json.dumps(rec)         # same values (NaN or None as written)
     assert cls.from_record(again) == res
+    if cls is PowerResult:                              # the Monte Carlo summary comes back too
+        assert res.mc is not None and res.mc.n_significant == rec["n_significant"]
 
 
 def test_fresh_results_round_trip():
@@ -74,5 +78,5 @@ def test_the_codec_follows_fields_and_type_hints():
     # a key missing from an old record takes the field's default
     del rec["notes"]
     assert _Toy.from_record(rec).notes == ()
-    assert to_record(t, RecordLayout(nonfinite=True))["ci_high"] is None
+    assert to_record(t, RecordLayout(nan="nonfinite"))["ci_high"] is None
     assert from_record(_Toy, {"power": 1, "n": "4", "label": "b"}, RecordLayout()).n == 4
