@@ -56,7 +56,8 @@ class RecordLayout:
     :class:`~nlpower.montecarlo.MonteCarloSummary` field ``mc`` when
     ``summary`` names the record key of the effect it is read back with: its
     own record is merged in.  ``custom`` maps a field to its own ``(write,
-    read)`` pair.
+    read)`` pair; ``derived`` maps a property written too (for tables; not
+    read back) to the field it follows.
 
     ``nan``: how floats are written -- ``"none"`` (NaN as ``None``),
     ``"nonfinite"`` (every non-finite float as ``None``) or ``"keep"``; a
@@ -76,6 +77,7 @@ class RecordLayout:
     summary: str | None = None
     custom: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = field(
         default_factory=dict)
+    derived: Mapping[str, str] = field(default_factory=dict)
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -117,8 +119,13 @@ def to_record(obj: Any, layout: RecordLayout) -> dict[str, Any]:
     """
     hints = _hints(type(obj))
     out: dict[str, Any] = {}
+    after: dict[str, list[str]] = {}
+    for prop, anchor in layout.derived.items():
+        after.setdefault(anchor, []).append(prop)
     for f in _kept(type(obj), layout):
         _write(out, f.name, getattr(obj, f.name), _kind(hints[f.name]), layout)
+        for prop in after.get(f.name, ()):
+            out[prop] = _write_float(getattr(obj, prop), layout)
     ordered = {k: out.pop(k) for k in layout.first if k in out}
     tail = {k: out.pop(k) for k in layout.last if k in out}
     return {**ordered, **out, **tail}

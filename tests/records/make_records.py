@@ -5,6 +5,9 @@ Run once, before the generic codec replaced them (its output is ``written_record
 """
 import json
 
+import pandas as pd
+
+import nlpower
 from nlpower import CrossedDesign, presets
 from nlpower.powersim import power
 from nlpower.preference import power as pref_power
@@ -27,4 +30,10 @@ out["power_simulate"] = power(CrossedDesign(4, 12, items="nested"), presets.high
                               precision=0.2).to_record()
 out["power_null_effect"] = power(CrossedDesign(3, 10), presets.low_variance(0.0), n_sims=30,
                                  rng=7, test="lrt", method="simulate").to_record()
+sleep = pd.read_csv("tests/reference/data/sleepstudy.csv")
+m = nlpower.lmer("Reaction ~ Days + (1 | Subject)", sleep, REML=False)
+out["model"] = nlpower.power(m.with_params(fixef={"Days": 2.0}), term="Days", n_sims=20,
+                             rng=1).to_record()
+out["model_compare"] = nlpower.power(m.with_params(fixef={"Days": 2.0}), compare="~ . - Days",
+                                     n_sims=10, rng=2).to_record()
 print(json.dumps(out, indent=1))

@@ -21,10 +21,11 @@ from nlpower.powersim.result import PowerResult
 from nlpower.preference.power import PreferencePowerResult
 from nlpower.preference.power import power as preference_power
 from nlpower.simpower import SimulatedPowerResult, simulate_power
+from nlpower.study.result import ModelPowerResult
 
 WRITTEN = json.loads((Path(__file__).parent / "written_records.json").read_text())
 TYPES = {"preference": PreferencePowerResult, "simulated": SimulatedPowerResult,
-         "power": PowerResult}
+         "power": PowerResult, "model": ModelPowerResult}
 
 
 @pytest.mark.parametrize("name", sorted(WRITTEN))
@@ -33,10 +34,14 @@ def test_a_record_written_before_loads_and_writes_back_identically(name):
     rec = WRITTEN[name]
     res = cls.from_record(rec)
     again = res.to_record()
+    if cls is ModelPowerResult and rec["type_m_ci_low"] is not None:
+        # its record has no type_m, so the Type-M interval is not rebuilt on reading (as with
+        # the former hand-written codec): the one thing a round trip loses
+        rec = {**rec, "type_m_ci_low": None, "type_m_ci_high": None}
     assert list(again) == list(rec)                     # same keys, same order
     assert json.dumps(again) == json.dumps(rec)         # same values (NaN or None as written)
     assert cls.from_record(again) == res
-    if cls is PowerResult:                              # the Monte Carlo summary comes back too
+    if cls in (PowerResult, ModelPowerResult):         # the Monte Carlo summary comes back too
         assert res.mc is not None and res.mc.n_significant == rec["n_significant"]
 
 
