@@ -61,7 +61,8 @@ class RecordLayout:
 
     ``nan``: how floats are written -- ``"none"`` (NaN as ``None``),
     ``"nonfinite"`` (every non-finite float as ``None``) or ``"keep"``; a
-    ``None`` read back is NaN either way.  ``first`` and ``last``: record keys
+    ``None`` read back is NaN either way; the floats in ``raw`` are written
+    as they are whatever ``nan`` says.  ``first`` and ``last``: record keys
     that open and close the record, in this order (the others in field order
     between them), so a record keeps the column order of the tables built
     from it.  A key missing from a record read back takes the field's
@@ -78,6 +79,7 @@ class RecordLayout:
     custom: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = field(
         default_factory=dict)
     derived: Mapping[str, str] = field(default_factory=dict)
+    raw: frozenset[str] = frozenset()
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -149,7 +151,7 @@ def _write(out: dict[str, Any], name: str, v: Any, kind: Any, layout: RecordLayo
         else:
             out["seed_entropy"], out["seed_spawn_key"] = v.get("entropy"), key
     elif kind is float:
-        out[name] = _write_float(v, layout)
+        out[name] = v if name in layout.raw else _write_float(v, layout)
     elif kind is tuple:
         out[name] = list(v)
     elif kind is dict:

@@ -9,6 +9,10 @@ import pandas as pd
 
 import nlpower
 from nlpower import CrossedDesign, presets
+from nlpower.accuracy.metrics import metric_power
+from nlpower.accuracy.planning import closed_form_power
+from nlpower.accuracy.power import power as accuracy_power
+from nlpower.bleu.power import power as bleu_power
 from nlpower.powersim import power
 from nlpower.preference import power as pref_power
 from nlpower.simpower import simulate_power
@@ -36,4 +40,14 @@ out["model"] = nlpower.power(m.with_params(fixef={"Days": 2.0}), term="Days", n_
                              rng=1).to_record()
 out["model_compare"] = nlpower.power(m.with_params(fixef={"Days": 2.0}), compare="~ . - Days",
                                      n_sims=10, rng=2).to_record()
+out["accuracy_exact"] = accuracy_power(500, 0.02, 0.9).to_record()
+out["accuracy_simulated"] = accuracy_power(300, 0.03, 0.85, method="simulate", n_sims=200,
+                                           rng=4).to_record()
+out["accuracy_unpaired"] = closed_form_power(300, 0.05, baseline=0.7).to_record()
+neg, pos = [[0.90, 0.02], [0.02, 0.06]], [[0.10, 0.15], [0.05, 0.70]]
+out["metric"] = metric_power(500, [0.8, 0.2], [neg, pos], n_sims=40, n_resamples=50,
+                             rng=1).to_record()
+out["bleu"] = bleu_power(500, 1.0, 0.125, 25.8, n_sims=40, n_resamples=50, rng=1).to_record()
+out["bleu_normal"] = bleu_power(500, 0.0, 0.125, 25.8, n_sims=40, method="normal",
+                                rng=2).to_record()
 print(json.dumps(out, indent=1))
