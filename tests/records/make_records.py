@@ -12,6 +12,7 @@ from nlpower import CrossedDesign, presets
 from nlpower.accuracy.metrics import metric_power
 from nlpower.accuracy.planning import closed_form_power
 from nlpower.accuracy.power import power as accuracy_power
+from nlpower.bleu.power import mde as bleu_mde
 from nlpower.bleu.power import power as bleu_power
 from nlpower.powersim import power
 from nlpower.preference import power as pref_power
@@ -50,4 +51,5 @@ out["metric"] = metric_power(500, [0.8, 0.2], [neg, pos], n_sims=40, n_resamples
 out["bleu"] = bleu_power(500, 1.0, 0.125, 25.8, n_sims=40, n_resamples=50, rng=1).to_record()
 out["bleu_normal"] = bleu_power(500, 0.0, 0.125, 25.8, n_sims=40, method="normal",
                                 rng=2).to_record()
+out["bleumde"] = bleu_mde(500, 0.125, 25.8, n_sims=40, method="normal", rng=3).to_record()
 print(json.dumps(out, indent=1))

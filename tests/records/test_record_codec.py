@@ -18,7 +18,7 @@ import pytest
 from nlpower._records import RecordCodec, RecordLayout, from_record, to_record
 from nlpower.accuracy.metrics import MetricPowerResult
 from nlpower.accuracy.power import AccuracyPowerResult
-from nlpower.bleu.power import BleuPowerResult
+from nlpower.bleu.power import BleuMDEResult, BleuPowerResult
 from nlpower.intervals import ConfidenceInterval
 from nlpower.powersim.result import PowerResult
 from nlpower.preference.power import PreferencePowerResult
@@ -29,7 +29,7 @@ from nlpower.study.result import ModelPowerResult
 WRITTEN = json.loads((Path(__file__).parent / "written_records.json").read_text())
 TYPES = {"preference": PreferencePowerResult, "simulated": SimulatedPowerResult,
          "power": PowerResult, "model": ModelPowerResult, "accuracy": AccuracyPowerResult,
-         "metric": MetricPowerResult, "bleu": BleuPowerResult}
+         "metric": MetricPowerResult, "bleu": BleuPowerResult, "bleumde": BleuMDEResult}
 
 
 @pytest.mark.parametrize("name", sorted(WRITTEN))

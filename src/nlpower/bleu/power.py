@@ -243,7 +243,7 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
 
 
 @dataclass(frozen=True)
-class BleuMDEResult:
+class BleuMDEResult(RecordCodec):
     """Minimum detectable BLEU difference for a test-set size.
 
     ``mde`` is the smallest ``dB > 0`` (to ``tol``) whose simulated power
@@ -271,6 +271,9 @@ class BleuMDEResult:
     seed: dict[str, Any]
     version: str
 
+    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`)
+    _record_layout = RecordLayout(nan="keep", seed="nested")
+
     def __repr__(self) -> str:
         return (f"BleuMDEResult(mde={self.mde:.3f}, target_power={self.target_power:g}, "
                 f"power={self.power:.3f}, n={self.n}, p0={self.p0:g}, b0={self.b0:g})")
@@ -292,18 +295,6 @@ class BleuMDEResult:
 
         return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
 
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record."""
-        return {
-            "mde": self.mde, "target_power": self.target_power, "power": self.power,
-            "ci_low": self.ci.low, "ci_high": self.ci.high, "mde_ci_low": self.mde_ci.low,
-            "mde_ci_high": self.mde_ci.high, "n": self.n, "p0": self.p0,
-            "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
-            "n_resamples": self.n_resamples, "method": self.method, "tol": self.tol,
-            "seed": {"entropy": self.seed.get("entropy"),
-                     "spawn_key": list(self.seed.get("spawn_key", ()))},
-            "version": self.version,
-        }
 
 
 #: Largest n_sims x n_resamples table of null statistics mde() keeps in memory.
