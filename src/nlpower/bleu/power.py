@@ -296,7 +296,6 @@ class BleuMDEResult(RecordCodec):
         return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
 
 
-
 #: Largest n_sims x n_resamples table of null statistics mde() keeps in memory.
 _MDE_MAX_NULL = 10_000_000  # two float64 tables: 160 MB at the limit
 
