@@ -94,7 +94,7 @@ class SimulatedPowerResult(RecordCodec):
     version: str = __version__
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`;
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
     #: the per-simulation draws and ``mc`` are not in it)
     _record_layout = RecordLayout(
         intervals={"type_m_ci": ("type_m_low", "type_m_high"),

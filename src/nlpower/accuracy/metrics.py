@@ -87,7 +87,7 @@ class MetricPowerResult(RecordCodec):
     version: str = __version__
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`)
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
     _record_layout = RecordLayout(
         first=("power", "se", "type_m", "type_s", "rejection_rate", "true_difference", "metric",
                "n", "alpha", "n_sims", "n_resamples", "n_rejected", "method", "version",

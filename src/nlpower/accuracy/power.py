@@ -91,7 +91,7 @@ class AccuracyPowerResult(RecordCodec):
     notes: tuple[str, ...] = ()
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`)
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
     _record_layout = RecordLayout(
         first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "rejection_rate",
                "n_sims", "n_rejected", "n", "delta", "agreement", "only_new", "only_old",

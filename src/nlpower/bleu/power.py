@@ -89,7 +89,7 @@ class BleuPowerResult(RecordCodec):
     pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`;
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
     #: the per-replicate arrays are not kept)
     _record_layout = RecordLayout(
         first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "n_sims", "n_rejected",
@@ -271,7 +271,7 @@ class BleuMDEResult(RecordCodec):
     seed: dict[str, Any]
     version: str
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`)
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
     _record_layout = RecordLayout(nan="keep", seed="nested")
 
     def __repr__(self) -> str:

@@ -145,7 +145,7 @@ class PowerResult(RecordCodec):
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
     params: Any = field(default=None, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`;
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
     #: what a grid cell shows and checkpoints, without the replicates and the parameters)
     _record_layout = RecordLayout(
         first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",

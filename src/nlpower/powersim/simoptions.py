@@ -33,7 +33,7 @@ class SimOptions:
     Attributes
     ----------
     n_sims, alpha, alternative, rng, n_jobs, precision, progress, on_failure, checkpoint
-        As the keywords of the same names of :func:`nlpower.power`.
+        As the keywords of the same names of ``nlpower.power``.
 
     Examples
     --------

@@ -158,7 +158,7 @@ class PreferencePowerResult(RecordCodec):
     version: str = __version__
     notes: tuple[str, ...] = ()
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`)
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
     _record_layout = RecordLayout(first=("power", "ci_low", "ci_high", "se", "type_m", "type_s",
                                          "rejection_rate", "mean_significant", "n_sims",
                                          "n_rejected"))

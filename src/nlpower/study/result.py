@@ -63,7 +63,7 @@ class ModelPowerResult(RecordCodec):
     version: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    #: the record's layout (``to_record``/``from_record``: :class:`nlpower._records.RecordCodec`):
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``):
     #: the Monte Carlo summary's keys, then the fields; the seed and parameters are not kept
     _record_layout = RecordLayout(skip=frozenset({"seed"}), nan="keep", summary="effect",
                                   derived={"effect": "mc", "rejection_rate": "first_error"})
