@@ -45,6 +45,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "power": ("nlpower.powersim", "power"),
     "analytic_power": ("nlpower.powersim", "analytic_power"),
     "power_grid": ("nlpower.powersim", "power_grid"),
+    "SimOptions": ("nlpower.powersim", "SimOptions"),
     "power_curve": ("nlpower.study", "power_curve"),
     "extend": ("nlpower.study", "extend"),
     "ModelDesign": ("nlpower.study", "ModelDesign"),

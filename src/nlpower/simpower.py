@@ -28,6 +28,7 @@ import pandas as pd
 
 from . import __version__
 from ._choices import Backend, OnError
+from ._records import RecordCodec, RecordLayout
 from ._rng import RNGLike, root_seed, seed_record
 from ._validation import check_int, check_real
 from .errors import InputError
@@ -45,7 +46,7 @@ RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "type_m", "type_m_low", "t
 
 
 @dataclass(frozen=True)
-class SimulatedPowerResult:
+class SimulatedPowerResult(RecordCodec):
     """Monte Carlo power, Type-M and Type-S of a user's test, each with its 95% MC interval.
 
     Attributes
@@ -93,6 +94,14 @@ class SimulatedPowerResult:
     version: str = __version__
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
+    #: the per-simulation draws and ``mc`` are not in it)
+    _record_layout = RecordLayout(
+        intervals={"type_m_ci": ("type_m_low", "type_m_high"),
+                   "type_s_ci": ("type_s_low", "type_s_high"),
+                   "rejection_ci": ("rejection_low", "rejection_high")},
+        first=("power", "ci_low", "ci_high"), nan="nonfinite")
+
     def summary(self) -> str:
         """A short text report."""
         where = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -127,44 +136,6 @@ class SimulatedPowerResult:
         """
         from .methods import simulated_power_methods
         return simulated_power_methods(self, model=model, test=test, format=format)
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record (a grid cell, a checkpoint line)."""
-        def f(x: float) -> float | None:
-            return None if not math.isfinite(x) else float(x)
-        return {
-            "power": f(self.power), "ci_low": f(self.ci.low), "ci_high": f(self.ci.high),
-            "se": f(self.se), "type_m": f(self.type_m), "type_m_low": f(self.type_m_ci.low),
-            "type_m_high": f(self.type_m_ci.high), "type_s": f(self.type_s),
-            "type_s_low": f(self.type_s_ci.low), "type_s_high": f(self.type_s_ci.high),
-            "rejection_rate": self.rejection_rate, "rejection_low": self.rejection_ci.low,
-            "rejection_high": self.rejection_ci.high, "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "n_significant": self.n_significant,
-            "n_failed": self.n_failed, "effect": self.effect, "alpha": self.alpha,
-            "params": dict(self.params), "seed_entropy": self.seed.get("entropy"),
-            "seed_spawn_key": list(self.seed.get("spawn_key", ())), "version": self.version,
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> SimulatedPowerResult:
-        """The result back from :meth:`to_record` (without the per-simulation draws)."""
-        r = dict(record)
-
-        def g(key: str) -> float:
-            return math.nan if r.get(key) is None else float(r[key])
-        seed = {} if r.get("seed_entropy") is None else {
-            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
-        return cls(
-            power=g("power"), se=g("se"), ci=ConfidenceInterval(g("ci_low"), g("ci_high")),
-            type_m=g("type_m"), type_m_ci=ConfidenceInterval(g("type_m_low"), g("type_m_high")),
-            type_s=g("type_s"), type_s_ci=ConfidenceInterval(g("type_s_low"), g("type_s_high")),
-            rejection_rate=g("rejection_rate"),
-            rejection_ci=ConfidenceInterval(g("rejection_low"), g("rejection_high")),
-            n_sims=int(r["n_sims"]), n_rejected=int(r["n_rejected"]),
-            n_significant=int(r["n_significant"]), n_failed=int(r["n_failed"]),
-            effect=float(r["effect"]), alpha=float(r["alpha"]), params=dict(r.get("params", {})),
-            seed=seed, version=r.get("version", __version__),
-        )
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row (``params`` spread into columns)."""

@@ -53,10 +53,14 @@ def test_results_do_not_depend_on_n_jobs_or_on_the_other_replicates():
     np.testing.assert_array_equal(a.replicates.estimate, b.replicates.estimate)
     np.testing.assert_array_equal(a.replicates.se, b.replicates.se)
     # replicate 3 alone (its own child seed) fits to the same numbers as inside the run
-    from nlpower.outcomes.headtohead import _fit_chunk
+    from nlpower.outcomes.headtohead import GlmerAnalysis, Judgements
+    from nlpower.powersim.loop import replicate_batch
+    from nlpower.powersim.options import power_options
     seeds = np.random.SeedSequence(11).spawn(2)[0].spawn(6)
-    est, se, *_ = _fit_chunk(d, p, seeds[3:4], 3, 6, True)
-    assert est[0] == a.replicates.estimate[3] and se[0] == a.replicates.se[3]
+    one = replicate_batch(Judgements(d, p), GlmerAnalysis(d, p),
+                          power_options(n_sims=6, test="z", method="simulate"), 3, 4, n_sims=6,
+                          seeds=seeds)
+    assert one.estimate[0] == a.replicates.estimate[3] and one.se[0] == a.replicates.se[3]
     with pytest.raises(InputError, match="n_jobs"):
         headtohead_power(d, p, n_sims=2, n_jobs=0)
 

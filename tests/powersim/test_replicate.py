@@ -11,7 +11,7 @@ import pytest
 from nlpower import CrossedDesign, presets
 from nlpower.errors import FitError, NlpowerWarning
 from nlpower.lmm import lme4 as lme4_engine
-from nlpower.powersim import power
+from nlpower.powersim import loop, power
 from nlpower.powersim import replicate as rep
 
 HIGH = presets.high_variance
@@ -36,8 +36,9 @@ class _Flaky:
 
 @pytest.fixture
 def flaky(monkeypatch):
-    real = rep.prepare
-    monkeypatch.setattr(rep, "prepare", lambda engine, spec: _Flaky(real(engine, spec), bad={1, 3}))
+    real = loop.prepare
+    monkeypatch.setattr(loop, "prepare",
+                        lambda engine, spec: _Flaky(real(engine, spec), bad={1, 3}))
 
 
 def test_failed_fits_are_recorded_by_default(flaky):
@@ -82,13 +83,13 @@ def test_failure_policy_raise_on_the_balanced_path(monkeypatch):
 
 def test_simulate_uses_the_engine_protocol(monkeypatch):
     seen = []
-    real = rep.get_engine
+    real = loop.get_engine
 
     def spy(name):
         seen.append(name)
         return real(name)
 
-    monkeypatch.setattr(rep, "get_engine", spy)
+    monkeypatch.setattr(loop, "get_engine", spy)
     res = power(DESIGN, HIGH(0.1), n_sims=3, method="simulate", test="lrt", rng=2)
     assert seen == ["native", "native"]  # the model and its null model, prepared once each
     assert res.method == "simulate" and res.engine == "native" and res.n_failed == 0

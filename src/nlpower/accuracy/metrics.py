@@ -16,7 +16,6 @@ power counts sign-correct rejections (Card et al. 2020, Fig. 2).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ import pandas as pd
 
 from .. import __version__
 from .._choices import ClassMetric, check_choice
+from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
@@ -65,13 +65,8 @@ def confusion_metric(conf: np.ndarray, metric: ClassMetric) -> np.ndarray:
     return np.nan_to_num(out)
 
 
-#: the Monte Carlo summary's record keys that are not fields of the result
-_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
-            "type_m_ci_low", "type_m_ci_high")
-
-
 @dataclass(frozen=True)
-class MetricPowerResult:
+class MetricPowerResult(RecordCodec):
     """Power of a paired randomization test on a classification metric (App. F)."""
 
     power: float
@@ -92,6 +87,13 @@ class MetricPowerResult:
     version: str = __version__
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
+    _record_layout = RecordLayout(
+        first=("power", "se", "type_m", "type_s", "rejection_rate", "true_difference", "metric",
+               "n", "alpha", "n_sims", "n_resamples", "n_rejected", "method", "version",
+               "ci_low", "ci_high", "seed_entropy", "seed_spawn_key"),
+        summary="true_difference")
+
     def summary(self) -> str:
         return "\n".join([
             f"Randomization-test power for {self.metric} ({self.n} items, alpha {self.alpha:g}, "
@@ -103,28 +105,6 @@ class MetricPowerResult:
             else f"  {self.mc.describe()}",
         ])
 
-    def to_record(self) -> dict[str, Any]:
-        rec = {k: getattr(self, k) for k in (
-            "power", "se", "type_m", "type_s", "rejection_rate", "true_difference", "metric",
-            "n", "alpha", "n_sims", "n_resamples", "n_rejected", "method", "version")}
-        rec.update(ci_low=self.ci.low, ci_high=self.ci.high,
-                   seed_entropy=self.seed.get("entropy"),
-                   seed_spawn_key=list(self.seed.get("spawn_key", ())))
-        if self.mc is not None:
-            rec.update(self.mc.to_record())
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> MetricPowerResult:
-        r = dict(record)
-        mc = MonteCarloSummary.from_record(r, effect=float(r["true_difference"]))
-        for key in _MC_KEYS:
-            r.pop(key, None)
-        seed = {"entropy": r.pop("seed_entropy"), "spawn_key": tuple(r.pop("seed_spawn_key"))}
-        ci = ConfidenceInterval(r.pop("ci_low"), r.pop("ci_high"))
-        for k in ("type_m", "type_s"):
-            r[k] = math.nan if r[k] is None else r[k]
-        return cls(ci=ci, seed=seed, mc=mc, **r)
 
     def to_frame(self) -> pd.DataFrame:
         rec = self.to_record()

@@ -19,7 +19,6 @@ Power counts only rejections with the sign of ``delta`` (Card et al. 2020, Fig. 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -29,7 +28,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import AccuracyMethod, AgreementPrior, McNemarTest, check_choice
-from .._records import nan_to_none, none_to_nan
+from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
@@ -47,7 +46,7 @@ _TAIL = 1e-15
 
 
 @dataclass(frozen=True)
-class AccuracyPowerResult:
+class AccuracyPowerResult(RecordCodec):
     """Power of McNemar's test for two classifiers on ``n`` paired items.
 
     Attributes
@@ -92,6 +91,14 @@ class AccuracyPowerResult:
     notes: tuple[str, ...] = ()
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
+    _record_layout = RecordLayout(
+        first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "rejection_rate",
+               "n_sims", "n_rejected", "n", "delta", "agreement", "only_new", "only_old",
+               "baseline", "agreement_source"),
+        raw=frozenset({"rejection_rate", "delta", "agreement", "only_new", "only_old", "alpha"}),
+        summary="delta")
+
     @property
     def exact(self) -> bool:
         return self.n_sims == 0
@@ -121,42 +128,6 @@ class AccuracyPowerResult:
                          f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record (what a grid cell shows and checkpoints)."""
-        return {
-            "power": nan_to_none(self.power), "ci_low": nan_to_none(self.ci.low),
-            "ci_high": nan_to_none(self.ci.high), "se": nan_to_none(self.se),
-            "type_m": nan_to_none(self.type_m), "type_s": nan_to_none(self.type_s),
-            "rejection_rate": self.rejection_rate, "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "n": self.n, "delta": self.delta,
-            "agreement": self.agreement, "only_new": self.only_new, "only_old": self.only_old,
-            "baseline": self.baseline, "agreement_source": self.agreement_source,
-            "test": self.test, "alpha": self.alpha, "method": self.method,
-            "seed_entropy": self.seed.get("entropy"),
-            "seed_spawn_key": list(self.seed.get("spawn_key", ())),
-            "version": self.version, "notes": list(self.notes),
-            **({} if self.mc is None else self.mc.to_record()),
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> AccuracyPowerResult:
-        """The result back from :meth:`to_record`."""
-        r = dict(record)
-        seed = {} if r.get("seed_entropy") is None else {
-            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
-        return cls(
-            power=none_to_nan(r["power"]), se=none_to_nan(r["se"]),
-            ci=ConfidenceInterval(none_to_nan(r["ci_low"]), none_to_nan(r["ci_high"])),
-            type_m=none_to_nan(r["type_m"]), type_s=none_to_nan(r["type_s"]),
-            rejection_rate=float(r["rejection_rate"]), n=int(r["n"]), delta=float(r["delta"]),
-            agreement=float(r["agreement"]), only_new=float(r["only_new"]),
-            only_old=float(r["only_old"]), test=r["test"], alpha=float(r["alpha"]),
-            method=r["method"], n_sims=int(r["n_sims"]), n_rejected=r.get("n_rejected"),
-            baseline=r.get("baseline"), agreement_source=r.get("agreement_source", "given"),
-            seed=seed, version=r.get("version", __version__), notes=tuple(r.get("notes", ())),
-            mc=MonteCarloSummary.from_record(r, effect=float(r["delta"])),
-        )
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""

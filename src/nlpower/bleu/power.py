@@ -11,7 +11,7 @@ whose ``dB_hat`` has the sign of ``dB`` (Fig. 2 of the paper).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import __version__
 from .._choices import BleuMethod, check_choice
+from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
@@ -34,7 +35,7 @@ __all__ = ["BleuMDEResult", "BleuPowerResult", "mde", "power"]
 
 
 @dataclass(frozen=True)
-class BleuPowerResult:
+class BleuPowerResult(RecordCodec):
     """Power of a BLEU comparison by simulation (Card et al. 2020, §4, App. G.2).
 
     Attributes
@@ -88,6 +89,14 @@ class BleuPowerResult:
     pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
+    #: the per-replicate arrays are not kept)
+    _record_layout = RecordLayout(
+        first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "n_sims", "n_rejected",
+               "rejection_rate", "mean_estimate", "n", "delta", "p0", "b0", "alpha",
+               "n_resamples", "method", "normal_error_bound"),
+        last=("seed", "version"), nan="keep", seed="nested", summary="delta")
+
     def __repr__(self) -> str:
         return (f"BleuPowerResult(power={self.power:.3f}, ci=({self.ci.low:.3f}, {self.ci.high:.3f}), "
                 f"n={self.n}, delta={self.delta:g}, p0={self.p0:g}, b0={self.b0:g}, "
@@ -131,45 +140,6 @@ class BleuPowerResult:
         import pandas as pd  # imported on first use: power itself needs only numpy
 
         return pd.DataFrame([self.to_record()]).drop(columns=["seed"])
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record (what a grid cell shows and checkpoints)."""
-        return {
-            "power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high, "se": self.se,
-            "type_m": self.type_m, "type_s": self.type_s, "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "rejection_rate": self.rejection_rate,
-            "mean_estimate": self.mean_estimate, "n": self.n, "delta": self.delta,
-            "p0": self.p0, "b0": self.b0, "alpha": self.alpha,
-            "n_resamples": self.n_resamples, "method": self.method,
-            "normal_error_bound": self.normal_error_bound,
-            **({} if self.mc is None else self.mc.to_record()),
-            "seed": {"entropy": self.seed.get("entropy"),
-                     "spawn_key": list(self.seed.get("spawn_key", ()))},
-            "version": self.version,
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> BleuPowerResult:
-        """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
-        r = dict(record)
-        mc = MonteCarloSummary.from_record(r, effect=float(r["delta"]))
-        for key in _MC_KEYS:
-            r.pop(key, None)
-        seed = r.pop("seed", None) or {}
-        ci = ConfidenceInterval(_num(r.pop("ci_low")), _num(r.pop("ci_high")))
-        floats = ("power", "se", "type_m", "type_s", "rejection_rate", "mean_estimate")
-        fields: dict[str, Any] = {k: (_num(v) if k in floats else v) for k, v in r.items()}
-        return cls(ci=ci, seed={"entropy": seed.get("entropy"),
-                                "spawn_key": tuple(seed.get("spawn_key", ()))}, mc=mc, **fields)
-
-
-#: the Monte Carlo summary's record keys that are not fields of BleuPowerResult
-_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
-            "type_m_ci_low", "type_m_ci_high")
-
-
-def _num(value: Any) -> float:
-    return math.nan if value is None else float(value)
 
 
 def _check_problem(n: Any, delta: Any, p0: Any, b0: Any, alpha: Any) -> tuple[int, float, float, float, float]:
@@ -273,7 +243,7 @@ def power(n: int, delta: float, p0: float, b0: float, *, n_sims: int = 1000,
 
 
 @dataclass(frozen=True)
-class BleuMDEResult:
+class BleuMDEResult(RecordCodec):
     """Minimum detectable BLEU difference for a test-set size.
 
     ``mde`` is the smallest ``dB > 0`` (to ``tol``) whose simulated power
@@ -301,6 +271,9 @@ class BleuMDEResult:
     seed: dict[str, Any]
     version: str
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
+    _record_layout = RecordLayout(nan="keep", seed="nested")
+
     def __repr__(self) -> str:
         return (f"BleuMDEResult(mde={self.mde:.3f}, target_power={self.target_power:g}, "
                 f"power={self.power:.3f}, n={self.n}, p0={self.p0:g}, b0={self.b0:g})")
@@ -321,19 +294,6 @@ class BleuMDEResult:
         import pandas as pd
 
         return pd.DataFrame([self.to_record()]).drop(columns=["seed", "version"])
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record."""
-        return {
-            "mde": self.mde, "target_power": self.target_power, "power": self.power,
-            "ci_low": self.ci.low, "ci_high": self.ci.high, "mde_ci_low": self.mde_ci.low,
-            "mde_ci_high": self.mde_ci.high, "n": self.n, "p0": self.p0,
-            "b0": self.b0, "alpha": self.alpha, "n_sims": self.n_sims,
-            "n_resamples": self.n_resamples, "method": self.method, "tol": self.tol,
-            "seed": {"entropy": self.seed.get("entropy"),
-                     "spawn_key": list(self.seed.get("spawn_key", ()))},
-            "version": self.version,
-        }
 
 
 #: Largest n_sims x n_resamples table of null statistics mde() keeps in memory.

@@ -32,11 +32,11 @@ from ..errors import FitError
 from ..lmm import get_engine
 from ..params import LMMParams
 from ..powersim import fastpath as fp
-from ..powersim.balanced_fit import fit_balanced
 from ..powersim.batches import by_rows, stop_early
+from ..powersim.loop import Draw, EngineAnalysis, Fitted, Responses, onehot, replicate_batch
 from ..powersim.models import build_model
 from ..powersim.options import PowerOptions
-from ..powersim.replicate import _FIT_FAILURES, _replicates, balanced_exact, prepare
+from ..powersim.replicate import balanced_exact, balanced_replicates
 from ..powersim.result import Replicates
 from ..powersim.rules import GeneralState, get_test
 
@@ -60,44 +60,15 @@ def _lmm_balanced(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
     w, i, r = design.n_workers, design.n_items, y01.shape[0]
     # layout rows: item, then worker, then system
     st = fp.stats_from_ratings(y01.reshape(r, i, w, 2).transpose(0, 2, 1, 3))
-    rule = get_test(opts.test)
-    fit = fit_balanced(st, REML=opts.REML, with_df=rule.df_method == "satterthwaite")
-    scale = 2.0 / (proxy.x_values[1] - proxy.x_values[0])  # sum -> the proxy's coding
-    stat, df, _ = rule.balanced(st, fit, [], opts.n_resamples)
-    return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
-                       np.zeros(r, dtype=bool), opts)
+    return balanced_replicates(st, proxy.x_values, [], opts)
 
 
 def _lmm_general(design: CrossedDesign, y01: np.ndarray, proxy: LMMParams,
                  opts: PowerOptions) -> Replicates:
-    dm = build_model(design, proxy)
-    r = y01.shape[0]
-    rule = get_test(opts.test)
-    est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
-    conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    state: GeneralState | None = None
-    gen = np.random.Generator(np.random.PCG64(0))     # unused: no bootstrap tests here
-    for k in range(r):
-        y = y01[k]
-        try:
-            if state is None:
-                null_model = (prepare(opts.engine, dm.null_spec().with_response(y))
-                              if rule.needs_null else None)
-                model = prepare(opts.engine, dm.spec.with_response(y))
-                state = rule.general_state(dm.spec, model, null_model, dm.effect_index,
-                                           dm.theta, opts.n_resamples)
-            core = state.model.refit(y, REML=opts.REML, start=dm.theta)
-            conv[k], sing[k] = bool(core.converged), bool(core.singular)
-            est[k], se[k], stat[k], df[k], _ = rule.general(state, core, y, gen, _FIT_FAILURES)
-        except _FIT_FAILURES as exc:
-            if opts.on_failure == "raise":
-                raise FitError(f"replicate {k} of {r} failed to fit (LMM of Likert ratings): "
-                               f"{exc}. Use on_failure='ignore' or 'warn' to count failed fits "
-                               "as non-detections.") from exc
-            failed[k] = True
-    return _replicates(est, se, stat, df, conv, sing, failed, opts)
-
-
+    """The one replicate loop over the rows of ``y01``: the design's LMM, engine-fitted."""
+    analysis = EngineAnalysis(build_model(design, proxy), get_test(opts.test), opts,
+                              "(LMM of Likert ratings)")
+    return replicate_batch(Responses(y01), analysis, opts, 0, y01.shape[0], n_sims=y01.shape[0])
 
 
 #: L-BFGS-B tolerances of a replicate: loose, because the Hessian the Wald SE needs anyway
@@ -147,81 +118,102 @@ def clmm_replicates(design: CrossedDesign, y: np.ndarray, params: Any,
 
 def clmm_batch(design: CrossedDesign, y: np.ndarray, params: Any,
                opts: PowerOptions) -> Replicates:
-    """The cumulative link mixed model (``ordinal::clmm``) of the integer ratings, per replicate.
+    """The cumulative link mixed model of the integer ratings ``y``, on the one replicate loop.
+
+    :class:`ClmmAnalysis` over the rows of ``y``
+    (:func:`nlpower.powersim.loop.replicate_batch`).
+    """
+    return replicate_batch(Responses(y), ClmmAnalysis(design, params, opts), opts, 0, y.shape[0],
+                           n_sims=y.shape[0])
+
+
+class ClmmAnalysis:
+    """The cumulative link mixed model (``ordinal::clmm``) of the integer ratings.
 
     ``rating ~ x + (1 + x || worker) + (1 + x || item)`` (the LMM's random
     structure; items nested in systems: ``(1 | item)``) with flexible
     thresholds and the parameters' link, fitted by Laplace through the engine
     protocol's ordinal family (:mod:`nlpower.ordinal`).  The structure is
-    prepared once per call (a batch); every replicate starts from the simulation's own parameters
-    (SDs of at least 0.1: an SD at exactly 0 is a stationary point it would
-    never leave), so a replicate's result does not depend on the others
-    (chunking, ``n_jobs``).  The fit takes Newton steps with one reference
-    Hessian per structure (:mod:`nlpower.ordinal.chord`; L-BFGS-B where they do
-    not converge) and is finished with the replicate's own Hessian, which the
-    Wald SE needs anyway.  A replicate that leaves a
+    prepared once per batch (:meth:`batch`); every replicate starts from the
+    simulation's own parameters (SDs of at least 0.1: an SD at exactly 0 is a
+    stationary point it would never leave), so a replicate's result does not
+    depend on the others (chunking, ``n_jobs``).  The fit takes Newton steps
+    with one reference Hessian per structure (:mod:`nlpower.ordinal.chord`;
+    L-BFGS-B where they do not converge) and is finished with the replicate's
+    own Hessian, which the Wald SE needs anyway.  A replicate that leaves a
     category unused is fitted with that category dropped (as ``ordinal``
-    does), from the ``clm`` start.  Tests: Wald z, or the likelihood ratio
-    against the fit without ``x``.
+    does), from the ``clm`` start.  Tests (the registry's rules): Wald z, or
+    the likelihood ratio against the fit without ``x``.
     """
-    from ..lmm.family import Ordinal
-    from ..ordinal.chord import chord_refit, reference_hessian
 
-    proxy = params.latent_params()
-    dm = build_model(design, proxy)
-    rule = get_test(opts.test)
-    k_levels, r = params.levels, y.shape[0]
-    j = dm.spec.fixef_names.index(dm.effect_name) - 1      # the ordinal model drops the intercept
-    family = Ordinal(params.link)
-    full = (np.arange(dm.spec.n) % k_levels + 1).astype(float)   # every category present
-    models: dict[tuple[int, ...], tuple[Any, Any]] = {}
-    est, se, stat, df = (np.full(r, np.nan) for _ in range(4))
-    conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    refs: dict[tuple[int, ...], tuple[Any, Any]] = {}
-    for k in range(r):
-        used = tuple(int(c) for c in np.unique(y[k]))
-        try:
-            if used not in models:
-                resp = full if len(used) == k_levels else y[k].astype(float)
-                m = get_engine(opts.engine).prepare(dm.spec.with_response(resp), family=family)
-                m0 = (get_engine(opts.engine).prepare(dm.null_spec().with_response(resp),
-                                                      family=family) if rule.needs_null else None)
-                models[used] = (m, m0)
-            m, m0 = models[used]
-            codes = np.searchsorted(np.asarray(used), y[k])
-            if len(used) == k_levels:
-                x0 = _truth_start(m, params, j)
-                if used not in refs:
-                    refs[used] = (reference_hessian(m, x0), None if m0 is None else
-                                  reference_hessian(m0, np.delete(x0, m.n_alpha + j)))
-                core = chord_refit(m, codes, x0, refs[used][0], control=_REPLICATE_CONTROL)
-            else:
-                x0 = None
-                core = m.refit(codes, control=_REPLICATE_CONTROL)
-            b, s = float(core.beta[j]), float(core.se[j])
-            if not (np.isfinite(s) and s > 0.0):     # the Hessian at the fit is not PD
-                raise FitError(f"the fit's Hessian gives no positive SE of the effect ({s!r})")
-            est[k], se[k] = b, s
-            conv[k], sing[k] = bool(core.converged), bool(core.singular)
-            if m0 is not None:
-                if x0 is None:
-                    core0 = m0.refit(codes, control=_REPLICATE_CONTROL, hessian=False)
-                else:
-                    core0 = chord_refit(m0, codes, np.delete(x0, m.n_alpha + j), refs[used][1],
-                                        control=_REPLICATE_CONTROL, hessian=False)
-                stat[k] = np.copysign(np.sqrt(max(core0.deviance - core.deviance, 0.0)), b)
-            else:
-                stat[k] = b / s
-            df[k] = np.inf
-        except _FIT_FAILURES as exc:
-            if opts.on_failure == "raise":
-                raise FitError(f"replicate {k} of {r} failed to fit (clmm of Likert ratings): "
-                               f"{exc}. Use on_failure='ignore' or 'warn' to count failed fits "
-                               "as non-detections.") from exc
-            failed[k] = True
-    return _replicates(est, se, stat, df, conv, sing, failed, opts)
+    label = "(clmm of Likert ratings)"
+
+    def __init__(self, design: CrossedDesign, params: Any, opts: PowerOptions) -> None:
+        self.params, self.opts = params, opts
+        self.dm = build_model(design, params.latent_params())
+        self.rule = get_test(opts.test)
+        # the ordinal model drops the intercept
+        self.j = self.dm.spec.fixef_names.index(self.dm.effect_name) - 1
+
+    def batch(self) -> _ClmmBatch:
+        return _ClmmBatch(self)
 
 
+class _ClmmBatch:
+    """One batch's prepared models, by the set of categories a replicate uses."""
+
+    def __init__(self, a: ClmmAnalysis) -> None:
+        from ..lmm.family import Ordinal
+
+        self.a = a
+        self.family = Ordinal(a.params.link)
+        self.k_levels = a.params.levels
+        self.full = (np.arange(a.dm.spec.n) % self.k_levels + 1).astype(float)  # every category
+        self.models: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        self.refs: dict[tuple[int, ...], tuple[Any, Any]] = {}
+
+    def _models(self, used: tuple[int, ...], y: np.ndarray) -> tuple[Any, Any]:
+        a = self.a
+        if used not in self.models:
+            resp = self.full if len(used) == self.k_levels else y.astype(float)
+            engine = get_engine(a.opts.engine)
+            m = engine.prepare(a.dm.spec.with_response(resp), family=self.family)
+            m0 = (engine.prepare(a.dm.null_spec().with_response(resp), family=self.family)
+                  if a.rule.needs_null else None)
+            self.models[used] = (m, m0)
+        return self.models[used]
+
+    def fit(self, draw: Draw) -> Fitted:
+        from ..ordinal.chord import chord_refit, reference_hessian
+
+        a, j, y = self.a, self.a.j, draw.y
+        used = tuple(int(c) for c in np.unique(y))
+        m, m0 = self._models(used, y)
+        codes = np.searchsorted(np.asarray(used), y)
+        if len(used) == self.k_levels:
+            x0 = _truth_start(m, a.params, j)
+            if used not in self.refs:
+                self.refs[used] = (reference_hessian(m, x0), None if m0 is None else
+                                   reference_hessian(m0, np.delete(x0, m.n_alpha + j)))
+            core = chord_refit(m, codes, x0, self.refs[used][0], control=_REPLICATE_CONTROL)
+        else:
+            x0 = None
+            core = m.refit(codes, control=_REPLICATE_CONTROL)
+        s = float(core.se[j])
+        if not (np.isfinite(s) and s > 0.0):     # the Hessian at the fit is not PD
+            raise FitError(f"the fit's Hessian gives no positive SE of the effect ({s!r})")
+        state = GeneralState(m, m0, j, onehot(len(core.beta), j), x0, 0)
+        if m0 is None:
+            return Fitted(core, state)
+        ref0: Any = self.refs[used][1] if x0 is not None else None
+
+        def null() -> Any:
+            if x0 is None:
+                return m0.refit(codes, control=_REPLICATE_CONTROL, hessian=False)
+            return chord_refit(m0, codes, np.delete(x0, m.n_alpha + j), ref0,
+                               control=_REPLICATE_CONTROL, hessian=False)
+
+        return Fitted(core, state, null)
 #: The analyses of Likert ratings: name -> replicates function.
 ANALYSES: dict[str, Callable[..., Replicates]] = {"lmm": lmm_replicates,
                                                   "clmm": clmm_replicates}

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,8 @@ from .._choices import Alternative, FailurePolicy
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_real
 from ..design import CrossedDesign
-from ..errors import DesignError, FitError, InputError
+from ..errors import DesignError, InputError
+from ..lmm import get_engine
 from ..lmm.family import Binomial
 from ..lmm.frame import model_frame
 from ..powersim.batches import (
@@ -50,13 +51,17 @@ from ..powersim.batches import (
     seeds_identity,
     stopping,
 )
+from ..powersim.loop import FIT_FAILURES, Draw, Fitted, onehot, replicate_batch
 from ..powersim.options import PowerOptions, power_options
-from ..powersim.replicate import _FIT_FAILURES, _replicates
 from ..powersim.result import PowerResult, Replicates
+from ..powersim.rules import GeneralState
 from ..powersim.summary import apply_failure_policy, power_result
 
 if TYPE_CHECKING:
     from ..glmm.model import GlmmModel
+
+#: what a replicate's fit may raise and count as failed (sequential looks read it here)
+_FIT_FAILURES = FIT_FAILURES
 
 __all__ = ["HeadToHeadParams", "headtohead_power"]
 
@@ -158,53 +163,72 @@ def _truth(model: GlmmModel, params: HeadToHeadParams) -> dict[str, np.ndarray]:
     return {"theta": np.array(theta), "beta": np.array([fixed[n] for n in model.spec.fixef_names])}
 
 
-def _fit_chunk(design: CrossedDesign, params: HeadToHeadParams,
-               seeds: list[np.random.SeedSequence], first: int, n_sims: int, raise_on: bool
-               ) -> tuple[np.ndarray, ...]:
-    """Replicates ``first, first + 1, ...`` (one child seed each) on one prepared structure:
-    the response and the draws' weights swapped, Newton's method started at the truth (so a
-    replicate's fit depends on its own data only, not on the chunk or batch it runs in)."""
-    from ..glmm.model import GlmmModel  # the fitting machinery on first use
+@dataclass(frozen=True)
+class Judgements:
+    """The generator of repeated head-to-head judgements on the one replicate loop.
 
-    w, i, pos, frame = _pairs(design)
-    spec = model_frame(_formula(params), frame.assign(win=np.arange(len(frame)) % 2))
-    model = GlmmModel(spec, Binomial())
-    start = _truth(model, params)
-    r = len(seeds)
-    est, se = np.full(r, np.nan), np.full(r, np.nan)
-    conv, sing, failed = (np.zeros(r, dtype=bool) for _ in range(3))
-    for k, s in enumerate(seeds):
-        win, draw = _draw(w, i, pos, design.n_workers, design.n_items, params,
-                          np.random.Generator(np.random.PCG64(s)))
-        try:
-            core = model.refit(win.astype(float), start=start, weights=(~draw).astype(float))
-            est[k], se[k] = float(core.beta[0]), float(core.se[0])
-            conv[k], sing[k] = bool(core.converged), bool(core.singular)
-        except _FIT_FAILURES as exc:
-            if raise_on:
-                raise FitError(f"replicate {first + k} of {n_sims} failed to fit (glmer of "
-                               f"head-to-head judgements): {exc}.") from exc
-            failed[k] = True
-    return est, se, conv, sing, failed
+    Replicate ``k``: the wins of B among the design's (worker, item pair)
+    judgements as the response, the draws as prior weight 0.
+    """
+
+    design: CrossedDesign
+    params: HeadToHeadParams
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pairs", _pairs(self.design)[:3])    # once per run
+
+    def draw(self, k: int, gen: np.random.Generator) -> Draw:
+        w, i, pos = self.pairs
+        win, draw = _draw(w, i, pos, self.design.n_workers, self.design.n_items, self.params, gen)
+        return Draw(win.astype(float), (~draw).astype(float))
+
+
+@dataclass(frozen=True)
+class GlmerAnalysis:
+    """``glmer(win ~ 1 + pos + ..., binomial)`` of the judgements (module docstring).
+
+    Prepared once per batch through the engine protocol; the response and
+    the draws' weights are swapped per replicate and Newton's method starts
+    at the truth, so a replicate's fit depends on its own data only (not on
+    the batch it runs in).  The effect is the intercept.
+    """
+
+    design: CrossedDesign
+    params: HeadToHeadParams
+    engine: str = "native"
+    label = "(glmer of head-to-head judgements)"
+
+    def batch(self) -> _GlmerBatch:
+        _, _, _, frame = _pairs(self.design)
+        spec = model_frame(_formula(self.params), frame.assign(win=np.arange(len(frame)) % 2))
+        model = get_engine(self.engine).prepare(spec, family=Binomial())  # type: ignore[arg-type]
+        start = _truth(cast('GlmmModel', model), self.params)
+        return _GlmerBatch(model, start, GeneralState(model, None, 0, onehot(spec.p, 0),
+                                                      start, 0))
+
+
+@dataclass(frozen=True)
+class _GlmerBatch:
+    model: Any
+    start: dict[str, np.ndarray]
+    state: GeneralState
+
+    def fit(self, draw: Draw) -> Fitted:
+        return Fitted(self.model.refit(draw.y, start=self.start, weights=draw.weights), self.state)
 
 
 def _run(design: CrossedDesign, params: HeadToHeadParams, seq: np.random.SeedSequence,
          opts: PowerOptions) -> Replicates:
-    """All replicates, in checkpointed batches (:mod:`nlpower.powersim.batches`; in parallel
-    under :func:`~nlpower.powersim.batches.replicate_jobs`)."""
+    """All replicates on the one replicate loop, in checkpointed batches
+    (:mod:`nlpower.powersim.batches`; in parallel under
+    :func:`~nlpower.powersim.batches.replicate_jobs`)."""
     seeds = seq.spawn(opts.n_sims)
     run = run_id("glmer", params=repr(params), options=options_identity(opts),
                  seeds=seeds_identity(seeds))
-    return run_batches(len(seeds), lambda lo, hi: _batch(design, params, seeds[lo:hi], lo, opts),
-                       run=run)
-
-
-def _batch(design: CrossedDesign, params: HeadToHeadParams, seeds: list[np.random.SeedSequence],
-           first: int, opts: PowerOptions) -> Replicates:
-    est, se, conv, sing, failed = _fit_chunk(design, params, seeds, first, opts.n_sims,
-                                             opts.on_failure == "raise")
-    return _replicates(est, se, est / se, np.full(len(seeds), math.inf), conv, sing, failed,
-                       opts)
+    generator, analysis = Judgements(design, params), GlmerAnalysis(design, params)
+    return run_batches(len(seeds), lambda lo, hi: replicate_batch(
+        generator, analysis, opts, lo, hi, n_sims=len(seeds), seeds=seeds), run=run)
 
 
 def headtohead_power(

@@ -18,6 +18,7 @@ from .options import PowerOptions, power_options
 from .planning import MDEResult, PlanResult, mde, plan
 from .result import AnalyticPowerResult, ConfidenceInterval, PowerResult, Replicates
 from .run import power
+from .simoptions import SimOptions
 
 __all__ = [
     "AnalyticPowerResult",
@@ -29,6 +30,7 @@ __all__ = [
     "PowerResult",
     "RatingsProblem",
     "Replicates",
+    "SimOptions",
     "analytic_power",
     "mde",
     "plan",

@@ -42,6 +42,7 @@ from .options import PowerOptions, power_options, same_value
 from .result import PowerResult
 from .rules import FEW_WORKERS, get_test
 from .run import power
+from .simoptions import SimOptions, with_sim
 
 __all__ = ["FIGURE6_AXES", "ComparisonCell", "RatingsProblem", "power_grid"]
 
@@ -289,6 +290,7 @@ def power_grid(
     power_fn: PowerFunction | None = None,
     shard: str | tuple[int, int] | None = None,
     precision: float | None = None,
+    sim: SimOptions | None = None,
     **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
@@ -339,6 +341,12 @@ def power_grid(
         a cell stops at the first batch of 50 replicates after which its
         rejection rate's 95% interval has half-width at most ``precision``;
         ``n_sims`` is the maximum and the ``n_sims`` column what each cell used.
+    sim : SimOptions, optional
+        The options above that every simulating call shares, as one object
+        (:class:`~nlpower.powersim.SimOptions`: ``n_sims``, ``alpha``, ``alternative``, ``rng``, ``n_jobs``,
+        ``precision``, ``progress``, ``checkpoint``); a field left
+        ``None`` keeps the keyword's value, a field also given as a different
+        keyword is refused.
     analysis : str or list of str, optional
         The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for
         preferences).  For ``outcome="likert"`` a list (or ``"both"``)
@@ -424,6 +432,9 @@ def power_grid(
     >>> g.to_frame()[["n_workers", "type1_lmm", "type1_clmm"]].shape
     (2, 3)
     """
+    n_sims, alpha, alternative, rng, n_jobs, precision, progress, checkpoint = with_sim(
+        sim, power_grid, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+        n_jobs=n_jobs, precision=precision, progress=progress, checkpoint=checkpoint)
     opt_kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
                               "alternative": alternative, "method": method, "engine": engine,
                               "REML": REML, "likert": likert, "n_resamples": n_resamples, "null": null,

@@ -32,6 +32,7 @@ from .outcome import get_outcome
 from .plansearch import Space, describe_plan, paid_ratings, search
 from .result import ConfidenceInterval, PowerResult
 from .run import power
+from .simoptions import SimOptions, with_sim
 from .simsearch import SimulatedPower, simulated_mde
 
 
@@ -153,6 +154,7 @@ def mde(
     analysis: str | None = None,
     engine: EngineName = "native",
     precision: float | None = None,
+    sim: SimOptions | None = None,
 ) -> MDEResult:
     """Minimum detectable (positive) effect of ``design`` at ``target_power``.
 
@@ -174,6 +176,10 @@ def mde(
     ``engine`` refits the Likert LMM off the balanced fast path).
     ``precision`` stops each simulated power early (:func:`nlpower.power`).
 
+    ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
+    ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
+    keywords.
+
     Examples
     --------
     >>> from nlpower import CrossedDesign, presets
@@ -181,6 +187,9 @@ def mde(
     >>> round(m.mean_difference, 3) == round(2 * m.effect, 3)
     True
     """
+    n_sims, alpha, alternative, rng, precision = with_sim(
+        sim, mde, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+        precision=precision)
     kind = get_outcome(outcome)
     target_power = _check_target(target_power)
     method = check_choice("method", method, MDEMethod)
@@ -239,14 +248,14 @@ def mde(
             f"is {f(0.0) + target_power:.3g}), so there is no smallest detectable effect. Choose "
             "target_power above alpha, e.g. 0.8.")
     eff = float(optimize.brentq(f, 1e-12 * se, hi, xtol=1e-10 * se))
-    sim = None
+    check = None
     if method == "simulation":
-        sim = power(design, with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
-                    precision=precision)
+        check = power(design, with_effect(params, eff), n_sims=n_sims, alpha=alpha, test=test,
+                      alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
+                      precision=precision)
     return MDEResult(effect=eff, mean_difference=eff * _x_span(params), coding=params.coding,
                      target_power=target_power, alpha=alpha, test=test, alternative=alternative,
-                     se=se, df=df, method=method, design=design, simulated=sim)
+                     se=se, df=df, method=method, design=design, simulated=check)
 
 
 @dataclass(frozen=True)
@@ -368,6 +377,7 @@ def plan(
     engine: EngineName = "native",
     sd: Mapping[str, float] | None = None,
     precision: float | None = None,
+    sim: SimOptions | None = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
@@ -406,6 +416,10 @@ def plan(
     with ``min_workers == max_workers``.  A head-to-head judgement is one
     rating of the budget (:func:`paid_ratings`).
 
+    ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
+    ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
+    keywords.
+
     Examples
     --------
     >>> from nlpower import presets
@@ -413,6 +427,9 @@ def plan(
     >>> p.power >= 0.8 and p.n_workers <= 30
     True
     """
+    n_sims, alpha, alternative, rng, precision = with_sim(
+        sim, plan, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+        precision=precision)
     kind = get_outcome(outcome)
     effect = check_real("effect", effect)
     if effect == 0:
@@ -467,19 +484,19 @@ def plan(
     notes += space.notes(w, top)
     power_curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)}
                                 for ii in space.item_grid(w, i, simulated=curve is not None)])
-    sim = None
+    check = None
     design = space.design(w, i)
     if curve is not None:
-        sim = curve(design, effect)
+        check = curve(design, effect)
     elif rng is not None:
-        sim = power(design, p, n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha, test=test,
-                    alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
-                    precision=precision)
+        check = power(design, p, n_sims=check_int("n_sims", n_sims, min=1), alpha=alpha, test=test,
+                      alternative=alternative, rng=rng, keep_replicates=False, engine=engine,
+                      precision=precision)
     return PlanResult(design=design, n_workers=w, n_items=i, power=float(best["power"]),
                       cost=float(best["cost"]), effect=effect,
                       coding=str(getattr(p, "coding", "sum")), target_power=target_power,
                       test=str(test), alpha=alpha, alternative=alternative, frontier=frontier,
-                      curve=power_curve, simulated=sim, outcome=kind.name, notes=tuple(notes),
+                      curve=power_curve, simulated=check, outcome=kind.name, notes=tuple(notes),
                       compared=compared, params=p)
 
 

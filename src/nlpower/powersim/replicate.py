@@ -31,7 +31,6 @@ of a run of ``m``.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 
@@ -39,19 +38,24 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..design import CrossedDesign
-from ..errors import FitError, InputError
 from ..grid.batchfile import BatchFile
-from ..lmm import PreparedModel, get_engine
-from ..lmm.structure import ModelSpec
 from ..params import LMMParams
 from ..simulation import simulate_y
 from . import fastpath as fp
 from .balanced_fit import fit_balanced
 from .batches import options_identity, run_batches, run_id, seeds_identity
+from .loop import (
+    FIT_FAILURES,
+    EngineAnalysis,
+    GaussianRatings,
+    prepare,
+    replicate_batch,
+    replicates,
+)
 from .models import Params, build_model
 from .options import PowerOptions
 from .result import Replicates
-from .rules import GeneralState, get_test
+from .rules import get_test
 
 
 def pvalues(statistic: np.ndarray, df: np.ndarray, test: str, alternative: str) -> np.ndarray:
@@ -59,16 +63,7 @@ def pvalues(statistic: np.ndarray, df: np.ndarray, test: str, alternative: str) 
     return get_test(test).pvalue(statistic, df, alternative)
 
 
-def _replicates(estimate: np.ndarray, se: np.ndarray, statistic: np.ndarray, df: np.ndarray,
-                converged: np.ndarray, singular: np.ndarray, failed: np.ndarray,
-                opts: PowerOptions, p_boot: np.ndarray | None = None) -> Replicates:
-    failed = failed | ~np.isfinite(statistic)
-    if p_boot is not None:
-        failed |= ~np.isfinite(p_boot)
-    p = p_boot if p_boot is not None else get_test(opts.test).pvalue(statistic, df,
-                                                                     opts.alternative)
-    p = np.where(failed, np.nan, p)
-    return Replicates(estimate, se, statistic, df, p, converged, singular, failed)
+_replicates = replicates
 
 
 # ----------------------------------------------------------------------------------------
@@ -104,12 +99,23 @@ def run_balanced(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.ra
         y = np.vstack([simulate_y(arrays, params, 1, g, likert=opts.likert) for g in gens])
         # layout rows: item, then worker, then system
         st = fp.stats_from_ratings(y.reshape(len(gens), i, w, 2).transpose(0, 2, 1, 3))
+    return balanced_replicates(st, params.x_values, gens, opts)
+
+
+def balanced_replicates(st: fp.BalancedStats, x_values: tuple[float, float],
+                        gens: Sequence[np.random.Generator], opts: PowerOptions) -> Replicates:
+    """The balanced analysis of every replicate at once: closed-form fits, then the test rule.
+
+    ``st``: the replicates' sufficient statistics (drawn directly, or from
+    simulated ratings); ``x_values``: the coding the estimates are reported
+    in; ``gens``: each replicate's generator (a bootstrap test continues it).
+    """
     rule = get_test(opts.test)
     fit = fit_balanced(st, REML=opts.REML, with_df=rule.df_method == "satterthwaite")
-    scale = 2.0 / (params.x_values[1] - params.x_values[0])  # sum -> params' coding
+    scale = 2.0 / (x_values[1] - x_values[0])  # sum -> the reported coding
     stat, df, p_boot = rule.balanced(st, fit, gens, opts.n_resamples)
-    return _replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
-                       np.zeros(st.n_sims, dtype=bool), opts, p_boot)
+    return replicates(fit.beta1 * scale, fit.se * scale, stat, df, fit.converged, fit.singular,
+                      np.zeros(st.n_sims, dtype=bool), opts, p_boot)
 
 
 # ----------------------------------------------------------------------------------------
@@ -117,12 +123,7 @@ def run_balanced(design: CrossedDesign, params: LMMParams, seeds: Sequence[np.ra
 # ----------------------------------------------------------------------------------------
 
 
-def prepare(engine: str, spec: ModelSpec) -> PreparedModel:
-    """The engine's prepared model of ``spec`` (structure built once, y swapped per replicate)."""
-    return get_engine(engine).prepare(spec)  # type: ignore[arg-type]
-
-
-_FIT_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError)
+_FIT_FAILURES = FIT_FAILURES
 
 
 def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.random.SeedSequence],
@@ -130,66 +131,35 @@ def run_simulate(design: CrossedDesign, params: Params, seeds: Sequence[np.rando
                  checkpoint: BatchFile | None = None) -> Replicates:
     """Replicates simulated and refitted with ``opts.engine`` (module docstring).
 
-    Replicates run in the fixed batches of :mod:`nlpower.powersim.batches`,
-    each with its own prepared models; every fit starts at the true theta.
-    With ``checkpoint`` (default: the current batch file, e.g. a grid cell's)
-    each finished batch is stored and a resumed run reads it back -- same
-    numbers bit for bit.  A replicate whose fit raises is recorded as failed;
-    with ``on_failure="raise"`` the first one stops the run with a
+    The one replicate loop (:func:`nlpower.powersim.loop.replicate_batch`)
+    with the crossed model's ratings as the generator and the design's model,
+    prepared by the engine, as the analysis; replicates run in the fixed
+    batches of :mod:`nlpower.powersim.batches`, each with its own prepared
+    models; every fit starts at the true theta.  With ``checkpoint``
+    (default: the current batch file, e.g. a grid cell's) each finished batch
+    is stored and a resumed run reads it back -- same numbers bit for bit.  A
+    replicate whose fit raises is recorded as failed; with
+    ``on_failure="raise"`` the first one stops the run with a
     :class:`~nlpower.errors.FitError` naming it.
     """
     dm = build_model(design, params)
-    arrays = design.arrays()
+    generator = GaussianRatings(design.arrays(), params, opts.likert)
+    analysis = EngineAnalysis(dm, get_test(opts.test), opts, f"with engine={opts.engine!r}")
     r = len(seeds)
-    rule = get_test(opts.test)
-    j = dm.effect_index
-
-    def batch(lo: int, hi: int) -> Replicates:
-        n = hi - lo
-        est, se, stat, df = (np.full(n, np.nan) for _ in range(4))
-        p_boot = np.full(n, np.nan) if rule.bootstrap else None
-        conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-        state: GeneralState | None = None
-        for i, k in enumerate(range(lo, hi)):
-            gen = np.random.Generator(np.random.PCG64(seeds[k]))
-            y = simulate_y(arrays, params, 1, gen, likert=opts.likert)[0]
-            try:
-                if state is None:
-                    # prepared once per batch, with its first usable replicate's response
-                    null_model = (prepare(opts.engine, dm.null_spec().with_response(y))
-                                  if rule.needs_null else None)
-                    model = prepare(opts.engine, dm.spec.with_response(y))
-                    state = rule.general_state(dm.spec, model, null_model, j, dm.theta,
-                                               opts.n_resamples)
-                core = state.model.refit(y, REML=opts.REML, start=dm.theta)
-                est[i], se[i] = float(core.beta[j]), math.sqrt(float(core.vcov_beta[j, j]))
-                conv[i], sing[i] = bool(core.converged), bool(core.singular)
-                est[i], se[i], stat[i], df[i], pb = rule.general(state, core, y, gen,
-                                                                 _FIT_FAILURES)
-                if p_boot is not None:
-                    p_boot[i] = pb
-            except _FIT_FAILURES as exc:
-                if opts.on_failure == "raise":
-                    raise FitError(
-                        f"replicate {k} of {r} failed to fit with engine={opts.engine!r}: {exc} "
-                        "(on_failure='raise'; use on_failure='ignore' or 'warn' to count failed "
-                        "fits as non-detections)."
-                    ) from exc
-                failed[i] = True
-            if bar is not None:
-                bar.update(1)
-        return _replicates(est, se, stat, df, conv, sing, failed, opts, p_boot)
-
     run = run_id("simulate", params=repr(params), options=options_identity(opts),
                  seeds=seeds_identity(seeds))
     bar = tqdm(total=r, desc=desc, unit="replicate", leave=False, file=sys.stderr) \
         if progress else None
+    on_each = None if bar is None else bar.update
     try:
-        return run_batches(r, batch, run=run, checkpoint=checkpoint,
-                           on_read=None if bar is None else bar.update)
+        return run_batches(r, lambda lo, hi: replicate_batch(generator, analysis, opts, lo, hi,
+                                                             n_sims=r, seeds=seeds,
+                                                             on_each=on_each),
+                           run=run, checkpoint=checkpoint, on_read=on_each)
     finally:
         if bar is not None:
             bar.close()
 
 
-__all__ = ["balanced_exact", "prepare", "pvalues", "run_balanced", "run_simulate"]
+__all__ = ["balanced_exact", "balanced_replicates", "prepare", "pvalues", "run_balanced",
+           "run_simulate"]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._records import RecordCodec, RecordLayout
 from .._validation import check_probability
 from ..design import CrossedDesign
 from ..intervals import ConfidenceInterval, wilson_ci
@@ -49,7 +50,7 @@ class Replicates:
 
 
 @dataclass(frozen=True)
-class PowerResult:
+class PowerResult(RecordCodec):
     """Power of one design by simulation (Card et al. 2020, Fig. 2 and App. B).
 
     Attributes
@@ -143,6 +144,18 @@ class PowerResult:
     n_resamples: int | None = None
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
     params: Any = field(default=None, repr=False, compare=False)
+
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
+    #: what a grid cell shows and checkpoints, without the replicates and the parameters)
+    _record_layout = RecordLayout(
+        first=("power", "ci_low", "ci_high", "se", "type_m", "type_s", "mean_estimate",
+               "n_failed", "n_singular", "n_sims", "n_rejected", "test", "method", "engine",
+               "alternative", "alpha", "coding", "n_nonconverged", "rejection_rate", "effect",
+               "mean_difference", "type1", "n_type1", "n_type1_sims", "type1_ci_low",
+               "type1_ci_high", "design", "REML", "n_resamples", "notes"),
+        last=("seed", "version"), nan="keep", seed="nested", summary="effect",
+        custom={"design": (lambda d: design_record(d), lambda d: d if isinstance(
+            d, CrossedDesign) else CrossedDesign(**d))})
 
     def methods(self, format: str = "text", source: str | None = None) -> str:
         """The paragraph a paper's methods section needs (``"text"`` or ``"latex"``).
@@ -262,51 +275,6 @@ class PowerResult:
             "type_m_ci_low": self.type_m_ci.low, "type_m_ci_high": self.type_m_ci.high,
         }])
 
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record: what a grid cell shows and checkpoints (no replicates)."""
-        return {
-            "power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high, "se": self.se,
-            "type_m": self.type_m, "type_s": self.type_s, "mean_estimate": self.mean_estimate,
-            "n_failed": self.n_failed, "n_singular": self.n_singular, "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "test": self.test, "method": self.method,
-            "engine": self.engine,
-            "alternative": self.alternative, "alpha": self.alpha, "coding": self.coding,
-            "n_nonconverged": self.n_nonconverged, "rejection_rate": self.rejection_rate,
-            "effect": self.effect, "mean_difference": self.mean_difference,
-            "type1": self.type1, "n_type1": self.n_type1, "n_type1_sims": self.n_type1_sims,
-            "type1_ci_low": None if self.type1_ci is None else self.type1_ci.low,
-            "type1_ci_high": None if self.type1_ci is None else self.type1_ci.high,
-            "design": design_record(self.design), "REML": self.REML, "n_resamples": self.n_resamples,
-            "notes": list(self.notes),
-            **({} if self.mc is None else self.mc.to_record()),
-            "seed": {"entropy": self.seed.get("entropy"),
-                     "spawn_key": list(self.seed.get("spawn_key", ()))},
-            "version": self.version,
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> PowerResult:
-        """The result back from :meth:`to_record` (per-replicate arrays are not kept)."""
-        r = dict(record)
-        mc = MonteCarloSummary.from_record(r, effect=float(r["effect"]))
-        for key in _MC_KEYS:
-            r.pop(key, None)
-        lo, hi = r.pop("type1_ci_low", None), r.pop("type1_ci_high", None)
-        seed = r.pop("seed", None) or {}
-        design = r.pop("design")
-        fields: dict[str, Any] = {k: (math.nan if v is None and k in _FLOAT_FIELDS else v)
-                                  for k, v in r.items()}
-        fields.update(
-            ci=ConfidenceInterval(_num(fields.pop("ci_low")), _num(fields.pop("ci_high"))),
-            type1_ci=None if lo is None else ConfidenceInterval(float(lo), float(hi)),
-            notes=tuple(fields.pop("notes", ())),
-            seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))}
-            if seed else {},
-            design=design if isinstance(design, CrossedDesign) else CrossedDesign(**design),
-            mc=mc,
-        )
-        return cls(**fields)
-
     def __repr__(self) -> str:
         if self.effect != 0:
             core = f"power={self.power:.3f} [{self.ci.low:.3f}, {self.ci.high:.3f}]"
@@ -320,18 +288,6 @@ class PowerResult:
         """The summary as a notebook block (monospace, escaped)."""
         import html
         return f"<pre class=\"nlpower-power\">{html.escape(self.summary())}</pre>"
-
-
-#: the Monte Carlo summary's record keys that are not fields of PowerResult
-_MC_KEYS = ("n_significant", "n_wrong_sign", "type_m_sd", "type_s_ci_low", "type_s_ci_high",
-            "type_m_ci_low", "type_m_ci_high", "n_sims_max", "precision")
-
-_FLOAT_FIELDS = frozenset({"power", "se", "type_m", "type_s", "mean_estimate", "rejection_rate",
-                           "alpha", "effect", "mean_difference"})
-
-
-def _num(x: Any) -> float:
-    return float("nan") if x is None else float(x)
 
 
 def design_record(design: CrossedDesign) -> dict[str, Any]:

@@ -59,7 +59,7 @@ from .fastpath import BalancedStats
 from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 
 __all__ = ["CALIBRATED", "FEW_WORKERS", "PATHS", "TESTS", "CalibratedRule", "GeneralState", "TestRule",
-           "check_path", "get_test", "size_check", "size_message"]
+           "check_path", "contrast", "get_test", "size_check", "size_message"]
 
 #: above this many ratings the general-path Kenward-Roger test warns about its cost
 KR_DENSE_WARN_N = 1000
@@ -83,7 +83,7 @@ class GeneralState:
     null_model: PreparedModel | None
     j: int
     L: np.ndarray
-    start: np.ndarray
+    start: Any
     n_resamples: int
     boot: GeneralPBLRT | None = None
     kr: KRTest | None = None
@@ -345,9 +345,8 @@ class TestRule:
         ``null_core``: the null model's fit of ``y`` when the caller has it already (a
         batch of replicates fitted together); otherwise the null model is refitted here.
         """
-        L = state.L
-        b = float(L @ core.beta)
-        sd = math.sqrt(float(L @ core.vcov_beta @ L))
+        b, var = contrast(state.L, core)
+        sd = math.sqrt(var)
         p_boot = math.nan
         if self.statistic == "lr":
             assert state.null_model is not None
@@ -360,11 +359,20 @@ class TestRule:
                 p_boot = state.boot.pvalue(lr, core0, state.n_resamples, gen, failures)
             return b, sd, math.copysign(math.sqrt(lr), b), math.inf, p_boot
         if state.kr is not None:
-            est, se, df = state.kr.test(core, L)
+            est, se, df = state.kr.test(core, state.L)
             return est, se, est / se, df, p_boot
         df = (float(state.model.satterthwaite_df(core, state.L))
               if self.df_method == "satterthwaite" else math.inf)
         return b, sd, b / sd, df, p_boot
+
+
+def contrast(L: np.ndarray, core: Any) -> tuple[float, float]:
+    """``(L beta, L V L')`` of a fit; a unit ``L`` reads its coefficient (no 0 * inf elsewhere)."""
+    nz = np.flatnonzero(L)
+    if nz.size == 1 and L[nz[0]] == 1.0:
+        j = int(nz[0])
+        return float(core.beta[j]), float(core.vcov_beta[j, j])
+    return float(L @ core.beta), float(L @ core.vcov_beta @ L)
 
 
 class KRTest:

@@ -48,6 +48,7 @@ from .options import PowerOptions, power_options, same_value
 from .replicate import balanced_exact, run_balanced, run_simulate
 from .result import PowerResult, Replicates
 from .rules import FEW_WORKERS, check_path, get_test, size_check
+from .simoptions import SimOptions, with_sim
 from .summary import analytic_power_result, apply_failure_policy, count, power_result
 
 
@@ -100,6 +101,7 @@ def power(
     baseline: Any = None,
     adjust: str = "holm",
     precision: float | None = None,
+    sim: SimOptions | None = None,
 ) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
@@ -257,6 +259,12 @@ def power(
         on resume; ``result.n_sims`` is what was used and
         ``result.stopped_early`` says whether the rule stopped the run
         (``docs/power.md``, "Adaptive precision").
+    sim : SimOptions, optional
+        The options above that every simulating call shares, as one object
+        (:class:`~nlpower.powersim.SimOptions`: ``n_sims``, ``alpha``, ``alternative``, ``rng``, ``n_jobs``,
+        ``precision``, ``progress``, ``on_failure``, ``checkpoint``); a field left
+        ``None`` keeps the keyword's value, a field also given as a different
+        keyword is refused.
 
     Notes
     -----
@@ -293,6 +301,10 @@ def power(
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
     """
+    n_sims, alpha, alternative, rng, n_jobs, precision, progress, on_failure, checkpoint = \
+        with_sim(sim, power, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+                 n_jobs=n_jobs, precision=precision, progress=progress, on_failure=on_failure,
+                 checkpoint=checkpoint)
     if _is_model(design):
         if params is not None:
             raise InputError("power(model, term=...) takes the truth from the fitted model; do not "

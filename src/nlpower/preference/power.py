@@ -30,7 +30,6 @@ share of significant samples with the wrong sign (Gelman & Carlin 2014).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -40,7 +39,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, check_choice
-from .._records import nan_to_none, none_to_nan
+from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
@@ -109,7 +108,7 @@ def _share(p_win: float, p_draw: float, ties: str) -> float:
 
 
 @dataclass(frozen=True)
-class PreferencePowerResult:
+class PreferencePowerResult(RecordCodec):
     """Power of a one-judgement head-to-head test on ``n`` judges.
 
     Attributes
@@ -159,6 +158,11 @@ class PreferencePowerResult:
     version: str = __version__
     notes: tuple[str, ...] = ()
 
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
+    _record_layout = RecordLayout(first=("power", "ci_low", "ci_high", "se", "type_m", "type_s",
+                                         "rejection_rate", "mean_significant", "n_sims",
+                                         "n_rejected"))
+
     @property
     def exact(self) -> bool:
         return self.n_sims == 0
@@ -182,42 +186,6 @@ class PreferencePowerResult:
                          f"share of significant samples {self.mean_significant:.4f}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able record (what a grid cell shows and checkpoints)."""
-        return {
-            "power": nan_to_none(self.power), "ci_low": nan_to_none(self.ci.low),
-            "ci_high": nan_to_none(self.ci.high), "se": nan_to_none(self.se),
-            "type_m": nan_to_none(self.type_m), "type_s": nan_to_none(self.type_s),
-            "rejection_rate": self.rejection_rate,
-            "mean_significant": nan_to_none(self.mean_significant), "n_sims": self.n_sims,
-            "n_rejected": self.n_rejected, "n": self.n, "p_win": self.p_win,
-            "p_draw": self.p_draw, "p_lose": self.p_lose, "share": self.share,
-            "effect": self.effect, "ties": self.ties, "test": self.test, "alpha": self.alpha,
-            "alternative": self.alternative, "method": self.method,
-            "seed_entropy": self.seed.get("entropy"),
-            "seed_spawn_key": list(self.seed.get("spawn_key", ())),
-            "version": self.version, "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> PreferencePowerResult:
-        """The result back from :meth:`to_record`."""
-        r = dict(record)
-        seed = {} if r.get("seed_entropy") is None else {
-            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
-        return cls(
-            power=none_to_nan(r["power"]), se=none_to_nan(r["se"]),
-            ci=ConfidenceInterval(none_to_nan(r["ci_low"]), none_to_nan(r["ci_high"])),
-            type_m=none_to_nan(r["type_m"]), type_s=none_to_nan(r["type_s"]),
-            rejection_rate=float(r["rejection_rate"]),
-            mean_significant=none_to_nan(r["mean_significant"]), n=int(r["n"]),
-            p_win=float(r["p_win"]), p_draw=float(r["p_draw"]), p_lose=float(r["p_lose"]),
-            share=float(r["share"]), effect=float(r["effect"]), ties=r["ties"], test=r["test"],
-            alpha=float(r["alpha"]), alternative=r["alternative"], method=r["method"],
-            n_sims=int(r["n_sims"]), n_rejected=r.get("n_rejected"), seed=seed,
-            version=r.get("version", __version__), notes=tuple(r.get("notes", ())),
-        )
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""

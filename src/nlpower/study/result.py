@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._records import RecordCodec, RecordLayout
 from ..intervals import ConfidenceInterval
 from ..montecarlo import MonteCarloSummary
 
@@ -16,7 +17,7 @@ __all__ = ["ModelPowerResult", "PowerCurve", "model_parameters"]
 
 
 @dataclass(frozen=True)
-class ModelPowerResult:
+class ModelPowerResult(RecordCodec):
     """Power of a test of one term of a mixed model, by simulation (simr's ``powerSim``).
 
     Attributes
@@ -61,6 +62,11 @@ class ModelPowerResult:
     seed: Mapping[str, Any] = field(default_factory=dict)
     version: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``):
+    #: the Monte Carlo summary's keys, then the fields; the seed and parameters are not kept
+    _record_layout = RecordLayout(skip=frozenset({"seed"}), nan="keep", summary="effect",
+                                  derived={"effect": "mc", "rejection_rate": "first_error"})
 
     # -- numbers ---------------------------------------------------------------------------
     @property
@@ -151,26 +157,6 @@ class ModelPowerResult:
         """
         from ..methods import model_power_methods
         return model_power_methods(self, source=source, format=format)
-
-    def to_record(self) -> dict[str, Any]:
-        """A flat JSON-able record (the grid runner's and checkpoints' format)."""
-        return {**self.mc.to_record(), "effect": self.effect, "hypothesis": self.hypothesis,
-                "test": self.test, "alpha": self.alpha, "alternative": self.alternative,
-                "formula": self.formula, "analysis": self.analysis, "family": self.family,
-                "engine": self.engine, "nobs": self.nobs, "mean_estimate": self.mean_estimate,
-                "n_failed": self.n_failed, "n_singular": self.n_singular,
-                "n_nonconverged": self.n_nonconverged, "first_error": self.first_error,
-                "rejection_rate": self.rejection_rate, "version": self.version}
-
-    @classmethod
-    def from_record(cls, r: Mapping[str, Any]) -> ModelPowerResult:
-        mc = MonteCarloSummary.from_record(r, effect=float(r["effect"]))
-        assert mc is not None
-        return cls(mc, str(r["hypothesis"]), str(r["test"]), float(r["alpha"]),
-                   str(r["alternative"]), str(r["formula"]), str(r["analysis"]), str(r["family"]),
-                   str(r["engine"]), int(r["nobs"]), float(r["mean_estimate"]),
-                   int(r["n_failed"]), int(r["n_singular"]), int(r["n_nonconverged"]),
-                   str(r.get("first_error", "")), version=str(r.get("version", "")))
 
     def to_frame(self) -> pd.DataFrame:
         """One row: the record."""
