@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.csgraph as csgraph
 
 from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
@@ -105,23 +104,18 @@ def _information_moments(design: CrossedDesign, params: Params, with_df: bool = 
     s2 = params.sigma**2
     # the positive-variance random-effects columns, one block per (term, column): dV of a
     # covariance parameter is Z_a Z_b' + Z_b Z_a' (a == b: Z_a Z_a')
-    cols: list[sp.csc_matrix] = []
-    lam: list[float] = []              # s2 / variance of each block's effects
+    blocks: list[tuple[str, np.ndarray, np.ndarray, int, float]] = []
     params_list: list[tuple[int, int]] = []
-    group_of: list[str] = []
-    rows = np.arange(n)
     for t in spec.re_terms:
         sds = true_sds(design, params, t.group, tuple(t.cnames))
         pos = []
         for c in range(t.q):
             if sds[c] > 0:
-                pos.append(len(cols))
-                cols.append(sp.csc_matrix((np.asarray(t.Z[:, c], dtype=float), (rows, t.codes)),
-                                          shape=(n, t.n_levels)))
-                lam.append(s2 / float(sds[c]) ** 2)
-                group_of.append(t.group)
+                pos.append(len(blocks))
+                blocks.append((t.group, np.asarray(t.codes), np.asarray(t.Z[:, c], dtype=float),
+                               t.n_levels, s2 / float(sds[c]) ** 2))
         params_list += [(pos[a], pos[b]) for a in range(len(pos)) for b in range(a, len(pos))]
-    inv = _SchurInverse(cols, np.asarray(lam), group_of)
+    inv = _SchurInverse(blocks, n)
     ZtX = inv.Zt(X)
     E = inv.solve(ZtX)                     # M^-1 Z'X
     C = np.linalg.inv((X.T @ X - ZtX.T @ E) / s2)       # (X' V^-1 X)^-1
@@ -195,60 +189,83 @@ def _df_information(inv: _SchurInverse, E: np.ndarray, C: np.ndarray, j: int, X:
 class _SchurInverse:
     """``Q = M^-1`` for ``M = Lambda + Z'Z`` (the positive-variance random-effect columns).
 
-    The columns of the grouping factor with the most levels (``B``) give a
-    block-diagonal ``D = M_BB`` (an observation belongs to one level); with
-    the rest ``R`` (few columns), ``T = M_RR - M_RB D^-1 M_BR`` and
+    ``blocks`` are the columns of one random-effects column of a term (one
+    per level): ``(group, codes, z, n_levels, lam)`` with ``z`` the column's
+    value on each observation and ``lam = s2 / variance``.  The blocks of the
+    grouping factor with the most levels (``B``) give a ``D = M_BB`` that is
+    block diagonal by level (an observation belongs to one level), so ``D^-1``
+    is a small matrix per level and each of its blocks ``(x, y)`` a diagonal.
+    With the rest ``R`` (few columns), ``T = M_RR - M_RB D^-1 M_BR`` and
     ``L = [I; -D^-1 M_BR]`` (rows in column order)::
 
         Q = pad(D^-1) + L T^-1 L'
 
-    so a block ``Q_xy`` is sparse plus rank ``|R|``, and the Frobenius product
-    of two blocks costs ``O(nnz |R| + |R|^3)`` (Gram matrices ``L_x' L_y``),
-    never a dense block of items by items.
+    so a block ``Q_xy`` is a diagonal plus rank ``|R|``, and the Frobenius
+    product of two blocks costs ``O(levels |R| + |R|^3)`` (Gram matrices
+    ``L_x' L_y``), never a dense block of items by items.
     """
 
-    def __init__(self, cols: list[sp.csc_matrix], lam: np.ndarray, groups: list[str]):
-        self.lam = lam
-        self.n = cols[0].shape[0] if cols else 0
-        sizes = [c.shape[1] for c in cols]
+    def __init__(self, blocks: list[tuple[str, np.ndarray, np.ndarray, int, float]], n: int):
+        self.n = n
+        nb = len(blocks)
+        self.lam = np.array([b[4] for b in blocks], dtype=float)
+        sizes = [b[3] for b in blocks]
         self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.q = int(self.offs[-1])
-        self.lam_cols = np.repeat(lam, sizes)
-        self.Z = sp.hstack(cols, format="csc") if cols else sp.csc_matrix((self.n, 0))
-        M = (self.Z.T @ self.Z + sp.diags(self.lam_cols)).tocsr()
-        # B: the columns of the grouping factor with the most levels
-        levels: dict[str, int] = {}
-        for g, s in zip(groups, sizes, strict=True):
-            levels[g] = s
+        self.lam_cols = np.repeat(self.lam, sizes)
+        rows = np.arange(n)
+        self.Z = sp.hstack([sp.csc_matrix((z, (rows, codes)), shape=(n, k))
+                            for _, codes, z, k, _ in blocks], format="csc") if blocks \
+            else sp.csc_matrix((n, 0))
+        levels = {b[0]: b[3] for b in blocks}
         big = max(levels, key=lambda g: levels[g]) if levels else None
-        in_b = np.concatenate([np.full(s, g == big) for g, s in zip(groups, sizes, strict=True)]
-                              ) if cols else np.zeros(0, dtype=bool)
-        B, R = np.flatnonzero(in_b), np.flatnonzero(~in_b)
-        Dinv = _block_inverse(M[B][:, B].tocsr())
-        MBR = M[B][:, R].toarray()
-        DinvMBR = np.asarray(Dinv @ MBR)
-        T = M[R][:, R].toarray() - MBR.T @ DinvMBR
-        self.Tinv = np.linalg.inv(T) if R.size else np.zeros((0, 0))
+        bb = [x for x in range(nb) if blocks[x][0] == big]
+        rest = [x for x in range(nb) if x not in bb]
+        rcols = np.concatenate([np.arange(self.offs[x], self.offs[x + 1]) for x in rest]) \
+            if rest else np.zeros(0, dtype=int)
+        r = rcols.size
+        ZR = self.Z[:, rcols]
+        # D = M_BB, one (|bb| x |bb|) matrix per level of the big factor
+        if bb:
+            codes, n_lev = blocks[bb[0]][1], blocks[bb[0]][3]
+            m = np.zeros((n_lev, len(bb), len(bb)))
+            for a, xa in enumerate(bb):
+                for c, xc in enumerate(bb[a:], start=a):
+                    m[:, a, c] = m[:, c, a] = np.bincount(
+                        codes, weights=blocks[xa][2] * blocks[xc][2], minlength=n_lev)
+                m[:, a, a] += self.lam[xa]
+            dinv = np.linalg.inv(m)
+        self.dd = {(xa, xc): dinv[:, a, c] for a, xa in enumerate(bb)
+                   for c, xc in enumerate(bb)}
+        # L is sparse: a level of the big factor meets few columns of R (an item, its k workers)
+        MBR = {x: (self.Z[:, self._sl(x)].T @ ZR).tocsr() for x in bb}
+        parts = {x: sp.csr_matrix(sp.eye(self.size(x), r, k=int(np.searchsorted(rcols, self.offs[x]))))
+                 for x in rest}
+        T = (ZR.T @ ZR).toarray() + np.diag(self.lam_cols[rcols])
+        for a, xa in enumerate(bb):              # rows of B: -D^-1 M_BR
+            la = -sum((sp.diags(dinv[:, a, c]) @ MBR[xc] for c, xc in enumerate(bb)),
+                      sp.csr_matrix((self.size(xa), r)))
+            parts[xa] = la.tocsr()
+            T += (MBR[xa].T @ la).toarray()
+        self.Tinv = np.linalg.inv(T) if r else np.zeros((0, 0))
         self.Tinv = 0.5 * (self.Tinv + self.Tinv.T)
-        L = np.zeros((self.q, R.size))
-        L[R, np.arange(R.size)] = 1.0
-        L[B] = -DinvMBR
-        self.L = L
-        # pad(D^-1) in column order
-        coo = Dinv.tocoo()
-        self.Dpad = sp.csr_matrix((coo.data, (B[coo.row], B[coo.col])), shape=(self.q, self.q))
+        self._Lx = [parts[x] for x in range(nb)]
+        self.L = sp.vstack(self._Lx, format="csr") if blocks else sp.csr_matrix((0, 0))
         self._gram: dict[tuple[int, int], np.ndarray] = {}
         self._frob: dict[tuple[int, int, int, int], float] = {}
         self._LT: dict[int, np.ndarray] = {}
-        self._blocks: dict[tuple[int, int], sp.coo_matrix] = {}
-        self._tr: dict[tuple[int, int], float] = {}
+        self._rowdot: dict[tuple[int, int], np.ndarray] = {}
 
     def Zt(self, X: np.ndarray) -> np.ndarray:
+        """``Z'X``."""
         return np.asarray(self.Z.T @ X)
 
     def solve(self, v: np.ndarray) -> np.ndarray:
         """``M^-1 v``."""
-        return np.asarray(self.Dpad @ v) + self.L @ (self.Tinv @ (self.L.T @ v))
+        out = np.asarray(self.L @ (self.Tinv @ np.asarray(self.L.T @ v)))
+        for (x, y), d in self.dd.items():
+            out[self._sl(x)] += d[:, None] * v[self._sl(y)]
+        return out
 
     def size(self, x: int) -> int:
         return int(self.offs[x + 1] - self.offs[x])
@@ -257,71 +274,43 @@ class _SchurInverse:
         return slice(int(self.offs[x]), int(self.offs[x + 1]))
 
     def _lt(self, x: int) -> np.ndarray:
+        """``L_x T^-1``."""
         if x not in self._LT:
-            self._LT[x] = self.L[self._sl(x)] @ self.Tinv
+            self._LT[x] = np.asarray(self._Lx[x] @ self.Tinv)
         return self._LT[x]
 
     def _tg(self, x: int, y: int) -> np.ndarray:
         """``T^-1 L_x' L_y``."""
         if (x, y) not in self._gram:
-            self._gram[(x, y)] = self._lt(x).T @ self.L[self._sl(y)]
+            self._gram[(x, y)] = np.asarray(self._Lx[y].T @ self._lt(x)).T
         return self._gram[(x, y)]
 
-    def _sparse(self, x: int, y: int) -> sp.coo_matrix:
-        """Block ``(x, y)`` of ``pad(D^-1)``."""
-        if (x, y) not in self._blocks:
-            self._blocks[(x, y)] = self.Dpad[self._sl(x)][:, self._sl(y)].tocoo()
-        return self._blocks[(x, y)]
-
-    def _sparse_lowrank(self, s: sp.coo_matrix, u: int, v: int) -> float:
-        """``<S, L_u T^-1 L_v'>`` over the nonzeros of ``S``."""
-        if s.nnz == 0:
-            return 0.0
-        lu, lv = self._lt(u), self.L[self._sl(v)]
-        return float(np.einsum("k,kr,kr->", s.data, lu[s.row], lv[s.col]))
+    def _diag(self, x: int, y: int) -> np.ndarray:
+        """The diagonal of ``L_x T^-1 L_y'`` (blocks of one size)."""
+        if (x, y) not in self._rowdot:
+            self._rowdot[(x, y)] = np.asarray(self._Lx[y].multiply(self._lt(x)).sum(axis=1)
+                                              ).ravel()
+        return self._rowdot[(x, y)]
 
     def trace(self, x: int, y: int) -> float:
         """``tr(Q_xy)`` (blocks of one size)."""
-        if (x, y) not in self._tr:
-            d = self._sparse(x, y).diagonal().sum()
-            self._tr[(x, y)] = float(d + np.einsum("kr,kr->", self._lt(x), self.L[self._sl(y)]))
-        return self._tr[(x, y)]
+        d = self.dd.get((x, y))
+        return float(self._diag(x, y).sum() + (0.0 if d is None else d.sum()))
 
     def frob(self, x: int, y: int, u: int, v: int) -> float:
         """``<Q_xy, Q_uv>`` (blocks of one shape)."""
         key = min((x, y, u, v), (u, v, x, y), (y, x, v, u), (v, u, y, x))
         if key not in self._frob:
-            s1, s2 = self._sparse(x, y), self._sparse(u, v)
-            t = float(s1.multiply(s2).sum())
-            t += self._sparse_lowrank(s1, u, v) + self._sparse_lowrank(s2, x, y)
+            d1, d2 = self.dd.get((x, y)), self.dd.get((u, v))
+            t = 0.0
+            if d1 is not None:
+                t += float(d1 @ self._diag(u, v)) + (0.0 if d2 is None else float(d1 @ d2))
+            if d2 is not None:
+                t += float(d2 @ self._diag(x, y))
             # <L_x T L_y', L_u T L_v'> = tr(T L_x' L_u T L_v' L_y)
             t += float(np.sum(self._tg(x, u) * self._tg(v, y).T))
             self._frob[key] = t
         return self._frob[key]
-
-
-def _block_inverse(D: sp.csr_matrix) -> sp.csr_matrix:
-    """Inverse of a block-diagonal sparse matrix (blocks: connected components; one size at once)."""
-    nb = D.shape[0]
-    ncomp, lab = csgraph.connected_components(D, directed=False)
-    order = np.argsort(lab, kind="stable")
-    counts = np.bincount(lab, minlength=ncomp)
-    starts = np.cumsum(counts) - counts
-    ordered = D[order][:, order].tocsr()          # block diagonal, component by component
-    rows, cols, vals = [], [], []
-    for k in np.unique(counts):                    # the blocks of one size inverted together
-        pos = starts[counts == k][:, None] + np.arange(k)        # (m, k) ordered positions
-        pr = np.broadcast_to(pos[:, :, None], (pos.shape[0], k, k))
-        pc = np.broadcast_to(pos[:, None, :], (pos.shape[0], k, k))
-        blocks = np.asarray(ordered[pr.ravel(), pc.ravel()]).reshape(pr.shape)
-        ix = order[pos]
-        rows.append(np.broadcast_to(ix[:, :, None], pr.shape).ravel())
-        cols.append(np.broadcast_to(ix[:, None, :], pr.shape).ravel())
-        vals.append(np.linalg.inv(blocks).ravel())
-    if not vals:
-        return sp.csr_matrix((nb, nb))
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(nb, nb))
 
 
 def power_from_moments(effect: float, se: Any, df: Any, *, alpha: float, test: str,
