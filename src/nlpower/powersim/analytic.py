@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
 
 from .._choices import Alternative, AnalyticMethod, RatingsTest, check_choice
 from ..design import CrossedDesign
@@ -247,8 +248,7 @@ class _SchurInverse:
                       sp.csr_matrix((self.size(xa), r)))
             parts[xa] = la.tocsr()
             T += (MBR[xa].T @ la).toarray()
-        self.Tinv = np.linalg.inv(T) if r else np.zeros((0, 0))
-        self.Tinv = 0.5 * (self.Tinv + self.Tinv.T)
+        self.Tinv = _inverse_by_components(T)
         self._Lx = [parts[x] for x in range(nb)]
         self.L = sp.vstack(self._Lx, format="csr") if blocks else sp.csr_matrix((0, 0))
         self._gram: dict[tuple[int, int], np.ndarray] = {}
@@ -311,6 +311,22 @@ class _SchurInverse:
             t += float(np.sum(self._tg(x, u) * self._tg(v, y).T))
             self._frob[key] = t
         return self._frob[key]
+
+
+def _inverse_by_components(T: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric matrix, one connected component of its nonzeros at a time.
+
+    With a +/-1 (or +/-0.5) coding on a paired design the intercept and slope
+    columns never meet, so ``T`` falls into two blocks (4x less work).
+    """
+    out = np.zeros_like(T)
+    if T.size == 0:
+        return out
+    ncomp, lab = csgraph.connected_components(sp.csr_matrix(T != 0), directed=False)
+    for c in range(ncomp):
+        ix = np.flatnonzero(lab == c)
+        out[np.ix_(ix, ix)] = np.linalg.inv(T[np.ix_(ix, ix)])
+    return 0.5 * (out + out.T)
 
 
 def power_from_moments(effect: float, se: Any, df: Any, *, alpha: float, test: str,
