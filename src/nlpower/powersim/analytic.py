@@ -201,9 +201,11 @@ class _SchurInverse:
 
         Q = pad(D^-1) + L T^-1 L'
 
-    so a block ``Q_xy`` is a diagonal plus rank ``|R|``, and the Frobenius
-    product of two blocks costs ``O(levels |R| + |R|^3)`` (Gram matrices
-    ``L_x' L_y``), never a dense block of items by items.
+    so a block ``Q_xy`` is a diagonal plus rank ``|R|``.  ``L`` is sparse (a
+    level of the big factor meets few columns of ``R``: an item its ``k``
+    workers), so after one inverse of ``T`` the Frobenius product of two
+    blocks costs ``O(nnz(L) |R|)`` (Gram matrices ``L_x' L_y``), never a dense
+    block of items by items.
     """
 
     def __init__(self, blocks: list[tuple[str, np.ndarray, np.ndarray, int, float]], n: int):
@@ -238,7 +240,6 @@ class _SchurInverse:
             dinv = np.linalg.inv(m)
         self.dd = {(xa, xc): dinv[:, a, c] for a, xa in enumerate(bb)
                    for c, xc in enumerate(bb)}
-        # L is sparse: a level of the big factor meets few columns of R (an item, its k workers)
         MBR = {x: (self.Z[:, self._sl(x)].T @ ZR).tocsr() for x in bb}
         parts = {x: sp.csr_matrix(sp.eye(self.size(x), r, k=int(np.searchsorted(rcols, self.offs[x]))))
                  for x in rest}
