@@ -234,5 +234,24 @@ def test_plan_progress_reports_every_stage(capsys):
     loud = plan_with_assurance(fit, effect=0.1, rng=1, progress=True)
     err = capsys.readouterr().err
     assert "searching designs at the estimates" in err and "at the upper bounds" in err
+    assert f"assurance of {loud.point.n_workers} workers" in err
     assert loud.point.design == quiet.point.design          # the numbers do not change
     assert loud.point_assurance.assurance == quiet.point_assurance.assurance
+
+
+def test_plan_progress_on_a_pilot_that_is_not_fully_crossed(capsys):
+    import pandas as pd
+
+    from nlpower import fit_ratings, read_ratings
+    from nlpower.pilot import plan_with_assurance
+
+    rows = pd.read_csv("fixtures/pilot_ratings.csv").drop(index=0)   # one rating missing
+    fit = fit_ratings(read_ratings(rows, scale=(1, 5)))
+    kw = dict(effect=0.1, n_boot=20, max_workers=12, cost_per_worker=20, rng=3)
+    quiet = plan_with_assurance(fit, **kw)
+    capsys.readouterr()
+    loud = plan_with_assurance(fit, progress=True, **kw)
+    err = capsys.readouterr().err
+    assert "refitting the pilot (bootstrap)" in err and "/20 " in err
+    assert f"assurance of {loud.point.n_workers} workers" in err
+    assert np.array_equal(loud.point_assurance.power_draws, quiet.point_assurance.power_draws)

@@ -9,6 +9,7 @@ import pytest
 
 from nlpower import CrossedDesign, presets
 from nlpower.errors import DesignError, InputError
+from nlpower.params import LMMParams
 from nlpower.powersim import analytic_power, power
 from nlpower.powersim.analytic import balanced_moments, information_moments, power_from_moments
 
@@ -156,4 +157,26 @@ def test_information_method_nested_and_three_systems_against_dense():
     d3 = CrossedDesign(4, 5, systems=3)
     var, df = information_moments(d3, m)
     rv, rdf = _dense_reference(d3, m)
+    assert var == pytest.approx(rv, rel=1e-9) and df == pytest.approx(rdf, rel=1e-8)
+
+
+@pytest.mark.parametrize("design,params", [
+    # treatment coding: each item's intercept and slope share a block of the Schur part
+    (CrossedDesign(7, 12, workers_per_item=3),
+     LMMParams(beta0=0.5, effect=0.1, sd_worker=0.05, sd_worker_slope=0.04, sd_item=0.06,
+               sd_item_slope=0.13, sigma=0.2, coding="treatment")),
+    # a zero variance: its column leaves the model, the rest of the term stays
+    (CrossedDesign(6, 10, workers_per_item=4),
+     LMMParams(beta0=0.5, effect=0.1, sd_worker=0.05, sd_worker_slope=0.1, sd_item=0.04,
+               sd_item_slope=0.0, sigma=0.2)),
+    # more workers than items: the Schur block is the workers'
+    (CrossedDesign(9, 4), presets.high_variance(0.1)),
+    # one grouping factor left (no low-rank part)
+    (CrossedDesign(5, 8, workers_per_item=2),
+     LMMParams(beta0=0.5, effect=0.1, sd_worker=0.0, sd_worker_slope=0.0, sd_item=0.04,
+               sd_item_slope=0.1, sigma=0.2)),
+])
+def test_information_method_unbalanced_against_dense(design, params):
+    var, df = information_moments(design, params)
+    rv, rdf = _dense_reference(design, params)
     assert var == pytest.approx(rv, rel=1e-9) and df == pytest.approx(rdf, rel=1e-8)

@@ -73,9 +73,12 @@ __all__ = ["AssuranceResult", "PilotPlanResult", "assurance", "plan_with_assuran
 # ------------------------------------------------------------------------------------
 
 
-def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
+def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray, bar: Any = None
              ) -> tuple[np.ndarray, np.ndarray]:
-    """SE (in ``point``'s coding) and Satterthwaite df of the effect at each variance row."""
+    """SE (in ``point``'s coding) and Satterthwaite df of the effect at each variance row.
+
+    ``bar`` (a progress bar or None) advances by one per row.
+    """
     v = np.atleast_2d(variances)
     if design.is_balanced_crossed:  # analytic.balanced_moments, vectorised over rows
         w, i = design.n_workers, design.n_items
@@ -84,27 +87,37 @@ def _moments(design: CrossedDesign, point: LMMParams, variances: np.ndarray
         df = lam[:, 1] ** 2 / (lam[:, 3] ** 2 / (w - 1) + lam[:, 5] ** 2 / (i - 1)
                                + lam[:, 6] ** 2 / (2.0 * (w - 1) * (i - 1)))
         lo, hi = point.x_values
+        _advance(bar, len(v))
         return np.sqrt(var) * 2.0 / (hi - lo), df
     se, df = np.empty(len(v)), np.empty(len(v))
     for r, row in enumerate(v):
         var_r, df[r] = information_moments(design, params_at(point, row))
         se[r] = math.sqrt(var_r)
+        _advance(bar, 1)
     return se, df
 
 
+def _advance(bar: Any, k: int) -> None:
+    if bar is not None:
+        bar.update(k)
+
+
 def _powers(design: CrossedDesign, point: LMMParams, variances: np.ndarray, *, alpha: float,
-            test: RatingsTest, alternative: Alternative, n_sims: int, seq: np.random.SeedSequence
-            ) -> np.ndarray:
+            test: RatingsTest, alternative: Alternative, n_sims: int, seq: np.random.SeedSequence,
+            bar: Any = None) -> np.ndarray:
     if n_sims == 0:
-        se, df = _moments(design, point, variances)
+        se, df = _moments(design, point, variances, bar)
         # PB-LRT: its chi^2 approximation (no bootstrap without data)
         return np.asarray(get_test(test).approximate().power(
             point.effect, se, df, alpha=alpha, alternative=alternative))
     v = np.atleast_2d(variances)
     seeds = seq.spawn(len(v))
-    return np.array([power(design, params_at(point, row), n_sims=n_sims, alpha=alpha, test=test,
-                           alternative=alternative, rng=s, keep_replicates=False).power
-                     for row, s in zip(v, seeds, strict=True)])
+    out = np.empty(len(v))
+    for r, (row, s) in enumerate(zip(v, seeds, strict=True)):
+        out[r] = power(design, params_at(point, row), n_sims=n_sims, alpha=alpha, test=test,
+                       alternative=alternative, rng=s, keep_replicates=False).power
+        _advance(bar, 1)
+    return out
 
 
 # the pilot's draws
@@ -158,7 +171,7 @@ def _pilot_shape(fit: Any, pilot: Any) -> tuple[int, int, bool]:
 
 def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, method: str,
            n_boot: int, confidence_level: float, seq: np.random.SeedSequence,
-           sd: Mapping[str, float] | None = None) -> _Pilot:
+           sd: Mapping[str, float] | None = None, stages: Stages | None = None) -> _Pilot:
     w, i, balanced = _pilot_shape(fit, pilot)
     if isinstance(fit, LMMParams) and effect is None:
         raise InputError("effect is required: the smallest effect worth detecting, in coding=.")
@@ -168,8 +181,9 @@ def _pilot(fit: Any, *, pilot: Any, effect: Any, coding: Coding, contrast: Any, 
                          f"comparison the study plans, e.g. contrast={fit.systems[1]!r}.")
     v_hat = variances_of(point)
     if not balanced:       # any other pilot: parametric bootstrap through the engine
-        draws = general_draws(fit, v_hat, method, seq.spawn(n_boot), contrast=contrast,
-                              coding=coding)
+        with (stages or Stages(False)).stage("refitting the pilot (bootstrap)", n_boot) as bar:
+            draws = general_draws(fit, v_hat, method, seq.spawn(n_boot), contrast=contrast,
+                                  coding=coding, tick=lambda: _advance(bar, 1))
         label: str | None = general_label(fit)
     elif method == "bootstrap":
         draws = bias_corrected(v_hat, bootstrap_draws(v_hat, w, i, seq.spawn(n_boot)))
@@ -197,11 +211,15 @@ def _sd_key(name: Any) -> str:
 
 def _assess(pilot: _Pilot, design: CrossedDesign, *, target_power: float, alpha: float,
             test: RatingsTest, alternative: Alternative, n_sims: int,
-            seq: np.random.SeedSequence, seed: dict[str, Any]) -> AssuranceResult:
+            seq: np.random.SeedSequence, seed: dict[str, Any], stages: Stages | None = None
+            ) -> AssuranceResult:
     s_point, s_draws, s_up = seq.spawn(3)
     kw: dict[str, Any] = dict(alpha=alpha, test=test, alternative=alternative, n_sims=n_sims)
     p_point = float(_powers(design, pilot.point, pilot.v_hat, seq=s_point, **kw)[0])
-    p_draws = _powers(design, pilot.point, pilot.draws, seq=s_draws, **kw)
+    with (stages or Stages(False)).stage(f"assurance of {design.n_workers} workers x "
+                                         f"{design.n_items} items", len(pilot.draws),
+                                         "draw") as bar:
+        p_draws = _powers(design, pilot.point, pilot.draws, seq=s_draws, bar=bar, **kw)
     p_up = float(_powers(design, pilot.point, pilot.upper, seq=s_up, **kw)[0])
     sd = dict(zip(SD_NAMES, np.sqrt(pilot.v_hat).tolist(), strict=True))
     up = dict(zip(SD_NAMES, np.sqrt(pilot.upper).tolist(), strict=True))
@@ -406,10 +424,11 @@ def plan_with_assurance(
     not estimate, e.g. ``sd={"item_slope": 0.1}``, held fixed over the
     pilot's draws; the ``note`` names the components set to 0).
     ``progress=True`` shows each stage of the plan on standard error with its
-    elapsed (and, where the count is known, remaining) time: the design
-    searches (worker counts searched), and for an ordinal or binary pilot
-    the bootstrap refits, the designs checked by simulation and the
-    assurance.
+    elapsed (and, where the count is known, remaining) time: the bootstrap
+    refits of a pilot that is not fully crossed, the design searches (worker
+    counts searched), the assurance of each chosen design (one step per
+    draw), and for an ordinal or binary pilot the designs checked by
+    simulation.
     For an ordinal or binary pilot the search uses a Gaussian stand-in of the
     latent model and the chosen designs are checked by simulation
     (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
@@ -450,20 +469,21 @@ def plan_with_assurance(
     alpha, test, alternative = check_test_options(alpha, test or "satterthwaite", alternative)
     seq = root_seed(rng)
     s_pilot, s_point, s_safe = seq.spawn(3)
+    stages = Stages(progress)
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
-                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot, sd=sd)
+                   n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot, sd=sd,
+                   stages=stages)
     kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                               alternative=alternative, cost_per_rating=cost_per_rating,
                               cost_per_worker=cost_per_worker, min_workers=min_workers,
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
-    stages = Stages(progress)
     with stages.stage("searching designs at the estimates", None, "worker count") as bar, \
             reporting(lambda w: bar.update(1) if bar is not None else None):
         point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
-    point_a = _assess(pilot_, point_plan.design, seq=s_point, **akw)
+    point_a = _assess(pilot_, point_plan.design, seq=s_point, stages=stages, **akw)
     note = ""
     safe_plan: PlanResult | None
     safe_a: AssuranceResult | None
@@ -472,7 +492,7 @@ def plan_with_assurance(
                 reporting(lambda w: bar.update(1) if bar is not None else None):
             safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect,
                              **kw)
-        safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, **akw)
+        safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, stages=stages, **akw)
     except DesignError as exc:
         safe_plan, safe_a = None, None
         note = (f"no design in the searched range reaches the target at the upper bounds of the "

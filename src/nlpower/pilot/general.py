@@ -26,7 +26,7 @@ applied by the caller, as on the balanced path.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -120,11 +120,13 @@ class GeneralBootstrap:
 
 
 def general_bootstrap_draws(fit: RatingsFit, seeds: Sequence[np.random.SeedSequence], *,
-                            contrast: Any = None, coding: Coding = "sum") -> np.ndarray:
+                            contrast: Any = None, coding: Coding = "sum",
+                            tick: Callable[[], object] | None = None) -> np.ndarray:
     """``(n_ok, 5)`` variances of the planning parameters over bootstrap refits of ``fit``.
 
     Samples whose refit fails are dropped (they are rare; if more than half
-    fail the pilot cannot be bootstrapped and an error says so).
+    fail the pilot cannot be bootstrapped and an error says so).  ``tick``,
+    if given, is called after each sample (a progress bar's update).
 
     Examples
     --------
@@ -147,7 +149,9 @@ def general_bootstrap_draws(fit: RatingsFit, seeds: Sequence[np.random.SeedSeque
         try:
             out.append(variances_of(boot.refit_params(boot.simulate(gen))))
         except _FAILURES:
-            continue
+            pass
+        if tick is not None:
+            tick()
     if len(out) < max(1, len(seeds) // 2):
         raise FitError(f"only {len(out)} of {len(seeds)} bootstrap refits of the pilot succeeded; "
                        "the pilot's model is too rich for its data. Refit it with a simpler "
@@ -157,8 +161,12 @@ def general_bootstrap_draws(fit: RatingsFit, seeds: Sequence[np.random.SeedSeque
 
 def general_draws(fit: RatingsFit, v_hat: np.ndarray, method: str,
                   seeds: Sequence[np.random.SeedSequence], *, contrast: Any = None,
-                  coding: Coding = "sum") -> np.ndarray:
-    """Bias-corrected bootstrap draws of a pilot off the balanced path (what assurance uses)."""
+                  coding: Coding = "sum", tick: Callable[[], object] | None = None
+                  ) -> np.ndarray:
+    """Bias-corrected bootstrap draws of a pilot off the balanced path (what assurance uses).
+
+    ``tick`` is called after each refit (a progress bar's update).
+    """
     if method != "bootstrap":
         r = fit.report
         raise InputError(
@@ -167,7 +175,7 @@ def general_draws(fit: RatingsFit, v_hat: np.ndarray, method: str,
             f"{r.n_ratings} ratings) is not. Use method='bootstrap' (a parametric bootstrap "
             "through the engine).")
     return bias_corrected(v_hat, general_bootstrap_draws(fit, seeds, contrast=contrast,
-                                                         coding=coding))
+                                                         coding=coding, tick=tick))
 
 
 def general_label(fit: RatingsFit) -> str:

@@ -245,12 +245,22 @@ def frontier_row(space: Space, pw: Callable[[int, int], float], w: int, target: 
 
 def search(space: Space, pw: Callable[[int, int], float], target: float, *, extend: bool
             ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """The frontier over the worker range; extended (uncapped, analytic) past an edge optimum."""
+    """The frontier over the worker range; extended (uncapped, analytic) past an edge optimum.
+
+    ``pw`` is called once per design: the searches ask again for designs they have bracketed.
+    """
+    known: dict[tuple[int, int], float] = {}
+
+    def once(w: int, i: int) -> float:
+        if (w, i) not in known:
+            known[(w, i)] = pw(w, i)
+        return known[(w, i)]
+
     def rows_for(workers: Sequence[int], start: int | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         tick = _TICK.get()
         for w in workers:         # a neighbour's answer is where the next search starts
-            out.append(frontier_row(space, pw, w, target, not extend, start))
+            out.append(frontier_row(space, once, w, target, not extend, start))
             if tick is not None:
                 tick(w)
             if np.isfinite(out[-1]["cost"]):
