@@ -118,3 +118,14 @@ def test_plan_with_workers_per_item_searches_near_the_answer():
     w, i = res.n_workers, res.n_items
     assert pw(w, i) >= 0.8 > pw(w, i - 1)
     assert res.design.workers_per_item == 3
+
+
+def test_a_plan_that_spreads_workers_thin_says_so_unless_workers_cost_something():
+    from nlpower.powersim.plansearch import Space
+
+    free = Space.check(1.0, 0.0, 2, None, 5000, 3, outcome="gaussian")
+    thin = [n for n in free.notes(192, 192, 97) if "each worker rates about 1.5 items" in n]
+    assert len(thin) == 1 and "cost_per_worker" in thin[0]
+    assert not any("each worker rates" in n for n in free.notes(46, 46, 33))   # 2.2 items each
+    paid = Space.check(1.0, 5.0, 2, None, 5000, 3, outcome="gaussian")
+    assert not any("each worker rates" in n for n in paid.notes(192, 192, 97))

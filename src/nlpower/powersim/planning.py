@@ -481,7 +481,7 @@ def plan(
             "larger effect.")
     best = ok.sort_values(["cost", "n_ratings", "n_workers"], kind="stable").iloc[0]
     w, i = int(best["n_workers"]), int(best["n_items"])
-    notes += space.notes(w, top)
+    notes += space.notes(w, top, i)
     power_curve = pd.DataFrame([{"n_workers": w, "n_items": ii, "power": pw(w, ii)}
                                 for ii in space.item_grid(w, i, simulated=curve is not None)])
     check = None

@@ -140,8 +140,15 @@ class Space:
         return sorted({max(lo, int(round(i * f)))
                        for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)})
 
-    def notes(self, w: int, top: int) -> list[str]:
+    def notes(self, w: int, top: int, items: int | None = None) -> list[str]:
         out = []
+        if items is not None and self.cost_per_worker == 0 and w >= 3:
+            per = self.design(w, items).raters_per_item * items / w
+            if per < 2:
+                out.append(f"each worker rates about {per:.1f} items: with no cost per worker the "
+                           "cheapest design recruits many workers for a few items each; if "
+                           "recruiting or training a worker costs something, set "
+                           "cost_per_worker (--cost-per-worker) and plan again.")
         if w < 3:
             out.append(f"the plan has {w} workers: with fewer than 3 the worker variances (and "
                        "the test's degrees of freedom) rest on 2 people, and one unusual worker "
