@@ -31,10 +31,15 @@ import scipy.sparse as sp
 from ..lmm.structure import ReTerm
 from .crossed import PairFactor, PairPlan, pair_plan
 
-__all__ = ["Block", "HFactor", "ReStructure"]
+__all__ = ["PAIR_MIN_WORK", "Block", "HFactor", "ReStructure"]
 
 #: the coupling block H12 (Q1 x Q2) is held dense up to this many entries (32 MB)
 _DENSE_LIMIT = 4_000_000
+
+#: ``Q1 Q2^2`` (the dense Schur complement's multiply-adds) from which observation pairs
+#: factor ``H`` (measured per gradient evaluation: 10 x 100 scalar terms, dense 2x faster;
+#: 200 x 1,000 scalar, dense 1.3x faster at 4e7; 4 systems, 100 x 500, pairs 6x faster at 6e8)
+PAIR_MIN_WORK = 5e7
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,11 +66,14 @@ class ReStructure:
     """Blocks, ``theta`` layout and the products with ``A = Z Lambda``.
 
     ``use_pairs``: factor crossed designs through observation pairs
-    (:mod:`.crossed`) where the rest compresses; ``False`` forces the blockwise
-    dense Schur complement of :class:`HFactor` (the reference the tests compare with).
+    (:mod:`.crossed`) where the rest compresses and the blockwise dense Schur
+    complement would cost more (``None``, the default: ``Q1 Q2^2 >``
+    :data:`PAIR_MIN_WORK`); ``True`` wherever the rest compresses; ``False``
+    forces the blockwise dense Schur complement of :class:`HFactor` (the
+    reference the tests compare with).
     """
 
-    use_pairs = True
+    use_pairs: bool | None = None
 
     def __init__(self, terms: tuple[ReTerm, ...]):
         self.terms = terms
@@ -234,7 +242,11 @@ class ReStructure:
     def pair_plan(self) -> PairPlan | None:
         """The (cached) pair plan of :mod:`.crossed`, ``None`` where the rest does not compress."""
         if not hasattr(self, "_pair_plan"):
-            self._pair_plan = pair_plan(self) if self.use_pairs else None
+            use = self.use_pairs
+            if use is None and self.blocks:
+                q1 = self.blocks[0].L * self.blocks[0].q
+                use = q1 * float(self.n_u - q1) ** 2 > PAIR_MIN_WORK
+            self._pair_plan = pair_plan(self) if use else None
         return self._pair_plan
 
     def factor(self, w: np.ndarray) -> HFactor | PairFactor:
