@@ -91,14 +91,19 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
 
 
 def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 25,
-               gtol: float = 1e-3) -> tuple[np.ndarray, bool]:
-    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``: the end point, converged."""
+               gtol: float = 1e-3
+               ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, None] | None]:
+    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``.
+
+    Returns the end point, whether ``max |grad| < gtol`` there, and ``(-loglik,
+    gradient, None)`` there (``None`` where it did not converge).
+    """
     x = np.asarray(x, dtype=float).copy()
     f, g = model.nll_grad(x)
     B0 = np.linalg.inv(H)
     B = B0.copy()                         # inverse Hessian, updated by BFGS
     if not np.isfinite(f):
-        return x, False
+        return x, False, None
     for _ in range(maxit):
         step = -B @ g
         slope = float(g @ step)
@@ -114,18 +119,18 @@ def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 2
                 break
             t *= 0.5
         else:
-            return x, False
+            return x, False, None
         sx, sy = xn - x, gn - g
         x, f, g = xn, fn, gn
         if np.max(np.abs(g)) < gtol:
-            return x, True
+            return x, True, (f, g, None)
         sys_ = float(sx @ sy)
         if sys_ > 1e-12:
             rho = 1.0 / sys_
             Bsy = B @ sy
             B = (B - rho * (np.outer(sx, Bsy) + np.outer(Bsy, sx))
                  + (rho * rho * float(sy @ Bsy) + rho) * np.outer(sx, sx))
-    return x, False
+    return x, False, None
 
 
 def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: float = 1e-3,
@@ -276,10 +281,11 @@ def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarra
         model.set_response(np.asarray(y))
         model.n_evals = 0
         model._u = np.zeros_like(model._u)
-        x, ok = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
-    if not ok:        # hand over to the regular optimiser from where the steps stopped
+        x, ok, end = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
+    if not ok or end is None:   # hand over to the regular optimiser from where the steps stopped
         return model.refit(None, start=canonical_theta(model, x), control=control,
                            hessian=hessian)
+    at = (x.copy(), *end)
     x = canonical_theta(model, x)
     with single_threaded():
-        return model._finish(x, True, "quasi-Newton steps", None, hessian)
+        return model._finish(x, True, "quasi-Newton steps", None, hessian, at)

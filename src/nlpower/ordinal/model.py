@@ -384,27 +384,28 @@ class ClmmModel(LikelihoodOnly):
             # scalar terms: BFGS from the Hessian at the start takes about half the gradient
             # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
             from .chord import bfgs_steps, canonical_theta, newton_steps, start_hessian
+            end: tuple[float, np.ndarray, np.ndarray | None] | None
             if fast:
                 # one scalar term, small data: Newton steps, each Hessian one batch of points
                 xq, ok, end = newton_steps(self, x0)
-                self._hess_at = (xq.copy(), *end) if ok and end is not None else None
                 if not ok:            # as for larger data: BFGS from the converged clm start
                     self._anchor = None           # (the batches' modes are of other points)
                     x0 = self.start()
-                    xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+                    xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
             else:
-                xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+                xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
+            at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             x0 = xq
         elif start is None and not ctl and self.nAGQ > 1:
             from .chord import agq_steps, canonical_theta
             xq, ok, end = agq_steps(self, x0)     # from the Laplace fit (small data)
-            self._hess_at = (xq.copy(), *end) if ok and end is not None else None
+            at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             x0 = xq
         self._anchor = None               # L-BFGS-B: each evaluation from the last modes
         z0 = self._to_opt(x0)
@@ -482,10 +483,13 @@ class ClmmModel(LikelihoodOnly):
                             checkconv, True)
 
     def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
-                hessian: bool) -> ClmmCore:
-        # (x, f, g, H) where newton_steps ended: its last batch already evaluated x
-        at: Any = getattr(self, "_hess_at", None)
-        self._hess_at = None
+                hessian: bool, at: Any = None) -> ClmmCore:
+        """Newton polish, checkConv and ``vcov`` at ``x``.
+
+        ``at``: ``(x_e, f, g, H)`` where the steps ended (``-loglik``, its
+        gradient and, from Newton's batches, its Hessian, else ``None``), used
+        when ``x_e`` is ``x``.
+        """
         at_x = at is not None and np.array_equal(at[0], x)
         f = at[1] if at_x else self.nll(x)
         k = x.size
@@ -511,7 +515,7 @@ class ClmmModel(LikelihoodOnly):
                 return 2.0 * self.nll_grad(full(zf))[1][free]
 
             def hess(xf: np.ndarray, g: np.ndarray) -> np.ndarray:
-                if at_x and free.all() and np.array_equal(at[0], full(xf)):
+                if at_x and at[3] is not None and free.all() and np.array_equal(at[0], full(xf)):
                     return 2.0 * at[3]         # Newton's last Hessian, at this very point
                 # one scalar term: the shifted points in one batch (the same differences)
                 H = fd_hessian(self, full(xf), g, free=free, scale=2.0)

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
+from ._dense import cho_solve, cholesky
 from .crossed import PairFactor, PairPlan, pair_plan
 
 __all__ = ["PAIR_MIN_WORK", "Block", "HFactor", "ReStructure"]
@@ -335,7 +335,7 @@ class HFactor:
             self.H12 = H12
             self.M = M
             self.dense = False
-        self.chol2 = sla.cholesky(S, lower=True, check_finite=False)
+        self.chol2 = cholesky(S)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
 
     def _solve1(self, r1: np.ndarray) -> np.ndarray:
@@ -351,6 +351,6 @@ class HFactor:
             return self._solve1(r1)
         r2 = r[self.Q1:]
         x1p = self._solve1(r1)
-        x2 = sla.cho_solve((self.chol2, True), r2 - self.H12.T @ x1p, check_finite=False)
+        x2 = cho_solve(self.chol2, r2 - self.H12.T @ x1p)
         x1 = x1p - self.M @ x2
         return np.concatenate([x1, x2])
