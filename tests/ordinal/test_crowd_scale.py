@@ -96,7 +96,7 @@ def test_gradient_of_the_crossed_q5_model_matches_differences(link: str) -> None
     x[k:] = np.where(m.rs.lower == 0.0, rng.uniform(0.3, 1.2, m.n_theta),
                      rng.uniform(-0.4, 0.4, m.n_theta))
     f, g = m.nll_grad(x)
-    assert isinstance(m._last_inner.factor, PairFactor)
+    assert isinstance(m._state.inner.factor, PairFactor)
     fd = gradient(m.nll, x, f, 1e-4)[0]
     np.testing.assert_allclose(g, fd, atol=2e-4 * max(1.0, np.abs(fd).max() / 10))
     assert np.abs(g).max() > 1e-2

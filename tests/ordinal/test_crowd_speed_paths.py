@@ -59,7 +59,7 @@ def test_symmetrised_dpotri_inverse_equals_the_solve_fallback(monkeypatch: pytes
     m.rs.use_pairs = True
     x = m.start()
     m.nll(x)
-    fac = m._last_inner.factor
+    fac = m._state.inner.factor
     assert isinstance(fac, PairFactor)
     fast = fac.selected_rows()
 

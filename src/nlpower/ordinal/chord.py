@@ -82,8 +82,7 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
         ysim = model.simulate(1, rng=rng, params=x0)[0]
         if np.unique(ysim).size < len(model.levels):      # keep every category present
             ysim[:len(model.levels)] = np.arange(len(model.levels))
-        model.set_response(ysim)
-        model._u = np.zeros_like(model._u)
+        model.set_response(ysim)          # (a new fit state: modes from 0)
         try:
             return start_hessian(model, x0)
         finally:
@@ -199,18 +198,19 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     k = x.size
     xs = np.repeat(x[None], k + 1, axis=0)
     xs[1 + shift, shift] += delta
-    anchor = model._anchor
+    st = model._state
+    anchor = st.anchor
     u0 = None
-    if anchor is not None and anchor[1].size == model._u.size and anchor[2].shape[1] == k:
+    if anchor is not None and anchor[1].size == st.u.size and anchor[2].shape[1] == k:
         base = anchor[1] + anchor[2] @ (x - anchor[0])
         u0 = np.vstack((base, base + delta * anchor[2][:, shift].T))
     res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
         return None
     U = res[2]
-    model._u = U[0].copy()                 # warm start of the next batch and line search
+    st.u = U[0].copy()                     # warm start of the next batch and line search
     if shift.size == k:
-        model._anchor = (x.copy(), model._u, ((U[1 + shift] - U[0]) / delta).T)
+        st.anchor = (x.copy(), st.u, ((U[1 + shift] - U[0]) / delta).T)
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
     return float(res[0][0]), g, 0.5 * (H + H.T)
@@ -244,14 +244,14 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     """
     nagq = model.nAGQ
     model.nAGQ = 1
-    model._last = None                 # the cached point's value is the other likelihood's
+    model._state.last = None           # the kept point's value is the other likelihood's
     try:
         if not model._batch_newton():
             return x0, False, None
         xl, ok, end = newton_steps(model, x0, gtol=0.1)    # near enough for the first step
     finally:
         model.nAGQ = nagq
-        model._last = None
+        model._state.last = None
     if not ok or end is None:
         return x0, False, None
     xc = canonical_theta(model, xl)
@@ -269,7 +269,7 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
             return x1, True, res
         xc = x1
     else:
-        model._u = model.modes(xc)            # the batch may have moved the warm start
+        model._state.u = model.modes(xc)      # the batch may have moved the warm start
     return newton_steps(model, xc)
 
 
@@ -278,9 +278,8 @@ def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarra
                 hessian: bool = True) -> ClmmCore:
     """Fit response ``y`` from ``start`` by BFGS steps whose first Hessian is ``H``."""
     with single_threaded():
-        model.set_response(np.asarray(y))
+        model.set_response(np.asarray(y))     # (a new fit state: modes from 0)
         model.n_evals = 0
-        model._u = np.zeros_like(model._u)
         x, ok, end = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
     if not ok or end is None:   # hand over to the regular optimiser from where the steps stopped
         return model.refit(None, start=canonical_theta(model, x), control=control,

@@ -135,6 +135,7 @@ class ReStructure:
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
         self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
         self._lam_version = 0
+        self.theta: np.ndarray | None = None      # the theta of Lambda (None: unit blocks)
         self._make_A()
 
     # -- theta -----------------------------------------------------------------------
@@ -159,10 +160,16 @@ class ReStructure:
 
     def set_theta(self, theta: np.ndarray) -> None:
         """Compute ``Z_b Lambda_b`` for every block (and the sparse ``A``)."""
+        self.theta = np.array(theta, dtype=float)
         self._lams = [self.block_factor(i, theta) for i in range(len(self.blocks))]
         self._ZL = [b.Z @ lam for b, lam in zip(self.blocks, self._lams, strict=True)]
         self._lam_version += 1
         self._make_A()
+
+    def at_theta(self, theta: np.ndarray) -> None:
+        """:meth:`set_theta` unless ``Lambda`` is already that of ``theta``."""
+        if self.theta is None or not np.array_equal(theta, self.theta):
+            self.set_theta(theta)
 
     def _make_A(self) -> None:
         self.Avals = (np.concatenate(self._ZL, axis=1) if self._ZL
