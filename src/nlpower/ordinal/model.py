@@ -43,8 +43,8 @@ __all__ = ["ClmmCore", "ClmmModel", "FitState"]
 #: smallest SD a fit starts from (warm starts from singular fits included)
 _MIN_START_SD = 0.2
 
-#: how far from the last Newton batch's point (max-norm) its first-order prediction of
-#: the modes starts a single evaluation's Newton steps (Newton steps are capped at 2)
+#: how far from the anchor (the last gradient's or Newton batch's point, max-norm) the
+#: first-order prediction of the modes starts an evaluation's Newton steps
 _ANCHOR_RADIUS = 1.0
 
 
@@ -241,32 +241,29 @@ class ClmmModel(LikelihoodOnly):
         self.n_evals += 1
         st.last = None
         general = self._scalar is None and st.inner is not None
-        u0, alt = self._start_modes(x)
-        ev = evaluate(self, x.copy(), u0, alt=alt, factor0=st.inner.factor if general else None)
+        ev = evaluate(self, x.copy(), self._start_modes(x),
+                      factor0=st.inner.factor if general else None)
         if ev.inner is not None and np.isfinite(ev.inner.h):
             st.u, st.inner = ev.inner.u, ev.inner
         if math.isfinite(ev.value):
             st.last = ev
         return ev.value
 
-    def _start_modes(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The modes' start at ``x`` and an alternative: the last modes, their prediction.
+    def _start_modes(self, x: np.ndarray) -> np.ndarray:
+        """The modes' start at ``x``: the last modes, or their first-order prediction.
 
         ``u*(x_a) + (d u*/dx)(x - x_a)`` from the anchor ``x_a`` (the last
-        gradient's, or the last Newton batch's) leaves one or two Newton steps
-        fewer for the small steps of line searches and of the Hessian's
-        differences.  One scalar term: the prediction within
-        ``_ANCHOR_RADIUS`` of the anchor; otherwise the one with the higher
-        ``h(u)`` (:func:`~.objective.better_start`).
+        gradient's, or the last Newton batch's) within ``_ANCHOR_RADIUS`` of
+        it (max-norm): one or two Newton steps fewer for the small steps of
+        line searches and of the Hessian's differences.
         """
         st = self._state
         anchor = st.anchor
         if self.rs is None or anchor is None or anchor[1].size != st.u.size:
-            return st.u, None
-        pred = anchor[1] + anchor[2] @ (x - anchor[0])
-        if self._scalar is not None:
-            return (pred if np.max(np.abs(x - anchor[0])) <= _ANCHOR_RADIUS else st.u), None
-        return st.u, pred
+            return st.u
+        if np.max(np.abs(x - anchor[0])) > _ANCHOR_RADIUS:
+            return st.u
+        return anchor[1] + anchor[2] @ (x - anchor[0])
 
     def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``-loglik`` and its gradient (analytic for the Laplace approximation)."""

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .agq import scalar_agq
-from .cumulative import bounds_parts, cumulative_parts
+from .cumulative import bounds_parts
 from .gradient import laplace_gradient
 from .laplace import conditional_modes
 
 if TYPE_CHECKING:
     from .model import ClmmModel
 
-__all__ = ["Evaluation", "better_start", "evaluate", "gradient", "loglik"]
+__all__ = ["Evaluation", "evaluate", "gradient", "loglik"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,14 +46,12 @@ class Evaluation:
         return None if self.inner is None else self.inner.u
 
 
-def evaluate(model: ClmmModel, x: np.ndarray, u0: np.ndarray, *, alt: np.ndarray | None = None,
+def evaluate(model: ClmmModel, x: np.ndarray, u0: np.ndarray, *,
              factor0: Any = None) -> Evaluation:
     """``-loglik`` at ``x`` with the conditional modes found from ``u0``.
 
-    ``alt``: another start (general structures), taken where its penalised
-    log-likelihood ``h(u)`` is higher (:func:`better_start`); ``factor0``:
-    the factor of ``H`` at a nearby point (its chord steps come first,
-    :func:`~.laplace.conditional_modes`; general structures only).
+    ``factor0``: the factor of ``H`` at a nearby point (its chord steps come
+    first, :func:`~.laplace.conditional_modes`; general structures only).
     """
     x = np.asarray(x, dtype=float)
     alpha, beta, theta = model.split(x)
@@ -68,8 +66,6 @@ def evaluate(model: ClmmModel, x: np.ndarray, u0: np.ndarray, *, alt: np.ndarray
         inner = model._scalar.modes(model.link, B, float(theta[0]), u0)
     else:
         model.rs.at_theta(theta)
-        if alt is not None:
-            u0 = better_start(model, B, u0, alt)
         inner = conditional_modes(model.rs, model.link, B[0], B[1], u0, factor0=factor0)
     if not np.isfinite(inner.h):
         return Evaluation(x, math.inf, B, inner)
@@ -119,23 +115,3 @@ def loglik(model: ClmmModel, x: np.ndarray, u0: np.ndarray
                                      1e-5)[0], u0
     g, _ = gradient(model, ev)
     return ev.value, g, ev.inner.u
-
-
-def better_start(model: ClmmModel, B: np.ndarray, u0: np.ndarray, alt: np.ndarray
-                 ) -> np.ndarray:
-    """``alt`` where its penalised log-likelihood ``h(u)`` is above ``u0``'s, else ``u0``.
-
-    ``B``: the bounds without random effects; ``Lambda`` set.  A first-order
-    prediction of the modes leaves one or two Newton steps fewer than the
-    last modes for the small steps of line searches and differences, but
-    not from far away: ``h`` decides.
-    """
-    rs = model.rs
-    assert rs is not None
-
-    def h(u: np.ndarray) -> float:
-        ea = rs.eta(u)
-        lp = cumulative_parts(model.link, B[0] - ea, B[1] - ea, derivatives=False).logp
-        return float(np.sum(lp) - 0.5 * u @ u)
-
-    return alt if h(alt) > h(u0) else u0
