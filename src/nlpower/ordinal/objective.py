@@ -104,6 +104,16 @@ def loglik(model: ClmmModel, x: np.ndarray, u0: np.ndarray
 
     Outside the parameter space: ``(inf, NaN gradient, u0)``.  Models without
     random effects take the gradient by differences of the value.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from nlpower.ordinal import prepare_clmm
+    >>> d = pd.read_csv("tests/reference/data/wine.csv")
+    >>> m = prepare_clmm("rating ~ temp + contact + (1|judge)", d)
+    >>> f, g, u = loglik(m, m.refit().params, np.zeros(m.n_u))
+    >>> round(-f, 4), bool(np.abs(g).max() < 1e-3), u.shape
+    (-81.5654, True, (9,))
     """
     x = np.asarray(x, dtype=float)
     ev = evaluate(model, x, u0)
