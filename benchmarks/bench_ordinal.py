@@ -16,6 +16,14 @@ Cases (logit link, flexible thresholds, Laplace):
   each item x system rated by 10 workers), ``rating ~ x + (1|worker) + (1|item)`` --
   native only (``ordinal::clmm`` on crossed crowd files: see docs/ordinal.md).
 
+Power replicates (``--replicates N``, native only): ``N`` replicates of
+``nlpower.power(model, term="system")`` for a 5-category ``clmm`` (logit) on a
+crossed 10 workers x 100 items design, ``y ~ system + (1 | worker) + (1 |
+item)`` (each replicate simulated, refitted and its Wald test taken), in one
+process; wall and CPU time per replicate and the power::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --replicates 1000
+
 Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
 around ``clmm()`` inside one R process (start-up and data loading excluded);
 BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
@@ -91,6 +99,30 @@ def crowd20k(path: Path) -> None:
     d["worker"] = "w" + d.worker.astype(str)
     d["item"] = "i" + d.item.astype(str)
     d.to_csv(path, index=False)
+
+
+def likert_replicates(n_sims: int, seed: int = 1) -> dict[str, Any]:
+    """Time per replicate of power for the system term of a 10 x 100 crossed clmm."""
+    import nlpower
+    rng = np.random.default_rng(11)
+    w, i = np.tile(np.arange(10), 100), np.repeat(np.arange(100), 10)
+    system = ((w + i) % 2 == 0).astype(float)
+    lat = (0.3 * system + rng.normal(0, 0.5, 10)[w] + rng.normal(0, 0.8, 100)[i]
+           + rng.logistic(size=w.size))
+    d = pd.DataFrame({"worker": [f"w{k:02d}" for k in w], "item": [f"i{k:03d}" for k in i],
+                      "system": system,
+                      "y": pd.Categorical(np.digitize(lat, [-1.5, -0.5, 0.5, 1.5]) + 1,
+                                          ordered=True)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = nlpower.clmm("y ~ system + (1 | worker) + (1 | item)", d).with_params(
+            fixef={"system": 0.3})
+        nlpower.power(m, term="system", n_sims=4, rng=seed + 1)          # warm-up
+        t, c = time.perf_counter(), time.process_time()
+        res = nlpower.power(m, term="system", n_sims=n_sims, rng=seed)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+    return {"n_sims": n_sims, "elapsed_s": wall, "cpu_s": cpu, "s_per_replicate": wall / n_sims,
+            "cpu_s_per_replicate": cpu / n_sims, "power": float(res.power)}
 
 
 def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1,
@@ -201,10 +233,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-time", type=float, default=0.2,
                     help="each repeat times back-to-back calls for at least this many seconds "
                          "(per-call time = total / calls; 0: one call per repeat)")
+    ap.add_argument("--replicates", type=int, default=0,
+                    help="also time this many Likert power replicates (10 x 100 crossed clmm)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
-    rep = run_all(args.repeats, [c for c in args.cases.split(",") if c], r=not args.no_r,
-                  min_time=args.min_time, interleave=not args.no_interleave)
+    cases = [c for c in args.cases.split(",") if c and c != "none"]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        ap.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)} or none")
+    rep = run_all(args.repeats, cases, r=not args.no_r, min_time=args.min_time,
+                  interleave=not args.no_interleave) if cases else {}
+    if args.replicates > 0:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        row = likert_replicates(args.replicates)
+        print(f"likert 10x100 power replicates: {row['s_per_replicate'] * 1000:.1f} ms wall, "
+              f"{row['cpu_s_per_replicate'] * 1000:.1f} ms CPU per replicate "
+              f"({row['n_sims']} replicates, power {row['power']:.3f})", flush=True)
+        rep["likert_replicates"] = row
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=2, default=str))

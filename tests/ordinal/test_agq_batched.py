@@ -64,7 +64,7 @@ def test_batch_matches_the_general_path_one_point_at_a_time(link: str, n_agq: in
         np.testing.assert_allclose(g[j], gj, atol=1e-8)
         assert np.abs(gj).max() > 1e-2                    # not a point where both vanish
         # and the model's single-point evaluation is the same
-        m._last = None
+        m._state.last = None
         fm, gm = m.nll_grad(xs[j])
         assert fm == pytest.approx(fj, abs=1e-9)
         np.testing.assert_allclose(gm, gj, atol=1e-8)

@@ -8,6 +8,7 @@ import pytest
 
 from nlpower.lmm.checkconv import gradient
 from nlpower.ordinal import prepare_clmm
+from nlpower.ordinal import structure as st
 from nlpower.ordinal.crossed import PairFactor
 from nlpower.ordinal.structure import HFactor
 
@@ -42,6 +43,7 @@ def test_pair_factor_equals_dense_algebra(formula: str, seed: int) -> None:
     d = _crowd(seed, n_i=90)
     m = prepare_clmm(formula, d)
     rs = m.rs
+    rs.use_pairs = True              # small enough for the dense Schur complement by default
     assert rs.pair_plan() is not None
     rng = np.random.default_rng(seed + 10)
     theta = rng.uniform(0.2, 1.5, rs.n_theta) * np.where(rs.lower == 0.0, 1.0,
@@ -75,6 +77,7 @@ def test_pair_factor_equals_dense_algebra(formula: str, seed: int) -> None:
 def test_continuous_slope_in_the_rest_is_not_compressed() -> None:
     d = _crowd(2, n_i=90)
     m = prepare_clmm("rating ~ x + (1 | i) + (1 + x | w)", d)
+    m.rs.use_pairs = True
     assert m.rs.blocks[0].group == "i"
     assert m.rs.pair_plan() is None
     assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), HFactor)
@@ -84,6 +87,7 @@ def test_continuous_slope_in_the_rest_is_not_compressed() -> None:
 def test_gradient_of_the_crossed_q5_model_matches_differences(link: str) -> None:
     d = _crowd(3, n=700)
     m = prepare_clmm("rating ~ s + (s || w) + (s || i)", d, link=link)
+    m.rs.use_pairs = True
     assert m.rs.pair_plan() is not None
     rng = np.random.default_rng(4)
     x = m.start()
@@ -92,7 +96,7 @@ def test_gradient_of_the_crossed_q5_model_matches_differences(link: str) -> None
     x[k:] = np.where(m.rs.lower == 0.0, rng.uniform(0.3, 1.2, m.n_theta),
                      rng.uniform(-0.4, 0.4, m.n_theta))
     f, g = m.nll_grad(x)
-    assert isinstance(m._last_inner.factor, PairFactor)
+    assert isinstance(m._state.inner.factor, PairFactor)
     fd = gradient(m.nll, x, f, 1e-4)[0]
     np.testing.assert_allclose(g, fd, atol=2e-4 * max(1.0, np.abs(fd).max() / 10))
     assert np.abs(g).max() > 1e-2
@@ -104,9 +108,19 @@ def test_gradient_of_the_crossed_q5_model_matches_differences(link: str) -> None
     np.testing.assert_allclose(g2, g, atol=1e-7)
 
 
+def test_small_crossed_designs_take_the_dense_schur_complement() -> None:
+    """By default pairs only where the dense Schur complement's work exceeds PAIR_MIN_WORK."""
+    d = _crowd(2, n_i=90)
+    m = prepare_clmm("rating ~ s + (s || w) + (s || i)", d)
+    b1 = m.rs.blocks[0]
+    q1 = b1.L * b1.q
+    assert q1 * (m.rs.n_u - q1) ** 2 <= st.PAIR_MIN_WORK
+    assert m.rs.pair_plan() is None
+    assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), HFactor)
+
+
 def test_blockwise_schur_fallback_dense_and_sparse_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the pair path switched off, HFactor's dense and sparse coupling agree."""
-    import nlpower.ordinal.structure as st
     d = _crowd(5)
     m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
     m.rs.use_pairs = False
@@ -147,7 +161,7 @@ def test_fit_through_pairs_reaches_the_blockwise_optimum() -> None:
     f = "rating ~ s + (s || w) + (s || i)"
     a = prepare_clmm(f, d)
     b = prepare_clmm(f, d)
-    b.rs.use_pairs = False
+    a.rs.use_pairs, b.rs.use_pairs = True, False
     assert a.rs.pair_plan() is not None and b.rs.pair_plan() is None
     ca, cb = a.refit(), b.refit()
     assert ca.converged and cb.converged

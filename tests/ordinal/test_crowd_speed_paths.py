@@ -38,6 +38,7 @@ def _crowd(seed: int, n: int = 900, n_w: int = 30, n_i: int = 60) -> pd.DataFram
 def test_default_stop_reaches_the_tight_optimum_and_its_standard_errors(seed: int) -> None:
     d = _crowd(seed)
     m = prepare_clmm(FORMULA, d)
+    m.rs.use_pairs = True            # (by default this size takes the dense Schur complement)
     assert m.rs.pair_plan() is not None
     quick = m.refit()
     tight = m.refit(control={"ftol": 1e-14})
@@ -55,9 +56,10 @@ def test_symmetrised_dpotri_inverse_equals_the_solve_fallback(monkeypatch: pytes
                                                                ) -> None:
     d = _crowd(5, n=500)
     m = prepare_clmm(FORMULA, d)
+    m.rs.use_pairs = True
     x = m.start()
     m.nll(x)
-    fac = m._last_inner.factor
+    fac = m._state.inner.factor
     assert isinstance(fac, PairFactor)
     fast = fac.selected_rows()
 

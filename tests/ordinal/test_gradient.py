@@ -59,6 +59,6 @@ def test_sparse_and_dense_schur_agree(data: pd.DataFrame, monkeypatch: pytest.Mo
     monkeypatch.setattr(st, "_DENSE_LIMIT", 0)
     m2 = prepare_clmm("rating ~ x + s + (1 + x|w) + (1|i)", data)
     f_sparse, g_sparse = m2.nll_grad(x)
-    assert not m2._last_inner.factor.dense
+    assert not m2._state.inner.factor.dense
     assert f_sparse == pytest.approx(f_dense, abs=1e-9)
     np.testing.assert_allclose(g_sparse, g_dense, atol=1e-8)

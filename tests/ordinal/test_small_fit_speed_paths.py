@@ -48,7 +48,7 @@ def test_batch_matches_one_point_at_a_time(link: str) -> None:
     res = batch_nll_grad(m, xs)
     assert res is not None
     for j, x in enumerate(xs):
-        m._last = None
+        m._state.last = None
         f, g = m.nll_grad(x)
         # each point's modes are solved to a decrement of 1e-15 on either path
         assert res[0][j] == pytest.approx(f, abs=1e-8)
@@ -177,7 +177,7 @@ def test_agq_gradient_matches_central_differences(link: str, threshold: str) -> 
     f, g = m.nll_grad(x)
 
     def nll(z: np.ndarray) -> float:
-        m._last = None
+        m._state.last = None
         return m.nll(z)
 
     h = 1e-5
@@ -275,8 +275,8 @@ def test_single_evaluations_start_from_the_batch_prediction_only_near_its_point(
 
     m = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=6))
     core = m.refit()
-    assert m._anchor is not None                  # the batched Newton steps left theirs
-    xa, ua, du = m._anchor
+    assert m._state.anchor is not None          # the batched Newton steps left theirs
+    xa, ua, du = m._state.anchor
     starts: list[np.ndarray] = []
     modes = ScalarTerm.modes
 
@@ -286,10 +286,10 @@ def test_single_evaluations_start_from_the_batch_prediction_only_near_its_point(
 
     monkeypatch.setattr(ScalarTerm, "modes", spy)
     near = core.params + 0.01
-    m._last = None
+    m._state.last = None
     m.nll(near)
     np.testing.assert_allclose(starts[-1], ua + du @ (near - xa))
-    last = m._u.copy()
+    last = m._state.u.copy()
     far = core.params.copy()
     far[-1] += 3.0                                # an SD 3 units away: beyond the prediction
     m.nll(far)

@@ -118,6 +118,16 @@ def test_power_curve_grows_with_the_design(sleep_fit):
     assert "Subject" in curve.summary()
 
 
+def test_one_point_curve_runs_its_replicates_in_n_jobs_with_the_same_numbers(sleep_fit):
+    m = sleep_fit.with_params(fixef={"Days": 0.6})
+    kw = {"along": "Subject", "breaks": [10], "term": "Days", "test": "z", "n_sims": 210,
+          "rng": 5}
+    one = nlpower.power_curve(m, n_jobs=1, **kw).to_frame()
+    two = nlpower.power_curve(m, n_jobs=2, **kw).to_frame()     # two batches, two processes
+    assert 0.0 < one.power.iloc[0] < 1.0
+    pd.testing.assert_frame_equal(one, two)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     ({}, "exactly one of term= .* and compare="),
     ({"term": "Dayz"}, "did you mean 'Days'"),

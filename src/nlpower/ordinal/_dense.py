@@ -13,7 +13,27 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["floored", "floored_solve", "inv_and_cond", "solve"]
+__all__ = ["cho_solve", "cholesky", "floored", "floored_solve", "inv_and_cond", "solve"]
+
+
+def cholesky(A: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor of symmetric ``A`` (upper triangle 0); ``LinAlgError`` if not PD.
+
+    ``scipy.linalg.cholesky``'s checks cost 20 us around a 1 us factorisation of
+    the workers' 10 x 10 Schur complement, factored twice per evaluation.
+    """
+    c, info = lapack.dpotrf(A, lower=1, clean=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
+    return np.asarray(c)
+
+
+def cho_solve(c: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A^{-1} b`` from the lower Cholesky factor ``c`` of ``A`` (:func:`cholesky`)."""
+    x, info = lapack.dpotrs(c, b, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotrs: illegal value in argument {-info}")
+    return np.asarray(x)
 
 
 def solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:

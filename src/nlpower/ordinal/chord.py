@@ -82,8 +82,7 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
         ysim = model.simulate(1, rng=rng, params=x0)[0]
         if np.unique(ysim).size < len(model.levels):      # keep every category present
             ysim[:len(model.levels)] = np.arange(len(model.levels))
-        model.set_response(ysim)
-        model._u = np.zeros_like(model._u)
+        model.set_response(ysim)          # (a new fit state: modes from 0)
         try:
             return start_hessian(model, x0)
         finally:
@@ -91,14 +90,19 @@ def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.n
 
 
 def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 25,
-               gtol: float = 1e-3) -> tuple[np.ndarray, bool]:
-    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``: the end point, converged."""
+               gtol: float = 1e-3
+               ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, None] | None]:
+    """BFGS on ``-loglik`` from ``x`` with first Hessian ``H``.
+
+    Returns the end point, whether ``max |grad| < gtol`` there, and ``(-loglik,
+    gradient, None)`` there (``None`` where it did not converge).
+    """
     x = np.asarray(x, dtype=float).copy()
     f, g = model.nll_grad(x)
     B0 = np.linalg.inv(H)
     B = B0.copy()                         # inverse Hessian, updated by BFGS
     if not np.isfinite(f):
-        return x, False
+        return x, False, None
     for _ in range(maxit):
         step = -B @ g
         slope = float(g @ step)
@@ -114,18 +118,18 @@ def bfgs_steps(model: ClmmModel, x: np.ndarray, H: np.ndarray, *, maxit: int = 2
                 break
             t *= 0.5
         else:
-            return x, False
+            return x, False, None
         sx, sy = xn - x, gn - g
         x, f, g = xn, fn, gn
         if np.max(np.abs(g)) < gtol:
-            return x, True
+            return x, True, (f, g, None)
         sys_ = float(sx @ sy)
         if sys_ > 1e-12:
             rho = 1.0 / sys_
             Bsy = B @ sy
             B = (B - rho * (np.outer(sx, Bsy) + np.outer(Bsy, sx))
                  + (rho * rho * float(sy @ Bsy) + rho) * np.outer(sx, sx))
-    return x, False
+    return x, False, None
 
 
 def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: float = 1e-3,
@@ -194,18 +198,19 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     k = x.size
     xs = np.repeat(x[None], k + 1, axis=0)
     xs[1 + shift, shift] += delta
-    anchor = model._anchor
+    st = model._state
+    anchor = st.anchor
     u0 = None
-    if anchor is not None and anchor[1].size == model._u.size and anchor[2].shape[1] == k:
+    if anchor is not None and anchor[1].size == st.u.size and anchor[2].shape[1] == k:
         base = anchor[1] + anchor[2] @ (x - anchor[0])
         u0 = np.vstack((base, base + delta * anchor[2][:, shift].T))
     res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
         return None
     U = res[2]
-    model._u = U[0].copy()                 # warm start of the next batch and line search
+    st.u = U[0].copy()                     # warm start of the next batch and line search
     if shift.size == k:
-        model._anchor = (x.copy(), model._u, ((U[1 + shift] - U[0]) / delta).T)
+        st.anchor = (x.copy(), st.u, ((U[1 + shift] - U[0]) / delta).T)
     g = res[1][0]
     H = (res[1][1:] - g).T / delta
     return float(res[0][0]), g, 0.5 * (H + H.T)
@@ -239,14 +244,14 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
     """
     nagq = model.nAGQ
     model.nAGQ = 1
-    model._last = None                 # the cached point's value is the other likelihood's
+    model._state.last = None           # the kept point's value is the other likelihood's
     try:
         if not model._batch_newton():
             return x0, False, None
         xl, ok, end = newton_steps(model, x0, gtol=0.1)    # near enough for the first step
     finally:
         model.nAGQ = nagq
-        model._last = None
+        model._state.last = None
     if not ok or end is None:
         return x0, False, None
     xc = canonical_theta(model, xl)
@@ -264,7 +269,7 @@ def agq_steps(model: ClmmModel, x0: np.ndarray
             return x1, True, res
         xc = x1
     else:
-        model._u = model.modes(xc)            # the batch may have moved the warm start
+        model._state.u = model.modes(xc)      # the batch may have moved the warm start
     return newton_steps(model, xc)
 
 
@@ -273,13 +278,13 @@ def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarra
                 hessian: bool = True) -> ClmmCore:
     """Fit response ``y`` from ``start`` by BFGS steps whose first Hessian is ``H``."""
     with single_threaded():
-        model.set_response(np.asarray(y))
+        model.set_response(np.asarray(y))     # (a new fit state: modes from 0)
         model.n_evals = 0
-        model._u = np.zeros_like(model._u)
-        x, ok = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
-    if not ok:        # hand over to the regular optimiser from where the steps stopped
+        x, ok, end = bfgs_steps(model, start, H, maxit=maxit, gtol=gtol)
+    if not ok or end is None:   # hand over to the regular optimiser from where the steps stopped
         return model.refit(None, start=canonical_theta(model, x), control=control,
                            hessian=hessian)
+    at = (x.copy(), *end)
     x = canonical_theta(model, x)
     with single_threaded():
-        return model._finish(x, True, "quasi-Newton steps", None, hessian)
+        return model._finish(x, True, "quasi-Newton steps", None, hessian, at)

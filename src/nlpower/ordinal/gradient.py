@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..lmm.family import Link
+from ._dense import cho_solve
 from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
 from .structure import ReStructure
@@ -55,7 +55,7 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
         return [np.einsum("ijk,ik->ij", Ginv[c1], ZL[0])]
     q1 = b1.q
     Q2 = fac.Q2
-    Sinv = sla.cho_solve((fac.chol2, True), np.eye(Q2), check_finite=False)
+    Sinv = cho_solve(fac.chol2, np.eye(Q2))
     Md = fac.M if fac.dense else fac.M.toarray()      # (Q1, Q2) = G^{-1} H12
     MS = Md @ Sinv                                    # (Q1, Q2)
     # diagonal blocks of (H^{-1})_11 = G^{-1} + M S^{-1} M'

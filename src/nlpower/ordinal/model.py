@@ -29,25 +29,22 @@ from ..lmm.family import Ordinal
 from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
 from ._dense import inv_and_cond, solve
-from .agq import scalar_agq
 from .clm import bound_derivatives, clm_newton, stacked_bounds, stacked_design
-from .cumulative import bounds_parts, cumulative_parts
-from .gradient import laplace_gradient
 from .hessian import fd_hessian
-from .laplace import conditional_modes
+from .objective import Evaluation, evaluate, gradient
 from .response import OrdinalResponse
 from .scalar import ScalarTerm
 from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds
 
-__all__ = ["ClmmCore", "ClmmModel"]
+__all__ = ["ClmmCore", "ClmmModel", "FitState"]
 
 #: smallest SD a fit starts from (warm starts from singular fits included)
 _MIN_START_SD = 0.2
 
-#: how far from the last Newton batch's point (max-norm) its first-order prediction of
-#: the modes starts a single evaluation's Newton steps (Newton steps are capped at 2)
+#: how far from the anchor (the last gradient's or Newton batch's point, max-norm) the
+#: first-order prediction of the modes starts an evaluation's Newton steps
 _ANCHOR_RADIUS = 1.0
 
 
@@ -98,6 +95,26 @@ class ClmmCore:
                 f"theta={np.array2string(self.theta, precision=4)}{flags})")
 
 
+class FitState:
+    """The warm starts of one fit: nothing of it outlives the fit or reaches another.
+
+    ``u``: the last conditional modes (the next evaluation's start);
+    ``inner``: their :class:`~.laplace.InnerResult` (its factor seeds the
+    next modes' chord steps); ``last``: the last finite
+    :class:`~.objective.Evaluation` (a gradient at the same point reads it);
+    ``anchor``: ``(x_a, u*(x_a), d u*/dx)`` of the last gradient or Newton
+    batch, the modes' first-order predictor.
+    """
+
+    __slots__ = ("anchor", "inner", "last", "u")
+
+    def __init__(self, u: np.ndarray):
+        self.u = u
+        self.inner: Any = None
+        self.last: Evaluation | None = None
+        self.anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
 class ClmmModel(LikelihoodOnly):
     """A cumulative link mixed model prepared for fitting (``engine="native"``).
 
@@ -144,10 +161,8 @@ class ClmmModel(LikelihoodOnly):
         self.n_theta = self.rs.n_theta if self.rs else 0
         self.lower = np.concatenate([np.full(self.n_alpha + self.p, -np.inf),
                                      self.rs.lower if self.rs else np.zeros(0)])
-        self._u = np.zeros(self.rs.n_u if self.rs else 0)
-        self._theta_set: np.ndarray | None = None
-        # (x, u*(x), d u*/dx) of the last gradient: the modes' first-order predictor
-        self._anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.n_u = self.rs.n_u if self.rs else 0
+        self._state = FitState(np.zeros(self.n_u))
         self.n_evals = 0
         self._data: Any = None       # the rows fitted, or a callable that takes them (.data)
         self.set_response(np.asarray(spec.y))
@@ -175,11 +190,15 @@ class ClmmModel(LikelihoodOnly):
         if y.shape != (self.spec.n,) or y.min() < 0 or y.max() >= K:
             raise InputError(f"y must be {self.spec.n} category codes in 0..{K - 1}.")
         self.y = y
-        self._last: tuple[np.ndarray, float] | None = None
-        self._anchor = None
-        self._last_inner: Any = None      # its factor seeds the next modes (chord steps)
+        self.new_state()
         self.JJ, self.open = stacked_design(self.thr.jacobian, y)
         self.Bu, self.Bl = bound_derivatives(self.JJ, self.open, self.X)
+
+    def new_state(self, u: np.ndarray | None = None) -> FitState:
+        """Start a fit: warm starts from ``u`` (default: modes of 0), nothing of earlier fits."""
+        self._state = FitState(np.zeros(self.n_u) if u is None or u.size != self.n_u
+                               else np.array(u, dtype=float))
+        return self._state
 
     # -- parameters ------------------------------------------------------------------
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -210,96 +229,64 @@ class ClmmModel(LikelihoodOnly):
 
     # -- objective -------------------------------------------------------------------
     def nll(self, x: np.ndarray) -> float:
-        """``-loglik`` (Laplace or AGQ) at ``x = (alpha, beta, theta)``; warm-starts the modes."""
-        x = np.asarray(x, dtype=float)
-        last = self._last
-        if last is not None and np.array_equal(x, last[0]):
-            return last[1]            # the modes, offsets and parts held are this point's
-        self.n_evals += 1
-        self._last = None
-        alpha, beta, theta = self.split(x)
-        if np.any(np.diff(self.thr.theta(alpha)) <= 0):
-            return math.inf
-        B = self.bounds(alpha, beta)
-        up, lo = B
-        self._last_offsets = (up, lo)
-        if self.rs is None:
-            return -float(np.sum(bounds_parts(self.link, B, derivatives=False).logp))
-        if self._scalar is not None:
-            # near the last Newton batch (its line search, the polish) the modes' first-order
-            # prediction from the batch; elsewhere the last modes
-            anchor = self._anchor
-            u0 = self._u
-            if anchor is not None and np.max(np.abs(x - anchor[0])) <= _ANCHOR_RADIUS:
-                u0 = anchor[1] + anchor[2] @ (x - anchor[0])
-            inner: Any = self._scalar.modes(self.link, B, float(theta[0]), u0)
-        else:
-            if self._theta_set is None or not np.array_equal(theta, self._theta_set):
-                self.rs.set_theta(theta)
-                self._theta_set = theta.copy()
-            prev = self._last_inner
-            inner = conditional_modes(self.rs, self.link, up, lo, self._predicted_u(x, up, lo),
-                                      factor0=prev.factor if prev is not None else None)
-        if not np.isfinite(inner.h):
-            return math.inf
-        self._u = inner.u
-        self._last_inner = inner
-        if self.nAGQ > 1:                 # one scalar term: its quadrature from its modes
-            f, self._agq_g = scalar_agq(self, inner, B, gradient=True)   # for nll_grad
-        else:
-            f = -(inner.h - 0.5 * inner.logdet)
-        self._last = (x.copy(), f)
-        return f
+        """``-loglik`` (Laplace or AGQ) at ``x = (alpha, beta, theta)``, from the fit's warm start.
 
-    def _predicted_u(self, x: np.ndarray, up: np.ndarray, lo: np.ndarray) -> np.ndarray:
-        """Newton's start: the last modes, or their first-order prediction when that is better.
-
-        ``u*(x_a) + (d u*/dx)(x - x_a)`` from the last gradient's anchor ``x_a``
-        leaves one or two Newton steps fewer for the small steps of the
-        optimiser's line searches and of the Hessian's differences.
+        :func:`~.objective.evaluate` from the modes' start of :meth:`_start_modes`;
+        the point is kept (:class:`FitState`) for :meth:`nll_grad` at the same ``x``.
         """
-        anchor = self._anchor
-        assert self.rs is not None
-        if anchor is None or anchor[1].size != self._u.size:
-            return self._u
+        x = np.asarray(x, dtype=float)
+        st = self._state
+        if st.last is not None and np.array_equal(x, st.last.x):
+            return st.last.value
+        self.n_evals += 1
+        st.last = None
+        general = self._scalar is None and st.inner is not None
+        ev = evaluate(self, x.copy(), self._start_modes(x),
+                      factor0=st.inner.factor if general else None)
+        if ev.inner is not None and np.isfinite(ev.inner.h):
+            st.u, st.inner = ev.inner.u, ev.inner
+        if math.isfinite(ev.value):
+            st.last = ev
+        return ev.value
 
-        def h(u: np.ndarray) -> float:
-            ea = self.rs.eta(u)                                    # type: ignore[union-attr]
-            lp = cumulative_parts(self.link, up - ea, lo - ea, derivatives=False).logp
-            return float(np.sum(lp) - 0.5 * u @ u)
+    def _start_modes(self, x: np.ndarray) -> np.ndarray:
+        """The modes' start at ``x``: the last modes, or their first-order prediction.
 
-        xa, ua, du = anchor
-        pred = ua + du @ (x - xa)
-        return pred if h(pred) > h(self._u) else self._u
+        ``u*(x_a) + (d u*/dx)(x - x_a)`` from the anchor ``x_a`` (the last
+        gradient's, or the last Newton batch's) within ``_ANCHOR_RADIUS`` of
+        it (max-norm): one or two Newton steps fewer for the small steps of
+        line searches and of the Hessian's differences.
+        """
+        st = self._state
+        anchor = st.anchor
+        if self.rs is None or anchor is None or anchor[1].size != st.u.size:
+            return st.u
+        if np.max(np.abs(x - anchor[0])) > _ANCHOR_RADIUS:
+            return st.u
+        return anchor[1] + anchor[2] @ (x - anchor[0])
 
     def nll_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``-loglik`` and its gradient (analytic for the Laplace approximation)."""
         f = self.nll(x)
         if not np.isfinite(f):
-            return f, np.full(x.size, np.nan)
+            return f, np.full(np.size(x), np.nan)
         if self.rs is None:
-            from ..lmm.checkconv import gradient
-            return f, gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
-        inner = self._last_inner
-        up0, lo0 = self._last_offsets
-        if self.nAGQ > 1:
-            return f, self._agq_g        # nll computed it with the value (for its point)
-        if self._scalar is not None:
-            ea = inner.a * inner.u[self._scalar.codes]
-            return f, -self._scalar.gradient(self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
-                                             inner)
-        ea = self.rs.eta(inner.u)
-        g, du = laplace_gradient(self.rs, self.link, up0 - ea, lo0 - ea, self.Bu, self.Bl,
-                                 inner, self.rs.theta_index, want_du=True)
-        self._anchor = (np.array(x, dtype=float), inner.u.copy(), du)
-        return f, -g
+            from ..lmm.checkconv import gradient as fd_gradient
+            return f, fd_gradient(self.nll, np.asarray(x, dtype=float), f, 1e-5)[0]
+        st = self._state
+        ev = st.last
+        assert ev is not None
+        g, du = gradient(self, ev, want_du=self._scalar is None)
+        if du is not None:
+            st.anchor = (ev.x, ev.inner.u.copy(), du)
+        return f, g
 
     def modes(self, x: np.ndarray) -> np.ndarray:
         """Conditional modes ``u*`` (spherical) at ``x``."""
         if self.rs is None:
             return np.zeros(0)
         self.nll(x)
-        return self._u.copy()
+        return self._state.u.copy()
 
     # -- fitting ---------------------------------------------------------------------
     def start(self, *, quick: bool = False) -> np.ndarray:
@@ -355,14 +342,10 @@ class ClmmModel(LikelihoodOnly):
             raise InputError(f"control has unknown keys {sorted(unknown)}; allowed: 'maxiter', "
                              "'gtol', 'ftol'.")
         self.n_evals = 0
-        self._anchor = None               # a fit depends on its start only, not on the last fit
-        self._last_inner = None
-        self._last = None
+        # a fit depends on its start only, not on the last fit
+        self.new_state(start.u if isinstance(start, ClmmCore) else None)
         if isinstance(start, ClmmCore):
-            self._u = start.u.copy() if start.u.size == self._u.size else self._u
             start = start.params
-        elif start is not None:
-            self._u = np.zeros_like(self._u)    # the start alone decides the fit
         from .chord import agq_batched  # nAGQ > 1: starts as the Laplace fit it begins with
         fast = start is None and not ctl and (self._batch_newton() or agq_batched(self))
         x0 = self.start(quick=fast) if start is None else np.asarray(start, dtype=float).copy()
@@ -380,33 +363,36 @@ class ClmmModel(LikelihoodOnly):
             x0 = intercepts_start(self, x0)
         if not (fast and self.nAGQ > 1) and not np.isfinite(self.nll(x0)):   # agq_steps: Laplace
             x0 = self.start()
-        if start is None and not ctl and self.nAGQ == 1 and all(t.q == 1 for t in self.rs.terms):
-            # scalar terms: BFGS from the Hessian at the start takes about half the gradient
-            # calls of L-BFGS-B from a unit matrix; SDs near 0 (a boundary fit) go to L-BFGS-B
+        if start is None and not ctl and self.nAGQ == 1 and self._scalar is not None:
+            # one scalar term: BFGS from the Hessian at the start takes about half the gradient
+            # calls of L-BFGS-B from a unit matrix (600 ratings: 1.7x faster); SDs near 0 (a
+            # boundary fit) go to L-BFGS-B.  Crossed scalar terms go to L-BFGS-B directly: the
+            # start's Hessian there costs more than it saves (10 x 100: 1.6x slower)
             from .chord import bfgs_steps, canonical_theta, newton_steps, start_hessian
+            end: tuple[float, np.ndarray, np.ndarray | None] | None
             if fast:
                 # one scalar term, small data: Newton steps, each Hessian one batch of points
                 xq, ok, end = newton_steps(self, x0)
-                self._hess_at = (xq.copy(), *end) if ok and end is not None else None
                 if not ok:            # as for larger data: BFGS from the converged clm start
-                    self._anchor = None           # (the batches' modes are of other points)
+                    self._state.anchor = None     # (the batches' modes are of other points)
                     x0 = self.start()
-                    xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+                    xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
             else:
-                xq, ok = bfgs_steps(self, x0, start_hessian(self, x0))
+                xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
+            at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             x0 = xq
         elif start is None and not ctl and self.nAGQ > 1:
             from .chord import agq_steps, canonical_theta
             xq, ok, end = agq_steps(self, x0)     # from the Laplace fit (small data)
-            self._hess_at = (xq.copy(), *end) if ok and end is not None else None
+            at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian)
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             x0 = xq
-        self._anchor = None               # L-BFGS-B: each evaluation from the last modes
+        self._state.anchor = None         # L-BFGS-B: each evaluation from the last modes
         z0 = self._to_opt(x0)
         bounds = [(None, None)] * (z0.size - self.n_theta) + [
             (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
@@ -482,10 +468,13 @@ class ClmmModel(LikelihoodOnly):
                             checkconv, True)
 
     def _finish(self, x: np.ndarray, opt_ok: bool, message: str, checkconv: Any,
-                hessian: bool) -> ClmmCore:
-        # (x, f, g, H) where newton_steps ended: its last batch already evaluated x
-        at: Any = getattr(self, "_hess_at", None)
-        self._hess_at = None
+                hessian: bool, at: Any = None) -> ClmmCore:
+        """Newton polish, checkConv and ``vcov`` at ``x``.
+
+        ``at``: ``(x_e, f, g, H)`` where the steps ended (``-loglik``, its
+        gradient and, from Newton's batches, its Hessian, else ``None``), used
+        when ``x_e`` is ``x``.
+        """
         at_x = at is not None and np.array_equal(at[0], x)
         f = at[1] if at_x else self.nll(x)
         k = x.size
@@ -511,7 +500,7 @@ class ClmmModel(LikelihoodOnly):
                 return 2.0 * self.nll_grad(full(zf))[1][free]
 
             def hess(xf: np.ndarray, g: np.ndarray) -> np.ndarray:
-                if at_x and free.all() and np.array_equal(at[0], full(xf)):
+                if at_x and at[3] is not None and free.all() and np.array_equal(at[0], full(xf)):
                     return 2.0 * at[3]         # Newton's last Hessian, at this very point
                 # one scalar term: the shifted points in one batch (the same differences)
                 H = fd_hessian(self, full(xf), g, free=free, scale=2.0)
@@ -559,7 +548,7 @@ class ClmmModel(LikelihoodOnly):
             except np.linalg.LinAlgError:
                 pass
         f = self.nll(x)
-        u = self._u.copy()
+        u = self._state.u.copy()
         converged = opt_ok and (check is None or check.ok)
         a, p = self.n_alpha, self.p
         return ClmmCore(alpha=x[:a], thresholds=self.thr.theta(x[:a]), beta=x[a:a + p],

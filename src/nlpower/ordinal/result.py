@@ -184,9 +184,7 @@ class ClmmFit(MixedFit):
             X = m.X
             eta = X @ self.core.beta
             if re and m.rs is not None:
-                m.rs.set_theta(self.core.theta)
-                m._theta_set = self.core.theta.copy()
-                m._last = None
+                m.rs.at_theta(self.core.theta)
                 eta = eta + m.rs.eta(self.core.u)
             return np.asarray(eta)
         if not isinstance(newdata, pd.DataFrame):

@@ -265,7 +265,7 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     a = s[:, None] * z                                   # (m, n)
     neg_a = -a
     a2 = a * a
-    u = np.repeat(model._u[None], m, axis=0) if u0 is None else u0
+    u = np.repeat(model._state.u[None], m, axis=0) if u0 is None else u0
     bnd = B - a * u.take(c, axis=1)
     gap = logit_gap(B) if link.name == "logit" else None
     parts = bounds_parts(link, bnd, gap=gap)

@@ -33,9 +33,7 @@ def simulate_codes(model: Any, n: int, *, rng: Any, params: Any) -> np.ndarray:
     cuts = model.thr.theta(alpha)
     eta = np.tile(model.X @ beta, (n, 1))
     if model.rs is not None:
-        model.rs.set_theta(theta)
-        model._theta_set = theta.copy()
-        model._last = None
+        model.rs.at_theta(np.asarray(theta, dtype=float))
         for r in range(n):
             eta[r] += model.rs.eta(gen.standard_normal(model.rs.n_u))
     latent = eta + _latent_draws(model.link.name, gen, eta.shape)

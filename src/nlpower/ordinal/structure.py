@@ -25,16 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
+from ._dense import cho_solve, cholesky
 from .crossed import PairFactor, PairPlan, pair_plan
 
-__all__ = ["Block", "HFactor", "ReStructure"]
+__all__ = ["PAIR_MIN_WORK", "Block", "HFactor", "ReStructure"]
 
 #: the coupling block H12 (Q1 x Q2) is held dense up to this many entries (32 MB)
 _DENSE_LIMIT = 4_000_000
+
+#: ``Q1 Q2^2`` (the dense Schur complement's multiply-adds) from which observation pairs
+#: factor ``H`` (measured per gradient evaluation: 10 x 100 scalar terms, dense 2x faster;
+#: 200 x 1,000 scalar, dense 1.3x faster at 4e7; 4 systems, 100 x 500, pairs 6x faster at 6e8)
+PAIR_MIN_WORK = 5e7
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,11 +66,14 @@ class ReStructure:
     """Blocks, ``theta`` layout and the products with ``A = Z Lambda``.
 
     ``use_pairs``: factor crossed designs through observation pairs
-    (:mod:`.crossed`) where the rest compresses; ``False`` forces the blockwise
-    dense Schur complement of :class:`HFactor` (the reference the tests compare with).
+    (:mod:`.crossed`) where the rest compresses and the blockwise dense Schur
+    complement would cost more (``None``, the default: ``Q1 Q2^2 >``
+    :data:`PAIR_MIN_WORK`); ``True`` wherever the rest compresses; ``False``
+    forces the blockwise dense Schur complement of :class:`HFactor` (the
+    reference the tests compare with).
     """
 
-    use_pairs = True
+    use_pairs: bool | None = None
 
     def __init__(self, terms: tuple[ReTerm, ...]):
         self.terms = terms
@@ -127,6 +135,7 @@ class ReStructure:
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
         self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
         self._lam_version = 0
+        self.theta: np.ndarray | None = None      # the theta of Lambda (None: unit blocks)
         self._make_A()
 
     # -- theta -----------------------------------------------------------------------
@@ -151,10 +160,16 @@ class ReStructure:
 
     def set_theta(self, theta: np.ndarray) -> None:
         """Compute ``Z_b Lambda_b`` for every block (and the sparse ``A``)."""
+        self.theta = np.array(theta, dtype=float)
         self._lams = [self.block_factor(i, theta) for i in range(len(self.blocks))]
         self._ZL = [b.Z @ lam for b, lam in zip(self.blocks, self._lams, strict=True)]
         self._lam_version += 1
         self._make_A()
+
+    def at_theta(self, theta: np.ndarray) -> None:
+        """:meth:`set_theta` unless ``Lambda`` is already that of ``theta``."""
+        if self.theta is None or not np.array_equal(theta, self.theta):
+            self.set_theta(theta)
 
     def _make_A(self) -> None:
         self.Avals = (np.concatenate(self._ZL, axis=1) if self._ZL
@@ -234,7 +249,11 @@ class ReStructure:
     def pair_plan(self) -> PairPlan | None:
         """The (cached) pair plan of :mod:`.crossed`, ``None`` where the rest does not compress."""
         if not hasattr(self, "_pair_plan"):
-            self._pair_plan = pair_plan(self) if self.use_pairs else None
+            use = self.use_pairs
+            if use is None and self.blocks:
+                q1 = self.blocks[0].L * self.blocks[0].q
+                use = q1 * float(self.n_u - q1) ** 2 > PAIR_MIN_WORK
+            self._pair_plan = pair_plan(self) if use else None
         return self._pair_plan
 
     def factor(self, w: np.ndarray) -> HFactor | PairFactor:
@@ -323,7 +342,7 @@ class HFactor:
             self.H12 = H12
             self.M = M
             self.dense = False
-        self.chol2 = sla.cholesky(S, lower=True, check_finite=False)
+        self.chol2 = cholesky(S)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
 
     def _solve1(self, r1: np.ndarray) -> np.ndarray:
@@ -339,6 +358,6 @@ class HFactor:
             return self._solve1(r1)
         r2 = r[self.Q1:]
         x1p = self._solve1(r1)
-        x2 = sla.cho_solve((self.chol2, True), r2 - self.H12.T @ x1p, check_finite=False)
+        x2 = cho_solve(self.chol2, r2 - self.H12.T @ x1p)
         x1 = x1p - self.M @ x2
         return np.concatenate([x1, x2])

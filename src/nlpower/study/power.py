@@ -456,6 +456,8 @@ class _CurveProblem:
     design: ModelDesign
     along: str
     options: tuple[tuple[str, Any], ...]
+    #: processes for each point's replicates (a one-point curve: the grid has one cell)
+    replicate_jobs: int = 1
 
     @property
     def name(self) -> str:
@@ -475,7 +477,7 @@ class _CurveProblem:
     def run_cell(self, key: Any, rng: np.random.SeedSequence) -> ModelPowerResult:
         options: dict[str, Any] = dict(self.options)
         return power_model(self.design.first(self.along, int(key[f"n_{self.along}"])),
-                           rng=rng, **options)
+                           rng=rng, n_jobs=self.replicate_jobs, **options)
 
     def from_record(self, record: Any) -> ModelPowerResult:
         return ModelPowerResult.from_record(record)
@@ -542,8 +544,11 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
     # the first point validates the options before anything runs in parallel
     check: dict[str, Any] = {k: v for k, v in options if k != "n_sims"}
     power_model(d.first(along, bs[-1]), n_sims=1, rng=0, **check)
-    grid = run_grid(_CurveProblem(d, along, options), {f"n_{along}": bs}, rng=rng,
-                    run=RunOptions(n_jobs=n_jobs, checkpoint=checkpoint, progress=progress),
+    # one point: its replicates in the n_jobs processes (the same numbers: one seed each)
+    inner = n_jobs if len(bs) == 1 else 1
+    grid = run_grid(_CurveProblem(d, along, options, inner), {f"n_{along}": bs}, rng=rng,
+                    run=RunOptions(n_jobs=n_jobs if inner == 1 else 1, checkpoint=checkpoint,
+                                   progress=progress),
                     desc=f"power curve along {along}")
     points = tuple(c.result for c in grid.cells)
     for c in grid.cells:
