@@ -234,6 +234,60 @@ def curve_point(nlpower: Any, family: str, n_sims: int, n_jobs: int, seed: int) 
             "s_per_replicate": wall / n_sims, "power": power}
 
 
+def type1(nlpower: Any, n_sims: int, seed: int, n_workers: int = 5, n_items: int = 20
+          ) -> dict[str, Any]:
+    """Simulated Type I error of the Wald z for ``system`` (true effect 0) on a small crossed
+    binomial design, with each of glmer's two SEs on the same replicates, and their cost.
+
+    ``y ~ system + (1 | worker) + (1 | item)``, every worker rates every item, ``system``
+    alternating; worker SD 0.5, item SD 0.8, intercept 0.  Each replicate is refitted twice
+    from the truth (``refit_many``): ``vcov="rx"`` (PIRLS's factor, lme4's ``use.hessian =
+    FALSE``) and ``vcov="hessian"`` (glmer's default).
+    """
+    import numpy as np
+    import pandas as pd
+    from scipy.stats import norm
+    rng = np.random.default_rng(seed)
+    w, i = np.tile(np.arange(n_workers), n_items), np.repeat(np.arange(n_items), n_workers)
+    system = ((w + i) % 2).astype(float)
+    eta = rng.normal(0, 0.5, n_workers)[w] + rng.normal(0, 0.8, n_items)[i]
+    d = pd.DataFrame({"worker": [f"w{k}" for k in w], "item": [f"i{k:02d}" for k in i],
+                      "system": system, "y": rng.binomial(1, 1 / (1 + np.exp(-eta)))})
+    fit = nlpower.glmer("y ~ system + (1 | worker) + (1 | item)", d, "binomial").with_params(
+        fixef={"(Intercept)": 0.0, "system": 0.0}, sd={"worker": 0.5, "item": 0.8})
+    m = fit.model
+    Y = m.simulate(n_sims, rng=seed + 1, params=fit)
+    j = list(m.spec.fixef_names).index("system")
+    out: dict[str, Any] = {"design": f"{n_workers} workers x {n_items} items", "n_sims": n_sims}
+    for how in ("rx", "hessian"):
+        t0 = time.process_time()
+        cores = m.refit_many(Y, start=fit, vcov=how)
+        cpu = time.process_time() - t0
+        z = np.array([c.beta[j] / c.se[j] if not isinstance(c, Exception) else np.nan
+                      for c in cores])
+        ok = np.isfinite(z)
+        p2 = 2 * norm.sf(np.abs(z[ok]))
+        out[how] = {"cpu_ms_per_replicate": 1e3 * cpu / n_sims, "n_failed": int((~ok).sum()),
+                    "type1_two_sided_05": float(np.mean(p2 <= 0.05)),
+                    "type1_one_sided_025": float(np.mean(norm.sf(z[ok]) <= 0.025)),
+                    "median_se": float(np.median([c.se[j] for c in cores
+                                                  if not isinstance(c, Exception)]))}
+    return out
+
+
+def print_type1(t: dict[str, Any]) -> None:
+    n = t["n_sims"]
+    print(f"\nType I of the Wald z, {t['design']} binomial, system effect 0, {n} replicates "
+          f"(MC SE at 0.05: {math.sqrt(0.05 * 0.95 / n):.4f}, at 0.025: "
+          f"{math.sqrt(0.025 * 0.975 / n):.4f})")
+    print(f"{'vcov':<10} {'two-sided 5%':>12} {'one-sided 2.5%':>14} {'median SE':>10} "
+          f"{'CPU ms/replicate':>16}")
+    for how in ("rx", "hessian"):
+        r = t[how]
+        print(f"{how:<10} {r['type1_two_sided_05']:>12.4f} {r['type1_one_sided_025']:>14.4f} "
+              f"{r['median_se']:>10.4f} {r['cpu_ms_per_replicate']:>16.2f}")
+
+
 # --- report ----------------------------------------------------------------------------
 def simr_powers(case: dict[str, Any]) -> list[tuple[float, int]]:
     if "curve" in case:
@@ -283,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="10 x 100 power-curve points to time: glmer, clmm, both, or none")
     ap.add_argument("--point-nsims", type=int, default=1000, help="replicates of a curve point")
     ap.add_argument("--point-jobs", type=int, default=2, help="n_jobs of a curve point")
+    ap.add_argument("--type1", type=int, default=0, metavar="N",
+                    help="also: Type I of the Wald z with each SE on N replicates of a 5 x 20 "
+                         "crossed binomial null (0: skip)")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -333,15 +390,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  curve point, {fam} 10 x 100: {args.point_nsims} replicates, "
                   f"n_jobs={args.point_jobs} ...", flush=True)
             points.append(curve_point(nlpower, fam, args.point_nsims, args.point_jobs, args.rng))
+    t1 = type1(nlpower, args.type1, args.rng) if nlpower is not None and args.type1 else None
     print(f"\nsimr timing: {source}; nlpower: this run; load average {os.getloadavg()[0]:.1f}\n")
     print_table(rows)
     for pt in points:
         print(f"power_curve point, {pt['family']} 10 workers x 100 items: {pt['n_sims']} replicates "
               f"in {pt['elapsed_s']:.1f} s with n_jobs={pt['n_jobs']} "
               f"({1e3 * pt['s_per_replicate']:.1f} ms per replicate; power {pt['power']:.3f})")
+    if t1 is not None:
+        print_type1(t1)
     OUT.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows, "curve_points": points},
-                                         indent=1))
+    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows, "curve_points": points,
+                                          "type1": t1}, indent=1))
     print(f"\nwrote {args.out}")
     return 0
 

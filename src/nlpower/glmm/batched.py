@@ -83,14 +83,29 @@ STEP_ETA = 3.0
 
 
 
+_FIELDS = ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters")
+
+
+def _rows(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``a[idx]`` for sorted distinct row indices; ``a`` itself when they are all the rows."""
+    return a if idx.size == a.shape[0] else a[idx]
+
+
 def _set_rows(dst: _Modes, idx: np.ndarray, src: _Modes, take: np.ndarray | None = None) -> None:
-    """Copy ``src``'s rows (``take`` of them) into ``dst``'s rows ``idx``."""
-    for name in ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters"):
+    """Copy ``src``'s rows (``take`` of them) into ``dst``'s rows ``idx`` (sorted, distinct)."""
+    if idx.size == dst.dev.shape[0] and (take is None or take.all()):
+        for name in _FIELDS:                     # every row: take src's arrays
+            setattr(dst, name, getattr(src, name))
+        return
+    for name in _FIELDS:
         val = getattr(src, name)
         getattr(dst, name)[idx] = val if take is None else val[take]
 
 
 def _sub(md: _Modes, idx: np.ndarray) -> _Modes:
+    """The rows ``idx`` (sorted, distinct) of ``md``; ``md`` itself when they are all (read only)."""
+    if idx.size == md.dev.shape[0]:
+        return md
     return _Modes(md.U[idx], md.mu[idx], md.w[idx], md.D0[idx], md.Cr[idx], md.Sinv[idx],
                   md.dev[idx], md.iters[idx])
 
@@ -127,7 +142,7 @@ class _Newton:
         self.md = bl.pirls(x0[:, :self.k], x0[:, self.k:], self.Yw, self.const, None)
         self.g = np.zeros_like(x0)
         ok = np.flatnonzero(np.isfinite(self.md.dev))
-        self.g[ok] = bl.gradient(x0[ok, :self.k], self.Yw[ok], _sub(self.md, ok))
+        self.g[ok] = bl.gradient(x0[ok, :self.k], _rows(self.Yw, ok), _sub(self.md, ok))
         self.evals = self.md.iters.copy()
         R, d = x0.shape
         self.H = np.zeros((R, d, d))
@@ -150,9 +165,10 @@ class _Newton:
     def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
               ) -> tuple[_Modes, np.ndarray]:
         bl, k = self.bl, self.k
-        md = bl.pirls(x[:, :k], x[:, k:], self.Yw[idx], self.const[idx], U0)
+        Yw = _rows(self.Yw, idx)
+        md = bl.pirls(x[:, :k], x[:, k:], Yw, _rows(self.const, idx), U0)
         self.evals[idx] += md.iters
-        return md, bl.gradient(x[:, :k], self.Yw[idx], md)
+        return md, bl.gradient(x[:, :k], Yw, md)
 
     def hessian(self, idx: np.ndarray) -> None:
         """Forward differences of the gradient at the current points of ``idx``."""
@@ -163,7 +179,7 @@ class _Newton:
             h = H_STEP * (1.0 + np.abs(x[:, j]))
             dx = np.zeros_like(x)
             dx[:, j] = h
-            U0 = bl.predict_u(x[:, :self.k], self.Yw[idx], md, dx)
+            U0 = bl.predict_u(x[:, :self.k], _rows(self.Yw, idx), md, dx)
             _, gj = self._eval(idx, x + dx, U0)
             H[:, :, j] = (gj - self.g[idx]) / h[:, None]
         bad = ~np.all(np.isfinite(H), axis=(1, 2))
@@ -221,7 +237,7 @@ class _Newton:
             if act.size == 0:
                 break
             dx = scale[:, None] * st
-            U0 = self.bl.predict_u(self.x[act, :self.k], self.Yw[act], md0, dx)
+            U0 = self.bl.predict_u(self.x[act, :self.k], _rows(self.Yw, act), md0, dx)
             x2 = self.x[act] + dx
             md2, g2 = self._eval(act, x2, U0)
             good = (md2.dev <= f0 + 1e-12 * np.abs(f0)) & np.all(np.isfinite(g2), axis=1)

@@ -228,32 +228,46 @@ class BatchedLaplace:
         for _ in range(PIRLS_MAXIT):
             if live.size == 0:
                 break
-            thl, Ul = th[live], U[live]
+            # every row still running (the usual case): the arrays themselves, no row copies
+            full = live.size == R
+            thl, Ul, wl, mul, Ywl = ((th, U, w, mu, Yw) if full else
+                                     (th[live], U[live], w[live], mu[live], Yw[live]))
             # the factor at the current modes: the final one for the rows that stop here
-            D0[live], Cr[live], Sinv[live], ld[live] = fac = self.factor(thl, w[live])
-            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Yw[live] - wt * mu[live]) - Ul)
+            fac = self.factor(thl, wl)
+            if full:
+                D0, Cr, Sinv, ld = fac
+            else:
+                D0[live], Cr[live], Sinv[live], ld[live] = fac
+            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Ywl - wt * mul) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
-            go = np.flatnonzero(~small)
-            if go.size == 0:
+            if small.all():
                 break
-            lg, dl = live[go], delta[go]
-            Uc = U[lg] + dl
-            mu_c, w_c, pd_c = self.working(fixed[lg] + self.zu(th[lg], Uc), Yw[lg])
+            go = np.flatnonzero(~small)
+            full = go.size == R
+            lg, dl = (live, delta) if full else (live[go], delta[go])
+            Ug, fg, tg, Yg, pg = ((U, fixed, th, Yw, pd) if full else
+                                  (U[lg], fixed[lg], th[lg], Yw[lg], pd[lg]))
+            Uc = Ug + dl
+            mu_c, w_c, pd_c = self.working(fg + self.zu(tg, Uc), Yg)
             pd_c += np.einsum("rq,rq->r", Uc, Uc)
-            bad = ~(pd_c <= pd[lg] + 1e-10 * np.abs(pd[lg]))
+            bad = ~(pd_c <= pg + 1e-10 * np.abs(pg))
             step = np.ones(go.size)
             for _ in range(30):                 # halve the steps that did not decrease
                 if not bad.any():
                     break
                 b = np.flatnonzero(bad)
                 step[b] *= 0.5
-                Uc[b] = U[lg[b]] + step[b, None] * dl[b]
-                mb, wb, pb = self.working(fixed[lg[b]] + self.zu(th[lg[b]], Uc[b]), Yw[lg[b]])
+                Uc[b] = Ug[b] + step[b, None] * dl[b]
+                mb, wb, pb = self.working(fg[b] + self.zu(tg[b], Uc[b]), Yg[b])
                 mu_c[b], w_c[b] = mb, wb
                 pd_c[b] = pb + np.einsum("rq,rq->r", Uc[b], Uc[b])
-                bad[b] = ~(pd_c[b] <= pd[lg[b]] + 1e-10 * np.abs(pd[lg[b]]))
-            take = ~bad                      # no decrease after 30 halvings: at the mode to rounding
+                bad[b] = ~(pd_c[b] <= pg[b] + 1e-10 * np.abs(pg[b]))
+            # no decrease after 30 halvings: at the mode to rounding
+            if full and not bad.any():
+                U, mu, w, pd = Uc, mu_c, w_c, pd_c
+                continue
+            take = ~bad
             rows = lg[take]
             U[rows], mu[rows], w[rows], pd[rows] = Uc[take], mu_c[take], w_c[take], pd_c[take]
             live = rows
