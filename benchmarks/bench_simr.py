@@ -10,6 +10,7 @@ ratio compares two timings taken on the machine's current load::
     .venv/bin/python benchmarks/bench_simr.py                      # pinned simr times
     .venv/bin/python benchmarks/bench_simr.py --live --live-nsim 20
     .venv/bin/python benchmarks/bench_simr.py --cases a_poisson_z,f_crossed_binomial_z --n-sims 200
+    .venv/bin/python benchmarks/bench_simr.py --simr-from benchmarks/out/bench_simr.json --out b.json
 
 nlpower's side rebuilds each case with the model-based API (fit, set the
 parameters, optionally extend, then simulate -> refit -> test)::
@@ -26,6 +27,14 @@ by the replicates fitted, after a small warm-up call; simr's is the same ratio
 for its powerSim/powerCurve call (``system.time``-style, in the JSON).  BLAS
 threads are pinned to 1 on both sides.  The machine is shared: read the ratio
 from one run, and prefer ``--live`` when the pinned times are from another day.
+``ratio`` divides the wall times, ``CPU ratio`` the CPU times (user + system):
+on a loaded machine the two sides' wall times are taken minutes apart under
+different loads, the CPU times much less so.
+
+Type I (``--type1 N``): the Wald z of a null effect on a 5 workers x 20 items
+crossed binomial design, with glmer's Hessian-based SE (the default of every
+GLMM refit) and with PIRLS's (``vcov="rx"``), on the same N replicates, and
+the CPU time per replicate of each.
 
 Curve points (``--points glmer,clmm``): the wall time of one point of
 ``nlpower.power_curve`` with ``--point-nsims`` replicates (default 1,000) and
@@ -304,22 +313,24 @@ def z_diff(p1: float, n1: int, p2: float, n2: int) -> float:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     """case, simr and nlpower seconds per replicate, their ratio, both power estimates, z of the difference."""
-    head = (f"{'case':<30} {'simr s/rep':>10} {'nlpower s/rep':>13} {'ratio':>7}  "
+    head = (f"{'case':<30} {'simr s/rep':>10} {'nlpower s/rep':>13} {'ratio':>7} {'CPU ratio':>9}  "
             f"{'simr power (n)':>15} {'nlpower power (n)':>17} {'z':>5}")
     print(head)
     print("-" * len(head))
     for r in rows:
         nl = r.get("nlpower")
         times = (f"{r['simr_s_per_replicate']:.4f}", f"{nl['s_per_replicate']:.5f}" if nl else "-",
-                 f"{r['ratio']:.0f}x" if nl else "-")
+                 f"{r['ratio']:.0f}x" if nl else "-",
+                 f"{r['cpu_ratio']:.0f}x" if nl and "cpu_ratio" in r else "-")
         breaks = r["breaks"] or [None]
         for k, ((ps, ns), b) in enumerate(zip(r["simr_power"], breaks, strict=True)):
             label = r["case"] if b is None else (f"{r['case']} x<={b}" if k == 0 else f"  x<={b}")
-            t = times if k == 0 else ("", "", "")
+            t = times if k == 0 else ("", "", "", "")
             simr_p = f"{ps:.3f} ({ns})"
             nl_p = f"{nl['power'][k]:.3f} ({nl['n_sims']})" if nl else "-"
             z = f"{z_diff(ps, ns, nl['power'][k], nl['n_sims']):+.1f}" if nl else "-"
-            print(f"{label:<30} {t[0]:>10} {t[1]:>13} {t[2]:>7}  {simr_p:>15} {nl_p:>17} {z:>5}")
+            print(f"{label:<30} {t[0]:>10} {t[1]:>13} {t[2]:>7} {t[3]:>9}  {simr_p:>15} {nl_p:>17} "
+                  f"{z:>5}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--live", action="store_true", help="re-time simr in this run (needs R with simr)")
     ap.add_argument("--live-nsim", type=int, default=20, help="simr replicates per case with --live")
     ap.add_argument("--simr-only", action="store_true", help="only the simr side (no nlpower)")
+    ap.add_argument("--simr-from", default=None, metavar="JSON",
+                    help="simr's times from an earlier output of this script (e.g. a --live "
+                         "run), to time another nlpower against the same simr run")
     ap.add_argument("--reference", default=str(PINNED), help="simr's pinned JSON")
     ap.add_argument("--out", default=str(OUT / "bench_simr.json"))
     ap.add_argument("--points", default="glmer,clmm",
@@ -353,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{pinned['versions']['R']}; pinned {pinned['date']} (load {pinned['load_average']})")
 
     simr_times = {n: pinned["cases"][n]["s_per_replicate"] for n in names}
+    simr_cpu = {n: pinned["cases"][n].get("cpu_s_per_replicate") for n in names}
     source = "pinned"
     if args.live:
         why = simr_available()
@@ -362,7 +377,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         live = simr_live(names, args.live_nsim)
         simr_times = {n: live[n]["s_per_replicate"] for n in names}
+        simr_cpu = {n: live[n].get("cpu_s_per_replicate") for n in names}
         source = f"live, nsim {args.live_nsim}"
+
+    if args.simr_from:
+        earlier = {r["case"]: r for r in json.loads(Path(args.simr_from).read_text())["rows"]}
+        missing = [n for n in names if n not in earlier]
+        if missing:
+            ap.error(f"--simr-from: {args.simr_from} has no simr times for {', '.join(missing)}")
+        simr_times = {n: earlier[n]["simr_s_per_replicate"] for n in names}
+        simr_cpu = {n: earlier[n].get("simr_cpu_s_per_replicate") for n in names}
+        source = json.loads(Path(args.simr_from).read_text())["simr_timing"] + f", from {args.simr_from}"
 
     nlpower = None
     if not args.simr_only:
@@ -375,12 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         case = pinned["cases"][n]
         row: dict[str, Any] = {"case": n, "simr_s_per_replicate": simr_times[n], "simr_timing": source,
+                               "simr_cpu_s_per_replicate": simr_cpu[n],
                                "simr_power": simr_powers(case), "breaks": case.get("breaks")}
         if nlpower is not None:
             n_sims = args.n_sims or case["nsim"]
             print(f"  {n}: nlpower, {n_sims} replicates ...", flush=True)
             row["nlpower"] = run_nlpower(nlpower, n, case, n_sims, args.rng)
             row["ratio"] = simr_times[n] / row["nlpower"]["s_per_replicate"]
+            if simr_cpu[n]:
+                row["cpu_ratio"] = simr_cpu[n] / row["nlpower"]["cpu_s_per_replicate"]
         rows.append(row)
     points = []
     if nlpower is not None:

@@ -104,8 +104,11 @@ def _set_rows(dst: _Modes, idx: np.ndarray, src: _Modes, take: np.ndarray | None
 
 def _sub(md: _Modes, idx: np.ndarray) -> _Modes:
     """The rows ``idx`` (sorted, distinct) of ``md``; ``md`` itself when they are all (read only)."""
-    if idx.size == md.dev.shape[0]:
-        return md
+    return md if idx.size == md.dev.shape[0] else _gather(md, idx)
+
+
+def _gather(md: _Modes, idx: np.ndarray) -> _Modes:
+    """The rows ``idx`` of ``md`` (any indices, repeated ones too), copied."""
     return _Modes(md.U[idx], md.mu[idx], md.w[idx], md.D0[idx], md.Cr[idx], md.Sinv[idx],
                   md.dev[idx], md.iters[idx])
 
@@ -171,17 +174,22 @@ class _Newton:
         return md, bl.gradient(x[:, :k], Yw, md)
 
     def hessian(self, idx: np.ndarray) -> None:
-        """Forward differences of the gradient at the current points of ``idx``."""
-        bl, x, md = self.bl, self.x[idx], _sub(self.md, idx)
-        d = x.shape[1]
-        H = np.empty((idx.size, d, d))
-        for j in range(d):
-            h = H_STEP * (1.0 + np.abs(x[:, j]))
-            dx = np.zeros_like(x)
-            dx[:, j] = h
-            U0 = bl.predict_u(x[:, :self.k], _rows(self.Yw, idx), md, dx)
-            _, gj = self._eval(idx, x + dx, U0)
-            H[:, :, j] = (gj - self.g[idx]) / h[:, None]
+        """Forward differences of the gradient at the current points of ``idx`` (the ``d``
+        shifted points of every row evaluated together)."""
+        bl, k = self.bl, self.k
+        n, d = idx.size, self.x.shape[1]
+        rep = np.tile(np.arange(n), d)              # shift j of row i: stacked row j * n + i
+        x = self.x[idx][rep]
+        h = H_STEP * (1.0 + np.abs(x[np.arange(d * n), np.repeat(np.arange(d), n)]))
+        dx = np.zeros_like(x)
+        dx[np.arange(d * n), np.repeat(np.arange(d), n)] = h
+        rows = idx[rep]
+        Yw = self.Yw[rows]
+        U0 = bl.predict_u(x[:, :k], Yw, _gather(self.md, rows), dx)
+        md = bl.pirls(x[:, :k] + dx[:, :k], x[:, k:] + dx[:, k:], Yw, self.const[rows], U0)
+        np.add.at(self.evals, rows, md.iters)
+        G = (bl.gradient(x[:, :k] + dx[:, :k], Yw, md) - self.g[rows]) / h[:, None]
+        H = np.moveaxis(G.reshape(d, n, d), 0, 2)      # H[i, :, j]: the shift of coordinate j
         bad = ~np.all(np.isfinite(H), axis=(1, 2))
         self.failed[idx[bad]] = True
         self.H[idx] = 0.5 * (H + np.swapaxes(H, 1, 2))

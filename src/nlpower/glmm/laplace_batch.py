@@ -132,12 +132,12 @@ class BatchedLaplace:
         yeta = np.einsum("ri,ri->r", Yw, eta)
         if self.kind == "logit":
             mu = special.expit(eta)
-            w = mu * (1.0 - mu)
+            om = 1.0 - mu
+            w = mu * om
             np.maximum(w, 1e-300, out=w)
-            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu) = 0.5 + |mu - 0.5|;
-            # a is in [0.5, 1], so products of LOG_CHUNK of them stay normal: fewer logs
-            a = np.abs(mu - 0.5)
-            a += 0.5
+            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu); a is in [0.5, 1],
+            # so products of LOG_CHUNK of them stay normal: fewer logs
+            a = np.maximum(mu, om, out=om)
             if self.unit_wt:
                 loga = np.log(np.multiply.reduceat(a, self.chunks, axis=1)).sum(axis=1)
                 return mu, w, 2.0 * (np.maximum(eta, 0.0).sum(axis=1) - loga - yeta)
@@ -186,6 +186,12 @@ class BatchedLaplace:
                 Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
         CD = Cr / D0[:, None, :]
         S = Rr - CD @ np.swapaxes(Cr, 1, 2)
+        try:                                 # positive definite (always, but for rounding)
+            Lc = np.linalg.cholesky(S)
+            return D0, Cr, np.linalg.inv(S), ld + 2.0 * np.log(
+                np.diagonal(Lc, axis1=1, axis2=2)).sum(axis=1)
+        except np.linalg.LinAlgError:
+            pass
         sign, lds = np.linalg.slogdet(S)
         with np.errstate(invalid="ignore"):
             ld = ld + np.where(sign > 0, lds, np.nan)
