@@ -165,13 +165,19 @@ class _Newton:
                 self.H[:] = self.H[few].mean(axis=0)
                 self.need_h[:] = False
 
-    def _eval(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray | None
-              ) -> tuple[_Modes, np.ndarray]:
+    def _trial(self, idx: np.ndarray, x: np.ndarray, U0: np.ndarray, f0: np.ndarray
+               ) -> tuple[_Modes, np.ndarray]:
+        """The modes and gradient at trial points ``x`` of rows ``idx``; the gradient only where the deviance did not rise
+        above ``f0`` (else nan: the step is halved)."""
         bl, k = self.bl, self.k
         Yw = _rows(self.Yw, idx)
         md = bl.pirls(x[:, :k], x[:, k:], Yw, _rows(self.const, idx), U0)
         self.evals[idx] += md.iters
-        return md, bl.gradient(x[:, :k], Yw, md)
+        g = np.full(x.shape, np.nan)
+        down = np.flatnonzero(md.dev <= f0 + 1e-12 * np.abs(f0))
+        if down.size:
+            g[down] = bl.gradient(x[down, :k], _rows(Yw, down), _sub(md, down))
+        return md, g
 
     def hessian(self, idx: np.ndarray) -> None:
         """Forward differences of the gradient at the current points of ``idx`` (the ``d``
@@ -247,8 +253,8 @@ class _Newton:
             dx = scale[:, None] * st
             U0 = self.bl.predict_u(self.x[act, :self.k], _rows(self.Yw, act), md0, dx)
             x2 = self.x[act] + dx
-            md2, g2 = self._eval(act, x2, U0)
-            good = (md2.dev <= f0 + 1e-12 * np.abs(f0)) & np.all(np.isfinite(g2), axis=1)
+            md2, g2 = self._trial(act, x2, U0, f0)
+            good = np.all(np.isfinite(g2), axis=1)
             if good.any():
                 rows = act[good]
                 upd = ~self.exact[rows]                # a Hessian from differences is kept
