@@ -10,6 +10,7 @@ ratio compares two timings taken on the machine's current load::
     .venv/bin/python benchmarks/bench_simr.py                      # pinned simr times
     .venv/bin/python benchmarks/bench_simr.py --live --live-nsim 20
     .venv/bin/python benchmarks/bench_simr.py --cases a_poisson_z,f_crossed_binomial_z --n-sims 200
+    .venv/bin/python benchmarks/bench_simr.py --simr-from benchmarks/out/bench_simr.json --out b.json
 
 nlpower's side rebuilds each case with the model-based API (fit, set the
 parameters, optionally extend, then simulate -> refit -> test)::
@@ -26,6 +27,14 @@ by the replicates fitted, after a small warm-up call; simr's is the same ratio
 for its powerSim/powerCurve call (``system.time``-style, in the JSON).  BLAS
 threads are pinned to 1 on both sides.  The machine is shared: read the ratio
 from one run, and prefer ``--live`` when the pinned times are from another day.
+``ratio`` divides the wall times, ``CPU ratio`` the CPU times (user + system):
+on a loaded machine the two sides' wall times are taken minutes apart under
+different loads, the CPU times much less so.
+
+Type I (``--type1 N``): the Wald z of a null effect on a 5 workers x 20 items
+crossed binomial design, with glmer's Hessian-based SE (the default of every
+GLMM refit) and with PIRLS's (``vcov="rx"``), on the same N replicates, and
+the CPU time per replicate of each.
 
 Curve points (``--points glmer,clmm``): the wall time of one point of
 ``nlpower.power_curve`` with ``--point-nsims`` replicates (default 1,000) and
@@ -234,6 +243,60 @@ def curve_point(nlpower: Any, family: str, n_sims: int, n_jobs: int, seed: int) 
             "s_per_replicate": wall / n_sims, "power": power}
 
 
+def type1(nlpower: Any, n_sims: int, seed: int, n_workers: int = 5, n_items: int = 20
+          ) -> dict[str, Any]:
+    """Simulated Type I error of the Wald z for ``system`` (true effect 0) on a small crossed
+    binomial design, with each of glmer's two SEs on the same replicates, and their cost.
+
+    ``y ~ system + (1 | worker) + (1 | item)``, every worker rates every item, ``system``
+    alternating; worker SD 0.5, item SD 0.8, intercept 0.  Each replicate is refitted twice
+    from the truth (``refit_many``): ``vcov="rx"`` (PIRLS's factor, lme4's ``use.hessian =
+    FALSE``) and ``vcov="hessian"`` (glmer's default).
+    """
+    import numpy as np
+    import pandas as pd
+    from scipy.stats import norm
+    rng = np.random.default_rng(seed)
+    w, i = np.tile(np.arange(n_workers), n_items), np.repeat(np.arange(n_items), n_workers)
+    system = ((w + i) % 2).astype(float)
+    eta = rng.normal(0, 0.5, n_workers)[w] + rng.normal(0, 0.8, n_items)[i]
+    d = pd.DataFrame({"worker": [f"w{k}" for k in w], "item": [f"i{k:02d}" for k in i],
+                      "system": system, "y": rng.binomial(1, 1 / (1 + np.exp(-eta)))})
+    fit = nlpower.glmer("y ~ system + (1 | worker) + (1 | item)", d, "binomial").with_params(
+        fixef={"(Intercept)": 0.0, "system": 0.0}, sd={"worker": 0.5, "item": 0.8})
+    m = fit.model
+    Y = m.simulate(n_sims, rng=seed + 1, params=fit)
+    j = list(m.spec.fixef_names).index("system")
+    out: dict[str, Any] = {"design": f"{n_workers} workers x {n_items} items", "n_sims": n_sims}
+    for how in ("rx", "hessian"):
+        t0 = time.process_time()
+        cores = m.refit_many(Y, start=fit, vcov=how)
+        cpu = time.process_time() - t0
+        z = np.array([c.beta[j] / c.se[j] if not isinstance(c, Exception) else np.nan
+                      for c in cores])
+        ok = np.isfinite(z)
+        p2 = 2 * norm.sf(np.abs(z[ok]))
+        out[how] = {"cpu_ms_per_replicate": 1e3 * cpu / n_sims, "n_failed": int((~ok).sum()),
+                    "type1_two_sided_05": float(np.mean(p2 <= 0.05)),
+                    "type1_one_sided_025": float(np.mean(norm.sf(z[ok]) <= 0.025)),
+                    "median_se": float(np.median([c.se[j] for c in cores
+                                                  if not isinstance(c, Exception)]))}
+    return out
+
+
+def print_type1(t: dict[str, Any]) -> None:
+    n = t["n_sims"]
+    print(f"\nType I of the Wald z, {t['design']} binomial, system effect 0, {n} replicates "
+          f"(MC SE at 0.05: {math.sqrt(0.05 * 0.95 / n):.4f}, at 0.025: "
+          f"{math.sqrt(0.025 * 0.975 / n):.4f})")
+    print(f"{'vcov':<10} {'two-sided 5%':>12} {'one-sided 2.5%':>14} {'median SE':>10} "
+          f"{'CPU ms/replicate':>16}")
+    for how in ("rx", "hessian"):
+        r = t[how]
+        print(f"{how:<10} {r['type1_two_sided_05']:>12.4f} {r['type1_one_sided_025']:>14.4f} "
+              f"{r['median_se']:>10.4f} {r['cpu_ms_per_replicate']:>16.2f}")
+
+
 # --- report ----------------------------------------------------------------------------
 def simr_powers(case: dict[str, Any]) -> list[tuple[float, int]]:
     if "curve" in case:
@@ -250,22 +313,24 @@ def z_diff(p1: float, n1: int, p2: float, n2: int) -> float:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     """case, simr and nlpower seconds per replicate, their ratio, both power estimates, z of the difference."""
-    head = (f"{'case':<30} {'simr s/rep':>10} {'nlpower s/rep':>13} {'ratio':>7}  "
+    head = (f"{'case':<30} {'simr s/rep':>10} {'nlpower s/rep':>13} {'ratio':>7} {'CPU ratio':>9}  "
             f"{'simr power (n)':>15} {'nlpower power (n)':>17} {'z':>5}")
     print(head)
     print("-" * len(head))
     for r in rows:
         nl = r.get("nlpower")
         times = (f"{r['simr_s_per_replicate']:.4f}", f"{nl['s_per_replicate']:.5f}" if nl else "-",
-                 f"{r['ratio']:.0f}x" if nl else "-")
+                 f"{r['ratio']:.0f}x" if nl else "-",
+                 f"{r['cpu_ratio']:.0f}x" if nl and "cpu_ratio" in r else "-")
         breaks = r["breaks"] or [None]
         for k, ((ps, ns), b) in enumerate(zip(r["simr_power"], breaks, strict=True)):
             label = r["case"] if b is None else (f"{r['case']} x<={b}" if k == 0 else f"  x<={b}")
-            t = times if k == 0 else ("", "", "")
+            t = times if k == 0 else ("", "", "", "")
             simr_p = f"{ps:.3f} ({ns})"
             nl_p = f"{nl['power'][k]:.3f} ({nl['n_sims']})" if nl else "-"
             z = f"{z_diff(ps, ns, nl['power'][k], nl['n_sims']):+.1f}" if nl else "-"
-            print(f"{label:<30} {t[0]:>10} {t[1]:>13} {t[2]:>7}  {simr_p:>15} {nl_p:>17} {z:>5}")
+            print(f"{label:<30} {t[0]:>10} {t[1]:>13} {t[2]:>7} {t[3]:>9}  {simr_p:>15} {nl_p:>17} "
+                  f"{z:>5}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,12 +342,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--live", action="store_true", help="re-time simr in this run (needs R with simr)")
     ap.add_argument("--live-nsim", type=int, default=20, help="simr replicates per case with --live")
     ap.add_argument("--simr-only", action="store_true", help="only the simr side (no nlpower)")
+    ap.add_argument("--simr-from", default=None, metavar="JSON",
+                    help="simr's times from an earlier output of this script (e.g. a --live "
+                         "run), to time another nlpower against the same simr run")
     ap.add_argument("--reference", default=str(PINNED), help="simr's pinned JSON")
     ap.add_argument("--out", default=str(OUT / "bench_simr.json"))
     ap.add_argument("--points", default="glmer,clmm",
                     help="10 x 100 power-curve points to time: glmer, clmm, both, or none")
     ap.add_argument("--point-nsims", type=int, default=1000, help="replicates of a curve point")
     ap.add_argument("--point-jobs", type=int, default=2, help="n_jobs of a curve point")
+    ap.add_argument("--type1", type=int, default=0, metavar="N",
+                    help="also: Type I of the Wald z with each SE on N replicates of a 5 x 20 "
+                         "crossed binomial null (0: skip)")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -296,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{pinned['versions']['R']}; pinned {pinned['date']} (load {pinned['load_average']})")
 
     simr_times = {n: pinned["cases"][n]["s_per_replicate"] for n in names}
+    simr_cpu = {n: pinned["cases"][n].get("cpu_s_per_replicate") for n in names}
     source = "pinned"
     if args.live:
         why = simr_available()
@@ -305,7 +377,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         live = simr_live(names, args.live_nsim)
         simr_times = {n: live[n]["s_per_replicate"] for n in names}
+        simr_cpu = {n: live[n].get("cpu_s_per_replicate") for n in names}
         source = f"live, nsim {args.live_nsim}"
+
+    if args.simr_from:
+        earlier = {r["case"]: r for r in json.loads(Path(args.simr_from).read_text())["rows"]}
+        missing = [n for n in names if n not in earlier]
+        if missing:
+            ap.error(f"--simr-from: {args.simr_from} has no simr times for {', '.join(missing)}")
+        simr_times = {n: earlier[n]["simr_s_per_replicate"] for n in names}
+        simr_cpu = {n: earlier[n].get("simr_cpu_s_per_replicate") for n in names}
+        source = json.loads(Path(args.simr_from).read_text())["simr_timing"] + f", from {args.simr_from}"
 
     nlpower = None
     if not args.simr_only:
@@ -318,12 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         case = pinned["cases"][n]
         row: dict[str, Any] = {"case": n, "simr_s_per_replicate": simr_times[n], "simr_timing": source,
+                               "simr_cpu_s_per_replicate": simr_cpu[n],
                                "simr_power": simr_powers(case), "breaks": case.get("breaks")}
         if nlpower is not None:
             n_sims = args.n_sims or case["nsim"]
             print(f"  {n}: nlpower, {n_sims} replicates ...", flush=True)
             row["nlpower"] = run_nlpower(nlpower, n, case, n_sims, args.rng)
             row["ratio"] = simr_times[n] / row["nlpower"]["s_per_replicate"]
+            if simr_cpu[n]:
+                row["cpu_ratio"] = simr_cpu[n] / row["nlpower"]["cpu_s_per_replicate"]
         rows.append(row)
     points = []
     if nlpower is not None:
@@ -333,15 +418,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  curve point, {fam} 10 x 100: {args.point_nsims} replicates, "
                   f"n_jobs={args.point_jobs} ...", flush=True)
             points.append(curve_point(nlpower, fam, args.point_nsims, args.point_jobs, args.rng))
+    t1 = type1(nlpower, args.type1, args.rng) if nlpower is not None and args.type1 else None
     print(f"\nsimr timing: {source}; nlpower: this run; load average {os.getloadavg()[0]:.1f}\n")
     print_table(rows)
     for pt in points:
         print(f"power_curve point, {pt['family']} 10 workers x 100 items: {pt['n_sims']} replicates "
               f"in {pt['elapsed_s']:.1f} s with n_jobs={pt['n_jobs']} "
               f"({1e3 * pt['s_per_replicate']:.1f} ms per replicate; power {pt['power']:.3f})")
+    if t1 is not None:
+        print_type1(t1)
     OUT.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows, "curve_points": points},
-                                         indent=1))
+    Path(args.out).write_text(json.dumps({"simr_timing": source, "rows": rows, "curve_points": points,
+                                          "type1": t1}, indent=1))
     print(f"\nwrote {args.out}")
     return 0
 

@@ -132,12 +132,12 @@ class BatchedLaplace:
         yeta = np.einsum("ri,ri->r", Yw, eta)
         if self.kind == "logit":
             mu = special.expit(eta)
-            w = mu * (1.0 - mu)
+            om = 1.0 - mu
+            w = mu * om
             np.maximum(w, 1e-300, out=w)
-            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu) = 0.5 + |mu - 0.5|;
-            # a is in [0.5, 1], so products of LOG_CHUNK of them stay normal: fewer logs
-            a = np.abs(mu - 0.5)
-            a += 0.5
+            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu); a is in [0.5, 1],
+            # so products of LOG_CHUNK of them stay normal: fewer logs
+            a = np.maximum(mu, om, out=om)
             if self.unit_wt:
                 loga = np.log(np.multiply.reduceat(a, self.chunks, axis=1)).sum(axis=1)
                 return mu, w, 2.0 * (np.maximum(eta, 0.0).sum(axis=1) - loga - yeta)
@@ -186,6 +186,12 @@ class BatchedLaplace:
                 Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
         CD = Cr / D0[:, None, :]
         S = Rr - CD @ np.swapaxes(Cr, 1, 2)
+        try:                                 # positive definite (always, but for rounding)
+            Lc = np.linalg.cholesky(S)
+            return D0, Cr, np.linalg.inv(S), ld + 2.0 * np.log(
+                np.diagonal(Lc, axis1=1, axis2=2)).sum(axis=1)
+        except np.linalg.LinAlgError:
+            pass
         sign, lds = np.linalg.slogdet(S)
         with np.errstate(invalid="ignore"):
             ld = ld + np.where(sign > 0, lds, np.nan)
@@ -228,32 +234,46 @@ class BatchedLaplace:
         for _ in range(PIRLS_MAXIT):
             if live.size == 0:
                 break
-            thl, Ul = th[live], U[live]
+            # every row still running (the usual case): the arrays themselves, no row copies
+            full = live.size == R
+            thl, Ul, wl, mul, Ywl = ((th, U, w, mu, Yw) if full else
+                                     (th[live], U[live], w[live], mu[live], Yw[live]))
             # the factor at the current modes: the final one for the rows that stop here
-            D0[live], Cr[live], Sinv[live], ld[live] = fac = self.factor(thl, w[live])
-            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Yw[live] - wt * mu[live]) - Ul)
+            fac = self.factor(thl, wl)
+            if full:
+                D0, Cr, Sinv, ld = fac
+            else:
+                D0[live], Cr[live], Sinv[live], ld[live] = fac
+            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Ywl - wt * mul) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
-            go = np.flatnonzero(~small)
-            if go.size == 0:
+            if small.all():
                 break
-            lg, dl = live[go], delta[go]
-            Uc = U[lg] + dl
-            mu_c, w_c, pd_c = self.working(fixed[lg] + self.zu(th[lg], Uc), Yw[lg])
+            go = np.flatnonzero(~small)
+            full = go.size == R
+            lg, dl = (live, delta) if full else (live[go], delta[go])
+            Ug, fg, tg, Yg, pg = ((U, fixed, th, Yw, pd) if full else
+                                  (U[lg], fixed[lg], th[lg], Yw[lg], pd[lg]))
+            Uc = Ug + dl
+            mu_c, w_c, pd_c = self.working(fg + self.zu(tg, Uc), Yg)
             pd_c += np.einsum("rq,rq->r", Uc, Uc)
-            bad = ~(pd_c <= pd[lg] + 1e-10 * np.abs(pd[lg]))
+            bad = ~(pd_c <= pg + 1e-10 * np.abs(pg))
             step = np.ones(go.size)
             for _ in range(30):                 # halve the steps that did not decrease
                 if not bad.any():
                     break
                 b = np.flatnonzero(bad)
                 step[b] *= 0.5
-                Uc[b] = U[lg[b]] + step[b, None] * dl[b]
-                mb, wb, pb = self.working(fixed[lg[b]] + self.zu(th[lg[b]], Uc[b]), Yw[lg[b]])
+                Uc[b] = Ug[b] + step[b, None] * dl[b]
+                mb, wb, pb = self.working(fg[b] + self.zu(tg[b], Uc[b]), Yg[b])
                 mu_c[b], w_c[b] = mb, wb
                 pd_c[b] = pb + np.einsum("rq,rq->r", Uc[b], Uc[b])
-                bad[b] = ~(pd_c[b] <= pd[lg[b]] + 1e-10 * np.abs(pd[lg[b]]))
-            take = ~bad                      # no decrease after 30 halvings: at the mode to rounding
+                bad[b] = ~(pd_c[b] <= pg[b] + 1e-10 * np.abs(pg[b]))
+            # no decrease after 30 halvings: at the mode to rounding
+            if full and not bad.any():
+                U, mu, w, pd = Uc, mu_c, w_c, pd_c
+                continue
+            take = ~bad
             rows = lg[take]
             U[rows], mu[rows], w[rows], pd[rows] = Uc[take], mu_c[take], w_c[take], pd_c[take]
             live = rows

@@ -26,6 +26,7 @@ FALSE``), no Hessian at the optimum.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ from .gradient import LaplaceGradient
 from .optim import bobyqa, fd_derivatives, gradient_hessian, lbfgsb, newton, newton_step
 from .pirls import Mode, Pirls
 from .response import check_response
-from .result import GlmmCore, GlmmFit, build_fit, start_parts
+from .result import GlmmCore, GlmmFit, build_fit, check_vcov, start_parts
 
 SINGULAR_TOL = 1e-4
 #: BOBYQA settings of the two stages without the analytic gradient (tighter than lme4's)
@@ -409,17 +410,19 @@ class GlmmModel(LikelihoodOnly):
         return None
 
     def refit(self, y: Any, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
-              weights: Any = None) -> GlmmCore:
+              weights: Any = None, vcov: str = "hessian") -> GlmmCore:
         """Fit a new response on the same structure: the light core (power replicates).
 
         ``start``: the truth or a previous fit (anything with ``theta`` and
         ``beta``, or a dict); then stage 1 is skipped and Newton's method
         starts there (the same optimum as the two stages reach from lme4's
         start).  ``weights``: new prior weights (e.g. 0 for excluded rows).
-        The covariance of ``beta`` is PIRLS's (``RX``-based), no Hessian is computed.
+        ``vcov``: ``"hessian"`` (default), glmer's: from the deviance's Hessian over
+        ``(theta, beta)`` (``use.hessian = TRUE``); ``"rx"``: the PIRLS factor's (smaller).
         """
         self.check_REML(REML)
         nAGQ = self.nAGQ if nAGQ is None else _check_nAGQ(nAGQ)
+        vcov = check_vcov(vcov)
         self.set_response(y, weights)
         with single_threaded():          # small dense factors: BLAS threads only cost
             x, fv, n, ok, msg, _ = self._optimize(nAGQ, start)
@@ -432,13 +435,31 @@ class GlmmModel(LikelihoodOnly):
                     x, fv = x2, mode.deviance
                 else:
                     mode = None
+            if vcov == "hessian" and nAGQ > 0:
+                H, m = self._refit_hessian(x, fv, nAGQ)
+                if H is not None:
+                    V, how = self._vcov_hess(H, x)
+                    return replace(self._core(x, fv, n + m, ok, msg, V),
+                                   hessian=H if how == "hessian" else None)
             return self._core(x, fv, n, ok, msg, self.vcov_rx(x, mode))
 
-    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None) -> list[Any]:
+    def _refit_hessian(self, x: np.ndarray, fv: float, nAGQ: int) -> tuple[np.ndarray | None, int]:
+        """The deviance's Hessian at the optimum ``x`` (glmer's ``vcov``), and its evaluations."""
+        if self._analytic(nAGQ):                 # forward differences of the gradient
+            fu, self._anchor = self._fu(nAGQ, True), None
+            _, g, u0 = fu(x, None)
+            return (None, 1) if g is None else gradient_hessian(fu, x, u0, forward=g)
+        fu = self._fu(nAGQ)
+        self.deviance(x[:self.k], x[self.k:], nAGQ=nAGQ)
+        _, H2, m = fd_derivatives(fu, x, fv, self._u)
+        return H2, m + 1
+
+    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None,
+                   vcov: str = "hessian") -> list[Any]:
         """:meth:`refit` for every row of ``Y`` at once (:func:`nlpower.glmm.batched.refit_many`)."""
         from .batched import refit_many
         self.check_REML(REML)
-        return refit_many(self, Y, start=start)       # builds self._batched on first use
+        return refit_many(self, Y, start=start, vcov=vcov)   # builds self._batched on first use
 
     def _core(self, x: np.ndarray, fv: float, n: int, ok: bool, msg: str, vcov: np.ndarray,
               check: ConvCheck | None = None) -> GlmmCore:
@@ -567,22 +588,10 @@ class GlmmModel(LikelihoodOnly):
         proportions of ``weights`` trials (the family's ``draw``); the family's own
         parameter (negative binomial ``theta``) is ``params``'s ``dispersion``, or the family's.
         """
-        from .._rng import as_generator
-        from ..lmm.simparams import legacy_params, sim_params
-        sp = sim_params(legacy_params(params, legacy, allowed=("theta", "beta"),
-                                      where="simulate"))
-        theta, beta = sp.theta, sp.beta
-        gen = as_generator(rng)
-        th = self.layout.check_start(theta)
-        be = np.asarray(beta, dtype=float).ravel()
-        if be.shape != (self.p,):
-            raise InputError(f"beta must have {self.p} values ({', '.join(self.spec.fixef_names)}).")
-        self.pirls.set_theta(th)
-        fixed = self.spec.X @ be + self.offset
-        out = np.empty((int(n), self.spec.n))
-        fam: Any = self.family.with_dispersion(sp.dispersion)
-        for i in range(int(n)):
-            u = gen.standard_normal(self.pirls.q)
-            out[i] = fam.draw(gen, fam.link.linkinv(fixed + self.pirls.zu(u)), self.wt)
-        self.pirls._theta = None
-        return out
+        from .draws import simulate
+        return simulate(self, n, rng=rng, params=params, legacy=legacy)
+
+    def simulate_each(self, gens: Any, *, params: Any) -> np.ndarray:
+        """Row ``i``: ``simulate(1, rng=gens[i], params=params)[0]`` (a batch of replicates)."""
+        from .draws import simulate_each
+        return simulate_each(self, gens, params=params)

@@ -37,7 +37,7 @@ from ..lmm.native import single_threaded
 from ..lmm.structure import ModelSpec
 from .model import STAGE2, GlmmModel, _check_nAGQ, start_parts
 from .optim import fd_derivatives
-from .result import GlmmCore, GlmmFit
+from .result import GlmmCore, GlmmFit, check_vcov
 
 __all__ = ["NegBinModel"]
 
@@ -252,23 +252,28 @@ class NegBinModel(GlmmModel):
 
     # -- fits ---------------------------------------------------------------------------
     def refit(self, y: Any, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
-              weights: Any = None) -> GlmmCore:
+              weights: Any = None, vcov: str = "hessian") -> GlmmCore:
         """A new response on the same structure, ``theta`` estimated: the light core.
 
         ``start``: the truth or a previous fit (``theta``, ``beta`` and
         ``dispersion``; a dict or anything with those attributes); without a
-        dispersion the family's ``theta`` is the start.
+        dispersion the family's ``theta`` is the start.  ``vcov``: as
+        :meth:`GlmmModel.refit <nlpower.glmm.model.GlmmModel.refit>` (the
+        Hessian's at the estimated dispersion, held fixed, as ``glmer.nb``).
         """
         self.check_REML(REML)
         nAGQ = self.nAGQ if nAGQ is None else _check_nAGQ(nAGQ)
+        vcov = check_vcov(vcov)
         self.set_response(y, weights)
         if start is not None and _start_dispersion(start) is None and self.family.dispersion is not None:
             th, be = start_parts(start)
             start = {"theta": th, "beta": be, "dispersion": self.family.dispersion}
         with single_threaded():
             x, fv, n, ok, msg, t = self._estimate(nAGQ, start)
-            core = self._core(x, fv, n, ok, msg, self.vcov_rx(x))
-        return replace(core, dispersion=t)
+            H = self._refit_hessian(x, fv, nAGQ)[0] if vcov == "hessian" and nAGQ > 0 else None
+            V, how = self._vcov_hess(H, x) if H is not None else (self.vcov_rx(x), "rx")
+            core = self._core(x, fv, n, ok, msg, V)
+        return replace(core, dispersion=t, hessian=H if how == "hessian" else None)
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, nAGQ: int | None = None,
             control: dict[str, Any] | None = None, checkconv: Any = None) -> GlmmFit:
@@ -299,13 +304,15 @@ class NegBinModel(GlmmModel):
                 "is the Poisson GLMM; fit family='poisson'.")
         return replace(fit, dispersion=t, optinfo=info)
 
-    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None) -> list[Any]:
+    def refit_many(self, Y: Any, *, REML: bool = False, start: Any = None,
+                   vcov: str = "hessian") -> list[Any]:
         """:meth:`refit` for every row of ``Y`` (one at a time; errors returned, not raised)."""
         self.check_REML(REML)
+        vcov = check_vcov(vcov)
         out: list[Any] = []
         for y in np.asarray(Y, dtype=float):
             try:
-                out.append(self.refit(y, start=start))
+                out.append(self.refit(y, start=start, vcov=vcov))
             except (FitError, InputError, ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
                 out.append(err)
         return out

@@ -42,6 +42,8 @@ class GlmmCore:
     deviance : lme4's ``-2 logLik`` at the optimum.
     converged, singular : diagnostics.  n_evals, message : the optimiser's.
     dispersion : the family's estimated parameter (negative binomial ``theta``), or None.
+    hessian : the deviance's Hessian over ``(theta, beta)`` at the optimum where the refit
+        computed one (``vcov="hessian"``), else None.
     """
 
     theta: np.ndarray
@@ -53,6 +55,7 @@ class GlmmCore:
     n_evals: int
     message: str
     dispersion: float | None = None
+    hessian: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def se(self) -> np.ndarray:
@@ -304,6 +307,14 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
         converged=core.converged, singular=core.singular, optinfo=optinfo,
         contrasts=dict(spec.contrasts), var_terms=var_terms, ranef_tables=ranef,
         eta=mode.eta.copy(), model=model)
+
+
+def check_vcov(vcov: Any) -> str:
+    """``vcov=`` of a refit: ``"hessian"`` (glmer's default) or ``"rx"`` (PIRLS's)."""
+    if vcov not in ("hessian", "rx"):
+        raise InputError(f"vcov must be 'hessian' (glmer's default: the Hessian of the deviance) "
+                         f"or 'rx' (the PIRLS factor's, no derivatives); got {vcov!r}.")
+    return str(vcov)
 
 
 def start_parts(start: Any) -> tuple[Any, Any]:

@@ -18,6 +18,11 @@ reference Hessian at the truth, shared by the batch
 (:func:`nlpower.ordinal.chord.chord_refit`; L-BFGS-B where the steps do not
 converge) -- about half the evaluations of L-BFGS-B from a unit matrix, and
 the same optimum (the fit ends with Newton steps on its own Hessian).
+
+A GLMM likelihood-ratio test fits the null model of each replicate from
+that replicate's full fit (:func:`nested_refits`): where the null drops
+fixed-effects columns only, the full fit's Hessian places the start at the
+null's optimum to second order.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ..lmm.batched import BatchFits, ScalarLmm
 from ..lmm.draw import GaussianSimulator, relative_factor
 from ..powersim.rules import get_test
 
-__all__ = ["BatchTests", "gaussian_draws", "lmm_replicates", "ordinal_refits"]
+__all__ = ["BatchTests", "gaussian_draws", "lmm_replicates", "nested_refits", "ordinal_refits"]
 
 
 @dataclass(frozen=True)
@@ -178,3 +183,19 @@ def ordinal_refits(model: Any, Y: np.ndarray, start: Any,
         except failures as exc:
             out.append(exc)
     return out
+
+
+def nested_refits(model: Any, null: Any, Y: np.ndarray, cores: list[Any] | None
+                  ) -> list[Any] | None:
+    """The null GLMM's fits of ``Y`` started from the full fits ``cores`` (None: not such a pair).
+
+    :func:`nlpower.glmm.batched.refit_nested`: the same optima as fits from the
+    truth, in a few Newton steps each.
+    """
+    from ..glmm.model import GlmmModel
+    from ..glmm.negbin import NegBinModel
+    if cores is None or null is None or Y.shape[0] < 2 or not all(
+            isinstance(m, GlmmModel) and not isinstance(m, NegBinModel) for m in (model, null)):
+        return None
+    from ..glmm.batched import refit_nested
+    return refit_nested(model, null, Y, cores)

@@ -43,7 +43,7 @@ from ..powersim.batches import (
 )
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
-from .batched import BatchTests, gaussian_draws, lmm_replicates, ordinal_refits
+from .batched import BatchTests, gaussian_draws, lmm_replicates, nested_refits, ordinal_refits
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import (
@@ -147,8 +147,9 @@ def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int,
         conv[:], sing[:] = fast.ok, fast.singular
     cores = _refit_many(model, Y, study.REML, start) if fast is None and not rule.bootstrap \
         else None
-    cores0 = (_refit_many(null, Y, False, null_start, hessian=False)
-              if cores is not None and null is not None and null_start is not None else None)
+    cores0 = nested_refits(model, null, Y, cores)   # a GLMM null from each full fit
+    if cores0 is None and cores is not None and null is not None and null_start is not None:
+        cores0 = _refit_many(null, Y, False, null_start, hessian=False)
     for i in todo:
         gen, y, k = gens[i], Y[i], lo + i
         try:
@@ -179,6 +180,8 @@ def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi:
         return gens, np.zeros((0, d.nobs))
     if d.family.name == "gaussian" and isinstance(sim, SimulatesGaussian):
         return gens, gaussian_draws(d, sim.spec, gens)
+    if hasattr(sim, "simulate_each"):          # the same draws, the predictors formed at once
+        return gens, sim.simulate_each(gens, params=d)
     return gens, np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens])
 
 
