@@ -4,7 +4,9 @@
 from Lan-DeMets alpha-spending functions (O'Brien-Fleming type, Pocock type,
 Hwang-Shih-DeCani), checked against rpact; :class:`Monitor` applies them to
 accumulating ratings; :func:`sequential_power` simulates Type I, power and
-expected cost of a crossed worker x item design bought in batches of items.
+expected cost of a crossed worker x item design bought in batches of items;
+:func:`cheapest_design` searches looks, spending functions and maximum designs
+for the smallest simulated expected cost at a target power.
 See ``docs/sequential.md``.
 """
 
@@ -14,7 +16,10 @@ from .choose import compare_designs
 from .design import GroupSequentialDesign, group_sequential
 from .monitor import InterimLook, Monitor
 from .power import sequential_power
+from .search import cheapest_design
+from .search_result import DesignSearchResult
 from .simulate import SequentialPowerResult
 
-__all__ = ["GroupSequentialDesign", "InterimLook", "Monitor", "SequentialPowerResult",
-           "compare_designs", "group_sequential", "sequential_power"]
+__all__ = ["DesignSearchResult", "GroupSequentialDesign", "InterimLook", "Monitor",
+           "SequentialPowerResult", "cheapest_design", "compare_designs", "group_sequential",
+           "sequential_power"]
