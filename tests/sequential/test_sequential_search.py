@@ -108,12 +108,15 @@ def test_balanced_gaussian_looks_equal_the_general_refit():
     np.testing.assert_array_equal(fast.ratings, slow.ratings)
 
 
-def test_calibrated_boundaries_hold_alpha_on_fresh_replicates():
+@pytest.mark.parametrize("method", ["t", "empirical"])
+def test_calibrated_boundaries_hold_alpha_on_fresh_replicates(method):
     # 4 workers x 12 items: the REML Satterthwaite sequential test is conservative here
     design, bounds, n = CrossedDesign(4, 12), group_sequential(3), 3000
-    cal = calibrate_boundaries(design, PARAMS, bounds, n_sims=n, rng=1)
-    # on its own replicates the calibrated rate is alpha up to one replicate
-    assert 0.025 - 1.0 / n <= cal.rejection_calibrated <= 0.025
+    cal = calibrate_boundaries(design, PARAMS, bounds, method=method, n_sims=n, rng=1)
+    if method == "empirical":    # on its own replicates the rate is alpha up to one replicate
+        assert 0.025 - 1.0 / n <= cal.rejection_calibrated <= 0.025
+    else:                        # a conservative statistic: its null z varies less than N(0, 1)
+        assert cal.z_variance < 1.0 and cal.alpha_used > 0.025
     fresh = sequential_power(design, PARAMS, cal.boundaries, effect=0.0, n_sims=n, rng=2,
                              progress=False).to_frame()["rejection_rate"].iloc[0]
     # calibration error and evaluation error: two independent binomial SEs
@@ -121,7 +124,14 @@ def test_calibrated_boundaries_hold_alpha_on_fresh_replicates():
     assert abs(fresh - 0.025) < 3 * se
     assert list(cal.to_frame().columns) == ["look", "information", "efficacy_nominal",
                                             "efficacy_calibrated", "null_z_sd"]
-    assert "spending alpha" in cal.methods()
+    assert "we spent alpha" in cal.methods()
+
+
+def test_calibration_refusals():
+    with pytest.raises(InputError, match="method"):
+        calibrate_boundaries(CrossedDesign(4, 12), PARAMS, group_sequential(2), method="exact")
+    with pytest.raises(InputError, match="too few"):
+        calibrate_boundaries(CrossedDesign(4, 2), PARAMS, group_sequential(3))
 
 
 def test_cli_search_prints_and_writes_json(capsys, tmp_path):
