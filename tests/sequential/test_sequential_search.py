@@ -145,3 +145,12 @@ def test_cli_search_prints_and_writes_json(capsys, tmp_path):
     got = json.loads(out.read_text())
     assert {r["looks"] for r in got["ranking"]} <= {1, 2}
     assert [r["design"] for r in got["confirmed"]][0] == "chosen"
+
+
+def test_weight_null_mixes_the_nulls_expected_cost():
+    r = cheapest_design(PARAMS, effect=0.3, workers=4, items=[12], looks=(2,), spending=("pocock",),
+                        weight_null=0.25, n_sims=30, confirm_sims=20, rng=3, progress=False)
+    t = r.table
+    np.testing.assert_allclose(t["cost"], 0.75 * t["expected_ratings"] + 0.25 * t["expected_ratings_h0"])
+    assert "expected_ratings_h0" in r.to_frame().columns
+    assert t["type_i_search"].notna().all()
