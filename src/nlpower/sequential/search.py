@@ -214,8 +214,8 @@ def cheapest_design(
     >>> from nlpower import presets
     >>> r = cheapest_design(presets.low_variance(0.0), effect=0.3, workers=4, items=[12, 16],
     ...                     looks=[2], spending=["obf"], n_sims=20, rng=1, progress=False)
-    >>> r.to_frame().columns[:4].tolist()
-    ['looks', 'spending', 'n_workers', 'n_items']
+    >>> r.to_frame().columns[:5].tolist()
+    ['candidate', 'looks', 'spending', 'gamma', 'n_workers']
     """
     power = check_probability("power", power)
     alpha = check_probability("alpha", alpha)

@@ -143,8 +143,8 @@ class DesignSearchResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The ranking: each candidate at its cheapest feasible maximum design, cheapest first."""
-        cols = ["looks", "spending", "n_workers", "n_items", "max_ratings", "power",
-                "expected_ratings", "cost", "relative_to_fixed"]
+        cols = ["candidate", "looks", "spending", "gamma", "n_workers", "n_items", "max_ratings",
+                "power", "expected_ratings", "cost", "relative_to_fixed"]
         return self.ranking[cols + (["expected_ratings_h0"] if self.weight_null > 0 else [])].copy()
 
     def summary(self) -> str:
@@ -163,7 +163,8 @@ class DesignSearchResult:
         if ch["power"] < self.target - 2 * ch["power_se"]:
             head.append("  NOTE: the confirmed power is more than 2 SE below the target; "
                         "search with more replicates or larger designs.")
-        table = self.to_frame().to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        shown = self.to_frame().drop(columns=["looks", "spending", "gamma"])
+        table = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
         return "\n".join(head) + "\n\nRanking (search replicates):\n" + table
 
     def methods(self, format: str = "text") -> str:
