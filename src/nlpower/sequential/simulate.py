@@ -5,7 +5,9 @@ rates every item it is given); look ``k`` sees the first ``m_k`` items, all
 their ratings.  Each replicate draws the full data once
 (:func:`nlpower.simulation.simulate`), then at each look refits the crossed
 mixed model on the items so far (structure built once per look, the
-response swapped per replicate: the engine behind :func:`nlpower.lmer`),
+response swapped per replicate: the engine behind :func:`nlpower.lmer`; on a
+fully crossed design with the default maximal model, the exact balanced
+fitter, all replicates at once),
 turns the effect's Satterthwaite t statistic into a z statistic with the
 same one-sided p-value, and compares it with the look's boundaries.  The
 planned information fractions are the item fractions ``m_k / m_K``.
