@@ -154,3 +154,16 @@ def test_weight_null_mixes_the_nulls_expected_cost():
     np.testing.assert_allclose(t["cost"], 0.75 * t["expected_ratings"] + 0.25 * t["expected_ratings_h0"])
     assert "expected_ratings_h0" in r.to_frame().columns
     assert t["type_i_search"].notna().all()
+
+
+def test_calibrated_search_uses_each_candidates_calibrated_boundaries():
+    r = cheapest_design(PARAMS, effect=0.2, workers=4, items=[12, 16], looks=(3,), spending=("obf",),
+                        calibrate=300, n_sims=60, confirm_sims=30, rng=5, progress=False)
+    row = r.table[(r.table["looks"] == 3) & (r.table["n_items"] == 16)].iloc[0]
+    cell = cell_seed(5, {"n_workers": 4, "n_items": 16, "effect": 0.2})
+    null_seed = np.random.SeedSequence(cell.entropy, spawn_key=(*cell.spawn_key, 0xCA1))
+    own = calibrate_boundaries(CrossedDesign(4, 16), PARAMS, group_sequential(3), n_sims=300,
+                               rng=null_seed)
+    assert row["alpha_spent"] == pytest.approx(own.alpha_used, rel=1e-9)
+    assert r.boundaries.alpha == pytest.approx(float(r.to_frame()["alpha_spent"].iloc[0]))
+    assert "calibrated" in r.summary() and "calibrated on 300 simulated null" in r.methods()

@@ -48,7 +48,7 @@ from .design import _NAMES, GroupSequentialDesign, group_sequential
 from .outcomes import check_outcome, outcome_of
 from .simulate import look_items, statistics_at, with_effect
 
-__all__ = ["CalibratedBoundaries", "calibrate_boundaries"]
+__all__ = ["CalibratedBoundaries", "calibrate_boundaries", "calibrated_alpha", "null_rate", "rebuild"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,7 +157,7 @@ def _rejects(z: np.ndarray, upper: np.ndarray, sided: int) -> np.ndarray:
     return np.any(zz >= upper[None, :], axis=1)
 
 
-def _rebuild(d: GroupSequentialDesign, alpha: float) -> GroupSequentialDesign:
+def rebuild(d: GroupSequentialDesign, alpha: float) -> GroupSequentialDesign:
     fut: Any = d.futility_spending if d.futility_spending else (
         None if d.futility is None else d.futility[:-1].tolist())
     try:
@@ -229,20 +229,40 @@ def calibrate_boundaries(
     formula = design_formula(design, null if outcome_of(null) == "gaussian" else None)
     looks = statistics_at(design, null, formula, analysis, items, n_sims, root_seed(rng)).z
     failed = ~np.all(np.isfinite(looks), axis=1)
+    used, var = calibrated_alpha(looks, boundaries, method)
+    calibrated = rebuild(boundaries, used)
+    zsd = np.array([float(np.std(col[np.isfinite(col)])) for col in looks.T])
+    z = np.nan_to_num(looks, nan=0.0)
+    return CalibratedBoundaries(calibrated, boundaries, used, null_rate(z, boundaries, boundaries.alpha),
+                                null_rate(z, boundaries, used), zsd, n_sims, int(failed.sum()),
+                                design, params, method, var)
+
+
+def null_rate(z: np.ndarray, boundaries: GroupSequentialDesign, alpha: float) -> float:
+    """Share of null statistics ``z`` (replicates x looks) crossing the efficacy boundaries at ``alpha``."""
+    upper, _ = efficacy_bounds(boundaries.information_rates, alpha, boundaries.sided,
+                               boundaries.spending, boundaries.gamma)
+    return float(_rejects(z, upper, boundaries.sided).mean())
+
+
+def calibrated_alpha(looks: np.ndarray, boundaries: GroupSequentialDesign,
+                     method: str = "t") -> tuple[float, float]:
+    """The nominal alpha whose boundaries reject ``boundaries.alpha`` of the null statistics.
+
+    ``looks`` holds null z statistics (replicates x looks; NaN for failed fits,
+    counted as no rejection).  Returns ``(alpha, pooled variance of z)``.
+    """
     z = np.nan_to_num(looks, nan=0.0)
     t, sided, target = boundaries.information_rates, boundaries.sided, boundaries.alpha
-
     var = float(np.mean([np.var(col[np.isfinite(col)]) for col in looks.T]))
-
-    def rate(a: float) -> float:
-        upper, _ = efficacy_bounds(t, a, sided, boundaries.spending, boundaries.gamma)
-        return float(_rejects(z, upper, sided).mean())
 
     def model(a: float) -> float:
         upper, _ = efficacy_bounds(t, a, sided, boundaries.spending, boundaries.gamma)
         return _model_rate(upper, t, sided, var)
 
-    fun = model if method == "t" else rate
+    def fun(a: float) -> float:
+        return model(a) if method == "t" else null_rate(z, boundaries, a)
+
     lo, hi = math.log(target / 50), math.log(min(0.5, 8 * target))   # rate(lo) <= target < rate(hi)
     if fun(math.exp(lo)) > target or fun(math.exp(hi)) <= target:
         raise InputError(f"the simulated null rejection rate cannot be brought to alpha={target} "
@@ -251,8 +271,4 @@ def calibrate_boundaries(
     for _ in range(40):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if fun(math.exp(mid)) <= target else (lo, mid)
-    used = math.exp(lo)
-    calibrated = _rebuild(boundaries, used)
-    zsd = np.array([float(np.std(col[np.isfinite(col)])) for col in looks.T])
-    return CalibratedBoundaries(calibrated, boundaries, used, rate(target), rate(used), zsd,
-                                n_sims, int(failed.sum()), design, params, method, var)
+    return math.exp(lo), var

@@ -31,6 +31,7 @@ from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import RunOptions, run_grid
 from ..grid.axes import axis_values
+from .calibrate import calibrated_alpha, rebuild
 from .design import GroupSequentialDesign, group_sequential
 from .outcomes import LookStatistics, check_outcome, outcome_of
 from .search_result import DesignSearchResult, candidate_label
@@ -101,13 +102,25 @@ class SearchProblem:
     candidates: tuple[GroupSequentialDesign, ...]
     analysis: str
     n_sims: int
+    #: null replicates per maximum design for calibrated boundaries (0: the spending functions' own)
+    calibrate: int = 0
 
     name = "sequential-search"
     result_columns = ("power", "n_sims")
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"params": repr(self.params), "analysis": self.analysis, "n_sims": self.n_sims,
-                "candidates": [repr(c) for c in self.candidates]}
+        out = {"params": repr(self.params), "analysis": self.analysis, "n_sims": self.n_sims,
+               "candidates": [repr(c) for c in self.candidates]}
+        return {**out, "calibrate": self.calibrate} if self.calibrate else out
+
+    def _calibrated(self, design: CrossedDesign, formula: str, union: np.ndarray,
+                    rng: np.random.SeedSequence) -> Any:
+        """Null statistics at every look of ``union`` from a seed of their own (or None)."""
+        if not self.calibrate:
+            return None
+        seed = np.random.SeedSequence(rng.entropy, spawn_key=(*rng.spawn_key, 0xCA1))
+        return statistics_at(design, with_effect(self.params, 0.0), formula, self.analysis, union,
+                             self.calibrate, seed).z
 
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> SearchCell:
         from ..powersim.models import design_formula
@@ -119,6 +132,7 @@ class SearchProblem:
         union = np.array(sorted({int(v) for m, good in zip(looks, ok, strict=True) if good for v in m}))
         formula = design_formula(design, params if outcome_of(params) == "gaussian" else None)
         stats = statistics_at(design, params, formula, self.analysis, union, self.n_sims, rng)
+        null = self._calibrated(design, formula, union, rng)
         where = {int(m): j for j, m in enumerate(union)}
         out: list[Mapping[str, Any] | None] = []
         for c, m, good in zip(self.candidates, looks, ok, strict=True):
@@ -128,10 +142,11 @@ class SearchProblem:
             idx = [where[int(v)] for v in m]
             sub = LookStatistics(stats.estimate[:, idx], stats.z[:, idx], stats.truth,
                                  stats.ratings[idx])
-            r = _operating(sub, c, m, design.n_items)
+            alpha = calibrated_alpha(null[:, idx], c)[0] if null is not None else c.alpha
+            r = _operating(sub, c if null is None else rebuild(c, alpha), m, design.n_items)
             out.append({"power": r.mc.power, "rejection_rate": r.mc.rejection_rate,
                         "expected_items": r.expected_items, "expected_ratings": r.expected_ratings,
-                        "max_ratings": r.max_ratings, "n_failed": r.n_failed})
+                        "max_ratings": r.max_ratings, "n_failed": r.n_failed, "alpha": alpha})
         return SearchCell(float(key["effect"]), self.n_sims, tuple(out))  # type: ignore[arg-type]
 
     def from_record(self, record: Mapping[str, Any]) -> SearchCell:
@@ -152,6 +167,7 @@ def cheapest_design(
     weight_null: float = 0.0,
     shortlist: int | None = None,
     analysis: str | None = None,
+    calibrate: int | None = None,
     n_sims: int = 500,
     confirm_sims: int | None = None,
     rng: RNGLike = None,
@@ -197,6 +213,12 @@ def cheapest_design(
         i.i.d. information scale (:func:`compare_designs`) before simulating.
     analysis : str, optional
         The analysis of Likert ratings (``"lmm"`` or ``"clmm"``), as for :func:`sequential_power`.
+    calibrate : int, optional
+        Null replicates per maximum design: every candidate's boundaries are
+        then calibrated to hold ``alpha`` for the study's own statistic
+        (:func:`calibrate_boundaries`, ``method="t"``) before its power and
+        cost are simulated, and the choice is confirmed with its calibrated
+        boundaries -- for head-to-head designs, whose Wald z is liberal.
     n_sims : int
         Replicates per maximum design and effect in the search.
     confirm_sims : int, optional
@@ -233,7 +255,8 @@ def cheapest_design(
     analysis = check_outcome(CrossedDesign(ws[0], ns[0]), params, analysis, None)
     cands = tuple(candidate_designs(looks, spending, alpha=alpha, power=power, futility=futility,
                                     weight_null=weight_null, shortlist=shortlist))
-    problem = SearchProblem(params, cands, analysis, n_sims)
+    calibrate = 0 if calibrate is None else check_int("calibrate", calibrate, min=20)
+    problem = SearchProblem(params, cands, analysis, n_sims, calibrate)
     effects = [0.0, effect] if weight_null > 0 else [effect]
     root = root_seed(rng)
     grid = run_grid(problem, {"n_workers": ws, "n_items": ns, "effect": effects}, rng=root,

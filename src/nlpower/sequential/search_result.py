@@ -66,6 +66,9 @@ class DesignSearchResult:
     weight_null: float
     analysis: str
     n_sims: int
+    alpha: float = 0.025
+    #: null replicates per maximum design that calibrated every candidate's boundaries (0: none)
+    calibrate: int = 0
 
     @classmethod
     def build(cls, grid: Any, candidates: tuple[GroupSequentialDesign, ...], *, params: Any,
@@ -84,17 +87,18 @@ class DesignSearchResult:
         fixed_cost = ranking.loc[ranking["looks"] == 1, "cost"]
         ranking["relative_to_fixed"] = ranking["cost"] / (fixed_cost.iloc[0] if len(fixed_cost) else np.nan)
         top = ranking.iloc[0]
-        chosen = candidates[int(top["candidate_index"])]
+        chosen = _at(candidates[int(top["candidate_index"])], float(top["alpha_spent"]))
         design = CrossedDesign(int(top["n_workers"]), int(top["n_items"]))
         conf = confirm(design, chosen)
         fixed, fixed_conf = design, conf
         if chosen.looks != 1 and len(fixed_cost):
             f = ranking[ranking["looks"] == 1].iloc[0]
             fixed = CrossedDesign(int(f["n_workers"]), int(f["n_items"]))
-            fixed_conf = confirm(fixed, candidates[0])
+            fixed_conf = confirm(fixed, _at(candidates[0], float(f["alpha_spent"])))
         n = int(grid.settings.get("n_sims", 0))
         return cls(table, ranking, chosen, design, fixed, conf, fixed_conf, params, effect, target,
-                   weight_null, analysis, n)
+                   weight_null, analysis, n, candidates[0].alpha,
+                   int(grid.settings.get("calibrate", 0)))
 
     # -- the confirmed numbers -------------------------------------------------
     def _row(self, grid: Any, effect: float) -> pd.Series:
@@ -145,7 +149,8 @@ class DesignSearchResult:
         """The ranking: each candidate at its cheapest feasible maximum design, cheapest first."""
         cols = ["candidate", "looks", "spending", "gamma", "n_workers", "n_items", "max_ratings",
                 "power", "expected_ratings", "cost", "relative_to_fixed"]
-        return self.ranking[cols + (["expected_ratings_h0"] if self.weight_null > 0 else [])].copy()
+        cols += ["expected_ratings_h0"] if self.weight_null > 0 else []
+        return self.ranking[cols + (["alpha_spent"] if self.calibrate else [])].copy()
 
     def summary(self) -> str:
         c = self.confirmed()
@@ -153,7 +158,9 @@ class DesignSearchResult:
         head = [f"Cheapest crossed design at power {self.target} (effect {self.effect:g}; "
                 f"{self.n_sims} replicates per maximum design in the search):",
                 f"  {candidate_label(self.boundaries)} with at most {self.design.n_workers} workers x "
-                f"{self.design.n_items} items",
+                f"{self.design.n_items} items"
+                + (f" (boundaries calibrated to alpha {self.alpha:g}: spending alpha "
+                   f"{self.boundaries.alpha:.4f})" if self.calibrate else ""),
                 f"  confirmed on {int(ch['n_sims'])} fresh replicates: Type I {ch['type_i']:.4f} "
                 f"(SE {ch['type_i_se']:.4f}), power {ch['power']:.3f} (SE {ch['power_se']:.3f}), "
                 f"expected ratings {ch['expected_ratings_h1']:.0f} under H1, "
@@ -189,7 +196,10 @@ class DesignSearchResult:
             f"{len(cands)} candidate designs ({', '.join(cands)}) on the same replicates. "
             f"The design with the smallest expected number of ratings among those with simulated "
             f"power at least {self.target:g} was {what} with at most {self.design.n_workers} "
-            f"workers and {self.design.n_items} items (one-sided alpha = {b.alpha:g}). On "
+            f"workers and {self.design.n_items} items (one-sided alpha = {self.alpha:g}"
+            + (f"; every candidate's boundaries calibrated on {self.calibrate} simulated null "
+               f"studies per maximum design to hold it, this one's spending alpha = {b.alpha:.4f}"
+               if self.calibrate else "") + "). On "
             f"{int(ch['n_sims'])} fresh simulated studies per effect it rejected the null "
             f"{100 * ch['type_i']:.2f}% of the time under the null (Monte Carlo SE "
             f"{100 * ch['type_i_se']:.2f}%), had power {ch['power']:.3f} (SE {ch['power_se']:.3f}) "
@@ -203,6 +213,13 @@ class DesignSearchResult:
         return (f"DesignSearchResult({candidate_label(self.boundaries)}, {self.design.n_workers} x "
                 f"{self.design.n_items}, power={self.power:.3f}, "
                 f"expected_ratings={self.expected_ratings:.0f})")
+
+
+def _at(d: GroupSequentialDesign, alpha: float) -> GroupSequentialDesign:
+    """``d`` with its spending function at nominal ``alpha`` (itself when unchanged)."""
+    from .calibrate import rebuild
+
+    return d if alpha == d.alpha else rebuild(d, alpha)
 
 
 def _span(values: Any) -> str:
@@ -237,6 +254,7 @@ def _table(grid: Any, candidates: tuple[GroupSequentialDesign, ...], target: flo
                          "expected_ratings_h0": e0,
                          "type_i_search": float(h0[j]["rejection_rate"]) if h0 is not None else math.nan,
                          "cost": e1 if weight_null == 0 else (1 - weight_null) * e1 + weight_null * e0,
+                         "alpha_spent": float(h1[j].get("alpha", c.alpha)),
                          "n_failed": int(h1[j]["n_failed"])})
     frame = pd.DataFrame(rows)
     frame["feasible"] = frame["power"] >= target
