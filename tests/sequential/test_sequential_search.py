@@ -138,13 +138,14 @@ def test_cli_search_prints_and_writes_json(capsys, tmp_path):
     out = tmp_path / "s.json"
     code = main(["sequential", "search", "--effect", "0.3", "--workers", "4", "--items", "12,16",
                  "--looks", "2", "--spending", "obf,hsd(-2)", "--n-sims", "20", "--seed", "1",
-                 "--methods", "--json", str(out)])
+                 "--calibrate", "100", "--methods", "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
     assert "Cheapest crossed design" in text and "We chose the design by simulation" in text
     got = json.loads(out.read_text())
     assert {r["looks"] for r in got["ranking"]} <= {1, 2}
     assert [r["design"] for r in got["confirmed"]][0] == "chosen"
+    assert all(0 < r["alpha_spent"] < 0.2 for r in got["ranking"])
 
 
 def test_weight_null_mixes_the_nulls_expected_cost():

@@ -152,6 +152,10 @@ def _search_parser(sub: Any) -> None:
     s.add_argument("--weight-null", type=float, default=0.0, help="weight of the null's expected cost")
     s.add_argument("--shortlist", type=int, default=None,
                    help="keep the N sequential candidates cheapest on the i.i.d. scale")
+    s.add_argument("--calibrate", type=int, default=None, metavar="N",
+                   help="calibrate every candidate's boundaries on N null replicates per maximum "
+                        "design (holds alpha when the statistic is not exactly normal, e.g. "
+                        "head-to-head glmer with few workers)")
     s.add_argument("--n-sims", type=int, default=500, help="replicates per maximum design")
     s.add_argument("--confirm-sims", type=int, default=None, help="fresh replicates for the choice")
     s.add_argument("--seed", type=int, default=None)
@@ -183,7 +187,8 @@ def run_search(args: argparse.Namespace) -> int:
         _search_params(args), effect=args.effect, workers=args.workers, items=args.items,
         power=args.power, alpha=args.alpha, looks=args.looks, spending=args.spending,
         futility=args.futility, weight_null=args.weight_null, shortlist=args.shortlist,
-        analysis=args.analysis, n_sims=args.n_sims, confirm_sims=args.confirm_sims,
+        analysis=args.analysis, calibrate=args.calibrate, n_sims=args.n_sims,
+        confirm_sims=args.confirm_sims,
         rng=args.seed, n_jobs=args.n_jobs, progress=False)
     print(result.summary())
     if args.methods:
