@@ -168,3 +168,11 @@ def test_calibrated_search_uses_each_candidates_calibrated_boundaries():
     assert row["alpha_spent"] == pytest.approx(own.alpha_used, rel=1e-9)
     assert r.boundaries.alpha == pytest.approx(float(r.to_frame()["alpha_spent"].iloc[0]))
     assert "calibrated" in r.summary() and "calibrated on 300 simulated null" in r.methods()
+
+
+def test_search_does_not_depend_on_n_jobs(search):
+    again = cheapest_design(PARAMS, effect=0.15, workers=4, items=[12, 16], looks=(2, 3),
+                            spending=("obf", "pocock"), n_sims=60, confirm_sims=40, rng=7,
+                            n_jobs=2, progress=False)
+    assert again.table.equals(search.table)
+    assert again.confirmed().equals(search.confirmed())
