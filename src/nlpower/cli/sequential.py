@@ -1,7 +1,8 @@
-"""``nlpower sequential boundaries | monitor``: group-sequential rating studies.
+"""``nlpower sequential boundaries | monitor | search``: group-sequential rating studies.
 
-A thin edge over :func:`nlpower.sequential.group_sequential` and
-:class:`nlpower.sequential.Monitor`; no statistics live here.
+A thin edge over :func:`nlpower.sequential.group_sequential`,
+:class:`nlpower.sequential.Monitor` and :func:`nlpower.sequential.cheapest_design`;
+no statistics live here.
 """
 
 from __future__ import annotations
@@ -96,6 +97,106 @@ def register(subparsers: Any) -> None:
     m.add_argument("--json", type=Path, default=None, metavar="OUT",
                    help="also write the looks as JSON ('-' = stdout)")
     m.set_defaults(func=run_monitor)
+    _search_parser(sub)
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 30,45,60; got {text!r}") from exc
+
+
+def _spendings(text: str) -> list[Any]:
+    out: list[Any] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part.startswith("hsd"):
+            try:
+                out.append(("hsd", float(part[3:].strip("():") or -4.0)))
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(f"write HSD spending as hsd(-2); got {part!r}") from exc
+        elif part in ("obf", "pocock"):
+            out.append(part)
+        else:
+            raise argparse.ArgumentTypeError(f"spending functions are obf, pocock and hsd(GAMMA); got {part!r}")
+    return out
+
+
+def _search_parser(sub: Any) -> None:
+    s = sub.add_parser("search", help="the crossed design with the smallest simulated expected cost",
+                       description="Simulate every maximum design (workers x items) and evaluate "
+                                   "the fixed design and every (looks, spending) candidate on the "
+                                   "same replicates; the cheapest one reaching --power is simulated "
+                                   "again on fresh replicates for its Type I error, power and cost.")
+    s.add_argument("--outcome", choices=("gaussian", "likert", "preference"), default="gaussian",
+                   help="ratings (Gaussian, Likert) or head-to-head judgements")
+    s.add_argument("--preset", choices=("high-variance", "low-variance"), default="low-variance",
+                   help="variance components of Gaussian and Likert ratings (Card et al. Table 16)")
+    s.add_argument("--levels", type=int, default=5, help="Likert scale points (default: 5)")
+    s.add_argument("--analysis", choices=("lmm", "clmm"), default=None,
+                   help="Likert ratings: LMM of the rescaled ratings (default) or clmm")
+    s.add_argument("--sd-worker", type=float, default=0.5, help="preference: worker SD (logit)")
+    s.add_argument("--sd-item", type=float, default=0.5, help="preference: item SD (logit)")
+    s.add_argument("--p-draw", type=float, default=0.0, help="preference: share of ties")
+    s.add_argument("--effect", type=float, required=True,
+                   help="effect powered for (rating scale; latent for Likert; logit for preference)")
+    s.add_argument("--workers", type=_ints, required=True, metavar="W1,W2,...")
+    s.add_argument("--items", type=_ints, required=True, metavar="N1,N2,...")
+    s.add_argument("--power", type=float, default=0.8, help="target power (default: 0.8)")
+    s.add_argument("--alpha", type=float, default=0.025, help="one-sided Type I error (default: 0.025)")
+    s.add_argument("--looks", type=_ints, default=[2, 3, 4], metavar="K1,K2,...")
+    s.add_argument("--spending", type=_spendings, default=["obf", "pocock", ("hsd", -2.0)],
+                   metavar="obf,pocock,hsd(-2)")
+    s.add_argument("--futility", choices=("obf", "pocock", "hsd"), default=None,
+                   help="non-binding futility by beta spending")
+    s.add_argument("--weight-null", type=float, default=0.0, help="weight of the null's expected cost")
+    s.add_argument("--shortlist", type=int, default=None,
+                   help="keep the N sequential candidates cheapest on the i.i.d. scale")
+    s.add_argument("--calibrate", type=int, default=None, metavar="N",
+                   help="calibrate every candidate's boundaries on N null replicates per maximum "
+                        "design (holds alpha when the statistic is not exactly normal, e.g. "
+                        "head-to-head glmer with few workers)")
+    s.add_argument("--n-sims", type=int, default=500, help="replicates per maximum design")
+    s.add_argument("--confirm-sims", type=int, default=None, help="fresh replicates for the choice")
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--n-jobs", type=int, default=1)
+    s.add_argument("--methods", action="store_true", help="also print the methods paragraph")
+    s.add_argument("--json", type=Path, default=None, metavar="OUT",
+                   help="also write the ranking and the confirmed numbers as JSON ('-' = stdout)")
+    s.set_defaults(func=run_search)
+
+
+def _search_params(args: argparse.Namespace) -> Any:
+    from .. import presets
+
+    base = (presets.high_variance if args.preset == "high-variance" else presets.low_variance)(0.0)
+    if args.outcome == "gaussian":
+        return base
+    if args.outcome == "likert":
+        from ..outcomes import LikertParams
+        return LikertParams.from_preset(base, levels=args.levels)
+    from ..outcomes import HeadToHeadParams
+    return HeadToHeadParams.from_share(0.5, sd_worker=args.sd_worker, sd_item=args.sd_item,
+                                       p_draw=args.p_draw)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from ..sequential import cheapest_design
+
+    result = cheapest_design(
+        _search_params(args), effect=args.effect, workers=args.workers, items=args.items,
+        power=args.power, alpha=args.alpha, looks=args.looks, spending=args.spending,
+        futility=args.futility, weight_null=args.weight_null, shortlist=args.shortlist,
+        analysis=args.analysis, calibrate=args.calibrate, n_sims=args.n_sims,
+        confirm_sims=args.confirm_sims,
+        rng=args.seed, n_jobs=args.n_jobs, progress=False)
+    print(result.summary())
+    if args.methods:
+        print("\n" + result.methods())
+    if args.json is not None:
+        write_json(args, {"ranking": result.to_frame().to_dict(orient="records"),
+                          "confirmed": result.confirmed().to_dict(orient="records")})
+    return 0
 
 
 def _design(args: argparse.Namespace) -> Any:

@@ -33,7 +33,7 @@ from scipy import stats
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 
-__all__ = ["LookStatistics", "look_statistics", "outcome_of"]
+__all__ = ["LookStatistics", "gaussian_balanced", "look_statistics", "outcome_of"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,30 @@ def look_statistics(design: CrossedDesign, params: Any, items: np.ndarray, analy
     if outcome_of(params) == "likert":
         return _likert(design, params, items, analysis, n_sims, rng)
     return _preference(design, params, items, n_sims, rng)
+
+
+def gaussian_balanced(design: CrossedDesign, params: Any, y: np.ndarray,
+                      items: np.ndarray) -> LookStatistics:
+    """The maximal crossed LMM (REML, Satterthwaite t as z) at every look, all replicates at once.
+
+    ``y`` holds the replicates' ratings in layout order (item, worker,
+    system) of a fully crossed, paired ``design``; each look's prefix is fitted by
+    the exact balanced fitter (:mod:`nlpower.powersim.balanced_fit`), which
+    equals the general engine's refit of
+    ``rating ~ x + (1 + x || worker) + (1 + x || item)`` (t to ~1e-6).
+    """
+    from ..outcomes.analyses import ANALYSES
+    from ..powersim.options import power_options
+
+    per_item = 2 * design.n_workers
+    opts = power_options(n_sims=y.shape[0], test="satterthwaite", REML=True,
+                         keep_replicates=False)
+    est, z = np.empty((y.shape[0], items.size)), np.empty((y.shape[0], items.size))
+    for k, m in enumerate(items):
+        look = CrossedDesign(design.n_workers, int(m), systems=design.system_names)
+        reps = ANALYSES["lmm"](look, y[:, :int(m) * per_item], params, opts)
+        est[:, k], z[:, k] = reps.estimate, z_from_t(reps.statistic, reps.df)
+    return LookStatistics(est, z, float(params.effect), items * per_item)
 
 
 def z_from_t(t: np.ndarray, df: np.ndarray) -> np.ndarray:

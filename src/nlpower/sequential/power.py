@@ -16,7 +16,23 @@ from .design import GroupSequentialDesign
 from .outcomes import check_outcome, outcome_of
 from .simulate import SequentialProblem, look_items
 
-__all__ = ["sequential_power"]
+__all__ = ["check_sequential", "sequential_power"]
+
+
+def check_sequential(design: CrossedDesign, boundaries: GroupSequentialDesign) -> None:
+    """Refuse a design or boundaries a simulated sequential study cannot use."""
+    if not isinstance(design, CrossedDesign):
+        raise InputError(f"design must be a CrossedDesign; got {type(design).__name__}.")
+    if design.n_systems != 2:
+        raise InputError(f"a sequential study compares two systems; the design has {design.n_systems}.")
+    if not isinstance(boundaries, GroupSequentialDesign):
+        raise InputError("boundaries must be a GroupSequentialDesign from "
+                         f"nlpower.sequential.group_sequential; got {type(boundaries).__name__}.")
+    items = look_items(design.n_items, boundaries.information_rates)
+    if len(set(items.tolist())) < items.size:
+        raise InputError(f"design has {design.n_items} items, too few for {boundaries.looks} looks "
+                         f"at fractions {boundaries.information_rates.round(3).tolist()} "
+                         f"(items per look {items.tolist()}); add items or use fewer looks.")
 
 
 def sequential_power(
@@ -106,19 +122,8 @@ def sequential_power(
     """
     from ..powersim.models import design_formula
 
-    if not isinstance(design, CrossedDesign):
-        raise InputError(f"design must be a CrossedDesign; got {type(design).__name__}.")
-    if design.n_systems != 2:
-        raise InputError(f"sequential_power compares two systems; the design has {design.n_systems}.")
-    if not isinstance(boundaries, GroupSequentialDesign):
-        raise InputError("boundaries must be a GroupSequentialDesign from "
-                         f"nlpower.sequential.group_sequential; got {type(boundaries).__name__}.")
+    check_sequential(design, boundaries)
     n_sims = check_int("n_sims", n_sims, min=1)
-    items = look_items(design.n_items, boundaries.information_rates)
-    if len(set(items.tolist())) < items.size:
-        raise InputError(f"design has {design.n_items} items, too few for {boundaries.looks} looks "
-                         f"at fractions {boundaries.information_rates.round(3).tolist()} "
-                         f"(items per look {items.tolist()}); add items or use fewer looks.")
     analysis = check_outcome(design, params, analysis, formula)
     effects = axis_values("effect", effect)
     for e in effects:

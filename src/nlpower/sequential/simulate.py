@@ -5,7 +5,9 @@ rates every item it is given); look ``k`` sees the first ``m_k`` items, all
 their ratings.  Each replicate draws the full data once
 (:func:`nlpower.simulation.simulate`), then at each look refits the crossed
 mixed model on the items so far (structure built once per look, the
-response swapped per replicate: the engine behind :func:`nlpower.lmer`),
+response swapped per replicate: the engine behind :func:`nlpower.lmer`; on a
+fully crossed design with the default maximal model, the exact balanced
+fitter, all replicates at once),
 turns the effect's Satterthwaite t statistic into a z statistic with the
 same one-sided p-value, and compares it with the look's boundaries.  The
 planned information fractions are the item fractions ``m_k / m_K``.
@@ -26,9 +28,9 @@ from scipy import stats
 from ..design import CrossedDesign
 from ..montecarlo import MonteCarloSummary
 from .design import GroupSequentialDesign
-from .outcomes import LookStatistics, look_statistics, outcome_of
+from .outcomes import LookStatistics, gaussian_balanced, look_statistics, outcome_of
 
-__all__ = ["SequentialPowerResult", "SequentialProblem", "look_items"]
+__all__ = ["SequentialPowerResult", "SequentialProblem", "look_items", "statistics_at", "with_effect"]
 
 RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "rejection_rate", "fixed_power", "fixed_rejection_rate",
                   "expected_items", "max_items", "expected_ratings", "max_ratings",
@@ -103,7 +105,7 @@ def _none(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _z_from_t(t: float, df: float, sided: int) -> float:
+def _z_from_t(t: float, df: float) -> float:
     """The z with the same one-sided p-value as ``t`` on ``df`` degrees of freedom."""
     if not (math.isfinite(t) and math.isfinite(df) and df > 0):
         return math.nan
@@ -131,57 +133,70 @@ class SequentialProblem:
                else self.boundaries.futility.tolist(), "n_sims": self.n_sims}
         return out if outcome_of(self.params) == "gaussian" else {**out, "analysis": self.analysis}
 
-    def _looks(self, layout: pd.DataFrame, ys0: np.ndarray) -> list[tuple[np.ndarray, Any, np.ndarray]]:
-        from ..lmm import get_engine
-        from ..lmm.frame import model_frame
-
-        items = pd.unique(layout["item"])
-        m = look_items(len(items), self.boundaries.information_rates)
-        looks = []
-        for mk in m:
-            rows = np.flatnonzero(layout["item"].isin(items[:mk]).to_numpy())
-            spec = model_frame(self.formula, layout.iloc[rows].assign(rating=ys0[rows]).reset_index(drop=True))
-            model = get_engine("native").prepare(spec)
-            col = list(spec.fixef_names).index("x")
-            contrast = np.zeros(spec.X.shape[1])
-            contrast[col] = 1.0
-            looks.append((rows, model, contrast))
-        return looks
-
     def run_cell(self, key: Mapping[str, Any], rng: np.random.SeedSequence) -> SequentialPowerResult:
         effect = float(key["effect"])
-        params = (self.params.with_effect(effect) if hasattr(self.params, "with_effect")
-                  else dataclasses.replace(self.params, effect=effect))
+        params = with_effect(self.params, effect)
         n_items = look_items(self.design.n_items, self.boundaries.information_rates)
-        if self.analysis == "lmm" and outcome_of(params) == "gaussian":
-            looks = self._gaussian(params, rng)
-        else:
-            looks = look_statistics(self.design, params, n_items, self.analysis, self.n_sims, rng)
+        looks = statistics_at(self.design, params, self.formula, self.analysis, n_items,
+                              self.n_sims, rng)
         return _operating(looks, self.boundaries, n_items, int(self.design.n_items))
-
-    def _gaussian(self, params: Any, rng: np.random.SeedSequence) -> LookStatistics:
-        """Estimates and z statistics of the Gaussian LMM (``formula``) at every look."""
-        from ..simulation import simulate
-
-        sims = simulate(self.design, params, n_sims=self.n_sims, rng=rng)
-        if isinstance(sims, pd.DataFrame):           # one replicate
-            layout, ys = sims.drop(columns="rating"), sims["rating"].to_numpy()[None, :]
-        else:
-            layout, ys = sims.layout, sims.y
-        looks = self._looks(layout, ys[0])
-        sided = self.boundaries.sided
-        est, z = np.zeros((len(ys), len(looks))), np.zeros((len(ys), len(looks)))
-        for r, y in enumerate(ys):
-            for k, (rows, model, contrast) in enumerate(looks):
-                core = model.refit(y[rows], REML=True)
-                b, se = float(contrast @ core.beta), float(np.sqrt(contrast @ core.vcov_beta @ contrast))
-                est[r, k] = b
-                z[r, k] = _z_from_t(b / se, float(model.satterthwaite_df(core, contrast)), sided)
-        return LookStatistics(est, z, float(params.effect),
-                              np.array([rows.size for rows, _, _ in looks]))
 
     def from_record(self, record: Mapping[str, Any]) -> SequentialPowerResult:
         return SequentialPowerResult.from_record(record)
+
+
+def with_effect(params: Any, effect: float) -> Any:
+    """``params`` with its effect replaced (latent scale for Likert, logit for head-to-head)."""
+    return (params.with_effect(effect) if hasattr(params, "with_effect")
+            else dataclasses.replace(params, effect=effect))
+
+
+def statistics_at(design: CrossedDesign, params: Any, formula: str, analysis: str,
+                  items: np.ndarray, n_sims: int, rng: np.random.SeedSequence) -> LookStatistics:
+    """Every replicate's estimate and z after the first ``items[k]`` items (the looks).
+
+    Each replicate is drawn once at the full ``design`` from ``rng``; the
+    looks analyse prefixes of it, so any set of looks sees the same data.
+    """
+    if not (analysis == "lmm" and outcome_of(params) == "gaussian"):
+        return look_statistics(design, params, items, analysis, n_sims, rng)
+    from ..powersim.models import design_formula
+    from ..powersim.replicate import balanced_exact
+    from ..simulation import simulate
+
+    sims = simulate(design, params, n_sims=n_sims, rng=rng)
+    if isinstance(sims, pd.DataFrame):           # one replicate
+        layout, ys = sims.drop(columns="rating"), sims["rating"].to_numpy()[None, :]
+    else:
+        layout, ys = sims.layout, sims.y
+    if balanced_exact(design, params) is None and formula == design_formula(design, params):
+        return gaussian_balanced(design, params, ys, items)
+    return _gaussian_general(layout, ys, formula, items, float(params.effect))
+
+
+def _gaussian_general(layout: pd.DataFrame, ys: np.ndarray, formula: str, items: np.ndarray,
+                      truth: float) -> LookStatistics:
+    """Refit ``formula`` per replicate and look (structure built once per look; REML, Satterthwaite)."""
+    from ..lmm import get_engine
+    from ..lmm.frame import model_frame
+
+    levels = pd.unique(layout["item"])
+    looks = []
+    for mk in items:
+        rows = np.flatnonzero(layout["item"].isin(levels[:mk]).to_numpy())
+        spec = model_frame(formula, layout.iloc[rows].assign(rating=ys[0][rows]).reset_index(drop=True))
+        model = get_engine("native").prepare(spec)
+        contrast = np.zeros(spec.X.shape[1])
+        contrast[list(spec.fixef_names).index("x")] = 1.0
+        looks.append((rows, model, contrast))
+    est, z = np.zeros((len(ys), len(looks))), np.zeros((len(ys), len(looks)))
+    for r, y in enumerate(ys):
+        for k, (rows, model, contrast) in enumerate(looks):
+            core = model.refit(y[rows], REML=True)
+            b, se = float(contrast @ core.beta), float(np.sqrt(contrast @ core.vcov_beta @ contrast))
+            est[r, k] = b
+            z[r, k] = _z_from_t(b / se, float(model.satterthwaite_df(core, contrast)))
+    return LookStatistics(est, z, truth, np.array([rows.size for rows, _, _ in looks]))
 
 
 def _operating(looks: LookStatistics, boundaries: GroupSequentialDesign, n_items: np.ndarray,
