@@ -21,7 +21,7 @@ from scipy.linalg import lapack
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_reduced", "grouped_W", "grouped_products", "tri_inv"]
+__all__ = ["block1_factor", "block1_factor_inv", "block1_reduced", "grouped_W", "grouped_products", "tri_inv"]
 
 
 def tri_inv(L: np.ndarray) -> np.ndarray:
@@ -46,6 +46,14 @@ def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
     """Block 1: ``L1`` (m1, q1, q1), ``K_l = Lambda1 L1_l^{-T}`` and ``log|L1|^2``.
 
     ``A``: the ``Z1'Z1`` blocks to factor (default: every level's, ``b.A11``)."""
+    r = block1_factor_inv(b, theta, A)
+    return None if r is None else r[:3]
+
+
+def block1_factor_inv(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None] | None:
+    """As :func:`block1_factor`, and ``L1^{-1}`` where it was formed by :func:`tri_inv`
+    (``q1 >= 3``; else ``None``)."""
     b1 = b.b1
     lam1 = b1.lam(theta)
     q1 = b1.q
@@ -54,7 +62,7 @@ def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
         l1 = lam1[0, 0]
         d2 = l1 * l1 * A[:, 0, 0] + 1.0
         d = np.sqrt(d2)
-        return d.reshape(-1, 1, 1), (l1 / d).reshape(-1, 1, 1), float(np.sum(np.log(d2)))
+        return d.reshape(-1, 1, 1), (l1 / d).reshape(-1, 1, 1), float(np.sum(np.log(d2))), None
     if b1.diagonal:
         dl = np.diag(lam1)
         B = A * (dl[:, None] * dl[None, :])
@@ -77,6 +85,7 @@ def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
         LiT[:, 0, 1] = -l10 / (l00 * l11)
         LiT[:, 1, 1] = 1.0 / l11
         ld = 2.0 * float(np.sum(np.log(l00 * l11)))
+        Li = None
     else:
         idx = np.arange(q1)
         B[:, idx, idx] += 1.0
@@ -85,12 +94,13 @@ def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
         except np.linalg.LinAlgError:
             return None
         ld = 2.0 * float(np.sum(np.log(np.diagonal(L1, axis1=1, axis2=2))))
-        LiT = np.swapaxes(tri_inv(L1), 1, 2)
+        Li = tri_inv(L1)
+        LiT = np.swapaxes(Li, 1, 2)
     if b1.diagonal:
         K = np.diag(lam1)[None, :, None] * LiT
     else:
         K = lam1 @ LiT
-    return L1, K, ld
+    return L1, K, ld, Li
 
 def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarray
                    ) -> tuple[np.ndarray, list[np.ndarray], float] | None:

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced, grouped_products, grouped_W, tri_inv
+from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
 from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
 from .lower import LowerBuild, lower_build
@@ -279,10 +279,10 @@ class DevianceEvaluator:
             Wl, Wg, ld1 = rr
             L1 = None
         else:
-            r1 = block1_factor(self.b, theta)
+            r1 = block1_factor_inv(self.b, theta)
             if r1 is None:
                 return self._fail(theta)
-            L1, K, ld1 = r1
+            L1, K, ld1, _ = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
         schur = b.schur
         if self._grp is not None or self._diag2 is not None:
@@ -455,14 +455,14 @@ class DevianceEvaluator:
         if f.L1 is None:
             grp = self._grp
             # levels with equal Z1'Z1 (a group) have equal factors: one per group
-            r1 = block1_factor(self.b, f.theta, None if grp is None else grp[0])
+            r1 = block1_factor_inv(self.b, f.theta, None if grp is None else grp[0])
             if r1 is None:
                 raise np.linalg.LinAlgError("block 1 is not positive definite")
             if grp is None:
-                f.L1 = r1[0]
+                f.L1, f.L1inv = r1[0], r1[3]
             else:
                 f.L1 = r1[0][self._grp_inv]
-                f.L1inv_g = tri_inv(r1[0])
+                f.L1inv_g = tri_inv(r1[0]) if r1[3] is None else r1[3]
                 f.L1inv = f.L1inv_g[self._grp_inv]
         if inverse and f.L1inv is None:
             f.L1inv = tri_inv(f.L1)
@@ -474,8 +474,9 @@ class DevianceEvaluator:
         lam1 = b.b1.lam(f.theta)
         Li = self._L1(f, inverse=True)
         if f.L1inv_g is not None:                 # one K per group of equal Z1'Z1
-            K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)
-            return np.einsum("pi,pij->pj", b.C, K[self._grp_pair])
+            K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)   # one group: the same sums, no gather
+            return (np.einsum("pi,ij->pj", b.C, K[0]) if K.shape[0] == 1
+                    else np.einsum("pi,pij->pj", b.C, K[self._grp_pair]))
         K = lam1 @ np.swapaxes(Li, 1, 2)                               # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 
