@@ -244,3 +244,41 @@ def grouped_products(b: Blocks, inv: np.ndarray, sel: list[np.ndarray]
             P4.reshape(-1)[(((i * N2 + k) * G + g) * q1 + a) * q1 + c] = YY.data
         Ys.append(Y)
     return P4, Ys
+
+
+class GroupedLower:
+    """The grouped Schur products ``P`` (``(N2^2, K)``) on the rest's block-lower entries only.
+
+    ``dpotrf`` reads the lower triangle of ``M = A_rr - P w`` and the scaling
+    ``Lambda_r' M Lambda_r`` maps each block of ``M`` between two units (a rest
+    level's ``q`` columns; each ``X`` column and ``y`` alone) to the same block,
+    so only the entries ``(i, k)`` with ``unit(i) >= unit(k)`` are needed: the
+    mat-vec runs over about half of the rows (``da2``: 0.84 -> 0.45 ms of a
+    1.9 ms evaluation) and the other entries stay 0.  Each entry is the same
+    dot product as over all rows.  The ``y`` row (the last ``N2`` kept entries)
+    changes with the response: :meth:`update_y`.
+    """
+
+    def __init__(self, b: Blocks, P: np.ndarray) -> None:
+        N2 = b.N2
+        unit = np.arange(N2)
+        for blk, off in b.rest:
+            cols = np.arange(off, off + blk.m * blk.q)
+            unit[cols] = off + (cols - off) // blk.q * blk.q
+        i, k = np.divmod(np.arange(N2 * N2), N2)
+        self.idx = np.flatnonzero(unit[i] >= unit[k])
+        self.N2 = N2
+        self.P = np.ascontiguousarray(P[self.idx])
+        self.arr = b.Arr.reshape(-1)[self.idx]
+
+    def update_y(self, b: Blocks, P: np.ndarray) -> None:
+        """The ``y`` row's entries (all kept: ``y`` is the last unit) from ``Arr`` and ``P``."""
+        N2 = self.N2
+        self.P[-N2:] = P[(N2 - 1) * N2:]
+        self.arr[-N2:] = b.Arr[-1, :]
+
+    def matrix(self, w: np.ndarray) -> np.ndarray:
+        """``A_rr - P w`` on the kept entries, 0 elsewhere, ``(N2, N2)`` in C order."""
+        M = np.zeros(self.N2 * self.N2)
+        M[self.idx] = self.arr - self.P @ w
+        return M.reshape(self.N2, self.N2)
