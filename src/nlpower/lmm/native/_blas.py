@@ -3,66 +3,44 @@
 The native engine's matrices are small (tens to hundreds of columns);
 OpenBLAS's threads only add start-up and spin-wait costs there, and on a
 loaded machine they make each deviance evaluation ~10x slower.  This module
-finds the OpenBLAS libraries loaded by numpy and scipy (Linux
-``/proc/self/maps``) and switches them to one thread inside a ``with``
-block, restoring the previous setting afterwards.  Where the libraries
-cannot be found (other platforms, other BLAS) it does nothing.
+switches the BLAS libraries loaded by numpy and scipy to one thread inside a
+``with`` block and restores the previous setting afterwards.  The libraries
+are found by ``threadpoolctl`` (once, on first use); where it finds none it
+does nothing.
 """
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-# both BLAS copies (numpy's and scipy's) must be loaded before /proc/self/maps is read
+# both BLAS copies (numpy's and scipy's) must be loaded before threadpoolctl looks for them
 import numpy  # noqa: F401
 import scipy.linalg  # noqa: F401
 
-_NAMES = (
-    ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-    ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-    ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-    ("openblas_get_num_threads", "openblas_set_num_threads"),
-)
-
 _lock = threading.Lock()
-_libs: list[tuple[Any, Any]] | None = None
+_libs: list[Any] | None = None
 
 
-def _find() -> list[tuple[Any, Any]]:
+def _find() -> list[Any]:
+    """threadpoolctl's controllers of the loaded BLAS libraries (cached: the scan costs ~1 ms)."""
     global _libs
-    if _libs is not None:
-        return _libs
-    found: list[tuple[Any, Any]] = []
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = sorted({ln.split()[-1] for ln in fh
-                            if "openblas" in ln.lower() and ".so" in ln.split()[-1]})
-        for path in paths:
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for get_name, set_name in _NAMES:
-                get_f = getattr(lib, get_name, None)
-                set_f = getattr(lib, set_name, None)
-                if get_f is not None and set_f is not None:
-                    get_f.restype = ctypes.c_int
-                    set_f.argtypes = [ctypes.c_int]
-                    found.append((get_f, set_f))
-                    break
-    except OSError:
-        found = []
-    _libs = found
-    return found
+    if _libs is None:
+        from threadpoolctl import ThreadpoolController
+
+        _libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+    return _libs
 
 
 @contextmanager
 def single_threaded(enabled: bool = True) -> Iterator[None]:
-    """Within the block, OpenBLAS uses one thread (no-op when ``enabled`` is False)."""
+    """Within the block, BLAS uses one thread (no-op when ``enabled`` is False).
+
+    Only the main thread changes the setting: BLAS's thread count is
+    process-wide, so worker threads leave it alone.
+    """
     if not enabled:
         yield
         return
@@ -71,14 +49,14 @@ def single_threaded(enabled: bool = True) -> Iterator[None]:
         yield
         return
     with _lock:
-        before = [int(g()) for g, _ in libs]
-        for (_, s), n in zip(libs, before, strict=True):
-            if n != 1:
-                s(1)
+        before = [lib.num_threads for lib in libs]
+        for lib, n in zip(libs, before, strict=True):
+            if n is not None and n != 1:
+                lib.set_num_threads(1)
     try:
         yield
     finally:
         with _lock:
-            for (_, s), n in zip(libs, before, strict=True):
-                if n != 1:
-                    s(n)
+            for lib, n in zip(libs, before, strict=True):
+                if n is not None and n != 1:
+                    lib.set_num_threads(n)

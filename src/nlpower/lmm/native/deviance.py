@@ -28,7 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .block1 import block1_factor, block1_reduced, grouped_products, grouped_W, tri_inv
+from . import block1
+from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
 from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
 from .lower import LowerBuild, lower_build
@@ -120,12 +121,11 @@ class DevianceEvaluator:
     def _init_grouped(self) -> None:
         """Levels of block 1 with equal ``Z1'Z1`` share ``W_l = Lambda1 B_l^{-1} Lambda1'``.
 
-        Then ``S = sum_l C_l W_l C_l' = sum_g sum_ab W_g[a, b] P_g^{ab}`` with
-        ``P_g^{ab} = sum_{l in g} C_l[:, a] C_l[:, b]'`` precomputed: per
-        evaluation one ``(N2^2, G q1^2)`` mat-vec instead of ``N2^2 m1 q1``
-        flops (``G`` = number of distinct ``Z1'Z1``: 1 in a balanced design).
-        Only the ``y`` row/column of ``P`` changes with the response.
-        """
+        Then ``S = sum_l C_l W_l C_l' = sum_g sum_ab W_g[a, b] P_g^{ab}`` with ``P_g^{ab} =
+        sum_{l in g} C_l[:, a] C_l[:, b]'`` precomputed: per evaluation one ``(N2^2, G q1^2)``
+        mat-vec (on the block-lower entries: :class:`.block1.GroupedLower`) instead of
+        ``N2^2 m1 q1`` flops (``G`` = number of distinct ``Z1'Z1``: 1 in a balanced design).
+        Only the ``y`` row/column of ``P`` changes with the response."""
         b = self.b
         self._grp: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._Q: np.ndarray | None = None
@@ -145,6 +145,7 @@ class DevianceEvaluator:
         self._grp_inv = inv
         self._grp_pair = inv[b.pair_lev]
         self._grp_version = b.version
+        self._grp_lower = block1.GroupedLower(b, self._grp[2])
         # with diagonal rest blocks, fold Lambda_r' . Lambda_r and + I into the same
         # mat-vec: M = sum_{s,u,k} tv_s tv_u w_k Q_{suk} + I_re, where s, u run over the
         # distinct diagonal entries of Lambda_r (tv: theta values or 1), w = (1, W_g)
@@ -163,20 +164,19 @@ class DevianceEvaluator:
         """Recompute the ``y`` row and column of ``P`` after a new response."""
         b = self.b
         assert self._grp is not None
-        P4 = self._grp[3]
-        q1 = b.b1.q
+        P4, q1 = self._grp[3], b.b1.q
         Cy = np.zeros((b.b1.m, q1))                                     # (m1, q1)
         Cy[b.y_levels] = b.C[b.y_pairs]
         for g, sel in enumerate(self._grp_sel):
             Cyg = Cy[sel]
-            # R[k, a, c] = sum_l Cy_l[a] C_l[k, c]; Y's y rows are stale: the y entry is
-            # recomputed just below
+            # R[k, a, c] = sum_l Cy_l[a] C_l[k, c]; Y's y rows are stale: R[-1] is recomputed
             R = np.ascontiguousarray(np.swapaxes((self._grp_E[g] @ Cyg).reshape(b.N2, q1, q1),
                                                  1, 2))
             R[-1] = Cyg.T @ Cyg
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
+        self._grp_lower.update_y(b, self._grp[2])
         if self._Q is not None:
             self._build_Q()
 
@@ -252,7 +252,7 @@ class DevianceEvaluator:
                 return self._finish(theta, M, ld1, L1)
             if self._lead_grouped:
                 return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
-            M = b.Arr - (self._grp[2] @ np.asarray(Wv)).reshape(N2, N2)
+            M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
         elif self._diag2 is not None:
             # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)), dense Schur (_diag2 is set
             # only then): everything elementwise
@@ -279,10 +279,10 @@ class DevianceEvaluator:
             Wl, Wg, ld1 = rr
             L1 = None
         else:
-            r1 = block1_factor(self.b, theta)
+            r1 = block1_factor_inv(self.b, theta)
             if r1 is None:
                 return self._fail(theta)
-            L1, K, ld1 = r1
+            L1, K, ld1, _ = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
         schur = b.schur
         if self._grp is not None or self._diag2 is not None:
@@ -455,14 +455,14 @@ class DevianceEvaluator:
         if f.L1 is None:
             grp = self._grp
             # levels with equal Z1'Z1 (a group) have equal factors: one per group
-            r1 = block1_factor(self.b, f.theta, None if grp is None else grp[0])
+            r1 = block1_factor_inv(self.b, f.theta, None if grp is None else grp[0])
             if r1 is None:
                 raise np.linalg.LinAlgError("block 1 is not positive definite")
             if grp is None:
-                f.L1 = r1[0]
+                f.L1, f.L1inv = r1[0], r1[3]
             else:
                 f.L1 = r1[0][self._grp_inv]
-                f.L1inv_g = tri_inv(r1[0])
+                f.L1inv_g = tri_inv(r1[0]) if r1[3] is None else r1[3]
                 f.L1inv = f.L1inv_g[self._grp_inv]
         if inverse and f.L1inv is None:
             f.L1inv = tri_inv(f.L1)
@@ -474,8 +474,9 @@ class DevianceEvaluator:
         lam1 = b.b1.lam(f.theta)
         Li = self._L1(f, inverse=True)
         if f.L1inv_g is not None:                 # one K per group of equal Z1'Z1
-            K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)
-            return np.einsum("pi,pij->pj", b.C, K[self._grp_pair])
+            K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)   # one group: the same sums, no gather
+            return (np.einsum("pi,ij->pj", b.C, K[0]) if K.shape[0] == 1
+                    else np.einsum("pi,pij->pj", b.C, K[self._grp_pair]))
         K = lam1 @ np.swapaxes(Li, 1, 2)                               # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
 

@@ -68,6 +68,17 @@ def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.nda
     return (cache[id(blk)][1] @ x).reshape(blk.m, blk.q)
 
 
+def _dense_e_index(ev: DevianceEvaluator) -> np.ndarray:
+    """Flat positions of the pairs' ``E`` entries in the dense ``(N2, m1 q1)`` array (cached)."""
+    cache = ev.__dict__.setdefault("_e_flat", {})
+    b = ev.b
+    if b.b1.q not in cache:
+        q1 = b.b1.q
+        cols = b.pair_lev[:, None] * q1 + np.arange(q1)
+        cache[q1] = (b.pair_row[:, None] * (b.b1.m * q1) + cols).reshape(-1)
+    return cache[b.b1.q]
+
+
 def _lambda_t_entries(ev: DevianceEvaluator, n_rows: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(row, column, theta index)`` of each entry of ``Lambda_r'`` on the first ``n_rows``
@@ -269,7 +280,15 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
 
 
 def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
-    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`."""
+    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`
+    (a property of the structure: decided once per ``Nr``, cached on ``ev``)."""
+    cache = ev.__dict__.setdefault("_gather_pays", {})
+    if Nr not in cache:
+        cache[Nr] = _gather_dense_decide(ev, Nr)
+    return bool(cache[Nr])
+
+
+def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
     if Nr > _GATHER_DENSE_NR:
         return False
     b = ev.b
@@ -384,7 +403,7 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     size = b.N2 * b1.m * b1.q
     if size <= _DENSE_E or Ep.size > _DENSE_FILL * size:
         E = np.zeros((b.N2, b1.m * b1.q))
-        E[b.pair_row[:, None], b.pair_lev[:, None] * b1.q + np.arange(b1.q)] = Ep
+        E.reshape(-1)[_dense_e_index(ev)] = Ep.reshape(-1)
         t = E[-1] - E[:-1].T @ z
     else:
         E = sp.csr_matrix((Ep.ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
@@ -417,24 +436,39 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     for blk, D, R in groups:
         lam = blk.lam(theta)
         q = blk.q
-        rows, cols = np.divmod(blk.lam_idx, q)
+        rows, cols, mI = _assembly_index(ev, blk)
         lam_inv = np.zeros((q, q))
-        bad = np.zeros(rows.size, dtype=bool)
+        bad = None
+        dg = lam.diagonal().tolist()
         col = 0
         for qt in blk.term_q:
             if qt == 1:                          # a scalar term at 0: its inverse is set to 0
-                piv = float(lam[col, col])
+                piv = dg[col]
                 lam_inv[col, col] = 1.0 / piv if piv > _PIVOT_TOL else 0.0
-            else:
+            elif min(dg[col:col + qt]) > _PIVOT_TOL:
                 s = slice(col, col + qt)
-                if np.all(np.diagonal(lam[s, s]) > _PIVOT_TOL):
-                    lam_inv[s, s] = lapack.dtrtri(lam[s, s], lower=1)[0]
-                else:                            # a zero pivot: no inverse, not computed here
-                    bad |= (cols >= col) & (cols < col + qt)
+                lam_inv[s, s] = lapack.dtrtri(lam[s, s], lower=1)[0]
+            else:                                # a zero pivot: no inverse, not computed here
+                term = (cols >= col) & (cols < col + qt)
+                bad = term if bad is None else bad | term
             col += qt
-        M = (blk.m * np.eye(q) - D) @ lam_inv
+        M = (mI - D) @ lam_inv
         dl = 2.0 * M[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols]
-        g[blk.theta_idx] += np.where(bad, 0.0, dl)     # a block's theta indices are distinct
-        exact[blk.theta_idx[bad]] = False
+        if bad is None:
+            g[blk.theta_idx] += dl                     # a block's theta indices are distinct
+        else:
+            g[blk.theta_idx] += np.where(bad, 0.0, dl)
+            exact[blk.theta_idx[bad]] = False
     return g, exact
+
+
+def _assembly_index(ev: DevianceEvaluator, blk: GroupBlock
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols)`` of the block's ``theta`` in ``Lambda`` and ``m I`` (cached on ``ev``)."""
+    cache = ev.__dict__.setdefault("_assembly", {})
+    if id(blk) not in cache:
+        rows, cols = np.divmod(blk.lam_idx, blk.q)
+        cache[id(blk)] = (blk, rows, cols, blk.m * np.eye(blk.q))
+    _, rows, cols, mI = cache[id(blk)]
+    return rows, cols, mI
 
