@@ -12,7 +12,7 @@ import pytest
 
 import nlpower
 from nlpower import CrossedDesign, presets
-from nlpower.errors import InputError
+from nlpower.errors import DesignError, InputError
 from nlpower.outcomes import HeadToHeadParams
 from nlpower.powersim import mde, plan
 
@@ -71,11 +71,19 @@ def test_likert_plan_chooses_the_cheapest_worker_count():
 
 def test_preference_mde_on_the_logit_scale():
     p = HeadToHeadParams.from_share(0.6, sd_worker=0.3)
-    m = mde(CrossedDesign(4, 10), p, outcome="preference", n_sims=10, rng=5)
+    m = mde(CrossedDesign(6, 20), p, outcome="preference", n_sims=10, rng=5)
     assert m.analysis == "glmer" and m.test == "z" and m.simulated is not None
     assert m.effect_ci.low <= m.effect and m.simulated.power >= 0.8
     assert m.effect_ci.high == math.inf      # 10 of 10 has a Wilson interval reaching down to 0.72
     assert "logit" in m.summary()
+
+
+def test_a_simulated_mde_whose_power_falls_at_large_effects_says_why():
+    # 4 workers x 10 pairs: the Wald z's SE grows near separation, so power peaks below the
+    # target (0.70 at logit 1.6 on these replicates) and falls at larger effects
+    p = HeadToHeadParams.from_share(0.6, sd_worker=0.3)
+    with pytest.raises(DesignError, match="peaks below 0.8"):
+        mde(CrossedDesign(4, 10), p, outcome="preference", n_sims=20, rng=5)
 
 
 @pytest.mark.parametrize("fn,kwargs,match", [

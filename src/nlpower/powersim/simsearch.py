@@ -104,10 +104,19 @@ def simulated_mde(curve: Callable[[float], PowerResult], start: float, target: f
     def surely(r: PowerResult) -> bool:      # the whole interval at or above the target
         return r.ci.low >= target
 
-    hi = start
+    hi, best = start, None
     for _ in range(_MAX_STEPS):
-        if ok(curve(hi)):
+        r = curve(hi)
+        if ok(r):
             break
+        if best is not None and r.ci.high < best[1]:      # surely below an earlier effect's power
+            raise DesignError(
+                f"the simulated power peaks below {target} (at {best[1]:.3f}, effect "
+                f"{best[0]:.3g}) and falls at larger effects (to {r.power:.3f} at {hi:.3g}): a Wald "
+                "test's standard error grows as responses approach separation, so no effect "
+                "reaches the target with this design; add workers or items.")
+        if best is None or r.power > best[1]:
+            best = (hi, r.power)
         hi *= 2.0
     else:
         raise DesignError(f"no effect up to {hi:.3g} reaches power {target} with this design; add "
