@@ -258,7 +258,7 @@ class NegBinModel(GlmmModel):
         ``start``: the truth or a previous fit (``theta``, ``beta`` and
         ``dispersion``; a dict or anything with those attributes); without a
         dispersion the family's ``theta`` is the start.  ``vcov``: as
-        :meth:`GlmmModel.refit <nlpower.glmm.model.GlmmModel.refit>` (the
+        ``GlmmModel.refit`` (the
         Hessian's at the estimated dispersion, held fixed, as ``glmer.nb``).
         """
         self.check_REML(REML)
