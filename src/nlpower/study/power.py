@@ -5,8 +5,10 @@ fitted model with its parameters, on the pilot's rows or an extended
 design), refits the analysis model (by default the same formula) through
 the engine protocol, and applies a test rule from the registry
 (:mod:`nlpower.powersim.rules`) to the hypothesis
-(:mod:`nlpower.study.hypothesis`).  Replicates run in the fixed batches of
-:func:`nlpower.powersim.batches.run_batches` -- checkpoints, ``n_jobs``,
+(:mod:`nlpower.study.hypothesis`).  Replicates run on the one replicate
+loop, :func:`nlpower.powersim.loop.replicate_batch` (the generator and the
+whole-batch analysis of :mod:`nlpower.study.analysis`), in the fixed batches
+of :func:`nlpower.powersim.batches.run_batches` -- checkpoints, ``n_jobs``,
 progress -- each from its own child seed, so the numbers do not depend on
 ``n_jobs`` or on resuming.  Every fit starts at the truth.
 
