@@ -3,7 +3,9 @@
 For refactors that must not move a number: run it on the code before and after the
 change and compare the two files (Figure 6 grid on both paths, the Gaussian simulate
 path with every test, nested and k-of-W designs, Likert LMM and clmm, head-to-head glmer,
-a Likert grid, and ``nlpower.power(outcome=...)``).
+a Likert grid, ``nlpower.power(outcome=...)``, and the fitted-model studies:
+``nlpower.power(fit, term=...)`` with every test, ``compare=``, ``pairwise=``, GLMM,
+clmm, ``extend`` and ``power_curve``).
 
 Run:  PYTHONPATH=<src> .venv/bin/python benchmarks/replicate_dump.py out.json
       (then ``cmp before.json after.json``)
@@ -91,9 +93,77 @@ def main() -> None:
     dump("api_likert", nlpower.power(CrossedDesign(5, 12, items="nested"), presets.high_variance(0.2),
                                      outcome="likert", levels=5, n_sims=40, rng=21))
     dump("api_h2h", nlpower.power(CrossedDesign(5, 12), hp, outcome="preference", n_sims=40, rng=22))
+    study_cases()
     with open(sys.argv[1], "w") as fh:
         json.dump(out, fh, indent=1, sort_keys=True)
     print("wrote", sys.argv[1], len(out), "runs")
+
+
+_STUDY_REPS: list = []
+
+
+def _recording(run_batches):
+    def run(*args, **kwargs):
+        reps = run_batches(*args, **kwargs)
+        _STUDY_REPS.append(reps)
+        return reps
+    return run
+
+
+def mdump(name, r):
+    """A fitted-model study's result (the record, or every comparison's counts) and replicates."""
+    rec = r.to_record() if hasattr(r, "to_record") else dict(vars(r))
+    rep = _STUDY_REPS.pop() if _STUDY_REPS else None
+    _STUDY_REPS.clear()
+    if rep is not None:
+        rec["reps"] = {f: hx(getattr(rep, f)) for f in ("estimate", "se", "statistic", "df",
+                                                         "pvalue", "converged", "singular",
+                                                         "failed")}
+        rec["reps"].update({k: hx(v) for k, v in sorted(rep.extra.items())})
+    out[name] = json.loads(json.dumps({k: (float(v).hex() if isinstance(v, float) else v)
+                                       for k, v in rec.items() if k not in ("version",)},
+                                      default=lambda v: hx(v) if hasattr(v, "__len__") else str(v)))
+
+
+def study_cases() -> None:
+    import pandas as pd
+
+    from nlpower.study import power as study_power
+    study_power.run_batches = _recording(study_power.run_batches)   # keep each run's replicates
+    data = "tests/reference/data/"
+    sleep = pd.read_csv(data + "sleepstudy.csv")
+    rng = np.random.default_rng(0)
+    sleep["group"] = rng.choice(["a", "b", "c"], size=len(sleep))
+    m = nlpower.lmer("Reaction ~ Days + group + (1 | Subject)", sleep, REML=False)
+    m = m.with_params(fixef={"Days": 2.0})
+    for test in ("z", "satterthwaite", "kenward-roger", "lrt"):
+        mdump(f"study_scalar_{test}", nlpower.power(m, term="Days", test=test, n_sims=30, rng=1))
+    mdump("study_scalar_multidf", nlpower.power(m, term="group", n_sims=30, rng=2))
+    mdump("study_scalar_compare", nlpower.power(m, compare="~ . - group", n_sims=30, rng=3))
+    mdump("study_scalar_pairwise", nlpower.power(m, pairwise="group", n_sims=30, rng=4))
+    mdump("study_scalar_contrast", nlpower.power(m, term="groupb - groupc", n_sims=30, rng=5))
+    s = nlpower.lmer("Reaction ~ Days + group + (Days | Subject)", sleep, REML=False)
+    s = s.with_params(fixef={"Days": 2.0})
+    for test in ("z", "satterthwaite", "kenward-roger", "lrt"):
+        mdump(f"study_slopes_{test}", nlpower.power(s, term="Days", test=test, n_sims=10, rng=6))
+    mdump("study_slopes_multidf", nlpower.power(s, term="group", n_sims=10, rng=7))
+    mdump("study_slopes_pairwise", nlpower.power(s, pairwise="group", test="z", n_sims=10, rng=8))
+    mdump("study_slopes_pblrt", nlpower.power(s, term="Days", test="pblrt", n_resamples=9,
+                                              n_sims=4, rng=9))
+    sim = pd.read_csv(data + "simdata.csv")
+    g = nlpower.glmer("z ~ x + (1 | g)", sim, "poisson").with_params(fixef={"x": -0.05})
+    for test in ("z", "lrt"):
+        mdump(f"study_poisson_{test}", nlpower.power(g, term="x", test=test, n_sims=30, rng=10))
+    big = nlpower.extend(g, along="x", n=20)
+    mdump("study_extend_lrt", nlpower.power(big, term="x", test="lrt", n_sims=20, rng=11))
+    curve = nlpower.power_curve(big, along="x", breaks=[5, 15], term="x", test="z", n_sims=20,
+                                rng=12)
+    out["study_curve"] = fdump(curve.to_frame())
+    wine = pd.read_csv(data + "wine.csv")
+    c = nlpower.clmm("rating ~ temp + contact + (1 | judge)", wine)
+    for test in ("z", "lrt"):
+        mdump(f"study_clmm_{test}", nlpower.power(c, term="tempwarm", test=test, n_sims=12,
+                                                  rng=13))
 
 
 if __name__ == "__main__":

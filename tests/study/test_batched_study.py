@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import nlpower
+import nlpower.study.analysis as study_analysis
 import nlpower.study.power as study_power
 from conftest import REFERENCE
 
@@ -34,7 +35,7 @@ def _replicates(monkeypatch, batched: bool, **kw):
 
     monkeypatch.setattr(study_power, "_result", capture)
     if not batched:
-        monkeypatch.setattr(study_power, "lmm_replicates", lambda *a, **k: None)
+        monkeypatch.setattr(study_analysis, "lmm_replicates", lambda *a, **k: None)
     res = nlpower.power(kw.pop("model"), n_sims=8, rng=4, **kw)
     monkeypatch.undo()
     return res, seen["reps"]
@@ -60,7 +61,7 @@ def test_batched_replicates_equal_the_per_replicate_ones(monkeypatch, sleep, kw)
 def test_batched_pairwise_comparisons(monkeypatch, sleep):
     fast = nlpower.power(sleep, pairwise="group", n_sims=8, rng=4)
     assert fast.n_sims == 8 and fast.n_failed == 0
-    monkeypatch.setattr(study_power, "lmm_replicates", lambda *a, **k: None)
+    monkeypatch.setattr(study_analysis, "lmm_replicates", lambda *a, **k: None)
     slow = nlpower.power(sleep, pairwise="group", n_sims=8, rng=4)
     pd.testing.assert_frame_equal(fast.to_frame(), slow.to_frame(), check_exact=False, rtol=1e-6)
 
@@ -71,7 +72,8 @@ def test_batched_draws_are_each_replicates_own(sleep):
     d = model_design(sleep)
     sim = d.prepare()
     seeds = np.random.SeedSequence(9).spawn(5)
-    _, Y = study_power._draws(d, seeds, 1, 5, sim)
+    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(1, 5)]
+    Y = study_analysis.ModelGenerator(d).draw_batch(gens, sim)
     one = [d.simulate(1, rng=np.random.Generator(np.random.PCG64(seeds[k])), model=sim)[0]
            for k in range(1, 5)]
     np.testing.assert_allclose(Y, np.vstack(one), rtol=1e-13)
@@ -93,7 +95,7 @@ def crossed_clmm():
 def test_ordinal_replicates_from_a_shared_hessian(monkeypatch, crossed_clmm, test):
     """BFGS from one reference Hessian reaches refit's optimum: the same tests."""
     res_b, fast = _replicates(monkeypatch, True, model=crossed_clmm, term="system", test=test)
-    monkeypatch.setattr(study_power, "ordinal_refits", lambda *a, **k: None)
+    monkeypatch.setattr(study_analysis, "ordinal_refits", lambda *a, **k: None)
     res_s, slow = _replicates(monkeypatch, True, model=crossed_clmm, term="system", test=test)
     assert not fast.failed.any() and not slow.failed.any()
     np.testing.assert_allclose(fast.pvalue, slow.pvalue, rtol=1e-4, atol=1e-7)

@@ -28,6 +28,15 @@ test
     A :class:`~nlpower.powersim.rules.TestRule` of the registry, applied by
     its :meth:`~nlpower.powersim.rules.TestRule.general`.
 
+An analysis may see a whole batch of draws at once: when its batch fitter
+has ``test_batch(Y, gens, lo) -> Replicates`` (a :class:`BatchFitter` of
+the fitted-model study, :mod:`nlpower.study.power`, which refits a batch
+together and tests it by the registry's rules, several comparisons per
+refit), the loop draws every replicate of the batch -- in one step where the
+generator has ``draw_batch(gens, model) -> Y``, given the fitter's prepared
+``truth`` model -- and hands the batch over.  A per-replicate analysis is the
+case without ``test_batch``: draw, fit and test replicate by replicate.
+
 A replicate whose fit or test raises one of :data:`FIT_FAILURES` is recorded
 as failed (``on_failure="raise"``: the first one stops the run with a
 :class:`~nlpower.errors.FitError` that names it and the analysis).
@@ -38,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -50,7 +59,8 @@ from .result import Replicates
 from .rules import GeneralState, TestRule, contrast, get_test
 
 __all__ = ["FIT_FAILURES", "Analysis", "Draw", "EngineAnalysis", "Fitted", "GaussianRatings",
-           "Generator", "Responses", "onehot", "prepare", "replicate_batch", "replicates"]
+           "Generator", "Responses", "WholeBatchFitter", "onehot", "prepare", "replicate_batch",
+           "replicates"]
 
 #: What a replicate's fit may raise and still count as a failed fit (not a bug).
 FIT_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError)
@@ -88,13 +98,24 @@ class BatchFitter(Protocol):
     def fit(self, draw: Draw) -> Fitted: ...
 
 
+@runtime_checkable
+class WholeBatchFitter(Protocol):
+    """A fitter that sees the whole batch: ``Y`` (one row per replicate) and their generators."""
+
+    #: the prepared model the generator simulates with (None: the generator's own)
+    truth: Any
+
+    def test_batch(self, Y: np.ndarray, gens: list[np.random.Generator], lo: int
+                   ) -> Replicates: ...
+
+
 class Analysis(Protocol):
     """An analysis of the simulated data: fitters built afresh for each batch."""
 
     #: names the analysis in failure messages ("... failed to fit <label>: ...")
     label: str
 
-    def batch(self) -> BatchFitter: ...
+    def batch(self) -> BatchFitter | WholeBatchFitter: ...
 
 
 @dataclass(frozen=True)
@@ -191,14 +212,17 @@ def replicate_batch(generator: Generator, analysis: Analysis, opts: PowerOptions
     ``seeds``: one child seed per replicate of the run (replicate ``k`` draws
     from ``seeds[k]``, and a bootstrap test continues that stream); without
     them the generator ignores its generator (responses drawn beforehand).
-    ``on_each(1)`` is called after every replicate (a progress bar's update).
+    ``on_each(1)`` is called after every replicate (a progress bar's update;
+    once with the batch's size for an analysis that tests the whole batch).
     """
+    fitter = analysis.batch()
+    if isinstance(fitter, WholeBatchFitter):
+        return _whole_batch(generator, fitter, lo, hi, seeds, on_each)
     rule = get_test(opts.test)
     n = hi - lo
     est, se, stat, df = (np.full(n, np.nan) for _ in range(4))
     p_boot = np.full(n, np.nan) if rule.bootstrap else None
     conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-    fitter = analysis.batch()
     spare = None if seeds is not None else np.random.Generator(np.random.PCG64(0))
     for i, k in enumerate(range(lo, hi)):
         gen = spare if seeds is None else np.random.Generator(np.random.PCG64(seeds[k]))
@@ -227,3 +251,21 @@ def replicate_batch(generator: Generator, analysis: Analysis, opts: PowerOptions
         if on_each is not None:
             on_each(1)
     return replicates(est, se, stat, df, conv, sing, failed, opts, p_boot)
+
+
+def _whole_batch(generator: Generator, fitter: WholeBatchFitter, lo: int, hi: int,
+                 seeds: Sequence[np.random.SeedSequence] | None,
+                 on_each: Callable[[int], Any] | None) -> Replicates:
+    """Replicates ``lo:hi`` drawn here and fitted and tested together by ``fitter.test_batch``."""
+    if seeds is None:
+        raise InputError("an analysis that tests a whole batch needs one seed per replicate.")
+    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
+    many = getattr(generator, "draw_batch", None)
+    if many is not None:
+        Y = many(gens, fitter.truth)
+    else:
+        Y = np.vstack([generator.draw(k, g).y for k, g in zip(range(lo, hi), gens, strict=True)])
+    reps = fitter.test_batch(Y, gens, lo)
+    if on_each is not None:
+        on_each(hi - lo)
+    return reps

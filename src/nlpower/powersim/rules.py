@@ -28,6 +28,11 @@ rule               statistic  df              reference    null fit   families
 ``calibrated``     Wald t     Satterthwaite   bootstrap    no         Gaussian
 =================  =========  ==============  ===========  =========  ==============
 
+A term with several degrees of freedom, or a comparison of nested models,
+is tested by the rule :meth:`TestRule.comparison` dispatches to (the LRT's
+chi^2 with the difference in parameters as df, :data:`LRT_COMPARISON`);
+several contrasts from one fit by :meth:`TestRule.wald_many`.
+
 Every rule runs on both simulated-power paths except ``calibrated`` (the
 balanced fast path only: ``TestRule.paths``, checked by
 :meth:`TestRule.check_path`); what the few-workers size warning advises is
@@ -58,7 +63,8 @@ from .calibrated import calibrated_pvalues
 from .fastpath import BalancedStats
 from .pblrt import GeneralPBLRT, pb_lrt_pvalues
 
-__all__ = ["CALIBRATED", "FEW_WORKERS", "PATHS", "TESTS", "CalibratedRule", "GeneralState", "TestRule",
+__all__ = ["CALIBRATED", "FEW_WORKERS", "LRT_COMPARISON", "PATHS", "TESTS", "CalibratedRule",
+           "GeneralState", "ModelComparison", "TestRule",
            "check_path", "contrast", "get_test", "size_check", "size_message"]
 
 #: above this many ratings the general-path Kenward-Roger test warns about its cost
@@ -364,6 +370,52 @@ class TestRule:
         df = (float(state.model.satterthwaite_df(core, state.L))
               if self.df_method == "satterthwaite" else math.inf)
         return b, sd, b / sd, df, p_boot
+
+
+    # -- several contrasts, several degrees of freedom -----------------------------------
+    def wald_many(self, model: PreparedModel, core: FitCore, L: np.ndarray, alternative: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(estimate, se, df, p)`` of each row of ``L`` from one fit (Wald z or Satterthwaite t)."""
+        est = L @ core.beta
+        se = np.sqrt(np.einsum("kp,pq,kq->k", L, core.vcov_beta, L))
+        df = (np.array([float(model.satterthwaite_df(core, Lc)) for Lc in L])
+              if self.df_method == "satterthwaite" else np.full(L.shape[0], np.inf))
+        return est, se, df, self.pvalue(est / se, df, alternative)
+
+    def comparison(self) -> ModelComparison:
+        """The rule's test of a comparison of nested models with any number of df.
+
+        Only the likelihood ratio compares models: its chi^2 with the difference
+        in parameters as df (:data:`LRT_COMPARISON`).
+        """
+        if self.statistic != "lr" or self.bootstrap:
+            raise InputError(f"a term with several degrees of freedom (or a model comparison) "
+                             f"is tested by test='lrt', not {self.name!r}.")
+        return LRT_COMPARISON
+
+
+@dataclass(frozen=True)
+class ModelComparison:
+    """A test of nested models: statistic ``deviance0 - deviance`` against chi^2 with ``q`` df."""
+
+    name: str
+
+    def statistic(self, core: Any, core0: Any) -> float:
+        """The likelihood ratio of one replicate's full fit ``core`` and null fit ``core0``."""
+        return max(float(core0.deviance - core.deviance), 0.0)
+
+    def statistics(self, deviance: np.ndarray, deviance0: np.ndarray) -> np.ndarray:
+        """The likelihood ratios of a batch of fits."""
+        return np.maximum(deviance0 - deviance, 0.0)
+
+    def pvalue(self, statistic: Any, q: Any) -> Any:
+        """The chi^2(``q``) upper tail of ``statistic``."""
+        from scipy.special import chdtrc
+        return chdtrc(q, statistic)
+
+
+#: The likelihood-ratio test of a multi-df term or a model comparison (``TestRule.comparison``).
+LRT_COMPARISON = ModelComparison("lrt")
 
 
 def contrast(L: np.ndarray, core: Any) -> tuple[float, float]:

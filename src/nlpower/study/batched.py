@@ -1,6 +1,7 @@
 """A batch of replicates fitted and tested together, where the model allows.
 
-The replicate loop (:mod:`nlpower.study.power`) refits one response at a
+The study's analysis (:mod:`nlpower.study.analysis`, on the one replicate
+loop) sees a whole batch of draws; by default it refits one response at a
 time through the engine protocol.  For a Gaussian model whose random part
 is a single scalar term (``y ~ x + (1 | g)``, the designs of simr's
 examples) every replicate of a batch is fitted at once by
@@ -31,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import chdtrc
 
 from ..lmm.batched import BatchFits, ScalarLmm
 from ..lmm.draw import GaussianSimulator, relative_factor
@@ -91,10 +91,11 @@ def lmm_replicates(study: Any, model: Any, null: Any, Y: np.ndarray, start: Any,
     hyp = study.hypothesis
     if not hyp.one_df:
         assert fits0 is not None
-        stat = np.maximum(fits0.deviance - fits.deviance, 0.0)
+        comparison = rule.comparison()
+        stat = comparison.statistics(fits.deviance, fits0.deviance)
         q = float(model.spec.p - null.spec.p)
         nan = np.full(stat.shape, np.nan)
-        return BatchTests(stat, nan, stat, np.full(stat.shape, q), chdtrc(q, stat),
+        return BatchTests(stat, nan, stat, np.full(stat.shape, q), comparison.pvalue(stat, q),
                           fits.singular, ok, fits.beta)
     L = hyp.L if hyp.L is not None else np.eye(sl.p)[study.j]
     est, se = _wald(fits, L)

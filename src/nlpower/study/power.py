@@ -5,8 +5,10 @@ fitted model with its parameters, on the pilot's rows or an extended
 design), refits the analysis model (by default the same formula) through
 the engine protocol, and applies a test rule from the registry
 (:mod:`nlpower.powersim.rules`) to the hypothesis
-(:mod:`nlpower.study.hypothesis`).  Replicates run in the fixed batches of
-:func:`nlpower.powersim.batches.run_batches` -- checkpoints, ``n_jobs``,
+(:mod:`nlpower.study.hypothesis`).  Replicates run on the one replicate
+loop, :func:`nlpower.powersim.loop.replicate_batch` (the generator and the
+whole-batch analysis of :mod:`nlpower.study.analysis`), in the fixed batches
+of :func:`nlpower.powersim.batches.run_batches` -- checkpoints, ``n_jobs``,
 progress -- each from its own child seed, so the numbers do not depend on
 ``n_jobs`` or on resuming.  Every fit starts at the truth.
 
@@ -22,14 +24,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import chdtrc
 
 from .. import __version__
 from .._rng import RNGLike, seed_record
 from ..errors import FitError, InputError
-from ..formula import parse
-from ..lmm.draw import SimulatesGaussian
-from ..lmm.layout import theta_layout
 from ..lmm.names import coef_aliases
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
@@ -41,9 +39,11 @@ from ..powersim.batches import (
     run_batches,
     run_id,
 )
+from ..powersim.loop import replicate_batch
+from ..powersim.options import PowerOptions
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
-from .batched import BatchTests, gaussian_draws, lmm_replicates, nested_refits, ordinal_refits
+from .analysis import ModelGenerator, Study, StudyAnalysis, coef_names, same_random
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import (
@@ -59,30 +59,13 @@ from .result import ModelPowerResult, PowerCurve, model_parameters
 
 __all__ = ["power_curve", "power_model"]
 
-_FAILURES = (FitError, InputError, np.linalg.LinAlgError, FloatingPointError, ValueError)
+#: what the loop reads of its options when the analysis tests whole batches: nothing (the
+#: study's own options travel with its analysis)
+_OPTIONS = PowerOptions()
 _ALIASES = {"t": "satterthwaite", "kr": "kenward-roger", "lr": "lrt"}
 #: replicates per batch (checkpoint unit, the unit of n_jobs, and what a model that fits many
 #: responses at once fits together)
 STUDY_BATCH = 200
-
-
-@dataclass(frozen=True)
-class _Study:
-    """Everything a batch of replicates needs (picklable: sent to loky workers)."""
-
-    design: ModelDesign
-    analysis: str
-    hypothesis: Hypothesis
-    test: str
-    REML: bool
-    engine: str
-    alternative: str
-    n_resamples: int
-    alpha: float
-    j: int
-    drop: str | None
-    same_random: bool
-    comparisons: Comparisons | None = None
 
 
 def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
@@ -104,169 +87,12 @@ def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
     return rule.name
 
 
-def _batch(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
+def _batch(study: Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
            errors: list[str]) -> Replicates:
-    # trial steps of the optimisers overflow now and then on extreme simulated responses; the
-    # fits recover (or fail and are counted), so numpy's warnings would only be noise
+    """Replicates ``lo:hi`` on the one replicate loop (the truth drawn, the batch refitted)."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        return _batch_fits(study, seeds, lo, hi, errors)
-
-
-def _batch_fits(study: _Study, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int,
-                errors: list[str]) -> Replicates:
-    d, hyp = study.design, study.hypothesis
-    rule = get_test(study.test)
-    n = hi - lo
-    est, se, stat, df, p = (np.full(n, np.nan) for _ in range(5))
-    conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-    sim = d.prepare()
-    # the analysis is the truth's model (simr's usual question): one prepared model serves both
-    same = study.analysis == d.formula and study.engine == "native"
-    model = sim if same else d.prepare(study.analysis, engine=study.engine)
-    start = d.start(coef_names(model), same_random=study.same_random)
-    null = None
-    if hyp.reduced is not None:
-        null = d.prepare(hyp.reduced, engine=study.engine)
-    elif rule.needs_null:
-        null = d.prepare(study.analysis, engine=study.engine, drop=study.drop)
-    null_start = (d.start(coef_names(null), same_random=_same_random(d, null.spec))
-                  if null is not None else None)
-    gens, Y = _draws(d, seeds, lo, hi, sim)
-    fast = lmm_replicates(study, model, null, Y, start, null_start)
-    if study.comparisons is not None:
-        return _batch_many(study, lo, hi, Y, model, start, errors, fast)
-    state = None
-    if hyp.one_df and (fast is None or not fast.ok.all()):
-        state = rule.general_state(model.spec, model, null, study.j, start, study.n_resamples,
-                                   L=hyp.L, null_start=null_start, cold_null=null_start is None)
-    q = (_n_params(model) - _n_params(null)) if null is not None else 0
-    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
-    if fast is not None:
-        est[:], se[:], stat[:], df[:], p[:] = fast.estimate, fast.se, fast.statistic, fast.df, \
-            fast.pvalue
-        conv[:], sing[:] = fast.ok, fast.singular
-    cores = _refit_many(model, Y, study.REML, start) if fast is None and not rule.bootstrap \
-        else None
-    cores0 = nested_refits(model, null, Y, cores)   # a GLMM null from each full fit
-    if cores0 is None and cores is not None and null is not None and null_start is not None:
-        cores0 = _refit_many(null, Y, False, null_start, hessian=False)
-    for i in todo:
-        gen, y, k = gens[i], Y[i], lo + i
-        try:
-            core = _take(cores, i) or model.refit(y, REML=study.REML, start=start)
-            conv[i], sing[i] = bool(core.converged), bool(core.singular)
-            if state is not None:
-                est[i], se[i], stat[i], df[i], pb = rule.general(
-                    state, core, y, gen, _FAILURES, null_core=_take(cores0, i))
-                p[i] = pb if rule.bootstrap else float(
-                    rule.pvalue(np.array([stat[i]]), np.array([df[i]]), study.alternative)[0])
-            else:
-                assert null is not None
-                core0 = _take(cores0, i) or null.refit(y, REML=False, start=null_start)
-                stat[i] = max(float(core0.deviance - core.deviance), 0.0)
-                est[i], df[i], p[i] = stat[i], q, float(chdtrc(q, stat[i]))
-        except _FAILURES as exc:
-            failed[i] = True
-            errors.append(f"replicate {k}: {type(exc).__name__}: {exc}")
-    failed |= ~np.isfinite(p)
-    return Replicates(est, se, stat, df, np.where(failed, np.nan, p), conv, sing, failed)
-
-
-def _draws(d: ModelDesign, seeds: Sequence[np.random.SeedSequence], lo: int, hi: int, sim: Any
-           ) -> tuple[list[np.random.Generator], np.ndarray]:
-    """Replicates ``lo:hi``: each one's generator (its own child seed) and its simulated response."""
-    gens = [np.random.Generator(np.random.PCG64(seeds[k])) for k in range(lo, hi)]
-    if not gens:
-        return gens, np.zeros((0, d.nobs))
-    if d.family.name == "gaussian" and isinstance(sim, SimulatesGaussian):
-        return gens, gaussian_draws(d, sim.spec, gens)
-    if hasattr(sim, "simulate_each"):          # the same draws, the predictors formed at once
-        return gens, sim.simulate_each(gens, params=d)
-    return gens, np.vstack([d.simulate(1, rng=g, model=sim)[0] for g in gens])
-
-
-def _refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any, *, hessian: bool = True
-                ) -> list[Any] | None:
-    """``model.refit_many`` where the model has it (None: fit replicate by replicate).
-
-    Models that fit many responses at once (GLMMs of scalar terms) take the batch
-    together; cumulative link models take BFGS steps from one Hessian at the truth
-    (:func:`~nlpower.study.batched.ordinal_refits`).  Each replicate's result is the
-    one its own refit gives (to the optimiser's tolerance); ``hessian=False``: the
-    fit's deviance is all that is needed (a null model).
-    """
-    if start is None or Y.shape[0] < 2:
-        return None
-    many = getattr(model, "refit_many", None)
-    if many is None:
-        return ordinal_refits(model, Y, start, _FAILURES, hessian=hessian)
-    return list(many(Y, REML=REML, start=start))
-
-
-def _take(cores: list[Any] | None, i: int) -> Any:
-    """The batch's fit of replicate ``i`` (None: not batched); a refused replicate raises here."""
-    if cores is None:
-        return None
-    if isinstance(cores[i], Exception):
-        raise cores[i]
-    return cores[i]
-
-
-def _batch_many(study: _Study, lo: int, hi: int, Y: np.ndarray, model: Any, start: Any,
-                errors: list[str], fast: BatchTests | None) -> Replicates:
-    """A batch of a multiple-comparison run: every comparison from one refit per replicate."""
-    comp = study.comparisons
-    assert comp is not None
-    rule = get_test(study.test)
-    L, M = comp.L, comp.M
-    n, k = hi - lo, L.shape[0]
-    est, se, df, p = (np.full((n, k), np.nan) for _ in range(4))
-    means = np.full((n, M.shape[0]), np.nan)
-    conv, sing, failed = (np.zeros(n, dtype=bool) for _ in range(3))
-    todo = range(n) if fast is None else [int(i) for i in np.flatnonzero(~fast.ok)]
-    if fast is not None and fast.many is not None:
-        est[:], se[:], df[:], p[:] = fast.many
-        means[:] = fast.beta @ M.T
-        conv[:], sing[:] = fast.ok, fast.singular
-    cores = _refit_many(model, Y, study.REML, start) if fast is None else None
-    for i in todo:
-        r = lo + i
-        try:
-            core = _take(cores, i) or model.refit(Y[i], REML=study.REML, start=start)
-            conv[i], sing[i] = bool(core.converged), bool(core.singular)
-            est[i] = L @ core.beta
-            se[i] = np.sqrt(np.einsum("kp,pq,kq->k", L, core.vcov_beta, L))
-            df[i] = ([float(model.satterthwaite_df(core, Lc)) for Lc in L]
-                     if rule.df_method == "satterthwaite" else np.inf)
-            p[i] = rule.pvalue(est[i] / se[i], df[i], study.alternative)
-            means[i] = M @ core.beta
-        except _FAILURES as exc:
-            failed[i] = True
-            errors.append(f"replicate {r}: {type(exc).__name__}: {exc}")
-    failed |= ~np.all(np.isfinite(p), axis=1)
-    extra = {f"estimate.{c}": est[:, c] for c in range(k)}
-    extra.update({f"pvalue.{c}": p[:, c] for c in range(k)})
-    extra.update({f"mean.{j}": means[:, j] for j in range(M.shape[0])})
-    first_p = np.where(failed, np.nan, p[:, 0])
-    return Replicates(np.where(failed, np.nan, est[:, 0]), se[:, 0], est[:, 0] / se[:, 0],
-                      df[:, 0], first_p, conv, sing, failed, extra=extra)
-
-
-def coef_names(model: Any) -> tuple[str, ...]:
-    """The prepared model's coefficient names (a cumulative link model's have no intercept)."""
-    return tuple(getattr(model, "fixef_names", model.spec.fixef_names))
-
-
-def _n_params(model: Any) -> int:
-    extra = 1 if model.family.name == "gaussian" else 0
-    thr = getattr(model, "n_alpha", 0)
-    return int(model.spec.p + theta_layout(model.spec.re_terms).size + extra + thr)
-
-
-def _same_random(d: ModelDesign, spec: Any) -> bool:
-    """Whether ``spec`` has the design's random part (then its true ``theta`` is a warm start)."""
-    return bool(theta_layout(spec.re_terms).size == d.theta.size and
-                str(parse(spec.formula).random) == str(parse(d.formula).random))
+        return replicate_batch(ModelGenerator(study.design), StudyAnalysis(study, errors),
+                               _OPTIONS, lo, hi, n_sims=len(seeds), seeds=seeds)
 
 
 def power_model(model: Any, *, term: str | None = None, compare: str | None = None,
@@ -344,8 +170,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     if drop is not None and hyp.L is not None and np.count_nonzero(hyp.L) != 1:
         raise InputError(f"test={name!r} compares models; the contrast {hyp.label!r} is tested "
                          "by a Wald test (test='z' or 'satterthwaite').")
-    study = _Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
-                   float(alpha), j, drop, _same_random(d, amodel.spec), comp)
+    study = Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
+                   float(alpha), j, drop, same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
     seeds = root.spawn(int(n_sims))
     errors: list[str] = []
@@ -400,7 +226,7 @@ def _rule(precision: float | None, alpha: float, comp: Comparisons | None,
     return ComparisonsPrecision(precision, alpha, comparisons=comp, adjust=adjust)
 
 
-def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str,
+def _many_result(reps: Replicates, study: Study, comp: Comparisons, adjust: str,
                  errors: list[str], n_sims: int) -> MultiplePowerResult:
     n_failed = int(reps.failed.sum())
     if n_failed == n_sims:
@@ -414,7 +240,7 @@ def _many_result(reps: Replicates, study: _Study, comp: Comparisons, adjust: str
                                version=__version__, **counts)
 
 
-def _result(reps: Replicates, study: _Study, errors: list[str], on_failure: str,
+def _result(reps: Replicates, study: Study, errors: list[str], on_failure: str,
             root: np.random.SeedSequence, n_sims: int,
             rule: dict[str, Any] | None = None) -> ModelPowerResult:
     import warnings
