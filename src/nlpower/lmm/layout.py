@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..mixed.relfactor import lower_pairs, theta_lower
+from ..mixed.relfactor import theta_pairs
 from .structure import ReTerm
 
 __all__ = ["ThetaLayout", "lme4_term_order", "make_unique", "theta_layout"]
@@ -93,14 +93,13 @@ def theta_layout(re_terms: tuple[ReTerm, ...]) -> ThetaLayout:
     off = 0
     for t in terms:
         offsets.append(off)
-        rows, cols = lower_pairs(t.q)
-        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+        for i, j in theta_pairs(t.q):
             names.append(f"{t.group}.{t.cnames[i]}" if i == j
                          else f"{t.group}.{t.cnames[i]}.{t.cnames[j]}")
-        lower.extend(theta_lower(t.q).tolist())
-        start.extend((rows == cols).astype(float).tolist())
-        diag.extend((rows == cols).tolist())
-        off += rows.size
+            lower.append(0.0 if i == j else -np.inf)
+            start.append(1.0 if i == j else 0.0)
+            diag.append(i == j)
+            off += 1
     return ThetaLayout(
         terms=terms,
         term_offsets=tuple(offsets),

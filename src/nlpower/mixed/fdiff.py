@@ -59,6 +59,13 @@ def _shift(x: np.ndarray, i: int, h: float) -> np.ndarray:
     return out
 
 
+def _shift2(x: np.ndarray, i: int, hi: float, j: int, hj: float) -> np.ndarray:
+    out = x.copy()
+    out[i] += hi
+    out[j] += hj
+    return out
+
+
 def _lin(a: Any, b: Any, c: Any) -> Any:
     """``a + b - c`` when all are known, else ``None`` (a start extrapolated from modes)."""
     if a is None or b is None or c is None:
@@ -126,12 +133,12 @@ def value_hessian(f: Warm, x: np.ndarray, fx: float, h: float = DERIV_STEP, *,
     for j in range(k):                    # pairs (i < j), j the outer index
         for i in range(j):
             if cross == "forward":
-                xx = _shift(_shift(x, i, h), j, h)
+                xx = _shift2(x, i, h, j, h)
                 v = f(xx, _lin(modes[i], modes[j], mode))[0]
                 H[i, j] = H[j, i] = (v - fp[j] - fp[i] + fx) / (h * h)
                 n += 1
                 continue
-            vals = [f(_shift(_shift(x, i, si * h), j, sj * h), mode)[0]
+            vals = [f(_shift2(x, i, si * h, j, sj * h), mode)[0]
                     for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1))]
             H[i, j] = H[j, i] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4.0 * h * h)
             n += 4

@@ -11,36 +11,45 @@ their factors here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = ["block_index", "factor_theta", "fill_factor", "lower_pairs", "relative_factor",
-           "theta_lower"]
+           "theta_lower", "theta_pairs"]
 
 
+@functools.lru_cache(maxsize=64)
 def lower_pairs(q: int) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, cols)`` of the lower triangle of a ``q x q`` factor in ``theta``'s order.
+
+    Read-only arrays, computed once per ``q`` (``np.triu_indices`` costs tens of
+    microseconds, more than a small fit's per-term set-up).
 
     Examples
     --------
     >>> [r.tolist() for r in lower_pairs(3)]
     [[0, 1, 2, 1, 2, 2], [0, 0, 0, 1, 1, 2]]
     """
-    cols, rows = np.triu_indices(q)
+    r, c = np.triu_indices(q)
+    rows, cols = c.astype(np.intp), r.astype(np.intp)
+    rows.flags.writeable = False
+    cols.flags.writeable = False
     return rows, cols
 
 
 def theta_lower(q: int) -> np.ndarray:
     """Lower bounds of a ``q``-column term's ``theta``: 0 on the diagonal, ``-inf`` elsewhere.
 
+    A new array (the caller may write to it).
+
     Examples
     --------
     >>> theta_lower(2).tolist()
     [0.0, -inf, 0.0]
     """
-    rows, cols = lower_pairs(q)
-    return np.where(rows == cols, 0.0, -np.inf)
+    return np.array([0.0 if i == j else -np.inf for i, j in theta_pairs(q)])
 
 
 def relative_factor(theta: np.ndarray, q: int) -> np.ndarray:
@@ -83,14 +92,28 @@ def block_index(qs: Sequence[int], offsets: Sequence[int]) -> tuple[np.ndarray, 
     [[0, 4, 7, 8], [3, 0, 1, 2]]
     """
     q = int(sum(qs))
-    flat, idx = [], []
+    flat: list[int] = []
+    idx: list[int] = []
     col = 0
     for qt, off in zip(qs, offsets, strict=True):
-        rows, cols = lower_pairs(qt)
-        flat.append((col + rows) * q + (col + cols))
-        idx.append(off + np.arange(rows.size))
+        for i, j in theta_pairs(qt):
+            flat.append((col + i) * q + (col + j))
+            idx.append(off)
+            off += 1
         col += qt
-    return (np.concatenate(flat).astype(np.intp), np.concatenate(idx).astype(np.intp))
+    return np.array(flat, dtype=np.intp), np.array(idx, dtype=np.intp)
+
+
+@functools.lru_cache(maxsize=64)
+def theta_pairs(q: int) -> tuple[tuple[int, int], ...]:
+    """:func:`lower_pairs` as Python ``(row, column)`` pairs (for loops over a few elements).
+
+    Examples
+    --------
+    >>> theta_pairs(2)
+    ((0, 0), (1, 0), (1, 1))
+    """
+    return tuple((j + d, j) for j in range(q) for d in range(q - j))
 
 
 def fill_factor(theta: np.ndarray, flat: np.ndarray, theta_idx: np.ndarray, q: int) -> np.ndarray:

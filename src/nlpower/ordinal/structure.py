@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
-from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_lower
+from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_pairs
 from ._dense import cho_solve, cholesky
 from .crossed import PairFactor, PairPlan, pair_plan
 
@@ -104,7 +104,7 @@ class ReStructure:
             starts.append(starts[-1] + size)
         self.theta_slices = tuple(slice(starts[k], starts[k + 1]) for k in range(len(terms)))
         self.n_theta = starts[-1]
-        self.lower = np.concatenate([theta_lower(t.q) for t in terms] + [np.zeros(0)])
+        self.lower = np.array([0.0 if i == j else -np.inf for t in terms for i, j in theta_pairs(t.q)])
         # each block's Lambda.flat[flat] = theta[idx], and each theta element's (block, row,
         # column) in its block's Lambda
         self._lam_index = [block_index([terms[k].q for k in blk.terms],
