@@ -1,7 +1,7 @@
 """Adaptive Gauss-Hermite quadrature (``nAGQ > 1``) for one scalar random-effects term.
 
 With a single ``(1 | g)``-type term the integral over ``u`` factorises by
-level.  Around each level's conditional mode ``u0`` with the Laplace scale
+level (the rule and the sum over the nodes: :mod:`nlpower.mixed.quadrature`).  Around each level's conditional mode ``u0`` with the Laplace scale
 ``sd = 1 / L_ll`` (``L`` the Cholesky factor at the mode), level ``l``
 contributes ``-2 log`` of
 
@@ -20,24 +20,11 @@ the deviance residuals: it leaves out the saturated model's ``-2 log p(y | mu = 
 from __future__ import annotations
 
 import numpy as np
-from numpy.polynomial import hermite_e
 
+from ..mixed.quadrature import adaptive_nodes, gh_rule, level_logliks
 from .pirls import Mode, Pirls
 
 __all__ = ["agq_deviance", "gh_rule"]
-
-
-def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights (summing to 1) of the ``k``-point rule for the standard normal.
-
-    Examples
-    --------
-    >>> z, w = gh_rule(3)
-    >>> np.round(z, 6).tolist(), round(float(w.sum()), 12)
-    ([-1.732051, 0.0, 1.732051], 1.0)
-    """
-    z, w = hermite_e.hermegauss(k)
-    return z, w / w.sum()
 
 
 def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
@@ -53,13 +40,10 @@ def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
         return np.bincount(codes, unit, minlength=m) + u * u
 
     dc0 = devc(u0)
-    z, w = gh_rule(nagq)
-    mult = np.zeros(m)
-    for zk, wk in zip(z, w, strict=True):
-        if zk == 0.0:
-            mult += wk
-            continue
-        mult += wk * np.exp(0.5 * zk * zk - 0.5 * (devc(u0 + zk * sd) - dc0))
+    nodes = adaptive_nodes(u0, sd, nagq)                  # (m, nAGQ)
+    h = np.empty_like(nodes)                              # h_l = -devc_l / 2 at the nodes
+    for k, zk in enumerate(gh_rule(nagq)[0]):            # the centre (odd nAGQ): the mode's
+        h[:, k] = -0.5 * (dc0 if zk == 0.0 else devc(nodes[:, k]))
     # lme4's nAGQ > 1 deviance leaves out the saturated model's -2 log-likelihood (it is
     # built from deviance residuals); kept so logLik compares one to one with lme4's
-    return float(np.sum(dc0) - 2.0 * np.sum(np.log(sd * mult)) + pirls._const - pirls.saturated)
+    return float(-2.0 * np.sum(level_logliks(h, sd)[0]) + pirls._const - pirls.saturated)

@@ -23,8 +23,9 @@ import nlopt
 import numpy as np
 from scipy import optimize
 
-#: finite-difference step of the derivatives (lme4's deriv12)
-DERIV_STEP = 1e-4
+from ..mixed.fdiff import DERIV_STEP, value_gradient, value_hessian
+from ..mixed.fdiff import gradient_hessian as _gradient_hessian
+
 #: Newton's method stops when the predicted decrease g'H^{-1}g / 2 of the deviance is below
 #: this (the step left is then ~1e-4 in the Hessian's norm: ~1e-5 SEs), or the step is below
 #: NEWTON_XTOL (analytic gradient)
@@ -39,56 +40,35 @@ def fd_derivatives(fu: Any, x: np.ndarray, fx: float, u0: np.ndarray | None,
                    ) -> tuple[np.ndarray, np.ndarray | None, int]:
     """Gradient and Hessian of the deviance alone by finite differences: ``(g, H, evaluations)``.
 
-    The gradient and the Hessian's diagonal are central differences (lme4's
-    ``deriv12``), the off-diagonal elements forward differences
-    ``(f(x + h e_i + h e_j) - f(x + h e_i) - f(x + h e_j) + f(x)) / h^2`` --
-    ``2k + k(k-1)/2`` evaluations instead of ``deriv12``'s ``2k^2``, an
-    ``O(h)`` error in the off-diagonal elements (relative ``1e-4`` on the SEs).
-    PIRLS starts from ``2 u0 - u(x + h e_i)`` and ``u(x + h e_i) + u(x + h e_j) - u0``.
+    :func:`~nlpower.mixed.fdiff.value_hessian` with the forward off-diagonal
+    rule (``2k + k(k-1)/2`` PIRLS solves instead of ``deriv12``'s ``2k^2``, a
+    relative ``1e-4`` on the SEs); PIRLS starts from modes extrapolated from
+    ``u0``, the mode at ``x``.
     """
-    k = x.size
-    fp, fm = np.empty(k), np.empty(k)
-    up: list[np.ndarray | None] = []
-    for i in range(k):
-        e = np.zeros(k)
-        e[i] = h
-        fp[i], _, ui = fu(x + e, u0)
-        up.append(ui)
-        fm[i], _, _ = fu(x - e, None if u0 is None or ui is None else 2.0 * u0 - ui)
-    g = (fp - fm) / (2.0 * h)
+    f = _warm(fu)
     if not hessian:
-        return g, None, 2 * k
-    H = np.diag((fp - 2.0 * fx + fm) / (h * h))
-    for i in range(k):
-        for j in range(i):
-            e = np.zeros(k)
-            e[i] = e[j] = h
-            ui, uj = up[i], up[j]
-            start = None if u0 is None or ui is None or uj is None else ui + uj - u0
-            H[i, j] = H[j, i] = (fu(x + e, start)[0] - fp[i] - fp[j] + fx) / (h * h)
-    return g, H, 2 * k + k * (k - 1) // 2
+        g, _, _, _, n = value_gradient(f, x, h, mode=u0)
+        return g, None, n
+    return value_hessian(f, x, fx, h, cross="forward", mode=u0)
 
 
 def gradient_hessian(fu: Any, x: np.ndarray, u0: np.ndarray | None, h: float = DERIV_STEP,
                      forward: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """The Hessian from differences of the analytic gradient: ``(H, evaluations)``.
 
-    Central differences (``2k`` evaluations, an ``O(h^2)`` error, as lme4's
-    ``deriv12``); forward differences from the gradient ``forward`` at ``x``
-    (``k`` evaluations, ``O(h)``: enough to start Newton's method).
+    Central differences (``2k`` evaluations, ``O(h^2)``); forward differences
+    from the gradient ``forward`` at ``x`` (``k``, ``O(h)``: enough to start
+    Newton's method) -- :func:`~nlpower.mixed.fdiff.gradient_hessian`.
     """
-    k = x.size
-    H = np.empty((k, k))
-    for i in range(k):
-        e = np.zeros(k)
-        e[i] = h
-        _, gp, ui = fu(x + e, u0)
-        if forward is not None:
-            H[:, i] = (gp - forward) / h
-            continue
-        _, gm, _ = fu(x - e, None if u0 is None or ui is None else 2.0 * u0 - ui)
-        H[:, i] = (gp - gm) / (2.0 * h)
-    return 0.5 * (H + H.T), k if forward is not None else 2 * k
+    return _gradient_hessian(lambda t, s: fu(t, s)[1:], x, h, g=forward, mode=u0)
+
+
+def _warm(fu: Any) -> Any:
+    """``fu(x, u) -> (value, gradient, mode)`` as a warm objective ``(value, mode)``."""
+    def f(t: np.ndarray, start: Any) -> tuple[float, Any]:
+        v, _, u = fu(t, start)
+        return v, u
+    return f
 
 
 def newton_step(x: np.ndarray, g: np.ndarray, H: np.ndarray, lower: np.ndarray,

@@ -51,6 +51,7 @@ from scipy.linalg import lapack
 
 from .._validation import check_choice
 from ..errors import ConvergenceWarning, FitError, InputError, SingularFitWarning
+from ..mixed.fdiff import DERIV_STEP, cold, gradient_hessian, value_gradient, value_hessian
 
 #: What a failed check does: nothing, a warning, or an exception (lme4's "stop").
 CheckLevel: TypeAlias = Literal["ignore", "warning", "error"]
@@ -60,7 +61,6 @@ CHECK_LEVELS: tuple[str, ...] = ("ignore", "warning", "error")
 GRAD_TOL = 2e-3
 HESS_TOL = 1e-6
 SINGULAR_TOL = 1e-4
-DERIV_STEP = 1e-4
 
 
 class ConvergenceError(FitError):
@@ -169,43 +169,20 @@ class ConvCheck:
 def gradient(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
              delta: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Central-difference gradient (lme4's ``deriv12`` step); also ``f(x +- delta e_j)``."""
-    k = x.size
-    fadd = np.empty(k)
-    fsub = np.empty(k)
-    for j in range(k):
-        xa = x.copy()
-        xa[j] += delta
-        xs = x.copy()
-        xs[j] -= delta
-        fadd[j] = fn(xa)
-        fsub[j] = fn(xs)
-    return (fadd - fsub) / (2.0 * delta), fadd, fsub
+    g, fadd, fsub = value_gradient(cold(fn), x, delta)[:3]
+    return g, fadd, fsub
 
 
 def deriv12(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
             delta: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray]:
     """Gradient and Hessian by central differences, as ``lme4:::deriv12`` (no bounds).
 
-    Diagonal: ``(f(x+d) - 2 f(x) + f(x-d)) / d^2``; off-diagonal: the
-    four-point formula ``(f(++) - f(+-) - f(-+) + f(--)) / (4 d^2)``.
-    Costs ``2k + 2k(k-1)`` evaluations.  (A forward off-diagonal formula
-    with ``k(k-1)/2`` evaluations was tried: its ``O(d)`` error produced
-    spurious negative eigenvalues on the flat ridges of ``(f || g)`` terms.)
+    :func:`~nlpower.mixed.fdiff.value_hessian` with the four-point
+    off-diagonal rule (``2k + 2k(k-1)`` evaluations): the forward rule's
+    ``O(d)`` error produced spurious negative eigenvalues on the flat ridges
+    of ``(f || g)`` terms.
     """
-    x = np.asarray(x, dtype=float)
-    k = x.size
-    g, fadd, fsub = gradient(fn, x, fx, delta)
-    H = np.empty((k, k))
-    H[np.diag_indices(k)] = (fadd - 2.0 * fx + fsub) / delta**2
-    for j in range(k):
-        for i in range(j):
-            vals = []
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                xx = x.copy()
-                xx[i] += si * delta
-                xx[j] += sj * delta
-                vals.append(fn(xx))
-            H[i, j] = H[j, i] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4.0 * delta**2)
+    g, H, _ = value_hessian(cold(fn), x, fx, delta, cross="central")
     return g, H
 
 
@@ -255,18 +232,7 @@ def hessian_from_gradient(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarra
     array([[2., 1.],
            [1., 6.]])
     """
-    k = x.size
-    H = np.empty((k, k))
-    for j in range(k):
-        xa = x.copy()
-        xa[j] += delta
-        if g is not None:
-            H[:, j] = (grad(xa) - g) / delta
-            continue
-        xs = x.copy()
-        xs[j] -= delta
-        H[:, j] = (grad(xa) - grad(xs)) / (2.0 * delta)
-    return 0.5 * (H + H.T)
+    return gradient_hessian(cold(grad), x, delta, g=g)[0]
 
 
 def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower: Any,

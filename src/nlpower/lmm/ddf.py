@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .draw import relative_factor
+from ..mixed.relfactor import relative_factor
 from .kenward_roger import KRState, covariance_basis, kr_state
 from .layout import theta_layout
 from .structure import ModelSpec

@@ -18,25 +18,11 @@ import numpy as np
 
 from .._rng import as_generator
 from ..errors import InputError
+from ..mixed.relfactor import relative_factor
 from .layout import theta_layout
 from .structure import ModelSpec
 
 __all__ = ["GaussianSimulator", "SimulatesGaussian", "relative_factor"]
-
-
-def relative_factor(theta: np.ndarray, q: int) -> np.ndarray:
-    """A term's relative covariance factor ``Lambda`` (lower triangle, filled column by column).
-
-    Examples
-    --------
-    >>> relative_factor(np.array([1.0, 0.5, 2.0]), 2)
-    array([[1. , 0. ],
-           [0.5, 2. ]])
-    """
-    lam = np.zeros((q, q))
-    cols, rows = np.triu_indices(q)
-    lam[rows, cols] = theta[:cols.size]
-    return lam
 
 
 @dataclass(frozen=True, eq=False)

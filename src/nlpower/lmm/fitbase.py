@@ -291,7 +291,7 @@ class MixedFit(FitVerbs):
     def _condsd(self) -> dict[tuple[str, str], np.ndarray]:
         from scipy import sparse
 
-        from .draw import relative_factor
+        from ..mixed.relfactor import relative_factor
         spec = self._structure("ranef(condvar=True)").spec
         lay = theta_layout(spec.re_terms)
         w, s2 = self._condvar_weights()

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..mixed.relfactor import theta_pairs
 from .structure import ReTerm
 
 __all__ = ["ThetaLayout", "lme4_term_order", "make_unique", "theta_layout"]
@@ -92,16 +93,13 @@ def theta_layout(re_terms: tuple[ReTerm, ...]) -> ThetaLayout:
     off = 0
     for t in terms:
         offsets.append(off)
-        for j in range(t.q):
-            for i in range(j, t.q):
-                if i == j:
-                    names.append(f"{t.group}.{t.cnames[i]}")
-                else:
-                    names.append(f"{t.group}.{t.cnames[i]}.{t.cnames[j]}")
-                lower.append(0.0 if i == j else -np.inf)
-                start.append(1.0 if i == j else 0.0)
-                diag.append(i == j)
-                off += 1
+        for i, j in theta_pairs(t.q):
+            names.append(f"{t.group}.{t.cnames[i]}" if i == j
+                         else f"{t.group}.{t.cnames[i]}.{t.cnames[j]}")
+            lower.append(0.0 if i == j else -np.inf)
+            start.append(1.0 if i == j else 0.0)
+            diag.append(i == j)
+            off += 1
     return ThetaLayout(
         terms=terms,
         term_offsets=tuple(offsets),

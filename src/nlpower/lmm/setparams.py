@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..mixed.relfactor import factor_theta, relative_factor
 from .layout import ThetaLayout
 from .names import canonical
 
@@ -79,10 +80,7 @@ def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None,
 
 
 def _lambda(theta: np.ndarray, off: int, q: int) -> np.ndarray:
-    lam = np.zeros((q, q))
-    cols, rows = np.triu_indices(q)
-    lam[rows, cols] = theta[off:off + cols.size]
-    return lam
+    return relative_factor(theta[off:], q)
 
 
 def term_covariances(layout: ThetaLayout, theta: np.ndarray, scale: float) -> list[np.ndarray]:
@@ -177,8 +175,7 @@ def set_theta(layout: ThetaLayout, theta: np.ndarray, sd: Mapping[str, Any] | No
             np.fill_diagonal(corr, 1.0)
             covs[i] = corr * np.outer(new, new)
     out = np.empty(layout.size)
-    for t, off, cov in zip(layout.terms, layout.term_offsets, covs, strict=True):
-        lam = _cholesky_psd(cov / target ** 2)
-        cols, rows = np.triu_indices(t.q)
-        out[off:off + cols.size] = lam[rows, cols]
+    for off, cov in zip(layout.term_offsets, covs, strict=True):
+        th = factor_theta(_cholesky_psd(cov / target ** 2))
+        out[off:off + th.size] = th
     return out

@@ -3,13 +3,14 @@
 With one scalar term ``(1 | judge)`` the likelihood factorises over the
 levels ``l``: ``L_l = int exp(h_l(v)) dv / sqrt(2 pi)`` with
 ``h_l(v) = sum_{i in l} log p_i(a_i v) - v^2 / 2`` (``a_i = s z_i``, ``s`` the
-SD).  ``nAGQ = K`` nodes ``x_k`` with weights ``w_k`` are centred at the
-conditional mode ``u_l`` and scaled by ``s_l = H_l^{-1/2}`` (``H_l`` the
-curvature ``-h_l''(u_l)``): nodes ``v_lk = u_l + sqrt(2) s_l x_k`` and::
+SD).  ``nAGQ = K`` nodes ``z_k`` of the standard normal rule, weights ``w_k``, are
+centred at the conditional mode ``u_l`` and scaled by ``s_l = H_l^{-1/2}`` (``H_l`` the
+curvature ``-h_l''(u_l)``): nodes ``v_lk = u_l + s_l z_k`` and::
 
-    log L_l ~ logsumexp_k(h_l(v_lk) + log w_k + x_k^2) + log(sqrt(2) s_l) - log(2 pi) / 2
+    log L_l ~ log s_l + logsumexp_k(h_l(v_lk) + log w_k + z_k^2 / 2)
 
-(``ordinal``'s ``nAGQ > 1``).  Its gradient in ``psi = (alpha, beta, s)``
+(``ordinal``'s ``nAGQ > 1``; the rule and the sum are
+:mod:`nlpower.mixed.quadrature`, shared with glmer).  Its gradient in ``psi = (alpha, beta, s)``
 follows every dependence: ``h_l`` at fixed nodes, the nodes through the
 mode (``du_l / dpsi = H_l^{-1} dg_l / dpsi``, implicit differentiation of
 the mode's equation as in the Laplace gradient) and through the scale
@@ -17,7 +18,7 @@ the mode's equation as in the Laplace gradient) and through the scale
 derivative of the curvature), and the ``log s_l`` term.  With ``pi_lk``
 the softmax weights of the nodes and ``h'_lk = h_l'(v_lk)``::
 
-    d log L_l = sum_k pi_lk (dh_l(v_lk) + h'_lk (du_l + sqrt(2) x_k ds_l)) + ds_l / s_l
+    d log L_l = sum_k pi_lk (dh_l(v_lk) + h'_lk (du_l + z_k ds_l)) + ds_l / s_l
 
 Checked against central differences of the log-likelihood in
 ``tests/ordinal/test_small_fit_speed_paths.py``.
@@ -25,14 +26,12 @@ Checked against central differences of the log-likelihood in
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import special
 
 from ..lmm.family import Link
+from ..mixed.quadrature import adaptive_nodes, gh_rule, level_logliks
 from .cumulative import CumulativeParts, bounds_parts, cumulative_parts, logit_gap
 
 if TYPE_CHECKING:
@@ -42,28 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["agq_gradient", "agq_loglik", "batch_agq", "batch_agq_nll_grad"]
 
-_SQRT2 = math.sqrt(2.0)
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-@functools.lru_cache(maxsize=16)
-def _hermite(n_agq: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Hermite nodes and the log of ``w_k exp(x_k^2)`` (read-only; computed once)."""
-    x, wq = special.roots_hermite(n_agq)
-    logw = np.log(wq) + x ** 2
-    x.flags.writeable = False
-    logw.flags.writeable = False
-    return x, logw
-
-
-def _logsumexp_rows(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``log sum_k exp(t_lk)`` per row and the softmax weights ``exp(t_lk - that)``."""
-    m = t.max(axis=1, keepdims=True)
-    e = np.exp(t - m)
-    tot = e.sum(axis=1, keepdims=True)
-    return (m + np.log(tot))[:, 0], e / tot
-
-
 def _level_node_sums(codes: np.ndarray, v: np.ndarray, L: int) -> np.ndarray:
     """Sums over each level of ``v`` (``(n, K)``): ``(L, K)``."""
     K = v.shape[1]
@@ -72,26 +49,23 @@ def _level_node_sums(codes: np.ndarray, v: np.ndarray, L: int) -> np.ndarray:
 
 
 def _nodes(inner: InnerResult, n_agq: int, L: int) -> tuple[np.ndarray, ...]:
-    x, logw = _hermite(n_agq)
     g = inner.factor.g1_diag
     if g.size != L:
         raise ValueError("adaptive Gauss-Hermite needs a single scalar random-effect term")
     s = 1.0 / np.sqrt(g)                                  # (L,)
-    nodes = inner.u[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]   # (L, K)
-    return x, logw, s, nodes
+    return gh_rule(n_agq)[0], s, adaptive_nodes(inner.u, s, n_agq)   # nodes (L, K)
 
 
 def agq_loglik(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
                inner: InnerResult, n_agq: int) -> float:
     """Adaptive Gauss-Hermite log-likelihood for one scalar random-effect term."""
     blk = rs.blocks[0]
-    x, logw, s, nodes = _nodes(inner, n_agq, blk.L)
+    _, s, nodes = _nodes(inner, n_agq, blk.L)
     zl = rs._ZL[0][:, 0]
     eta = zl[:, None] * nodes[blk.codes]                  # (n, K)
     parts = cumulative_parts(link, up0[:, None] - eta, lo0[:, None] - eta, derivatives=False)
-    terms = _level_node_sums(blk.codes, parts.logp, blk.L) - 0.5 * nodes ** 2 + logw
-    ll = _logsumexp_rows(terms)[0] + np.log(np.sqrt(2.0) * s) - 0.5 * np.log(2.0 * np.pi)
-    return float(np.sum(ll))
+    h = _level_node_sums(blk.codes, parts.logp, blk.L) - 0.5 * nodes ** 2
+    return float(np.sum(level_logliks(h, s)[0]))
 
 
 def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
@@ -108,7 +82,7 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     c, L = blk.codes, blk.L
     zl = rs._ZL[0][:, 0]                                  # a = s z: the term's column, scaled
     z = blk.Z[:, 0]
-    x, logw, s, nodes = _nodes(inner, n_agq, L)
+    x, s, nodes = _nodes(inner, n_agq, L)
     u = inner.u
     H = inner.factor.g1_diag
     # -- the mode and the curvature as functions of psi (as in the Laplace gradient)
@@ -130,8 +104,9 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     # -- the integrand at the nodes
     eta = zl[:, None] * nodes[c]                          # (n, K)
     parts = cumulative_parts(link, up0[:, None] - eta, lo0[:, None] - eta)
-    terms = _level_node_sums(c, parts.logp, L) - 0.5 * nodes ** 2 + logw
-    pi = _logsumexp_rows(terms)[1]                        # (L, K): the nodes' weights
+    h = _level_node_sums(c, parts.logp, L) - 0.5 * nodes ** 2
+    pi = level_logliks(h, s, weights=True)[1]             # (L, K): the nodes' weights
+    assert pi is not None
     d1 = (parts.f_lo - parts.f_up) / parts.p              # d log p / d eta at the nodes
     hprime = _level_node_sums(c, zl[:, None] * d1, L) - nodes   # h_l'(v_lk)
     pic = pi[c]                                           # (n, K): each observation's level
@@ -140,7 +115,7 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
               - (pic * parts.f_lo / parts.p).sum(axis=1) @ Bl)
     g[-1] = float(np.sum(pic * d1 * (z[:, None] * nodes[c])))   # d eta / ds = z v at fixed v
     A = np.sum(pi * hprime, axis=1)                       # (L,)
-    B = np.sqrt(2.0) * np.sum(pi * hprime * x[None, :], axis=1)
+    B = np.sum(pi * hprime * x[None, :], axis=1)
     g += A @ du + (B + 1.0 / s) @ ds
     return g
 
@@ -159,27 +134,23 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     at the modes.  Returns ``(f, grad)``: ``(m,)`` and ``(m, k)`` (``None``
     without ``gradient``).
     """
-    x, logw = _hermite(n_agq)
+    x = gh_rule(n_agq)[0]
     c, z = term.codes, term.z
     sc = 1.0 / np.sqrt(H)                                  # (m, L)
-    nodes = u[:, :, None] + _SQRT2 * sc[:, :, None] * x    # (m, L, K)
+    nodes = adaptive_nodes(u, sc, n_agq)                   # (m, L, K)
     nc = nodes.take(c, axis=1)                             # (m, n, K)
     eta = a[:, :, None] * nc
     B4 = B[..., None]                                      # (2, m, n, 1): [upper, lower]
     gap = logit_gap(B4) if link.name == "logit" else None  # the same at every node
     parts = bounds_parts(link, B4 - eta, derivatives=gradient, gap=gap)
-    terms = term.node_sums(parts.logp) - 0.5 * nodes * nodes + logw
-    mx = terms.max(axis=2, keepdims=True)
-    e = np.exp(terms - mx)
-    tot = e.sum(axis=2, keepdims=True)
-    ll = (mx + np.log(tot))[:, :, 0] + np.log(_SQRT2 * sc) - _HALF_LOG_2PI
+    ll, pi = level_logliks(term.node_sums(parts.logp) - 0.5 * nodes * nodes, sc,
+                           weights=gradient)
     f = -ll.sum(axis=1)
-    if not gradient:
+    if pi is None:
         return f, None
     from .scalar import _partials_scaled  # scalar imports gradient, which imports laplace
 
     m, n = a.shape
-    pi = e / tot                                          # (m, L, K): the nodes' weights
     # -- the integrand at the nodes (fixed nodes)
     fu_n = parts.f_up / parts.p
     fl_n = parts.f_lo / parts.p
@@ -190,7 +161,7 @@ def batch_agq(term: ScalarTerm, link: Link, B: np.ndarray, a: np.ndarray,
     g[:, -1] = (pic * d1 * nc).sum(axis=2) @ z            # d eta / ds = z v at fixed v
     ph = pi * (term.node_sums(a[:, :, None] * d1) - nodes)  # pi_lk h_l'(v_lk)
     A = ph.sum(axis=2)                                    # coefficient of d u_l
-    gam = -0.5 * sc ** 3 * (_SQRT2 * (ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
+    gam = -0.5 * sc ** 3 * ((ph * x).sum(axis=2) + 1.0 / sc)   # of d H_l
     # -- through the mode and the curvature (agq_gradient's du = rhs / H and dH, contracted
     # with their coefficients before they are expanded: per-observation weights times B)
     uc = u.take(c, axis=1)

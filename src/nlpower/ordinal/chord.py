@@ -29,6 +29,7 @@ import numpy as np
 
 from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
+from ..mixed.fdiff import forward_hessian
 from ._dense import floored, floored_solve
 from .agq import batch_agq_nll_grad
 from .hessian import fd_hessian
@@ -212,8 +213,7 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     if shift.size == k:
         st.anchor = (x.copy(), st.u, ((U[1 + shift] - U[0]) / delta).T)
     g = res[1][0]
-    H = (res[1][1:] - g).T / delta
-    return float(res[0][0]), g, 0.5 * (H + H.T)
+    return float(res[0][0]), g, forward_hessian(res[1][1:], g, delta)
 
 
 def agq_batched(model: ClmmModel) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..mixed.fdiff import forward_hessian
 from .agq import batch_agq_nll_grad
 from .scalar import batch_nll_grad
 
@@ -23,7 +24,7 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
 
     ``g``: that gradient at ``x`` (over ``free``); the model's modes must be
     ``x``'s.  The same differences as
-    :func:`~nlpower.lmm.checkconv.hessian_from_gradient` (step ``delta``,
+    :func:`~nlpower.mixed.fdiff.forward_hessian` (step ``delta``,
     symmetrised), the ``k`` shifted points evaluated in one batch
     (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
     of one scalar term or a shifted point cannot be evaluated in the batch.
@@ -41,5 +42,4 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     if res is None:
         return None
     G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
-    H = (G - np.asarray(g, dtype=float)).T / delta
-    return np.asarray(0.5 * (H + H.T))
+    return forward_hessian(G, g, delta)

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
+from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_pairs
 from ._dense import cho_solve, cholesky
 from .crossed import PairFactor, PairPlan, pair_plan
 
@@ -103,19 +104,16 @@ class ReStructure:
             starts.append(starts[-1] + size)
         self.theta_slices = tuple(slice(starts[k], starts[k + 1]) for k in range(len(terms)))
         self.n_theta = starts[-1]
-        lower: list[float] = []
-        for t in terms:
-            lower.extend(0.0 if i == j else -np.inf for j in range(t.q) for i in range(j, t.q))
-        self.lower = np.array(lower, dtype=float)
-        # each theta element's (block, row, column) in its block's Lambda
+        self.lower = np.array([0.0 if i == j else -np.inf for t in terms for i, j in theta_pairs(t.q)])
+        # each block's Lambda.flat[flat] = theta[idx], and each theta element's (block, row,
+        # column) in its block's Lambda
+        self._lam_index = [block_index([terms[k].q for k in blk.terms],
+                                       [self.theta_slices[k].start for k in blk.terms])
+                           for blk in self.blocks]
         self.theta_index: list[tuple[int, int, int]] = [(0, 0, 0)] * self.n_theta
-        for bi, blk in enumerate(blocks):
-            for k, c in zip(blk.terms, blk.cols, strict=True):
-                pos = self.theta_slices[k].start
-                for j in range(terms[k].q):
-                    for i in range(j, terms[k].q):
-                        self.theta_index[pos] = (bi, c.start + i, c.start + j)
-                        pos += 1
+        for bi, (blk, (flat, tix)) in enumerate(zip(self.blocks, self._lam_index, strict=True)):
+            for f, pos in zip(flat.tolist(), tix.tolist(), strict=True):
+                self.theta_index[pos] = (bi, f // blk.q, f % blk.q)
         offsets = [0]
         for b in self.blocks:
             offsets.append(offsets[-1] + b.L * b.q)
@@ -141,22 +139,11 @@ class ReStructure:
     # -- theta -----------------------------------------------------------------------
     def term_factor(self, k: int, theta: np.ndarray) -> np.ndarray:
         """Lower-triangular ``Lambda`` of term ``k``."""
-        q = self.terms[k].q
-        L = np.zeros((q, q))
-        rows, cols = [], []
-        for j in range(q):
-            for i in range(j, q):
-                rows.append(i)
-                cols.append(j)
-        L[rows, cols] = theta[self.theta_slices[k]]
-        return L
+        return relative_factor(theta[self.theta_slices[k]], self.terms[k].q)
 
     def block_factor(self, b: int, theta: np.ndarray) -> np.ndarray:
-        blk = self.blocks[b]
-        Lam = np.zeros((blk.q, blk.q))
-        for k, c in zip(blk.terms, blk.cols, strict=True):
-            Lam[c, c] = self.term_factor(k, theta)
-        return Lam
+        """Block ``b``'s ``Lambda`` (block diagonal over its terms)."""
+        return fill_factor(theta, *self._lam_index[b], self.blocks[b].q)
 
     def set_theta(self, theta: np.ndarray) -> None:
         """Compute ``Z_b Lambda_b`` for every block (and the sparse ``A``)."""

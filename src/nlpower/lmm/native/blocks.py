@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ...mixed.relfactor import block_index, fill_factor
 from ..layout import ThetaLayout
 from ..structure import ModelSpec
 from .memory import check_memory
@@ -61,9 +62,7 @@ class GroupBlock:
         return self.Z.shape[1]
 
     def lam(self, theta: np.ndarray) -> np.ndarray:
-        out = np.zeros((self.q, self.q))
-        out.flat[self.lam_idx] = theta[self.theta_idx]
-        return out
+        return fill_factor(theta, self.lam_idx, self.theta_idx, self.q)
 
 
 def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
@@ -78,18 +77,8 @@ def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
             other = layout.terms[k]
             if other.levels != first.levels or not np.array_equal(other.codes, first.codes):
                 raise ValueError(f"random-effects terms for {group!r} disagree on the grouping levels")
-        q = sum(layout.terms[k].q for k in idx)
-        lam_idx, theta_idx = [], []
-        col = 0
-        for k in idx:
-            t = layout.terms[k]
-            off = layout.term_offsets[k]
-            for j in range(t.q):
-                for i in range(j, t.q):
-                    lam_idx.append((col + i) * q + (col + j))
-                    theta_idx.append(off)
-                    off += 1
-            col += t.q
+        lam_idx, theta_idx = block_index([layout.terms[k].q for k in idx],
+                                         [layout.term_offsets[k] for k in idx])
         blocks.append(GroupBlock(
             group=group,
             codes=np.asarray(first.codes, dtype=np.intp),
@@ -98,8 +87,8 @@ def group_blocks(layout: ThetaLayout) -> list[GroupBlock]:
             cnames=tuple(c for k in idx for c in layout.terms[k].cnames),
             term_index=tuple(idx),
             term_q=tuple(layout.terms[k].q for k in idx),
-            lam_idx=np.array(lam_idx, dtype=np.intp),
-            theta_idx=np.array(theta_idx, dtype=np.intp),
+            lam_idx=lam_idx,
+            theta_idx=theta_idx,
             diagonal=all(layout.terms[k].q == 1 for k in idx),
         ))
     # stable sort: ties keep lme4's order

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import nlopt
 import numpy as np
 
+from ...mixed.fdiff import cold, value_gradient
 from ..checkconv import DERIV_STEP, hessian_from_gradient
 
 DEFAULT_CONTROL: dict[str, float] = {
@@ -240,21 +241,7 @@ def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
 def _fd_gradient(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,
                  lower: np.ndarray, h: float = POLISH_STEP) -> tuple[np.ndarray, int]:
     """Central differences; forward differences where ``x - h`` would cross the bound."""
-    k = x.size
-    g = np.empty(k)
-    n = 0
-    for j in range(k):
-        xa = x.copy()
-        xa[j] += h
-        fa = fn(xa)
-        n += 1
-        if x[j] - h < lower[j]:
-            g[j] = (fa - fx) / h
-        else:
-            xs = x.copy()
-            xs[j] -= h
-            g[j] = (fa - fn(xs)) / (2.0 * h)
-            n += 1
+    g, _, _, _, n = value_gradient(cold(fn), x, h, fx=fx, lower=lower)
     return g, n
 
 

@@ -1,0 +1,10 @@
+"""Numerics shared by the three mixed-model engines (lmer, glmer, clmm).
+
+* :mod:`.fdiff` -- finite-difference gradients and Hessians (lme4's
+  ``deriv12`` and the cheaper rules the optimisers use), with warm starts
+  for objectives that solve for conditional modes;
+* :mod:`.quadrature` -- the Gauss-Hermite rule and adaptive quadrature
+  over the levels of one scalar random-effects term (``nAGQ > 1``);
+* :mod:`.relfactor` -- a term's relative covariance factor ``Lambda(theta)``
+  and the bounds of its ``theta``.
+"""
