@@ -247,7 +247,8 @@ class BatchedLaplace:
             delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Ywl - wt * mul) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
-            if small.all():
+            if small.all():                  # the factor just taken is at every row's mode
+                live = live[:0]
                 break
             go = np.flatnonzero(~small)
             full = go.size == R
