@@ -93,8 +93,9 @@ _FIELDS = ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters")
 #: glibc's mallopt parameters, and its default thresholds (bytes), restored after a batch
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _GLIBC_DEFAULT = 128 * 1024
-#: within a batch: arrays up to this size come from the heap, and this much freed heap is kept
-HEAP_MMAP, HEAP_TRIM = 64 << 20, 256 << 20
+#: within a batch: arrays up to this size (glibc's 64-bit maximum) come from the heap, and this
+#: much freed heap is kept
+HEAP_MMAP, HEAP_TRIM = 32 << 20, 256 << 20
 _heap_lock = threading.Lock()
 _heap_depth = 0
 
