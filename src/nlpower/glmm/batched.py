@@ -31,7 +31,8 @@ replicates (``R`` of them):
 Replicates the batch does not bring to convergence, and every replicate of a
 model outside that class, are fitted by ``GlmmModel.refit``: the result is
 the same fit either way (to optimiser tolerance).  Replicates are fitted
-in chunks of ``CHUNK`` (bounded memory).
+in chunks of ``CHUNK`` (bounded memory); while they run, freed arrays stay in
+glibc's heap for the next ones (``_kept_heap``).
 """
 
 from __future__ import annotations
