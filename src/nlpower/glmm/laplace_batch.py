@@ -247,7 +247,8 @@ class BatchedLaplace:
             delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Ywl - wt * mul) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
-            if small.all():
+            if small.all():                  # the factor just taken is at every row's mode
+                live = live[:0]
                 break
             go = np.flatnonzero(~small)
             full = go.size == R
@@ -284,41 +285,62 @@ class BatchedLaplace:
         return _Modes(U, mu, w, D0, Cr, Sinv, dev, iters)
 
     # -- derivatives ----------------------------------------------------------------------
-    def _inverse_parts(self, th: np.ndarray, md: _Modes) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per block, ``(M^{-1} (Z Lambda)_i')`` at observation i's column; and ``h_i``."""
-        # (Z Lambda) per block: a column (R, 1) broadcast for an intercept term
-        zl = [th[:, self.tidx[b], None] if self.ones[b] else th[:, self.tidx[b], None] * self.z[b]
-              for b in range(self.nb)]
+    def _inverse_parts(self, th: np.ndarray, md: _Modes) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, h)``: ``h_i = (Z Lambda)_i M^{-1} (Z Lambda)_i'`` per observation, and per block
+        ``s_b = sum_i w_i z_i (M^{-1} (Z Lambda)_i')_b``, the entry at observation i's column
+        of block b (the trace term of the gradient): ``(R, nb)`` and ``(R, n)``."""
+        R, nb, w = th.shape[0], self.nb, md.w
         c0 = self.codes[0]
+        t = [th[:, self.tidx[b], None] for b in range(nb)]          # (R, 1) each
+        s = np.empty((R, nb))
         if self.qr == 0:
-            g = [(1.0 / md.D0)[:, c0] * zl[0]]
-            return g, zl[0] * g[0]
-        R = th.shape[0]
+            A = (1.0 / md.D0)[:, c0]
+            if self.ones[0]:
+                s[:, 0] = t[0][:, 0] * np.einsum("rn,rn->r", w, A)
+                return s, A * t[0] ** 2
+            z0 = self.z[0]
+            s[:, 0] = t[0][:, 0] * ((w * A) @ z0 ** 2)
+            return s, A * (t[0] * z0) ** 2
         CD = md.Cr / md.D0[:, None, :]
         P = md.Sinv @ CD                                         # -(rest x block 0) of M^{-1}
         inv00 = 1.0 / md.D0 + np.einsum("raj,raj->rj", CD, P)
         Pf = P.reshape(R, -1)
-        Pi = [Pf[:, pos] for pos in self.rc_pos]                 # (R, n) per rest block
-        g0 = inv00[:, c0] * zl[0]
-        for b in range(1, self.nb):
-            g0 -= Pi[b - 1] * zl[b]
-        g = [g0]
-        rows = [self.cols[b] - self.m0 for b in range(1, self.nb)]
         Sf = md.Sinv.reshape(R, -1)
-        for b in range(1, self.nb):
-            gb = -Pi[b - 1] * zl[0]
-            for c in range(1, self.nb):
-                gb += Sf[:, rows[b - 1] * self.qr + rows[c - 1]] * zl[c]
-            g.append(gb)
-        h = sum(zl[b] * g[b] for b in range(self.nb))
-        return g, np.asarray(h)
+        rows = [self.cols[b] - self.m0 for b in range(1, nb)]
+        # the entries of M^{-1} at each observation's pairs of columns: E[a][b] (R, n)
+        E = [[np.empty(0)] * nb for _ in range(nb)]
+        E[0][0] = inv00[:, c0]
+        for b in range(1, nb):
+            E[0][b] = E[b][0] = -Pf[:, self.rc_pos[b - 1]]
+            for c in range(b, nb):
+                E[b][c] = E[c][b] = Sf[:, rows[b - 1] * self.qr + rows[c - 1]]
+        if all(self.ones):
+            # z = 1: (Z Lambda)_i is theta per row; no per-observation products of theta
+            h = np.zeros_like(w)
+            tmp = np.empty_like(w)
+            dots = {}
+            for a in range(nb):
+                for b in range(a, nb):
+                    dots[a, b] = dots[b, a] = np.einsum("rn,rn->r", w, E[a][b])
+                    coef = t[a] * t[b] * (1.0 if a == b else 2.0)
+                    h += np.multiply(E[a][b], coef, out=tmp)
+            for a in range(nb):
+                s[:, a] = sum(t[b][:, 0] * dots[a, b] for b in range(nb))
+            return s, h
+        zl = [t[b] * self.z[b] for b in range(nb)]
+        h = np.zeros_like(w)
+        for a in range(nb):
+            ga = sum(E[a][b] * zl[b] for b in range(nb))
+            s[:, a] = (w * ga) @ self.z[a]
+            h += zl[a] * ga
+        return s, h
 
     def gradient(self, th: np.ndarray, Yw: np.ndarray, md: _Modes) -> np.ndarray:
         """The gradient of the Laplace deviance over ``(theta, beta)``: ``(R, k + p)``."""
         wt, w, mu = self.wt, md.w, md.mu
         r = 2.0 * (wt * mu - Yw)
         dw = w * (1.0 - 2.0 * mu) if self.kind == "logit" else w
-        g, h = self._inverse_parts(th, md)
+        s, h = self._inverse_parts(th, md)
         v = h * dw
         xi = self.solve(md.D0, md.Cr, md.Sinv, self.ztv(th, v))
         rc = r + v - w * self.zu(th, xi)
@@ -329,7 +351,7 @@ class BatchedLaplace:
         for b in range(self.nb):
             lv = slice(self.offs[b], self.offs[b + 1])
             out[:, self.tidx[b]] = (Urc[:, lv].sum(axis=1) - 0.5 * Uxr[:, lv].sum(axis=1)
-                                    + 2.0 * ((w * g[b]) @ self.z[b]))
+                                    + 2.0 * s[:, b])
         out[:, self.k:] = rc @ self.X
         return out
 
