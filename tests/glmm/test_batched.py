@@ -174,13 +174,3 @@ def test_simulate_each_draws_what_simulate_draws() -> None:
     each = m.simulate_each(gens, params=fit)
     one = np.vstack([m.simulate(1, rng=np.random.default_rng(s), params=fit) for s in range(4)])
     np.testing.assert_array_equal(each, one)
-
-
-def test_kept_heap_nests_and_restores() -> None:
-    from nlpower.glmm import batched
-    with batched._kept_heap():
-        with batched._kept_heap():
-            assert batched._heap_depth == (2 if batched._libc() is not None else 0)
-        x = np.ones((64, 4096)).sum()          # arrays above glibc's default threshold
-    assert x == 64 * 4096
-    assert batched._heap_depth == 0

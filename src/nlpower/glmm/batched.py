@@ -31,18 +31,12 @@ replicates (``R`` of them):
 Replicates the batch does not bring to convergence, and every replicate of a
 model outside that class, are fitted by ``GlmmModel.refit``: the result is
 the same fit either way (to optimiser tolerance).  Replicates are fitted
-in chunks of ``CHUNK`` (bounded memory); while they run, freed arrays stay in
-glibc's heap for the next ones (``_kept_heap``).
+in chunks of ``CHUNK`` (bounded memory).
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import math
-import sys
-import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,60 +84,6 @@ STEP_ETA = 3.0
 
 
 _FIELDS = ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters")
-
-#: glibc's mallopt parameters, and its default thresholds (bytes), restored after a batch
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_GLIBC_DEFAULT = 128 * 1024
-#: within a batch: arrays up to this size (glibc's 64-bit maximum) come from the heap, and this
-#: much freed heap is kept
-HEAP_MMAP, HEAP_TRIM = 32 << 20, 256 << 20
-_heap_lock = threading.Lock()
-_heap_depth = 0
-
-
-def _libc() -> Any:
-    """The process's C library when it is glibc (``mallopt``, ``malloc_trim``), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        lib = ctypes.CDLL(None)
-        if lib.gnu_get_libc_version is None or lib.mallopt is None or lib.malloc_trim is None:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return lib
-
-
-@contextlib.contextmanager
-def _kept_heap() -> Iterator[None]:
-    """Within the block, freed arrays stay in glibc's heap for the next ones (no-op elsewhere).
-
-    A batch allocates and frees the same few ``(replicates, nobs)`` arrays
-    thousands of times; with glibc's defaults each is a fresh mapping (or a
-    trimmed heap top) whose pages fault in again, a large share of the time
-    where page faults are costly.  Afterwards glibc's default thresholds are
-    set again and the kept memory is returned (``malloc_trim``).
-    """
-    global _heap_depth
-    lib = _libc()
-    if lib is None:
-        yield
-        return
-    with _heap_lock:
-        _heap_depth += 1
-        if _heap_depth == 1:
-            lib.mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP)
-            lib.mallopt(_M_TRIM_THRESHOLD, HEAP_TRIM)
-    try:
-        yield
-    finally:
-        with _heap_lock:
-            _heap_depth -= 1
-            if _heap_depth == 0:
-                lib.mallopt(_M_MMAP_THRESHOLD, _GLIBC_DEFAULT)
-                lib.mallopt(_M_TRIM_THRESHOLD, _GLIBC_DEFAULT)
-                lib.malloc_trim(0)
-
 
 def _rows(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``a[idx]`` for sorted distinct row indices; ``a`` itself when they are all the rows."""
@@ -415,7 +355,7 @@ def refit_many(model: GlmmModel, Y: Any, *, start: Any = None, vcov: str = "hess
                              f"({', '.join(model.spec.fixef_names)}); got {be!r}.")
         theta = np.where(np.abs(theta) < 1e-8, THETA_NUDGE, theta)   # off the saddle at 0
         rows = np.array([i for i, r in enumerate(out) if r is None], dtype=np.intp)
-        with single_threaded(), _kept_heap(), \
+        with single_threaded(), \
                 np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             size = max(CHUNK, CHUNK_VALUES // model.spec.n)
             for lo in range(0, rows.size, size):
@@ -574,7 +514,7 @@ def refit_nested(model: GlmmModel, null: GlmmModel, Y: Any, cores: list[Any]
     k = null.k
     x0[:, :k] = np.where(np.abs(x0[:, :k]) < 1e-8, THETA_NUDGE, x0[:, :k])
     rows = np.array([i for i, r in enumerate(out) if r is None and has[i]], dtype=np.intp)
-    with single_threaded(), _kept_heap(), \
+    with single_threaded(), \
                 np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         size = max(CHUNK, CHUNK_VALUES // null.spec.n)
         for lo in range(0, rows.size, size):
