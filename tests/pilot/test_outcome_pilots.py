@@ -241,7 +241,10 @@ def test_a_cheaper_safeguard_design_that_reaches_the_target_becomes_the_point_pl
         return dc_replace(plan, design=d, n_workers=d.n_workers, n_items=d.n_items,
                           cost=float(d.n_ratings)), 0.81
 
+    assessed = []
+
     def assess(fit, design, **kw):
+        assessed.append(design)
         return types.SimpleNamespace(power=0.83 if design.n_workers == 11 else 0.81,
                                      point_sims=200, design=repr(design))
 
@@ -255,5 +258,6 @@ def test_a_cheaper_safeguard_design_that_reaches_the_target_becomes_the_point_pl
         alternative="two-sided", min_workers=2, max_workers=12, max_items=200,
         workers_per_item=None, seq=np.random.SeedSequence(1), seed={})
     assert res.point.design == CrossedDesign(11, 15) and res.point.power == 0.83
+    assert assessed == [CrossedDesign(11, 15)]     # the replaced point design is not assessed
     assert res.point_assurance is res.safeguard_assurance
     assert "also the point plan" in res.note

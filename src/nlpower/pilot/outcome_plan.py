@@ -200,29 +200,38 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
                                n_sims=n_sims, method=method, confidence_level=confidence_level,
                                alpha=alpha, alternative=alternative, seed=seed, pilot=p, draws=raw,
                                stages=stages)
-    point_a = outcome_assurance(fit, point_plan.design, seq=s_point, known={"point": point_pw},
-                                **akw)
-    note = ("the designs were searched with a Gaussian stand-in of the latent model "
-            "(nlpower.pilot.outcome_plan.latent_proxy) and checked by simulation: every power "
-            f"shown is simulated ({point_a.point_sims} replicates at the estimates and bounds).")
-    safe_plan: PlanResult | None
+    safe_plan: PlanResult | None = None
+    safe_a = None
+    missing: DesignError | None = None
     try:
         safe_plan, safe_pw = _choose(upper, setup, kw=kw, max_items=max_items, seed=s_c2,
                                         stages=stages, which="safeguard")
         safe_a = outcome_assurance(fit, safe_plan.design, seq=s_safe, known={"upper": safe_pw},
                                    **akw)
-        if safe_plan.cost < point_plan.cost and safe_a.power >= target_power:
-            # the stand-in ranks designs only roughly: a cheaper design that reaches the
-            # target at the estimates too (simulated) is the point plan as well
-            point_plan = replace(safe_plan, power=safe_a.power)
-            point_a = safe_a
-            note += (" The safeguard design is cheaper than the design searched at the "
-                     "estimates and reaches the target there too (simulated), so it is also "
-                     "the point plan.")
     except DesignError as exc:
-        safe_plan, safe_a = None, None
+        missing = exc
+    # the stand-in ranks designs only roughly: a cheaper safeguard design that reaches the
+    # target at the estimates too (simulated) is the point plan as well (its assurance is
+    # not computed twice; the two assurances have their own seeds, so order does not matter)
+    cheaper = False
+    if safe_plan is not None and safe_a is not None and safe_plan.cost < point_plan.cost \
+            and safe_a.power >= target_power:
+        cheaper = True
+        point_plan = replace(safe_plan, power=safe_a.power)
+        point_a = safe_a
+    else:
+        point_a = outcome_assurance(fit, point_plan.design, seq=s_point,
+                                    known={"point": point_pw}, **akw)
+    note = ("the designs were searched with a Gaussian stand-in of the latent model "
+            "(nlpower.pilot.outcome_plan.latent_proxy) and checked by simulation: every power "
+            f"shown is simulated ({point_a.point_sims} replicates at the estimates and bounds).")
+    if cheaper:
+        note += (" The safeguard design is cheaper than the design searched at the "
+                 "estimates and reaches the target there too (simulated), so it is also "
+                 "the point plan.")
+    if missing is not None:
         note += (f" No design in the searched range reaches the target at the upper bounds of "
-                 f"the SDs ({exc}).")
+                 f"the SDs ({missing}).")
     note += plan_notes(point_plan, safe_plan) + "".join(f" {z}" for z in zeros)
     compared = None if p.ordinal is None else (p.ordinal.systems[1], p.ordinal.systems[0])
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
