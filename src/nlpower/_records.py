@@ -52,8 +52,8 @@ class RecordLayout:
     :func:`nlpower._rng.seed_record` dict: ``seed_entropy`` and
     ``seed_spawn_key`` with ``seed="flat"``, the same with the entropy as
     decimal text with ``"text"``, one ``seed`` dict with ``"nested"``; an
-    optional seed absent is ``None`` values).  Fields with ``compare=False`` (per-replicate arrays,
-    models) and those in ``skip`` are left out, except the
+    optional seed absent is ``None`` values).  Fields with ``compare=False``
+    (per-replicate arrays, models) and those in ``skip`` are left out, except the
     :class:`~nlpower.montecarlo.MonteCarloSummary` field ``mc`` when
     ``summary`` names the record key of the effect it is read back with: its
     own record is merged in.  ``custom`` maps a field to its own ``(write,
