@@ -50,9 +50,10 @@ class RecordLayout:
     keys, ``<name>_low`` and ``<name>_high``, or the pair in ``intervals``;
     an optional one absent is two ``None``) and ``seed`` (the
     :func:`nlpower._rng.seed_record` dict: ``seed_entropy`` and
-    ``seed_spawn_key`` with ``seed="flat"``, one ``seed`` dict with
-    ``"nested"``).  Fields with ``compare=False`` (per-replicate arrays,
-    models) and those in ``skip`` are left out, except the
+    ``seed_spawn_key`` with ``seed="flat"``, the same with the entropy as
+    decimal text with ``"text"``, one ``seed`` dict with ``"nested"``; an
+    optional seed absent is ``None`` values).  Fields with ``compare=False``
+    (per-replicate arrays, models) and those in ``skip`` are left out, except the
     :class:`~nlpower.montecarlo.MonteCarloSummary` field ``mc`` when
     ``summary`` names the record key of the effect it is read back with: its
     own record is merged in.  ``custom`` maps a field to its own ``(write,
@@ -74,7 +75,7 @@ class RecordLayout:
     first: tuple[str, ...] = ()
     last: tuple[str, ...] = ()
     nan: typing.Literal["none", "nonfinite", "keep"] = "none"
-    seed: typing.Literal["flat", "nested"] = "flat"
+    seed: typing.Literal["flat", "text", "nested"] = "flat"
     summary: str | None = None
     custom: Mapping[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = field(
         default_factory=dict)
@@ -145,11 +146,7 @@ def _write(out: dict[str, Any], name: str, v: Any, kind: Any, layout: RecordLayo
         out[lo], out[hi] = ((None, None) if v is None else
                             (_write_float(v.low, layout), _write_float(v.high, layout)))
     elif name == "seed":
-        key = list(v.get("spawn_key", ()))
-        if layout.seed == "nested":
-            out["seed"] = {"entropy": v.get("entropy"), "spawn_key": key}
-        else:
-            out["seed_entropy"], out["seed_spawn_key"] = v.get("entropy"), key
+        _write_seed(out, v, layout)
     elif kind is float:
         out[name] = v if name in layout.raw else _write_float(v, layout)
     elif kind is tuple:
@@ -158,6 +155,32 @@ def _write(out: dict[str, Any], name: str, v: Any, kind: Any, layout: RecordLayo
         out[name] = dict(v)
     else:
         out[name] = v
+
+
+def _write_seed(out: dict[str, Any], v: Mapping[str, Any] | None, layout: RecordLayout) -> None:
+    if layout.seed == "nested":
+        out["seed"] = None if v is None else {"entropy": v.get("entropy"),
+                                              "spawn_key": list(v.get("spawn_key", ()))}
+    elif v is None:
+        out["seed_entropy"], out["seed_spawn_key"] = None, None
+    else:
+        entropy = v.get("entropy")
+        out["seed_entropy"] = (str(entropy) if layout.seed == "text" and entropy is not None
+                               else entropy)
+        out["seed_spawn_key"] = list(v.get("spawn_key", ()))
+
+
+def _read_seed(r: Mapping[str, Any], optional: bool, layout: RecordLayout) -> Any:
+    if layout.seed == "nested":
+        s = r.get("seed") or {}
+        entropy, key = s.get("entropy"), s.get("spawn_key")
+    else:
+        entropy, key = r.get("seed_entropy"), r.get("seed_spawn_key")
+    if entropy is None:
+        return None if optional else {}
+    if layout.seed == "text":
+        entropy = int(entropy)
+    return {"entropy": entropy, "spawn_key": tuple(key or ())}
 
 
 def from_record(cls: type[T], record: Mapping[str, Any], layout: RecordLayout) -> T:
@@ -183,13 +206,8 @@ def _read(kw: dict[str, Any], r: dict[str, Any], name: str, hint: Any,
         lo, hi = _interval_keys(name, layout)
         kw[name] = (None if _optional(hint) and r.get(lo) is None else
                     ConfidenceInterval(none_to_nan(r.get(lo)), none_to_nan(r.get(hi))))
-    elif name == "seed" and layout.seed == "nested":
-        s = r.get("seed") or {}
-        kw[name] = {"entropy": s.get("entropy"),
-                    "spawn_key": tuple(s.get("spawn_key", ()))} if s else {}
     elif name == "seed":
-        kw[name] = {} if r.get("seed_entropy") is None else {
-            "entropy": r["seed_entropy"], "spawn_key": tuple(r.get("seed_spawn_key", ()))}
+        kw[name] = _read_seed(r, _optional(hint), layout)
     elif name not in r:
         return                                        # the field's default
     elif name in layout.custom:

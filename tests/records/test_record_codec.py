@@ -89,3 +89,29 @@ def test_the_codec_follows_fields_and_type_hints():
     assert _Toy.from_record(rec).notes == ()
     assert to_record(t, RecordLayout(nan="nonfinite"))["ci_high"] is None
     assert from_record(_Toy, {"power": 1, "n": "4", "label": "b"}, RecordLayout()).n == 4
+
+
+@dataclass(frozen=True)
+class _Seeded(RecordCodec):
+    n: int
+    seed: dict | None = None
+
+    _record_layout = RecordLayout(seed="text")
+
+
+def test_seed_layouts_and_an_optional_seed():
+    s = _Seeded(2, {"entropy": 2**100 + 1, "spawn_key": (3, 4)})
+    rec = s.to_record()
+    assert rec == {"n": 2, "seed_entropy": str(2**100 + 1), "seed_spawn_key": [3, 4]}
+    assert _Seeded.from_record(json.loads(json.dumps(rec))) == s
+    # an optional seed that is None: None values, read back as None (not an empty dict)
+    assert _Seeded(1).to_record() == {"n": 1, "seed_entropy": None, "seed_spawn_key": None}
+    assert _Seeded.from_record({"n": 1, "seed_entropy": None, "seed_spawn_key": None}).seed is None
+    assert _Seeded.from_record({"n": 1}).seed is None
+    nested = RecordLayout(seed="nested")
+    assert to_record(_Seeded(1), nested) == {"n": 1, "seed": None}
+    assert from_record(_Seeded, {"n": 1, "seed": None}, nested).seed is None
+    assert to_record(s, nested)["seed"] == {"entropy": 2**100 + 1, "spawn_key": [3, 4]}
+    assert from_record(_Seeded, to_record(s, nested), nested) == s
+    # a required seed absent is an empty dict, as before
+    assert _Toy.from_record({"power": 1, "n": 1, "label": "c"}).seed == {}

@@ -29,6 +29,7 @@ from scipy import stats
 
 from .. import __version__
 from .._choices import Alternative, PairedPowerTest, RetroPowerMethod, check_choice
+from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_probability, check_real
 from ..errors import InputError
@@ -195,7 +196,7 @@ def sample_size(mean: float, sd: float, *, target_power: float = 0.8, alpha: flo
 
 
 @dataclass(frozen=True)
-class PairedPowerResult:
+class PairedPowerResult(RecordCodec):
     """Power of one paired test at one sample size.
 
     Attributes
@@ -234,35 +235,12 @@ class PairedPowerResult:
     #: the Monte Carlo summary of a simulated result (None when exact)
     mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
 
+    _record_layout = RecordLayout(first=("power", "ci_low", "ci_high"), nan="keep",
+                                  seed="text", summary="effect")
+
     def __repr__(self) -> str:
         return (f"PairedPowerResult(n={self.n}, power={self.power:.4f}, se={self.se:.3g}, "
                 f"test={self.test!r}, method={self.method!r})")
-
-    def to_record(self) -> dict[str, Any]:
-        """Flat JSON-able dict (nlpower's result convention)."""
-        seed = self.seed or {}
-        return {"power": self.power, "ci_low": self.ci.low, "ci_high": self.ci.high,
-                "se": self.se, "type_m": self.type_m, "type_s": self.type_s,
-                "n_sims": self.n_sims, "n": self.n, "test": self.test,
-                "alternative": self.alternative, "alpha": self.alpha, "effect": self.effect,
-                "sd": self.sd, "method": self.method,
-                "seed_entropy": None if not seed else str(seed["entropy"]),
-                "seed_spawn_key": None if not seed else list(seed["spawn_key"]),
-                "version": self.version, **({} if self.mc is None else self.mc.to_record())}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> PairedPowerResult:
-        seed = None
-        if record.get("seed_entropy") is not None:
-            seed = {"entropy": int(record["seed_entropy"]),
-                    "spawn_key": tuple(record.get("seed_spawn_key") or ())}
-        return cls(power=record["power"], se=record["se"],
-                   ci=ConfidenceInterval(record["ci_low"], record["ci_high"]),
-                   type_m=record["type_m"], type_s=record["type_s"], n_sims=record["n_sims"],
-                   n=record["n"], test=record["test"], alternative=record["alternative"],
-                   alpha=record["alpha"], effect=record["effect"], sd=record["sd"],
-                   method=record["method"], seed=seed, version=record["version"],
-                   mc=MonteCarloSummary.from_record(record, effect=float(record["effect"])))
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([self.to_record()])

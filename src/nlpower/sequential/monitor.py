@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
+from .._records import RecordCodec, RecordLayout
 from .._validation import check_choice, check_real
 from ..errors import InputError
 from .design import GroupSequentialDesign
@@ -31,7 +32,7 @@ __all__ = ["InterimLook", "Monitor"]
 
 
 @dataclass(frozen=True)
-class InterimLook:
+class InterimLook(RecordCodec):
     """One interim analysis: the statistic, the boundaries and the decision.
 
     ``decision`` is ``"continue"``, ``"stop: efficacy"`` (reject the null),
@@ -50,12 +51,11 @@ class InterimLook:
     futility: float
     decision: str
 
+    _record_layout = RecordLayout(nan="keep")
+
     @property
     def stop(self) -> bool:
         return self.decision != "continue"
-
-    def to_record(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     def summary(self) -> str:
         fut = "" if math.isnan(self.futility) else f", futility z <= {self.futility:.4f}"
