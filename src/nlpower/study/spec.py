@@ -35,7 +35,9 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["Analysis", "PlanOptions", "Study", "Test", "Truth", "is_model", "resolve_study"]
+__all__ = ["Analysis", "PlanOptions", "Study", "Test", "Truth", "from_keywords", "grid_parts",
+           "is_model", "plan_layout", "plan_options", "rating_study", "refuse_fields",
+           "resolve_study"]
 
 
 @dataclass(frozen=True)
@@ -418,13 +420,61 @@ def grid_parts(study: Study, design: Any, effect: Any) -> Any:
     return held if effect is None else effect
 
 
+def rating_study(where: str, study: Study, truth_fields: tuple[str, ...] = ()) -> None:
+    """Refuse a fitted model's study, and the parts of a rating study ``where`` does not use."""
+    if study.is_model:
+        raise InputError(f"{where}() plans a rating study (parameters on a CrossedDesign); for a "
+                         "fitted model use nlpower.study.plan_model(fit, term=..., along=...) or "
+                         "nlpower.power_curve.")
+    refuse_fields(where, study, {"truth": truth_fields, "analysis": ("REML", "method"),
+                                 "test": ("n_resamples",)})
+
+
+def plan_options(keywords: Mapping[str, Any], defaults: Mapping[str, Any],
+                 planning: Any) -> PlanOptions:
+    """``planning``, or the :class:`PlanOptions` of :func:`nlpower.plan`'s keywords.
+
+    A keyword beside ``planning`` that differs from its default and from
+    ``planning``'s value is refused (given twice).
+    """
+    if planning is None:
+        return PlanOptions(**keywords)
+    if not isinstance(planning, PlanOptions):
+        raise InputError(f"planning must be a PlanOptions (e.g. PlanOptions(max_workers=30)); "
+                         f"got {type(planning).__name__}.")
+    for kw, value in keywords.items():
+        held = getattr(planning, kw)
+        if not (_same(value, defaults[kw]) or _same(value, held)):
+            raise InputError(f"{kw} is given twice to plan(): {kw}={value!r} and planning="
+                             f"PlanOptions({kw}={held!r}). Give it once.")
+    return planning
+
+
+def plan_layout(study: Study, planning: PlanOptions) -> PlanOptions:
+    """The layout :func:`nlpower.plan` searches: a Study's design gives its ``workers_per_item``.
+
+    Its numbers of workers and items are what the plan searches; a design
+    that is not paired with two systems is refused.
+    """
+    d = study.design
+    if d is None:
+        return planning
+    if getattr(d, "items", "paired") != "paired" or len(getattr(d, "system_names", ())) != 2:
+        raise InputError(f"plan() searches paired designs of two systems; the Study's design is "
+                         f"{d!r}. Leave the design out (design=None) to plan.")
+    wpi = getattr(d, "workers_per_item", None)
+    if wpi is None or _same(wpi, planning.workers_per_item):
+        return planning
+    if planning.workers_per_item is not None:
+        raise InputError(f"workers_per_item is given twice to plan(): the Study's design has "
+                         f"workers_per_item={wpi!r}, PlanOptions has "
+                         f"{planning.workers_per_item!r}. Give it once.")
+    return dataclasses.replace(planning, workers_per_item=wpi)
+
+
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(a is b or (type(a) is type(b) and a == b))
     except Exception:      # arrays and other values without a plain truth value
         return False
 
-
-def replace(study: Study, **parts: Any) -> Study:
-    """``dataclasses.replace`` of a study (validated again)."""
-    return dataclasses.replace(study, **parts)
