@@ -557,7 +557,7 @@ def _warn_size_once(result: GridResult) -> None:
         f"with {workers} workers): their Type I error measured at effect 0 is {lo:.3f}-{hi:.3f}, "
         f"so their power counts rejections a level-{alpha:g} test would not make. "
         f"{get_test(test).size_advice} Their curves are dotted in the grid's plot().",
-        SizeWarning, stacklevel=3)
+        SizeWarning, stacklevel=4)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:

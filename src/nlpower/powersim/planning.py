@@ -151,8 +151,8 @@ class MDEResult:
 
 
 def mde(
-    design: CrossedDesign,
-    params: Params,
+    design: Any,
+    params: Params | None = None,
     *,
     target_power: float = 0.8,
     alpha: float = 0.05,

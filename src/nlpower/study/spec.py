@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._choices import Coding, EngineName, PowerMethod
 from ..errors import InputError
 
 __all__ = ["Analysis", "PlanOptions", "Study", "Test", "Truth", "from_keywords", "grid_parts",
@@ -75,7 +76,7 @@ class Truth:
     params: Any
     outcome: str = "gaussian"
     effect: float | None = None
-    coding: str = "sum"
+    coding: Coding = "sum"
     contrast: Any = None
     levels: int | None = None
     likert: int | None = None
@@ -101,9 +102,9 @@ class Analysis:
     """
 
     model: Any = None
-    engine: str = "native"
+    engine: EngineName = "native"
     REML: bool | None = None
-    method: str = "auto"
+    method: PowerMethod = "auto"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,8 @@ class Test:
     baseline: Any = None
     adjust: str = "holm"
     n_resamples: int = 99
+
+    __test__ = False        # not a pytest test class, whatever its name
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,7 @@ class Study:
 
     @classmethod
     def ratings(cls, design: Any, params: Any, *, effect: float | None = None,
-                coding: str = "sum", contrast: Any = None, likert: int | None = None,
+                coding: Coding = "sum", contrast: Any = None, likert: int | None = None,
                 sd: Mapping[str, float] | None = None, test: str | Test | None = None,
                 analysis: Analysis | None = None) -> Study:
         """The paper's model (Card et al. 2020) on ``design``: parameters or a pilot fit.
@@ -334,7 +337,8 @@ def is_model(obj: Any) -> bool:
     return isinstance(obj, (LmmFit, GlmmFit, ClmmFit, ModelDesign))
 
 
-def from_keywords(design: Any, params: Any, keywords: Mapping[str, Any]) -> Study:
+def from_keywords(design: Any, params: Any, keywords: Mapping[str, Any],
+                  where: str = "power") -> Study:
     """The :class:`Study` of a keyword call (``power(design, params, engine=..., ...)``).
 
     ``keywords`` holds the front door's study keywords (names of
@@ -354,8 +358,9 @@ def from_keywords(design: Any, params: Any, keywords: Mapping[str, Any]) -> Stud
     if test.term is not None or test.compare is not None or test.pairwise is not None:
         Study(design, Truth(None), Analysis(), test)        # its message: pass a fitted model
     if params is None:
-        raise InputError("power(design, params) needs params (e.g. presets.high_variance(0.1)), "
-                         "or pass a fitted model: power(fit, term='x').")
+        raise InputError(f"{where}(design, params) needs params (e.g. "
+                         f"presets.high_variance(0.1)), or a Study; power() also takes a fitted "
+                         "model: power(fit, term='x').")
     return Study(design, Truth(params, **parts["truth"]), Analysis(**parts["analysis"]), test)
 
 
@@ -370,7 +375,7 @@ def resolve_study(where: str, first: Any, params: Any, keywords: Mapping[str, An
     naming the keyword and where the Study holds it.
     """
     if not isinstance(first, Study):
-        return build() if build is not None else from_keywords(first, params, keywords)
+        return build() if build is not None else from_keywords(first, params, keywords, where)
     if params is not None:
         raise InputError(f"{where}(study, ...) takes the parameters from the Study; got a second "
                          f"argument ({type(params).__name__}). Put them in the Study "
