@@ -296,9 +296,14 @@ def power_grid(
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
 
+    ``power_grid(study, n_workers=..., n_items=..., sim=SimOptions(...))``
+    is the same call with a :class:`~nlpower.study.spec.Study` (its design
+    the template, its ``Truth`` the parameters, a dict of them the scenario
+    axis, ``Truth.effect`` a fixed effect); the keywords build that Study.
+
     Parameters
     ----------
-    params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, or RatingsFit
+    params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, RatingsFit, or Study
         Model parameters, or a fitted pilot whose variance components are used
         (then ``effect`` is required, read in ``coding``; ``contrast`` picks
         the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by

@@ -192,7 +192,10 @@ def mde(
 
     ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
     ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
-    keywords.
+    keywords.  ``mde(study, ...)`` takes a :class:`~nlpower.study.spec.Study`
+    instead of ``design, params`` and the keywords it holds (its
+    ``Truth.effect`` is what is solved for, so it is not used); the keyword
+    spelling builds that Study and runs the same code.
 
     Examples
     --------
@@ -448,13 +451,26 @@ def plan(
 
     ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
     ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
-    keywords.
+    keywords; ``planning=PlanOptions(...)`` (:class:`~nlpower.study.spec.PlanOptions`)
+    gives the target, the costs and the range searched (``target_power``,
+    ``cost_per_rating``, ``cost_per_worker``, ``min_workers``, ``max_workers``,
+    ``max_items``, ``workers_per_item``).  ``plan(study, planning=..., sim=...)``
+    takes a :class:`~nlpower.study.spec.Study` instead of ``params`` and the
+    keywords it holds (``effect`` is its ``Truth.effect``; of its design only
+    ``workers_per_item`` is used); the keyword spelling builds that Study and
+    runs the same code.  ``effect`` is required (given here or in the Study).
 
     Examples
     --------
     >>> from nlpower import presets
     >>> p = plan(presets.high_variance(), effect=0.1, max_workers=30)
     >>> p.power >= 0.8 and p.n_workers <= 30
+    True
+
+    >>> from nlpower import PlanOptions, Study
+    >>> q = plan(Study.ratings(None, presets.high_variance(), effect=0.1),
+    ...          planning=PlanOptions(max_workers=30))
+    >>> (q.n_workers, q.n_items) == (p.n_workers, p.n_items)
     True
     """
     n_sims, alpha, alternative, rng, precision = with_sim(

@@ -115,11 +115,19 @@ def power(
     ``powerSim``; it returns a :class:`~nlpower.study.ModelPowerResult`
     (:mod:`nlpower.study`; ``docs/study.md``).
 
+    A third spelling, the same call: ``power(study, sim=SimOptions(...))``
+    with a :class:`~nlpower.study.spec.Study` (design, truth, analysis,
+    test; ``docs/study.md``).  Every keyword spelling builds that Study and
+    runs the same code; a keyword that the Study holds, given with a
+    different value beside it, is refused.
+
     Parameters
     ----------
-    design : CrossedDesign, or a fitted model
+    design : CrossedDesign, a fitted model, or a Study
         Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (or a
-        :class:`~nlpower.study.ModelDesign`), the truth of the study.
+        :class:`~nlpower.study.ModelDesign`), the truth of the study; or a
+        whole :class:`~nlpower.study.spec.Study` (then ``params`` and the
+        keywords it holds are left out).
     params : LMMParams or MultiSystemParams
         True model; the tested effect is ``params.effect`` (or ``effects[0]``,
         the first non-baseline system against the grand mean, for K systems).
@@ -297,6 +305,13 @@ def power(
     >>> res = power(CrossedDesign(3, 100), presets.high_variance(0.1), n_sims=200, rng=1)
     >>> 0 <= res.power <= 1, res.method
     (True, 'balanced')
+
+    The same study as one value:
+
+    >>> from nlpower import SimOptions, Study
+    >>> study = Study.ratings(CrossedDesign(3, 100), presets.high_variance(0.1))
+    >>> power(study, sim=SimOptions(n_sims=200, rng=1)).power == res.power
+    True
 
     The paper's rule (App. H.3: ML fits, a detection is ``t > 1.96`` in the
     right direction) is ``test="z"``; the grid of Figure 6 is
