@@ -185,3 +185,16 @@ def test_study_is_a_frozen_value():
         s.design = None  # type: ignore[misc]
     assert dataclasses.replace(s, analysis=Analysis(engine="lme4")).analysis.engine == "lme4"
     assert s.value("engine") == "native" and s.value("effect") == 0.2
+
+
+def test_pilot_fit_with_effect_in_its_coding_same_numbers():
+    from ratings_helpers import fit_pilot
+    pilot = fit_pilot()
+    study = Study.ratings(CrossedDesign(6, 40), pilot, effect=0.1, coding="half")
+    a = power(study, sim=SimOptions(n_sims=200, rng=8))
+    b = power(CrossedDesign(6, 40), pilot, effect=0.1, coding="half", n_sims=200, rng=8)
+    assert (a.power, a.n_rejected, a.mean_estimate) == (b.power, b.n_rejected, b.mean_estimate)
+    big = dataclasses.replace(study, truth=dataclasses.replace(study.truth, effect=0.4))
+    p = plan(big, planning=PlanOptions(max_workers=20, max_items=2000))
+    q = plan(pilot, effect=0.4, coding="half", max_workers=20, max_items=2000)
+    assert (p.n_workers, p.n_items, p.power, p.notes) == (q.n_workers, q.n_items, q.power, q.notes)
