@@ -164,6 +164,16 @@ def test_parts_a_function_does_not_use_are_refused():
         power_grid(model, n_workers=3, n_items=10)
 
 
+def test_a_fitted_model_refuses_rating_study_options():
+    fit = _sleep_fit()
+    with pytest.raises(InputError, match=r"effect=0.2 does not apply"):
+        power(fit, term="Days", effect=0.2)
+    with pytest.raises(InputError, match=r"power\(\) does not use analysis.method"):
+        power(fit, term="Days", method="analytic")
+    with pytest.raises(InputError, match=r"power\(\) does not use analysis.method"):
+        power(Study(None, fit, Analysis(method="balanced"), Test(term="Days")))
+
+
 def test_plan_refusals():
     with pytest.raises(InputError, match=r"plan\(\) needs the effect to plan for"):
         plan(HV)

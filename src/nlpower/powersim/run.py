@@ -340,6 +340,8 @@ def run_power(study: Study, *, n_sims: int, alpha: float, alternative: Any, rng:
     """:func:`power` of a :class:`~nlpower.study.spec.Study` (both spellings run this)."""
     a, t = study.analysis, study.test
     if study.is_model:
+        refuse_fields("power", study, {"analysis": ("method",)},
+                      " (a fitted model's replicates are always simulated and refitted)")
         from ..study import power_model
         return power_model(study.truth, term=t.term, compare=t.compare, test=t.rule,
                            analysis=a.model, n_sims=n_sims, alpha=alpha,

@@ -353,6 +353,12 @@ def from_keywords(design: Any, params: Any, keywords: Mapping[str, Any],
         if params is not None:
             raise InputError("power(model, term=...) takes the truth from the fitted model; do "
                              "not pass params (set parameters with model.with_params(...)).")
+        base = Truth(None)
+        for name, value in parts["truth"].items():
+            if not _same(value, getattr(base, name)):
+                raise InputError(f"{where}(model, ...) takes the truth from the fitted model; "
+                                 f"{name}={value!r} does not apply (set the effect with "
+                                 "model.with_params(fixef={...}); leave it out).")
         return Study(None, design, Analysis(**parts["analysis"]), Test(**parts["test"]))
     test = Test(**parts["test"])
     if test.term is not None or test.compare is not None or test.pairwise is not None:
