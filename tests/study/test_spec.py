@@ -172,6 +172,9 @@ def test_a_fitted_model_refuses_rating_study_options():
         power(fit, term="Days", method="analytic")
     with pytest.raises(InputError, match=r"power\(\) does not use analysis.method"):
         power(Study(None, fit, Analysis(method="balanced"), Test(term="Days")))
+    with pytest.raises(InputError, match=r"levels=5 is given to power\(\) beside a Study that "
+                                         r"holds truth.levels=None"):
+        power(Study.model(fit, term="Days"), levels=5)
 
 
 def test_plan_refusals():

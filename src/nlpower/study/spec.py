@@ -310,7 +310,7 @@ class Study:
         """
         part, name = KEYWORDS[keyword]
         obj = getattr(self, part)
-        return getattr(obj, name, None)
+        return getattr(obj, name) if isinstance(obj, _CLASSES[part]) else None
 
 
 def _test(test: Any) -> Test:
