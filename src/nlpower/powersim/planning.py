@@ -9,6 +9,7 @@ answer by simulation (:func:`~nlpower.powersim.replicate.power`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ def _default(fn: Any, name: str) -> Any:
     return inspect.signature(fn).parameters[name].default
 
 
+@functools.cache
 def _defaults(fn: Any) -> dict[str, Any]:
     return {n: p.default for n, p in inspect.signature(fn).parameters.items()}
 

@@ -19,6 +19,7 @@ run's sequence.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
@@ -471,6 +472,7 @@ def _keyword_default(name: str) -> Any:
     return inspect.signature(power).parameters[name].default
 
 
+@functools.cache
 def _keyword_defaults() -> dict[str, Any]:
     return {n: p.default for n, p in inspect.signature(power).parameters.items()}
 
