@@ -37,6 +37,7 @@ from ..design import CrossedDesign
 from ..errors import InputError, SizeWarning
 from ..grid import GridResult, RunOptions, run_grid
 from ..grid.axes import axis_values, cell_keys, plain
+from ..study.spec import Study, Test, from_keywords, grid_parts, resolve_study
 from .models import Params
 from .options import PowerOptions, power_options, same_value
 from .result import PowerResult
@@ -44,7 +45,7 @@ from .rules import FEW_WORKERS, get_test
 from .run import power
 from .simoptions import SimOptions, with_sim
 
-__all__ = ["FIGURE6_AXES", "ComparisonCell", "RatingsProblem", "power_grid"]
+__all__ = ["FIGURE6_AXES", "ComparisonCell", "RatingsProblem", "grid_of_study", "power_grid"]
 
 #: The axes of Card et al. (2020), Figure 6.
 FIGURE6_AXES: dict[str, tuple[Any, ...]] = {
@@ -295,9 +296,14 @@ def power_grid(
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
 
+    ``power_grid(study, n_workers=..., n_items=..., sim=SimOptions(...))``
+    is the same call with a :class:`~nlpower.study.spec.Study` (its design
+    the template, its ``Truth`` the parameters, a dict of them the scenario
+    axis, ``Truth.effect`` a fixed effect); the keywords build that Study.
+
     Parameters
     ----------
-    params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, or RatingsFit
+    params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, RatingsFit, or Study
         Model parameters, or a fitted pilot whose variance components are used
         (then ``effect`` is required, read in ``coding``; ``contrast`` picks
         the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by
@@ -435,6 +441,35 @@ def power_grid(
     n_sims, alpha, alternative, rng, n_jobs, precision, progress, checkpoint = with_sim(
         sim, power_grid, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
         n_jobs=n_jobs, precision=precision, progress=progress, checkpoint=checkpoint)
+    keywords = {"test": test, "method": method, "engine": engine, "REML": REML, "likert": likert,
+                "n_resamples": n_resamples, "outcome": outcome, "levels": levels,
+                "analysis": analysis, "coding": coding, "contrast": contrast}
+    defaults = {n: p.default for n, p in inspect.signature(power_grid).parameters.items()}
+    study = resolve_study("power_grid", params, None, keywords, defaults,
+                          build=lambda: from_keywords(design, params, keywords))
+    if study is params:
+        effect = grid_parts(study, design, effect)
+    return grid_of_study(
+        study, n_workers=n_workers, n_items=n_items, effect=effect, n_sims=n_sims, alpha=alpha,
+        alternative=alternative, null=null, options=options, run=run, n_jobs=n_jobs,
+        backend=backend, client=client, checkpoint=checkpoint, rng=rng, progress=progress,
+        on_error=on_error, power_fn=power_fn, shard=shard, precision=precision, axes=axes)
+
+
+def grid_of_study(study: Study, *, n_workers: Any, n_items: Any, effect: Any, n_sims: int,
+                  alpha: float, alternative: Any, null: bool, options: PowerOptions | None,
+                  run: RunOptions | None, n_jobs: int, backend: Any, client: Any,
+                  checkpoint: Any, rng: RNGLike, progress: bool, on_error: Any,
+                  power_fn: PowerFunction | None, shard: Any, precision: float | None,
+                  axes: Mapping[str, Any]) -> GridResult:
+    """:func:`power_grid` of a :class:`~nlpower.study.spec.Study` (both spellings run this)."""
+    truth, a, t = study.truth, study.analysis, study.test
+    params, design = truth.params, study.design
+    test, method, engine, REML = t.rule, a.method, a.engine, a.REML
+    likert, outcome, levels, analysis = truth.likert, truth.outcome, truth.levels, a.model
+    coding, contrast = truth.coding, truth.contrast
+    # a Study's default bootstrap size is the grid's "not given" (its fingerprint stays the same)
+    n_resamples = None if t.n_resamples in (None, Test.n_resamples) else t.n_resamples
     opt_kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test,
                               "alternative": alternative, "method": method, "engine": engine,
                               "REML": REML, "likert": likert, "n_resamples": n_resamples, "null": null,
@@ -527,7 +562,7 @@ def _warn_size_once(result: GridResult) -> None:
         f"with {workers} workers): their Type I error measured at effect 0 is {lo:.3f}-{hi:.3f}, "
         f"so their power counts rejections a level-{alpha:g} test would not make. "
         f"{get_test(test).size_advice} Their curves are dotted in the grid's plot().",
-        SizeWarning, stacklevel=3)
+        SizeWarning, stacklevel=4)
 
 
 def _check_cells(problem: RatingsProblem, axes: Mapping[str, Any]) -> None:

@@ -8,6 +8,8 @@ answer by simulation (:func:`~nlpower.powersim.replicate.power`).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +26,15 @@ from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 from ..params import LMMParams
 from ..simulation import check_design_params
+from ..study.spec import (
+    PlanOptions,
+    Study,
+    from_keywords,
+    plan_layout,
+    plan_options,
+    rating_study,
+    resolve_study,
+)
 from .analytic import analytic_moments, power_from_moments
 from .batches import check_precision
 from .models import Params, with_effect
@@ -39,6 +50,11 @@ from .simsearch import SimulatedPower, simulated_mde
 def _default(fn: Any, name: str) -> Any:
     """The default of ``fn``'s keyword ``name`` (its signature is the one source)."""
     return inspect.signature(fn).parameters[name].default
+
+
+@functools.cache
+def _defaults(fn: Any) -> dict[str, Any]:
+    return {n: p.default for n, p in inspect.signature(fn).parameters.items()}
 
 
 def _check_target(target_power: Any) -> float:
@@ -137,8 +153,8 @@ class MDEResult:
 
 
 def mde(
-    design: CrossedDesign,
-    params: Params,
+    design: Any,
+    params: Params | None = None,
     *,
     target_power: float = 0.8,
     alpha: float = 0.05,
@@ -178,7 +194,10 @@ def mde(
 
     ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
     ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
-    keywords.
+    keywords.  ``mde(study, ...)`` takes a :class:`~nlpower.study.spec.Study`
+    instead of ``design, params`` and the keywords it holds (its
+    ``Truth.effect`` is what is solved for, so it is not used); the keyword
+    spelling builds that Study and runs the same code.
 
     Examples
     --------
@@ -190,6 +209,21 @@ def mde(
     n_sims, alpha, alternative, rng, precision = with_sim(
         sim, mde, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
         precision=precision)
+    study = resolve_study("mde", design, params, {
+        "test": test, "coding": coding, "contrast": contrast, "outcome": outcome,
+        "levels": levels, "analysis": analysis, "engine": engine}, _defaults(mde))
+    return mde_of_study(study, target_power=target_power, method=method, n_sims=n_sims, rng=rng,
+                        alpha=alpha, alternative=alternative, precision=precision)
+
+
+def mde_of_study(study: Study, *, target_power: float, method: Any, n_sims: int, rng: RNGLike,
+                 alpha: float, alternative: Any, precision: float | None) -> MDEResult:
+    """:func:`mde` of a :class:`~nlpower.study.spec.Study` (both spellings run this)."""
+    rating_study("mde", study, ("likert", "sd"))
+    truth, a = study.truth, study.analysis
+    design, params, test, engine, analysis = (study.design, truth.params, study.test.rule,
+                                              a.engine, a.model)
+    coding, contrast, outcome, levels = truth.coding, truth.contrast, truth.outcome, truth.levels
     kind = get_outcome(outcome)
     target_power = _check_target(target_power)
     method = check_choice("method", method, MDEMethod)
@@ -203,7 +237,7 @@ def mde(
     precision = check_precision(precision)
     if not kind.analytic:
         kind.refuse([k for k, v in (("coding", coding), ("contrast", contrast)) if
-                     not same_value(v, _default(mde, k))])
+                     not same_value(v, _default(mde, k))])  # mde's defaults are the Study's
         opts = power_options(outcome=outcome, levels=levels, analysis=analysis, test=test,
                              n_sims=n_sims, alpha=alpha, alternative=alternative, engine=engine,
                              keep_replicates=False, precision=precision)
@@ -356,7 +390,7 @@ class PlanResult:
 def plan(
     params: Params,
     *,
-    effect: float,
+    effect: float | None = None,
     target_power: float = 0.8,
     alpha: float = 0.05,
     test: RatingsTest | None = None,
@@ -378,6 +412,7 @@ def plan(
     sd: Mapping[str, float] | None = None,
     precision: float | None = None,
     sim: SimOptions | None = None,
+    planning: PlanOptions | None = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
@@ -418,7 +453,14 @@ def plan(
 
     ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
     ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
-    keywords.
+    keywords; ``planning=PlanOptions(...)`` (:class:`~nlpower.study.spec.PlanOptions`)
+    gives the target, the costs and the range searched (``target_power``,
+    ``cost_per_rating``, ``cost_per_worker``, ``min_workers``, ``max_workers``,
+    ``max_items``, ``workers_per_item``).  ``plan(study, planning=..., sim=...)``
+    takes a :class:`~nlpower.study.spec.Study` instead of ``params`` and the
+    keywords it holds (``effect`` is its ``Truth.effect``; of its design only
+    ``workers_per_item`` is used); the keyword spelling builds that Study and
+    runs the same code.  ``effect`` is required (given here or in the Study).
 
     Examples
     --------
@@ -426,11 +468,47 @@ def plan(
     >>> p = plan(presets.high_variance(), effect=0.1, max_workers=30)
     >>> p.power >= 0.8 and p.n_workers <= 30
     True
+
+    >>> from nlpower import PlanOptions, Study
+    >>> q = plan(Study.ratings(None, presets.high_variance(), effect=0.1),
+    ...          planning=PlanOptions(max_workers=30))
+    >>> (q.n_workers, q.n_items) == (p.n_workers, p.n_items)
+    True
     """
     n_sims, alpha, alternative, rng, precision = with_sim(
         sim, plan, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
         precision=precision)
+    defaults = _defaults(plan)
+    keywords = {"effect": effect, "test": test, "coding": coding, "contrast": contrast,
+                "outcome": outcome, "levels": levels, "analysis": analysis, "engine": engine,
+                "sd": sd}
+    study = resolve_study("plan", params, None, keywords, defaults,
+                          build=lambda: from_keywords(None, params, keywords))
+    planning = plan_options({"target_power": target_power, "cost_per_rating": cost_per_rating,
+                             "cost_per_worker": cost_per_worker, "min_workers": min_workers,
+                             "max_workers": max_workers, "max_items": max_items,
+                             "workers_per_item": workers_per_item}, defaults, planning)
+    return plan_of_study(study, planning, n_sims=n_sims, rng=rng, alpha=alpha,
+                         alternative=alternative, precision=precision)
+
+
+def plan_of_study(study: Study, planning: PlanOptions, *, n_sims: int, rng: RNGLike,
+                  alpha: float, alternative: Any, precision: float | None) -> PlanResult:
+    """:func:`plan` of a :class:`~nlpower.study.spec.Study` (both spellings run this)."""
+    rating_study("plan", study, ("likert",))
+    planning = plan_layout(study, planning)
+    truth, a = study.truth, study.analysis
+    params, effect, test, engine, analysis = (truth.params, truth.effect, study.test.rule,
+                                              a.engine, a.model)
+    coding, contrast, outcome, levels, sd = (truth.coding, truth.contrast, truth.outcome,
+                                             truth.levels, truth.sd)
+    target_power, cost_per_rating, cost_per_worker, min_workers, max_workers, max_items, \
+        workers_per_item = (getattr(planning, f.name) for f in dataclasses.fields(planning))
     kind = get_outcome(outcome)
+    if effect is None:
+        raise InputError("plan() needs the effect to plan for (the smallest effect worth "
+                         "detecting, in the parameters' coding): plan(params, effect=0.1), or "
+                         "Study.ratings(..., effect=0.1).")
     effect = check_real("effect", effect)
     if effect == 0:
         raise InputError("effect must be non-zero: a design cannot have power to detect 0. "
@@ -511,4 +589,4 @@ def _compared(params: Any, contrast: Any) -> tuple[str, str] | None:
     return str(a), str(b)
 
 
-__all__ = ["MDEResult", "PlanResult", "mde", "plan"]
+__all__ = ["MDEResult", "PlanResult", "mde", "mde_of_study", "plan", "plan_of_study"]

@@ -19,6 +19,7 @@ run's sequence.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
@@ -41,6 +42,7 @@ from ..errors import DesignError, InputError, NlpowerWarning
 from ..lmm import get_engine
 from ..params import LMMParams
 from ..simulation import check_design_params
+from ..study.spec import Study, refuse_fields, resolve_study
 from .analytic import analytic_moments
 from .batches import checkpoint_root, open_run_checkpoint, replicate_jobs, stop_early, stopping
 from .models import Params, effect_of, mean_difference_of, with_effect
@@ -114,11 +116,19 @@ def power(
     ``powerSim``; it returns a :class:`~nlpower.study.ModelPowerResult`
     (:mod:`nlpower.study`; ``docs/study.md``).
 
+    A third spelling, the same call: ``power(study, sim=SimOptions(...))``
+    with a :class:`~nlpower.study.spec.Study` (design, truth, analysis,
+    test; ``docs/study.md``).  Every keyword spelling builds that Study and
+    runs the same code; a keyword that the Study holds, given with a
+    different value beside it, is refused.
+
     Parameters
     ----------
-    design : CrossedDesign, or a fitted model
+    design : CrossedDesign, a fitted model, or a Study
         Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (or a
-        :class:`~nlpower.study.ModelDesign`), the truth of the study.
+        :class:`~nlpower.study.ModelDesign`), the truth of the study; or a
+        whole :class:`~nlpower.study.spec.Study` (then ``params`` and the
+        keywords it holds are left out).
     params : LMMParams or MultiSystemParams
         True model; the tested effect is ``params.effect`` (or ``effects[0]``,
         the first non-baseline system against the grand mean, for K systems).
@@ -297,6 +307,13 @@ def power(
     >>> 0 <= res.power <= 1, res.method
     (True, 'balanced')
 
+    The same study as one value:
+
+    >>> from nlpower import SimOptions, Study
+    >>> study = Study.ratings(CrossedDesign(3, 100), presets.high_variance(0.1))
+    >>> power(study, sim=SimOptions(n_sims=200, rng=1)).power == res.power
+    True
+
     The paper's rule (App. H.3: ML fits, a detection is ``t > 1.96`` in the
     right direction) is ``test="z"``; the grid of Figure 6 is
     :func:`nlpower.power_grid`.
@@ -305,28 +322,44 @@ def power(
         with_sim(sim, power, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
                  n_jobs=n_jobs, precision=precision, progress=progress, on_failure=on_failure,
                  checkpoint=checkpoint)
-    if _is_model(design):
-        if params is not None:
-            raise InputError("power(model, term=...) takes the truth from the fitted model; do not "
-                             "pass params (set parameters with model.with_params(...)).")
+    study = resolve_study("power", design, params, {
+        "test": test, "method": method, "engine": engine, "likert": likert, "REML": REML,
+        "n_resamples": n_resamples, "effect": effect, "coding": coding, "contrast": contrast,
+        "outcome": outcome, "levels": levels, "analysis": analysis, "term": term,
+        "compare": compare, "pairwise": pairwise, "baseline": baseline, "adjust": adjust},
+        _keyword_defaults())
+    return run_power(study, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+                     n_jobs=n_jobs, precision=precision, progress=progress,
+                     on_failure=on_failure, checkpoint=checkpoint, null=null,
+                     keep_replicates=keep_replicates, options=options)
+
+
+def run_power(study: Study, *, n_sims: int, alpha: float, alternative: Any, rng: RNGLike,
+              n_jobs: int, precision: float | None, progress: bool, on_failure: Any,
+              checkpoint: str | os.PathLike[str] | None, null: bool, keep_replicates: bool,
+              options: PowerOptions | None) -> Any:
+    """:func:`power` of a :class:`~nlpower.study.spec.Study` (both spellings run this)."""
+    a, t = study.analysis, study.test
+    if study.is_model:
+        refuse_fields("power", study, {"analysis": ("method",)},
+                      " (a fitted model's replicates are always simulated and refitted)")
         from ..study import power_model
-        return power_model(design, term=term, compare=compare, test=test, analysis=analysis,
-                           n_sims=n_sims, alpha=alpha, alternative=alternative, REML=REML,
-                           engine=engine, n_resamples=n_resamples, rng=rng, n_jobs=n_jobs,
+        return power_model(study.truth, term=t.term, compare=t.compare, test=t.rule,
+                           analysis=a.model, n_sims=n_sims, alpha=alpha,
+                           alternative=alternative, REML=a.REML, engine=a.engine,
+                           n_resamples=t.n_resamples, rng=rng, n_jobs=n_jobs,
                            progress=progress, on_failure=on_failure, checkpoint=checkpoint,
-                           pairwise=pairwise, baseline=baseline, adjust=adjust,
+                           pairwise=t.pairwise, baseline=t.baseline, adjust=t.adjust,
                            precision=precision)
-    if term is not None or compare is not None or pairwise is not None:
-        raise InputError("term= and compare= test a term of a fitted model: pass the model "
-                         "(nlpower.lmer / glmer / clmm, parameters set with with_params) as the "
-                         "first argument, e.g. nlpower.power(fit, term='x').")
-    if params is None:
-        raise InputError("power(design, params) needs params (e.g. presets.high_variance(0.1)), "
-                         "or pass a fitted model: power(fit, term='x').")
-    kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": test, "alternative": alternative,
-          "method": method, "engine": engine, "REML": REML, "null": null, "likert": likert,
-          "keep_replicates": keep_replicates, "on_failure": on_failure, "n_resamples": n_resamples,
-          "outcome": outcome, "analysis": analysis, "levels": levels, "precision": precision}
+    truth = study.truth
+    refuse_fields("power", study, {"truth": ("sd",)},
+                  " (the SDs a pilot does not identify are set for plan(); set them on the "
+                  "parameters for power())")
+    kw: dict[str, Any] = {"n_sims": n_sims, "alpha": alpha, "test": t.rule,
+          "alternative": alternative, "method": a.method, "engine": a.engine, "REML": a.REML,
+          "null": null, "likert": truth.likert, "keep_replicates": keep_replicates,
+          "on_failure": on_failure, "n_resamples": t.n_resamples, "outcome": truth.outcome,
+          "analysis": a.model, "levels": truth.levels, "precision": precision}
     if options is None:
         opts = power_options(**kw)
     elif not isinstance(options, PowerOptions):
@@ -346,15 +379,16 @@ def power(
                          "nlpower.outcomes.likert_power(..., analysis=[...]) or "
                          "nlpower.power_grid(..., analysis=[...]).")
     kind = opts.kind
-    kind.refuse([k for k, v in (("effect", effect), ("coding", coding), ("contrast", contrast),
-                                ("checkpoint", checkpoint))
+    kind.refuse([k for k, v in (("effect", truth.effect), ("coding", truth.coding),
+                                ("contrast", truth.contrast), ("checkpoint", checkpoint))
                  if not same_value(v, _keyword_default(k))])
     model = kind.model
-    params = model.as_params(params, opts, effect=effect, coding=coding, contrast=contrast)
+    params = model.as_params(truth.params, opts, effect=truth.effect, coding=truth.coding,
+                             contrast=truth.contrast)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with replicate_jobs(n_jobs):
-            result = model.run(design, params, opts, rng=rng, progress=progress,
+            result = model.run(study.design, params, opts, rng=rng, progress=progress,
                                checkpoint=checkpoint)
     _reemit(caught)
     return result
@@ -367,7 +401,7 @@ def _reemit(caught: list[warnings.WarningMessage]) -> None:
     """
     for w in caught:
         if issubclass(w.category, NlpowerWarning):
-            warnings.warn(w.message, w.category, stacklevel=3)
+            warnings.warn(w.message, w.category, stacklevel=4)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
@@ -438,6 +472,11 @@ def _keyword_default(name: str) -> Any:
     return inspect.signature(power).parameters[name].default
 
 
+@functools.cache
+def _keyword_defaults() -> dict[str, Any]:
+    return {n: p.default for n, p in inspect.signature(power).parameters.items()}
+
+
 class GaussianOutcome:
     """The ``"gaussian"`` outcome's model (:mod:`nlpower.powersim.outcome`): the paper's ratings."""
 
@@ -472,13 +511,5 @@ class GaussianOutcome:
 #: The Gaussian outcome's model (the target of ``OUTCOMES["gaussian"]``).
 GAUSSIAN = GaussianOutcome()
 
-__all__ = ["GAUSSIAN", "gaussian_power", "power", "resolve_method"]
+__all__ = ["GAUSSIAN", "gaussian_power", "power", "resolve_method", "run_power"]
 
-
-def _is_model(obj: Any) -> bool:
-    """A fitted mixed model or a :class:`~nlpower.study.ModelDesign` (the study pipeline's truth)."""
-    from ..glmm.result import GlmmFit
-    from ..lmm.result import LmmFit
-    from ..ordinal.result import ClmmFit
-    from ..study.design import ModelDesign
-    return isinstance(obj, (LmmFit, GlmmFit, ClmmFit, ModelDesign))
