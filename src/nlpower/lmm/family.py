@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -142,10 +142,13 @@ class Family:
     #: Links this family accepts (the first is the canonical default).
     links: tuple[str, ...] = ()
 
+    #: Whether the model has a residual SD ``sigma`` of its own (the Gaussian family's)
+    has_sigma: ClassVar[bool] = False
+
     @property
     def is_gaussian(self) -> bool:
         """The identity-link Gaussian family (the linear mixed model)."""
-        return self.name == "gaussian"
+        return self.has_sigma
 
     @property
     def display_name(self) -> str:
@@ -173,6 +176,21 @@ class Family:
             return self
         raise InputError(f"dispersion={value!r}: the {self.name} family has no dispersion "
                          "parameter; leave it out.")
+
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """A refit's start at known parameters, in the form this family's fitter takes.
+
+        GLM families: ``{"theta": ..., "beta": ...}`` (PIRLS starts at both).
+        """
+        return {"theta": np.array(theta, dtype=float), "beta": beta}
+
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """``n`` responses that every model frame of this family accepts (None: keep the data's)."""
+        return None
+
+    def fit_notes(self, eta: np.ndarray) -> dict[str, Any]:
+        """Diagnostics of a fit at linear predictor ``eta`` for its ``optinfo`` (none by default)."""
+        return {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(link={self.link.name!r})"
@@ -233,6 +251,10 @@ class _GLMResponse(Family):
         """
         return None
 
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """Alternating 0 and 1: valid for every GLM family."""
+        return (np.arange(n) % 2).astype(float)
+
 
 def _summed(terms: np.ndarray, axis: int | None) -> Any:
     return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)
@@ -256,6 +278,12 @@ class Gaussian(Family):
         object.__setattr__(self, "links", ("identity",))
         object.__setattr__(self, "link", _with_link(Gaussian, link, self.links))
 
+    has_sigma: ClassVar[bool] = True
+
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """``theta`` only (``beta`` and ``sigma`` are profiled out of lme4's deviance)."""
+        return np.array(theta, dtype=float)
+
 
 @dataclass(frozen=True, repr=False)
 class Binomial(_GLMResponse):
@@ -273,6 +301,11 @@ class Binomial(_GLMResponse):
     @property
     def canonical(self) -> bool:
         return self.link.name == "logit"
+
+    def fit_notes(self, eta: np.ndarray) -> dict[str, Any]:
+        """``separation``: a fitted probability within ``1e-10`` of 0 or 1 (lme4 warns)."""
+        mu = self.link.linkinv(eta)
+        return {"separation": bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))}
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
         return mu * (1.0 - mu)
@@ -519,6 +552,16 @@ class Ordinal(Family):
         object.__setattr__(self, "link", _with_link(Ordinal, link, self.links))
         object.__setattr__(self, "threshold",
                            check_choice("threshold", threshold, ("flexible", "equidistant", "symmetric")))
+
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """``clmm``'s parameter vector: thresholds, fixed effects, ``theta``."""
+        return np.concatenate([alpha, beta, theta])
+
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """The ordered ``levels``, cycled over the ``n`` rows."""
+        k = len(levels)
+        return pd.Categorical(np.asarray(levels, dtype=object)[np.arange(n) % k],
+                              categories=list(levels), ordered=True)
 
     def __repr__(self) -> str:
         return f"Ordinal(link={self.link.name!r}, threshold={self.threshold!r})"
