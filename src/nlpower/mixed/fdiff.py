@@ -282,27 +282,36 @@ def richardson_hessian(f: Callable[[np.ndarray], Any], x: np.ndarray, *,
     f0 = f(x)
     h0 = richardson_steps(x)
     H = np.zeros(x.shape[:-1] + (k, k))
+    at = _indexer(x.ndim)
     for i in range(k):
         a = np.empty(x.shape[:-1] + (r,))
-        h = h0[..., i].copy()
+        h = h0[at(i)]                     # one point: a scalar (cheaper than a 0-d array)
         for m in range(r):
-            e = np.zeros_like(x)
-            e[..., i] = h
-            a[..., m] = (f(x + e) - 2.0 * f0 + f(x - e)) / (h * h)
+            e = np.zeros(x.shape)
+            e[at(i)] = h
+            a[at(m)] = (f(x + e) - 2.0 * f0 + f(x - e)) / (h * h)
             h = h / v
-        H[..., i, i] = richardson(a, r, v)
+        H[at(i, i)] = richardson(a, r, v)
     for i in range(k):
         for j in range(i):
             a = np.empty(x.shape[:-1] + (r,))
-            hi, hj = h0[..., i].copy(), h0[..., j].copy()
+            hi, hj = h0[at(i)], h0[at(j)]
+            hii, hjj = H[at(i, i)], H[at(j, j)]
             for m in range(r):
-                e = np.zeros_like(x)
-                e[..., i], e[..., j] = hi, hj
-                a[..., m] = ((f(x + e) - 2.0 * f0 + f(x - e) - H[..., i, i] * hi ** 2
-                              - H[..., j, j] * hj ** 2) / (2.0 * hi * hj))
+                e = np.zeros(x.shape)
+                e[at(i)], e[at(j)] = hi, hj
+                a[at(m)] = ((f(x + e) - 2.0 * f0 + f(x - e) - hii * hi ** 2
+                             - hjj * hj ** 2) / (2.0 * hi * hj))
                 hi, hj = hi / v, hj / v
-            H[..., i, j] = H[..., j, i] = richardson(a, r, v)
+            H[at(i, j)] = H[at(j, i)] = richardson(a, r, v)
     return H
+
+
+def _indexer(ndim: int) -> Callable[..., tuple[Any, ...]]:
+    """Index of the last axes (``at(i)``: ``[..., i]``), as plain integers for one point."""
+    if ndim == 1:
+        return lambda *ix: ix
+    return lambda *ix: (Ellipsis, *ix)
 
 
 def richardson_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, *,
@@ -321,15 +330,17 @@ def richardson_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, *,
     x = np.asarray(x, dtype=float)
     k = x.shape[-1]
     h0 = richardson_steps(x)
+    at = _indexer(x.ndim)
     out = []
     for i in range(k):
-        h = h0[..., i].copy()
+        h = h0[at(i)]
         vals = []
         for _ in range(r):
-            e = np.zeros_like(x)
-            e[..., i] = h
+            e = np.zeros(x.shape)
+            e[at(i)] = h
             d = f(x + e) - f(x - e)
-            vals.append(d / (2.0 * h).reshape(h.shape + (1,) * (d.ndim - h.ndim)))
+            vals.append(d / (2.0 * h if x.ndim == 1 else
+                             (2.0 * h).reshape(h.shape + (1,) * (d.ndim - h.ndim))))
             h = h / v
         out.append(richardson(np.stack(vals, axis=-1), r, v))
     return np.stack(out, axis=x.ndim - 1)
