@@ -187,6 +187,14 @@ def design_frame(family: Family, formula: str, rows: pd.DataFrame, contrasts: An
     GLM families (any ``family.is_glm``): ``glmm_frame`` with the design's
     hidden prior weights and offset columns; a family of another kind
     registers its own (``design_frame.register``).
+
+    Examples
+    --------
+    >>> from nlpower.lmm.family import Poisson
+    >>> d = pd.DataFrame({"y": [0, 1, 2, 3], "g": list("aabb")})
+    >>> spec, rows, options = design_frame(Poisson(), "y ~ (1 | g)", d, None, {})
+    >>> spec.n, sorted(options)
+    (4, ['family', 'nAGQ', 'offset', 'weights'])
     """
     if not family.is_glm:
         raise InputError(f"family={family!r}: no model frame is registered for this family "
