@@ -168,41 +168,21 @@ def plot_grid(
         One axes per facet, in row-major order (``fig.axes``).
     """
     frame = _as_frame(data)
-    roles = _auto_roles(data)
-    x = roles["x"] or "effect" if x == AUTO else x
-    auto = {k for k, v in (("rows", rows), ("cols", cols), ("hue", hue)) if v == AUTO}
-    rows = roles["rows"] if rows == AUTO else rows
-    cols = roles["cols"] if cols == AUTO else cols
-    hue = roles["hue"] if hue == AUTO else hue
     check_choice("y", y, tuple(_Y_LABELS))
     if y != "power":
         errorbars, target = False, None
     if target is not None:
         target = check_real("target", target, min=0.0, max=1.0)
-    optional = [c for c in (rows, cols, hue) if c is not None and c not in frame.columns
-                and (c in ("scenario", "n_workers") or c in auto)]
-    rows = None if rows in optional else rows
-    cols = None if cols in optional else cols
-    hue = None if hue in optional else hue
-    needed = [x, y] + [c for c in (rows, cols, hue) if c is not None]
-    if errorbars:
-        needed += ["ci_low", "ci_high"]
-    check_columns("plot_grid", needed, list(frame.columns))
-    if frame.empty:
-        raise InputError("plot_grid: the grid frame has no rows; there is nothing to plot.")
-
-    def levels(col: str | None) -> Sequence[Any]:
-        return [None] if col is None else list(dict.fromkeys(frame[col]))
-
-    row_levels, col_levels, hue_levels = levels(rows), levels(cols), levels(hue)
+    x, rows, cols, hue = _grid_roles(data, frame, x, y, rows, cols, hue, errorbars)
+    row_levels, col_levels, hue_levels = (_levels(frame, k) for k in (rows, cols, hue))
     plt = _pyplot()
     if figsize is None:
         figsize = (3.6 * len(col_levels) + 1.4, 2.9 * len(row_levels) + 0.6)
     fig, axes = plt.subplots(len(row_levels), len(col_levels), figsize=figsize,
                              squeeze=False, sharex=sharex, sharey=True)
     cmap = plt.get_cmap("viridis")
-    colors = [cmap(0.85 * j / max(1, len(hue_levels) - 1)) for j in range(len(hue_levels))]
-    markers = "osD^v<>ph"
+    styles = [(cmap(0.85 * j / max(1, len(hue_levels) - 1)), _MARKERS[j % len(_MARKERS)])
+              for j in range(len(hue_levels))]
     for r, rv in enumerate(row_levels):
         for c, cv in enumerate(col_levels):
             ax = axes[r][c]
@@ -211,22 +191,7 @@ def plot_grid(
                 sub = sub[sub[rows] == rv]
             if cols is not None:
                 sub = sub[sub[cols] == cv]
-            for j, hv in enumerate(hue_levels):
-                line = sub if hue is None else sub[sub[hue] == hv]
-                line = line.sort_values(x)
-                if line.empty:
-                    continue
-                label = None if hue is None else _label(hue, hv)
-                xs = line[x].to_numpy(dtype=float)
-                ys = line[y].to_numpy(dtype=float)
-                style = _line_style(colors[j], markers[j % len(markers)],
-                                    oversized=_oversized(line).any())
-                if errorbars:
-                    err = [ys - line["ci_low"].to_numpy(dtype=float),
-                           line["ci_high"].to_numpy(dtype=float) - ys]
-                    ax.errorbar(xs, ys, yerr=err, capsize=3, label=label, **style)
-                else:
-                    ax.plot(xs, ys, label=label, **style)
+            _draw_lines(ax, sub, x, y, hue, hue_levels, styles, errorbars)
             if target is not None:
                 ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0)
             _x_ticks(ax, x, list(frame[x]))
@@ -240,22 +205,79 @@ def plot_grid(
                 ax.set_ylabel(_Y_LABELS[y])
             if r == len(row_levels) - 1:
                 ax.set_xlabel(_xlabel(frame, x))
-    legend = None
-    if hue is not None:  # solid keys: a dotted curve is explained by the note, not the legend
-        from matplotlib.lines import Line2D
-
-        handles = [Line2D([], [], **_line_style(colors[j], markers[j % len(markers)],
-                                                oversized=False))
-                   for j in range(len(hue_levels))]
-        labels = [_label(hue, hv) for hv in hue_levels]
-        legend = fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue),
-                            frameon=False)
+    legend = None if hue is None else _hue_legend(fig, hue, hue_levels, styles)
     if title is None:
         title = _default_title(frame, x, target) if y == "power" else ""
     if title:
         fig.suptitle(_wrap(fig, title, 11), fontsize=11)
     _layout(fig, legend, _size_note(frame))
     return fig
+
+
+_MARKERS = "osD^v<>ph"
+
+
+def _levels(frame: pd.DataFrame, col: str | None) -> Sequence[Any]:
+    """A facet column's values in order of appearance (``[None]``: no such facet)."""
+    return [None] if col is None else list(dict.fromkeys(frame[col]))
+
+
+def _grid_roles(data: Any, frame: pd.DataFrame, x: str, y: str, rows: str | None,
+                cols: str | None, hue: str | None, errorbars: bool
+                ) -> tuple[str, str | None, str | None, str | None]:
+    """:func:`plot_grid`'s ``(x, rows, cols, hue)``: ``"auto"`` resolved from the grid, an
+    automatic (or a frame's default) facet absent from the frame dropped, the columns checked."""
+    roles = _auto_roles(data)
+    x = roles["x"] or "effect" if x == AUTO else x
+    auto = {k for k, v in (("rows", rows), ("cols", cols), ("hue", hue)) if v == AUTO}
+    rows = roles["rows"] if rows == AUTO else rows
+    cols = roles["cols"] if cols == AUTO else cols
+    hue = roles["hue"] if hue == AUTO else hue
+    optional = [c for c in (rows, cols, hue) if c is not None and c not in frame.columns
+                and (c in ("scenario", "n_workers") or c in auto)]
+    rows = None if rows in optional else rows
+    cols = None if cols in optional else cols
+    hue = None if hue in optional else hue
+    needed = [x, y] + [c for c in (rows, cols, hue) if c is not None]
+    if errorbars:
+        needed += ["ci_low", "ci_high"]
+    check_columns("plot_grid", needed, list(frame.columns))
+    if frame.empty:
+        raise InputError("plot_grid: the grid frame has no rows; there is nothing to plot.")
+    return x, rows, cols, hue
+
+
+def _draw_lines(ax: Any, sub: pd.DataFrame, x: str, y: str, hue: str | None,
+                hue_levels: Sequence[Any], styles: Sequence[tuple[Any, str]],
+                errorbars: bool) -> None:
+    """One facet's curves: one per ``hue`` level, with Monte Carlo error bars if asked."""
+    for j, hv in enumerate(hue_levels):
+        line = sub if hue is None else sub[sub[hue] == hv]
+        line = line.sort_values(x)
+        if line.empty:
+            continue
+        label = None if hue is None else _label(hue, hv)
+        xs = line[x].to_numpy(dtype=float)
+        ys = line[y].to_numpy(dtype=float)
+        style = _line_style(*styles[j], oversized=_oversized(line).any())
+        if errorbars:
+            err = [ys - line["ci_low"].to_numpy(dtype=float),
+                   line["ci_high"].to_numpy(dtype=float) - ys]
+            ax.errorbar(xs, ys, yerr=err, capsize=3, label=label, **style)
+        else:
+            ax.plot(xs, ys, label=label, **style)
+
+
+def _hue_legend(fig: Any, hue: str, hue_levels: Sequence[Any],
+                styles: Sequence[tuple[Any, str]]) -> Any:
+    """Solid keys: a dotted curve is explained by the note, not the legend."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], **_line_style(*styles[j], oversized=False))
+               for j in range(len(hue_levels))]
+    labels = [_label(hue, hv) for hv in hue_levels]
+    return fig.legend(handles, labels, loc="center right", title=_LABELS.get(hue, hue),
+                      frameon=False)
 
 
 def _oversized(frame: pd.DataFrame) -> Any:

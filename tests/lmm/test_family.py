@@ -63,3 +63,37 @@ def test_family_lookup_and_errors():
 
 def test_docstring_examples_run():
     assert doctest.testmod(fam, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def test_each_family_answers_for_its_own_response():
+    """What the fit and study layers ask a family instead of testing its name."""
+    theta, beta, alpha = np.array([0.5]), np.array([1.0, -2.0]), np.array([-1.0, 1.0])
+    gauss, binom, pois = fam.Gaussian(), fam.Binomial(), fam.Poisson()
+    nb, ordl = fam.NegativeBinomial(theta=2.0), fam.Ordinal()
+    assert gauss.has_sigma and gauss.is_gaussian
+    assert not any(f.has_sigma or f.is_gaussian for f in (binom, pois, nb, ordl))
+    # warm starts: lme4's theta (LMM), PIRLS's (theta, beta) (GLMM), clmm's (alpha, beta, theta)
+    assert gauss.warm_start(theta, beta, alpha).tolist() == [0.5]
+    start = nb.warm_start(theta, beta, alpha)
+    assert start["theta"].tolist() == [0.5] and start["beta"].tolist() == [1.0, -2.0]
+    assert ordl.warm_start(theta, beta, alpha).tolist() == [-1.0, 1.0, 1.0, -2.0, 0.5]
+    # placeholders that every model frame of the family accepts
+    assert gauss.placeholder(4) is None
+    assert pois.placeholder(4).tolist() == [0.0, 1.0, 0.0, 1.0]
+    cat = ordl.placeholder(5, ["lo", "mid", "hi"])
+    assert list(cat) == ["lo", "mid", "hi", "lo", "mid"] and cat.ordered
+    # the binomial's separation note, from fitted probabilities at 0 or 1
+    assert binom.fit_notes(np.array([0.0, 1.0])) == {"separation": False}
+    assert binom.fit_notes(np.array([0.0, 40.0])) == {"separation": True}
+    assert pois.fit_notes(np.array([40.0])) == {} == gauss.fit_notes(np.zeros(2))
+
+
+def test_a_design_frame_is_refused_for_a_family_without_one():
+    from nlpower.study.design import design_frame
+
+    class Unframed(fam.Family):
+        pass
+
+    fake = Unframed(name="gaussian", link=fam.get_link("identity"))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="no model frame is registered"):
+        design_frame(fake, "y ~ (1 | g)", None, None, {})  # type: ignore[arg-type]

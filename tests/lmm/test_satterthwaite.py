@@ -14,8 +14,9 @@ import pytest
 from lmm_specs import _term, crossed_spec
 from nlpower.errors import InputError
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.satterthwaite import hessian, jacobian
 from nlpower.lmm.structure import ModelSpec
+from nlpower.mixed.fdiff import richardson_hessian as hessian
+from nlpower.mixed.fdiff import richardson_jacobian as jacobian
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,10 @@ from scipy import integrate, special
 from nlpower.mixed.fdiff import (
     cold,
     forward_hessian,
+    forward_shifts,
     gradient_hessian,
+    richardson_hessian,
+    richardson_jacobian,
     value_gradient,
     value_hessian,
 )
@@ -30,6 +33,56 @@ A = np.array([[3.0, 0.5, -0.2], [0.5, 2.0, 0.3], [-0.2, 0.3, 1.0]])
 
 def _quadratic(x: np.ndarray) -> float:
     return float(0.5 * x @ A @ x + x.sum())
+
+
+def _smooth(x: np.ndarray) -> np.ndarray:
+    """``x0^2 x1^3 + exp(x0 x1) + log(1 + x2^2) x0`` over the last axis."""
+    a, b, c = x[..., 0], x[..., 1], x[..., 2]
+    return a**2 * b**3 + np.exp(a * b) + np.log1p(c * c) * a
+
+
+def _smooth_hessian(x: np.ndarray) -> np.ndarray:
+    a, b, c = x
+    e = np.exp(a * b)
+    hab = 6 * a * b * b + e * (1 + a * b)
+    hac = 2 * c / (1 + c * c)
+    return np.array([[2 * b**3 + b * b * e, hab, hac],
+                     [hab, 6 * a * a * b + a * a * e, 0.0],
+                     [hac, 0.0, a * (2 - 2 * c * c) / (1 + c * c) ** 2]])
+
+
+def test_richardson_rules_are_exact_to_extrapolation_error_and_the_same_per_row() -> None:
+    X = np.array([[0.7, 1.3, -0.4], [0.05, -0.8, 2.0], [1.5, 0.2, 0.01]])
+    H = richardson_hessian(_smooth, X)
+    J = richardson_jacobian(lambda x: np.stack([_smooth(x), x[..., 0] * x[..., 2]], axis=-1), X)
+    for r, x in enumerate(X):
+        np.testing.assert_allclose(H[r], _smooth_hessian(x), rtol=1e-6, atol=1e-6)
+        # a row of a batch gets exactly the one-point arithmetic
+        assert np.array_equal(richardson_hessian(_smooth, x), H[r])
+        Jr = richardson_jacobian(lambda t: np.array([_smooth(t), t[0] * t[2]]), x)
+        assert np.array_equal(Jr, J[r])
+    a, b, c = X[0]
+    e = np.exp(a * b)
+    np.testing.assert_allclose(J[0, :, 0], [2 * a * b**3 + b * e + np.log1p(c * c),
+                                            3 * a * a * b * b + a * e, 2 * a * c / (1 + c * c)],
+                               rtol=1e-9)
+
+
+def test_forward_shifts_and_hessian_of_rows_match_the_one_point_rule() -> None:
+    X = np.array([[0.3, -0.2, 1.0], [2.0, 0.5, -1.0]])
+    def grad(x: np.ndarray) -> np.ndarray:       # elementwise (no BLAS: same bits per row)
+        cols = [x[..., 0] * A[0, i] + x[..., 1] * A[1, i] + x[..., 2] * A[2, i] for i in range(3)]
+        return np.stack(cols, axis=-1) + 1.0 + 0.1 * x**3
+
+    rows, dx, steps = forward_shifts(X, 1e-4)
+    n, k = X.shape
+    G = grad(X[rows] + dx).reshape(k, n, k).swapaxes(0, 1)
+    H = forward_hessian(G, grad(X), steps.reshape(k, n).T)
+    for r, x in enumerate(X):
+        h = 1e-4 * (1.0 + np.abs(x))
+        Gr = np.array([grad(x + h[j] * np.eye(k)[j]) for j in range(k)])
+        assert np.array_equal(forward_hessian(Gr, grad(x), h), H[r])
+        np.testing.assert_allclose(H[r], A + np.diag(0.3 * x**2), rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("cross", ["central", "forward"])

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import FitError, InputError
 from ..lmm.native import single_threaded
+from ..mixed.fdiff import forward_hessian, forward_shifts
 from .laplace_batch import BatchedLaplace, _Modes
 from .response import check_response
 from .result import GlmmCore, check_vcov, start_parts
@@ -183,21 +184,17 @@ class _Newton:
         shifted points of every row evaluated together)."""
         bl, k = self.bl, self.k
         n, d = idx.size, self.x.shape[1]
-        rep = np.tile(np.arange(n), d)              # shift j of row i: stacked row j * n + i
+        rep, dx, h = forward_shifts(self.x[idx], H_STEP)
         x = self.x[idx][rep]
-        h = H_STEP * (1.0 + np.abs(x[np.arange(d * n), np.repeat(np.arange(d), n)]))
-        dx = np.zeros_like(x)
-        dx[np.arange(d * n), np.repeat(np.arange(d), n)] = h
         rows = idx[rep]
         Yw = self.Yw[rows]
         U0 = bl.predict_u(x[:, :k], Yw, _gather(self.md, rows), dx)
         md = bl.pirls(x[:, :k] + dx[:, :k], x[:, k:] + dx[:, k:], Yw, self.const[rows], U0)
         np.add.at(self.evals, rows, md.iters)
-        G = (bl.gradient(x[:, :k] + dx[:, :k], Yw, md) - self.g[rows]) / h[:, None]
-        H = np.moveaxis(G.reshape(d, n, d), 0, 2)      # H[i, :, j]: the shift of coordinate j
-        bad = ~np.all(np.isfinite(H), axis=(1, 2))
-        self.failed[idx[bad]] = True
-        self.H[idx] = 0.5 * (H + np.swapaxes(H, 1, 2))
+        G = bl.gradient(x[:, :k] + dx[:, :k], Yw, md).reshape(d, n, d).swapaxes(0, 1)
+        H = forward_hessian(G, self.g[idx], h.reshape(d, n).T)
+        self.failed[idx[~np.all(np.isfinite(H), axis=(1, 2))]] = True
+        self.H[idx] = H
         self.need_h[idx] = False
 
     def _bfgs(self, rows: np.ndarray, s: np.ndarray, yv: np.ndarray) -> None:

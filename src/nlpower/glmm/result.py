@@ -290,9 +290,7 @@ def build_fit(model: GlmmModel, core: GlmmCore, nAGQ: int, check: ConvCheck | No
                                "message": core.message, "converged": core.converged,
                                "vcov": vcov_how, "nlopt_converged": core.message == "converged"
                                or core.message.startswith("roundoff") or nAGQ == 0}
-    if model.family.name == "binomial":
-        mu = model.family.link.linkinv(mode.eta)
-        optinfo["separation"] = bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))
+    optinfo.update(model.family.fit_notes(mode.eta))     # the binomial's separation
     if getattr(model, "laplace", "expected") != "expected":
         optinfo["laplace"] = model.laplace          # the observed-information Laplace (glmmTMB's)
     if check is not None:

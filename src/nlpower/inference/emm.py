@@ -241,6 +241,12 @@ def _mu_eta(fit: Any, eta: np.ndarray) -> np.ndarray:
     return np.asarray(get_link(fit.link).mu_eta(eta), dtype=float)
 
 
+def _mean_name(fit: Any) -> str:
+    """The response-scale column: the family's own (``prob`` for a binomial, ``rate`` for counts)."""
+    from ..lmm.family import get_family
+    return str(get_family(fit.family).mean_name)
+
+
 def _linkinv(fit: Any, eta: np.ndarray) -> np.ndarray:
     from ..lmm.family import get_link
     return np.asarray(get_link(fit.link).linkinv(eta), dtype=float)
@@ -361,7 +367,7 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
         mu_eta = _mu_eta(fit, est)
         lo, hi = _linkinv(fit, lo), _linkinv(fit, hi)
         est, se = _linkinv(fit, est), se * np.abs(mu_eta)
-        col = "prob" if fit.family == "binomial" else "rate"
+        col = _mean_name(fit)
     frame = pd.DataFrame({col: est, "SE": se, "df": dfs, "lower": lo, "upper": hi},
                          index=pd.Index(labels, name=" ".join(specs_l)))
     where = {"gaussian": "", "glmm": f" ({scale} scale)", "ordinal": " (latent scale)"}[kind]

@@ -16,8 +16,9 @@ term's column, ``D_g = sum_g z^2``, ``S_g = sum_g z x`` (the rows of group
 and the ML deviance and REML criterion are lme4's formulas of these.  Every
 replicate's ``theta`` is found at once: a grid around the start (the truth)
 brackets the minimum, golden-section search narrows the bracket and
-parabolic steps polish ``theta`` (to ~1e-9).  The Satterthwaite df use the finite differences of
-:mod:`nlpower.lmm.satterthwaite` (the same steps, vectorised), the
+parabolic steps polish ``theta`` (to ~1e-9).  The Satterthwaite df use
+the Richardson rules of :mod:`nlpower.mixed.fdiff` over the rows of
+replicates (as :mod:`nlpower.lmm.satterthwaite` at one fit), the
 Kenward-Roger covariance and df the closed forms of pbkrtest's quantities
 for this covariance (``Sigma_g = sigma^2 (I + theta^2 z z')``: every
 ``X' Sigma^-1 G Sigma^-1 ... X`` is a sum over groups of ``S_g S_g'``
@@ -32,12 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .satterthwaite import EIGEN_TOL, _richardson, _steps
+from ..mixed.fdiff import richardson_hessian, richardson_jacobian
+from .satterthwaite import EIGEN_TOL
 from .structure import ModelSpec
 
 __all__ = ["BatchFits", "ScalarLmm"]
@@ -229,11 +230,11 @@ class ScalarLmm:
         """
         s = self.stats(Y)
         vp = np.column_stack([fits.theta, fits.sigma])
-        H = _hessian_many(lambda x: self._dev_vp(x, s, fits.REML), vp)
+        H = richardson_hessian(lambda x: self._dev_vp(x, s, fits.REML), vp)
         lam, V = np.linalg.eigh(0.5 * (H + np.swapaxes(H, 1, 2)))
         inv = np.where(lam > EIGEN_TOL, 1.0 / np.where(lam > EIGEN_TOL, lam, 1.0), 0.0)
         Acov = 2.0 * np.einsum("rik,rk,rjk->rij", V, inv, V)
-        jac = _jacobian_many(self._cov_vp, vp)                  # (R, k, p, p)
+        jac = richardson_jacobian(self._cov_vp, vp)                  # (R, k, p, p)
         Lm = np.atleast_2d(np.asarray(L, dtype=float))
         var = np.einsum("ci,rij,cj->rc", Lm, fits.vcov, Lm)
         g = np.einsum("ci,rkij,cj->rck", Lm, jac, Lm)
@@ -314,51 +315,3 @@ def _kr_df1(Phi: np.ndarray, P: list[np.ndarray], W: np.ndarray, L: np.ndarray) 
         ratio = np.where((np.abs(x) < 1e-14) & (np.abs(V1) < 1e-14), 1.0, x / V1)
         rho = (1.0 / q) * ratio**2 * V0 / V2
         return np.asarray(4.0 + (q + 2) / (q * rho - 1.0))
-
-
-# -- numDeriv-style derivatives, vectorised over replicates (rows of x) -------------------
-def _hessian_many(f: Any, x: np.ndarray, r: int = 4, v: float = 2.0) -> np.ndarray:
-    """:func:`nlpower.lmm.satterthwaite.hessian` of every row of ``x`` at once."""
-    R, k = x.shape
-    f0 = f(x)
-    h0 = _steps(x)
-    H = np.zeros((R, k, k))
-    for i in range(k):
-        a = np.empty((R, r))
-        h = h0[:, i].copy()
-        for m in range(r):
-            e = np.zeros_like(x)
-            e[:, i] = h
-            a[:, m] = (f(x + e) - 2.0 * f0 + f(x - e)) / (h * h)
-            h = h / v
-        H[:, i, i] = _richardson(a, r, v)
-    for i in range(k):
-        for j in range(i):
-            a = np.empty((R, r))
-            hi, hj = h0[:, i].copy(), h0[:, j].copy()
-            for m in range(r):
-                e = np.zeros_like(x)
-                e[:, i], e[:, j] = hi, hj
-                a[:, m] = ((f(x + e) - 2.0 * f0 + f(x - e) - H[:, i, i] * hi**2
-                            - H[:, j, j] * hj**2) / (2.0 * hi * hj))
-                hi, hj = hi / v, hj / v
-            H[:, i, j] = H[:, j, i] = _richardson(a, r, v)
-    return H
-
-
-def _jacobian_many(f: Any, x: np.ndarray, r: int = 4, v: float = 2.0) -> np.ndarray:
-    """:func:`nlpower.lmm.satterthwaite.jacobian` of every row of ``x``: ``(R, k, ...)``."""
-    R, k = x.shape
-    h0 = _steps(x)
-    out = []
-    for i in range(k):
-        h = h0[:, i].copy()
-        vals = []
-        for _ in range(r):
-            e = np.zeros_like(x)
-            e[:, i] = h
-            d = f(x + e) - f(x - e)
-            vals.append(d / (2.0 * h).reshape((R,) + (1,) * (d.ndim - 1)))
-            h = h / v
-        out.append(_richardson(np.stack(vals, axis=-1), r, v))
-    return np.stack(out, axis=1)

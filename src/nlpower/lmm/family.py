@@ -14,25 +14,23 @@ its fitter from the family, nothing else branches on it:
   equidistant or symmetric thresholds): ``clmm`` (``ordinal``'s
   parameterisation ``P(Y <= j) = F(theta_j - eta)``).
 
-A :class:`Link` holds ``g`` (``linkfun``), ``g^-1`` (``linkinv``) and the
-derivatives the fitters need.  For the cumulative links ``linkinv`` is the
-latent distribution's CDF ``F``, ``mu_eta`` its density ``f`` and
-``dmu_eta`` the density's derivative ``f'``.
+A :class:`~nlpower.lmm.link.Link` (:mod:`nlpower.lmm.link`, re-exported
+here) holds ``g``, ``g^-1`` and the derivatives the fitters need.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
 
-from .. import _dist as stats
 from .._lazy import special
 from .._validation import check_choice
 from ..errors import InputError
+from .link import Link, get_link
 
 __all__ = [
     "Binomial",
@@ -46,90 +44,10 @@ __all__ = [
     "get_link",
 ]
 
-LinkName: TypeAlias = Literal["identity", "log", "logit", "probit", "cloglog"]
 FamilyName: TypeAlias = Literal["gaussian", "binomial", "poisson", "negative_binomial", "ordinal"]
 ThresholdName: TypeAlias = Literal["flexible", "equidistant", "symmetric"]
 
 _EPS = np.finfo(float).eps
-
-
-@dataclass(frozen=True)
-class Link:
-    """A link function ``eta = g(mu)`` with its inverse and derivatives.
-
-    Examples
-    --------
-    >>> lk = get_link("logit")
-    >>> float(lk.linkinv(np.array(0.0)))
-    0.5
-    >>> float(lk.mu_eta(np.array(0.0)))
-    0.25
-    """
-
-    name: LinkName
-
-    def linkfun(self, mu: Any) -> np.ndarray:
-        """``eta = g(mu)``."""
-        mu = np.asarray(mu, dtype=float)
-        if self.name == "identity":
-            return mu
-        if self.name == "log":
-            return np.log(mu)
-        if self.name == "logit":
-            return special.logit(mu)
-        if self.name == "probit":
-            return special.ndtri(mu)
-        return np.log(-np.log1p(-mu))  # cloglog
-
-    def linkinv(self, eta: Any) -> np.ndarray:
-        """``mu = g^-1(eta)`` (for a cumulative link: the latent CDF ``F``)."""
-        eta = np.asarray(eta, dtype=float)
-        if self.name == "identity":
-            return eta
-        if self.name == "log":
-            return np.exp(eta)
-        if self.name == "logit":
-            return special.expit(eta)
-        if self.name == "probit":
-            return special.ndtr(eta)
-        return -np.expm1(-np.exp(np.minimum(eta, 700.0)))  # cloglog
-
-    def mu_eta(self, eta: Any) -> np.ndarray:
-        """``d mu / d eta`` (for a cumulative link: the latent density ``f``)."""
-        eta = np.asarray(eta, dtype=float)
-        if self.name == "identity":
-            return np.ones_like(eta)
-        if self.name == "log":
-            return np.exp(eta)
-        if self.name == "logit":
-            p = special.expit(eta)
-            return p * (1.0 - p)
-        if self.name == "probit":
-            return stats.norm.pdf(eta)
-        e = np.minimum(eta, 700.0)
-        return np.exp(e - np.exp(e))  # cloglog
-
-    def dmu_eta(self, eta: Any) -> np.ndarray:
-        """``d^2 mu / d eta^2`` (for a cumulative link: ``f'``)."""
-        eta = np.asarray(eta, dtype=float)
-        if self.name == "identity":
-            return np.zeros_like(eta)
-        if self.name == "log":
-            return np.exp(eta)
-        if self.name == "logit":
-            p = special.expit(eta)
-            return p * (1.0 - p) * (1.0 - 2.0 * p)
-        if self.name == "probit":
-            return -eta * stats.norm.pdf(eta)
-        e = np.minimum(eta, 700.0)
-        return np.exp(e - np.exp(e)) * (1.0 - np.exp(e))  # cloglog
-
-
-def get_link(link: str | Link) -> Link:
-    """The :class:`Link` called ``link`` (did-you-mean on a misspelling)."""
-    if isinstance(link, Link):
-        return link
-    return Link(check_choice("link", link, ("identity", "log", "logit", "probit", "cloglog")))
 
 
 @dataclass(frozen=True)
@@ -142,10 +60,15 @@ class Family:
     #: Links this family accepts (the first is the canonical default).
     links: tuple[str, ...] = ()
 
+    #: Whether the model has a residual SD ``sigma`` of its own (the Gaussian family's)
+    has_sigma: ClassVar[bool] = False
+    #: The column of a mean on the response scale (emmeans': ``prob``, ``rate``)
+    mean_name: ClassVar[str] = "response"
+
     @property
     def is_gaussian(self) -> bool:
         """The identity-link Gaussian family (the linear mixed model)."""
-        return self.name == "gaussian"
+        return self.has_sigma
 
     @property
     def display_name(self) -> str:
@@ -174,6 +97,21 @@ class Family:
         raise InputError(f"dispersion={value!r}: the {self.name} family has no dispersion "
                          "parameter; leave it out.")
 
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """A refit's start at known parameters, in the form this family's fitter takes.
+
+        GLM families: ``{"theta": ..., "beta": ...}`` (PIRLS starts at both).
+        """
+        return {"theta": np.array(theta, dtype=float), "beta": beta}
+
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """``n`` responses that every model frame of this family accepts (None: keep the data's)."""
+        return None
+
+    def fit_notes(self, eta: np.ndarray) -> dict[str, Any]:
+        """Diagnostics of a fit at linear predictor ``eta`` for its ``optinfo`` (none by default)."""
+        return {}
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(link={self.link.name!r})"
 
@@ -185,6 +123,8 @@ class _GLMResponse(Family):
     ``2 * rank``), ``unit_m2loglik`` its per-observation terms up to what
     depends on ``y`` only; ``draw`` simulates responses with means ``mu``.
     """
+
+    mean_name: ClassVar[str] = "rate"
 
     @property
     def is_glm(self) -> bool:
@@ -233,6 +173,10 @@ class _GLMResponse(Family):
         """
         return None
 
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """Alternating 0 and 1: valid for every GLM family."""
+        return (np.arange(n) % 2).astype(float)
+
 
 def _summed(terms: np.ndarray, axis: int | None) -> Any:
     return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)
@@ -256,6 +200,12 @@ class Gaussian(Family):
         object.__setattr__(self, "links", ("identity",))
         object.__setattr__(self, "link", _with_link(Gaussian, link, self.links))
 
+    has_sigma: ClassVar[bool] = True
+
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """``theta`` only (``beta`` and ``sigma`` are profiled out of lme4's deviance)."""
+        return np.array(theta, dtype=float)
+
 
 @dataclass(frozen=True, repr=False)
 class Binomial(_GLMResponse):
@@ -270,9 +220,16 @@ class Binomial(_GLMResponse):
         object.__setattr__(self, "links", ("logit", "probit", "cloglog"))
         object.__setattr__(self, "link", _with_link(Binomial, link, self.links))
 
+    mean_name: ClassVar[str] = "prob"
+
     @property
     def canonical(self) -> bool:
         return self.link.name == "logit"
+
+    def fit_notes(self, eta: np.ndarray) -> dict[str, Any]:
+        """``separation``: a fitted probability within ``1e-10`` of 0 or 1 (lme4 warns)."""
+        mu = self.link.linkinv(eta)
+        return {"separation": bool(np.any((mu < 1e-10) | (mu > 1.0 - 1e-10)))}
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
         return mu * (1.0 - mu)
@@ -519,6 +476,16 @@ class Ordinal(Family):
         object.__setattr__(self, "link", _with_link(Ordinal, link, self.links))
         object.__setattr__(self, "threshold",
                            check_choice("threshold", threshold, ("flexible", "equidistant", "symmetric")))
+
+    def warm_start(self, theta: np.ndarray, beta: np.ndarray, alpha: np.ndarray) -> Any:
+        """``clmm``'s parameter vector: thresholds, fixed effects, ``theta``."""
+        return np.concatenate([alpha, beta, theta])
+
+    def placeholder(self, n: int, levels: Any = ()) -> Any:
+        """The ordered ``levels``, cycled over the ``n`` rows."""
+        k = len(levels)
+        return pd.Categorical(np.asarray(levels, dtype=object)[np.arange(n) % k],
+                              categories=list(levels), ordered=True)
 
     def __repr__(self) -> str:
         return f"Ordinal(link={self.link.name!r}, threshold={self.threshold!r})"

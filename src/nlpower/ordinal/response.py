@@ -134,46 +134,14 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
                          "drop those rows first.")
     scores: tuple[float, ...] | None = None
     if isinstance(s.dtype, pd.CategoricalDtype):
-        if levels is not None:
-            raise InputError(
-                f"levels= is for integer scores; the response {name!r} is a Categorical, whose "
-                "categories are the scale. Drop levels=, or set the categories with "
-                "pd.CategoricalDtype([...], ordered=True).")
-        if not s.cat.ordered:
-            raise InputError(
-                f"the response {name!r} is an unordered categorical; an ordinal model needs the "
-                "category order. Make it ordered, e.g. data[col] = data[col].astype("
-                "pd.CategoricalDtype(['bad', 'ok', 'good'], ordered=True)), or use integer scores.")
-        all_levels = tuple(_label(c) for c in s.cat.categories)
-        raw = s.cat.codes.to_numpy()
+        all_levels, raw = _categorical_codes(s, name, levels)
     elif pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
         raise InputError(
             f"the response {name!r} has dtype {s.dtype} (e.g. {_plain(s.iloc[0])!r}); an ordinal model "
             "needs an ordered pandas Categorical or integer scores such as Likert 1-5. Convert "
             "it with pd.Categorical(values, categories=[...], ordered=True).")
     else:
-        integral = isinstance(s.dtype, np.dtype) and s.dtype.kind in "iu"
-        # numpy integer scores: no pandas conversion, and every value is a finite integer
-        v = np.asarray(s.to_numpy(), dtype=float) if integral else s.to_numpy(dtype=float)
-        if not integral and (not np.all(np.isfinite(v)) or not np.all(v == np.round(v))):
-            bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
-            raise InputError(
-                f"the response {name!r} must hold integer scores (e.g. Likert 1-5); got {float(bad)!r}. "
-                "Round or map the values to integers, or pass an ordered Categorical.")
-        uniq = np.unique(v)
-        if levels is not None:
-            declared = _declared_levels(levels, name)
-            outside = np.setdiff1d(uniq, declared)
-            if outside.size:
-                raise InputError(
-                    f"the response {name!r} has scores outside levels "
-                    f"({', '.join(_label(float(u)) for u in outside[:5])}; levels are "
-                    f"{', '.join(_label(float(u)) for u in declared)}). Correct the scores or "
-                    "the declared scale.")
-            uniq = declared
-        all_levels = tuple(_label(float(u)) for u in uniq)
-        raw = np.searchsorted(uniq, v)
-        scores = tuple(float(u) for u in uniq)
+        all_levels, raw, scores = _score_codes(s, name, levels)
     counts = np.bincount(raw, minlength=len(all_levels))
     used = counts > 0
     levels = tuple(lv for lv, u in zip(all_levels, used, strict=True) if u)
@@ -191,3 +159,45 @@ def ordinal_response(y: Any, name: str = "response", *, warn: bool = True,
     if scores is not None:
         scores = tuple(sc for sc, u in zip(scores, used, strict=True) if u)
     return OrdinalResponse(remap[raw].astype(np.intp), levels, unused, all_levels, scores)
+
+
+def _categorical_codes(s: pd.Series, name: str, levels: Any
+                       ) -> tuple[tuple[str, ...], np.ndarray]:
+    """``(all categories, codes)`` of an ordered Categorical response (its categories: the scale)."""
+    if levels is not None:
+        raise InputError(
+            f"levels= is for integer scores; the response {name!r} is a Categorical, whose "
+            "categories are the scale. Drop levels=, or set the categories with "
+            "pd.CategoricalDtype([...], ordered=True).")
+    if not s.cat.ordered:
+        raise InputError(
+            f"the response {name!r} is an unordered categorical; an ordinal model needs the "
+            "category order. Make it ordered, e.g. data[col] = data[col].astype("
+            "pd.CategoricalDtype(['bad', 'ok', 'good'], ordered=True)), or use integer scores.")
+    return tuple(_label(c) for c in s.cat.categories), s.cat.codes.to_numpy()
+
+
+def _score_codes(s: pd.Series, name: str, levels: Any
+                 ) -> tuple[tuple[str, ...], np.ndarray, tuple[float, ...]]:
+    """``(all levels, codes, scores)`` of numeric scores: the distinct scores, or ``levels``."""
+    integral = isinstance(s.dtype, np.dtype) and s.dtype.kind in "iu"
+    # numpy integer scores: no pandas conversion, and every value is a finite integer
+    v = np.asarray(s.to_numpy(), dtype=float) if integral else s.to_numpy(dtype=float)
+    if not integral and (not np.all(np.isfinite(v)) or not np.all(v == np.round(v))):
+        bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
+        raise InputError(
+            f"the response {name!r} must hold integer scores (e.g. Likert 1-5); got {float(bad)!r}. "
+            "Round or map the values to integers, or pass an ordered Categorical.")
+    uniq = np.unique(v)
+    if levels is not None:
+        declared = _declared_levels(levels, name)
+        outside = np.setdiff1d(uniq, declared)
+        if outside.size:
+            raise InputError(
+                f"the response {name!r} has scores outside levels "
+                f"({', '.join(_label(float(u)) for u in outside[:5])}; levels are "
+                f"{', '.join(_label(float(u)) for u in declared)}). Correct the scores or "
+                "the declared scale.")
+        uniq = declared
+    return (tuple(_label(float(u)) for u in uniq), np.searchsorted(uniq, v),
+            tuple(float(u) for u in uniq))

@@ -114,6 +114,19 @@ def fit_ratings(
     ConvergenceWarning
         The optimiser did not converge.
     """
+    eng = _checked_engine(ratings, engine, REML)
+    choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
+    if family != "gaussian":
+        return _fit_ordinal(ratings, choice, family, eng.name, start, control, link)
+    if link is not None:
+        raise RatingsError(f"link={link!r} is for family='ordinal' (the cumulative link); the "
+                           "Gaussian fit of ratings on [0, 1] has none. Drop link=.")
+    fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
+    return _ratings_fit(ratings, choice, fit, loadings)
+
+
+def _checked_engine(ratings: Any, engine: Any, REML: Any) -> Any:
+    """:func:`fit_ratings`' boundary checks of ``ratings`` and ``REML``; the engine named."""
     if not isinstance(ratings, Ratings):
         hint = (" Read a data frame with nlpower.read_ratings(df, ..., scale=(lo, hi)) first, so "
                 "that columns are checked and ratings rescaled to [0, 1]."
@@ -127,19 +140,18 @@ def fit_ratings(
         raise RatingsError(str(exc)) from None
     if not isinstance(REML, bool):
         raise RatingsError(f"REML must be True or False; got {REML!r}.")
-    choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
-    if family != "gaussian":
-        if family != "ordinal":
-            raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
-        from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
-        # the ordinal fitter takes the engine's name: native, else its R reference (ordinal::clmm)
-        return fit_ratings_ordinal(ratings, choice, engine=eng.name, start=start,
-                                   control=control, link=link)
-    if link is not None:
-        raise RatingsError(f"link={link!r} is for family='ordinal' (the cumulative link); the "
-                           "Gaussian fit of ratings on [0, 1] has none. Drop link=.")
-    fit, loadings = _fit(choice, eng, REML=REML, start=start, control=control)
-    return _ratings_fit(ratings, choice, fit, loadings)
+    return eng
+
+
+def _fit_ordinal(ratings: Ratings, choice: ModelChoice, family: Any, engine: str, start: Any,
+                 control: Any, link: str | None) -> Any:
+    """``family="ordinal"``: the cumulative link fit (the engine's name: native, else its R
+    reference ``ordinal::clmm``)."""
+    if family != "ordinal":
+        raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
+    from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
+    return fit_ratings_ordinal(ratings, choice, engine=engine, start=start, control=control,
+                               link=link)
 
 
 def _simpler(choice: ModelChoice) -> str:

@@ -125,11 +125,7 @@ def sequential_power(
     check_sequential(design, boundaries)
     n_sims = check_int("n_sims", n_sims, min=1)
     analysis = check_outcome(design, params, analysis, formula)
-    effects = axis_values("effect", effect)
-    for e in effects:
-        if boundaries.sided == 1 and float(e) < 0:
-            raise InputError(f"effect={e!r}: a one-sided design tests for a positive effect; "
-                             "give effects >= 0 or use sided=2.")
+    _check_effects(axis_values("effect", effect), boundaries)
     if formula is None:
         formula = design_formula(design, params if outcome_of(params) == "gaussian" else None)
     problem = SequentialProblem(design, params, boundaries, formula, n_sims=n_sims,
@@ -137,3 +133,11 @@ def sequential_power(
     run = RunOptions(n_jobs=n_jobs, backend=backend, checkpoint=checkpoint, progress=progress,
                      on_error=on_error)
     return run_grid(problem, {"effect": effect}, rng=rng, run=run, desc="sequential power")
+
+
+def _check_effects(effects: Any, boundaries: Any) -> None:
+    """Refuse a negative effect for a one-sided design (it tests for a positive one)."""
+    for e in effects:
+        if boundaries.sided == 1 and float(e) < 0:
+            raise InputError(f"effect={e!r}: a one-sided design tests for a positive effect; "
+                             "give effects >= 0 or use sided=2.")

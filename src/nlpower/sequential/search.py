@@ -239,15 +239,8 @@ def cheapest_design(
     >>> r.to_frame().columns[:5].tolist()
     ['candidate', 'looks', 'spending', 'gamma', 'n_workers']
     """
-    power = check_probability("power", power)
-    alpha = check_probability("alpha", alpha)
-    weight_null = check_probability("weight_null", weight_null, open=False)
-    effect = check_real("effect", effect)
-    if not effect > 0:
-        raise InputError(f"effect={effect!r}: give the (positive) effect the design is powered for.")
-    if futility is not None and not isinstance(futility, str):
-        raise InputError("futility must be None or a beta-spending function name (obf, pocock, hsd) "
-                         f"when designs with different numbers of looks are compared; got {futility!r}.")
+    power, alpha, weight_null, effect = _checked_targets(power, alpha, weight_null, effect,
+                                                         futility)
     n_sims = check_int("n_sims", n_sims, min=1)
     confirm_sims = n_sims if confirm_sims is None else check_int("confirm_sims", confirm_sims, min=1)
     ws = [check_int("workers", w, min=2) for w in axis_values("workers", workers)]
@@ -266,6 +259,22 @@ def cheapest_design(
         grid, cands, params=params, effect=effect, target=power, weight_null=weight_null,
         analysis=analysis, confirm=_confirmer(params, analysis, effect, confirm_sims, root,
                                               n_jobs, backend, progress))
+
+
+def _checked_targets(power: Any, alpha: Any, weight_null: Any, effect: Any, futility: Any
+                     ) -> tuple[float, float, float, float]:
+    """:func:`cheapest_design`'s ``(power, alpha, weight_null, effect)``, checked (and
+    ``futility``: a spending function's name, or None)."""
+    power = check_probability("power", power)
+    alpha = check_probability("alpha", alpha)
+    weight_null = check_probability("weight_null", weight_null, open=False)
+    effect = check_real("effect", effect)
+    if not effect > 0:
+        raise InputError(f"effect={effect!r}: give the (positive) effect the design is powered for.")
+    if futility is not None and not isinstance(futility, str):
+        raise InputError("futility must be None or a beta-spending function name (obf, pocock, hsd) "
+                         f"when designs with different numbers of looks are compared; got {futility!r}.")
+    return power, alpha, weight_null, effect
 
 
 def _confirmer(params: Any, analysis: str, effect: float, n_sims: int, root: Any, n_jobs: int,

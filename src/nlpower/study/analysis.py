@@ -72,7 +72,7 @@ class ModelGenerator:
         sim = d.prepare() if model is None else model
         if not gens:
             return np.zeros((0, d.nobs))
-        if d.family.name == "gaussian" and isinstance(sim, SimulatesGaussian):
+        if d.family.is_gaussian and isinstance(sim, SimulatesGaussian):
             return gaussian_draws(d, sim.spec, gens)
         if hasattr(sim, "simulate_each"):
             return np.asarray(sim.simulate_each(gens, params=d))
@@ -239,7 +239,7 @@ def coef_names(model: Any) -> tuple[str, ...]:
 
 
 def n_params(model: Any) -> int:
-    extra = 1 if model.family.name == "gaussian" else 0
+    extra = int(model.family.has_sigma)           # sigma
     thr = getattr(model, "n_alpha", 0)
     return int(model.spec.p + theta_layout(model.spec.re_terms).size + extra + thr)
 

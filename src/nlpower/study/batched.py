@@ -75,7 +75,7 @@ def lmm_replicates(study: Any, model: Any, null: Any, Y: np.ndarray, start: Any,
                    null_start: Any) -> BatchTests | None:
     """The batch's tests from batched fits, or None when the model or test is not covered."""
     rule = get_test(study.test)
-    if study.design.family.name != "gaussian" or study.engine != "native" or rule.bootstrap \
+    if not study.design.family.is_gaussian or study.engine != "native" or rule.bootstrap \
             or Y.shape[0] < 2:
         return None
     sl = _scalar(model)

@@ -17,6 +17,7 @@ category), replaced by each simulated response.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,7 +30,7 @@ from ..errors import InputError
 from ..formula import parse
 from ..glmm import GlmmFit, glmm_frame
 from ..lmm import LmmFit, get_engine, model_frame
-from ..lmm.family import Family, Ordinal, get_family
+from ..lmm.family import Family, Gaussian, Ordinal, get_family
 from ..lmm.layout import theta_layout
 from ..lmm.setparams import set_fixef, set_theta
 from ..ordinal import ClmmFit
@@ -112,34 +113,13 @@ class ModelDesign:
         used = set(parse(f).variables)
         contrasts = {k: v for k, v in dict(self.options.get("contrasts") or {}).items()
                      if k in used} or None
-        name = self.family.name
-        if name == "gaussian":
-            return model_frame(f, rows, contrasts=contrasts), rows, {}
-        nagq = int(self.options.get("nAGQ", 1))
-        if name == "ordinal":
-            spec, response, fitted = ordinal_frame(f, rows, contrasts=contrasts, warn=False)
-            return spec, fitted, {"family": self.family, "response": response, "nAGQ": nagq}
-        cols = set(map(str, rows.columns))
-        spec, wt, off, _ = glmm_frame(f, rows, self.family,
-                                      weights=WEIGHTS if WEIGHTS in cols else None,
-                                      offset=OFFSET if OFFSET in cols else None,
-                                      contrasts=contrasts)
-        laplace = self.options.get("laplace", "expected")
-        extra = {} if laplace == "expected" else {"laplace": laplace}
-        return spec, rows, {"family": self.family, "weights": wt, "offset": off, "nAGQ": nagq,
-                            **extra}
+        return design_frame(self.family, f, rows, contrasts, self.options)
 
     def start(self, names: Sequence[str] | None = None, *, same_random: bool = True) -> Any:
         """Warm start at the truth for a model with fixed effects ``names`` (None: these)."""
         beta = (self.fixef.to_numpy() if names is None else
                 np.array([float(self.fixef.get(n, 0.0)) for n in names]))
-        if self.family.name == "gaussian":
-            return self.theta.copy() if same_random else None
-        if not same_random:
-            return None
-        if self.family.name == "ordinal":
-            return np.concatenate([self.alpha, beta, self.theta])
-        return {"theta": self.theta.copy(), "beta": beta}
+        return self.family.warm_start(self.theta, beta, self.alpha) if same_random else None
 
     def simulate(self, n: int = 1, *, rng: Any = None, model: Any = None) -> np.ndarray:
         """``n`` responses at the true parameters, shape ``(n, nobs)`` (new random effects each).
@@ -158,7 +138,7 @@ class ModelDesign:
         family = self.family.with_dispersion(dispersion)
         spec = self.prepare().spec
         lay = theta_layout(spec.re_terms)
-        if sigma is not None and self.family.name != "gaussian":
+        if sigma is not None and not self.family.has_sigma:
             raise InputError(f"sigma: a {self.family.name} model has no residual SD; set fixef= "
                              "and sd= only.")
         new_sigma = self.sigma if sigma is None else float(sigma)
@@ -199,6 +179,51 @@ class ModelDesign:
         return replace(self, data=self.data.loc[keep].reset_index(drop=True))
 
 
+@functools.singledispatch
+def design_frame(family: Family, formula: str, rows: pd.DataFrame, contrasts: Any,
+                 options: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """``(spec, rows, fitter options)`` of ``formula`` on ``rows`` for ``family`` (by its type).
+
+    GLM families (any ``family.is_glm``): ``glmm_frame`` with the design's
+    hidden prior weights and offset columns; a family of another kind
+    registers its own (``design_frame.register``).
+
+    Examples
+    --------
+    >>> from nlpower.lmm.family import Poisson
+    >>> d = pd.DataFrame({"y": [0, 1, 2, 3], "g": list("aabb")})
+    >>> spec, rows, options = design_frame(Poisson(), "y ~ (1 | g)", d, None, {})
+    >>> spec.n, sorted(options)
+    (4, ['family', 'nAGQ', 'offset', 'weights'])
+    """
+    if not family.is_glm:
+        raise InputError(f"family={family!r}: no model frame is registered for this family "
+                         "(register one with nlpower.study.design.design_frame.register).")
+    cols = set(map(str, rows.columns))
+    spec, wt, off, _ = glmm_frame(formula, rows, family,
+                                  weights=WEIGHTS if WEIGHTS in cols else None,
+                                  offset=OFFSET if OFFSET in cols else None,
+                                  contrasts=contrasts)
+    laplace = options.get("laplace", "expected")
+    extra = {} if laplace == "expected" else {"laplace": laplace}
+    return spec, rows, {"family": family, "weights": wt, "offset": off,
+                        "nAGQ": int(options.get("nAGQ", 1)), **extra}
+
+
+@design_frame.register
+def _(family: Gaussian, formula: str, rows: pd.DataFrame, contrasts: Any,
+      options: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    return model_frame(formula, rows, contrasts=contrasts), rows, {}
+
+
+@design_frame.register
+def _(family: Ordinal, formula: str, rows: pd.DataFrame, contrasts: Any,
+      options: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    spec, response, fitted = ordinal_frame(formula, rows, contrasts=contrasts, warn=False)
+    return spec, fitted, {"family": family, "response": response,
+                          "nAGQ": int(options.get("nAGQ", 1))}
+
+
 def _column(data: pd.DataFrame, name: str) -> pd.Series:
     if name not in data.columns:
         hint = closest_name(name, list(map(str, data.columns)))
@@ -212,13 +237,9 @@ def _placeholder(data: pd.DataFrame, response: str, family: Family, levels: Sequ
                  ) -> pd.DataFrame:
     """The response column replaced by a pattern that every model frame accepts."""
     d = data.copy()
-    n = len(d)
-    if family.name == "ordinal":
-        k = len(levels)
-        d[response] = pd.Categorical(np.asarray(levels, dtype=object)[np.arange(n) % k],
-                                     categories=list(levels), ordered=True)
-    elif family.is_glm:
-        d[response] = (np.arange(n) % 2).astype(float)
+    y = family.placeholder(len(d), levels)
+    if y is not None:
+        d[response] = y
     return d
 
 
