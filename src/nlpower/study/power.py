@@ -28,6 +28,7 @@ import numpy as np
 from .. import __version__
 from .._rng import RNGLike, seed_record
 from ..errors import FitError, InputError
+from ..lmm.family import Family
 from ..lmm.names import coef_aliases
 from ..montecarlo import MonteCarloSummary
 from ..powersim.batches import (
@@ -68,9 +69,9 @@ _ALIASES = {"t": "satterthwaite", "kr": "kenward-roger", "lr": "lrt"}
 STUDY_BATCH = 200
 
 
-def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
+def _resolve_test(test: Any, hyp: Hypothesis, family: Family) -> str:
     if test is None:
-        return ("satterthwaite" if family == "gaussian" else "z") if hyp.one_df else "lrt"
+        return ("satterthwaite" if family.has_sigma else "z") if hyp.one_df else "lrt"
     name = _ALIASES.get(test, test) if isinstance(test, str) else test
     rule = get_test(name)
     if "simulate" not in rule.paths:
@@ -80,10 +81,10 @@ def _resolve_test(test: Any, hyp: Hypothesis, family: str) -> str:
     if not hyp.one_df and rule.name != "lrt":
         raise InputError(f"{hyp.label!r} has several degrees of freedom (or is a model "
                          f"comparison): it is tested by test='lrt', not {rule.name!r}.")
-    rule.check_family(family)
-    if rule.bootstrap and family != "gaussian":
+    rule.check_family(family.name)
+    if rule.bootstrap and not family.has_sigma:
         raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; use test='lrt' "
-                         f"for a {family} model.")
+                         f"for a {family.name} model.")
     return rule.name
 
 
@@ -153,9 +154,9 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     else:
         hyp = resolve(term, compare, formula=formula, names=names, truth=d.fixef,
                       aliases=coef_aliases(amodel))
-    name = _resolve_test(test, hyp, d.family.name)
+    name = _resolve_test(test, hyp, d.family)
     rule = get_test(name)
-    if d.family.name == "gaussian":
+    if d.family.has_sigma:
         reml = rule.resolve_REML(REML)
     elif REML:
         raise InputError(f"REML applies to Gaussian models; a {d.family.name} model is fitted "
