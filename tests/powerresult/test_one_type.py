@@ -71,9 +71,9 @@ def test_the_study_fields_read_as_the_results_own(results):
 
 def test_a_field_of_another_kind_says_so(results):
     with pytest.raises(AttributeError, match="'preference' study has no 'design'"):
-        results["preference"].design
+        _ = results["preference"].design
     with pytest.raises(AttributeError, match="'ratings' study has no 'p_win'"):
-        results["ratings"].p_win
+        _ = results["ratings"].p_win
 
 
 @pytest.mark.parametrize("name,kind", [("model", "model"), ("preference_exact", "preference"),
