@@ -131,3 +131,11 @@ def test_exact_results_have_zero_width_intervals(results):
     assert r.exact and r.n_sims == 0 and r.n_rejected is None
     assert r.rejection_ci.low == r.rejection_ci.high == r.rejection_rate
     assert math.isnan(r.type_s_ci.low)
+
+
+def test_a_result_equals_its_copy_sent_to_another_process(results):
+    import pickle
+
+    for r in results.values():                 # NaN fields (mean_estimate, power at 0) too
+        assert pickle.loads(pickle.dumps(r)) == r
+    assert results["preference"] != results["callback"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,17 @@ class Replicates:
 
     def __repr__(self) -> str:
         return f"Replicates(n_sims={self.estimate.shape[0]})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, with NaN equal to NaN, through dataclasses' compared fields and tuples."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if is_dataclass(a) and not isinstance(a, type) and type(a) is type(b):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a) if f.compare)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 class _FromStudy:
@@ -189,6 +200,12 @@ class PowerResult:
     share = _FromStudy()
     ties = _FromStudy()
     mean_significant = _FromStudy()
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field (those compared), NaN equal to NaN: a result equals its copy read back."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _same(self, other)
 
     def __post_init__(self) -> None:
         for name in ("type_s_ci", "type_m_ci"):
