@@ -215,7 +215,7 @@ def simulate_power(
     keep_draws: bool = True,
     max_failed: float = MAX_FAILED,
     precision: float | None = None,
-) -> SimulatedPowerResult:
+) -> PowerResult:
     """Power, Type-M and Type-S of ``test`` on data from ``generate`` (Card et al. 2020, Fig. 2).
 
     Parameters
@@ -261,7 +261,10 @@ def simulate_power(
 
     Returns
     -------
-    SimulatedPowerResult
+    PowerResult
+        Of a :class:`~nlpower.powerresult.CallbackStudy` (``result.params``;
+        ``result.estimates`` and ``result.pvalues`` with ``keep_draws``;
+        ``docs/results.md``).
 
     Examples
     --------
@@ -354,7 +357,7 @@ class SimulationProblem:
         return value
 
     def run_cell(self, key: Mapping[str, Any],
-                 rng: np.random.SeedSequence) -> SimulatedPowerResult:
+                 rng: np.random.SeedSequence) -> PowerResult:
         params = dict(key)
         effect = self.effect_at(key)  # before any replicate: a bad effect fails fast
         stop = None if self.precision is None else Precision(self.precision, self.alpha)
@@ -366,7 +369,7 @@ class SimulationProblem:
                          n_max=self.n_sims, precision=self.precision, generate=self.generate,
                          test=self.test, elapsed=time.perf_counter() - start)
 
-    def from_record(self, record: Mapping[str, Any]) -> SimulatedPowerResult:
+    def from_record(self, record: Mapping[str, Any]) -> PowerResult:
         return PowerResult.from_record(record, kind="callback")
 
 

@@ -30,6 +30,8 @@ share of significant samples with the wrong sign (Gelman & Carlin 2014).
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -123,7 +125,7 @@ def power(
     method: PreferenceMethod = "exact",
     n_sims: int = 10_000,
     rng: RNGLike = None,
-) -> PreferencePowerResult:
+) -> PowerResult:
     """Power, Type-M and Type-S of a head-to-head test with one judgement per person.
 
     Parameters
@@ -154,7 +156,10 @@ def power(
 
     Returns
     -------
-    PreferencePowerResult
+    PowerResult
+        Of a :class:`~nlpower.powerresult.PreferenceStudy` (``result.n``,
+        ``result.p_win``, ..., ``result.mean_significant``;
+        ``docs/results.md``).
 
     Raises
     ------
@@ -179,10 +184,12 @@ def power(
     base = {"n": n, "p_win": p_win, "p_draw": p_draw, "p_lose": p_lose, "share": share,
             "effect": share - 0.5, "ties": ties, "test": test, "alpha": alpha,
             "alternative": alternative}
+    start = time.perf_counter()
     if method == "exact":
-        return _exact(base)
-    n_sims = check_int("n_sims", n_sims, min=1)
-    return _simulate(base, n_sims, root_seed(rng))
+        res = _exact(base)
+    else:
+        res = _simulate(base, check_int("n_sims", n_sims, min=1), root_seed(rng))
+    return replace(res, elapsed=time.perf_counter() - start)
 
 
 def decisive_counts(n: int, p_draw: float) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +217,7 @@ def tail_moments(m: np.ndarray, q: float, lower: np.ndarray,
     return p_up, p_lo, e_up, e_lo
 
 
-def _exact(base: dict[str, Any]) -> PreferencePowerResult:
+def _exact(base: dict[str, Any]) -> PowerResult:
     n, ties = base["n"], base["ties"]
     m, w = decisive_counts(n, base["p_draw"])
     q = base["p_win"] / (1.0 - base["p_draw"])
@@ -228,7 +235,7 @@ def _exact(base: dict[str, Any]) -> PreferencePowerResult:
 
 
 def _result(base: dict[str, Any], up: float, down: float, dev: float, level: float, *,
-            n_sims: int, seed: dict[str, Any] | None = None) -> PreferencePowerResult:
+            n_sims: int, seed: dict[str, Any] | None = None) -> PowerResult:
     """The result from probabilities (or shares) of rejecting up / down and the moments."""
     effect = base["effect"]
     reject = up + down
@@ -260,7 +267,7 @@ def _result(base: dict[str, Any], up: float, down: float, dev: float, level: flo
 
 
 def _simulate(base: dict[str, Any], n_sims: int,
-              seq: np.random.SeedSequence) -> PreferencePowerResult:
+              seq: np.random.SeedSequence) -> PowerResult:
     gen = np.random.Generator(np.random.PCG64(seq))
     n = base["n"]
     counts = gen.multinomial(n, [base["p_win"], base["p_draw"], base["p_lose"]], size=n_sims)
