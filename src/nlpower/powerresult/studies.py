@@ -277,12 +277,15 @@ class PreferenceStudy:
         text = (f"We computed the power of a {r.test} test ({r.alternative}, alpha = "
                 f"{r.alpha:g}) that system B is preferred, with nlpower {r.version}, for "
                 f"{self.n} people each judging one pair: B preferred with probability "
-                f"{self.p_win:.4g}, no preference with {self.p_draw:.4g} (draws {ties}).")
-        res = (f"At a share of {self.share:.4g} preferring B power was {r.power:.3f}, {how}"
-               + ("" if r.exact else f" (95% Wilson interval {r.ci.low:.3f}-{r.ci.high:.3f})")
-               + f"; Type-M {r.type_m:.3g}, Type-S {r.type_s:.3g}." if r.effect != 0 else
-               f"With no preference the rejection rate (size) was {r.rejection_rate:.3f}, {how}.")
-        return _done([text, res], format)
+                f"{self.p_win:.4g}" + (f", no preference with probability {self.p_draw:.4g} "
+                                       f"(draws {ties})" if self.p_draw > 0 else "") + ".")
+        if r.effect == 0:
+            return _done([text, f"With no preference the rejection rate (size) was "
+                                f"{r.rejection_rate:.3f}, {how}."], format)
+        interval = "" if r.exact else f" (95% Wilson interval {r.ci.low:.3f}-{r.ci.high:.3f})"
+        return _done([text, f"At a share of {self.share:.4g} preferring B power was "
+                            f"{r.power:.3f}, {how}{interval}; Type-M {r.type_m:.3g}, "
+                            f"Type-S {r.type_s:.3g}."], format)
 
 
 @dataclass(frozen=True)
