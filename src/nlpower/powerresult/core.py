@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from .records import SCHEMAS, kind_of
-from .studies import CallbackStudy, Study
+from .studies import STUDIES, CallbackStudy, Study
 
 __all__ = ["PowerResult", "Replicates"]
 
@@ -52,14 +52,18 @@ class Replicates:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """``a == b``, with NaN equal to NaN, through dataclasses' compared fields and tuples."""
+    """``a == b``, with NaN equal to NaN in floats, intervals, studies and tuples."""
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
-    if is_dataclass(a) and not isinstance(a, type) and type(a) is type(b):
-        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a) if f.compare)
+    if isinstance(a, (ConfidenceInterval, *STUDIES)) and type(a) is type(b):
+        return _same_fields(a, b)
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def _same_fields(a: Any, b: Any) -> bool:
+    return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a) if f.compare)
 
 
 class _FromStudy:
@@ -205,7 +209,7 @@ class PowerResult:
         """Field by field (those compared), NaN equal to NaN: a result equals its copy read back."""
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _same(self, other)
+        return _same_fields(self, other)
 
     def __post_init__(self) -> None:
         for name in ("type_s_ci", "type_m_ci"):

@@ -33,7 +33,7 @@ from ..design import CrossedDesign
 if TYPE_CHECKING:
     from .core import PowerResult
 
-__all__ = ["CallbackStudy", "ModelStudy", "PreferenceStudy", "RatingsStudy", "Study"]
+__all__ = ["STUDIES", "CallbackStudy", "ModelStudy", "PreferenceStudy", "RatingsStudy", "Study"]
 
 
 @dataclass(frozen=True)
@@ -346,6 +346,8 @@ class CallbackStudy:
 
 #: What a :class:`~nlpower.powerresult.PowerResult` studied.
 Study = RatingsStudy | ModelStudy | PreferenceStudy | CallbackStudy
+#: the study classes, one per kind
+STUDIES = (RatingsStudy, ModelStudy, PreferenceStudy, CallbackStudy)
 
 
 def _fmt(x: float | None) -> str:
