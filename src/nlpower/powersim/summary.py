@@ -85,8 +85,12 @@ def apply_failure_policy(reps: Replicates, opts: PowerOptions, where: str) -> No
 
 def power_result(main: Replicates, null: Replicates | None, *, effect: float, mean_difference: float,
                  design: CrossedDesign, method: str, coding: str, opts: PowerOptions,
-                 seed: dict, notes: list[str], params: Any = None) -> PowerResult:
-    """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0)."""
+                 seed: dict, notes: list[str], params: Any = None,
+                 elapsed: float | None = None) -> PowerResult:
+    """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0).
+
+    ``elapsed``: the run's wall time in seconds, when the caller measured it.
+    """
     n_sims = int(main.pvalue.shape[0])     # fewer than opts.n_sims when precision stopped it
     s = count(main, effect, opts.alpha, n_max=opts.n_sims, precision=opts.precision)
     mc = s.mc
@@ -117,7 +121,7 @@ def power_result(main: Replicates, null: Replicates | None, *, effect: float, me
         mean_estimate=s.mean_estimate, n_failed=s.n_failed, n_singular=s.n_singular,
         n_nonconverged=s.n_nonconverged, type1=type1, type1_ci=type1_ci,
         n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_null,
-        seed=seed, version=__version__, notes=tuple(notes), mc=mc,
+        seed=seed, version=__version__, notes=tuple(notes), elapsed=elapsed, mc=mc,
         replicates=main if opts.keep_replicates else None,
     )
 
