@@ -19,24 +19,21 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from . import __version__
 from ._choices import Backend, OnError
-from ._records import RecordCodec, RecordLayout
 from ._rng import RNGLike, root_seed, seed_record
 from ._validation import check_int, check_real
 from .errors import InputError
 from .grid import GridResult, check_run_options, run_grid
-from .intervals import ConfidenceInterval, wilson_ci
 from .montecarlo import MonteCarloSummary
+from .powerresult import CallbackStudy, PowerResult, Replicates
 from .powersim.batches import Precision, check_precision, run_batches
-from .powersim.result import Replicates
 
 __all__ = ["SimulatedPowerResult", "SimulationProblem", "simulate_power", "simulate_power_grid"]
 
@@ -45,135 +42,10 @@ RESULT_COLUMNS = ("power", "ci_low", "ci_high", "se", "type_m", "type_m_low", "t
                   "type_s", "type_s_low", "type_s_high", "rejection_rate", "n_sims", "n_failed")
 
 
-@dataclass(frozen=True)
-class SimulatedPowerResult(RecordCodec):
-    """Monte Carlo power, Type-M and Type-S of a user's test, each with its 95% MC interval.
-
-    Attributes
-    ----------
-    power, se, ci : float, float, ConfidenceInterval
-        Share of simulations with ``p <= alpha`` and an estimate of the sign of
-        ``effect``; its MC standard error and Wilson interval (NaN at effect 0).
-    type_m, type_m_ci : float, ConfidenceInterval
-        Mean ``|estimate| / |effect|`` over significant simulations; t
-        interval from their standard deviation.
-    type_s, type_s_ci : float, ConfidenceInterval
-        Share of significant simulations with the wrong sign; Wilson interval.
-    rejection_rate, rejection_ci : float, ConfidenceInterval
-        Share with ``p <= alpha`` (the Type I error when ``effect`` is 0).
-    n_sims, n_rejected, n_significant, n_failed : int
-        Simulations, sign-correct rejections, rejections, and simulations whose
-        test raised or gave a NaN p-value (counted as non-rejections).
-    effect, alpha, params : what was simulated.
-    estimates, pvalues : ndarray or None
-        Per-simulation values (``keep_draws=True``), for :meth:`plot`.
-    seed, version : provenance.
-    mc : MonteCarloSummary
-        The counts behind these numbers (:mod:`nlpower.montecarlo`).
-    """
-
-    power: float
-    se: float
-    ci: ConfidenceInterval
-    type_m: float
-    type_m_ci: ConfidenceInterval
-    type_s: float
-    type_s_ci: ConfidenceInterval
-    rejection_rate: float
-    rejection_ci: ConfidenceInterval
-    n_sims: int
-    n_rejected: int
-    n_significant: int
-    n_failed: int
-    effect: float
-    alpha: float
-    params: dict[str, Any] = field(default_factory=dict)
-    estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
-    pvalues: np.ndarray | None = field(default=None, repr=False, compare=False)
-    seed: dict[str, Any] = field(default_factory=dict)
-    version: str = __version__
-    mc: MonteCarloSummary | None = field(default=None, repr=False, compare=False)
-
-    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``;
-    #: the per-simulation draws and ``mc`` are not in it)
-    _record_layout = RecordLayout(
-        intervals={"type_m_ci": ("type_m_low", "type_m_high"),
-                   "type_s_ci": ("type_s_low", "type_s_high"),
-                   "rejection_ci": ("rejection_low", "rejection_high")},
-        first=("power", "ci_low", "ci_high"), nan="nonfinite")
-
-    def summary(self) -> str:
-        """A short text report."""
-        where = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        lines = [f"Simulated power ({self.n_sims} data sets, alpha {self.alpha:g}, true effect "
-                 f"{self.effect:g}{'; ' + where if where else ''})"]
-        if self.effect == 0:
-            lines.append(f"  effect is 0: rejection rate (Type I error) {self.rejection_rate:.4f} "
-                         f"[{self.rejection_ci.low:.4f}, {self.rejection_ci.high:.4f}]")
-        else:
-            lines.append(f"  power   {self.power:.4f}  (MC SE {self.se:.4f}; 95% CI "
-                         f"{self.ci.low:.4f}-{self.ci.high:.4f})")
-            lines.append(f"  Type-M  {self.type_m:.3f}  [{self.type_m_ci.low:.3f}, "
-                         f"{self.type_m_ci.high:.3f}]")
-            lines.append(f"  Type-S  {self.type_s:.4f}  [{self.type_s_ci.low:.4f}, "
-                         f"{self.type_s_ci.high:.4f}]")
-        if self.n_failed:
-            lines.append(f"  note: {self.n_failed} simulation(s) failed (test raised or p-value "
-                         "NaN); counted as non-rejections")
-        if self.mc is not None and self.mc.precision is not None:
-            lines.append(f"  {self.mc.describe_precision()}")
-        return "\n".join(lines)
-
-    def methods(self, format: str = "text", *, model: str | None = None,
-                test: str | None = None) -> str:
-        """The methods paragraph (``"text"`` or ``"latex"``); ``model`` and ``test`` describe
-        the user's simulator and test (:func:`nlpower.methods.simulated_power_methods`).
-
-        >>> r = simulate_power(lambda rng: rng.normal(0.5, 1, 30), lambda y: (y.mean(),
-        ...     0.01 if y.mean() > 0.36 else 0.5), effect=0.5, n_sims=50, rng=1)
-        >>> "a one-sample t test" in r.methods(test="a one-sample t test")
-        True
-        """
-        from .methods import simulated_power_methods
-        return simulated_power_methods(self, model=model, test=test, format=format)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One tidy row (``params`` spread into columns)."""
-        rec = self.to_record()
-        params = rec.pop("params")
-        rec.pop("seed_spawn_key")
-        return pd.DataFrame([{**params, **rec}])
-
-    def plot(self, ax: Any = None) -> Any:
-        """Figure 1 of Card et al. (2020): the estimates, significant ones highlighted.
-
-        Needs ``keep_draws=True``.  Returns the matplotlib ``Figure``.
-        """
-        if self.estimates is None or self.pvalues is None:
-            raise InputError("this result kept no per-simulation draws: rerun simulate_power(..., "
-                             "keep_draws=True) to plot them.")
-        from .plots import _pyplot
-        plt = _pyplot()
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-        else:
-            fig = ax.figure
-        est, sig = self.estimates, np.nan_to_num(self.pvalues, nan=1.0) <= self.alpha
-        ok = np.isfinite(est)
-        bins = np.histogram_bin_edges(est[ok], bins=40)
-        ax.hist(est[ok & ~sig], bins=bins, color="0.75", label="not significant")
-        ax.hist(est[ok & sig], bins=bins, color="C3", alpha=0.8, label=f"p <= {self.alpha:g}")
-        ax.axvline(self.effect, color="k", lw=1, ls="--", label="true effect")
-        ax.set_xlabel("estimate")
-        ax.set_ylabel("simulations")
-        ax.set_title(f"power {self.power:.2f}, Type-M {self.type_m:.2f}, Type-S {self.type_s:.3f}")
-        ax.legend(frameon=False, fontsize="small")
-        return fig
-
-    def __repr__(self) -> str:
-        return (f"SimulatedPowerResult(power={self.power:.4f} [{self.ci.low:.4f}, "
-                f"{self.ci.high:.4f}], type_m={self.type_m:.3f}, type_s={self.type_s:.3g}, "
-                f"n_sims={self.n_sims})")
+#: The result of :func:`simulate_power`: the one :class:`~nlpower.powerresult.PowerResult`
+#: (``result.study`` is a :class:`~nlpower.powerresult.CallbackStudy`; ``result.estimates`` and
+#: ``result.pvalues`` the kept draws, ``result.plot()`` Card et al.'s Fig. 1); the former name, kept.
+SimulatedPowerResult = PowerResult
 
 
 def _estimate_pvalue(out: Any) -> tuple[float, float]:
@@ -289,20 +161,26 @@ def _check_answer(est: float, p: float, i: int, child: np.random.SeedSequence) -
 def summarise(est: np.ndarray, pval: np.ndarray, n_failed: int, *, effect: float, alpha: float,
               params: Mapping[str, Any], seed: dict[str, Any],
               keep_draws: bool, n_max: int | None = None,
-              precision: float | None = None) -> SimulatedPowerResult:
+              precision: float | None = None, generate: Any = None, test: Any = None,
+              elapsed: float | None = None) -> PowerResult:
     """Sign-correct power, Type-M/S and their MC intervals from per-simulation values
     (through :class:`nlpower.montecarlo.MonteCarloSummary`, as every power in nlpower)."""
     sig = np.nan_to_num(pval, nan=1.0) <= alpha
     mc = MonteCarloSummary.from_draws(est, sig, effect=effect, n_max=n_max, precision=precision)
-    return SimulatedPowerResult(
-        power=mc.power, se=mc.se, ci=mc.ci, type_m=mc.type_m, type_m_ci=mc.type_m_ci,
-        type_s=mc.type_s, type_s_ci=mc.type_s_ci, rejection_rate=mc.rejection_rate,
-        rejection_ci=ConfidenceInterval(*wilson_ci(mc.n_significant, mc.n_sims)),
-        n_sims=mc.n_sims, n_rejected=mc.n_rejected, n_significant=mc.n_significant,
-        n_failed=n_failed, effect=effect, alpha=alpha, params=dict(params),
-        estimates=est if keep_draws else None, pvalues=pval if keep_draws else None, seed=seed,
-        mc=mc,
-    )
+    study = CallbackStudy(params=dict(params), generate_name="" if generate is None else
+                          _name(generate), test_name="" if test is None else _name(test))
+    return PowerResult(
+        power=mc.power, se=mc.se, ci=mc.ci, n_sims=mc.n_sims, n_rejected=mc.n_rejected,
+        rejection_rate=mc.rejection_rate, type_s=mc.type_s, type_m=mc.type_m, effect=effect,
+        test="user", alpha=alpha, alternative="user", study=study, n_failed=n_failed,
+        seed=seed, elapsed=elapsed, mc=mc, replicates=_draws(est, pval) if keep_draws else None)
+
+
+def _draws(est: np.ndarray, pval: np.ndarray) -> Replicates:
+    """Per-simulation estimates and p-values as the result's replicates (no fits: no SEs)."""
+    nan = np.full(est.shape, np.nan)
+    failed = np.isnan(pval)
+    return Replicates(est, nan, nan, nan, pval, ~failed, np.zeros(est.shape, dtype=bool), failed)
 
 
 def _check(generate: Any, test: Any, n_sims: Any, alpha: Any,
@@ -337,7 +215,7 @@ def simulate_power(
     keep_draws: bool = True,
     max_failed: float = MAX_FAILED,
     precision: float | None = None,
-) -> SimulatedPowerResult:
+) -> PowerResult:
     """Power, Type-M and Type-S of ``test`` on data from ``generate`` (Card et al. 2020, Fig. 2).
 
     Parameters
@@ -383,7 +261,10 @@ def simulate_power(
 
     Returns
     -------
-    SimulatedPowerResult
+    PowerResult
+        Of a :class:`~nlpower.powerresult.CallbackStudy` (``result.params``;
+        ``result.estimates`` and ``result.pvalues`` with ``keep_draws``;
+        ``docs/results.md``).
 
     Examples
     --------
@@ -413,10 +294,12 @@ def simulate_power(
     precision = check_precision(precision)
     seq = root_seed(rng)
     stop = None if precision is None else Precision(precision, alpha)
+    start = time.perf_counter()
     est, pval, failed = _run(generate, test, params, n_sims, seq, max_failed, stop)
     return summarise(est, pval, failed, effect=effect, alpha=alpha, params=params,
                      seed=seed_record(seq), keep_draws=keep_draws, n_max=n_sims,
-                     precision=precision)
+                     precision=precision, generate=generate, test=test,
+                     elapsed=time.perf_counter() - start)
 
 
 def _name(fn: Any) -> str:
@@ -474,18 +357,20 @@ class SimulationProblem:
         return value
 
     def run_cell(self, key: Mapping[str, Any],
-                 rng: np.random.SeedSequence) -> SimulatedPowerResult:
+                 rng: np.random.SeedSequence) -> PowerResult:
         params = dict(key)
         effect = self.effect_at(key)  # before any replicate: a bad effect fails fast
         stop = None if self.precision is None else Precision(self.precision, self.alpha)
+        start = time.perf_counter()
         est, pval, failed = _run(self.generate, self.test, params, self.n_sims, rng,
                                  self.max_failed, stop)
         return summarise(est, pval, failed, effect=effect, alpha=self.alpha,
                          params=params, seed=seed_record(rng), keep_draws=False,
-                         n_max=self.n_sims, precision=self.precision)
+                         n_max=self.n_sims, precision=self.precision, generate=self.generate,
+                         test=self.test, elapsed=time.perf_counter() - start)
 
-    def from_record(self, record: Mapping[str, Any]) -> SimulatedPowerResult:
-        return SimulatedPowerResult.from_record(record)
+    def from_record(self, record: Mapping[str, Any]) -> PowerResult:
+        return PowerResult.from_record(record, kind="callback")
 
 
 def _check_shippable(problem: SimulationProblem) -> None:

@@ -29,6 +29,7 @@ from ..design import CrossedDesign
 from ..errors import FitError, NlpowerWarning
 from ..intervals import ConfidenceInterval, wilson_ci
 from ..montecarlo import MonteCarloSummary
+from ..powerresult import RatingsStudy
 from .options import PowerOptions
 from .result import AnalyticPowerResult, PowerResult, Replicates
 from .rules import get_test
@@ -84,8 +85,12 @@ def apply_failure_policy(reps: Replicates, opts: PowerOptions, where: str) -> No
 
 def power_result(main: Replicates, null: Replicates | None, *, effect: float, mean_difference: float,
                  design: CrossedDesign, method: str, coding: str, opts: PowerOptions,
-                 seed: dict, notes: list[str], params: Any = None) -> PowerResult:
-    """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0)."""
+                 seed: dict, notes: list[str], params: Any = None,
+                 elapsed: float | None = None) -> PowerResult:
+    """Assemble the :class:`PowerResult` of a main run (and of an optional run at effect 0).
+
+    ``elapsed``: the run's wall time in seconds, when the caller measured it.
+    """
     n_sims = int(main.pvalue.shape[0])     # fewer than opts.n_sims when precision stopped it
     s = count(main, effect, opts.alpha, n_max=opts.n_sims, precision=opts.precision)
     mc = s.mc
@@ -104,19 +109,20 @@ def power_result(main: Replicates, null: Replicates | None, *, effect: float, me
     type1_ci = None if n_t1 is None else ConfidenceInterval(*wilson_ci(n_t1, n_null))
     if s.n_failed:
         notes.append(f"{s.n_failed} replicate fit(s) failed; counted as non-detections")
+    study = RatingsStudy(design=design, coding=coding, mean_difference=mean_difference,
+                         REML=opts.REML,
+                         n_resamples=opts.n_resamples if get_test(opts.test).bootstrap else None,
+                         params=params)
     return PowerResult(
         power=mc.power, se=mc.se, ci=mc.ci, n_sims=n_sims, n_rejected=mc.n_rejected,
-        rejection_rate=mc.rejection_rate, type_s=mc.type_s, type_m=mc.type_m,
+        rejection_rate=mc.rejection_rate, type_s=mc.type_s, type_m=mc.type_m, effect=effect,
+        test=opts.test, alpha=opts.alpha, alternative=opts.alternative, study=study,
+        method=method, engine=opts.engine if method == "simulate" else None,
         mean_estimate=s.mean_estimate, n_failed=s.n_failed, n_singular=s.n_singular,
-        n_nonconverged=s.n_nonconverged, type1=type1, type1_ci=type1_ci, effect=effect,
-        mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
-        alternative=opts.alternative, method=method,
-        engine=opts.engine if method == "simulate" else None, coding=coding, design=design,
-        seed=seed, version=__version__, notes=tuple(notes),
+        n_nonconverged=s.n_nonconverged, type1=type1, type1_ci=type1_ci,
+        n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_null,
+        seed=seed, version=__version__, notes=tuple(notes), elapsed=elapsed, mc=mc,
         replicates=main if opts.keep_replicates else None,
-        n_type1=n_t1, n_type1_sims=None if n_t1 is None else n_null, REML=opts.REML,
-        n_resamples=opts.n_resamples if get_test(opts.test).bootstrap else None, mc=mc,
-        params=params,
     )
 
 
@@ -128,14 +134,15 @@ def analytic_power_result(ap: AnalyticPowerResult, type1: float | None, *, mean_
     pw = ap.power if effect != 0 else math.nan
     notes = [*notes, f"analytic ({ap.method}): ncp {ap.ncp:.3f}, df {ap.df:.1f}; no Monte Carlo "
              "error"]
+    study = RatingsStudy(design=design, coding=ap.coding, mean_difference=mean_difference,
+                         REML=False, n_resamples=None, params=params)
     return PowerResult(
         power=pw, se=0.0, ci=ConfidenceInterval(pw, pw), n_sims=0, n_rejected=0,
-        rejection_rate=ap.power, type_s=math.nan, type_m=math.nan, mean_estimate=effect,
-        n_failed=0, n_singular=0, n_nonconverged=0, type1=type1,
-        type1_ci=None if type1 is None else ConfidenceInterval(type1, type1), effect=effect,
-        mean_difference=mean_difference, test=opts.test, alpha=opts.alpha,
-        alternative=opts.alternative, method="analytic", engine=None, coding=ap.coding,
-        design=design, seed=seed, version=__version__, notes=tuple(notes), params=params,
+        rejection_rate=ap.power, type_s=math.nan, type_m=math.nan, effect=effect,
+        test=opts.test, alpha=opts.alpha, alternative=opts.alternative, study=study,
+        method="analytic", engine=None, mean_estimate=effect, type1=type1,
+        type1_ci=None if type1 is None else ConfidenceInterval(type1, type1),
+        seed=seed, version=__version__, notes=tuple(notes),
     )
 
 

@@ -30,20 +30,19 @@ share of significant samples with the wrong sign (Gelman & Carlin 2014).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from .. import __version__
 from .._choices import Alternative, check_choice
-from .._records import RecordCodec, RecordLayout
 from .._rng import RNGLike, root_seed, seed_record
 from .._validation import check_int, check_real
 from ..errors import InputError
 from ..intervals import ConfidenceInterval, mc_se, wilson_ci
+from ..powerresult import PowerResult, PreferenceStudy
 from .rules import thresholds
 
 __all__ = ["PreferencePowerResult", "PreferenceTest", "Ties", "check_draw", "check_probabilities",
@@ -107,102 +106,11 @@ def _share(p_win: float, p_draw: float, ties: str) -> float:
     return p_win / (1.0 - p_draw) if ties == "exclude" else p_win + p_draw / 2.0
 
 
-@dataclass(frozen=True)
-class PreferencePowerResult(RecordCodec):
-    """Power of a one-judgement head-to-head test on ``n`` judges.
-
-    Attributes
-    ----------
-    power : float
-        Probability of a rejection in the direction of the true effect (NaN
-        when the effect is 0: then see ``rejection_rate``, the size).
-    se, ci : float, ConfidenceInterval
-        Monte Carlo SE and 95% Wilson interval; 0 and zero width when exact.
-    type_m : float
-        ``E[|estimate - 1/2| | significant] / |share - 1/2|`` (Gelman & Carlin 2014).
-    type_s : float
-        Share of significant samples whose estimate has the wrong sign.
-    rejection_rate : float
-        Probability of any rejection.
-    mean_significant : float
-        Mean estimated share over significant samples (the dotted line of
-        Card et al. 2020, Fig. 1).
-    n, p_win, p_draw, p_lose : design and outcome probabilities
-    share, effect : float
-        The tested share preferring B (``ties``) and ``share - 1/2``.
-    ties, test, alpha, alternative, method : what was computed; ``n_sims`` 0 when exact.
-    seed, version : provenance (``seed`` empty for exact results).
-    """
-
-    power: float
-    se: float
-    ci: ConfidenceInterval
-    type_m: float
-    type_s: float
-    rejection_rate: float
-    mean_significant: float
-    n: int
-    p_win: float
-    p_draw: float
-    p_lose: float
-    share: float
-    effect: float
-    ties: str
-    test: str
-    alpha: float
-    alternative: str
-    method: str
-    n_sims: int = 0
-    n_rejected: int | None = None
-    seed: dict[str, Any] = field(default_factory=dict)
-    version: str = __version__
-    notes: tuple[str, ...] = ()
-
-    #: the record's layout (``to_record``/``from_record``: ``nlpower._records.RecordCodec``)
-    _record_layout = RecordLayout(first=("power", "ci_low", "ci_high", "se", "type_m", "type_s",
-                                         "rejection_rate", "mean_significant", "n_sims",
-                                         "n_rejected"))
-
-    @property
-    def exact(self) -> bool:
-        return self.n_sims == 0
-
-    def summary(self) -> str:
-        """A short text report."""
-        how = "exact enumeration" if self.exact else f"{self.n_sims} simulated samples"
-        lines = [f"Head-to-head power ({self.test} test, {self.alternative}, alpha {self.alpha:g}; "
-                 f"{how})",
-                 f"  n {self.n} judges; P(B wins) {self.p_win:.4g}, P(draw) {self.p_draw:.4g}, "
-                 f"P(A wins) {self.p_lose:.4g}",
-                 f"  share preferring B ({self.ties} ties) {self.share:.4g}, effect "
-                 f"{self.effect:+.4g}"]
-        if self.effect == 0:
-            lines.append(f"  no effect: rejection rate (size) {self.rejection_rate:.4f}")
-        else:
-            unc = "exact" if self.exact else (
-                f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
-            lines.append(f"  power   {self.power:.4f}  ({unc})")
-            lines.append(f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}    mean "
-                         f"share of significant samples {self.mean_significant:.4f}")
-        lines.extend(f"  note: {n}" for n in self.notes)
-        return "\n".join(lines)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One tidy row."""
-        rec = self.to_record()
-        rec.pop("seed_spawn_key")
-        rec["notes"] = "; ".join(self.notes)
-        return pd.DataFrame([rec])
-
-    def __repr__(self) -> str:
-        core = f"power={self.power:.4f}" if self.exact else (
-            f"power={self.power:.4f} [{self.ci.low:.4f}, {self.ci.high:.4f}]")
-        return (f"PreferencePowerResult({core}, type_m={self.type_m:.3f}, "
-                f"type_s={self.type_s:.3g}, n={self.n}, p_win={self.p_win:g}, "
-                f"p_draw={self.p_draw:g}, ties={self.ties!r}, test={self.test!r}, "
-                f"method={self.method!r})")
-
-
+#: The result of a one-judgement head-to-head power: the one
+#: :class:`~nlpower.powerresult.PowerResult` (``result.study`` is a
+#: :class:`~nlpower.powerresult.PreferenceStudy`: ``n``, ``p_win``, ``p_draw``, ``p_lose``,
+#: ``share``, ``ties``, ``mean_significant``, read as the result's own); the former name, kept.
+PreferencePowerResult = PowerResult
 
 
 def power(
@@ -217,7 +125,7 @@ def power(
     method: PreferenceMethod = "exact",
     n_sims: int = 10_000,
     rng: RNGLike = None,
-) -> PreferencePowerResult:
+) -> PowerResult:
     """Power, Type-M and Type-S of a head-to-head test with one judgement per person.
 
     Parameters
@@ -248,7 +156,10 @@ def power(
 
     Returns
     -------
-    PreferencePowerResult
+    PowerResult
+        Of a :class:`~nlpower.powerresult.PreferenceStudy` (``result.n``,
+        ``result.p_win``, ..., ``result.mean_significant``;
+        ``docs/results.md``).
 
     Raises
     ------
@@ -273,10 +184,12 @@ def power(
     base = {"n": n, "p_win": p_win, "p_draw": p_draw, "p_lose": p_lose, "share": share,
             "effect": share - 0.5, "ties": ties, "test": test, "alpha": alpha,
             "alternative": alternative}
+    start = time.perf_counter()
     if method == "exact":
-        return _exact(base)
-    n_sims = check_int("n_sims", n_sims, min=1)
-    return _simulate(base, n_sims, root_seed(rng))
+        res = _exact(base)
+    else:
+        res = _simulate(base, check_int("n_sims", n_sims, min=1), root_seed(rng))
+    return replace(res, elapsed=time.perf_counter() - start)
 
 
 def decisive_counts(n: int, p_draw: float) -> tuple[np.ndarray, np.ndarray]:
@@ -304,7 +217,7 @@ def tail_moments(m: np.ndarray, q: float, lower: np.ndarray,
     return p_up, p_lo, e_up, e_lo
 
 
-def _exact(base: dict[str, Any]) -> PreferencePowerResult:
+def _exact(base: dict[str, Any]) -> PowerResult:
     n, ties = base["n"], base["ties"]
     m, w = decisive_counts(n, base["p_draw"])
     q = base["p_win"] / (1.0 - base["p_draw"])
@@ -322,7 +235,7 @@ def _exact(base: dict[str, Any]) -> PreferencePowerResult:
 
 
 def _result(base: dict[str, Any], up: float, down: float, dev: float, level: float, *,
-            n_sims: int, seed: dict[str, Any] | None = None) -> PreferencePowerResult:
+            n_sims: int, seed: dict[str, Any] | None = None) -> PowerResult:
     """The result from probabilities (or shares) of rejecting up / down and the moments."""
     effect = base["effect"]
     reject = up + down
@@ -343,14 +256,18 @@ def _result(base: dict[str, Any], up: float, down: float, dev: float, level: flo
     notes: tuple[str, ...] = ()
     if base["p_draw"] > 0 and base["test"] == "binomial":
         notes = ("the binomial test is conditional on the number of decisive judgements",)
-    return PreferencePowerResult(
-        power=pw, se=se, ci=ci, type_m=tm, type_s=ts, rejection_rate=reject,
-        mean_significant=mean_sig, method="exact" if not n_sims else "simulate",
-        n_sims=n_sims, n_rejected=n_rej, seed=seed or {}, notes=notes, **base)
+    study = PreferenceStudy(n=base["n"], p_win=base["p_win"], p_draw=base["p_draw"],
+                            p_lose=base["p_lose"], share=base["share"], ties=base["ties"],
+                            mean_significant=mean_sig)
+    return PowerResult(
+        power=pw, se=se, ci=ci, n_sims=n_sims, n_rejected=n_rej, rejection_rate=reject,
+        type_s=ts, type_m=tm, effect=effect, test=base["test"], alpha=base["alpha"],
+        alternative=base["alternative"], study=study,
+        method="exact" if not n_sims else "simulate", seed=seed or {}, notes=notes)
 
 
 def _simulate(base: dict[str, Any], n_sims: int,
-              seq: np.random.SeedSequence) -> PreferencePowerResult:
+              seq: np.random.SeedSequence) -> PowerResult:
     gen = np.random.Generator(np.random.PCG64(seq))
     n = base["n"]
     counts = gen.multinomial(n, [base["p_win"], base["p_draw"], base["p_lose"]], size=n_sims)

@@ -213,8 +213,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
         return replace(_many_result(reps, study, comp, adjust, errors, used),
                        n_max=int(n_sims), precision=precision)
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
-    return replace(_result(reps, study, errors, on_failure, root, used, stop_rule),
-                   parameters=model_parameters(model, d))
+    return _result(reps, study, errors, on_failure, root, used, stop_rule).with_study(
+        parameters=model_parameters(model, d))
 
 
 def _rule(precision: float | None, alpha: float, comp: Comparisons | None,
@@ -269,7 +269,7 @@ def _result(reps: Replicates, study: Study, errors: list[str], on_failure: str,
                                n_max=rule.get("n_max") if rule.get("precision") else None,
                                precision=rule.get("precision"))
     ok = ~reps.failed
-    return ModelPowerResult(
+    return ModelPowerResult.for_model(
         mc=mc, hypothesis=hyp.label, test=study.test, alpha=study.alpha,
         alternative=study.alternative, formula=d.formula, analysis=study.analysis,
         family=d.family.name, engine=study.engine, nobs=d.nobs,
