@@ -211,3 +211,47 @@ def test_pilot_fit_with_effect_in_its_coding_same_numbers():
     p = plan(big, planning=PlanOptions(max_workers=20, max_items=2000))
     q = plan(pilot, effect=0.4, coding="half", max_workers=20, max_items=2000)
     assert (p.n_workers, p.n_items, p.power, p.notes) == (q.n_workers, q.n_items, q.power, q.notes)
+
+
+# ---- power_curve and plan_model: a fitted model's Study or its keywords -------------------
+
+def test_power_curve_same_numbers_both_spellings():
+    fit = _sleep_fit()
+    a = nlpower.power_curve(Study.model(fit, term="Days", test="z"), along="Subject",
+                            breaks=[6, 12], sim=SimOptions(n_sims=15, rng=3))
+    b = nlpower.power_curve(fit, along="Subject", breaks=[6, 12], term="Days", test="z",
+                            n_sims=15, rng=3)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+
+
+def test_plan_model_same_numbers_both_spellings():
+    from nlpower.study import plan_model
+    fit = _sleep_fit()
+    a = plan_model(Study.model(fit, term="Days", test="z"), along="Subject", n_max=12,
+                   sim=SimOptions(n_sims=15, rng=4))
+    b = plan_model(fit, along="Subject", term="Days", test="z", n_max=12, n_sims=15, rng=4)
+    assert (a.n, a.reached) == (b.n, b.reached)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+
+
+def test_fitted_model_front_doors_refuse_conflicts():
+    from nlpower.study import plan_model
+    study = Study.model(_sleep_fit(), term="Days", test="z")
+    with pytest.raises(InputError, match=r"term='x' is given to power_curve\(\) beside a Study "
+                                         r"that holds test.term='Days'"):
+        nlpower.power_curve(study, along="Subject", term="x")
+    with pytest.raises(InputError, match=r"engine='lme4' is given to plan_model\(\) beside a "
+                                         r"Study that holds analysis.engine='native'"):
+        plan_model(study, along="Subject", engine="lme4")
+    with pytest.raises(InputError, match=r"plan_model\(\) does not use test.pairwise"):
+        plan_model(dataclasses.replace(study, test=Test(pairwise="Days")), along="Subject")
+    with pytest.raises(InputError, match=r"power_curve\(\) studies a fitted model"):
+        nlpower.power_curve(Study.ratings(D, HV, effect=0.2), along="worker")
+    with pytest.raises(InputError, match=r"power_curve\(\) needs a fitted model"):
+        nlpower.power_curve(D, along="worker")
+
+
+def test_study_package_exports_the_study_values():
+    import nlpower.study as study_pkg
+    assert study_pkg.Study is Study and study_pkg.Truth is Truth
+    assert {"Analysis", "PlanOptions", "Study", "Test", "Truth"} <= set(study_pkg.__all__)

@@ -263,7 +263,7 @@ def open_checkpoint(
             for line_no, reason in bad:
                 warnings.warn(f"checkpoint {str(path)!r}, line {line_no}: {reason}; "
                               "the record is dropped and its cell will be computed again.",
-                              NlpowerWarning, stacklevel=3)
+                              NlpowerWarning, stacklevel=4)
             if bad or not _ends_with_newline(path):
                 write_checkpoint(path, header, keep)
         fh = path.open("a", encoding="utf-8")

@@ -114,27 +114,9 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
     if not files:
         raise InputError("merge needs at least one checkpoint file; got none.")
     check_distinct({"out": out}, {"paths": files})
-    headers = []
-    for path in files:
-        header = _ckpt.read_header(path)
-        if header is None:
-            raise CheckpointError(f"checkpoint={str(path)!r} does not exist or is empty; run its "
-                                  "shard first (or leave the file out).")
-        if not isinstance(header.get("layout"), dict):
-            raise CheckpointError(f"checkpoint={str(path)!r} has no layout in its header (written "
-                                  "by an older nlpower); rerun that shard to merge it.")
-        headers.append(header)
-    first, fp = files[0], headers[0]["fingerprint"]
-    layout = {k: v for k, v in headers[0]["layout"].items() if k != "shard"}
-    for path, header in zip(files[1:], headers[1:], strict=True):
-        diff = _ckpt.fingerprint_diff(fp, header["fingerprint"])
-        other = {k: v for k, v in header["layout"].items() if k != "shard"}
-        if other != layout:
-            diff.append(f"the axis order or columns differ ({other} against {layout})")
-        if diff:
-            raise CheckpointError(f"checkpoint={str(path)!r} belongs to another grid than "
-                                  f"{str(first)!r}: " + "; ".join(diff)
-                                  + ". Merge only the shards of one grid.")
+    headers = [_header(path) for path in files]
+    layout = _one_grid(files, headers)
+    fp = headers[0]["fingerprint"]
     columns = list(layout["columns"])
     axes = {c: tuple(fp["axes"][c]) for c in columns}
     keys = cell_keys(axes)
@@ -143,8 +125,60 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
     spawn = [list(cell_seed(root, key).spawn_key) for key in keys]
     tokens = [cell_token(key) for key in keys]
     expected = {tok: (i, spawn[i]) for i, tok in enumerate(tokens)}
-    parse = _parser(fp["problem"], problem)
+    found = _read_cells(files, expected, _parser(fp["problem"], problem), fp)
+    missing = [i for i, tok in enumerate(tokens) if tok not in found]
+    if missing:
+        raise CheckpointError(
+            f"{len(missing)} of {len(keys)} cells are in none of the files (the first is "
+            f"{tokens[missing[0]]}).{_missing_shards(files, headers)} Run the missing shards (or "
+            "finish an interrupted one by running its command again), then merge again."
+        )
+    cells = tuple(GridCell(i, keys[i], tuple(spawn[i]), found[tok][1]["result"], resumed=True)
+                  for i, tok in enumerate(tokens))
+    if out is not None:
+        _write_merged(Path(out), headers[0], layout,
+                      [_ckpt.entry_line(tok, i, spawn[i], found[tok][1]["record"])
+                       for i, tok in enumerate(tokens)])
+    return GridResult(
+        problem=fp["problem"], columns=tuple(columns), axes=axes, cells=cells,
+        result_columns=tuple(layout["result_columns"]),
+        settings={k: fp[k] for k in layout["settings"] if k in fp},
+        seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))},
+        version=fp["version"], checkpoint=None if out is None else str(out),
+    )
 
+
+def _header(path: Path) -> dict[str, Any]:
+    """A shard file's header, refused when there is none or it has no layout."""
+    header = _ckpt.read_header(path)
+    if header is None:
+        raise CheckpointError(f"checkpoint={str(path)!r} does not exist or is empty; run its "
+                              "shard first (or leave the file out).")
+    if not isinstance(header.get("layout"), dict):
+        raise CheckpointError(f"checkpoint={str(path)!r} has no layout in its header (written "
+                              "by an older nlpower); rerun that shard to merge it.")
+    return header
+
+
+def _one_grid(files: Sequence[Path], headers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The layout the files share (without the shard); a file of another grid is refused."""
+    fp = headers[0]["fingerprint"]
+    layout = {k: v for k, v in headers[0]["layout"].items() if k != "shard"}
+    for path, header in zip(files[1:], headers[1:], strict=True):
+        diff = _ckpt.fingerprint_diff(fp, header["fingerprint"])
+        other = {k: v for k, v in header["layout"].items() if k != "shard"}
+        if other != layout:
+            diff.append(f"the axis order or columns differ ({other} against {layout})")
+        if diff:
+            raise CheckpointError(f"checkpoint={str(path)!r} belongs to another grid than "
+                                  f"{str(files[0])!r}: " + "; ".join(diff)
+                                  + ". Merge only the shards of one grid.")
+    return layout
+
+
+def _read_cells(files: Sequence[Path], expected: Mapping[str, Any], parse: Any,
+                fp: Mapping[str, Any]) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Every valid cell of the files, by token (a cell in two files must agree)."""
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for path in files:
         done, bad, _ = _ckpt.read_records(path, expected, parse, fp)
@@ -162,35 +196,18 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str
                                       f"{str(found[token][0])!r} and {str(path)!r}; one of them "
                                       "was not computed for this grid. Merge only one of them.")
             found.setdefault(token, (path, stored))
+    return found
 
-    missing = [i for i, tok in enumerate(tokens) if tok not in found]
-    if missing:
-        shards = {tuple(h["layout"]["shard"]) for h in headers if h["layout"].get("shard")}
-        hint = ""
-        counts = {n for _, n in shards}
-        if len(counts) == 1 and len(shards) == len(files):
-            n = counts.pop()
-            absent = [f"{i}/{n}" for i in range(1, n + 1) if (i, n) not in shards]
-            hint = f" Missing shards: {', '.join(absent)}." if absent else ""
-        raise CheckpointError(
-            f"{len(missing)} of {len(keys)} cells are in none of the files (the first is "
-            f"{tokens[missing[0]]}).{hint} Run the missing shards (or finish an interrupted "
-            "one by running its command again), then merge again."
-        )
 
-    cells = tuple(GridCell(i, keys[i], tuple(spawn[i]), found[tok][1]["result"], resumed=True)
-                  for i, tok in enumerate(tokens))
-    if out is not None:
-        _write_merged(Path(out), headers[0], layout,
-                      [_ckpt.entry_line(tok, i, spawn[i], found[tok][1]["record"])
-                       for i, tok in enumerate(tokens)])
-    return GridResult(
-        problem=fp["problem"], columns=tuple(columns), axes=axes, cells=cells,
-        result_columns=tuple(layout["result_columns"]),
-        settings={k: fp[k] for k in layout["settings"] if k in fp},
-        seed={"entropy": seed.get("entropy"), "spawn_key": tuple(seed.get("spawn_key", ()))},
-        version=fp["version"], checkpoint=None if out is None else str(out),
-    )
+def _missing_shards(files: Sequence[Path], headers: Sequence[Mapping[str, Any]]) -> str:
+    """The hint naming the shards not given (when the files are shards of one split), or ''."""
+    shards = {tuple(h["layout"]["shard"]) for h in headers if h["layout"].get("shard")}
+    counts = {n for _, n in shards}
+    if len(counts) == 1 and len(shards) == len(files):
+        n = counts.pop()
+        absent = [f"{i}/{n}" for i in range(1, n + 1) if (i, n) not in shards]
+        return f" Missing shards: {', '.join(absent)}." if absent else ""
+    return ""
 
 
 def _write_merged(path: Path, header: Mapping[str, Any], layout: Mapping[str, Any],

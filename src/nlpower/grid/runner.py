@@ -190,23 +190,50 @@ def run_grid(
     >>> res.to_frame()["power"].round(3).tolist()
     [0.249, 0.791]
     """
+    run = _run_options(run, options)
+    checkpoint = run.checkpoint
+    part = run.shard if isinstance(run.shard, tuple) else None
+    values = {name: axis_values(name, value) for name, value in axes.items()}
+    keys = cell_keys(values)
+    root = _root(rng, part, _ckpt.read_header(checkpoint) if checkpoint is not None else None)
+    seed = seed_record(root)
+    fingerprint = {"problem": problem.name, "axes": {k: list(v) for k, v in values.items()},
+                   **problem.fingerprint(), "seed": seed, "version": __version__}
+    mine = [i for i in range(len(keys)) if part is None or i % part[1] == part[0] - 1]
+    ckpt, finished = _resume(problem, checkpoint, fingerprint, values, keys, mine, root, part)
+    n_resumed = len(finished)
+    batches = None
+    if checkpoint is not None:  # batch files of unfinished cells (checkpoints within a cell)
+        batches = _cell_batches(checkpoint, fingerprint, keys, mine, finished, root)
+    _run_cells(problem, run, keys, mine, finished, root, ckpt, batches, desc)
+    cells = tuple(finished[i] for i in mine)
+    return GridResult(
+        problem=problem.name, columns=tuple(values), axes=values, cells=cells,
+        result_columns=tuple(problem.result_columns), settings=problem.fingerprint(),
+        seed=seed, version=__version__, n_resumed=n_resumed,
+        checkpoint=None if checkpoint is None else str(Path(checkpoint)),
+    )
+
+
+def _run_options(run: Any, options: Mapping[str, Any]) -> RunOptions:
+    """``run``, or the :class:`RunOptions` of the keyword options (not both)."""
     if run is None:
         unknown = set(options) - set(RunOptions.__dataclass_fields__)
         if unknown:
             raise InputError(f"run_grid got unknown option(s) {sorted(unknown)}; allowed: "
                              f"{', '.join(RunOptions.__dataclass_fields__)}.")
-        run = RunOptions(**options)
-    elif options:
+        return RunOptions(**options)
+    if options:
         raise InputError(f"pass run= (a RunOptions) or the options {sorted(options)} as keywords, "
                          "not both.")
-    elif not isinstance(run, RunOptions):
+    if not isinstance(run, RunOptions):
         raise InputError(f"run must be a RunOptions; got {type(run).__name__}.")
-    checkpoint, on_error = run.checkpoint, run.on_error
-    part = run.shard if isinstance(run.shard, tuple) else None
-    values = {name: axis_values(name, value) for name, value in axes.items()}
-    keys = cell_keys(values)
+    return run
 
-    header = _ckpt.read_header(checkpoint) if checkpoint is not None else None
+
+def _root(rng: RNGLike, part: tuple[int, int] | None,
+          header: Mapping[str, Any] | None) -> np.random.SeedSequence:
+    """The grid's root seed: ``rng``'s, or (``rng=None``) the one a checkpoint stored."""
     if part is not None and rng is None and header is None:
         raise InputError(
             f"shard='{part[0]}/{part[1]}' needs a fixed seed rng= shared by every shard; got "
@@ -217,37 +244,50 @@ def run_grid(
     if rng is None and header is not None:
         stored = header.get("fingerprint", {}).get("seed", {})
         root = np.random.SeedSequence(stored.get("entropy"), spawn_key=tuple(stored.get("spawn_key", ())))
-    seed = seed_record(root)
-    fingerprint = {"problem": problem.name, "axes": {k: list(v) for k, v in values.items()},
-                   **problem.fingerprint(), "seed": seed, "version": __version__}
+    return root
 
-    mine = [i for i in range(len(keys)) if part is None or i % part[1] == part[0] - 1]
+
+def _resume(problem: PowerProblem, checkpoint: Any, fingerprint: dict[str, Any],
+            values: Mapping[str, Any], keys: Sequence[Any], mine: Sequence[int],
+            root: np.random.SeedSequence,
+            part: tuple[int, int] | None) -> tuple[Any, dict[int, GridCell]]:
+    """The checkpoint opened for appending (or ``None``), and the cells it already holds."""
     finished: dict[int, GridCell] = {}
-    ckpt = None
-    if checkpoint is not None:
-        layout = {"columns": list(values), "result_columns": list(problem.result_columns),
-                  "settings": list(problem.fingerprint()), "shard": None if part is None else list(part)}
-        expected = {cell_token(keys[i]): (i, list(cell_seed(root, keys[i]).spawn_key)) for i in mine}
-        ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint, layout=layout,
-                                           expected=expected, parse=problem.from_record)
-        for index in mine:
-            key = keys[index]
-            stored_cell = done.get(cell_token(key))
-            if stored_cell is not None:
-                finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
-                                           stored_cell["result"], resumed=True)
-    n_resumed = len(finished)
-    batches = None
-    if checkpoint is not None:  # batch files of unfinished cells (checkpoints within a cell)
-        batches = CellBatches.for_checkpoint(checkpoint, fingerprint)
-        for index in mine:
-            token = cell_token(keys[index])
-            if index in finished:
-                batches.remove(token)      # left over if a kill came between record and delete
-            elif batches.path(token).exists():
-                batches.open(token, cell_seed(root, keys[index]).spawn_key)  # refused before any work
+    if checkpoint is None:
+        return None, finished
+    layout = {"columns": list(values), "result_columns": list(problem.result_columns),
+              "settings": list(problem.fingerprint()), "shard": None if part is None else list(part)}
+    expected = {cell_token(keys[i]): (i, list(cell_seed(root, keys[i]).spawn_key)) for i in mine}
+    ckpt, done = _ckpt.open_checkpoint(checkpoint, fingerprint, layout=layout,
+                                       expected=expected, parse=problem.from_record)
+    for index in mine:
+        key = keys[index]
+        stored_cell = done.get(cell_token(key))
+        if stored_cell is not None:
+            finished[index] = GridCell(index, key, tuple(cell_seed(root, key).spawn_key),
+                                       stored_cell["result"], resumed=True)
+    return ckpt, finished
 
-    bar = tqdm(total=len(mine), initial=n_resumed, desc=desc, unit="cell",
+
+def _cell_batches(checkpoint: Any, fingerprint: dict[str, Any], keys: Sequence[Any],
+                  mine: Sequence[int], finished: Mapping[int, GridCell],
+                  root: np.random.SeedSequence) -> CellBatches:
+    """The finished batches of the unfinished cells; finished cells' leftovers removed."""
+    batches = CellBatches.for_checkpoint(checkpoint, fingerprint)
+    for index in mine:
+        token = cell_token(keys[index])
+        if index in finished:
+            batches.remove(token)      # left over if a kill came between record and delete
+        elif batches.path(token).exists():
+            batches.open(token, cell_seed(root, keys[index]).spawn_key)  # refused before any work
+    return batches
+
+
+def _run_cells(problem: PowerProblem, run: RunOptions, keys: Sequence[Any], mine: Sequence[int],
+               finished: dict[int, GridCell], root: np.random.SeedSequence, ckpt: Any,
+               batches: CellBatches | None, desc: str) -> None:
+    """Run the cells of ``mine`` not yet ``finished``; each is recorded (and checkpointed) as it ends."""
+    bar = tqdm(total=len(mine), initial=len(finished), desc=desc, unit="cell",
                disable=not run.progress, file=sys.stderr)
 
     def on_done(index: int, result: CellResult) -> None:
@@ -255,10 +295,10 @@ def run_grid(
         spawn_key = tuple(cell_seed(root, key).spawn_key)
         finished[index] = GridCell(index, key, spawn_key, result)
         if isinstance(result, CellFailure):
-            if on_error == "warn":
+            if run.on_error == "warn":
                 where = ", ".join(f"{k}={v!r}" for k, v in key.items())
                 warnings.warn(f"grid cell ({where}) failed: {result.error}: {result.message}",
-                              NlpowerWarning, stacklevel=4)
+                              NlpowerWarning, stacklevel=5)
         elif ckpt is not None:
             ckpt.append(cell_token(key), index, list(spawn_key), result.to_record())
             if batches is not None:
@@ -267,7 +307,7 @@ def run_grid(
 
     jobs: Sequence[Job] = [(i, keys[i], cell_seed(root, keys[i])) for i in mine if i not in finished]
     try:
-        run_jobs(problem, jobs, on_error=on_error, n_jobs=run.workers, backend=run.backend,
+        run_jobs(problem, jobs, on_error=run.on_error, n_jobs=run.workers, backend=run.backend,
                  client=run.client, on_done=on_done, batches=batches)
     finally:
         bar.close()
@@ -275,11 +315,3 @@ def run_grid(
             ckpt.close()
         if batches is not None:
             batches.tidy()
-
-    cells = tuple(finished[i] for i in mine)
-    return GridResult(
-        problem=problem.name, columns=tuple(values), axes=values, cells=cells,
-        result_columns=tuple(problem.result_columns), settings=problem.fingerprint(),
-        seed=seed, version=__version__, n_resumed=n_resumed,
-        checkpoint=None if checkpoint is None else str(Path(checkpoint)),
-    )

@@ -8,12 +8,22 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..lmm.family import Family, get_family
 
 Kind = Literal["gaussian", "glmm", "ordinal"]
 
 
 def kind_of(fit: Any, *, where: str) -> Kind:
-    """``"gaussian"`` (lmer), ``"glmm"`` (glmer) or ``"ordinal"`` (clmm); else an error."""
+    """``"gaussian"`` (lmer), ``"glmm"`` (glmer) or ``"ordinal"`` (clmm); else an error.
+
+    The fit's type, not its family: the verbs branch on it only where the fit
+    objects really differ -- a clmm fit's parameters begin with its thresholds
+    (``coef_table``, ``vcov``), its structure has no profile or bootstrap
+    refits, and its category probabilities are its own -- and to compare
+    likelihoods of one kind of response (``anova``).  What depends on the
+    family (REML, sigma, degrees of freedom, the response scale) is asked of
+    :func:`family_of`.
+    """
     name = type(fit).__name__
     if name == "LmmFit" or (hasattr(fit, "REML") and hasattr(fit, "sigma")):
         return "gaussian"
@@ -23,6 +33,22 @@ def kind_of(fit: Any, *, where: str) -> Kind:
         return "ordinal"
     raise InputError(f"{where} takes a fit of nlpower.lmer, glmer or clmm; got a "
                      f"{name} ({fit!r:.80}).")
+
+
+def family_of(fit: Any, *, where: str) -> Family:
+    """The fit's family (its response module): ``has_sigma``, ``is_glm``, the link, ``mean_name``.
+
+    The prepared model's family (every engine's fit carries it); else the
+    family named by the fit (``glmer``'s ``family`` and ``link``).
+    """
+    kind = kind_of(fit, where=where)
+    family = getattr(getattr(fit, "model", None), "family", None)
+    if isinstance(family, Family):
+        return family
+    if kind == "ordinal":
+        raise InputError(f"{where} needs the clmm fit's prepared structure; fit it with "
+                         "nlpower.clmm.")
+    return get_family(getattr(fit, "family", None), getattr(fit, "link", None))
 
 
 def prepared_model(fit: Any, *, where: str) -> Any:

@@ -27,7 +27,7 @@ import pandas as pd
 from .. import _dist
 from .._validation import check_choice
 from ..errors import InputError
-from ._access import kind_of, prepared_model
+from ._access import family_of, kind_of, prepared_model
 from .table import InferenceTable
 
 __all__ = ["anova"]
@@ -84,14 +84,22 @@ def anova(*fits: Any, ddf: str = "satterthwaite", names: Any = None,
     return lrt(list(fits), names)
 
 
+def _reml(fit: Any) -> bool:
+    """A REML fit: where the family has a residual SD, the fit's criterion may be REML."""
+    return bool(family_of(fit, where="anova").has_sigma and fit.REML)
+
+
 def _ml(fit: Any) -> Any:
-    if kind_of(fit, where="anova") == "gaussian" and fit.REML:
+    if _reml(fit):
         return prepared_model(fit, where="anova (refit by ML)").fit(REML=False)
     return fit
 
 
 def lrt(fits: list[Any], names: Any = None) -> InferenceTable:
     """Likelihood-ratio tests of nested fits (lme4's ``anova(m0, m1, ...)``)."""
+    # the fit type: log-likelihoods compare within one kind of response (a Gaussian density,
+    # a GLM family's mass function -- Poisson against negative binomial is a usual test --,
+    # cumulative-link probabilities), not across them
     kinds = {kind_of(f, where="anova") for f in fits}
     if len(kinds) > 1:
         raise InputError(f"anova compares fits of one family; got {sorted(kinds)}.")
@@ -103,7 +111,7 @@ def lrt(fits: list[Any], names: Any = None) -> InferenceTable:
     labels = [f"m{i + 1}" for i in range(len(fits))] if names is None else [str(n) for n in names]
     if len(labels) != len(fits):
         raise InputError(f"names must give one label per fit ({len(fits)}); got {names!r}.")
-    refit = any(kind_of(f, where="anova") == "gaussian" and f.REML for f in fits)
+    refit = any(_reml(f) for f in fits)
     ml = [_ml(f) for f in fits]
     order = sorted(range(len(ml)), key=lambda i: ml[i].n_params)
     npar = np.array([ml[i].n_params for i in order], dtype=float)
@@ -173,7 +181,7 @@ def _zero_sum_map(fit: Any, data: Any) -> tuple[dict[str, list[int]], np.ndarray
 def type3(fit: Any, *, ddf: str = "satterthwaite", data: Any = None) -> InferenceTable:
     """lmerTest's Type III F table of one Gaussian fit."""
     ddf = check_choice("ddf", ddf, ("satterthwaite", "kenward-roger"))
-    if kind_of(fit, where="anova") != "gaussian":
+    if not family_of(fit, where="anova").has_sigma:      # F tests need a residual variance
         raise InputError(f"anova(fit) with one fit gives Type III F tests of a Gaussian (lmer) "
                          f"fit; this is a {type(fit).__name__}: compare nested fits with "
                          "anova(m0, m1) instead.")

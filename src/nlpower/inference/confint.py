@@ -30,8 +30,9 @@ import pandas as pd
 from .. import _dist
 from .._validation import check_choice
 from ..errors import InputError
+from ..lmm.family import Family
 from ..lmm.names import canonical, coef_aliases
-from ._access import fixed, kind_of, prepared_model, var_parameters, var_terms
+from ._access import family_of, fixed, kind_of, prepared_model, var_parameters, var_terms
 from .table import InferenceTable
 
 __all__ = ["confint"]
@@ -84,12 +85,13 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
     if not (isinstance(level, (int, float)) and 0.0 < float(level) < 1.0):
         raise InputError(f"level must be a number between 0 and 1, e.g. 0.95; got {level!r}.")
     kind = kind_of(fit, where="confint")
-    est = _estimates(fit, kind)
+    family = family_of(fit, where="confint")
+    est = _estimates(fit, kind, family)
     if method == "wald":
         lo, hi = _wald(fit, kind, est, float(level))
         note = "Wald: estimate -/+ z se; variance components have none (NA, as lme4)."
     elif method == "profile":
-        if kind == "ordinal":
+        if kind == "ordinal":      # the fit type: a clmm structure has no profile refits
             raise InputError("method='profile' is implemented for lmer and glmer fits; for a "
                              "clmm fit use method='wald'.")
         from .profile import profile_intervals
@@ -101,7 +103,7 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
     else:
         if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 10):
             raise InputError(f"n_boot must be an integer >= 10 (lme4's nsim); got {n_boot!r}.")
-        lo, hi, ok = _boot(fit, kind, est, float(level), int(n_boot), rng)
+        lo, hi, ok = _boot(fit, kind, family, est, float(level), int(n_boot), rng)
         note = (f"Parametric bootstrap, percentile intervals: {ok} of {n_boot} refits "
                 "(responses simulated from the fit, new random effects each).")
     frame = est.assign(lower=lo, upper=hi)
@@ -110,15 +112,18 @@ def confint(fit: Any, parm: Any = None, *, level: float = 0.95, method: str = "p
     return InferenceTable(f"{method.capitalize()} confidence intervals ({pct})", frame, (note,))
 
 
-def _estimates(fit: Any, kind: str) -> pd.DataFrame:
-    """Every parameter in lme4's order: ``term``, ``estimate``; index = lme4's name."""
-    if kind == "ordinal":
+def _estimates(fit: Any, kind: str, family: Family) -> pd.DataFrame:
+    """Every parameter in lme4's order: ``term``, ``estimate``; index = lme4's name.
+
+    The variance parameters end with sigma where the family has one.
+    """
+    if kind == "ordinal":      # the fit type: a clmm fit's parameters begin with its thresholds
         ct = fit.coef_table()
         vp = var_parameters(var_terms(fit), None)
         fx = pd.DataFrame({"name": list(ct.index), "term": list(ct.index),
                            "estimate": ct["estimate"].to_numpy()})
     else:
-        vp = var_parameters(var_terms(fit), fit.sigma if kind == "gaussian" else None)
+        vp = var_parameters(var_terms(fit), fit.sigma if family.has_sigma else None)
         fx = pd.DataFrame({"name": [str(n) for n in fit.fixef.index],
                            "term": [str(n) for n in fit.fixef.index],
                            "estimate": fit.fixef.to_numpy(dtype=float)})
@@ -129,7 +134,7 @@ def _estimates(fit: Any, kind: str) -> pd.DataFrame:
 
 def _wald(fit: Any, kind: str, est: pd.DataFrame, level: float) -> tuple[np.ndarray, np.ndarray]:
     z = float(_dist.norm_ppf(0.5 + level / 2.0))
-    if kind == "ordinal":
+    if kind == "ordinal":      # the fit type: thresholds and fixed effects, as _estimates
         se = fit.coef_table()["se"].to_numpy()
     else:
         se = np.sqrt(np.diag(fixed(fit)[1]))
@@ -139,9 +144,9 @@ def _wald(fit: Any, kind: str, est: pd.DataFrame, level: float) -> tuple[np.ndar
     return np.concatenate([pad, e - z * se]), np.concatenate([pad, e + z * se])
 
 
-def _boot(fit: Any, kind: str, est: pd.DataFrame, level: float, n_boot: int, rng: Any
-          ) -> tuple[np.ndarray, np.ndarray, int]:
-    if kind == "ordinal":
+def _boot(fit: Any, kind: str, family: Family, est: pd.DataFrame, level: float, n_boot: int,
+          rng: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    if kind == "ordinal":      # the fit type: a clmm structure has no bootstrap refits here
         raise InputError("method='boot' is implemented for lmer and glmer fits; for a clmm fit "
                          "use method='wald'.")
     model = prepared_model(fit, where="confint(method='boot')")
@@ -154,9 +159,9 @@ def _boot(fit: Any, kind: str, est: pd.DataFrame, level: float, n_boot: int, rng
     try:
         for seq in spawn(rng, n_boot):
             y = model.simulate(1, rng=np.random.default_rng(seq), params=params)[0]
-            draws.append(_refit_parameters(fit, kind, model, y, theta))
+            draws.append(_refit_parameters(fit, family, model, y, theta))
     finally:
-        _restore(model, kind)
+        _restore(model)
     vals = np.array([d for d in draws if d is not None])
     if len(vals) < 10:
         raise InputError(f"only {len(vals)} of {n_boot} bootstrap refits succeeded; the "
@@ -165,12 +170,14 @@ def _boot(fit: Any, kind: str, est: pd.DataFrame, level: float, n_boot: int, rng
     return np.quantile(vals, a, axis=0), np.quantile(vals, 1.0 - a, axis=0), len(vals)
 
 
-def _refit_parameters(fit: Any, kind: str, model: Any, y: np.ndarray, theta: np.ndarray
+def _refit_parameters(fit: Any, family: Family, model: Any, y: np.ndarray, theta: np.ndarray
                       ) -> np.ndarray | None:
+    """One bootstrap refit's parameters: REML or ML as the fit where the family has a residual
+    SD (and that SD), the fit's quadrature otherwise."""
     from ..lmm.ddf import term_covariances
     from ..lmm.result import VarTerm
     try:
-        if kind == "gaussian":
+        if family.has_sigma:
             core = model.refit(y, REML=fit.REML, start=theta)
             sigma: float | None = float(core.sigma)
         else:
@@ -187,9 +194,12 @@ def _refit_parameters(fit: Any, kind: str, model: Any, y: np.ndarray, theta: np.
     return np.concatenate([vp, np.asarray(core.beta, dtype=float)])
 
 
-def _restore(model: Any, kind: str) -> None:
-    """Put the fitted response back into the shared structure after the refits."""
-    if kind == "gaussian" and hasattr(model, "_set_y"):
+def _restore(model: Any) -> None:
+    """Put the fitted response back into the shared structure after the refits.
+
+    (A structure whose refits leave their response in it has ``_set_y``.)
+    """
+    if hasattr(model, "_set_y"):
         model._set_y(model.spec.y)
 
 

@@ -27,7 +27,8 @@ import pandas as pd
 
 from .._validation import check_choice
 from ..errors import InputError
-from ._access import fixed, kind_of
+from ..lmm.family import Family
+from ._access import family_of, fixed, kind_of
 from .adjust import ADJUST, adjust_pvalues
 from .table import InferenceTable
 
@@ -117,10 +118,11 @@ def _grid_matrix(fit: Any, data: pd.DataFrame, specs: list[str], names: list[str
     return np.array(rows), labels, len(cells)
 
 
-def _df_and_se(fit: Any, kind: str, L: np.ndarray, V: np.ndarray, df_method: str
+def _df_and_se(fit: Any, family: Family, L: np.ndarray, V: np.ndarray, df_method: str
                ) -> tuple[np.ndarray, np.ndarray]:
+    """SEs of ``L b`` and their df: t df where the family has a residual SD, else infinite."""
     se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
-    if kind != "gaussian" or df_method == "asymptotic":
+    if not family.has_sigma or df_method == "asymptotic":
         return se, np.full(len(L), np.inf)
     if df_method == "satterthwaite":
         return se, np.array([fit.contrast_df(row) for row in L])
@@ -142,7 +144,7 @@ class MarginalMeans:
     table: InferenceTable
     L: np.ndarray = field(repr=False)
     fit: Any = field(repr=False)
-    kind: str
+    family: Family = field(repr=False)
     df_method: str
     scale: str
 
@@ -206,7 +208,7 @@ class MarginalMeans:
         est, se, df = self._contrast_parts(C)
         t = est / se
         p = adjust_pvalues(t, df, adjust, k)
-        stat = "t" if np.all(np.isfinite(df)) and self.kind == "gaussian" else "z"
+        stat = "t" if np.all(np.isfinite(df)) and self.family.has_sigma else "z"
         frame = pd.DataFrame({"estimate": est, "SE": se, "df": df, stat: t, "p": p},
                              index=[f"{labels[i]} - {labels[j]}" for i, j in idx])
         frame.index.name = "contrast"
@@ -218,7 +220,7 @@ class MarginalMeans:
         return InferenceTable(f"Contrasts ({method}) of marginal means", frame, notes)
 
     def _contrast_parts(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        fit, kind = self.fit, self.kind
+        fit = self.fit
         if self.scale == "response":
             means = self.table.frame
             V = self._response_vcov()
@@ -226,30 +228,14 @@ class MarginalMeans:
             return est, np.sqrt(np.einsum("ij,jk,ik->i", C, V, C)), np.full(len(C), np.inf)
         Lc = C @ self.L
         b, V, _ = fixed(fit)
-        se, df = _df_and_se(fit, kind, Lc, V, self.df_method)
+        se, df = _df_and_se(fit, self.family, Lc, V, self.df_method)
         return Lc @ b, se, df
 
     def _response_vcov(self) -> np.ndarray:
         b, V, _ = fixed(self.fit)
         eta = self.L @ b
-        D = np.diag(_mu_eta(self.fit, eta))
+        D = np.diag(np.asarray(self.family.link.mu_eta(eta), dtype=float))
         return D @ (self.L @ V @ self.L.T) @ D
-
-
-def _mu_eta(fit: Any, eta: np.ndarray) -> np.ndarray:
-    from ..lmm.family import get_link
-    return np.asarray(get_link(fit.link).mu_eta(eta), dtype=float)
-
-
-def _mean_name(fit: Any) -> str:
-    """The response-scale column: the family's own (``prob`` for a binomial, ``rate`` for counts)."""
-    from ..lmm.family import get_family
-    return str(get_family(fit.family).mean_name)
-
-
-def _linkinv(fit: Any, eta: np.ndarray) -> np.ndarray:
-    from ..lmm.family import get_link
-    return np.asarray(get_link(fit.link).linkinv(eta), dtype=float)
 
 
 def _latent(fit: Any, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,16 +320,18 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
     from .. import _dist
 
     kind = kind_of(fit, where="emmeans")
+    family = family_of(fit, where="emmeans")
     scale = check_choice("scale", scale, ("link", "response", "prob"))
+    # the fit type: category probabilities come from a clmm fit's thresholds
     if scale == "prob" and kind != "ordinal":
         raise InputError("scale='prob' gives a clmm fit's category probabilities; for a GLMM "
                          "use scale='response'.")
-    if scale == "response" and kind != "glmm":
+    if scale == "response" and not family.is_glm:    # a mean by the family's inverse link
         raise InputError(f"scale='response' is for GLMM fits (probabilities, rates); this "
                          f"{type(fit).__name__} has only its {'latent' if kind == 'ordinal' else 'own'} "
                          "scale: use scale='link'.")
     if df is None:     # emmeans' defaults, with its pbkrtest.limit = lmerTest.limit = 3000
-        small = kind == "gaussian" and fit.nobs <= DF_LIMIT
+        small = family.has_sigma and fit.nobs <= DF_LIMIT
         df = ("kenward-roger" if small and fit.REML and fit.kr_fn is not None
               else "satterthwaite" if small and fit.df_fn is not None else "asymptotic")
     df = check_choice("df", df, DF_METHODS)
@@ -355,30 +343,32 @@ def emmeans(fit: Any, specs: str | list[str], *, data: Any = None, df: str | Non
         frame = _category_probabilities(fit, L, labels)
         table = InferenceTable("Category probabilities per cell (population level)", frame,
                                ("Delta-method SEs; intervals prob -/+ z SE.",))
-        return MarginalMeans(table, L, fit, kind, df, scale)
+        return MarginalMeans(table, L, fit, family, df, scale)
     est = L @ b
-    se, dfs = _df_and_se(fit, kind, L, V, df)
-    if kind == "ordinal":
+    se, dfs = _df_and_se(fit, family, L, V, df)
+    if kind == "ordinal":      # the fit type: the latent scale is X b minus the mean threshold
         est, se = _latent(fit, L)
     crit = np.asarray(_dist.t_ppf(0.975, dfs), dtype=float)
     lo, hi = est - crit * se, est + crit * se
     col = "emmean"
     if scale == "response":
-        mu_eta = _mu_eta(fit, est)
-        lo, hi = _linkinv(fit, lo), _linkinv(fit, hi)
-        est, se = _linkinv(fit, est), se * np.abs(mu_eta)
-        col = _mean_name(fit)
+        link = family.link
+        mu_eta = np.asarray(link.mu_eta(est), dtype=float)
+        lo, hi = (np.asarray(link.linkinv(v), dtype=float) for v in (lo, hi))
+        est, se = np.asarray(link.linkinv(est), dtype=float), se * np.abs(mu_eta)
+        col = family.mean_name
     frame = pd.DataFrame({col: est, "SE": se, "df": dfs, "lower": lo, "upper": hi},
                          index=pd.Index(labels, name=" ".join(specs_l)))
-    where = {"gaussian": "", "glmm": f" ({scale} scale)", "ordinal": " (latent scale)"}[kind]
-    notes = [f"Degrees of freedom: {df}." if kind == "gaussian" else
+    where = (f" ({scale} scale)" if family.is_glm else " (latent scale)" if kind == "ordinal"
+             else "")
+    notes = [f"Degrees of freedom: {df}." if family.has_sigma else
              "Degrees of freedom: asymptotic (z)."]
     from ..formula import parse
     others = [v for v in parse(fit.formula).fixed.variables if v not in specs_l]
     if others:
         notes.append("Averaged over the levels of the other factors; covariates at their mean.")
     table = InferenceTable(f"Estimated marginal means{where}", frame, tuple(notes))
-    return MarginalMeans(table, L, fit, kind, df, scale)
+    return MarginalMeans(table, L, fit, family, df, scale)
 
 
 def pairs(fit: Any, specs: str | list[str], *, adjust: str = "tukey", data: Any = None,

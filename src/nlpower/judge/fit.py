@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -113,31 +114,46 @@ def fit(human: Any, judge: Any, *, worker: str = "worker", item: str = "item",
     tuned = lam is None
     lam_ = item_lambda(data, mat, clip=clip) if tuned else check_real("lam", lam)
     method = "ppi++" if tuned else "ppi"
-    estimates: dict[str, dict[str, MeanEstimate]] = {}
-    rect_fit = human_fit = None
-    if rectifier == "iid":
-        estimates[method] = dict(zip(names, ppi_items(data, mat, lam_, **test), strict=True))
-        if tuned:  # ppi-python tunes lambda per estimand
-            lam_ = next(iter(estimates[method].values())).lam
-        if compare:
-            estimates["human"] = dict(zip(names, ppi_items(data, mat, 0.0, **test), strict=True))
-    else:
-        ppi, rect_fit = ppi_crossed(data, mat, lam_, random_, method, **test)
-        estimates[method] = dict(zip(names, ppi, strict=True))
-        if compare:
-            hum, human_fit = human_only(data, mat, random_, **test)
-            estimates["human"] = dict(zip(names, hum, strict=True))
-    if compare:
-        estimates["judge"] = dict(zip(names, judge_only(data, mat, **test), strict=True))
-        if outcome == "binary":
-            estimates["human-glmer"] = dict(zip(names, _glmer_rows(data, mat, random_, test),
-                                                strict=True))
+    estimates, lam_, rect_fit, human_fit = _estimates(
+        data, mat, names, lam_, method=method, rectifier=rectifier, random=random_,
+        compare=compare, test=test)
+    if compare and outcome == "binary":
+        estimates["human-glmer"] = dict(zip(names, _glmer_rows(data, mat, random_, test),
+                                            strict=True))
     r_hat = judge_r(data, mat, human_fit)
     return JudgeFit(estimates, float(lam_), rectifier,
                     f"r ~ ... + {random_}" if rectifier == "crossed" else "", data.systems,
                     data.n_labelled, data.n_unlabelled, len(data.labelled),
                     int(data.labelled["worker"].nunique()), outcome, confidence_level,
                     rect_fit, human_fit, r_hat)
+
+
+def _estimates(data: JudgeData, mat: np.ndarray, names: Sequence[str], lam: float, *, method: str,
+               rectifier: Rectifier, random: str, compare: bool, test: dict[str, Any]
+               ) -> tuple[dict[str, dict[str, MeanEstimate]], float, Any, Any]:
+    """The rectified estimates (``method``) and, with ``compare``, the human- and judge-only ones.
+
+    Returns the estimates by method, the lambda used (``"iid"`` tunes it per
+    estimand: the first one's), and the rectifier's and human-only fits
+    (``None`` for ``"iid"``).
+    """
+    estimates: dict[str, dict[str, MeanEstimate]] = {}
+    rect_fit = human_fit = None
+    if rectifier == "iid":
+        estimates[method] = dict(zip(names, ppi_items(data, mat, lam, **test), strict=True))
+        if method == "ppi++":  # ppi-python tunes lambda per estimand
+            lam = next(iter(estimates[method].values())).lam
+        if compare:
+            estimates["human"] = dict(zip(names, ppi_items(data, mat, 0.0, **test), strict=True))
+    else:
+        ppi, rect_fit = ppi_crossed(data, mat, lam, random, method, **test)
+        estimates[method] = dict(zip(names, ppi, strict=True))
+        if compare:
+            hum, human_fit = human_only(data, mat, random, **test)
+            estimates["human"] = dict(zip(names, hum, strict=True))
+    if compare:
+        estimates["judge"] = dict(zip(names, judge_only(data, mat, **test), strict=True))
+    return estimates, lam, rect_fit, human_fit
 
 
 def _glmer_rows(data: JudgeData, mat: np.ndarray, random: str, test: dict[str, Any]) -> list[

@@ -11,7 +11,11 @@
 * :func:`plan_model` -- the smallest number of levels of a factor that
   reaches a target power;
 * :func:`power_curve` -- power against the number of levels of a factor
-  (simr's ``powerCurve``), on the grid runner.
+  (simr's ``powerCurve``), on the grid runner;
+* :class:`Study` and its parts (:class:`Truth`, :class:`Analysis`,
+  :class:`Test`), :class:`PlanOptions` -- a study as one value
+  (:mod:`nlpower.study.spec`), which ``power``, ``power_grid``, ``mde``,
+  ``plan``, :func:`power_curve` and :func:`plan_model` take.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from .multiple import MultiplePowerResult
 from .plan import ModelPlan, plan_model
 from .power import power_curve, power_model
 from .result import ModelPowerResult, PowerCurve
+from .spec import Analysis, PlanOptions, Study, Test, Truth
 
-__all__ = ["ModelDesign", "ModelPlan", "ModelPowerResult", "MultiplePowerResult", "plan_model", "PowerCurve", "extend", "model_design",
-           "power_curve", "power_model"]
+__all__ = ["Analysis", "ModelDesign", "ModelPlan", "ModelPowerResult", "MultiplePowerResult",
+           "PlanOptions", "PowerCurve", "Study", "Test", "Truth", "extend", "model_design",
+           "plan_model", "power_curve", "power_model"]
 
 
 def extend(model: Any, along: str | None = None, *, n: int | None = None,

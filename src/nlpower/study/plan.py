@@ -22,11 +22,13 @@ import pandas as pd
 
 from .._rng import RNGLike, root_seed
 from ..errors import InputError
+from ..powersim.simoptions import SimOptions, with_sim
+from . import spec
 from .design import model_design
-from .power import power_model
+from .power import model_study, power_keywords, power_model
 from .result import ModelPowerResult
 
-__all__ = ["ModelPlan", "plan_model"]
+__all__ = ["ModelPlan", "plan_model", "plan_of_model_study"]
 
 
 @dataclass(frozen=True)
@@ -93,22 +95,28 @@ class ModelPlan:
 
 
 def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None = None,
-               compare: str | None = None, test: str | None = None, n_min: int = 2,
-               n_max: int = 1000, n_sims: int = 500, alpha: float = 0.05,
+               compare: str | None = None, test: str | None = None,
+               analysis: str | None = None, REML: bool | None = None, engine: str = "native",
+               n_resamples: int = 99, n_min: int = 2, n_max: int = 1000, n_sims: int = 500,
+               alpha: float = 0.05, alternative: str = "two-sided", on_failure: str = "ignore",
                cost_per_level: float | None = None, cost_per_row: float | None = None,
                resolution: float = 0.05, rng: RNGLike = None, n_jobs: int = 1,
-               **options: Any) -> ModelPlan:
+               progress: bool = False, sim: SimOptions | None = None) -> ModelPlan:
     """The smallest number of levels of ``along`` whose power for ``term`` reaches ``target``.
 
     Parameters
     ----------
-    model : fitted model or ModelDesign
-        The truth (parameters set with ``with_params``).
+    model : fitted model, ModelDesign or Study
+        The truth (parameters set with ``with_params``); or a whole
+        ``Study.model(fit, term=...)`` (then the keywords it holds --
+        ``term``, ``compare``, ``test``, ``analysis``, ``REML``, ``engine``,
+        ``n_resamples`` -- are left out; one given with a different value
+        is refused, naming it).
     along : str
         The grouping factor (or numeric covariate) to extend: ``"worker"``, ``"item"``.
     target : float, default 0.8
-    term, compare, test, alpha, **options
-        What :func:`nlpower.power` tests, and its other options.
+    term, compare, test, analysis, REML, engine, n_resamples, alpha, alternative, on_failure
+        What :func:`nlpower.power` tests, and how.
     n_min, n_max : int
         The range of sizes searched.
     n_sims : int, default 500
@@ -118,8 +126,11 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
     resolution : float, default 0.05
         The search stops when the smallest size known to reach the target is
         within this share of the largest known to miss it (0: to one level).
-    rng, n_jobs
+    rng, n_jobs, progress
         As :func:`nlpower.power`; every size uses the same seed.
+    sim : SimOptions, optional
+        The run's options as one value (``n_sims``, ``alpha``,
+        ``alternative``, ``rng``, ``n_jobs``, ``progress``, ``on_failure``).
 
     Returns
     -------
@@ -136,6 +147,21 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
     >>> p.reached and p.result.power >= 0.8
     True
     """
+    n_sims, alpha, alternative, rng, n_jobs, progress, on_failure = with_sim(
+        sim, plan_model, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+        n_jobs=n_jobs, progress=progress, on_failure=on_failure)
+    study = model_study("plan_model", model, {
+        "term": term, "compare": compare, "test": test, "analysis": analysis, "REML": REML,
+        "engine": engine, "n_resamples": n_resamples})
+    return plan_of_model_study(study, along=along, target=target, n_min=n_min, n_max=n_max,
+                               cost_per_level=cost_per_level, cost_per_row=cost_per_row,
+                               resolution=resolution, seed=root_seed(rng), run={
+                                   "n_sims": n_sims, "alpha": alpha, "alternative": alternative,
+                                   "n_jobs": n_jobs, "progress": progress,
+                                   "on_failure": on_failure})
+
+
+def _check_search(target: Any, n_min: Any, n_max: Any, resolution: Any) -> None:
     if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target < 1:
         raise InputError(f"target must be a power between 0 and 1, e.g. 0.8; got {target!r}.")
     for name, v in (("n_min", n_min), ("n_max", n_max)):
@@ -146,18 +172,27 @@ def plan_model(model: Any, *, along: str, target: float = 0.8, term: str | None 
         raise InputError(f"resolution must be a share in [0, 1), e.g. 0.05; got {resolution!r}.")
     if n_min > n_max:
         raise InputError(f"n_min ({n_min}) must not exceed n_max ({n_max}).")
-    d = model_design(model)
+
+
+def plan_of_model_study(study: spec.Study, *, along: str, target: float, n_min: int, n_max: int,
+                        cost_per_level: float | None, cost_per_row: float | None,
+                        resolution: float, seed: Any, run: dict[str, Any]) -> ModelPlan:
+    """:func:`plan_model` of a fitted model's Study (both spellings run this).
+
+    ``run``: :func:`~nlpower.study.power_model`'s run options; ``seed``: the
+    one seed of every size.
+    """
+    _check_search(target, n_min, n_max, resolution)
+    d = model_design(study.truth)
     pilot = int(d.data[along].nunique()) if along in d.data.columns else 0
     if pilot == 0:
         d.extend(along, n=1)        # the extension's own error for an unknown column
-    seed = root_seed(rng)
+    keywords = power_keywords(study)
     evaluated: dict[int, ModelPowerResult] = {}
 
     def at(n: int) -> float:
         if n not in evaluated:
-            evaluated[n] = power_model(d.extend(along, n=n), term=term, compare=compare,
-                                       test=test, n_sims=n_sims, alpha=alpha, rng=seed,
-                                       n_jobs=n_jobs, **options)
+            evaluated[n] = power_model(d.extend(along, n=n), rng=seed, **keywords, **run)
         return evaluated[n].power if not math.isnan(evaluated[n].power) else \
             evaluated[n].rejection_rate
 

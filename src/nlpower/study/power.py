@@ -44,6 +44,8 @@ from ..powersim.loop import replicate_batch
 from ..powersim.options import PowerOptions
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
+from ..powersim.simoptions import SimOptions, with_sim
+from . import spec
 from .analysis import ModelGenerator, Study, StudyAnalysis, coef_names, same_random
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
@@ -58,7 +60,7 @@ from .multiple import (
 )
 from .result import ModelPowerResult, PowerCurve, model_parameters
 
-__all__ = ["power_curve", "power_model"]
+__all__ = ["curve_of_study", "model_study", "power_curve", "power_model", "power_keywords"]
 
 #: what the loop reads of its options when the analysis tests whole batches: nothing (the
 #: study's own options travel with its analysis)
@@ -123,32 +125,16 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     >>> res.test, res.n_sims, 0 <= res.power <= 1
     ('satterthwaite', 40, True)
     """
-    from ..powersim.options import check_test_options
     d = model_design(model)
-    check_test_options(alpha, "z", alternative)
-    if isinstance(n_sims, bool) or not isinstance(n_sims, (int, np.integer)) or n_sims < 1:
-        raise InputError(f"n_sims must be a positive integer; got {n_sims!r}.")
-    if on_failure not in ("ignore", "warn", "raise"):
-        raise InputError(f"on_failure must be 'ignore', 'warn' or 'raise'; got {on_failure!r}.")
+    _check_run(n_sims, alpha, alternative, on_failure)
     precision = check_precision(precision)
     formula = d.formula if analysis is None else analysis
     amodel = d.prepare(formula, engine=engine)
     names = coef_names(amodel)
-    comp = None
+    comp: Comparisons | None = None
     if pairwise is not None:
-        if term is not None or compare is not None:
-            raise InputError("pairwise= compares the levels of a factor; do not pass term= or "
-                             "compare= with it.")
-        if adjust not in ADJUST:
-            raise InputError(f"adjust must be one of {', '.join(map(repr, ADJUST))}; got "
-                             f"{adjust!r} (Tukey- and Dunnett-type adjustments are not "
-                             "available for simulated power; Holm controls the family-wise "
-                             "error for any correlation).")
-        comp = comparisons(d, formula, pairwise, baseline=baseline, coef_names=names)
+        comp = _comparisons(d, formula, names, term, compare, pairwise, baseline, adjust, test)
         hyp = Hypothesis(comp.labels[0], comp.L[0], None, float(comp.truth[0]))
-        if test is not None and _ALIASES.get(test, test) not in ("z", "satterthwaite"):
-            raise InputError(f"pairwise comparisons are Wald tests: test='z' or "
-                             f"'satterthwaite'; got {test!r}.")
     elif baseline is not None:
         raise InputError("baseline= goes with pairwise= (the factor whose levels are compared).")
     else:
@@ -156,58 +142,14 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                       aliases=coef_aliases(amodel))
     name = _resolve_test(test, hyp, d.family)
     rule = get_test(name)
-    if d.family.has_sigma:
-        reml = rule.resolve_REML(REML)
-    elif REML:
-        raise InputError(f"REML applies to Gaussian models; a {d.family.name} model is fitted "
-                         "by maximum likelihood.")
-    else:
-        reml = False
-    if hyp.one_df and alternative != "two-sided" and rule.two_sided_only:
-        raise InputError(f"test={name!r} is two-sided only; use alternative='two-sided'.")
-    assert hyp.L is not None or hyp.reduced is not None
-    j = int(np.argmax(np.abs(hyp.L))) if hyp.L is not None else 0
-    drop = names[j] if (hyp.one_df and rule.needs_null) else None
-    if drop is not None and hyp.L is not None and np.count_nonzero(hyp.L) != 1:
-        raise InputError(f"test={name!r} compares models; the contrast {hyp.label!r} is tested "
-                         "by a Wald test (test='z' or 'satterthwaite').")
+    reml = _criterion(rule, REML, d.family)
+    j, drop = _tested_coefficient(hyp, rule, names, alternative)
     study = Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
-                   float(alpha), j, drop, same_random(d, amodel.spec), comp)
+                  float(alpha), j, drop, same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
-    seeds = root.spawn(int(n_sims))
     errors: list[str] = []
-
-    def compute(lo: int, hi: int) -> Replicates:
-        reps = _batch(study, seeds, lo, hi, errors)
-        if bar is not None:
-            bar.update(hi - lo)
-        return reps
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=int(n_sims), desc=f"power of {hyp.label}", unit="replicate",
-                   leave=False, file=sys.stderr)
-    run = run_id("model-power", formula=d.formula, analysis=formula,
-                 hypothesis=hyp.label if comp is None else list(comp.labels),
-                 test=name, REML=reml, data=int(d.nobs), fixef=d.fixef.round(12).tolist(),
-                 theta=np.round(d.theta, 12).tolist(), sigma=round(d.sigma, 12),
-                 entropy=str(root.entropy), n_sims=int(n_sims), batch=STUDY_BATCH)
-    store = None
-    if checkpoint is not None:
-        store = open_run_checkpoint(checkpoint, design={"rows": int(d.nobs)},
-                                    params={"formula": d.formula, "run": run},
-                                    options={"test": name, "alpha": float(alpha)},
-                                    seed=seed_record(root))
-    try:
-        with replicate_jobs(n_jobs):
-            reps = run_batches(int(n_sims), compute, run=run, checkpoint=store,
-                               on_read=None if bar is None else bar.update,
-                               batch_size=STUDY_BATCH,
-                               stop=_rule(precision, alpha, comp, adjust))
-    finally:
-        if bar is not None:
-            bar.close()
+    reps = _replicates(study, root, int(n_sims), errors, n_jobs=n_jobs, progress=progress,
+                       checkpoint=checkpoint, stop=_rule(precision, alpha, comp, adjust))
     used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
         return replace(_many_result(reps, study, comp, adjust, errors, used),
@@ -215,6 +157,98 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
     return _result(reps, study, errors, on_failure, root, used, stop_rule).with_study(
         parameters=model_parameters(model, d))
+
+
+def _check_run(n_sims: Any, alpha: Any, alternative: Any, on_failure: Any) -> None:
+    """The run's options, refused in words before anything is fitted."""
+    from ..powersim.options import check_test_options
+    check_test_options(alpha, "z", alternative)
+    if isinstance(n_sims, bool) or not isinstance(n_sims, (int, np.integer)) or n_sims < 1:
+        raise InputError(f"n_sims must be a positive integer; got {n_sims!r}.")
+    if on_failure not in ("ignore", "warn", "raise"):
+        raise InputError(f"on_failure must be 'ignore', 'warn' or 'raise'; got {on_failure!r}.")
+
+
+def _comparisons(d: ModelDesign, formula: str, names: Sequence[str], term: Any, compare: Any,
+                 pairwise: str, baseline: Any, adjust: str, test: Any) -> Comparisons:
+    """The comparisons of ``pairwise``'s levels, after refusing what does not go with them."""
+    if term is not None or compare is not None:
+        raise InputError("pairwise= compares the levels of a factor; do not pass term= or "
+                         "compare= with it.")
+    if adjust not in ADJUST:
+        raise InputError(f"adjust must be one of {', '.join(map(repr, ADJUST))}; got "
+                         f"{adjust!r} (Tukey- and Dunnett-type adjustments are not "
+                         "available for simulated power; Holm controls the family-wise "
+                         "error for any correlation).")
+    comp = comparisons(d, formula, pairwise, baseline=baseline, coef_names=names)
+    if test is not None and _ALIASES.get(test, test) not in ("z", "satterthwaite"):
+        raise InputError(f"pairwise comparisons are Wald tests: test='z' or "
+                         f"'satterthwaite'; got {test!r}.")
+    return comp
+
+
+def _criterion(rule: Any, REML: bool | None, family: Family) -> bool:
+    """REML or ML for every refit: the test's choice where the family has a residual SD."""
+    if family.has_sigma:
+        return bool(rule.resolve_REML(REML))
+    if REML:
+        raise InputError(f"REML applies to Gaussian models; a {family.name} model is fitted "
+                         "by maximum likelihood.")
+    return False
+
+
+def _tested_coefficient(hyp: Hypothesis, rule: Any, names: Sequence[str],
+                        alternative: str) -> tuple[int, str | None]:
+    """The coefficient a one-df test reads, and the one a likelihood-ratio test drops."""
+    if hyp.one_df and alternative != "two-sided" and rule.two_sided_only:
+        raise InputError(f"test={rule.name!r} is two-sided only; use alternative='two-sided'.")
+    assert hyp.L is not None or hyp.reduced is not None
+    j = int(np.argmax(np.abs(hyp.L))) if hyp.L is not None else 0
+    drop = names[j] if (hyp.one_df and rule.needs_null) else None
+    if drop is not None and hyp.L is not None and np.count_nonzero(hyp.L) != 1:
+        raise InputError(f"test={rule.name!r} compares models; the contrast {hyp.label!r} is "
+                         "tested by a Wald test (test='z' or 'satterthwaite').")
+    return j, drop
+
+
+def _replicates(study: Study, root: np.random.SeedSequence, n_sims: int, errors: list[str], *,
+                n_jobs: int, progress: bool, checkpoint: Any,
+                stop: Precision | None) -> Replicates:
+    """Every replicate of ``study``, batch by batch (checkpoints, ``n_jobs``, progress)."""
+    d, hyp, comp = study.design, study.hypothesis, study.comparisons
+    seeds = root.spawn(n_sims)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=n_sims, desc=f"power of {hyp.label}", unit="replicate",
+                   leave=False, file=sys.stderr)
+
+    def compute(lo: int, hi: int) -> Replicates:
+        reps = _batch(study, seeds, lo, hi, errors)
+        if bar is not None:
+            bar.update(hi - lo)
+        return reps
+
+    run = run_id("model-power", formula=d.formula, analysis=study.analysis,
+                 hypothesis=hyp.label if comp is None else list(comp.labels),
+                 test=study.test, REML=study.REML, data=int(d.nobs),
+                 fixef=d.fixef.round(12).tolist(), theta=np.round(d.theta, 12).tolist(),
+                 sigma=round(d.sigma, 12), entropy=str(root.entropy), n_sims=n_sims,
+                 batch=STUDY_BATCH)
+    store = None
+    if checkpoint is not None:
+        store = open_run_checkpoint(checkpoint, design={"rows": int(d.nobs)},
+                                    params={"formula": d.formula, "run": run},
+                                    options={"test": study.test, "alpha": study.alpha},
+                                    seed=seed_record(root))
+    try:
+        with replicate_jobs(n_jobs):
+            return run_batches(n_sims, compute, run=run, checkpoint=store,
+                               on_read=None if bar is None else bar.update,
+                               batch_size=STUDY_BATCH, stop=stop)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _rule(precision: float | None, alpha: float, comp: Comparisons | None,
@@ -279,6 +313,44 @@ def _result(reps: Replicates, study: Study, errors: list[str], on_failure: str,
         seed=seed_record(root), version=__version__)
 
 
+#: the keywords of the fitted-model front doors that a Study holds, and their defaults
+MODEL_KEYWORDS: dict[str, Any] = {"term": None, "compare": None, "test": None, "analysis": None,
+                                  "REML": None, "engine": "native", "n_resamples": 99}
+
+
+def model_study(where: str, model: Any, keywords: dict[str, Any]) -> spec.Study:
+    """The :class:`~nlpower.Study` of a fitted-model front door (:func:`power_curve`, ``plan_model``).
+
+    ``model`` is a Study (``Study.model(fit, term=...)``) -- then each of
+    ``keywords`` must keep its default or repeat the Study's value -- or a
+    fitted model / :class:`ModelDesign`, whose Study the keywords build.
+    Each point of a curve or a plan is one power: pairwise comparisons are
+    refused.
+    """
+    if not isinstance(model, spec.Study) and not spec.is_model(model):
+        raise InputError(f"{where}() needs a fitted model (nlpower.lmer / glmer / clmm, or "
+                         f"nlpower.extend(...)) or Study.model(fit, term=...); got "
+                         f"{type(model).__name__}.")
+    study = spec.resolve_study(where, model, None, keywords,
+                               {k: MODEL_KEYWORDS[k] for k in keywords})
+    if not study.is_model:
+        raise InputError(f"{where}() studies a fitted model (Study.model(fit, term=...)); got a "
+                         "rating study. For designs of the paper's model use "
+                         "nlpower.power_grid or nlpower.plan.")
+    spec.refuse_fields(where, study, {"analysis": ("method",),
+                                      "test": ("pairwise", "baseline", "adjust")},
+                       " (each point is one power; for pairwise comparisons use "
+                       "nlpower.power(fit, pairwise=...))")
+    return study
+
+
+def power_keywords(study: spec.Study) -> dict[str, Any]:
+    """:func:`power_model`'s keywords of a fitted model's Study (its analysis and test)."""
+    a, t = study.analysis, study.test
+    return {"term": t.term, "compare": t.compare, "test": t.rule, "analysis": a.model,
+            "REML": a.REML, "engine": a.engine, "n_resamples": t.n_resamples}
+
+
 @dataclass(frozen=True)
 class _CurveProblem:
     """One power study per number of levels of ``along`` (a :class:`~nlpower.grid.PowerProblem`)."""
@@ -317,8 +389,9 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
                 term: str | None = None, compare: str | None = None, test: str | None = None,
                 analysis: str | None = None, n_sims: int = 1000, alpha: float = 0.05,
                 alternative: str = "two-sided", REML: bool | None = None, engine: str = "native",
-                rng: RNGLike = None, n_jobs: int = 1, progress: bool = False,
-                checkpoint: Any = None) -> PowerCurve:
+                n_resamples: int = 99, rng: RNGLike = None, n_jobs: int = 1,
+                progress: bool = False, checkpoint: Any = None,
+                sim: SimOptions | None = None) -> PowerCurve:
     """Power against the number of levels of ``along`` (simr's ``powerCurve``).
 
     Each break ``b`` keeps the rows of the first ``b`` levels of ``along``
@@ -330,15 +403,22 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
 
     Parameters
     ----------
-    model : fitted model or ModelDesign
+    model : fitted model, ModelDesign or Study
+        The truth; or a whole ``Study.model(fit, term=...)`` (then the
+        keywords it holds -- ``term``, ``compare``, ``test``, ``analysis``,
+        ``REML``, ``engine``, ``n_resamples`` -- are left out; one given
+        with a different value is refused, naming it).
     along : str
         A grouping factor (``"worker"``, ``"item"``) or covariate.
     breaks : sequence of int, optional
         Numbers of levels (default: up to 10 values from 3 to all levels).
-    term, compare, test, analysis, n_sims, alpha, alternative, REML, engine
+    term, compare, test, analysis, n_sims, alpha, alternative, REML, engine, n_resamples
         As :func:`nlpower.power` for a fitted model.
     rng, n_jobs, progress, checkpoint
         As :func:`nlpower.power_grid`.
+    sim : SimOptions, optional
+        The run's options as one value (``n_sims``, ``alpha``,
+        ``alternative``, ``rng``, ``n_jobs``, ``progress``, ``checkpoint``).
 
     Returns
     -------
@@ -353,24 +433,34 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
     ...                     breaks=[6, 18], term="Days", test="z", n_sims=30, rng=1)
     >>> curve.to_frame()[["n_Subject", "nobs"]].values.tolist()
     [[6, 60], [18, 180]]
+
+    The same curve from a Study:
+
+    >>> study = nlpower.Study.model(m.with_params(fixef={"Days": 2.0}), term="Days", test="z")
+    >>> again = power_curve(study, along="Subject", breaks=[6, 18], n_sims=30, rng=1)
+    >>> again.to_frame().equals(curve.to_frame())
+    True
     """
+    n_sims, alpha, alternative, rng, n_jobs, progress, checkpoint = with_sim(
+        sim, power_curve, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,
+        n_jobs=n_jobs, progress=progress, checkpoint=checkpoint)
+    study = model_study("power_curve", model, {
+        "term": term, "compare": compare, "test": test, "analysis": analysis, "REML": REML,
+        "engine": engine, "n_resamples": n_resamples})
+    return curve_of_study(study, along=along, breaks=breaks, n_sims=n_sims, alpha=alpha,
+                          alternative=alternative, rng=rng, n_jobs=n_jobs, progress=progress,
+                          checkpoint=checkpoint)
+
+
+def curve_of_study(study: spec.Study, *, along: str, breaks: Sequence[int] | None, n_sims: int,
+                   alpha: float, alternative: str, rng: RNGLike, n_jobs: int, progress: bool,
+                   checkpoint: Any) -> PowerCurve:
+    """:func:`power_curve` of a fitted model's Study (both spellings run this)."""
     from ..grid import RunOptions, run_grid
-    d = model_design(model)
-    n_levels = int(d.data[along].nunique()) if along in d.data.columns else 0
-    if n_levels == 0:
-        d.first(along, 1)       # the column's own error
-    if breaks is None:
-        lo = min(3, n_levels)
-        breaks = sorted({int(round(v)) for v in np.linspace(lo, n_levels, min(10, n_levels))})
-    bs = []
-    for b in breaks:
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= n_levels:
-            raise InputError(f"breaks must be numbers of levels of {along!r} from 1 to "
-                             f"{n_levels}; got {b!r}. Extend the design first for more.")
-        bs.append(int(b))
-    options = (("term", term), ("compare", compare), ("test", test), ("analysis", analysis),
-               ("n_sims", n_sims), ("alpha", alpha), ("alternative", alternative),
-               ("REML", REML), ("engine", engine))
+    d = model_design(study.truth)
+    bs = _breaks(d, along, breaks)
+    options = (*power_keywords(study).items(), ("n_sims", n_sims), ("alpha", alpha),
+               ("alternative", alternative))
     # the first point validates the options before anything runs in parallel
     check: dict[str, Any] = {k: v for k, v in options if k != "n_sims"}
     power_model(d.first(along, bs[-1]), n_sims=1, rng=0, **check)
@@ -385,3 +475,20 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
         if c.failed:
             raise FitError(f"the power curve's point {dict(c.key)} failed: {c.result!r}")
     return PowerCurve(along, tuple(bs), points)  # type: ignore[arg-type]
+
+
+def _breaks(d: ModelDesign, along: str, breaks: Sequence[int] | None) -> list[int]:
+    """The numbers of levels of ``along`` of a curve (default: up to 10, from 3 to all)."""
+    n_levels = int(d.data[along].nunique()) if along in d.data.columns else 0
+    if n_levels == 0:
+        d.first(along, 1)       # the column's own error
+    if breaks is None:
+        lo = min(3, n_levels)
+        breaks = sorted({int(round(v)) for v in np.linspace(lo, n_levels, min(10, n_levels))})
+    bs = []
+    for b in breaks:
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= n_levels:
+            raise InputError(f"breaks must be numbers of levels of {along!r} from 1 to "
+                             f"{n_levels}; got {b!r}. Extend the design first for more.")
+        bs.append(int(b))
+    return bs

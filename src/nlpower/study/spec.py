@@ -18,7 +18,9 @@ A study is four parts (``docs/study.md``, "A study as one value"):
 
 :func:`nlpower.power`, :func:`nlpower.power_grid`, :func:`nlpower.mde` and
 :func:`nlpower.plan` take a :class:`Study` first and the run's options
-(:class:`~nlpower.powersim.SimOptions`, :class:`PlanOptions`) beside it.
+(:class:`~nlpower.powersim.SimOptions`, :class:`PlanOptions`) beside it;
+:func:`nlpower.power_curve` and :func:`nlpower.study.plan_model` take a
+fitted model's study (:meth:`Study.model`).
 Their keyword spellings build the same :class:`Study`
 (:func:`resolve_study`) and run the same code: one path, not two.
 
@@ -184,8 +186,9 @@ class Study:
     Build it with a constructor -- :meth:`ratings`, :meth:`likert`,
     :meth:`head_to_head`, :meth:`model` -- or from its parts, and pass it
     to :func:`nlpower.power`, :func:`nlpower.power_grid`,
-    :func:`nlpower.mde` or :func:`nlpower.plan` with the run's options
-    (``sim=SimOptions(...)``).  A keyword given beside a Study that differs
+    :func:`nlpower.mde` or :func:`nlpower.plan` (a fitted model's study also
+    to :func:`nlpower.power_curve` and :func:`nlpower.study.plan_model`)
+    with the run's options (``sim=SimOptions(...)``).  A keyword given beside a Study that differs
     from what the Study holds is refused, naming it.
 
     Attributes
