@@ -153,3 +153,27 @@ def test_an_extended_design_takes_new_parameters(sleep_fit):
     assert new.nobs == 300 and big.fixef["Days"] == sleep_fit.fixef["Days"]
     with pytest.raises(InputError, match="no random-effects term"):
         big.with_params(sd={"worker": 1.0})
+
+
+def test_a_power_curve_resumes_from_its_checkpoint_without_refitting(sleep_fit, tmp_path,
+                                                                       monkeypatch):
+    """Every point of a curve is read back from the checkpoint: none is dropped or re-run."""
+    import nlpower.study.power as study_power
+
+    m = sleep_fit.with_params(fixef={"Days": 2.0})
+    ck = tmp_path / "curve.ckpt"
+    first = nlpower.power_curve(m, term="Days", along="Subject", breaks=[6, 10], test="z",
+                                n_sims=20, rng=3, checkpoint=ck)
+
+    batches = []
+    real = study_power.replicate_batch
+
+    def counted(gen, analysis, options, lo, hi, **kwargs):
+        batches.append(hi - lo)
+        return real(gen, analysis, options, lo, hi, **kwargs)
+
+    monkeypatch.setattr(study_power, "replicate_batch", counted)
+    again = nlpower.power_curve(m, term="Days", along="Subject", breaks=[6, 10], test="z",
+                                n_sims=20, rng=3, checkpoint=ck)
+    assert batches == [1]     # the one-replicate check of the options; no point re-simulated
+    pd.testing.assert_frame_equal(first.to_frame(), again.to_frame())

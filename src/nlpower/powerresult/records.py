@@ -142,15 +142,20 @@ class ModelRecord(_Schema):
     parameters: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     study_type = ModelStudy
-    #: the Monte Carlo summary's keys, then the fields; the seed and parameters are not kept
+    #: the effect, the grid's columns (power, its interval and SE, Type M and S) and the Monte
+    #: Carlo summary's counts, then the fields; the seed and parameters are not kept
     _record_layout = RecordLayout(skip=frozenset({"seed"}), nan="keep", summary="effect",
-                                  derived={"effect": "mc", "rejection_rate": "first_error"})
+                                  derived={"effect": "mc", "power": "mc", "ci_low": "mc",
+                                           "ci_high": "mc", "se": "mc", "type_m": "mc",
+                                           "type_s": "mc", "rejection_rate": "first_error"})
 
     # the result's numbers, from the counts
     effect = property(lambda self: self.mc.effect)
     power = property(lambda self: self.mc.power)
     se = property(lambda self: self.mc.se)
     ci = property(lambda self: self.mc.ci)
+    ci_low = property(lambda self: self.mc.ci.low)
+    ci_high = property(lambda self: self.mc.ci.high)
     n_sims = property(lambda self: self.mc.n_sims)
     n_rejected = property(lambda self: self.mc.n_rejected)
     rejection_rate = property(lambda self: self.mc.rejection_rate)
