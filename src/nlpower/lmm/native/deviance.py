@@ -485,7 +485,7 @@ class DevianceEvaluator:
         Li = self._L1(f, inverse=True)
         if f.L1inv_g is not None:                 # one K per group of equal Z1'Z1
             K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)   # one group: the same sums, no gather
-            return (np.einsum("pi,ij->pj", b.C, K[0]) if K.shape[0] == 1
+            return (b.C @ K[0] if K.shape[0] == 1
                     else np.einsum("pi,pij->pj", b.C, K[self._grp_pair]))
         K = lam1 @ np.swapaxes(Li, 1, 2)                               # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])
