@@ -107,3 +107,51 @@ def test_saddle_is_not_given_a_newton_step():
     x = np.array([0.5, 0.5])
     done, *_ = newton(saddle, x, saddle(x)[0], saddle(x)[1], np.array([-np.inf, -np.inf]))
     assert not done
+
+
+def _lower_theta(L):
+    """``theta`` of one term: the column-major lower triangle of ``L``."""
+    q = L.shape[0]
+    return np.array([L[i, j] for j in range(q) for i in range(j, q)])
+
+
+def test_unfold_restarts_behind_a_zero_pivot_with_a_loaded_column():
+    from nlpower.lmm.native.optimize import unfold
+
+    # pivot 0 at 0, the later rows still load on column 0: the restart runs
+    L = np.array([[0.0, 0.0, 0.0], [0.4, 0.5, 0.0], [0.3, 0.2, 0.6]])
+    start = unfold(_lower_theta(L), ((0, 3),), 0.05)
+    assert start is not None and start[0] > 0
+    # a middle zero pivot whose column is loaded below it: also restarted
+    L2 = np.array([[0.5, 0.0, 0.0], [0.2, 0.0, 0.0], [0.1, 0.3, 0.4]])
+    assert unfold(_lower_theta(L2), ((0, 3),), 0.05) is not None
+
+
+def test_unfold_skips_zero_trailing_columns():
+    from nlpower.lmm.native.optimize import unfold
+
+    # the last pivot at 0 (its row loads on the earlier columns) and the last two
+    # columns at 0: the parametrisation is open there, no restart
+    L = np.array([[0.5, 0.0, 0.0], [0.2, 0.4, 0.0], [0.3, 0.1, 0.0]])
+    assert unfold(_lower_theta(L), ((0, 3),), 0.05) is None
+    L2 = np.array([[0.5, 0.0, 0.0], [0.2, 0.0, 0.0], [0.3, 0.0, 0.0]])
+    assert unfold(_lower_theta(L2), ((0, 3),), 0.05) is None
+
+
+def test_zero_trailing_columns_are_reachable_and_loaded_ones_are_not():
+    """The reason for the skip: near ``L L'`` with zero trailing columns every
+    covariance has a Cholesky factor near ``L``; behind a zero pivot with a loaded
+    column some have not (the restart's case)."""
+    rng = np.random.default_rng(3)
+    trailing = np.array([[0.5, 0.0, 0.0], [0.2, 0.4, 0.0], [0.3, 0.1, 0.0]])
+    for eps in (1e-4, 1e-6, 1e-8):
+        A = rng.standard_normal((3, 3))
+        S = trailing @ trailing.T + eps * (A @ A.T)
+        assert np.max(np.abs(np.linalg.cholesky(S) - trailing)) < 10 * np.sqrt(eps)
+    loaded = np.array([[0.5, 0.0, 0.0], [0.2, 0.0, 0.0], [0.1, 0.3, 0.4]])
+    # a covariance 1e-8 from L L' whose factor moves column 1 by O(1): row 2 no
+    # longer loads on it (0 instead of 0.3)
+    d = np.zeros((3, 3))
+    d[1, 1] = 1e-8
+    Lp = np.linalg.cholesky(loaded @ loaded.T + d)
+    assert np.max(np.abs(Lp - loaded)) > 0.1

@@ -52,8 +52,8 @@ def block1_factor(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
 
 def block1_factor_inv(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None] | None:
-    """As :func:`block1_factor`, and ``L1^{-1}`` where it was formed by :func:`tri_inv`
-    (``q1 >= 3``; else ``None``)."""
+    """As :func:`block1_factor`, and ``L1^{-1}`` where it was formed (``q1 >= 3``: by
+    :func:`tri_inv`, or LAPACK's ``dtrtri`` for a single matrix; else ``None``)."""
     b1 = b.b1
     lam1 = b1.lam(theta)
     q1 = b1.q
@@ -86,6 +86,18 @@ def block1_factor_inv(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
         LiT[:, 1, 1] = 1.0 / l11
         ld = 2.0 * float(np.sum(np.log(l00 * l11)))
         Li = None
+    elif B.shape[0] == 1:                          # one matrix (one group): direct LAPACK calls
+        B1 = B[0]
+        B1.flat[:: q1 + 1] += 1.0
+        L, info = lapack.dpotrf(B1, lower=1, clean=1)
+        if info != 0:
+            return None
+        Lin, info = lapack.dtrtri(L, lower=1)
+        if info != 0:
+            return None
+        L1, Li = L[None], Lin[None]
+        ld = 2.0 * sum(map(math.log, L.diagonal().tolist()))
+        LiT = np.swapaxes(Li, 1, 2)
     else:
         idx = np.arange(q1)
         B[:, idx, idx] += 1.0

@@ -145,7 +145,8 @@ class DevianceEvaluator:
         self._grp_inv = inv
         self._grp_pair = inv[b.pair_lev]
         self._grp_version = b.version
-        self._grp_lower = block1.GroupedLower(b, self._grp[2])
+        # built on first use: the folded (_Q) and lead paths never read it
+        self._grp_lower_obj: block1.GroupedLower | None = None
         # with diagonal rest blocks, fold Lambda_r' . Lambda_r and + I into the same
         # mat-vec: M = sum_{s,u,k} tv_s tv_u w_k Q_{suk} + I_re, where s, u run over the
         # distinct diagonal entries of Lambda_r (tv: theta values or 1), w = (1, W_g)
@@ -159,6 +160,14 @@ class DevianceEvaluator:
                 self._q_pair = (tm[:, None] * nT + tm[None, :]).ravel()
                 self._Q = np.empty((N2 * N2, ncol))
                 self._build_Q()
+
+    @property
+    def _grp_lower(self) -> block1.GroupedLower:
+        """The grouped products on the block-lower entries (:class:`.block1.GroupedLower`)."""
+        if self._grp_lower_obj is None:
+            assert self._grp is not None
+            self._grp_lower_obj = block1.GroupedLower(self.b, self._grp[2])
+        return self._grp_lower_obj
 
     def _grouped_update_y(self) -> None:
         """Recompute the ``y`` row and column of ``P`` after a new response."""
@@ -176,7 +185,8 @@ class DevianceEvaluator:
             P4[-1, :, g] = R
             P4[:, -1, g] = np.swapaxes(R, 1, 2)
         self._grp_version = b.version
-        self._grp_lower.update_y(b, self._grp[2])
+        if self._grp_lower_obj is not None:
+            self._grp_lower_obj.update_y(b, self._grp[2])
         if self._Q is not None:
             self._build_Q()
 
@@ -475,7 +485,7 @@ class DevianceEvaluator:
         Li = self._L1(f, inverse=True)
         if f.L1inv_g is not None:                 # one K per group of equal Z1'Z1
             K = lam1 @ np.swapaxes(f.L1inv_g, 1, 2)   # one group: the same sums, no gather
-            return (np.einsum("pi,ij->pj", b.C, K[0]) if K.shape[0] == 1
+            return (b.C @ K[0] if K.shape[0] == 1
                     else np.einsum("pi,pij->pj", b.C, K[self._grp_pair]))
         K = lam1 @ np.swapaxes(Li, 1, 2)                               # (m1, q1, q1)
         return np.einsum("pi,pij->pj", b.C, K[b.pair_lev])

@@ -395,12 +395,27 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
     return True, x, fx, n, derivs
 
 
+def _trailing_zero(L: np.ndarray) -> bool:
+    """Whether ``L``'s zero pivots are its last columns, zero throughout (within ``UNFOLD_TOL``).
+
+    Then the Cholesky parametrisation is open at ``L``: every covariance near
+    ``L L'`` has a factor near ``L`` (the leading pivots are positive, and the
+    trailing Schur complement, 0 at ``L``, has a small factor when it is small),
+    so an optimum in ``theta`` is one in the covariance and no column's loading
+    is frozen behind a zero pivot: nothing for the unfold restart to find.
+    """
+    piv = np.flatnonzero(np.diag(L) < UNFOLD_TOL)
+    t = int(piv[0])
+    return bool(np.all(np.diag(L)[t:] < UNFOLD_TOL) and np.all(np.abs(L[t:, t:]) < UNFOLD_TOL))
+
+
 def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) -> np.ndarray | None:
     """``theta`` of ``chol(Lambda Lambda' + delta * s I)`` for every singular multi-column term.
 
     ``terms``: ``(offset, q)`` of each term's lower triangle in ``theta``
     (column-major).  ``s`` is the term's mean relative variance (at least
-    0.01).  ``None`` when no multi-column term is singular.
+    0.01).  ``None`` when no multi-column term is singular, or when each
+    singular one has only zero trailing columns (:func:`_trailing_zero`).
     """
     out = theta.copy()
     changed = False
@@ -411,7 +426,7 @@ def unfold(theta: np.ndarray, terms: tuple[tuple[int, int], ...], delta: float) 
         idx = [(i, j) for j in range(q) for i in range(j, q)]
         for m, (i, j) in enumerate(idx):
             L[i, j] = theta[off + m]
-        if np.min(np.diag(L)) >= UNFOLD_TOL:
+        if np.min(np.diag(L)) >= UNFOLD_TOL or _trailing_zero(L):
             continue
         S = L @ L.T
         s = max(float(np.trace(S)) / q, 0.01)

@@ -127,8 +127,9 @@ def _few_low_degree(b: Blocks) -> bool:
 
     Levels of the rest that share a block-1 level are coupled, so a level's
     degree is at least the number of other levels in any of its block-1
-    levels.  When the levels whose lower bound is at most ``PEEL_MAX_DEGREE``
-    cannot shrink the core enough, neither can those of degree at most that.
+    levels, and at least that of the levels it shares an observation with.
+    When the levels whose lower bound is at most ``PEEL_MAX_DEGREE`` cannot
+    shrink the core enough, neither can those of degree at most that.
     """
     nre2, m1 = b.nre2, b.b1.m
     size = np.concatenate([np.full(blk.m, blk.q) for blk, _ in b.rest])
@@ -136,6 +137,15 @@ def _few_low_degree(b: Blocks) -> bool:
     unit_of_col = np.empty(nre2, dtype=np.intp)
     for j, (blk, off) in enumerate(b.rest):
         unit_of_col[off:off + blk.m * blk.q] = unit0[j] + np.arange(blk.m).repeat(blk.q)
+    q = int(np.bincount(size).argmax())
+    # first the levels it shares an observation with (W'W's nonzero columns outside its
+    # own, over the widest level): sys20's segments, each rated by ~20 annotators
+    # (though each segment:system level has only 1-2 of them), before the table below
+    nz = np.logical_or.reduceat(b.Arr[:nre2, :nre2] != 0, np.cumsum(size) - size, axis=0)
+    obs_bound = -(-(nz.sum(axis=1) - size) // int(size.max()))
+    few = (1.0 - PEEL_MAX_CORE) * b.N2
+    if float(size[(obs_bound <= PEEL_MAX_DEGREE) & (size == q)].sum()) < few:
+        return True
     if size.size * m1 > 5e7:                                     # no room for the table
         return False
     re = b.pair_row < nre2
@@ -147,9 +157,8 @@ def _few_low_degree(b: Blocks) -> bool:
     first = np.flatnonzero(np.diff(unit, prepend=-1))
     if first.size:
         low_bound[unit[first]] = np.maximum.reduceat(per_level[lev] - 1, first)
-    q = int(np.bincount(size).argmax())
-    low = (low_bound <= PEEL_MAX_DEGREE) & (size == q)
-    return float(size[low].sum()) < (1.0 - PEEL_MAX_CORE) * b.N2
+    low = (np.maximum(low_bound, obs_bound) <= PEEL_MAX_DEGREE) & (size == q)
+    return float(size[low].sum()) < few
 
 
 def peel_plan(b: Blocks) -> PeelPlan | None:
