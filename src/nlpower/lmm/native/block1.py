@@ -21,7 +21,18 @@ from scipy.linalg import lapack
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_factor_inv", "block1_reduced", "grouped_W", "grouped_products", "tri_inv"]
+__all__ = ["block1_factor", "block1_factor_inv", "block1_reduced", "grouped_W", "grouped_products", "tri_inv",
+           "tri_solve"]
+
+
+def tri_solve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
+    """Solve ``L x = b`` (trans=0) or ``L' x = b`` (trans=1), ``L`` lower triangular."""
+    if L.shape[0] == 0:                      # no fixed effects: nothing to solve
+        return np.zeros_like(b, dtype=float)
+    x, info = lapack.dtrtrs(L, b, lower=1, trans=trans)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
+    return np.asarray(x)
 
 
 def tri_inv(L: np.ndarray) -> np.ndarray:

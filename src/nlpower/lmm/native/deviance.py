@@ -45,16 +45,6 @@ _Q_MAX_COLS = 400
 _SMALL_N2 = 64
 
 
-def _trsolve(L: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
-    """Solve ``L x = b`` (trans=0) or ``L' x = b`` (trans=1), ``L`` lower triangular."""
-    if L.shape[0] == 0:                      # no fixed effects: nothing to solve
-        return np.zeros_like(b, dtype=float)
-    x, info = lapack.dtrtrs(L, b, lower=1, trans=trans)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"triangular solve failed (info={info})")
-    return np.asarray(x)
-
-
 @dataclass(eq=False)
 class Factor:
     """The pieces of the factorisation at one ``theta``."""
@@ -548,20 +538,20 @@ class DevianceEvaluator:
 
     def beta(self, f: Factor) -> np.ndarray:
         Lxx, lyx = self._xrows(f)
-        return _trsolve(Lxx, lyx, trans=1)
+        return block1.tri_solve(Lxx, lyx, trans=1)
 
     def RXinv(self, f: Factor) -> np.ndarray:
         """``R_X^{-1}`` (upper triangular): ``Var(beta) = sigma^2 R_X^{-1} R_X^{-T}``."""
         Lxx, _ = self._xrows(f)
-        return _trsolve(Lxx, np.eye(self.b.p), trans=0).T
+        return block1.tri_solve(Lxx, np.eye(self.b.p), trans=0).T
 
     def solve_v(self, f: Factor) -> np.ndarray:
         """Spherical modes of the rest and ``beta``: ``L[:-1, :-1]' v = L[-1, :-1]``."""
         if f.peel is not None:
             return f.peel.solve_v()
         if f.lead is not None:
-            return lead_solve_v(f.lead, f.Lrr, lambda L, b_, t: _trsolve(L, b_, trans=t))
-        return _trsolve(f.Lrr[:-1, :-1], f.Lrr[-1, :-1], trans=1)
+            return lead_solve_v(f.lead, f.Lrr, lambda L, b_, t: block1.tri_solve(L, b_, trans=t))
+        return block1.tri_solve(f.Lrr[:-1, :-1], f.Lrr[-1, :-1], trans=1)
 
     def rest_inverse(self, f: Factor, Nr: int) -> np.ndarray:
         """Inverse of the rest's leading ``Nr x Nr`` block (lower triangle at least).
