@@ -170,10 +170,6 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)
-    if contrast is None and fit.n_systems > 2:
-        raise InputError(f"this pilot has {fit.n_systems} systems {list(fit.systems)}: name the "
-                         f"comparison with --contrast A,B (e.g. --contrast {fit.systems[1]},"
-                         f"{fit.baseline}); only those two systems' ratings are then fitted.")
     a, b = contrast_pair(fit.systems, contrast, fit.baseline) if contrast is not None else \
         contrast_pair(fit.systems, [s for s in fit.systems if s != fit.baseline][0], fit.baseline)
     params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
