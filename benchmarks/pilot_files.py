@@ -65,7 +65,7 @@ def da20() -> pd.DataFrame:
     df = many_systems(20)
     labels = sorted(df["system"].unique())
     return _rename(df, {"worker": "annotator_id", "item": "segment_id", "system": "sys_name",
-                        "rating": "score"}, dict(zip(labels, WMT_NAMES)))
+                        "rating": "score"}, dict(zip(labels, WMT_NAMES, strict=True)))
 
 
 def expert3() -> pd.DataFrame:
