@@ -48,3 +48,43 @@ def test_a_k_system_pilot_without_contrast_is_refused_before_any_fit(tmp_path, c
     # the example is typed as it must be on a shell (a label with a space is quoted)
     assert "--contrast 'llama 2,gpt-3.5'" in err
     assert "Traceback" not in err
+
+
+def _crowd(path: Path, ratings: list[str], **to_csv) -> Path:
+    """2 systems x 3 workers x 4 items, fully crossed, with the ratings given as text."""
+    rows = [(f"w{w}", f"i{i}", s) for w in range(3) for i in range(4) for s in ("old", "new")]
+    df = pd.DataFrame(rows, columns=["worker_id", "hit_item", "sys"])
+    df["rating"] = [ratings[k % len(ratings)] for k in range(len(df))]
+    df.to_csv(path, index=False, **to_csv)
+    return path
+
+
+CROWD = ["--worker", "worker_id", "--item", "hit_item", "--system", "sys", "--scale", "1,5"]
+
+
+def test_labelled_scale_points_get_a_recipe_that_works(tmp_path, capsys):
+    path = _crowd(tmp_path / "labelled.csv", ["4 - good", "2 - poor", "5 - excellent", "3 - ok"])
+    assert main(["fit", str(path), *CROWD]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert "They look like labelled scale points ('4 - good'): keep the leading number" in err
+    # the recipe in the message, run as printed, gives the numbers
+    recipe = err.split("e.g. ")[1].split(" in pandas")[0]
+    df = pd.read_csv(path)
+    exec(recipe, {"df": df})
+    assert df["rating"].tolist()[:4] == [4.0, 2.0, 5.0, 3.0]
+
+
+def test_decimal_commas_are_named(tmp_path, capsys):
+    path = _crowd(tmp_path / "eu.csv", ["4,5", "2,0", "3,5"], sep=";")
+    assert main(["fit", str(path), *CROWD, "--sep", ";"]) == 2
+    err = capsys.readouterr().err
+    assert "They look like numbers with a decimal comma ('4,5')" in err
+    assert "pandas.read_csv(path, delimiter=';', decimal=',')" in err
+
+
+def test_other_text_ratings_get_no_guess(tmp_path, capsys):
+    path = _crowd(tmp_path / "words.csv", ["good", "bad", "4"])
+    assert main(["fit", str(path), *CROWD]) == 2
+    err = capsys.readouterr().err
+    assert "non-numeric" in err and "They look like" not in err
