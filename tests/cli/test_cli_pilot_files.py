@@ -88,3 +88,13 @@ def test_other_text_ratings_get_no_guess(tmp_path, capsys):
     assert main(["fit", str(path), *CROWD]) == 2
     err = capsys.readouterr().err
     assert "non-numeric" in err and "They look like" not in err
+
+
+def test_mde_from_a_contrast_prints_the_effect_as_solved_for(tmp_path, capsys):
+    path = _three_systems(tmp_path / "expert.csv")
+    assert main(["mde", "--workers", "4", "--items", "20", "--ratings", str(path), *COLS,
+                 "--contrast", "ours,gpt-3.5"]) == 0
+    out = capsys.readouterr().out
+    assert "systems compared: ours vs gpt-3.5" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("parameters used:"))
+    assert "effect=(solved for)" in line and "effect=1" not in line

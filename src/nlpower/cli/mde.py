@@ -88,7 +88,7 @@ def run_mde(args: argparse.Namespace) -> int:
                              "pilot whose variance components are used) or --agreement A (a "
                              "target agreement), not both or neither.")
         if args.ratings is not None:
-            params = pilot_params(args, 1.0, args.coding)
+            params = pilot_params(args, 1.0, args.coding, solved=True)
         else:
             params = next(iter(_scenarios(args.preset).values()))
             if args.coding != params.coding:

@@ -8,6 +8,7 @@ No statistics live here.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -156,13 +157,15 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
 
 
-def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -> Any:
+def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *,
+                 solved: bool = False) -> Any:
     """The parameters of ``--ratings FILE`` (fitted), printed with the file they came from.
 
     With more than two systems ``--contrast A[,B]`` names the comparison
     (only those two systems' ratings are fitted); ``--sd NAME=SD`` sets what
     the pilot does not estimate, and the variance components it sets to 0
-    are printed as notes.
+    are printed as notes.  With ``solved`` (``mde``) the effect is what is
+    solved for, and is printed so.
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
@@ -176,7 +179,9 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
           f"{fit.report.n_items} items; model {fit.formula}")
     print(f"systems compared: {a} vs {b} ({a} coded +1, {b} -1)")
-    print(f"parameters used: {params!r}")
+    shown = re.sub(r"\beffect=[^,)]+", "effect=(solved for)", repr(params)) if solved \
+        else repr(params)
+    print(f"parameters used: {shown}")
     for note in zero_sd_notes(fit, contrast, args.sd):
         print(f"note: {cli_sd(note, getattr(args, 'flags', None))}")
     print()
