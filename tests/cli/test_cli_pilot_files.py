@@ -98,3 +98,19 @@ def test_mde_from_a_contrast_prints_the_effect_as_solved_for(tmp_path, capsys):
     assert "systems compared: ours vs gpt-3.5" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("parameters used:"))
     assert "effect=(solved for)" in line and "effect=1" not in line
+
+
+def test_an_ordinal_pilots_report_does_not_say_rescaled(tmp_path):
+    from nlpower.cli.plan import design_text
+    from nlpower.ratings import fit_ratings, read_ratings
+
+    rng = np.random.default_rng(2)
+    rows = [(f"w{w}", f"i{i}", s, int(rng.integers(1, 6)))
+            for w in range(4) for i in range(10) for s in ("old", "new")]
+    df = pd.DataFrame(rows, columns=["worker_id", "hit_item", "sys", "rating"])
+    r = read_ratings(df, worker="worker_id", item="hit_item", system="sys", scale=(1, 5))
+    ordinal = fit_ratings(r, family="ordinal", model="rating ~ system + (1 | worker) + (1 | item)")
+    text = design_text(ordinal)
+    assert "fitted as ordered categories" in text and "rescaled to [0, 1]" not in text
+    gaussian = fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
+    assert "ratings rescaled to [0, 1]" in design_text(gaussian)
