@@ -114,3 +114,28 @@ def test_an_ordinal_pilots_report_does_not_say_rescaled(tmp_path):
     assert "fitted as ordered categories" in text and "rescaled to [0, 1]" not in text
     gaussian = fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
     assert "ratings rescaled to [0, 1]" in design_text(gaussian)
+
+
+def _nested_workers(path: Path) -> Path:
+    """2 systems, each worker rates one system only; 6 items rated under both."""
+    rng = np.random.default_rng(8)
+    rows = [(f"j{w}", f"d{i}", "base" if w % 2 == 0 else "tuned", int(rng.integers(1, 6)))
+            for w in range(8) for i in range(6)]
+    pd.DataFrame(rows, columns=["judge", "doc", "condition", "fluency"]).to_csv(path, index=False)
+    return path
+
+
+NESTED = ["--worker", "judge", "--item", "doc", "--system", "condition", "--rating", "fluency",
+          "--scale", "1,5", "--model", "rating ~ system + (1 | worker) + (1 | item)",
+          "--workers", "6", "--items", "20"]
+
+
+def test_a_slope_set_with_sd_is_not_also_warned_to_be_zero(tmp_path, capsys):
+    path = _nested_workers(tmp_path / "judges.csv")
+    assert main(["mde", "--ratings", str(path), *NESTED]) == 0
+    err = capsys.readouterr().err
+    assert "sd_worker_slope = 0" in err     # not identified, and nothing given: said
+    assert main(["mde", "--ratings", str(path), *NESTED, "--sd", "worker_slope=0.03"]) == 0
+    captured = capsys.readouterr()
+    assert "sd_worker_slope = 0" not in captured.err
+    assert "sd_worker_slope=0.03" in captured.out

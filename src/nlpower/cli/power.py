@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -169,13 +170,20 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
-    from .messages import cli_sd
+    from .messages import cli_sd, speak_cli
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)
     a, b = contrast_pair(fit.systems, contrast, fit.baseline) if contrast is not None else \
         contrast_pair(fit.systems, [s for s in fit.systems if s != fit.baseline][0], fit.baseline)
-    params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
+    given = {f"sd_{str(k).removeprefix('sd_')}" for k in (args.sd or {})}
+    for w in caught:  # "... sd_item_slope = 0" is moot when --sd sets sd_item_slope
+        if not any(f"{name} = 0" in str(w.message) for name in given):
+            print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}",
+                  file=sys.stderr)
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
           f"{fit.report.n_items} items; model {fit.formula}")
     print(f"systems compared: {a} vs {b} ({a} coded +1, {b} -1)")
