@@ -139,3 +139,42 @@ def test_a_slope_set_with_sd_is_not_also_warned_to_be_zero(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "sd_worker_slope = 0" not in captured.err
     assert "sd_worker_slope=0.03" in captured.out
+
+
+def _nine_systems(path: Path, *, nested: bool = False) -> Path:
+    """9 systems x 4 annotators x 6 segments (nested: each segment under one system)."""
+    rng = np.random.default_rng(9)
+    systems = [f"sys {k}" for k in range(9)]
+    rows = [(f"a{w}", f"s{k}-{i}" if nested else f"s{i}", sysname, int(rng.integers(0, 101)))
+            for w in range(4) for i in range(6) for k, sysname in enumerate(systems)]
+    pd.DataFrame(rows, columns=["annotator_id", "segment_id", "sys_name", "score"]).to_csv(
+        path, index=False)
+    return path
+
+
+DA = ["--worker", "annotator_id", "--item", "segment_id", "--system", "sys_name", "--rating",
+      "score", "--scale", "0,100"]
+
+
+@pytest.mark.parametrize(("nested", "model", "refused"), [
+    (False, [], "per worker and per item (92 variance parameters)"),
+    (True, [], "per worker (46 variance parameters)"),   # nested items: per-system variances
+    (False, ["--model", "paper"], ""),
+    (False, ["--model", "rating ~ system + (1 | worker) + (1 | item)"], "")])
+def test_fit_refuses_the_default_model_of_many_crossed_systems(tmp_path, capsys, monkeypatch,
+                                                               nested, model, refused):
+    from nlpower.errors import RatingsError
+
+    def reached(*args, **kwargs):
+        raise RatingsError("the fit was reached")
+
+    monkeypatch.setattr(nlpower.ratings, "fit_ratings", reached)
+    path = _nine_systems(tmp_path / "da.csv", nested=nested)
+    assert main(["fit", str(path), *DA, *model]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1
+    if refused:
+        assert f"the paper's model for 9 systems has a 9 x 9 covariance block {refused}" in err
+        assert "--contrast A,B" in err and "--model paper fits the full model anyway" in err
+    else:
+        assert "the fit was reached" in err
