@@ -178,3 +178,24 @@ def test_fit_refuses_the_default_model_of_many_crossed_systems(tmp_path, capsys,
         assert "--contrast A,B" in err and "--model paper fits the full model anyway" in err
     else:
         assert "the fit was reached" in err
+
+
+def test_python_power_of_a_k_system_fit_says_how_to_plan_one_comparison(tmp_path):
+    import warnings
+
+    import nlpower
+    from nlpower.errors import DesignError
+    from nlpower.pilot import as_params
+
+    path = _three_systems(tmp_path / "expert.csv")
+    r = nlpower.read_ratings(path, worker="reviewer", item="question", system="model",
+                             rating="score", scale=(0, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = nlpower.fit_ratings(r, model="rating ~ system + (1 | worker) + (1 | item)")
+        design = nlpower.CrossedDesign(4, 20)
+        with pytest.raises(DesignError, match=r"contrast=\(A, B\)"):
+            nlpower.mde(design, fit)
+        # what the message says to do works
+        res = nlpower.mde(design, as_params(fit, effect=0.05, contrast=("ours", "gpt-3.5")))
+    assert res.effect > 0
