@@ -34,12 +34,18 @@ byte-order mark), ``semicolon`` (``;`` separator, decimal comma), ``missing``
 (labels with spaces, accents and CJK), ``headerspace`` (column names padded
 with spaces).
 
-Run ``python benchmarks/pilot_files.py OUTDIR`` (default ``pilot_files/``).
+Run ``python benchmarks/pilot_files.py OUTDIR`` (default ``pilot_files/``) to write the
+files; ``python benchmarks/pilot_files.py OUTDIR --run [NAME ...]`` also runs the command
+line on them (every case of :data:`CASES`, or those named, one at a time) and prints each
+exit code, wall time and peak memory: 0 is a result, 2 one clear error.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,7 +193,94 @@ def write_all(outdir: Path) -> list[Path]:
     return written
 
 
+_DA = ["--ratings", "da20.csv", "--worker", "annotator_id", "--item", "segment_id", "--system",
+       "sys_name", "--rating", "score", "--scale", "0,100", "--duplicates", "keep"]
+_E3 = ["--ratings", "expert3.csv", "--worker", "reviewer", "--item", "question", "--system",
+       "model", "--rating", "score", "--scale", "0,100"]
+_N4 = ["--ratings", "nested4.csv", "--worker", "annotator", "--item", "output_id", "--system",
+       "system_name", "--rating", "likert", "--scale", "1,5"]
+_NS = ["--ratings", "noslope.csv", "--worker", "judge", "--item", "doc", "--system",
+       "condition", "--rating", "fluency", "--scale", "1,5"]
+_O6 = ["--ratings", "ordinal6.csv", "--worker", "WorkerId", "--item", "article", "--system",
+       "summarizer", "--rating", "quality", "--scale", "1,6"]
+_C3 = ["--worker", "worker_id", "--item", "hit_item", "--system", "sys", "--scale", "1,5"]
+_H2H = ["--judgements", "h2h.csv", "--worker", "rater", "--item", "prompt_id", "--first",
+        "model_a", "--second", "model_b", "--choice", "winner"]
+_SIM = ["--n-sims", "50", "--seed", "1", "--quiet"]
+_WI = ["--workers", "10", "--items", "100"]
+_AB = ["--contrast", "Online-A,Online-B"]
+_NO_SLOPES = ["--model", "rating ~ system + (1|worker) + (1|item)"]
+
+#: name -> nlpower arguments (run in the directory of the files)
+CASES: dict[str, list[str]] = {
+    "da20 fit": ["fit", *_DA[1:]],
+    "da20 power": ["power", *_DA, *_AB, *_WI, "--effect", "0.02", *_SIM],
+    "da20 mde": ["mde", *_DA, *_AB, *_WI],
+    "da20 grid": ["grid", *_DA, *_AB, "--workers", "5,10", "--items", "100,200", "--effects",
+                  "0.02", "--n-sims", "30", "--seed", "1", "--quiet"],
+    "da20 plan": ["plan", *_DA, *_AB, "--effect", "0.02", "--n-boot", "50", "--seed", "1"],
+    "da20 power, no contrast": ["power", *_DA, *_WI, "--effect", "0.02", *_SIM],
+    "expert3 power": ["power", *_E3, "--contrast", "ours,gpt-3.5", *_WI, "--effect", "0.02",
+                      *_SIM],
+    "expert3 mde": ["mde", *_E3, "--contrast", "ours,gpt-3.5", *_WI],
+    "expert3 grid": ["grid", *_E3, "--contrast", "ours,gpt-3.5", "--workers", "3,4", "--items",
+                     "50,100", "--effects", "0.02,0.04", "--n-sims", "50", "--seed", "1",
+                     "--quiet"],
+    "expert3 plan": ["plan", *_E3, "--contrast", "ours,gpt-3.5", "--effect", "0.03", "--n-boot",
+                     "50", "--seed", "1"],
+    "nested4 plan": ["plan", *_N4, "--contrast", "sys-B,sys-A", "--effect", "0.05", "--n-boot",
+                     "50", "--seed", "1"],
+    "nested4 plan --sd": ["plan", *_N4, "--contrast", "sys-B,sys-A", "--effect", "0.05",
+                          "--n-boot", "50", "--seed", "1", "--sd", "item_slope=0.05"],
+    "nested4 plan ordinal": ["plan", *_N4, "--contrast", "sys-B,sys-A", "--family", "ordinal",
+                             "--effect", "0.4", "--n-boot", "20", "--seed", "1"],
+    "noslope plan": ["plan", *_NS, "--effect", "0.05", "--n-boot", "50", "--seed", "1"],
+    "noslope plan, no slopes": ["plan", *_NS, *_NO_SLOPES, "--effect", "0.05", "--n-boot", "50",
+                                "--seed", "1"],
+    "ordinal6 plan lmm": ["plan", *_O6, "--effect", "0.05", "--n-boot", "50", "--seed", "1"],
+    "ordinal6 plan ordinal": ["plan", *_O6, "--family", "ordinal", "--effect", "0.3",
+                              "--n-boot", "20", "--seed", "1"],
+    "h2h plan": ["plan", *_H2H, "--p-win", "0.6", "--n-boot", "20", "--seed", "1"],
+    "crowd3 plan": ["plan", "--ratings", "crowd3.csv", *_C3, "--workers-per-item", "3",
+                    "--effect", "0.05", "--n-boot", "50", "--seed", "1"],
+    **{f"crowd3_{m} fit": ["fit", f"crowd3_{m}.csv", *_C3] for m in
+       ("bom", "missing", "strings", "duprows", "oneworker", "onesystem", "constant",
+        "unicode", "headerspace")},
+    "crowd3_semicolon fit": ["fit", "crowd3_semicolon.csv", *_C3, "--sep", ";"],
+}
+
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def run_case(name: str, where: Path, timeout: float = 1800.0) -> tuple[int | None, float, float]:
+    """Exit code (None: killed at ``timeout``), wall seconds and peak resident MiB of one
+    case, run by this checkout's package in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "nlpower", *CASES[name]], cwd=where, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            code: int | None = os.waitstatus_to_exitcode(status)
+            break
+        if time.perf_counter() - start > timeout:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            code = None
+            break
+        time.sleep(0.5)
+    proc.returncode = -1  # reaped above
+    return code, time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "pilot_files")
+    args = [a for a in sys.argv[1:] if a != "--run"]
+    target = Path(args[0] if args else "pilot_files")
     for p in write_all(target):
         print(p, sum(1 for _ in open(p, encoding="utf-8-sig")) - 1, "rows")
+    if "--run" in sys.argv:
+        for name in args[1:] or list(CASES):
+            code, wall, mib = run_case(name, target)
+            print(f"{name:32s} exit {code}  {wall:7.1f} s  {mib:6.0f} MiB", flush=True)
