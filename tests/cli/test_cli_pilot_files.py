@@ -199,3 +199,13 @@ def test_python_power_of_a_k_system_fit_says_how_to_plan_one_comparison(tmp_path
         # what the message says to do works
         res = nlpower.mde(design, as_params(fit, effect=0.05, contrast=("ours", "gpt-3.5")))
     assert res.effect > 0
+
+
+def test_duplicates_are_named_in_the_files_own_columns(tmp_path, capsys):
+    path = _crowd(tmp_path / "dup.csv", ["4", "2", "5"])
+    df = pd.read_csv(path)
+    pd.concat([df, df.iloc[[2]]]).to_csv(path, index=False)
+    assert main(["fit", str(path), *CROWD]) == 2
+    err = capsys.readouterr().err
+    assert "1 (worker_id, hit_item, sys) combination(s) are rated more than once" in err
+    assert "e.g. worker_id 'w0', hit_item 'i1', sys 'old' at lines 4, 26" in err

@@ -235,7 +235,8 @@ def read_ratings(
     df, n_dropped = parse_ratings(df, rating, origin)
     lo, hi, scale_inferred, notes = resolve_scale(df, lohi, identity, rating, origin)
     df, sys_labels = encode_labels(df, system)
-    df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin)
+    df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin,
+                                                                 names)
     df["rating"] = (df["rating_raw"] - lo) / (hi - lo)
     df = df[["worker", "item", "system", "rating", "rating_raw"]].reset_index(drop=True)
     check_levels(df, names)
@@ -485,12 +486,15 @@ def encode_labels(df: pd.DataFrame, system: str) -> tuple[pd.DataFrame, list[str
 
 
 def resolve_duplicates(df: pd.DataFrame, duplicates: str, sys_labels: list[str],
-                       origin: Origin) -> tuple[pd.DataFrame, int, int, list[str]]:
+                       origin: Origin, names: dict[str, str] | None = None
+                       ) -> tuple[pd.DataFrame, int, int, list[str]]:
     """Stage 7: repeated (worker, item, system) ratings refused, kept or averaged.
 
-    Returns (data, duplicated combinations, surplus rows, notes).
+    ``names`` (the file's column names) label the message.  Returns (data, duplicated
+    combinations, surplus rows, notes).
     """
     key = ["worker", "item", "system"]
+    w, i, s = (str((names or {}).get(k, k)) for k in key)
     dup_mask = df.duplicated(key, keep=False)
     if not dup_mask.any():
         return df, 0, 0, []
@@ -500,13 +504,13 @@ def resolve_duplicates(df: pd.DataFrame, duplicates: str, sys_labels: list[str],
     same = df.loc[(df["worker"] == first["worker"]) & (df["item"] == first["item"])
                   & (df["system"] == first["system"])]
     example = (
-        f"worker {first['worker']!r}, item {first['item']!r}, system {first['system']!r} "
+        f"{w} {first['worker']!r}, {i} {first['item']!r}, {s} {first['system']!r} "
         f"at {origin.rows(same.index)} with ratings "
         f"{', '.join(f'{v:g}' for v in same['rating_raw'])}"
     )
     if duplicates == "error":
         raise RatingsError(
-            f"{n_dup_groups} (worker, item, system) combination(s) are rated more than once "
+            f"{n_dup_groups} ({w}, {i}, {s}) combination(s) are rated more than once "
             f"({n_dup_rows} surplus rows); e.g. {example}{origin.legend}. Pass duplicates='keep' "
             "to treat repeated ratings as independent replicates, duplicates='mean' to average "
             "them, or remove them."
