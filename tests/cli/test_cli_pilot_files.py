@@ -209,3 +209,11 @@ def test_duplicates_are_named_in_the_files_own_columns(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "1 (worker_id, hit_item, sys) combination(s) are rated more than once" in err
     assert "e.g. worker_id 'w0', hit_item 'i1', sys 'old' at lines 4, 26" in err
+
+
+def test_an_analytic_mde_prints_no_seed_to_repeat(capsys):
+    base = ["mde", "--preset", "high-variance", "--workers", "5", "--items", "40"]
+    assert main(base) == 0
+    assert "seed:" not in capsys.readouterr().out
+    assert main([*base, "--method", "simulation", "--n-sims", "20", "--seed", "4"]) == 0
+    assert "seed: 4 (repeat with --seed 4)" in capsys.readouterr().out
