@@ -238,7 +238,10 @@ def check_design_params(design: object, params: object) -> tuple[CrossedDesign, 
     if isinstance(params, MultiSystemParams) and params.n_systems != design.n_systems:
         raise DesignError(
             f"the parameters describe {params.n_systems} systems but the design has "
-            f"{design.n_systems} ({', '.join(design.system_names)}); make them agree."
+            f"{design.n_systems} ({', '.join(design.system_names)}); make them agree: a design "
+            f"of {params.n_systems} systems (CrossedDesign(..., systems={params.n_systems})), or, "
+            "for one comparison of a pilot of several systems, its two systems' parameters: "
+            "nlpower.pilot.as_params(fit, effect=..., contrast=(A, B))."
         )
     return design, params
 

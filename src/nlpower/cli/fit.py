@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 from .._choices import Coding, Duplicates, EngineName, GlmerFamily, allowed
+from ..errors import InputError
 from . import judge_args
 from .messages import flag_names, speak_cli
 from .output import write_json
@@ -97,6 +98,7 @@ def run_fit(args: argparse.Namespace) -> int:
             rating=args.rating, scale=tuple(args.scale) if args.scale else None,
             duplicates=args.duplicates, sep=_separator(args.sep), encoding=args.encoding,
         )
+        _check_size(ratings, args)
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
                           model=args.model, family=args.family,
                           **({"link": args.link} if args.link else {}))
@@ -110,6 +112,35 @@ def run_fit(args: argparse.Namespace) -> int:
         record = fit.to_record() if hasattr(fit, "to_record") else fit.to_dict()
         write_json(args, record, path=args.json_out)
     return 0
+
+
+#: Above this many systems the default model's K x K block per worker and per item is refused.
+MAX_BLOCK_SYSTEMS = 8
+
+
+def _check_size(ratings: Any, args: argparse.Namespace) -> None:
+    """Refuse the default model when its per-system blocks make the fit run for hours.
+
+    The paper's ``(system || g)`` has ``1 + K (K + 1) / 2`` variance parameters per
+    grouping factor; with 20 systems that is 211 each.  ``--model paper`` fits it anyway.
+    """
+    from ..ratings.model import choose_model
+
+    k = len(ratings.systems)
+    if args.model != "auto" or args.family != "gaussian" or k <= MAX_BLOCK_SYSTEMS:
+        return
+    choice = choose_model(ratings, baseline=args.baseline, coding=args.coding, model="auto")
+    blocks = [g for g in ("worker", "item") if g not in choice.reduced]
+    if not blocks:
+        return
+    n_par = len(blocks) * (1 + k * (k + 1) // 2)
+    raise InputError(
+        f"the paper's model for {k} systems has a {k} x {k} covariance block per "
+        f"{' and per '.join(blocks)} ({n_par} variance parameters): fitting it to "
+        f"{ratings.report.n_ratings} ratings takes hours and gigabytes. To plan one comparison, "
+        "run nlpower plan (or power, mde, grid) with --ratings FILE --contrast A,B, which fits "
+        f"only those two systems; to fit all {k} systems, pass a simpler model, e.g. --model "
+        "'rating ~ system + (1 | worker) + (1 | item)'; --model paper fits the full model anyway.")
 
 
 def _brief(fit: Any) -> str:

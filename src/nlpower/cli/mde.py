@@ -88,7 +88,7 @@ def run_mde(args: argparse.Namespace) -> int:
                              "pilot whose variance components are used) or --agreement A (a "
                              "target agreement), not both or neither.")
         if args.ratings is not None:
-            params = pilot_params(args, 1.0, args.coding)
+            params = pilot_params(args, 1.0, args.coding, solved=True)
         else:
             params = next(iter(_scenarios(args.preset).values()))
             if args.coding != params.coding:
@@ -102,4 +102,6 @@ def run_mde(args: argparse.Namespace) -> int:
                         "workers_per_item": args.workers_per_item}
     record.update(agreement_record(args))
     write_json(args, record)
+    if args.method == "analytic" and args.outcome == "gaussian" and not args.seed_given:
+        args.seed = None  # nothing was drawn: no seed line to repeat
     return 0

@@ -169,7 +169,7 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
-    print(speak_cli(fit.report.summary(), args.flags))
+    print(speak_cli(design_text(fit), args.flags))
     print()
     print(cli_sd(result.summary(), args.flags))
     print()
@@ -185,6 +185,15 @@ def run_plan(args: argparse.Namespace) -> int:
         }
         write_json(args, payload)
     return 0
+
+
+def design_text(fit: Any) -> str:
+    """The pilot's design report, saying how the ratings were used: an ordinal pilot's
+    ratings are ordered categories, not rescaled to [0, 1]."""
+    from ..ordinal.ratings import _AS_CATEGORIES, _RESCALED, OrdinalRatingsFit
+
+    text = str(fit.report.summary())
+    return text.replace(_RESCALED, _AS_CATEGORIES) if isinstance(fit, OrdinalRatingsFit) else text
 
 
 def _plan_judgements(args: argparse.Namespace) -> int:

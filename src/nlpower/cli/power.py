@@ -8,7 +8,9 @@ No statistics live here.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,31 +158,38 @@ def _design_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.workers_per_item is None else {"workers_per_item": args.workers_per_item}
 
 
-def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum") -> Any:
+def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *,
+                 solved: bool = False) -> Any:
     """The parameters of ``--ratings FILE`` (fitted), printed with the file they came from.
 
     With more than two systems ``--contrast A[,B]`` names the comparison
     (only those two systems' ratings are fitted); ``--sd NAME=SD`` sets what
     the pilot does not estimate, and the variance components it sets to 0
-    are printed as notes.
+    are printed as notes.  With ``solved`` (``mde``) the effect is what is
+    solved for, and is printed so.
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
-    from .messages import cli_sd
+    from .messages import cli_sd, speak_cli
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)
-    if contrast is None and fit.n_systems > 2:
-        raise InputError(f"this pilot has {fit.n_systems} systems {list(fit.systems)}: name the "
-                         f"comparison with --contrast A,B (e.g. --contrast {fit.systems[1]},"
-                         f"{fit.baseline}); only those two systems' ratings are then fitted.")
     a, b = contrast_pair(fit.systems, contrast, fit.baseline) if contrast is not None else \
         contrast_pair(fit.systems, [s for s in fit.systems if s != fit.baseline][0], fit.baseline)
-    params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
+    given = {f"sd_{str(k).removeprefix('sd_')}" for k in (args.sd or {})}
+    for w in caught:  # "... sd_item_slope = 0" is moot when --sd sets sd_item_slope
+        if not any(f"{name} = 0" in str(w.message) for name in given):
+            print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}",
+                  file=sys.stderr)
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
           f"{fit.report.n_items} items; model {fit.formula}")
     print(f"systems compared: {a} vs {b} ({a} coded +1, {b} -1)")
-    print(f"parameters used: {params!r}")
+    shown = re.sub(r"\beffect=[^,)]+", "effect=(solved for)", repr(params)) if solved \
+        else repr(params)
+    print(f"parameters used: {shown}")
     for note in zero_sd_notes(fit, contrast, args.sd):
         print(f"note: {cli_sd(note, getattr(args, 'flags', None))}")
     print()

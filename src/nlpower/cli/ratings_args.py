@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from .._choices import Duplicates, allowed
+from ..errors import InputError
 from .messages import speak_cli
 
 if TYPE_CHECKING:
@@ -105,8 +106,13 @@ def contrast_of(args: argparse.Namespace) -> Any:
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
-def read_from_args(args: argparse.Namespace) -> Ratings:
-    """Read ``--ratings FILE``; with ``--contrast``, keep the two compared systems' ratings."""
+def read_from_args(args: argparse.Namespace, *, one_comparison: bool = False) -> Ratings:
+    """Read ``--ratings FILE``; with ``--contrast``, keep the two compared systems' ratings.
+
+    With ``one_comparison`` (``power``, ``grid``, ``mde``, ``plan``), a pilot of more than
+    two systems without ``--contrast`` is refused here, before anything is fitted (the
+    model of all K systems can take gigabytes and is not what one comparison needs).
+    """
     from ..pilot.subset import contrast_ratings
     from ..ratings import read_ratings
 
@@ -119,6 +125,8 @@ def read_from_args(args: argparse.Namespace) -> Ratings:
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
     contrast = contrast_of(args)
+    if contrast is None and one_comparison and len(ratings.systems) > 2:
+        raise InputError(missing_contrast(ratings.systems, args.baseline))
     if contrast is not None and len(ratings.systems) > 2:
         before = ratings.report
         ratings, (a, b) = contrast_ratings(ratings, contrast, args.baseline)
@@ -130,11 +138,26 @@ def read_from_args(args: argparse.Namespace) -> Ratings:
     return ratings
 
 
+def missing_contrast(systems: Any, baseline: Any = None) -> str:
+    """The message for a K-system pilot given to a verb that plans one comparison."""
+    labels = [str(s) for s in systems]
+    base = str(baseline) if baseline in labels else labels[0]
+    other = next(s for s in labels if s != base)
+    shown = ", ".join(repr(s) for s in labels[:8]) + (", ..." if len(labels) > 8 else "")
+    example = f"{other},{base}"
+    if any(c.isspace() for c in example):
+        example = f"'{example}'"
+    return (f"this pilot has {len(labels)} systems ({shown}) and a power analysis plans one "
+            f"comparison: name it with --contrast A,B (e.g. --contrast {example}); only those "
+            "two systems' ratings are then fitted.")
+
+
 def fit_from_args(args: argparse.Namespace, family: str = "gaussian") -> Any:
-    """Read and fit the rating file named by ``--ratings`` (warnings to stderr)."""
+    """Read and fit the rating file named by ``--ratings`` (warnings to stderr); a pilot of
+    more than two systems needs ``--contrast`` (refused before fitting)."""
     from ..ratings import fit_ratings
 
-    ratings = read_from_args(args)
+    ratings = read_from_args(args, one_comparison=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_ratings(ratings, baseline=args.baseline, model=args.model, family=family)
@@ -160,4 +183,5 @@ def add_judgement_columns(group: Any) -> None:
 
 __all__ = ["ScaleAction", "SdAction", "add_judgement_columns", "add_pilot_arguments",
            "add_ratings_arguments",
-           "add_scale_argument", "contrast_of", "fit_from_args", "parse_scale", "read_from_args"]
+           "add_scale_argument", "contrast_of", "fit_from_args", "missing_contrast", "parse_scale",
+           "read_from_args"]

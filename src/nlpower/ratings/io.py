@@ -235,7 +235,8 @@ def read_ratings(
     df, n_dropped = parse_ratings(df, rating, origin)
     lo, hi, scale_inferred, notes = resolve_scale(df, lohi, identity, rating, origin)
     df, sys_labels = encode_labels(df, system)
-    df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin)
+    df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin,
+                                                                 names)
     df["rating"] = (df["rating_raw"] - lo) / (hi - lo)
     df = df[["worker", "item", "system", "rating", "rating_raw"]].reset_index(drop=True)
     check_levels(df, names)
@@ -327,6 +328,25 @@ def check_identifiers(df: pd.DataFrame, names: dict[str, str], origin: Origin) -
             )
 
 
+_DECIMAL_COMMA = r"^\s*[+-]?\d+,\d+\s*$"
+_LABELLED = r"^\s*[+-]?\d+(?:\.\d+)?\s*(?:[-\u2013\u2014:=.)(]|\s)\s*\D"
+
+
+def _text_hint(bad: pd.Series, rating: str) -> str:
+    """What to do when the non-numeric ratings share a recognisable form (else nothing)."""
+    text = bad.astype(str)
+    if text.str.match(_DECIMAL_COMMA).all():
+        return (" They look like numbers with a decimal comma ('4,5'): save the file with '.' as "
+                "the decimal mark, or read it with pandas.read_csv(path, delimiter=';', decimal=',') "
+                "(the file's delimiter) and pass the data frame to nlpower.read_ratings.")
+    if text.str.match(_LABELLED).all():
+        return (" They look like labelled scale points ('4 - good'): keep the leading number, "
+                f"e.g. df[{rating!r}] = df[{rating!r}].str.extract(r'^\\s*([+-]?\\d+(?:\\.\\d+)?)', "
+                "expand=False).astype(float) in pandas, then save the file again or pass the "
+                "data frame to nlpower.read_ratings.")
+    return ""
+
+
 def parse_ratings(df: pd.DataFrame, rating: str, origin: Origin) -> tuple[pd.DataFrame, int]:
     """Stage 4: ratings as finite floats; rows with a missing rating dropped (with a warning)."""
     values = df["rating_raw"]
@@ -351,7 +371,7 @@ def parse_ratings(df: pd.DataFrame, rating: str, origin: Origin) -> tuple[pd.Dat
             f"rating column {rating!r} has {len(bad)} non-numeric or infinite value(s) ({examples}"
             f"{', ...' if len(bad) > _MAX_SHOWN else ''}){origin.legend}. "
             "Ratings must be numbers (Likert points); fix or remove those rows, or pick the "
-            "right column with rating=."
+            f"right column with rating=.{_text_hint(values.loc[bad], rating)}"
         )
     df = df.assign(rating_raw=numeric.astype(float))
     huge = df.index[df["rating_raw"].abs() > LARGEST]
@@ -466,12 +486,15 @@ def encode_labels(df: pd.DataFrame, system: str) -> tuple[pd.DataFrame, list[str
 
 
 def resolve_duplicates(df: pd.DataFrame, duplicates: str, sys_labels: list[str],
-                       origin: Origin) -> tuple[pd.DataFrame, int, int, list[str]]:
+                       origin: Origin, names: dict[str, str] | None = None
+                       ) -> tuple[pd.DataFrame, int, int, list[str]]:
     """Stage 7: repeated (worker, item, system) ratings refused, kept or averaged.
 
-    Returns (data, duplicated combinations, surplus rows, notes).
+    ``names`` (the file's column names) label the message.  Returns (data, duplicated
+    combinations, surplus rows, notes).
     """
     key = ["worker", "item", "system"]
+    w, i, s = (str((names or {}).get(k, k)) for k in key)
     dup_mask = df.duplicated(key, keep=False)
     if not dup_mask.any():
         return df, 0, 0, []
@@ -481,13 +504,13 @@ def resolve_duplicates(df: pd.DataFrame, duplicates: str, sys_labels: list[str],
     same = df.loc[(df["worker"] == first["worker"]) & (df["item"] == first["item"])
                   & (df["system"] == first["system"])]
     example = (
-        f"worker {first['worker']!r}, item {first['item']!r}, system {first['system']!r} "
+        f"{w} {first['worker']!r}, {i} {first['item']!r}, {s} {first['system']!r} "
         f"at {origin.rows(same.index)} with ratings "
         f"{', '.join(f'{v:g}' for v in same['rating_raw'])}"
     )
     if duplicates == "error":
         raise RatingsError(
-            f"{n_dup_groups} (worker, item, system) combination(s) are rated more than once "
+            f"{n_dup_groups} ({w}, {i}, {s}) combination(s) are rated more than once "
             f"({n_dup_rows} surplus rows); e.g. {example}{origin.legend}. Pass duplicates='keep' "
             "to treat repeated ratings as independent replicates, duplicates='mean' to average "
             "them, or remove them."
