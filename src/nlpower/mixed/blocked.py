@@ -92,6 +92,8 @@ class BlockedLayout:
         self.colsr = np.concatenate(colsr, axis=1) if colsr else np.zeros((n, 0), dtype=np.intp)
         self.slots = np.concatenate([cols1, self.n1 + self.colsr], axis=1)   # (n, s)
         self.sr = self.colsr.shape[1]
+        self._tD = (self.codes1[:, None, None] * q1 * q1 + np.arange(q1)[None, :, None] * q1
+                    + np.arange(q1)[None, None, :]).reshape(n, -1)
         self._zz_targets()
         # targets of the X-Z cross-products (beta with the modes): Cx (p x n1) | Rx (qr x p)
         tCx = np.arange(p)[None, :, None] * self.n1 + cols1[:, None, :]
@@ -103,8 +105,7 @@ class BlockedLayout:
     def _zz_targets(self) -> None:
         """Targets of the Z-Z cross-products: ``D`` (m1 q1 q1) | ``C`` (qr x n1) | ``R`` (qr x qr)."""
         n, q1, cols1 = self.n, self.q1, self.cols1
-        code1 = self.codes1[:, None, None]
-        tD = code1 * q1 * q1 + np.arange(q1)[None, :, None] * q1 + np.arange(q1)[None, None, :]
+        tD = self._tD
         offC = self.m1 * q1 * q1
         posC = (self.colsr[:, :, None] * self.n1 + cols1[:, None, :]).reshape(n, -1)
         self.sparse_c = False
@@ -135,6 +136,14 @@ class BlockedLayout:
         ``O(nnz)``, not ``qr^2 n1``) or when dense it would be too large.
         """
         return nnz < SPARSE_C * self.qr * self.n1 or self.qr * self.n1 > DENSE_C
+
+    def block1_matrices(self, tp: ThetaProducts, w: np.ndarray) -> np.ndarray:
+        """Block 1's diagonal blocks of ``M`` alone: ``(m1, q1, q1)``."""
+        q1 = self.q1
+        G: np.ndarray = np.bincount(self._tD.ravel(), (w[:, None] * tp.mzz[:, :q1 * q1]).ravel(),
+                                    minlength=self.m1 * q1 * q1).reshape(self.m1, q1, q1)
+        G[:, np.arange(q1), np.arange(q1)] += 1.0
+        return G
 
     # -- per theta -------------------------------------------------------------------
     def products(self, zl: np.ndarray) -> ThetaProducts:
@@ -225,8 +234,9 @@ class BlockedFactor:
             CtT = CtT.toarray() if sp.issparse(CtT) else np.asarray(CtT)
             W2 = lapack.dtrtrs(L2r, CtT, lower=1)[0]                       # (qr, n1)
             P = lapack.dtrtrs(L2r, W2, lower=1, trans=1)[0]
-            Sinv = lapack.dpotri(L2r, lower=1)[0]
-            Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
+            Sinv = lapack.dpotri(L2r, lower=1)[0]     # its upper triangle: L2's, 0 (clean)
+            Sinv += Sinv.T
+            Sinv[np.diag_indices(qr)] *= 0.5
             W2b = W2.reshape(qr, m1, q1)
             W2sq = np.einsum("tma,tmb->mab", W2b, W2b)
         if q1 == 1:
@@ -241,8 +251,7 @@ class BlockedFactor:
             return g1
         colsr = lay.colsr
         if q1 == 1:
-            N21 = -P / d1[None, :]                                          # (qr, n1)
-            Nsel = N21[colsr, codes1[:, None]][:, :, None]                  # (n, sr, 1)
+            Nsel = (-P[colsr, codes1[:, None]] / d1[codes1][:, None])[:, :, None]   # (n, sr, 1)
         else:
             # -P_g L1g^{-1} for each level g: (qr, m1, q1)
             N21 = -np.einsum("tmb,mba->tma", P.reshape(qr, m1, q1), Linv)
