@@ -14,6 +14,7 @@ the callables :func:`newton_modes` takes; the loop holds no state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -85,7 +86,7 @@ def newton_modes(x0: np.ndarray, value0: float, state0: Any,
         for _ in range(max_halvings):
             xc = x + step * d.delta
             fc, sc = evaluate(xc)
-            if np.isfinite(fc) and fc <= f + slack * abs(f):
+            if math.isfinite(fc) and fc <= f + slack * abs(f):
                 break
             step *= 0.5
         else:
