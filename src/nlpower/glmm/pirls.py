@@ -183,10 +183,14 @@ class Pirls:
         uc = x[:self.q]
         fx = self.X @ x[self.q:] + self.offset if update_beta else fixed
         eta = fx + self.zu(uc)
-        with np.errstate(over="ignore", invalid="ignore"):   # a too-long step: halved
-            mu, w, unit = self.working(eta)
-            pd = float(unit.sum()) + float(uc @ uc)
-        return pd, (eta, mu, w, fx)
+        mu, w, unit = self.working(eta)
+        return float(unit.sum()) + float(uc @ uc), (eta, mu, w, fx)
+
+    def _trial(self, x: np.ndarray, fixed: np.ndarray, update_beta: bool
+               ) -> tuple[float, tuple[np.ndarray, ...]]:
+        """:meth:`_evaluate` at a step's end (quietly: a too-long step is halved)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._evaluate(x, fixed, update_beta)
 
     def _direction(self, x: np.ndarray, state: tuple[np.ndarray, ...], update_beta: bool
                    ) -> Direction | None:
@@ -231,7 +235,7 @@ class Pirls:
                     and moved < step_tol * (1.0 + float(np.max(np.abs(x)))))
 
         run = newton_modes(x0, pd0, state0, lambda x, st: self._direction(x, st, update_beta),
-                           lambda x: self._evaluate(x, fixed, update_beta), converged=converged,
+                           lambda x: self._trial(x, fixed, update_beta), converged=converged,
                            maxit=PIRLS_MAXIT, max_halvings=MAX_HALVINGS, slack=1e-10)
         ok = math.isfinite(pd0) and run.status != "failed"
         eta, mu, w, _ = run.state
