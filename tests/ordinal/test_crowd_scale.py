@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from nlpower.lmm.checkconv import gradient
+from nlpower.mixed.blocked import BlockedFactor, factor
 from nlpower.ordinal import prepare_clmm
 from nlpower.ordinal import structure as st
 from nlpower.ordinal.crossed import PairFactor
-from nlpower.ordinal.structure import HFactor
 
 
 def _crowd(seed: int, n: int = 500, n_w: int = 30, n_i: int = 45) -> pd.DataFrame:
@@ -69,8 +69,7 @@ def test_pair_factor_equals_dense_algebra(formula: str, seed: int) -> None:
             cols = rs.Acols[i, sum(bb.q for bb in rs.blocks[:b]):][:rs.blocks[b].q]
             np.testing.assert_allclose(v[b][i], (Hinv @ A[i])[cols], rtol=1e-8, atol=1e-10)
     # and the blockwise dense Schur complement agrees
-    rs.use_pairs = False
-    ref = HFactor(rs, w)
+    ref = factor(rs.layout, rs.products, w)
     assert ref.logdet == pytest.approx(fac.logdet, rel=1e-11)
 
 
@@ -80,7 +79,7 @@ def test_continuous_slope_in_the_rest_is_not_compressed() -> None:
     m.rs.use_pairs = True
     assert m.rs.blocks[0].group == "i"
     assert m.rs.pair_plan() is None
-    assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), HFactor)
+    assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), BlockedFactor)
 
 
 @pytest.mark.parametrize("link", ["logit", "probit"])
@@ -116,21 +115,24 @@ def test_small_crossed_designs_take_the_dense_schur_complement() -> None:
     q1 = b1.L * b1.q
     assert q1 * (m.rs.n_u - q1) ** 2 <= st.PAIR_MIN_WORK
     assert m.rs.pair_plan() is None
-    assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), HFactor)
+    assert isinstance(m.rs.factor(np.full(m.rs.n, 0.2)), BlockedFactor)
 
 
 def test_blockwise_schur_fallback_dense_and_sparse_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the pair path switched off, HFactor's dense and sparse coupling agree."""
+    """With the pair path switched off, the blocked factor's dense and sparse coupling agree."""
+    import nlpower.mixed.blocked as bl
     d = _crowd(5)
-    m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
-    m.rs.use_pairs = False
     rng = np.random.default_rng(6)
-    m.rs.set_theta(rng.uniform(0.3, 1.2, m.rs.n_theta))
-    w = rng.uniform(0.05, 0.3, m.rs.n)
-    dense = st.HFactor(m.rs, w)
-    monkeypatch.setattr(st, "_DENSE_LIMIT", 0)
-    sparse = st.HFactor(m.rs, w)
-    assert dense.dense and not sparse.dense
+    w = rng.uniform(0.05, 0.3, len(d))
+    facs = []
+    for limit in (bl.DENSE_C, 0):
+        monkeypatch.setattr(bl, "DENSE_C", limit)
+        m = prepare_clmm("rating ~ s + (s || w) + (1 | i)", d)
+        m.rs.use_pairs = False
+        m.rs.set_theta(np.random.default_rng(7).uniform(0.3, 1.2, m.rs.n_theta))
+        facs.append((m.rs.layout.sparse_c, m.rs.factor(w)))
+    (dense_c, dense), (sparse_c, sparse) = facs
+    assert not dense_c and sparse_c
     assert sparse.logdet == pytest.approx(dense.logdet, rel=1e-12)
     r = rng.normal(size=m.rs.n_u)
     np.testing.assert_allclose(sparse.solve(r), dense.solve(r), rtol=1e-9, atol=1e-12)

@@ -51,14 +51,15 @@ def test_thresholds_other_than_flexible(data: pd.DataFrame) -> None:
 
 
 def test_sparse_and_dense_schur_agree(data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nlpower.ordinal.structure as st
+    import nlpower.mixed.blocked as bl
     m = prepare_clmm("rating ~ x + s + (1 + x|w) + (1|i)", data)
     x = m.start()
     x[m.n_alpha + m.p:] = [0.8, 0.2, 0.5, 0.6]
     f_dense, g_dense = m.nll_grad(x)
-    monkeypatch.setattr(st, "_DENSE_LIMIT", 0)
+    assert not m.rs.layout.sparse_c
+    monkeypatch.setattr(bl, "DENSE_C", 0)
     m2 = prepare_clmm("rating ~ x + s + (1 + x|w) + (1|i)", data)
     f_sparse, g_sparse = m2.nll_grad(x)
-    assert not m2._state.inner.factor.dense
+    assert m2.rs.layout.sparse_c
     assert f_sparse == pytest.approx(f_dense, abs=1e-9)
     np.testing.assert_allclose(g_sparse, g_dense, atol=1e-8)

@@ -52,7 +52,7 @@ def test_lazy_sparse_A_is_built_on_demand_and_follows_theta():
     assert rs.A is A                          # cached until theta changes
     assert np.allclose(rs.At(np.ones(rs.n)), A.toarray().sum(axis=0))
     q1 = rs.blocks[0].q
-    assert np.allclose(rs.AoG, np.einsum("ij,ik->ijk", dense[:, :q1], dense[:, :q1]).reshape(rs.n, -1))
+    assert np.allclose(rs.products.mzz[:, :q1 * q1], np.einsum("ij,ik->ijk", dense[:, :q1], dense[:, :q1]).reshape(rs.n, -1))
     rs.set_theta(2.0 * theta)
     assert rs.A is not A
     assert np.allclose(rs.A.toarray(), 2.0 * A.toarray())

@@ -32,7 +32,8 @@ def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
     codes = pirls.blocks[0].codes
     m = pirls.m1
     u0 = mode.u
-    sd = 1.0 / mode.L1[:, 0, 0]
+    assert mode.factor is not None
+    sd = 1.0 / mode.factor.L1[:, 0, 0]
     fixed = mode.eta - pirls.zu(u0)
 
     def devc(u: np.ndarray) -> np.ndarray:

@@ -30,8 +30,6 @@ PIRLS factor, and adaptive quadrature use finite differences instead
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import lapack
 
 from .pirls import Mode, Pirls
 
@@ -76,47 +74,9 @@ class LaplaceGradient:
 
     def _inverse_parts(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
         """``(g, h)``: ``g_i = (M^{-1} (Z Lambda)_i')`` at observation i's slots, ``h_i = zl_i . g_i``."""
-        pir = self.pir
-        m1, q1, qr = pir.m1, pir.q1, pir.qr
-        L1 = mode.L1
-        zl = pir.zl
-        zl1, zlr = zl[:, :q1], zl[:, q1:]
-        codes1 = pir.cols1[:, 0] // q1
-        if qr == 0:
-            W2sq = np.zeros((m1, q1, q1))
-        else:
-            assert mode.L2 is not None
-            L2r = mode.L2[:qr, :qr]
-            CtT = mode.CtT[:qr]
-            CtT = CtT.toarray() if sp.issparse(CtT) else np.asarray(CtT)
-            W2 = lapack.dtrtrs(L2r, CtT, lower=1)[0]                       # (qr, n1)
-            P = lapack.dtrtrs(L2r, W2, lower=1, trans=1)[0]
-            Sinv = lapack.dpotri(L2r, lower=1)[0]
-            Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
-            W2b = W2.reshape(qr, m1, q1)
-            W2sq = np.einsum("tma,tmb->mab", W2b, W2b)
-        if q1 == 1:
-            d1 = L1[:, 0, 0]
-            B = ((1.0 + W2sq[:, 0, 0]) / (d1 * d1))[codes1]               # (n,)
-            g1 = (B * zl1[:, 0])[:, None]
-        else:
-            Linv = np.linalg.inv(L1)                                        # (m1, q1, q1)
-            Bm = np.swapaxes(Linv, 1, 2) @ (np.eye(q1)[None] + W2sq) @ Linv
-            g1 = np.einsum("nab,nb->na", Bm[codes1], zl1)
-        if qr == 0:
-            return g1, np.einsum("na,na->n", zl1, g1)
-        colsr = pir.colsr
-        if q1 == 1:
-            N21 = -P / d1[None, :]                                          # (qr, n1)
-            Nsel = N21[colsr, codes1[:, None]][:, :, None]                  # (n, sr, 1)
-        else:
-            # -P_g L1g^{-1} for each level g: (qr, m1, q1)
-            N21 = -np.einsum("tmb,mba->tma", P.reshape(qr, m1, q1), Linv)
-            Nsel = N21[colsr[:, :, None], codes1[:, None, None], np.arange(q1)[None, None, :]]
-        Ssel = Sinv[colsr[:, :, None], colsr[:, None, :]]                   # (n, sr, sr)
-        g1 = g1 + np.einsum("nta,nt->na", Nsel, zlr)
-        g2 = np.einsum("nta,na->nt", Nsel, zl1) + np.einsum("nts,ns->nt", Ssel, zlr)
-        g = np.concatenate([g1, g2], axis=1)
+        assert mode.factor is not None
+        zl = self.pir.zl
+        g = mode.factor.selected(zl)
         return g, np.einsum("ns,ns->n", zl, g)
 
     def __call__(self, mode: Mode | None, with_beta: bool) -> np.ndarray | None:
@@ -133,7 +93,8 @@ class LaplaceGradient:
         rhs = pir.ztv(v)
         if in_pirls:
             rhs = np.concatenate([rhs, pir.X.T @ v])
-        xi = pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        assert mode.factor is not None
+        xi = mode.factor.solve(rhs)
         xu = xi[:pir.q]
         a_xi = pir.zu(xu)
         if in_pirls:
@@ -175,6 +136,7 @@ class LaplaceGradient:
         if stage1:
             rhs = np.concatenate([rhs, pir.X.T @ wa])
             cur = np.concatenate([mode.u, mode.beta])
-        new = cur - pir.solve(mode.L1, mode.CtT, mode.L2, rhs)
+        assert mode.factor is not None
+        new = cur - mode.factor.solve(rhs)
         return new if np.all(np.isfinite(new)) else cur.copy()
 

@@ -281,7 +281,7 @@ class GlmmModel(LikelihoodOnly):
         """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
         if mode is None:
             mode = self._mode(x[:self.k], x[self.k:], False)
-        _, _, L2, _ = self.pirls.factor(mode.w, True)
+        L2 = self.pirls.factor(mode.w, True).L2
         assert L2 is not None
         Lx = L2[self.pirls.qr:, self.pirls.qr:]
         Li = np.linalg.inv(Lx)

@@ -6,5 +6,10 @@
 * :mod:`.quadrature` -- the Gauss-Hermite rule and adaptive quadrature
   over the levels of one scalar random-effects term (``nAGQ > 1``);
 * :mod:`.relfactor` -- a term's relative covariance factor ``Lambda(theta)``
-  and the bounds of its ``theta``.
+  and the bounds of its ``theta``;
+* :mod:`.blocked` -- the weighted blocked factorisation of
+  ``Lambda'Z'WZ Lambda + I`` (log-determinant, solves, selected inverse)
+  under glmer's PIRLS and clmm's Laplace;
+* :mod:`.modes` -- the Newton loop with step halving for their conditional
+  modes.
 """

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..lmm.family import Link
+from ..mixed.blocked import BlockedFactor
 from ..mixed.quadrature import adaptive_nodes, gh_rule, level_logliks
 from .cumulative import CumulativeParts, bounds_parts, cumulative_parts, logit_gap
 
@@ -48,8 +49,14 @@ def _level_node_sums(codes: np.ndarray, v: np.ndarray, L: int) -> np.ndarray:
     return np.bincount(idx, weights=v.ravel(), minlength=L * K).reshape(L, K)
 
 
+def _diag(inner: InnerResult) -> np.ndarray:
+    """The diagonal of ``H`` of one scalar term at the modes (its factor's squares)."""
+    L1 = inner.factor.L1 if isinstance(inner.factor, BlockedFactor) else np.zeros((0, 1, 1))
+    return np.asarray(L1[:, 0, 0] ** 2)
+
+
 def _nodes(inner: InnerResult, n_agq: int, L: int) -> tuple[np.ndarray, ...]:
-    g = inner.factor.g1_diag
+    g = _diag(inner)
     if g.size != L:
         raise ValueError("adaptive Gauss-Hermite needs a single scalar random-effect term")
     s = 1.0 / np.sqrt(g)                                  # (L,)
@@ -84,7 +91,7 @@ def agq_gradient(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndarray,
     z = blk.Z[:, 0]
     x, s, nodes = _nodes(inner, n_agq, L)
     u = inner.u
-    H = inner.factor.g1_diag
+    H = _diag(inner)
     # -- the mode and the curvature as functions of psi (as in the Laplace gradient)
     ea = zl * u[c]
     up, lo = up0 - ea, lo0 - ea
@@ -201,7 +208,7 @@ def scalar_agq(model: Any, inner: Any, B: np.ndarray, *,
     ``B``: the bounds ``[upper, lower]`` without the random effect (``(2, n)``).
     """
     f, g = batch_agq(model._scalar, model.link, B[:, None], inner.a[None],
-                     inner.u[None], inner.factor.g1_diag[None],
+                     inner.u[None], inner.H[None],
                      CumulativeParts(*(v[None] for v in inner.parts)), model.Bu,
                      model.Bl, model.nAGQ, gradient=gradient)
     return float(f[0]), None if g is None else g[0]

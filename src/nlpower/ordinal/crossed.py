@@ -1,7 +1,7 @@
 """``H = A' W A + I`` of a crossed design, factored through pairs of observations.
 
 The first block (the grouping factor with most random effects, e.g. items)
-is eliminated level by level, as in :class:`~.structure.HFactor`; what is
+is eliminated level by level, as in the blocked factorisation (:mod:`nlpower.mixed.blocked`); what is
 new is how the Schur complement of the rest (e.g. workers) is formed and
 how the selected elements of ``H^{-1}`` the gradient needs are read.
 
@@ -33,7 +33,7 @@ and ``Sigma = R Phi`` (read at the pairs only, from the same gathers of ``Phi``)
 
 again sums over the pairs.  Used when every rest block has at most as many
 patterns as columns (factor codings; a continuous slope in a rest block
-falls back to :class:`~.structure.HFactor`).  Checked against dense
+falls back to the blocked factorisation).  Checked against dense
 algebra in ``tests/ordinal/test_crowd_scale.py``.
 """
 
@@ -188,8 +188,9 @@ def _left(M: np.ndarray, mats: list[np.ndarray], src: list[int], Ls: list[int]) 
 class PairFactor:
     """Factor of ``H = A' W A + I`` through observation pairs (see the module docstring).
 
-    The protocol of :class:`~.structure.HFactor`: ``logdet``, ``solve``,
-    ``Ginv_blocks`` (and ``g1_diag`` when ``q1 = 1``).
+    What the Laplace likelihood reads of a factor (as
+    :class:`~nlpower.mixed.blocked.BlockedFactor`): ``logdet``, ``solve``,
+    and the selected inverse (:meth:`selected_rows`).
     """
 
     dense = False
@@ -200,10 +201,7 @@ class PairFactor:
         self.w = w
         q1, L1 = plan.q1, plan.L1
         self.q1, self.L1, self.Q1, self.Q2 = q1, L1, plan.Q1, plan.Q2
-        pat = rs.pattern()
-        G: np.ndarray = np.bincount(pat.idxG, weights=(w[:, None] * rs.AoG).ravel(),
-                        minlength=L1 * q1 * q1).reshape(L1, q1, q1)
-        G[:, np.arange(q1), np.arange(q1)] += 1.0
+        G = rs.layout.block1_matrices(rs.products, w)
         C1 = np.linalg.cholesky(G)
         self.logdet = float(2.0 * np.sum(np.log(np.diagonal(C1, axis1=1, axis2=2))))
         self.Ginv_blocks = np.linalg.inv(G)

@@ -14,8 +14,8 @@ modes)::
     dlogdet H = sum_i lev_i dW_i + 2 tr(H^{-1} A' W dA)
 
 with ``lev_i = a_i' H^{-1} a_i`` and the trace from the same selected
-elements of ``H^{-1}`` (the blocks on the sparsity pattern of ``A``:
-block-diagonal ``G^{-1}`` plus the Schur-complement terms).  ``r_up``,
+elements of ``H^{-1}`` (the blocks on the sparsity pattern of ``A``, from the
+blocked factor: :meth:`nlpower.mixed.blocked.BlockedFactor.selected`).  ``r_up``,
 ``W_up`` ... are partial derivatives in ``upper``/``lower``; they need the
 density's second derivative ``f''``.  Checked against central differences
 in ``tests/ordinal/test_gradient.py``.
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..lmm.family import Link
-from ._dense import cho_solve
 from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
 from .structure import ReStructure
@@ -47,34 +46,13 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
     fac = inner.factor
     if isinstance(fac, PairFactor):
         return fac.selected_rows()
-    blocks, ZL = rs.blocks, rs._ZL
-    b1 = blocks[0]
-    Ginv = fac.Ginv_blocks                            # (L1, q1, q1)
-    c1 = b1.codes
-    if fac.chol2 is None:
-        return [np.einsum("ijk,ik->ij", Ginv[c1], ZL[0])]
-    q1 = b1.q
-    Q2 = fac.Q2
-    Sinv = cho_solve(fac.chol2, np.eye(Q2))
-    Md = fac.M if fac.dense else fac.M.toarray()      # (Q1, Q2) = G^{-1} H12
-    MS = Md @ Sinv                                    # (Q1, Q2)
-    # diagonal blocks of (H^{-1})_11 = G^{-1} + M S^{-1} M'
-    L1 = b1.L
-    MSr = MS.reshape(L1, q1, Q2)
-    Mr = Md.reshape(L1, q1, Q2)
-    D11 = Ginv + np.einsum("ljk,lmk->ljm", MSr, Mr)   # (L1, q1, q1)
-    a1, a2 = rs.Avals[:, :q1], rs.Avals[:, q1:]
-    rows1 = rs.Acols[:, :q1]                          # (n, q1) positions in the first block
-    pos2 = rs.Acols[:, q1:] - fac.Q1                  # (n, q2tot) positions in the rest
-    H12sel = -MS[rows1[:, :, None], pos2[:, None, :]]  # (n, q1, q2tot)
-    H22sel = Sinv[pos2[:, :, None], pos2[:, None, :]]  # (n, q2tot, q2tot)
-    v1 = np.einsum("ijk,ik->ij", D11[c1], a1) + np.einsum("ijk,ik->ij", H12sel, a2)
-    v2 = np.einsum("ikj,ik->ij", H12sel, a1) + np.einsum("ijk,ik->ij", H22sel, a2)
-    out = [v1]
-    start = 0
-    for c in range(1, len(blocks)):
-        out.append(v2[:, start:start + blocks[c].q])
-        start += blocks[c].q
+    v = fac.selected(rs.Avals)
+    if len(rs.blocks) == 1:
+        return [v]
+    out, start = [], 0
+    for b in rs.blocks:
+        out.append(v[:, start:start + b.q])
+        start += b.q
     return out
 
 

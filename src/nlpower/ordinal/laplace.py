@@ -3,7 +3,8 @@
 For fixed parameters the conditional modes ``u*`` maximise the penalised
 log-likelihood ``h(u) = sum_i log p_i(u) - |u|^2 / 2`` (concave: the latent
 densities are log-concave), found by Newton steps with step halving; each
-step factors ``H = A' W A + I`` blockwise (:class:`~.structure.HFactor`).
+step factors ``H = A' W A + I`` (:meth:`~.structure.ReStructure.factor`), in the
+Newton loop every family shares (:func:`nlpower.mixed.modes.newton_modes`).
 The Laplace log-likelihood is ``h(u*) - log det(H) / 2`` (``ordinal``'s
 ``getNLA``: the ``2 pi`` of the prior and of the Gaussian integral cancel).
 
@@ -22,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
+from ..mixed.blocked import BlockedFactor
+from ..mixed.modes import Direction, newton_modes
 from .crossed import PairFactor
 from .cumulative import CumulativeParts, cumulative_parts
-from .structure import HFactor, ReStructure
+from .structure import ReStructure
 
 __all__ = ["InnerResult", "conditional_modes"]
 
@@ -34,7 +37,7 @@ class InnerResult:
     u: np.ndarray
     h: float                   # penalised log-likelihood at u
     logdet: float              # log det H at u
-    factor: HFactor | PairFactor
+    factor: BlockedFactor | PairFactor
     parts: CumulativeParts
     converged: bool
     iterations: int
@@ -84,29 +87,23 @@ def conditional_modes(rs: ReStructure, link: Link, up0: np.ndarray, lo0: np.ndar
     h = float(np.sum(parts.logp) - 0.5 * u @ u)
     if factor0 is not None:
         u, parts, h = _chord_steps(rs, link, up0, lo0, u, parts, h, factor0, tol)
-    converged = False
-    it = 0
-    for it in range(1, maxit + 1):  # noqa: B007
+
+    def direction(u: np.ndarray, parts: CumulativeParts) -> Direction | None:
         g = rs.At(parts.d1) - u
         fac = rs.factor(parts.w)
         du = fac.solve(g)
         dec = float(g @ du)
         if not np.isfinite(dec):
-            break
-        if dec < tol:
-            converged = True
-            return InnerResult(u, h, fac.logdet, fac, parts, True, it)
-        step = 1.0
-        for _ in range(40):
-            un = u + step * du
-            ea = rs.eta(un)
-            pn = cumulative_parts(link, up0 - ea, lo0 - ea)
-            hn = float(np.sum(pn.logp) - 0.5 * un @ un)
-            if hn >= h - 1e-13 * abs(h):
-                break
-            step *= 0.5
-        else:
-            break
-        u, parts, h = un, pn, hn
-    fac = rs.factor(parts.w)
-    return InnerResult(u, h, fac.logdet, fac, parts, converged, it)
+            return None
+        return Direction(du, dec < tol, fac)
+
+    def evaluate(un: np.ndarray) -> tuple[float, CumulativeParts]:
+        ea = rs.eta(un)
+        pn = cumulative_parts(link, up0 - ea, lo0 - ea)
+        return -float(np.sum(pn.logp) - 0.5 * un @ un), pn      # minimised: -h
+
+    run = newton_modes(u, -h, parts, direction, evaluate, maxit=maxit, max_halvings=40,
+                       slack=1e-13)
+    converged = run.status == "converged"
+    fac = run.payload if converged else rs.factor(run.state.w)
+    return InnerResult(run.x, -run.value, fac.logdet, fac, run.state, converged, run.iterations)

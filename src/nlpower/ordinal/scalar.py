@@ -25,38 +25,21 @@ from .clm import stacked_bounds
 from .cumulative import CumulativeParts, bounds_parts, logit_gap
 from .gradient import _partials
 
-__all__ = ["DiagFactor", "ScalarTerm", "batch_modes", "batch_nll_grad", "laplace_grad"]
-
-
-@dataclass(frozen=True, eq=False)
-class DiagFactor:
-    """``H`` of a single scalar term: its diagonal (the protocol of :class:`~.structure.HFactor`)."""
-
-    g1_diag: np.ndarray
-
-    @property
-    def logdet(self) -> float:
-        return float(np.sum(np.log(self.g1_diag)))
-
-    @property
-    def Ginv_blocks(self) -> np.ndarray:
-        return (1.0 / self.g1_diag)[:, None, None]
-
-    chol2 = None
-    dense = True
-
-    def solve(self, r: np.ndarray) -> np.ndarray:
-        return r / (self.g1_diag if r.ndim == 1 else self.g1_diag[:, None])
+__all__ = ["ScalarTerm", "batch_modes", "batch_nll_grad", "laplace_grad"]
 
 
 @dataclass(frozen=True, eq=False)
 class ScalarInner:
-    """Conditional modes of a scalar term (fields as :class:`~.laplace.InnerResult`)."""
+    """Conditional modes of a scalar term (fields as :class:`~.laplace.InnerResult`).
+
+    ``H``: the diagonal of ``H = A' W A + I`` at the modes (one random effect
+    per level: the factor is its square root, never formed).
+    """
 
     u: np.ndarray
     h: float
     logdet: float
-    factor: DiagFactor
+    H: np.ndarray
     parts: CumulativeParts
     converged: bool
     iterations: int
@@ -137,8 +120,7 @@ class ScalarTerm:
             u, parts, hl = un, pn, hn
         if not converged:
             H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
-        fac = DiagFactor(H)
-        return ScalarInner(u, float(hl.sum()), float(np.log(H).sum()), fac, parts,
+        return ScalarInner(u, float(hl.sum()), float(np.log(H).sum()), H, parts,
                            converged, it, a)
 
     def gradient(self, link: Link, up: np.ndarray, lo: np.ndarray, Bu: np.ndarray,
@@ -149,7 +131,7 @@ class ScalarTerm:
         ``(alpha, beta)`` at fixed ``u`` (as :func:`~.gradient.laplace_gradient`).
         """
         return laplace_grad(self, link, up[None], lo[None], inner.parts, inner.a[None],
-                            inner.u[None], inner.factor.g1_diag[None], Bu, Bl)[0]
+                            inner.u[None], inner.H[None], Bu, Bl)[0]
 
 
 def _partials_scaled(link: Link, up: np.ndarray, lo: np.ndarray, cp: CumulativeParts

@@ -13,10 +13,12 @@ On the latent scale the random effects are in units of the latent
 distribution (logistic: SD ``pi / sqrt(3)``), so ``theta`` *is* the SD.
 
 The negative Hessian of the penalised log-likelihood in ``u``, ``H = A' W A
-+ I`` with ``A = Z Lambda``, is factored blockwise: the block with the most
-random effects (block-diagonal, ``q x q`` per level) is eliminated first
-and the Schur complement of the others is dense -- the crossed
-worker x item structure of the LMM engine.
++ I`` with ``A = Z Lambda``, is factored by the weighted blocked
+factorisation every mixed-model family shares
+(:mod:`nlpower.mixed.blocked`: the block with the most random effects
+block-diagonal, eliminated first; the Schur complement of the others dense),
+or, for large crossed designs whose rest compresses, through observation
+pairs (:mod:`.crossed`); :meth:`ReStructure.factor` holds the rule.
 """
 
 from __future__ import annotations
@@ -28,14 +30,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
+from ..mixed.blocked import BlockedFactor, BlockedLayout, ThetaProducts, factor
 from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_pairs
-from ._dense import cho_solve, cholesky
 from .crossed import PairFactor, PairPlan, pair_plan
 
-__all__ = ["PAIR_MIN_WORK", "Block", "HFactor", "ReStructure"]
-
-#: the coupling block H12 (Q1 x Q2) is held dense up to this many entries (32 MB)
-_DENSE_LIMIT = 4_000_000
+__all__ = ["PAIR_MIN_WORK", "Block", "ReStructure"]
 
 #: ``Q1 Q2^2`` (the dense Schur complement's multiply-adds) from which observation pairs
 #: factor ``H`` (measured per gradient evaluation: 10 x 100 scalar terms, dense 2x faster;
@@ -70,7 +69,7 @@ class ReStructure:
     (:mod:`.crossed`) where the rest compresses and the blockwise dense Schur
     complement would cost more (``None``, the default: ``Q1 Q2^2 >``
     :data:`PAIR_MIN_WORK`); ``True`` wherever the rest compresses; ``False``
-    forces the blockwise dense Schur complement of :class:`HFactor` (the
+    forces the blocked factorisation of :mod:`nlpower.mixed.blocked` (the
     reference the tests compare with).
     """
 
@@ -161,13 +160,12 @@ class ReStructure:
     def _make_A(self) -> None:
         self.Avals = (np.concatenate(self._ZL, axis=1) if self._ZL
                       else np.zeros((self.n, 0)))
-        # the sparse A, A' and the row products are built when first read: the one-scalar-term
-        # path (:mod:`.scalar`) never reads them, and a tiny fit would spend a tenth of its
-        # time on their set-up
+        # the sparse A, A' and the cross-product multipliers are built when first read: the
+        # one-scalar-term path (:mod:`.scalar`) never reads them, and a tiny fit would spend a
+        # tenth of its time on their set-up
         self._A: sp.csr_matrix | None = None
         self._AT: Any = None
-        self._AoG: np.ndarray | None = None
-        self._Ao_rest: tuple[np.ndarray, np.ndarray] | None = None
+        self._products: ThetaProducts | None = None
 
     @property
     def A(self) -> sp.csr_matrix:
@@ -185,37 +183,19 @@ class ReStructure:
         return self._AT
 
     @property
-    def AoG(self) -> np.ndarray:
-        """Each observation's products ``a_1j a_1k`` within the first block."""
-        if self._AoG is None:
-            q1 = self.blocks[0].q if self.blocks else 0
-            av1 = self.Avals[:, :q1]
-            self._AoG = (av1[:, :, None] * av1[:, None, :]).reshape(self.n, -1)
-        return self._AoG
+    def layout(self) -> BlockedLayout:
+        """The (cached) placement of the weighted cross-products in ``H`` (fixed by the design)."""
+        if getattr(self, "_layout", None) is None:
+            self._layout = BlockedLayout([b.codes for b in self.blocks], [b.q for b in self.blocks],
+                                         [b.L for b in self.blocks])
+        return self._layout
 
     @property
-    def Ao12(self) -> np.ndarray:
-        """Products ``a_1j a_2k`` of the coupling (only :class:`HFactor` reads them)."""
-        return self._ao_rest()[0]
-
-    @property
-    def Ao22(self) -> np.ndarray:
-        return self._ao_rest()[1]
-
-    def _ao_rest(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._Ao_rest is None:
-            q1 = self.blocks[0].q if self.blocks else 0
-            av1, av2 = self.Avals[:, :q1], self.Avals[:, q1:]
-            n = self.n
-            self._Ao_rest = ((av1[:, :, None] * av2[:, None, :]).reshape(n, -1),
-                             (av2[:, :, None] * av2[:, None, :]).reshape(n, -1))
-        return self._Ao_rest
-
-    def pattern(self) -> _Pattern:
-        """The (cached) placement of ``A``'s row products in ``H``."""
-        if getattr(self, "_pattern", None) is None:
-            self._pattern = _Pattern(self)
-        return self._pattern
+    def products(self) -> ThetaProducts:
+        """The cross-product multipliers of ``A`` at the current ``theta``."""
+        if self._products is None:
+            self._products = self.layout.products(self.Avals)
+        return self._products
 
     def start_theta(self, sd: float = 1.0) -> np.ndarray:
         return np.where(self.lower == 0.0, sd, 0.0)
@@ -243,108 +223,9 @@ class ReStructure:
             self._pair_plan = pair_plan(self) if use else None
         return self._pair_plan
 
-    def factor(self, w: np.ndarray) -> HFactor | PairFactor:
-        """Factor ``H = A' diag(w) A + I``."""
+    def factor(self, w: np.ndarray) -> BlockedFactor | PairFactor:
+        """Factor ``H = A' diag(w) A + I``: through pairs where :meth:`pair_plan` says so."""
         plan = self.pair_plan()
         if plan is not None:
             return PairFactor(self, w, plan)
-        return HFactor(self, w)
-
-
-def _block_diag_csr(blocks: np.ndarray) -> sp.csr_matrix:
-    L, q, _ = blocks.shape
-    return sp.bsr_matrix((blocks, np.arange(L), np.arange(L + 1)), shape=(L * q, L * q)).tocsr()
-
-
-class _Pattern:
-    """Where each observation's products ``a_ij a_ik`` land in ``H`` (fixed by the design).
-
-    ``H = A' W A + I`` is assembled from the ``(n, nnz, nnz)`` outer products of
-    the rows of ``A`` (``nnz``: an observation's random effects): the diagonal
-    blocks ``G`` of the first block, the coupling ``H12`` and the rest ``H22``.
-    """
-
-    def __init__(self, rs: ReStructure):
-        b1 = rs.blocks[0]
-        q1 = b1.q
-        self.q1, self.L1 = q1, b1.L
-        self.Q1 = b1.L * q1
-        self.Q2 = Q2 = rs.n_u - self.Q1
-        ar = np.arange(q1)
-        self.idxG = (b1.codes[:, None, None] * q1 * q1 + ar[None, :, None] * q1
-                     + ar[None, None, :]).ravel()
-        c1 = rs.Acols[:, :q1]
-        c2 = rs.Acols[:, q1:] - self.Q1
-        self.rows12 = np.broadcast_to(c1[:, :, None], (rs.n, q1, c2.shape[1])).ravel()
-        self.cols12 = np.broadcast_to(c2[:, None, :], (rs.n, q1, c2.shape[1])).ravel()
-        self.idx12 = self.rows12 * Q2 + self.cols12
-        self.idx22 = (c2[:, :, None] * Q2 + c2[:, None, :]).ravel()
-
-
-class HFactor:
-    """Blockwise Cholesky of ``H = A' W A + I``: ``logdet`` and ``solve``."""
-
-    def __init__(self, rs: ReStructure, w: np.ndarray):
-        pat = rs.pattern()
-        q1 = self.q1 = pat.q1
-        self.L1 = L1 = pat.L1
-        wc = w[:, None]
-        G: np.ndarray = np.bincount(pat.idxG, weights=(wc * rs.AoG).ravel(),
-                                    minlength=L1 * q1 * q1).astype(float, copy=False).reshape(L1, q1, q1)
-        G[:, np.arange(q1), np.arange(q1)] += 1.0
-        if q1 == 1:
-            g = G[:, 0, 0]
-            self.logdet = float(np.sum(np.log(g)))
-            self.g1_diag = g
-            self.Ginv_blocks = (1.0 / g)[:, None, None]
-        else:
-            C = np.linalg.cholesky(G)
-            self.logdet = float(2.0 * np.sum(np.log(np.diagonal(C, axis1=1, axis2=2))))
-            self.Ginv_blocks = np.linalg.inv(G)
-            self.g1_diag = np.empty(0)
-        self.Q1 = pat.Q1
-        self.Q2 = Q2 = pat.Q2
-        self.chol2: np.ndarray | None = None
-        self.dense = True
-        if Q2 == 0:
-            return
-        H22: np.ndarray = np.bincount(pat.idx22, weights=(wc * rs.Ao22).ravel(),
-                                      minlength=Q2 * Q2).astype(float, copy=False).reshape(Q2, Q2)
-        H22[np.diag_indices(Q2)] += 1.0
-        vals = (wc * rs.Ao12).ravel()
-        if self.Q1 * Q2 <= _DENSE_LIMIT:
-            # dense Schur complement: a few BLAS calls beat sparse products at crowd sizes
-            H12d = np.bincount(pat.idx12, weights=vals, minlength=self.Q1 * Q2).reshape(
-                self.Q1, Q2)
-            Md = self._solve1(H12d)
-            S = H22 - H12d.T @ Md
-            self.H12: Any = H12d
-            self.M: Any = Md
-            self.dense = True
-        else:
-            H12 = sp.csr_matrix((vals, (pat.rows12, pat.cols12)), shape=(self.Q1, Q2))
-            M = (sp.diags(1.0 / self.g1_diag) @ H12 if q1 == 1
-                 else _block_diag_csr(self.Ginv_blocks) @ H12)
-            S = H22 - (H12.T @ M).toarray()
-            self.H12 = H12
-            self.M = M
-            self.dense = False
-        self.chol2 = cholesky(S)
-        self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol2))))
-
-    def _solve1(self, r1: np.ndarray) -> np.ndarray:
-        if self.q1 == 1:
-            return r1 / (self.g1_diag if r1.ndim == 1 else self.g1_diag[:, None])
-        rr = r1.reshape(self.L1, self.q1, -1)
-        return np.einsum("lij,ljk->lik", self.Ginv_blocks, rr).reshape(r1.shape)
-
-    def solve(self, r: np.ndarray) -> np.ndarray:
-        """``H^{-1} r`` (``r`` a vector or an ``(n_u, m)`` matrix)."""
-        r1 = r[:self.Q1]
-        if self.chol2 is None:
-            return self._solve1(r1)
-        r2 = r[self.Q1:]
-        x1p = self._solve1(r1)
-        x2 = cho_solve(self.chol2, r2 - self.H12.T @ x1p)
-        x1 = x1p - self.M @ x2
-        return np.concatenate([x1, x2])
+        return factor(self.layout, self.products, w)
