@@ -41,7 +41,7 @@ from ..errors import DesignError, NlpowerWarning
 from ..outcomes import HeadToHeadParams, LikertParams
 from ..params import LMMParams
 from ..powersim import PlanResult, plan
-from ..powersim.plansearch import reporting
+from ..powersim.plansearch import bar_reporting
 from .draws import bias_corrected
 from .outcome_assurance import (
     POINT_SIMS,
@@ -119,7 +119,7 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
     for _ in range(MAX_WORKER_STEPS + 1):
         with stages.stage(f"searching {which} designs (Gaussian stand-in)", None,
                           "worker count") as bar, \
-                reporting(lambda w: bar.update(1) if bar is not None else None):
+                bar_reporting(bar):
             res = plan(proxy, effect=proxy.effect, max_items=max_items,
                        **{**kw, "min_workers": lo_w})
         with stages.stage(f"checking {which} designs by simulation", None, "design") as bar:

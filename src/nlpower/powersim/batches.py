@@ -186,7 +186,7 @@ def stop_early(reps: Replicates, stop: Precision | None = None,
         return reps
     k: Any = 0
     n = 0
-    for lo, hi in batch_bounds(n_sims, batch_size):
+    for lo, hi in batch_bounds(n_sims, batch_size, even=batch_size is not None):
         k += rule.rejections(_rows(reps, lo, hi))
         n = hi
         if rule.met(k, n):
@@ -208,16 +208,31 @@ def _compute(compute: ComputeBatch, lo: int, hi: int, n_sims: int) -> Replicates
         raise
 
 
-def batch_bounds(n_sims: int, size: int | None = None) -> list[tuple[int, int]]:
+def batch_bounds(n_sims: int, size: int | None = None, *, even: bool = False
+                 ) -> list[tuple[int, int]]:
     """The fixed batches ``[(start, stop), ...]`` of a run of ``n_sims`` replicates.
+
+    ``even=True`` (large batches, :func:`run_batches` with ``batch_size``):
+    a run longer than one batch gets an even number of batches of equal
+    size (to one replicate), at most ``size`` each, so that two processes
+    share them equally (1,000 replicates in batches of 200: six of 167 or
+    166, not five of 200).  The layout depends on ``n_sims`` and ``size``
+    alone, never on ``n_jobs``.
 
     Examples
     --------
     >>> batch_bounds(120)
     [(0, 50), (50, 100), (100, 120)]
+    >>> batch_bounds(300, 200, even=True)
+    [(0, 150), (150, 300)]
     """
     step = BATCH_SIZE if size is None else size       # looked up now: tests shrink BATCH_SIZE
-    return [(lo, min(lo + step, n_sims)) for lo in range(0, n_sims, step)]
+    if not even or n_sims <= step:
+        return [(lo, min(lo + step, n_sims)) for lo in range(0, n_sims, step)]
+    n_batches = -(-n_sims // step)
+    n_batches += n_batches % 2
+    cuts = [n_sims * b // n_batches for b in range(n_batches + 1)]
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def _to_columns(reps: Replicates) -> dict[str, list[Any]]:
@@ -299,7 +314,9 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
         checkpoint (a progress bar's ``update``; ``compute`` reports its own).
     batch_size : int, optional
         Replicates per batch (default :data:`BATCH_SIZE`) (fixed for a run: part of what ``run`` names).  A
-        loop whose model fits many responses at once takes larger batches.
+        loop whose model fits many responses at once takes larger batches, laid out
+        evenly (:func:`batch_bounds` with ``even=True``: a long run in an even number of
+        equal batches, so two processes share them equally).
     stop : Precision, optional
         Stop at the first batch boundary where the rule is met (module
         docstring); default the current rule (:func:`stopping`), else none.
@@ -329,7 +346,7 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     """
     store = None if local else checkpoint if checkpoint is not None else current()
     rule = stop if stop is not None else _STOP.get()
-    bounds = batch_bounds(n_sims, batch_size)
+    bounds = batch_bounds(n_sims, batch_size, even=batch_size is not None)
     stored: dict[int, Replicates] = {}
     for b, (lo, hi) in enumerate(bounds):
         cols = None if store is None else store.get(run, b, lo, hi)
