@@ -122,7 +122,8 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
                 bar_reporting(bar):
             res = plan(proxy, effect=proxy.effect, max_items=max_items,
                        **{**kw, "min_workers": lo_w})
-        with stages.stage(f"checking {which} designs by simulation", None, "design") as bar:
+        with stages.stage(f"checking {which} designs by simulation", POINT_SIMS,
+                          "replicate") as bar:
             design, pw = _grow_items(res.design, params, setup, seed, target, max_items, bar)
         if pw >= target:
             cost = kw["cost_per_rating"] * design.n_ratings + \
@@ -146,13 +147,18 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
 
 def _grow_items(design: CrossedDesign, params: Any, setup: _Setup, seed: np.random.SeedSequence,
                 target: float, max_items: int, bar: Any = None) -> tuple[CrossedDesign, float]:
-    """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``."""
+    """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``.
+
+    ``bar`` counts replicates: :data:`POINT_SIMS` per design, its total grown by as many for
+    each further design checked.
+    """
     for step in range(MAX_STEPS + 1):
-        pw = _power(replace(setup, design=design), params, seed, POINT_SIMS)
-        if bar is not None:
-            bar.update(1)
+        pw = _power(replace(setup, design=design), params, seed, POINT_SIMS, bar)
         if pw >= target or design.n_items >= max_items or step == MAX_STEPS:
             break
+        if bar is not None:
+            bar.total += POINT_SIMS
+            bar.refresh()
         n_items = min(max_items, math.ceil(design.n_items * ITEM_STEP))
         design = CrossedDesign(design.n_workers, n_items,
                                workers_per_item=design.workers_per_item)
