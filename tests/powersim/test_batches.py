@@ -81,18 +81,6 @@ def test_batches_are_fixed_by_n_sims_alone():
     assert batch_bounds(3 * BATCH_SIZE) == batch_bounds(5 * BATCH_SIZE)[:3]
 
 
-@pytest.mark.parametrize("n_sims", [1, 199, 200, 201, 300, 400, 999, 1000, 1001, 2345])
-def test_even_batches_cover_the_run_in_an_even_number_of_equal_batches(n_sims):
-    bounds = batch_bounds(n_sims, 200, even=True)
-    sizes = [hi - lo for lo, hi in bounds]
-    assert bounds[0][0] == 0 and bounds[-1][1] == n_sims
-    assert all(a[1] == b[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
-    assert max(sizes) <= 200 and max(sizes) - min(sizes) <= 1
-    # one batch when one is enough (the same as the plain layout), else an even count
-    assert len(bounds) == 1 if n_sims <= 200 else len(bounds) % 2 == 0
-    assert len(bounds) <= len(batch_bounds(n_sims, 200)) + 1
-
-
 def test_driver_resumes_at_the_first_unfinished_batch(tmp_path):
     path = tmp_path / "run.ckpt"
     seen: list[tuple[int, int]] = []

@@ -202,7 +202,7 @@ def stop_early(reps: Replicates, stop: Precision | None = None,
         return reps
     k: Any = 0
     n = 0
-    for lo, hi in batch_bounds(n_sims, batch_size, even=batch_size is not None):
+    for lo, hi in batch_bounds(n_sims, batch_size):
         k += rule.rejections(_rows(reps, lo, hi))
         n = hi
         if rule.met(k, n):
@@ -224,31 +224,16 @@ def _compute(compute: ComputeBatch, lo: int, hi: int, n_sims: int) -> Replicates
         raise
 
 
-def batch_bounds(n_sims: int, size: int | None = None, *, even: bool = False
-                 ) -> list[tuple[int, int]]:
+def batch_bounds(n_sims: int, size: int | None = None) -> list[tuple[int, int]]:
     """The fixed batches ``[(start, stop), ...]`` of a run of ``n_sims`` replicates.
-
-    ``even=True`` (large batches, :func:`run_batches` with ``batch_size``):
-    a run longer than one batch gets an even number of batches of equal
-    size (to one replicate), at most ``size`` each, so that two processes
-    share them equally (1,000 replicates in batches of 200: six of 167 or
-    166, not five of 200).  The layout depends on ``n_sims`` and ``size``
-    alone, never on ``n_jobs``.
 
     Examples
     --------
     >>> batch_bounds(120)
     [(0, 50), (50, 100), (100, 120)]
-    >>> batch_bounds(300, 200, even=True)
-    [(0, 150), (150, 300)]
     """
     step = BATCH_SIZE if size is None else size       # looked up now: tests shrink BATCH_SIZE
-    if not even or n_sims <= step:
-        return [(lo, min(lo + step, n_sims)) for lo in range(0, n_sims, step)]
-    n_batches = -(-n_sims // step)
-    n_batches += n_batches % 2
-    cuts = [n_sims * b // n_batches for b in range(n_batches + 1)]
-    return list(zip(cuts[:-1], cuts[1:], strict=True))
+    return [(lo, min(lo + step, n_sims)) for lo in range(0, n_sims, step)]
 
 
 def _to_columns(reps: Replicates) -> dict[str, list[Any]]:
@@ -330,9 +315,7 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
         checkpoint (a progress bar's ``update``; ``compute`` reports its own).
     batch_size : int, optional
         Replicates per batch (default :data:`BATCH_SIZE`) (fixed for a run: part of what ``run`` names).  A
-        loop whose model fits many responses at once takes larger batches, laid out
-        evenly (:func:`batch_bounds` with ``even=True``: a long run in an even number of
-        equal batches, so two processes share them equally).
+        loop whose model fits many responses at once takes larger batches.
     stop : Precision, optional
         Stop at the first batch boundary where the rule is met (module
         docstring); default the current rule (:func:`stopping`), else none.
@@ -362,7 +345,7 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
     """
     store = None if local else checkpoint if checkpoint is not None else current()
     rule = stop if stop is not None else _STOP.get()
-    bounds = batch_bounds(n_sims, batch_size, even=batch_size is not None)
+    bounds = batch_bounds(n_sims, batch_size)
     stored: dict[int, Replicates] = {}
     for b, (lo, hi) in enumerate(bounds):
         cols = None if store is None else store.get(run, b, lo, hi)
