@@ -47,6 +47,7 @@ approximation).
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -143,6 +144,7 @@ def _params_key(params: Params) -> tuple[Any, ...]:
 #: the structures of the designs used last (:func:`_design_structure`)
 _STRUCTURES: OrderedDict[tuple[Any, ...], _DesignStructure] = OrderedDict()
 _N_STRUCTURES = 4
+_STRUCTURES_LOCK = threading.Lock()
 
 
 def _design_structure(design: CrossedDesign, params: Params) -> _DesignStructure:
@@ -154,14 +156,16 @@ def _design_structure(design: CrossedDesign, params: Params) -> _DesignStructure
     per design (STYLE 2) and kept for the last few designs.
     """
     key = (design, *_params_key(params))
-    st = _STRUCTURES.get(key)
-    if st is None:
-        st = _DesignStructure(build_model(design, params))
+    with _STRUCTURES_LOCK:
+        st = _STRUCTURES.get(key)
+        if st is not None:
+            _STRUCTURES.move_to_end(key)
+            return st
+    st = _DesignStructure(build_model(design, params))
+    with _STRUCTURES_LOCK:
         _STRUCTURES[key] = st
         while len(_STRUCTURES) > _N_STRUCTURES:
             _STRUCTURES.popitem(last=False)
-    else:
-        _STRUCTURES.move_to_end(key)
     return st
 
 
