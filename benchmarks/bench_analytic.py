@@ -12,8 +12,11 @@ Usage (from the repository root)::
 Per design: ``information_moments`` (the Satterthwaite df's information
 matrix included), CPU seconds (``time.process_time``, minimum of
 ``--repeats``), so that other processes on a shared machine inflate it less
-than wall-clock time.  With ``--old`` the earlier module is loaded in place and
-the largest relative differences of the variance and df are printed.
+than wall-clock time: ``first`` for a design not seen before (its structure
+and allocation built), ``draw`` for another parameter vector of the same
+design (an assurance draw: the structure is reused).  With ``--old`` the
+earlier module is loaded in place and the largest relative differences of the
+variance and df are printed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import importlib.util
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 DESIGNS = [(10, 1500, 3), (20, 300, 3), (50, 1500, 3), (100, 1200, 3), (200, 1000, 3),
@@ -55,21 +59,32 @@ def main() -> None:
     ap.add_argument("--plan", help="effects to plan for with workers_per_item=3, e.g. 0.1,0.2")
     args = ap.parse_args()
     from nlpower import CrossedDesign, plan, presets
+    from nlpower.design import _allocator, _layout_arrays, balanced_allocation
+    from nlpower.powersim import analytic
     from nlpower.powersim.analytic import information_moments
 
     p = presets.high_variance(0.05)
+    q = replace(p, sd_worker_slope=1.1 * p.sd_worker_slope)      # an assurance draw's SDs
     old = _load_old(args.old) if args.old else None
     worst = [0.0, 0.0]
-    print(f"{'design':>22}  {'CPU s':>8}  {'old CPU s':>9}  {'df':>12}")
+
+    def first(d: Any) -> Any:
+        analytic._STRUCTURES.clear()
+        for fn in (_allocator, _layout_arrays, balanced_allocation):
+            fn.cache_clear()
+        return information_moments(d, p)
+
+    print(f"{'design':>22}  {'first CPU s':>11}  {'draw CPU s':>10}  {'old CPU s':>9}  {'df':>12}")
     for w, i, k in DESIGNS:
         d = CrossedDesign(w, i, workers_per_item=k)
-        t, (var, df) = _cpu(lambda d=d: information_moments(d, p), args.repeats)
+        t, (var, df) = _cpu(lambda d=d: first(d), args.repeats)
+        t2, _ = _cpu(lambda d=d: information_moments(d, q), args.repeats)
         told = ""
         if old is not None:
             to, (vo, do) = _cpu(lambda d=d: old.information_moments(d, p), 1)
             worst = [max(worst[0], abs(var / vo - 1)), max(worst[1], abs(df / do - 1))]
             told = f"{to:.3f}"
-        print(f"{f'{w} x {i}, k={k}':>22}  {t:8.4f}  {told:>9}  {df:12.6f}")
+        print(f"{f'{w} x {i}, k={k}':>22}  {t:11.4f}  {t2:10.4f}  {told:>9}  {df:12.6f}")
     if old is not None:
         print(f"largest relative difference: variance {worst[0]:.1e}, df {worst[1]:.1e}")
     for eff in ([float(e) for e in args.plan.split(",")] if args.plan else []):

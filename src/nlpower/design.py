@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import string
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -481,55 +482,98 @@ def balanced_allocation(n_workers: int, n_items: int, k: int) -> np.ndarray:
     ``n_workers / k`` fixed teams whenever ``k`` divides ``n_workers``,
     confounding worker effects with item groups.
 
+    No item's workers depend on later items, so the allocation of ``n_items``
+    is the first rows of any longer one: the items assigned while the graph
+    is disconnected are kept per ``(n_workers, k)`` and extended on demand.
+
     Returns a read-only array of shape ``(n_items, k)`` (sorted rows).
+
+    Examples
+    --------
+    >>> balanced_allocation(4, 4, 2)
+    array([[0, 1],
+           [2, 3],
+           [0, 2],
+           [1, 3]])
     """
-    w, n = n_workers, n_items
-    out = np.empty((n, k), dtype=np.intp)
-    load = np.zeros(w, dtype=np.intp)
-    last = np.full(w, -1, dtype=np.intp)
-    comp = np.arange(w)
-    idx = np.arange(w)
-    n_comp = w
-    it = 0
-    while it < n and n_comp > 1 and 2 <= k < w:
-        order = np.lexsort((idx, last, load))
-        lo = load[order[0]]
-        at_lo = order[load[order] == lo]
-        if len(at_lo) >= k:
-            chosen: list[int] = []
-            pool = at_lo
-        else:
-            chosen = [int(v) for v in at_lo]
-            pool = order[load[order] == lo + 1]
-        seen = {int(comp[v]) for v in chosen}
-        for v in pool:
-            if len(chosen) == k:
-                break
-            if int(comp[v]) not in seen:
-                chosen.append(int(v))
-                seen.add(int(comp[v]))
-        for v in pool:
-            if len(chosen) == k:
-                break
-            if int(v) not in chosen:
-                chosen.append(int(v))
-        picked = np.asarray(chosen, dtype=np.intp)
-        out[it] = picked
-        load[picked] += 1
-        last[picked] = it
-        labels = np.unique(comp[picked])
-        if len(labels) > 1:
-            comp[np.isin(comp, labels)] = labels[0]
-            n_comp -= len(labels) - 1
-        it += 1
-    if it < n:
-        # connected (or k in {1, w}): least loaded, longest idle first = a rotation of the queue
-        queue = np.lexsort((idx, last, load))
-        slots = np.arange(n - it)[:, None] * k + np.arange(k)[None, :]
-        out[it:] = queue[slots % w]
+    alloc = _allocator(n_workers, k)
+    with alloc.lock:
+        out = alloc.rows(n_items)
     out.sort(axis=1)
     out.setflags(write=False)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _allocator(n_workers: int, k: int) -> _Allocator:
+    return _Allocator(n_workers, k)
+
+
+class _Allocator:
+    """The items of :func:`balanced_allocation` for ``(n_workers, k)``, assigned as far as asked."""
+
+    def __init__(self, n_workers: int, k: int) -> None:
+        w = n_workers
+        self.w, self.k = w, k
+        self.load = np.zeros(w, dtype=np.intp)
+        self.last = np.full(w, -1, dtype=np.intp)
+        self.comp = np.arange(w)
+        self.idx = np.arange(w)
+        self.n_comp = w
+        self.teams: list[np.ndarray] = []   # the items assigned while disconnected, in order
+        self.lock = threading.Lock()
+
+    def _more(self, n: int) -> None:
+        """Assign items while the graph is disconnected, up to ``n`` items in all."""
+        w, k = self.w, self.k
+        load, last, comp, idx = self.load, self.last, self.comp, self.idx
+        it = len(self.teams)
+        while it < n and self.n_comp > 1 and 2 <= k < w:
+            order = np.lexsort((idx, last, load))
+            lo = load[order[0]]
+            at_lo = order[load[order] == lo]
+            if len(at_lo) >= k:
+                chosen: list[int] = []
+                pool = at_lo
+            else:
+                chosen = [int(v) for v in at_lo]
+                pool = order[load[order] == lo + 1]
+            seen = {int(comp[v]) for v in chosen}
+            for v in pool:
+                if len(chosen) == k:
+                    break
+                if int(comp[v]) not in seen:
+                    chosen.append(int(v))
+                    seen.add(int(comp[v]))
+            for v in pool:
+                if len(chosen) == k:
+                    break
+                if int(v) not in chosen:
+                    chosen.append(int(v))
+            picked = np.asarray(chosen, dtype=np.intp)
+            self.teams.append(picked)
+            load[picked] += 1
+            last[picked] = it
+            labels = np.unique(comp[picked])
+            if len(labels) > 1:
+                comp[np.isin(comp, labels)] = labels[0]
+                self.n_comp -= len(labels) - 1
+            it += 1
+
+    def rows(self, n: int) -> np.ndarray:
+        """A new ``(n, k)`` array of the first ``n`` items' workers (unsorted rows)."""
+        self._more(n)
+        w, k = self.w, self.k
+        out = np.empty((n, k), dtype=np.intp)
+        it = min(n, len(self.teams))
+        if it:
+            out[:it] = np.stack(self.teams[:it])
+        if it < n:
+            # connected (or k in {1, w}): least loaded, longest idle first = a rotation of the queue
+            queue = np.lexsort((self.idx, self.last, self.load))
+            slots = np.arange(n - it)[:, None] * k + np.arange(k)[None, :]
+            out[it:] = queue[slots % w]
+        return out
 
 
 @functools.lru_cache(maxsize=32)

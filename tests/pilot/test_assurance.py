@@ -234,6 +234,9 @@ def test_plan_progress_reports_every_stage(capsys):
     loud = plan_with_assurance(fit, effect=0.1, rng=1, progress=True)
     err = capsys.readouterr().err
     assert "searching designs at the estimates" in err and "at the upper bounds" in err
+    # the range searched (worker counts 2..50) is the bar's total: it shows the time left
+    assert any(" 0/49 [" in x for x in err.replace("\r", "\n").split("\n")
+               if x.startswith("searching designs at the estimates"))
     assert f"assurance of {loud.point.n_workers} workers" in err
     assert loud.point.design == quiet.point.design          # the numbers do not change
     assert loud.point_assurance.assurance == quiet.point_assurance.assurance

@@ -166,11 +166,21 @@ def test_ordinal_pilot_with_more_systems_needs_a_contrast(likert_pilot):
 # -- plans ---------------------------------------------------------------------------
 
 
-def test_plan_from_an_ordinal_pilot_reaches_the_target_by_simulation(ordinal_fit):
+def test_plan_from_an_ordinal_pilot_reaches_the_target_by_simulation(ordinal_fit, capsys):
     from nlpower.pilot import plan_with_assurance
 
     res = plan_with_assurance(ordinal_fit, effect=1.0, analysis="lmm", n_boot=20, n_sims=2,
-                              max_workers=12, cost_per_worker=10, rng=5)
+                              max_workers=12, cost_per_worker=10, rng=5, progress=True)
+    # every stage shows its total, so the bar can show the time left: worker counts searched,
+    # replicates of the designs checked (POINT_SIMS each) and of the assurance
+    err = capsys.readouterr().err
+    lines = err.replace("\r", "\n").split("\n")
+    assert any(" 0/11 [" in x for x in lines if x.startswith("searching point-plan"))  # 2..12
+    assert any(f" 0/{POINT_SIMS} [" in x for x in lines
+               if x.startswith("checking point-plan designs by simulation"))
+    n_assured = 20 * 2 + POINT_SIMS                     # draws x n_sims, and the upper bounds' power
+    assert any(f" 0/{n_assured} [" in x for x in lines
+               if x.startswith(f"assurance of {res.point.n_workers} workers"))
     pt = res.point
     # the plan's power is the one its search simulated (POINT_SIMS replicates), reported as it
     # is -- never a second, noisier estimate that could fall below the target it was chosen by

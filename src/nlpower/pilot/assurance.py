@@ -48,7 +48,7 @@ from ..powersim import PlanResult, plan, power
 from ..powersim.analytic import information_moments
 from ..powersim.fastpath import stratum_eigenvalues
 from ..powersim.options import check_test_options
-from ..powersim.plansearch import reporting
+from ..powersim.plansearch import bar_reporting
 from ..powersim.rules import get_test
 from ..ratings import RatingsFit
 from ..simulation import check_design_params
@@ -479,7 +479,7 @@ def plan_with_assurance(
                               max_workers=max_workers, max_items=max_items,
                               workers_per_item=workers_per_item)
     with stages.stage("searching designs at the estimates", None, "worker count") as bar, \
-            reporting(lambda w: bar.update(1) if bar is not None else None):
+            bar_reporting(bar):
         point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
@@ -489,7 +489,7 @@ def plan_with_assurance(
     safe_a: AssuranceResult | None
     try:
         with stages.stage("searching designs at the upper bounds", None, "worker count") as bar, \
-                reporting(lambda w: bar.update(1) if bar is not None else None):
+                bar_reporting(bar):
             safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect,
                              **kw)
         safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, stages=stages, **akw)

@@ -51,6 +51,7 @@ from ..convert_outcomes import OrdinalPilot, binary_params, pilot_family, separa
 from ..design import CrossedDesign
 from ..errors import DesignError, FitError, InputError
 from ..outcomes import HeadToHeadParams, LikertParams, headtohead_power, likert_power
+from ..powersim.batches import reporting_batches
 from ..powersim.outcome import OUTCOMES
 from .draws import bias_corrected
 from .result import AssuranceResult, summarise_powers
@@ -205,8 +206,29 @@ class _Setup:
     alternative: str
 
 
-def _power(s: _Setup, params: Any, seed: np.random.SeedSequence, n_sims: int) -> float:
-    with warnings.catch_warnings():
+@contextmanager
+def _counted(bar: Any, n: int) -> Iterator[None]:
+    """Advance ``bar`` by the ``n`` replicates simulated inside: batch by batch as the loop
+    finishes them, and whatever it did not report at the end."""
+    if bar is None:
+        yield
+        return
+    seen = [0]
+
+    def update(k: int) -> None:
+        seen[0] += k
+        bar.update(k)
+
+    with reporting_batches(update):
+        yield
+    if seen[0] < n:
+        bar.update(n - seen[0])
+
+
+def _power(s: _Setup, params: Any, seed: np.random.SeedSequence, n_sims: int,
+           bar: Any = None) -> float:
+    """Simulated power of ``params`` on ``s.design`` (``bar``: advanced by each replicate batch)."""
+    with warnings.catch_warnings(), _counted(bar, n_sims):
         warnings.simplefilter("ignore")
         if s.outcome == "likert":
             r: Any = likert_power(s.design, params, analysis=s.analysis, test=s.test,
@@ -283,16 +305,17 @@ def outcome_assurance(fit: Any, design: CrossedDesign, *, effect: Any, coding: C
     s_point, s_each, s_up = s_assess.spawn(3)
     known = dict(known or {})
     n_point = POINT_SIMS if known else max(n_sims, min(POINT_SIMS, len(draws) * n_sims))
-    p_point = known["point"] if "point" in known else _power(setup, point, s_point, n_point)
+    # one bar over every replicate of the stage (the draws', and the point and upper powers')
+    total = len(draws) * n_sims + n_point * (("point" not in known) + ("upper" not in known))
     with (stages or Stages(False)).stage(f"assurance of {design.n_workers} workers x "
-                                         f"{design.n_items} items", len(draws), "draw") as bar:
-        powers = []
-        for d, s in zip(draws, s_each.spawn(len(draws)), strict=True):
-            powers.append(_power(setup, d, s, n_sims))
-            _tick(bar)
-    p_draws = np.array(powers)
-    p_up = (known["upper"] if "upper" in known
-            else _power(setup, _with_variances(point, names, upper), s_up, n_point))
+                                         f"{design.n_items} items", total, "replicate") as bar:
+        p_point = (known["point"] if "point" in known
+                   else _power(setup, point, s_point, n_point, bar))
+        powers = [_power(setup, d, s, n_sims, bar)
+                  for d, s in zip(draws, s_each.spawn(len(draws)), strict=True)]
+        p_draws = np.array(powers)
+        p_up = (known["upper"] if "upper" in known
+                else _power(setup, _with_variances(point, names, upper), s_up, n_point, bar))
     stats = summarise_powers(p_draws, target_power)
     return AssuranceResult(
         power=p_point, safeguard_power=p_up, **stats,

@@ -41,7 +41,7 @@ from ..errors import DesignError, NlpowerWarning
 from ..outcomes import HeadToHeadParams, LikertParams
 from ..params import LMMParams
 from ..powersim import PlanResult, plan
-from ..powersim.plansearch import reporting
+from ..powersim.plansearch import bar_reporting
 from .draws import bias_corrected
 from .outcome_assurance import (
     POINT_SIMS,
@@ -119,10 +119,11 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
     for _ in range(MAX_WORKER_STEPS + 1):
         with stages.stage(f"searching {which} designs (Gaussian stand-in)", None,
                           "worker count") as bar, \
-                reporting(lambda w: bar.update(1) if bar is not None else None):
+                bar_reporting(bar):
             res = plan(proxy, effect=proxy.effect, max_items=max_items,
                        **{**kw, "min_workers": lo_w})
-        with stages.stage(f"checking {which} designs by simulation", None, "design") as bar:
+        with stages.stage(f"checking {which} designs by simulation", POINT_SIMS,
+                          "replicate") as bar:
             design, pw = _grow_items(res.design, params, setup, seed, target, max_items, bar)
         if pw >= target:
             cost = kw["cost_per_rating"] * design.n_ratings + \
@@ -146,13 +147,18 @@ def _choose(params: Any, setup: _Setup, *, kw: dict[str, Any], max_items: int,
 
 def _grow_items(design: CrossedDesign, params: Any, setup: _Setup, seed: np.random.SeedSequence,
                 target: float, max_items: int, bar: Any = None) -> tuple[CrossedDesign, float]:
-    """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``."""
+    """Items grown by :data:`ITEM_STEP` while the simulated power is below ``target``.
+
+    ``bar`` counts replicates: :data:`POINT_SIMS` per design, its total grown by as many for
+    each further design checked.
+    """
     for step in range(MAX_STEPS + 1):
-        pw = _power(replace(setup, design=design), params, seed, POINT_SIMS)
-        if bar is not None:
-            bar.update(1)
+        pw = _power(replace(setup, design=design), params, seed, POINT_SIMS, bar)
         if pw >= target or design.n_items >= max_items or step == MAX_STEPS:
             break
+        if bar is not None:
+            bar.total += POINT_SIMS
+            bar.refresh()
         n_items = min(max_items, math.ceil(design.n_items * ITEM_STEP))
         design = CrossedDesign(design.n_workers, n_items,
                                workers_per_item=design.workers_per_item)

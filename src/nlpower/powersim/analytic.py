@@ -47,6 +47,8 @@ approximation).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,7 @@ from ..lmm import single_threaded
 from ..params import LMMParams
 from ..simulation import check_design_params
 from .fastpath import stratum_eigenvalues
-from .models import Params, build_model, effect_of, true_sds
+from .models import DesignModel, Params, build_model, effect_of, true_sds
 from .options import check_test_options
 from .result import AnalyticPowerResult
 from .rules import get_test
@@ -98,28 +100,27 @@ def information_moments(design: CrossedDesign, params: Params, *, with_df: bool 
 
 def _information_moments(design: CrossedDesign, params: Params, with_df: bool = True
                          ) -> tuple[float, float]:
-    model = build_model(design, params)
-    spec = model.spec
-    X = np.asarray(spec.X, dtype=float)
-    n, p = X.shape
+    st = _design_structure(design, params)
+    model, X = st.model, st.X
     s2 = params.sigma**2
     # the positive-variance random-effects columns, one block per (term, column): dV of a
     # covariance parameter is Z_a Z_b' + Z_b Z_a' (a == b: Z_a Z_a')
-    blocks: list[tuple[str, np.ndarray, np.ndarray, int, float]] = []
+    cols: list[int] = []
+    lam: list[float] = []
     params_list: list[tuple[int, int]] = []
-    for t in spec.re_terms:
+    for t, first in zip(model.spec.re_terms, st.term_starts, strict=True):
         sds = true_sds(design, params, t.group, tuple(t.cnames))
         pos = []
         for c in range(t.q):
             if sds[c] > 0:
-                pos.append(len(blocks))
-                blocks.append((t.group, np.asarray(t.codes), np.asarray(t.Z[:, c], dtype=float),
-                               t.n_levels, s2 / float(sds[c]) ** 2))
+                pos.append(len(cols))
+                cols.append(first + c)
+                lam.append(s2 / float(sds[c]) ** 2)
         params_list += [(pos[a], pos[b]) for a in range(len(pos)) for b in range(a, len(pos))]
-    inv = _SchurInverse(blocks, n)
-    ZtX = inv.Zt(X)
+    inv = _SchurInverse(st.schur(tuple(cols)), np.array(lam, dtype=float))
+    ZtX = inv.st.ZtX
     E = inv.solve(ZtX)                     # M^-1 Z'X
-    C = np.linalg.inv((X.T @ X - ZtX.T @ E) / s2)       # (X' V^-1 X)^-1
+    C = np.linalg.inv((st.XtX - ZtX.T @ E) / s2)       # (X' V^-1 X)^-1
     j = model.effect_index
     var = float(C[j, j])
     if not with_df:
@@ -131,6 +132,64 @@ def _information_moments(design: CrossedDesign, params: Params, with_df: bool = 
         q = float(grad @ np.linalg.pinv(info) @ grad)
     df = 2.0 * var * var / q if q > 0 else math.inf
     return var, df
+
+
+def _params_key(params: Params) -> tuple[Any, ...]:
+    """What of ``params`` the design's structure depends on (the analysis model's columns)."""
+    if isinstance(params, LMMParams):
+        return ("lmm", *(float(v) for v in params.x_values))
+    return ("multi", len(params.effects) + 1)
+
+
+#: the structures of the designs used last (:func:`_design_structure`)
+_STRUCTURES: OrderedDict[tuple[Any, ...], _DesignStructure] = OrderedDict()
+_N_STRUCTURES = 4
+_STRUCTURES_LOCK = threading.Lock()
+
+
+def _design_structure(design: CrossedDesign, params: Params) -> _DesignStructure:
+    """The structure of ``design`` shared by every parameter vector (assurance draws).
+
+    A parameter vector only changes the variances (``lam``); the analysis
+    model, its random-effects columns and their cross-products depend on the
+    design and the coding alone (:func:`_params_key`), so they are built once
+    per design (STYLE 2) and kept for the last few designs.
+    """
+    key = (design, *_params_key(params))
+    with _STRUCTURES_LOCK:
+        st = _STRUCTURES.get(key)
+        if st is not None:
+            _STRUCTURES.move_to_end(key)
+            return st
+    st = _DesignStructure(build_model(design, params))
+    with _STRUCTURES_LOCK:
+        _STRUCTURES[key] = st
+        while len(_STRUCTURES) > _N_STRUCTURES:
+            _STRUCTURES.popitem(last=False)
+    return st
+
+
+class _DesignStructure:
+    """The analysis model of one design and its Schur structures, one per set of positive columns."""
+
+    def __init__(self, model: DesignModel) -> None:
+        self.model = model
+        spec = model.spec
+        self.X = np.asarray(spec.X, dtype=float)
+        self.n = self.X.shape[0]
+        self.XtX = self.X.T @ self.X
+        self.columns: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        self.term_starts: list[int] = []
+        for t in spec.re_terms:
+            self.term_starts.append(len(self.columns))
+            self.columns += [(t.group, np.asarray(t.codes), np.asarray(t.Z[:, c], dtype=float),
+                              t.n_levels) for c in range(t.q)]
+        self._schur: dict[tuple[int, ...], _SchurStructure] = {}
+
+    def schur(self, cols: tuple[int, ...]) -> _SchurStructure:
+        if cols not in self._schur:
+            self._schur[cols] = _SchurStructure([self.columns[c] for c in cols], self.n, self.X)
+        return self._schur[cols]
 
 
 def _df_information(inv: _SchurInverse, E: np.ndarray, C: np.ndarray, j: int, X: np.ndarray,
@@ -187,12 +246,64 @@ def _df_information(inv: _SchurInverse, E: np.ndarray, C: np.ndarray, j: int, X:
     return info, grad
 
 
+class _SchurStructure:
+    """What :class:`_SchurInverse` needs of the design alone (no variances): built once per design.
+
+    ``blocks`` are the columns of one random-effects column of a term (one
+    per level): ``(group, codes, z, n_levels)`` with ``z`` the column's value
+    on each observation.  Holds ``Z``, ``Z'X``, the per-level cross-products
+    of the big factor's columns (``D`` without ``Lambda``), ``M_BR`` and
+    ``Z_R'Z_R``.
+    """
+
+    def __init__(self, blocks: list[tuple[str, np.ndarray, np.ndarray, int]], n: int,
+                 X: np.ndarray):
+        self.n = n
+        nb = self.nb = len(blocks)
+        self.sizes = sizes = [b[3] for b in blocks]
+        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.q = int(self.offs[-1])
+        rows = np.arange(n)
+        self.Z = sp.hstack([sp.csc_matrix((z, (rows, codes)), shape=(n, k))
+                            for _, codes, z, k in blocks], format="csc") if blocks \
+            else sp.csc_matrix((n, 0))
+        self.ZtX = np.asarray(self.Z.T @ X)
+        levels = {b[0]: b[3] for b in blocks}
+        big = max(levels, key=lambda g: levels[g]) if levels else None
+        self.bb = bb = [x for x in range(nb) if blocks[x][0] == big]
+        self.rest = rest = [x for x in range(nb) if x not in bb]
+        self.rcols = rcols = np.concatenate([np.arange(self.offs[x], self.offs[x + 1])
+                                             for x in rest]) if rest else np.zeros(0, dtype=int)
+        r = self.r = rcols.size
+        ZR = self.Z[:, rcols]
+        self.m0 = np.zeros((0, 0, 0))
+        if bb:
+            codes, n_lev = blocks[bb[0]][1], blocks[bb[0]][3]
+            m = np.zeros((n_lev, len(bb), len(bb)))
+            for a, xa in enumerate(bb):
+                for c, xc in enumerate(bb[a:], start=a):
+                    m[:, a, c] = m[:, c, a] = np.bincount(
+                        codes, weights=blocks[xa][2] * blocks[xc][2], minlength=n_lev)
+            self.m0 = m
+        self.MBR = {x: (self.Z[:, self._sl(x)].T @ ZR).tocsr() for x in bb}
+        self.parts = {x: sp.csr_matrix(sp.eye(self.size(x), r,
+                                              k=int(np.searchsorted(rcols, self.offs[x]))))
+                      for x in rest}
+        self.ZRtZR = (ZR.T @ ZR).toarray()
+        self.components: tuple[np.ndarray, list[np.ndarray]] | None = None
+
+    def size(self, x: int) -> int:
+        return int(self.offs[x + 1] - self.offs[x])
+
+    def _sl(self, x: int) -> slice:
+        return slice(int(self.offs[x]), int(self.offs[x + 1]))
+
+
 class _SchurInverse:
     """``Q = M^-1`` for ``M = Lambda + Z'Z`` (the positive-variance random-effect columns).
 
-    ``blocks`` are the columns of one random-effects column of a term (one
-    per level): ``(group, codes, z, n_levels, lam)`` with ``z`` the column's
-    value on each observation and ``lam = s2 / variance``.  The blocks of the
+    ``st`` holds the blocks of :class:`_SchurStructure`, ``lam`` their
+    ``s2 / variance``.  The blocks of the
     grouping factor with the most levels (``B``) give a ``D = M_BB`` that is
     block diagonal by level (an observation belongs to one level), so ``D^-1``
     is a small matrix per level and each of its blocks ``(x, y)`` a diagonal.
@@ -208,50 +319,34 @@ class _SchurInverse:
     block of items by items.
     """
 
-    def __init__(self, blocks: list[tuple[str, np.ndarray, np.ndarray, int, float]], n: int):
-        self.n = n
-        nb = len(blocks)
-        self.lam = np.array([b[4] for b in blocks], dtype=float)
-        sizes = [b[3] for b in blocks]
-        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-        self.q = int(self.offs[-1])
-        self.lam_cols = np.repeat(self.lam, sizes)
-        rows = np.arange(n)
-        self.Z = sp.hstack([sp.csc_matrix((z, (rows, codes)), shape=(n, k))
-                            for _, codes, z, k, _ in blocks], format="csc") if blocks \
-            else sp.csc_matrix((n, 0))
-        levels = {b[0]: b[3] for b in blocks}
-        big = max(levels, key=lambda g: levels[g]) if levels else None
-        bb = [x for x in range(nb) if blocks[x][0] == big]
-        rest = [x for x in range(nb) if x not in bb]
-        rcols = np.concatenate([np.arange(self.offs[x], self.offs[x + 1]) for x in rest]) \
-            if rest else np.zeros(0, dtype=int)
-        r = rcols.size
-        ZR = self.Z[:, rcols]
+    def __init__(self, st: _SchurStructure, lam: np.ndarray):
+        self.st = st
+        self.n = st.n
+        nb = st.nb
+        self.lam = lam
+        self.offs, self.q = st.offs, st.q
+        self.lam_cols = np.repeat(self.lam, st.sizes)
+        self.Z = st.Z
+        bb, rcols, r = st.bb, st.rcols, st.r
         # D = M_BB, one (|bb| x |bb|) matrix per level of the big factor
         if bb:
-            codes, n_lev = blocks[bb[0]][1], blocks[bb[0]][3]
-            m = np.zeros((n_lev, len(bb), len(bb)))
+            m = st.m0.copy()
             for a, xa in enumerate(bb):
-                for c, xc in enumerate(bb[a:], start=a):
-                    m[:, a, c] = m[:, c, a] = np.bincount(
-                        codes, weights=blocks[xa][2] * blocks[xc][2], minlength=n_lev)
                 m[:, a, a] += self.lam[xa]
             dinv = np.linalg.inv(m)
         self.dd = {(xa, xc): dinv[:, a, c] for a, xa in enumerate(bb)
                    for c, xc in enumerate(bb)}
-        MBR = {x: (self.Z[:, self._sl(x)].T @ ZR).tocsr() for x in bb}
-        parts = {x: sp.csr_matrix(sp.eye(self.size(x), r, k=int(np.searchsorted(rcols, self.offs[x]))))
-                 for x in rest}
-        T = (ZR.T @ ZR).toarray() + np.diag(self.lam_cols[rcols])
+        MBR = st.MBR
+        parts = dict(st.parts)
+        T = st.ZRtZR + np.diag(self.lam_cols[rcols])
         for a, xa in enumerate(bb):              # rows of B: -D^-1 M_BR
             la = -sum((sp.diags(dinv[:, a, c]) @ MBR[xc] for c, xc in enumerate(bb)),
                       sp.csr_matrix((self.size(xa), r)))
             parts[xa] = la.tocsr()
             T += (MBR[xa].T @ la).toarray()
-        self.Tinv = _inverse_by_components(T)
+        self.Tinv = _inverse_by_components(T, st)
         self._Lx = [parts[x] for x in range(nb)]
-        self.L = sp.vstack(self._Lx, format="csr") if blocks else sp.csr_matrix((0, 0))
+        self.L = sp.vstack(self._Lx, format="csr") if nb else sp.csr_matrix((0, 0))
         self._gram: dict[tuple[int, int], np.ndarray] = {}
         self._frob: dict[tuple[int, int, int, int], float] = {}
         self._LT: dict[int, np.ndarray] = {}
@@ -314,19 +409,37 @@ class _SchurInverse:
         return self._frob[key]
 
 
-def _inverse_by_components(T: np.ndarray) -> np.ndarray:
+def _inverse_by_components(T: np.ndarray, st: _SchurStructure | None = None) -> np.ndarray:
     """Inverse of a symmetric matrix, one connected component of its nonzeros at a time.
 
     With a +/-1 (or +/-0.5) coding on a paired design the intercept and slope
-    columns never meet, so ``T`` falls into two blocks (4x less work).
+    columns never meet, so ``T`` falls into two blocks (4x less work); with
+    many more workers than items most items share no worker, and ``T`` falls
+    into hundreds of small blocks.  Components of one size are inverted as a
+    stack (one ``inv`` call; LAPACK still inverts each block alone, so the
+    numbers are those of one call per block).  ``st`` keeps the components
+    of the last nonzero pattern seen (assurance draws share it).
     """
     out = np.zeros_like(T)
     if T.size == 0:
         return out
-    ncomp, lab = csgraph.connected_components(sp.csr_matrix(T != 0), directed=False)
-    for c in range(ncomp):
-        ix = np.flatnonzero(lab == c)
-        out[np.ix_(ix, ix)] = np.linalg.inv(T[np.ix_(ix, ix)])
+    pattern = T != 0
+    cached = None if st is None else st.components
+    if cached is not None and np.array_equal(cached[0], pattern):
+        groups = cached[1]
+    else:
+        ncomp, lab = csgraph.connected_components(sp.csr_matrix(pattern), directed=False)
+        order = np.argsort(lab, kind="stable")
+        members = np.split(order, np.flatnonzero(np.diff(lab[order])) + 1)
+        by_size: dict[int, list[np.ndarray]] = {}
+        for ix in members:
+            by_size.setdefault(ix.size, []).append(ix)
+        groups = [np.stack(v) for v in by_size.values()]
+        if st is not None:
+            st.components = (pattern, groups)
+    for ix in groups:                       # (n_components, size): rows of each component
+        blocks = T[ix[:, :, None], ix[:, None, :]]
+        out[ix[:, :, None], ix[:, None, :]] = np.linalg.inv(blocks)
     return 0.5 * (out + out.T)
 
 

@@ -58,8 +58,8 @@ from .result import Replicates
 
 __all__ = ["BATCH_SIZE", "Precision", "batch_bounds", "by_rows", "check_precision",
            "checkpoint_root", "checkpointed", "concat", "current_precision", "open_run_checkpoint",
-           "options_identity", "replicate_jobs", "run_batches", "run_id", "seeds_identity",
-           "stop_early", "stopping"]
+           "options_identity", "replicate_jobs", "reporting_batches", "run_batches", "run_id",
+           "seeds_identity", "stop_early", "stopping"]
 
 #: Replicates per batch (the last batch of a run holds the rest).
 BATCH_SIZE = 50
@@ -145,6 +145,22 @@ def check_precision(precision: Any) -> float | None:
             f"the power's 95% interval, a number strictly between 0 and 0.5 (e.g. 0.01); got "
             f"{precision!r}.")
     return float(precision)
+
+
+#: Told the replicates of each batch the runs in this context finish (:func:`reporting_batches`).
+_DONE: ContextVar[Callable[[int], Any] | None] = ContextVar("nlpower_batches_done", default=None)
+
+
+@contextmanager
+def reporting_batches(update: Callable[[int], Any]) -> Iterator[None]:
+    """Call ``update(n)`` with the ``n`` replicates of each batch the runs inside finish
+    (computed or read back): a progress bar of a caller that does not see the loop.  The
+    numbers do not change."""
+    token = _DONE.set(update)
+    try:
+        yield
+    finally:
+        _DONE.reset(token)
 
 
 #: The stopping rule of the replicate loops run in this context (:func:`stopping`).
@@ -337,6 +353,7 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
         if reps is not None:
             stored[b] = reps
     jobs = 1 if local else _JOBS.get()
+    done = _DONE.get()
     parts: list[Replicates] = []
     k: Any = 0
     n = 0
@@ -359,6 +376,8 @@ def run_batches(n_sims: int, compute: ComputeBatch, *, run: str,
                 wave.append(reps)
         for reps in wave:
             parts.append(reps)
+            if done is not None:
+                done(reps.pvalue.shape[0])
             b += 1
             if rule is not None:
                 k += rule.rejections(reps)

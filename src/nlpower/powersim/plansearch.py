@@ -24,22 +24,43 @@ from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import DesignError, InputError
 
-__all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "describe_plan", "fewest_passing",
-           "paid_ratings", "search"]
+__all__ = ["DEFAULT_MAX_WORKERS", "EXTEND_FACTOR", "Space", "bar_reporting", "describe_plan",
+           "fewest_passing", "paid_ratings", "reporting", "search"]
 
-#: Called once per number of workers searched (:func:`reporting`); None: nothing reported.
+#: Called once per number of workers searched, and with the number of worker counts about to
+#: be searched (:func:`reporting`); None: nothing reported.
 _TICK: ContextVar[Callable[[int], object] | None] = ContextVar("nlpower_plan_tick", default=None)
+_PLANNED: ContextVar[Callable[[int], object] | None] = ContextVar("nlpower_plan_planned",
+                                                                   default=None)
 
 
 @contextmanager
-def reporting(tick: Callable[[int], object]) -> Iterator[None]:
-    """Call ``tick(n_workers)`` after each number of workers the searches inside have searched
-    (a progress bar's update; the numbers do not change)."""
+def reporting(tick: Callable[[int], object],
+              planned: Callable[[int], object] | None = None) -> Iterator[None]:
+    """Call ``tick(n_workers)`` after each number of workers the searches inside have searched,
+    and ``planned(count)`` before each range of ``count`` worker counts (the range, then each
+    extension): a progress bar's update and total, so it can show the time left.  The numbers
+    do not change."""
     token = _TICK.set(tick)
+    token2 = _PLANNED.set(planned)
     try:
         yield
     finally:
+        _PLANNED.reset(token2)
         _TICK.reset(token)
+
+
+def bar_reporting(bar: Any) -> Any:
+    """:func:`reporting` into a tqdm bar (or nothing for None): one step per worker count, the
+    bar's total the worker counts of the range searched so far."""
+    if bar is None:
+        return reporting(lambda w: None)
+
+    def planned(count: int) -> None:
+        bar.total = (bar.total or 0) + count
+        bar.refresh()
+
+    return reporting(lambda w: bar.update(1), planned)
 
 
 #: Workers searched when ``max_workers`` is not given (then extended while the optimum is on the edge).
@@ -265,7 +286,9 @@ def search(space: Space, pw: Callable[[int, int], float], target: float, *, exte
 
     def rows_for(workers: Sequence[int], start: int | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        tick = _TICK.get()
+        tick, planned = _TICK.get(), _PLANNED.get()
+        if planned is not None:
+            planned(len(workers))
         for w in workers:         # a neighbour's answer is where the next search starts
             out.append(frontier_row(space, once, w, target, not extend, start))
             if tick is not None:
