@@ -99,7 +99,8 @@ def test_cli_plan_on_the_nested_four_system_pilot(capsys):
     nested = str(FIXTURES / "nested_4sys_ratings.csv")
     assert main(["plan", "--ratings", nested, "--scale", "1,5", "--effect", "0.1",
                  "--seed", "1"]) != 0
-    assert "--contrast 'C'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "4 systems ('A', 'B', 'C', 'D')" in err and "--contrast" in err
     code = main(["plan", "--ratings", nested, "--scale", "1,5", "--effect", "0.1", "--n-boot", "20",
                  "--seed", "1", "--contrast", "C"])
     out = capsys.readouterr().out

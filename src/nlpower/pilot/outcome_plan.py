@@ -165,6 +165,11 @@ def _grow_items(design: CrossedDesign, params: Any, setup: _Setup, seed: np.rand
     return design, pw
 
 
+def _mc_se(power: float, n_sims: int) -> float:
+    """The Monte Carlo standard error of a simulated power near ``power``."""
+    return math.sqrt(power * (1 - power) / n_sims)
+
+
 def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: Any,
                  analysis: Any, test: Any, target_power: float, cost_per_rating: float,
                  cost_per_worker: float, confidence_level: float, method: str, n_boot: int,
@@ -235,6 +240,12 @@ def outcome_plan(fit: Any, *, effect: Any, coding: Any, contrast: Any, outcome: 
         note += (" The safeguard design is cheaper than the design searched at the "
                  "estimates and reaches the target there too (simulated), so it is also "
                  "the point plan.")
+    elif safe_plan is not None and safe_a is not None and safe_plan.cost < point_plan.cost:
+        note += (f" The safeguard design is cheaper than the point plan but its simulated "
+                 f"power at the estimates, {safe_a.power:.3f}, is below the target, so it is "
+                 "not the point plan: the designs were checked on separate simulations "
+                 f"(Monte Carlo SE about {_mc_se(target_power, safe_a.point_sims):.3f} "
+                 "each), which can order neighbouring designs either way.")
     if missing is not None:
         note += (f" No design in the searched range reaches the target at the upper bounds of "
                  f"the SDs ({missing}).")

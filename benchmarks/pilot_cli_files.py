@@ -34,8 +34,8 @@ byte-order mark), ``semicolon`` (``;`` separator, decimal comma), ``missing``
 (labels with spaces, accents and CJK), ``headerspace`` (column names padded
 with spaces).
 
-Run ``python benchmarks/pilot_files.py OUTDIR`` (default ``pilot_files/``) to write the
-files; ``python benchmarks/pilot_files.py OUTDIR --run [NAME ...]`` also runs the command
+Run ``python benchmarks/pilot_cli_files.py OUTDIR`` (default ``pilot_files/``) to write the
+files; ``python benchmarks/pilot_cli_files.py OUTDIR --run [NAME ...]`` also runs the command
 line on them (every case of :data:`CASES`, or those named, one at a time) and prints each
 exit code, wall time and peak memory: 0 is a result, 2 one clear error.
 """
