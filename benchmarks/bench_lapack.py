@@ -147,7 +147,7 @@ def _small_rows() -> list[tuple[str, str, float, str, float]]:
         ("dsyevd with vectors, k = 10", "ordinal/_dense.py inv_and_cond",
          _time(lambda: lapack.dsyevd(H, compute_v=1, lower=1)), "numpy.linalg.eigh",
          _time(lambda: np.linalg.eigh(H))),
-        ("dpotrf in place + dpotrs, n = 60 (PIRLS rest)", "glmm/pirls.py",
+        ("dpotrf in place + dpotrs, n = 60 (PIRLS rest)", "mixed/blocked.py",
          _time(lambda a: lapack.dpotrs(lapack.dpotrf(a, lower=1, clean=1, overwrite_a=1)[0], g6,
                                        lower=1), lambda: S.copy(order="F")),
          "scipy.linalg.cho_factor + cho_solve",
