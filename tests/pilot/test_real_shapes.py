@@ -259,3 +259,16 @@ def test_no_design_in_range_is_an_error_not_a_plan():
     with pytest.raises(DesignError, match="no design with 2-4 workers"):
         plan(LMMParams(sd_worker_slope=0.3, sigma=0.2), effect=0.01, max_workers=4,
              max_items=50)
+
+
+def test_a_misspelled_contrast_names_the_system_meant():
+    from nlpower.errors import RatingsError
+    from nlpower.pilot.subset import contrast_pair
+
+    systems = ("gpt-4", "llama", "ours")
+    assert contrast_pair(systems, ("ours", "gpt-4")) == ("ours", "gpt-4")
+    with pytest.raises(RatingsError, match=r"got 'ours, gpt4'\. 'gpt4' is not a system "
+                                           r"\(did you mean 'gpt-4'\?\)"):
+        contrast_pair(systems, ("ours", "gpt4"))
+    with pytest.raises(RatingsError, match=r"got 'zzz'\.$"):      # nothing close: no hint
+        contrast_pair(systems, "zzz")

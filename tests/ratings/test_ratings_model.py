@@ -96,3 +96,21 @@ def test_choose_model_orders_levels_and_detects_nesting():
     with pytest.raises(RatingsError, match=r"model must be one of 'auto', 'paper'; got 'Auto'\. "
                                            r"Did you mean 'auto'\?"):
         choose_model(nested_r, model="Auto")
+
+
+def test_an_unidentified_item_slope_suggests_a_model_that_fits():
+    """Workers nested in systems, each (item, system) rated once: the item slope has as many
+    effects as ratings; the suggested formula drops it and fits the nested workers' intercept."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    rows = [(f"J{s}{w}", f"d{i}", sys, int(rng.integers(1, 6)))
+            for i in range(60) for s, sys in enumerate(("base", "tuned"))
+            for w in [int(rng.integers(0, 6))]]
+    df = pd.DataFrame(rows, columns=["worker", "item", "system", "rating"])
+    r = read_ratings(df, scale=(1, 5))
+    with pytest.raises(RatingsError, match="simpler model") as err:
+        fit_ratings(r)
+    suggested = str(err.value).split("model=")[-1].rstrip(".").strip("'")
+    assert suggested == "rating ~ system + (1 | worker) + (1 | item)"
+    assert fit_ratings(r, model=suggested).fit.loglik < 0     # the suggestion fits

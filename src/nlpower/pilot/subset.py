@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._validation import closest_name
 from ..errors import RatingsError
 from ..ratings import Ratings
 from ..ratings.report import design_report
@@ -38,8 +39,13 @@ def contrast_pair(systems: tuple[str, ...], contrast: Any, baseline: str | None 
     base = str(systems[0]) if baseline is None else str(baseline)
     pair = (contrast, base) if isinstance(contrast, str) else tuple(contrast)
     if len(pair) != 2 or pair[0] == pair[1] or any(str(s) not in systems for s in pair):
+        given = contrast if isinstance(contrast, str) else ", ".join(map(str, pair))
+        hints = [f"{s!r} is not a system (did you mean {close!r}?)" for s in pair
+                 if str(s) not in systems
+                 and (close := closest_name(str(s), [str(x) for x in systems])) is not None]
         raise RatingsError(f"contrast must name one system (compared with the baseline {base!r}) "
-                           f"or two different systems of {list(systems)}; got {contrast!r}.")
+                           f"or two different systems of {list(systems)}; got {given!r}."
+                           + "".join(f" {h}." for h in hints))
     return str(pair[0]), str(pair[1])
 
 

@@ -42,7 +42,7 @@ The former names -- ``ModelPowerResult``, ``PreferencePowerResult``,
 
 from .core import PowerResult, Replicates
 from .records import design_record
-from .studies import CallbackStudy, ModelStudy, PreferenceStudy, RatingsStudy, Study
+from .studies import CallbackStudy, ModelStudy, PreferenceStudy, RatingsStudy, StudyKind
 
 __all__ = ["CallbackStudy", "ModelStudy", "PowerResult", "PreferenceStudy", "RatingsStudy",
-           "Replicates", "Study", "design_record"]
+           "Replicates", "StudyKind", "design_record"]

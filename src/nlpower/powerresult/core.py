@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..intervals import ConfidenceInterval, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from .records import SCHEMAS, kind_of
-from .studies import STUDIES, CallbackStudy, Study
+from .studies import STUDIES, CallbackStudy, StudyKind
 
 __all__ = ["PowerResult", "Replicates"]
 
@@ -163,7 +163,7 @@ class PowerResult:
     test: str
     alpha: float
     alternative: str
-    study: Study
+    study: StudyKind
     method: str = "simulate"
     engine: str | None = None
     mean_estimate: float = math.nan

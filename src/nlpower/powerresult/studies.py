@@ -33,7 +33,7 @@ from ..design import CrossedDesign
 if TYPE_CHECKING:
     from .core import PowerResult
 
-__all__ = ["STUDIES", "CallbackStudy", "ModelStudy", "PreferenceStudy", "RatingsStudy", "Study"]
+__all__ = ["STUDIES", "CallbackStudy", "ModelStudy", "PreferenceStudy", "RatingsStudy", "StudyKind"]
 
 
 @dataclass(frozen=True)
@@ -345,7 +345,7 @@ class CallbackStudy:
 
 
 #: What a :class:`~nlpower.powerresult.PowerResult` studied.
-Study = RatingsStudy | ModelStudy | PreferenceStudy | CallbackStudy
+StudyKind = RatingsStudy | ModelStudy | PreferenceStudy | CallbackStudy
 #: the study classes, one per kind
 STUDIES = (RatingsStudy, ModelStudy, PreferenceStudy, CallbackStudy)
 

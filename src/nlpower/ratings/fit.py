@@ -157,8 +157,10 @@ def _fit_ordinal(ratings: Ratings, choice: ModelChoice, family: Any, engine: str
 def _simpler(choice: ModelChoice) -> str:
     """The formula to suggest when a per-system term has more effects than there are ratings."""
     n, k = len(choice.data), len(choice.levels)
-    parts = [f"(1 | {g})" if k * choice.data[g].nunique() >= n else f"(system || {g})"
-             for g in GROUPS]
+    # a factor nested in systems has no per-system slope to fit (its per-system variances are
+    # the auto model's indicator terms, which a formula cannot name): one intercept variance
+    parts = [f"(1 | {g})" if g in choice.reduced or k * choice.data[g].nunique() >= n
+             else f"(system || {g})" for g in GROUPS]
     return "rating ~ system + " + " + ".join(parts)
 
 
