@@ -29,7 +29,7 @@ def model_parameters(model: Any, design: Any) -> dict[str, Any]:
                              float(r.sdcor)))
     return {"fixef": {str(k): float(v) for k, v in design.fixef.items()},
             "varcorr": tuple(rows),
-            "sigma": float(design.sigma) if design.family.name == "gaussian" else None,
+            "sigma": float(design.sigma) if design.family.has_sigma else None,
             "params_set": bool(getattr(model, "params_set", False)),
             "theta": [float(t) for t in design.theta]}
 
