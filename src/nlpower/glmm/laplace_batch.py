@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import special
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -28,8 +27,6 @@ __all__ = ["BatchedLaplace"]
 #: PIRLS stops for a replicate when its Newton step in u is below this (relative)
 U_TOL = 1e-9
 PIRLS_MAXIT = 50
-#: observations whose factors in [0.5, 1] are multiplied before one log (0.5^64 ~ 5e-20)
-LOG_CHUNK = 64
 
 
 @dataclass(eq=False)
@@ -63,7 +60,7 @@ class BatchedLaplace:
     def __init__(self, model: GlmmModel):
         pir = model.pirls
         self.model = model
-        self.kind = pir._kind
+        self.link = pir.link
         self.X = pir.X
         self.n, self.p = self.X.shape
         self.k = model.k
@@ -84,7 +81,6 @@ class BatchedLaplace:
         self.coltheta = np.concatenate([np.full(mb, t) for mb, t in zip(self.m, self.tidx, strict=True)])
         self.wt = np.asarray(model.wt, dtype=float)
         self.unit_wt = bool(np.all(self.wt == 1.0))
-        self.chunks = np.arange(0, self.n, LOG_CHUNK)
         self.G = [_scatter(rows, self.codes[b], self.z[b], self.m[b]) for b in range(self.nb)]
         self.Gall = sp.vstack(self.G, format="csr")
         self.G2 = [_scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b]) for b in range(self.nb)]
@@ -106,7 +102,8 @@ class BatchedLaplace:
     @staticmethod
     def supports(model: GlmmModel) -> bool:
         """Scalar terms on distinct grouping factors, a canonical link, Laplace (nAGQ = 1)."""
-        return (model.pirls._kind in ("logit", "log") and model.nAGQ == 1
+        fam: Any = model.family
+        return (fam.canonical and model.nAGQ == 1
                 and all(b.q == 1 and b.lam_idx.size == 1 for b in model.blocks))
 
     # -- pieces -------------------------------------------------------------------------
@@ -123,28 +120,13 @@ class BatchedLaplace:
         return (self.Gall @ np.ascontiguousarray(V.T)).T * th[:, self.coltheta]
 
     def working(self, eta: np.ndarray, Yw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`).
+        """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`):
+        the family's :meth:`~nlpower.lmm.family._GLMResponse.working_rows`.
 
-        ``Yw``: the responses times the prior weights; ``sum unit`` is
-        ``2 sum wt (log(1 + e^eta) - y eta)`` (logit) or ``2 sum wt (mu - y eta)`` (log).
+        ``Yw``: the responses times the prior weights.
         """
-        wt = self.wt
-        yeta = np.einsum("ri,ri->r", Yw, eta)
-        if self.kind == "logit":
-            mu = special.expit(eta)
-            om = 1.0 - mu
-            w = mu * om
-            np.maximum(w, 1e-300, out=w)
-            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu); a is in [0.5, 1],
-            # so products of LOG_CHUNK of them stay normal: fewer logs
-            a = np.maximum(mu, om, out=om)
-            if self.unit_wt:
-                loga = np.log(np.multiply.reduceat(a, self.chunks, axis=1)).sum(axis=1)
-                return mu, w, 2.0 * (np.maximum(eta, 0.0).sum(axis=1) - loga - yeta)
-            w *= wt
-            return mu, w, 2.0 * ((np.maximum(eta, 0.0) - np.log(a)) @ wt - yeta)
-        mu = np.exp(np.minimum(eta, 700.0))
-        return mu, (mu if self.unit_wt else wt * mu), 2.0 * (mu @ wt) - 2.0 * yeta
+        fam: Any = self.family
+        return fam.working_rows(Yw, self.wt, eta, self.unit_wt)  # type: ignore[no-any-return]
 
     def constants(self, Y: np.ndarray) -> np.ndarray:
         """Per replicate: ``-2 log p(y | mu)`` minus the sum of the unit terms (free of ``mu``)."""
@@ -152,7 +134,7 @@ class BatchedLaplace:
         fam: Any = self.family
         mu0 = fam.mu_start(Y, wt)
         full = fam.m2loglik(Y, mu0, wt, axis=1)
-        eta0 = np.log(mu0 / (1.0 - mu0)) if self.kind == "logit" else np.log(mu0)
+        eta0 = self.link.linkfun(mu0)
         return full - self.working(eta0, Y * wt)[2]
 
     def factor(self, th: np.ndarray, w: np.ndarray
@@ -339,7 +321,7 @@ class BatchedLaplace:
         """The gradient of the Laplace deviance over ``(theta, beta)``: ``(R, k + p)``."""
         wt, w, mu = self.wt, md.w, md.mu
         r = 2.0 * (wt * mu - Yw)
-        dw = w * (1.0 - 2.0 * mu) if self.kind == "logit" else w
+        dw = w * self.link.dlog_mu_eta(mu)
         s, h = self._inverse_parts(th, md)
         v = h * dw
         xi = self.solve(md.D0, md.Cr, md.Sinv, self.ztv(th, v))
