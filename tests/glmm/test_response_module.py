@@ -134,3 +134,18 @@ def test_theta_products_are_a_value_of_theta():
     np.testing.assert_array_equal(pir.at(np.array(fit.theta)).zl, a.zl)   # ... to the same value
     np.testing.assert_array_equal(b.zl, 2.0 * a.zl)
     assert pir.at(np.array(fit.theta) * 2.0) is pir.at(np.array(fit.theta) * 2.0)
+
+
+def test_batched_refits_use_the_model_s_current_weights():
+    from nlpower.glmm.batched import refit_many
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "reference" / "data" / "cbpp.csv",
+                    dtype={"period": str, "herd": str})
+    fit = glmer("prop ~ period + (1 | herd)", d, "binomial", weights="size")
+    m = fit.model
+    Y = m.simulate(3, rng=2, params=fit)
+    refit_many(m, Y, start=fit)                  # the batch is built for the data's weights
+    m.refit(Y[0], start=fit, weights=2.0 * d["size"].to_numpy())   # ... which this replaces
+    many = refit_many(m, Y, start=fit)
+    for core, y in zip(many, Y, strict=True):
+        assert "batched" in core.message
+        assert core.deviance == pytest.approx(m.refit(y, start=fit).deviance, abs=1e-6)

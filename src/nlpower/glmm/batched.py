@@ -382,8 +382,9 @@ def _batched(model: GlmmModel, Y: np.ndarray, rows: np.ndarray, x0: np.ndarray,
              H0: np.ndarray | None = None) -> None:
     """Fit ``Y[rows]`` together (from ``x0``: one start, or one per row, with ``H0`` their
     first Hessians); the converged fits go into ``out``."""
-    bl = model._batched if model._batched is not None else BatchedLaplace(model)
-    model._batched = bl
+    bl = model._batched
+    if bl is None or not np.array_equal(bl.wt, model.wt):   # built for other prior weights
+        bl = model._batched = BatchedLaplace(model)
     x0 = np.broadcast_to(x0, (rows.size, bl.k + bl.p))
     nt = _Newton(bl, Y[rows], np.array(x0), exact=hessian, H0=H0)
     for _ in range(OUTER_MAXIT):
