@@ -34,10 +34,10 @@ def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
     u0 = mode.u
     assert mode.factor is not None
     sd = 1.0 / mode.factor.L1[:, 0, 0]
-    fixed = mode.eta - pirls.zu(u0)
+    fixed = mode.eta - mode.at.zu(u0)
 
     def devc(u: np.ndarray) -> np.ndarray:
-        unit = pirls.working(fixed + pirls.zu(u))[2]
+        unit = pirls.working(fixed + mode.at.zu(u))[2]
         return np.bincount(codes, unit, minlength=m) + u * u
 
     dc0 = devc(u0)

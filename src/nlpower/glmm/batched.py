@@ -84,7 +84,7 @@ STEP_ETA = 3.0
 
 
 
-_FIELDS = ("U", "mu", "w", "D0", "Cr", "Sinv", "dev", "iters")
+_FIELDS = ("U", "mu", "w", "dev", "iters")
 
 def _rows(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``a[idx]`` for sorted distinct row indices; ``a`` itself when they are all the rows."""
@@ -96,10 +96,12 @@ def _set_rows(dst: _Modes, idx: np.ndarray, src: _Modes, take: np.ndarray | None
     if idx.size == dst.dev.shape[0] and (take is None or take.all()):
         for name in _FIELDS:                     # every row: take src's arrays
             setattr(dst, name, getattr(src, name))
+        dst.fac = src.fac
         return
     for name in _FIELDS:
         val = getattr(src, name)
         getattr(dst, name)[idx] = val if take is None else val[take]
+    dst.fac.put(idx, src.fac if take is None else src.fac.rows(take))
 
 
 def _sub(md: _Modes, idx: np.ndarray) -> _Modes:
@@ -109,8 +111,7 @@ def _sub(md: _Modes, idx: np.ndarray) -> _Modes:
 
 def _gather(md: _Modes, idx: np.ndarray) -> _Modes:
     """The rows ``idx`` of ``md`` (any indices, repeated ones too), copied."""
-    return _Modes(md.U[idx], md.mu[idx], md.w[idx], md.D0[idx], md.Cr[idx], md.Sinv[idx],
-                  md.dev[idx], md.iters[idx])
+    return _Modes(md.U[idx], md.mu[idx], md.w[idx], md.fac.rows(idx), md.dev[idx], md.iters[idx])
 
 
 def _direction(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -381,8 +382,9 @@ def _batched(model: GlmmModel, Y: np.ndarray, rows: np.ndarray, x0: np.ndarray,
              H0: np.ndarray | None = None) -> None:
     """Fit ``Y[rows]`` together (from ``x0``: one start, or one per row, with ``H0`` their
     first Hessians); the converged fits go into ``out``."""
-    bl = model._batched if model._batched is not None else BatchedLaplace(model)
-    model._batched = bl
+    bl = model._batched
+    if bl is None or not np.array_equal(bl.wt, model.wt):   # built for other prior weights
+        bl = model._batched = BatchedLaplace(model)
     x0 = np.broadcast_to(x0, (rows.size, bl.k + bl.p))
     nt = _Newton(bl, Y[rows], np.array(x0), exact=hessian, H0=H0)
     for _ in range(OUTER_MAXIT):

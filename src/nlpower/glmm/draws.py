@@ -17,19 +17,20 @@ from ..errors import InputError
 
 if TYPE_CHECKING:
     from .model import GlmmModel
+    from .pirls import AtTheta
 
 __all__ = ["simulate", "simulate_each"]
 
 
-def _parts(model: GlmmModel, sp: Any) -> tuple[np.ndarray, Any]:
-    """The fixed part of the linear predictor, and the family at the parameters' dispersion;
-    sets the PIRLS factor's ``theta`` (the caller resets it)."""
+def _parts(model: GlmmModel, sp: Any) -> tuple[np.ndarray, Any, AtTheta]:
+    """The fixed part of the linear predictor, the family at the parameters' dispersion and
+    ``Z Lambda`` at the parameters' ``theta`` (:class:`~nlpower.glmm.pirls.AtTheta`)."""
     th = model.layout.check_start(sp.theta)
     be = np.asarray(sp.beta, dtype=float).ravel()
     if be.shape != (model.p,):
         raise InputError(f"beta must have {model.p} values ({', '.join(model.spec.fixef_names)}).")
-    model.pirls.set_theta(th)
-    return model.spec.X @ be + model.offset, model.family.with_dispersion(sp.dispersion)
+    return (model.spec.X @ be + model.offset, model.family.with_dispersion(sp.dispersion),
+            model.pirls.at(th))
 
 
 def simulate(model: GlmmModel, n: int, *, rng: Any, params: Any, legacy: dict[str, Any]
@@ -39,12 +40,11 @@ def simulate(model: GlmmModel, n: int, *, rng: Any, params: Any, legacy: dict[st
     from ..lmm.simparams import legacy_params, sim_params
     sp = sim_params(legacy_params(params, legacy, allowed=("theta", "beta"), where="simulate"))
     gen = as_generator(rng)
-    fixed, fam = _parts(model, sp)
+    fixed, fam, at = _parts(model, sp)
     out = np.empty((int(n), model.spec.n))
     for i in range(int(n)):
         u = gen.standard_normal(model.pirls.q)
-        out[i] = fam.draw(gen, fam.link.linkinv(fixed + model.pirls.zu(u)), model.wt)
-    model.pirls._theta = None
+        out[i] = fam.draw(gen, fam.link.linkinv(fixed + at.zu(u)), model.wt)
     return out
 
 
@@ -57,10 +57,9 @@ def simulate_each(model: GlmmModel, gens: Any, *, params: Any) -> np.ndarray:
     """
     from ..lmm.simparams import sim_params
     gens = list(gens)
-    fixed, fam = _parts(model, sim_params(params))
+    fixed, fam, at = _parts(model, sim_params(params))
     pir = model.pirls
     U = np.array([g.standard_normal(pir.q) for g in gens]).reshape(len(gens), pir.q)
-    mu = fam.link.linkinv(fixed + np.einsum("ij,rij->ri", pir.zl, U[:, pir.slots]))
-    pir._theta = None
+    mu = fam.link.linkinv(fixed + np.einsum("ij,rij->ri", at.zl, U[:, pir.slots]))
     return np.array([fam.draw(g, m, model.wt) for g, m in zip(gens, mu, strict=True)]
                     ).reshape(len(gens), model.spec.n)

@@ -48,7 +48,7 @@ class LaplaceGradient:
     def __init__(self, pir: Pirls, n_theta: int):
         self.pir = pir
         self.k = n_theta
-        self.canonical = pir._kind in ("logit", "log")
+        self.canonical = bool(pir.family.canonical)   # type: ignore[attr-defined]
         zraw, a_slot, b_slot, th = [], [], [], []
         off = 0
         for blk in pir.blocks:
@@ -69,13 +69,12 @@ class LaplaceGradient:
         """``r = d unit / d eta`` and ``dw / d eta`` at the mode (canonical links)."""
         pir, mu = self.pir, mode.mu
         r = 2.0 * pir.wt * (mu - pir.y)
-        dw = mode.w * (1.0 - 2.0 * mu) if pir._kind == "logit" else mode.w
-        return r, dw
+        return r, mode.w * pir.link.dlog_mu_eta(mu, mode.eta)
 
     def _inverse_parts(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
         """``(g, h)``: ``g_i = (M^{-1} (Z Lambda)_i')`` at observation i's slots, ``h_i = zl_i . g_i``."""
         assert mode.factor is not None
-        zl = self.pir.zl
+        zl = mode.at.zl
         g = mode.factor.selected(zl)
         return g, np.einsum("ns,ns->n", zl, g)
 
@@ -85,18 +84,18 @@ class LaplaceGradient:
         available (non-canonical link, an inverse too large to form)."""
         if mode is None or not self.ok or not mode.ok:
             return None
-        pir = self.pir
+        pir, at = self.pir, mode.at
         in_pirls = not with_beta
         r, dw = self._derivs(mode)
         g, h = self._inverse_parts(mode)
         v = h * dw
-        rhs = pir.ztv(v)
+        rhs = at.ztv(v)
         if in_pirls:
             rhs = np.concatenate([rhs, pir.X.T @ v])
         assert mode.factor is not None
         xi = mode.factor.solve(rhs)
         xu = xi[:pir.q]
-        a_xi = pir.zu(xu)
+        a_xi = at.zu(xu)
         if in_pirls:
             a_xi = a_xi + pir.X @ xi[pir.q:]
         rc = r + v - mode.w * a_xi
@@ -108,17 +107,17 @@ class LaplaceGradient:
             return np.asarray(gth)
         return np.concatenate([gth, pir.X.T @ rc])
 
-    def predict_u(self, mode: Mode, zl: np.ndarray, dx: np.ndarray) -> np.ndarray:
+    def predict_u(self, mode: Mode, dx: np.ndarray) -> np.ndarray:
         """The mode after a step ``dx`` in ``(theta, beta)``, to first order (a PIRLS start).
 
         ``du = -M^{-1} (Lambda_dx' Z' r / 2 + Lambda' Z' W a_dx)`` with
         ``a_dx = X dbeta + Z Lambda_dx u`` (the mode condition differentiated,
-        module docstring); ``mode`` and ``zl`` (``Z Lambda`` per slot) are
-        those of the stage-2 evaluation the step starts from.  In stage 1
+        module docstring); ``mode`` is that of the evaluation the step starts
+        from (with its ``Z Lambda`` per slot).  In stage 1
         (``dx`` over ``theta`` only, ``beta`` in the mode) ``(u, beta)``
         move together, through the factor with ``X``: ``u`` then ``beta``.
         """
-        pir = self.pir
+        pir, zl = self.pir, mode.at.zl
         r, _ = self._derivs(mode)
         stage1 = dx.size == self.k
         dth, dbe = dx[:self.k], dx[self.k:]

@@ -2,12 +2,12 @@
 
 The pieces :func:`nlpower.glmm.batched.refit_many` optimises, for models
 whose random-effects terms are scalars on distinct grouping factors and
-whose link is canonical.  ``M = Lambda'Z'WZ Lambda + I`` is diagonal on the
-largest grouping factor (block 0, ``m0`` levels); the other factors'
-levels (``qr`` of them) are eliminated densely through the ``(R, qr, qr)``
-Schur complement, so a PIRLS iteration costs ``O(R (n + qr^2 m0))`` for
-``R`` responses.  The cross-products are sparse-times-dense products of the
-working weights with fixed scatter matrices of ``Z``.  The deviance and the
+whose link is canonical.  ``M = Lambda'Z'WZ Lambda + I`` is factored for
+all ``R`` responses at once by :mod:`nlpower.mixed.blocked_batch` (block 0
+diagonal, the rest through a dense Schur complement: ``O(R (n + qr^2 m0))``
+per PIRLS iteration); this module is the response's side: the family's
+working weights, PIRLS with step halving per row, the deviance, its
+gradient and the first-order mode predictions.  The deviance and the
 gradient are those of :mod:`.pirls` and :mod:`.gradient`.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy import special
+
+from ..mixed.blocked_batch import BatchedFactor, BatchedLayout
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -28,8 +28,6 @@ __all__ = ["BatchedLaplace"]
 #: PIRLS stops for a replicate when its Newton step in u is below this (relative)
 U_TOL = 1e-9
 PIRLS_MAXIT = 50
-#: observations whose factors in [0.5, 1] are multiplied before one log (0.5^64 ~ 5e-20)
-LOG_CHUNK = 64
 
 
 @dataclass(eq=False)
@@ -39,17 +37,9 @@ class _Modes:
     U: np.ndarray        # (R, q) conditional modes
     mu: np.ndarray       # (R, n)
     w: np.ndarray        # (R, n) working weights
-    D0: np.ndarray       # (R, m0) block 0's diagonal of M
-    Cr: np.ndarray       # (R, qr, m0) rest x block 0 of M
-    Sinv: np.ndarray     # (R, qr, qr) inverse of the rest's Schur complement
+    fac: BatchedFactor   # M's factors at the modes
     dev: np.ndarray      # (R,) Laplace deviance (inf where PIRLS failed)
     iters: np.ndarray    # (R,) PIRLS iterations
-
-
-
-def _scatter(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, ncol: int) -> sp.csr_matrix:
-    """The transposed ``(ncol, n)`` scatter matrix: ``(S @ W.T).T`` sums ``vals * W`` into columns."""
-    return sp.csr_matrix((vals, (cols, rows)), shape=(ncol, rows.size))
 
 
 class BatchedLaplace:
@@ -63,7 +53,7 @@ class BatchedLaplace:
     def __init__(self, model: GlmmModel):
         pir = model.pirls
         self.model = model
-        self.kind = pir._kind
+        self.link = pir.link
         self.X = pir.X
         self.n, self.p = self.X.shape
         self.k = model.k
@@ -71,80 +61,36 @@ class BatchedLaplace:
         blocks = model.blocks
         self.nb = len(blocks)
         self.tidx = np.array([int(b.theta_idx[0]) for b in blocks], dtype=np.intp)
-        self.m = [b.m for b in blocks]
-        self.offs = np.concatenate([[0], np.cumsum(self.m)]).astype(np.intp)
-        self.q = int(self.offs[-1])
-        self.m0 = self.m[0]
-        self.qr = self.q - self.m0
-        rows = np.arange(self.n)
-        self.codes = [np.asarray(b.codes, dtype=np.intp) for b in blocks]
-        self.cols = [self.offs[b] + self.codes[b] for b in range(self.nb)]
-        self.z = [np.asarray(b.Z[:, 0], dtype=float) for b in blocks]
-        self.ones = [bool(np.all(zb == 1.0)) for zb in self.z]
-        self.coltheta = np.concatenate([np.full(mb, t) for mb, t in zip(self.m, self.tidx, strict=True)])
+        self.lay = BatchedLayout([b.codes for b in blocks], [b.Z[:, 0] for b in blocks],
+                                 [b.m for b in blocks])
+        self.offs, self.q, self.m0 = self.lay.offs, self.lay.q, self.lay.m0
         self.wt = np.asarray(model.wt, dtype=float)
         self.unit_wt = bool(np.all(self.wt == 1.0))
-        self.chunks = np.arange(0, self.n, LOG_CHUNK)
-        self.G = [_scatter(rows, self.codes[b], self.z[b], self.m[b]) for b in range(self.nb)]
-        self.Gall = sp.vstack(self.G, format="csr")
-        self.G2 = [_scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b]) for b in range(self.nb)]
-        # cross-products of block pairs (a < b): entry (level_a, level_b) as a flat index
-        self.cross = {}
-        for a in range(self.nb):
-            for b in range(a + 1, self.nb):
-                pos = self.codes[b] * self.m[a] + self.codes[a]
-                self.cross[a, b] = _scatter(rows, pos, self.z[a] * self.z[b], self.m[a] * self.m[b])
-        mats = {(b, b): self.G2[b] for b in range(self.nb)} | self.cross
-        self.fpos, start = {}, 0
-        for key, mat in mats.items():
-            self.fpos[key] = slice(start, start + mat.shape[0])
-            start += mat.shape[0]
-        self.Fall = sp.vstack(list(mats.values()), format="csr")
-        # where observation i's (rest level, block-0 level) entry sits in a flat (qr, m0) array
-        self.rc_pos = [(self.cols[b] - self.m0) * self.m0 + self.codes[0] for b in range(1, self.nb)]
 
     @staticmethod
     def supports(model: GlmmModel) -> bool:
         """Scalar terms on distinct grouping factors, a canonical link, Laplace (nAGQ = 1)."""
-        return (model.pirls._kind in ("logit", "log") and model.nAGQ == 1
+        fam: Any = model.family
+        return (fam.canonical and model.nAGQ == 1
                 and all(b.q == 1 and b.lam_idx.size == 1 for b in model.blocks))
 
     # -- pieces -------------------------------------------------------------------------
     def zu(self, th: np.ndarray, U: np.ndarray) -> np.ndarray:
         """``Z Lambda u`` per replicate: ``(R, n)``."""
-        B = U * th[:, self.coltheta]
-        out = B[:, self.cols[0]] if self.ones[0] else B[:, self.cols[0]] * self.z[0]
-        for b in range(1, self.nb):
-            out += B[:, self.cols[b]] if self.ones[b] else B[:, self.cols[b]] * self.z[b]
-        return out
+        return self.lay.zu(th[:, self.tidx], U)
 
     def ztv(self, th: np.ndarray, V: np.ndarray) -> np.ndarray:
         """``Lambda' Z' v`` per replicate: ``(R, q)``."""
-        return (self.Gall @ np.ascontiguousarray(V.T)).T * th[:, self.coltheta]
+        return self.lay.ztv(th[:, self.tidx], V)
 
     def working(self, eta: np.ndarray, Yw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`).
+        """``mu``, the working weights and ``sum unit`` (the unit terms of :class:`.Pirls`):
+        the family's :meth:`~nlpower.lmm.family._GLMResponse.working_rows`.
 
-        ``Yw``: the responses times the prior weights; ``sum unit`` is
-        ``2 sum wt (log(1 + e^eta) - y eta)`` (logit) or ``2 sum wt (mu - y eta)`` (log).
+        ``Yw``: the responses times the prior weights.
         """
-        wt = self.wt
-        yeta = np.einsum("ri,ri->r", Yw, eta)
-        if self.kind == "logit":
-            mu = special.expit(eta)
-            om = 1.0 - mu
-            w = mu * om
-            np.maximum(w, 1e-300, out=w)
-            # log(1 + e^eta) = max(eta, 0) - log(a), a = max(mu, 1 - mu); a is in [0.5, 1],
-            # so products of LOG_CHUNK of them stay normal: fewer logs
-            a = np.maximum(mu, om, out=om)
-            if self.unit_wt:
-                loga = np.log(np.multiply.reduceat(a, self.chunks, axis=1)).sum(axis=1)
-                return mu, w, 2.0 * (np.maximum(eta, 0.0).sum(axis=1) - loga - yeta)
-            w *= wt
-            return mu, w, 2.0 * ((np.maximum(eta, 0.0) - np.log(a)) @ wt - yeta)
-        mu = np.exp(np.minimum(eta, 700.0))
-        return mu, (mu if self.unit_wt else wt * mu), 2.0 * (mu @ wt) - 2.0 * yeta
+        fam: Any = self.family
+        return fam.working_rows(Yw, self.wt, eta, self.unit_wt)  # type: ignore[no-any-return]
 
     def constants(self, Y: np.ndarray) -> np.ndarray:
         """Per replicate: ``-2 log p(y | mu)`` minus the sum of the unit terms (free of ``mu``)."""
@@ -152,64 +98,12 @@ class BatchedLaplace:
         fam: Any = self.family
         mu0 = fam.mu_start(Y, wt)
         full = fam.m2loglik(Y, mu0, wt, axis=1)
-        eta0 = np.log(mu0 / (1.0 - mu0)) if self.kind == "logit" else np.log(mu0)
+        eta0 = self.link.linkfun(mu0)
         return full - self.working(eta0, Y * wt)[2]
 
-    def factor(self, th: np.ndarray, w: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(D0, Cr, Sinv, log|M|)`` of ``M = Lambda'Z'WZ Lambda + I`` per replicate."""
-        R = w.shape[0]
-        # every weighted cross-product of Z in one sparse product, then sliced
-        V = self.Fall @ np.ascontiguousarray(w.T)
-
-        def part(key: tuple[int, int]) -> np.ndarray:
-            return V[self.fpos[key]].T
-
-        t = [th[:, self.tidx[b]] for b in range(self.nb)]
-        D0 = 1.0 + t[0][:, None] ** 2 * part((0, 0))
-        ld = np.sum(np.log(D0), axis=1)
-        qr, m0 = self.qr, self.m0
-        if qr == 0:
-            return D0, np.zeros((R, 0, m0)), np.zeros((R, 0, 0)), ld
-        Cr = np.empty((R, qr, m0))
-        Rr = np.zeros((R, qr, qr))
-        for b in range(1, self.nb):
-            sb = slice(self.offs[b] - m0, self.offs[b + 1] - m0)
-            Cr[:, sb, :] = ((t[0] * t[b])[:, None] * part((0, b))).reshape(R, self.m[b], m0)
-            diag = 1.0 + t[b][:, None] ** 2 * part((b, b))
-            idx = np.arange(self.offs[b], self.offs[b + 1]) - m0
-            Rr[:, idx, idx] = diag
-            for c in range(b + 1, self.nb):
-                sc = slice(self.offs[c] - m0, self.offs[c + 1] - m0)
-                blk = ((t[b] * t[c])[:, None] * part((b, c))).reshape(R, self.m[c], self.m[b])
-                Rr[:, sc, sb] = blk
-                Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
-        CD = Cr / D0[:, None, :]
-        S = Rr - CD @ np.swapaxes(Cr, 1, 2)
-        try:                                 # positive definite (always, but for rounding)
-            Lc = np.linalg.cholesky(S)
-            return D0, Cr, np.linalg.inv(S), ld + 2.0 * np.log(
-                np.diagonal(Lc, axis1=1, axis2=2)).sum(axis=1)
-        except np.linalg.LinAlgError:
-            pass
-        sign, lds = np.linalg.slogdet(S)
-        with np.errstate(invalid="ignore"):
-            ld = ld + np.where(sign > 0, lds, np.nan)
-        Sinv = np.linalg.inv(np.where((sign > 0)[:, None, None], S, np.eye(qr)[None]))
-        return D0, Cr, Sinv, ld
-
-    def solve(self, D0: np.ndarray, Cr: np.ndarray, Sinv: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """``M^{-1} rhs`` per replicate (``rhs``: ``(R, q)`` or ``(R, q, c)``)."""
-        vec = rhs.ndim == 2
-        r = rhs[:, :, None] if vec else rhs
-        r0, r1 = r[:, :self.m0], r[:, self.m0:]
-        if self.qr == 0:
-            x = r0 / D0[:, :, None]
-        else:
-            y0 = r0 / D0[:, :, None]
-            x1 = Sinv @ (r1 - Cr @ y0)
-            x = np.concatenate([(r0 - np.swapaxes(Cr, 1, 2) @ x1) / D0[:, :, None], x1], axis=1)
-        return x[:, :, 0] if vec else x
+    def factor(self, th: np.ndarray, w: np.ndarray) -> BatchedFactor:
+        """The factors of ``M = Lambda'Z'WZ Lambda + I`` per replicate."""
+        return self.lay.factor(th[:, self.tidx], w)
 
     # -- PIRLS ----------------------------------------------------------------------------
     def pirls(self, th: np.ndarray, be: np.ndarray, Yw: np.ndarray, const: np.ndarray,
@@ -227,8 +121,7 @@ class BatchedLaplace:
         mu, w, pd = self.working(fixed + self.zu(th, U), Yw)
         pd += np.einsum("rq,rq->r", U, U)
         ok = np.isfinite(pd)
-        D0, Cr = np.ones((R, self.m0)), np.zeros((R, self.qr, self.m0))
-        Sinv, ld = np.zeros((R, self.qr, self.qr)), np.full(R, np.inf)
+        facs = self.lay.empty(R)
         iters = np.zeros(R, dtype=np.intp)
         live = np.flatnonzero(ok)
         for _ in range(PIRLS_MAXIT):
@@ -241,10 +134,10 @@ class BatchedLaplace:
             # the factor at the current modes: the final one for the rows that stop here
             fac = self.factor(thl, wl)
             if full:
-                D0, Cr, Sinv, ld = fac
+                facs = fac
             else:
-                D0[live], Cr[live], Sinv[live], ld[live] = fac
-            delta = self.solve(fac[0], fac[1], fac[2], self.ztv(thl, Ywl - wt * mul) - Ul)
+                facs.put(live, fac)
+            delta = fac.solve(self.ztv(thl, Ywl - wt * mul) - Ul)
             iters[live] += 1
             small = np.max(np.abs(delta), axis=1) < U_TOL * (1.0 + np.max(np.abs(Ul), axis=1))
             if small.all():                  # the factor just taken is at every row's mode
@@ -279,75 +172,26 @@ class BatchedLaplace:
             U[rows], mu[rows], w[rows], pd[rows] = Uc[take], mu_c[take], w_c[take], pd_c[take]
             live = rows
         if live.size:                        # PIRLS_MAXIT reached
-            D0[live], Cr[live], Sinv[live], ld[live] = self.factor(th[live], w[live])
-        dev = pd + const + ld
+            facs.put(live, self.factor(th[live], w[live]))
+        dev = pd + const + facs.logdet
         dev = np.where(ok & np.isfinite(dev), dev, np.inf)
-        return _Modes(U, mu, w, D0, Cr, Sinv, dev, iters)
+        return _Modes(U, mu, w, facs, dev, iters)
 
     # -- derivatives ----------------------------------------------------------------------
-    def _inverse_parts(self, th: np.ndarray, md: _Modes) -> tuple[np.ndarray, np.ndarray]:
-        """``(s, h)``: ``h_i = (Z Lambda)_i M^{-1} (Z Lambda)_i'`` per observation, and per block
-        ``s_b = sum_i w_i z_i (M^{-1} (Z Lambda)_i')_b``, the entry at observation i's column
-        of block b (the trace term of the gradient): ``(R, nb)`` and ``(R, n)``."""
-        R, nb, w = th.shape[0], self.nb, md.w
-        c0 = self.codes[0]
-        t = [th[:, self.tidx[b], None] for b in range(nb)]          # (R, 1) each
-        s = np.empty((R, nb))
-        if self.qr == 0:
-            A = (1.0 / md.D0)[:, c0]
-            if self.ones[0]:
-                s[:, 0] = t[0][:, 0] * np.einsum("rn,rn->r", w, A)
-                return s, A * t[0] ** 2
-            z0 = self.z[0]
-            s[:, 0] = t[0][:, 0] * ((w * A) @ z0 ** 2)
-            return s, A * (t[0] * z0) ** 2
-        CD = md.Cr / md.D0[:, None, :]
-        P = md.Sinv @ CD                                         # -(rest x block 0) of M^{-1}
-        inv00 = 1.0 / md.D0 + np.einsum("raj,raj->rj", CD, P)
-        Pf = P.reshape(R, -1)
-        Sf = md.Sinv.reshape(R, -1)
-        rows = [self.cols[b] - self.m0 for b in range(1, nb)]
-        # the entries of M^{-1} at each observation's pairs of columns: E[a][b] (R, n)
-        E = [[np.empty(0)] * nb for _ in range(nb)]
-        E[0][0] = inv00[:, c0]
-        for b in range(1, nb):
-            E[0][b] = E[b][0] = -Pf[:, self.rc_pos[b - 1]]
-            for c in range(b, nb):
-                E[b][c] = E[c][b] = Sf[:, rows[b - 1] * self.qr + rows[c - 1]]
-        if all(self.ones):
-            # z = 1: (Z Lambda)_i is theta per row; no per-observation products of theta
-            h = np.zeros_like(w)
-            tmp = np.empty_like(w)
-            dots = {}
-            for a in range(nb):
-                for b in range(a, nb):
-                    dots[a, b] = dots[b, a] = np.einsum("rn,rn->r", w, E[a][b])
-                    coef = t[a] * t[b] * (1.0 if a == b else 2.0)
-                    h += np.multiply(E[a][b], coef, out=tmp)
-            for a in range(nb):
-                s[:, a] = sum(t[b][:, 0] * dots[a, b] for b in range(nb))
-            return s, h
-        zl = [t[b] * self.z[b] for b in range(nb)]
-        h = np.zeros_like(w)
-        for a in range(nb):
-            ga = sum(E[a][b] * zl[b] for b in range(nb))
-            s[:, a] = (w * ga) @ self.z[a]
-            h += zl[a] * ga
-        return s, h
-
     def gradient(self, th: np.ndarray, Yw: np.ndarray, md: _Modes) -> np.ndarray:
         """The gradient of the Laplace deviance over ``(theta, beta)``: ``(R, k + p)``."""
         wt, w, mu = self.wt, md.w, md.mu
         r = 2.0 * (wt * mu - Yw)
-        dw = w * (1.0 - 2.0 * mu) if self.kind == "logit" else w
-        s, h = self._inverse_parts(th, md)
+        dw = w * self.link.dlog_mu_eta(mu)
+        s, h = md.fac.selected(th[:, self.tidx], w)
         v = h * dw
-        xi = self.solve(md.D0, md.Cr, md.Sinv, self.ztv(th, v))
+        xi = md.fac.solve(self.ztv(th, v))
         rc = r + v - w * self.zu(th, xi)
         out = np.zeros((th.shape[0], self.k + self.p))
         # sum_i z_i (rc_i u_b(i) - r_i xi_b(i) / 2 + 2 w_i g_i): the first two as level sums
-        Urc = md.U * (self.Gall @ np.ascontiguousarray(rc.T)).T
-        Uxr = xi * (self.Gall @ np.ascontiguousarray(r.T)).T
+        Gall = self.lay.Gall
+        Urc = md.U * (Gall @ np.ascontiguousarray(rc.T)).T
+        Uxr = xi * (Gall @ np.ascontiguousarray(r.T)).T
         for b in range(self.nb):
             lv = slice(self.offs[b], self.offs[b + 1])
             out[:, self.tidx[b]] = (Urc[:, lv].sum(axis=1) - 0.5 * Uxr[:, lv].sum(axis=1)
@@ -361,7 +205,7 @@ class BatchedLaplace:
         r = 2.0 * (self.wt * md.mu - Yw)
         a = dbe @ self.X.T + self.zu(dth, md.U)
         rhs = self.ztv(dth, 0.5 * r) + self.ztv(th, md.w * a)
-        new = md.U - self.solve(md.D0, md.Cr, md.Sinv, rhs)
+        new = md.U - md.fac.solve(rhs)
         return np.where(np.isfinite(new), new, md.U)
 
     def vcov(self, th: np.ndarray, md: _Modes) -> np.ndarray:
@@ -369,5 +213,5 @@ class BatchedLaplace:
         R = th.shape[0]
         A = np.stack([self.ztv(th, md.w * self.X[:, j]) for j in range(self.p)], axis=2)
         XWX = np.einsum("ri,ij,ik->rjk", md.w, self.X, self.X)
-        S = XWX - np.swapaxes(A, 1, 2) @ self.solve(md.D0, md.Cr, md.Sinv, A)
+        S = XWX - np.swapaxes(A, 1, 2) @ md.fac.solve(A)
         return np.asarray(np.linalg.inv(S).reshape(R, self.p, self.p))

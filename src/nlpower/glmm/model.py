@@ -150,7 +150,7 @@ class GlmmModel(LikelihoodOnly):
         self.grad = LaplaceGradient(self.pirls, self.k)
         self._u: np.ndarray | None = None
         self._last: Mode | None = None
-        self._anchor: tuple[np.ndarray, Mode, np.ndarray] | None = None
+        self._anchor: tuple[np.ndarray, Mode] | None = None
         self._pending: np.ndarray | None = None     # Newton's next step after stage 2
         self._restart: np.ndarray | None = None     # where stage 2's fallback starts
         self._beta = np.zeros(self.p)
@@ -200,7 +200,7 @@ class GlmmModel(LikelihoodOnly):
                ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
             anchor = self._anchor if gradient else None
             if anchor is not None:     # the mode predicted from the last evaluation's
-                self._u = self.grad.predict_u(anchor[1], anchor[2], x - anchor[0])
+                self._u = self.grad.predict_u(anchor[1], x - anchor[0])
             elif u_start is not None:
                 self._u = u_start
             v = self.deviance(x[:k], x[k:], nAGQ=nAGQ)
@@ -208,7 +208,7 @@ class GlmmModel(LikelihoodOnly):
             if gradient and math.isfinite(v):
                 g = self.grad(self._last, True)
                 if u_start is None and g is not None and self._last is not None:
-                    self._anchor = (x.copy(), self._last, self.pirls.zl)   # not a difference step
+                    self._anchor = (x.copy(), self._last)   # not a difference step
             return v, g, self._u
         return fu
 
@@ -220,12 +220,12 @@ class GlmmModel(LikelihoodOnly):
                ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
             if anchor and np.max(np.abs(th - anchor[0])) < PREDICT_STEP:
                 # (u, beta) predicted from the last evaluation's mode (a short step: first order)
-                ub = self.grad.predict_u(anchor[1], anchor[2], th - anchor[0])
+                ub = self.grad.predict_u(anchor[1], th - anchor[0])
                 self._u, self._beta = ub[:self.pirls.q], ub[self.pirls.q:]
             v = self.deviance(th)
             g = self.grad(self._last, False) if math.isfinite(v) else None
             if g is not None and self._last is not None:
-                anchor[:] = [th.copy(), self._last, self.pirls.zl]
+                anchor[:] = [th.copy(), self._last]
             return v, g, self._u
         return fu
 
@@ -281,7 +281,7 @@ class GlmmModel(LikelihoodOnly):
         """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
         if mode is None:
             mode = self._mode(x[:self.k], x[self.k:], False)
-        L2 = self.pirls.factor(mode.w, True).L2
+        L2 = self.pirls.factor(mode.at, mode.w, True).L2
         assert L2 is not None
         Lx = L2[self.pirls.qr:, self.pirls.qr:]
         Li = np.linalg.inv(Lx)
@@ -493,8 +493,7 @@ class GlmmModel(LikelihoodOnly):
         else:
             self._maxeval = int(STAGE2["maxeval"])
         ctl = CheckConvControl.coerce(checkconv)
-        if y is not None:
-            self.set_response(y)
+        self.set_response(self.spec.y if y is None else y)   # nothing of an earlier fit is kept
         with single_threaded():          # small dense factors: BLAS threads only cost
             return self._fit(int(nAGQ), start, ctl)
 

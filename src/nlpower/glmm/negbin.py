@@ -291,8 +291,7 @@ class NegBinModel(GlmmModel):
                 raise InputError(f"control keys {sorted(bad)} are not known; use 'maxeval'.")
             self._maxeval = int(control["maxeval"])
         ctl = CheckConvControl.coerce(checkconv)
-        if y is not None:
-            self.set_response(y)
+        self.set_response(self.spec.y if y is None else y)   # nothing of an earlier fit is kept
         with single_threaded():
             x, _, n, _, _, t = self._estimate(nAGQ, start)
             fit = self._fit(nAGQ, {"theta": x[:self.k], "beta": x[self.k:]}, ctl)

@@ -16,14 +16,21 @@ Linear algebra: the weighted blocked factorisation of
 :mod:`nlpower.mixed.blocked` (block 1 block diagonal, the rest -- other
 blocks, and ``X`` when ``beta`` is updated inside PIRLS -- dense); the
 iteration: the Newton loop with step halving of :mod:`nlpower.mixed.modes`.
-This module is the GLM response's side: working weights and responses, the
-unit terms of ``-2 log p(y | u)`` and PIRLS's convergence rule.
+This module is the GLM response's side: working weights and responses (the
+family's :meth:`~nlpower.lmm.family._GLMResponse.working`, which holds every
+link's closed forms), the unit terms of ``-2 log p(y | u)`` and PIRLS's
+convergence rule.
+
+What depends on ``theta`` (``Z Lambda`` per slot and the cross-product
+multipliers) is a value, :class:`AtTheta`, that :meth:`Pirls.at` builds (a
+memo keyed by the bytes of ``theta``: nothing a previous fit did changes it)
+and every :class:`Mode` carries.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,6 +53,34 @@ PIRLS_MAXIT = 200
 MAX_HALVINGS = 30
 
 
+@dataclass(frozen=True, eq=False)
+class AtTheta:
+    """``Z Lambda`` per slot at one ``theta`` and the cross-product multipliers (never changed).
+
+    ``zl``: ``(n, s)``; ``tp``: :meth:`BlockedLayout.products` of it.
+    """
+
+    theta: np.ndarray
+    layout: BlockedLayout
+    zl: np.ndarray
+    tp: ThetaProducts
+    _mxz: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    def mxz(self, X: np.ndarray) -> np.ndarray:
+        """The ``X``-``Z`` multipliers (``beta`` in PIRLS): built on first use, a pure memo."""
+        if not self._mxz:
+            self._mxz.append(self.layout.x_products(X, self.zl))
+        return self._mxz[0]
+
+    def zu(self, u: np.ndarray) -> np.ndarray:
+        """``Z Lambda u``."""
+        return self.layout.zu(self.zl, u)
+
+    def ztv(self, v: np.ndarray) -> np.ndarray:
+        """``Lambda' Z' v``."""
+        return self.layout.ztv(self.zl, v)
+
+
 @dataclass(eq=False)
 class Mode:
     """The result of one PIRLS run (``u`` and, when updated, ``beta``)."""
@@ -61,6 +96,7 @@ class Mode:
     iterations: int
     factor: BlockedFactor | None   # the blocked factor at the mode (None: it failed)
     w: np.ndarray          # working weights at the mode
+    at: AtTheta            # theta's products the mode was found with
 
 
 class Pirls:
@@ -83,9 +119,8 @@ class Pirls:
         self.n_theta = n_theta
         self.family = family
         self.link = family.link
-        # the canonical links' closed forms; any other family or link goes through its methods
-        self._kind = family.link.name if family.canonical else "other"   # type: ignore[attr-defined]
-        self._step_tol = STEP_TOL if self._kind == "other" else STEP_TOL_CANONICAL
+        fam: Any = family
+        self._step_tol = STEP_TOL_CANONICAL if fam.canonical else STEP_TOL
         #: the Laplace approximation's weights at the mode: PIRLS's expected (Fisher) ones, as
         #: lme4, or the observed information, as glmmTMB (differ for non-canonical links only)
         self.observed = False
@@ -95,7 +130,7 @@ class Pirls:
         self.layout = lay
         self.m1, self.q1, self.n1, self.qr, self.q = lay.m1, lay.q1, lay.n1, lay.qr, lay.q
         self.cols1, self.colsr, self.slots = lay.cols1, lay.colsr, lay.slots
-        self._theta: np.ndarray | None = None
+        self._memo: tuple[bytes, AtTheta] | None = None
 
     # -- per response / per theta ------------------------------------------------
     def set_response(self, y: np.ndarray, wt: np.ndarray, offset: np.ndarray) -> None:
@@ -109,95 +144,59 @@ class Pirls:
         #: PIRLS takes Newton steps where the family has an observed information (its
         #: expected one, Fisher scoring, converges only linearly with a non-canonical link)
         fam: Any = self.family
-        self._newton = self._kind == "other" and fam.observed_weights(y, mu0, eta0, wt) is not None
+        self._newton = not fam.canonical and fam.observed_weights(y, mu0, eta0, wt) is not None
 
     def set_family(self, family: Family) -> None:
         """Swap the family for one with the same link (e.g. another negative binomial ``theta``)."""
         self.family = family
         self.set_response(self.y, self.wt, self.offset)
 
-    def set_theta(self, theta: np.ndarray) -> None:
-        """``Z Lambda`` per slot and the cross-product multipliers for ``theta``."""
-        if self._theta is not None and np.array_equal(theta, self._theta):
-            return
-        zl = [b.Z @ b.lam(theta) for b in self.blocks]
-        self.zl = np.concatenate(zl, axis=1)
-        self._tp: ThetaProducts = self.layout.products(self.zl)
-        self._mxz: np.ndarray | None = None    # X-Z multipliers: built when beta is in PIRLS
-        self._theta = theta.copy()
-
-    def _mu_eta(self, eta: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        if self._kind == "logit":
-            return np.maximum(mu * (1.0 - mu), 1e-300)
-        if self._kind == "log":
-            return np.maximum(mu, 1e-300)
-        return np.maximum(self.link.mu_eta(eta), 1e-300)
+    def at(self, theta: np.ndarray) -> AtTheta:
+        """``Z Lambda`` per slot and the cross-product multipliers at ``theta`` (a memo of the
+        last ``theta``, keyed by its bytes: the value is the same whatever came before)."""
+        th = np.ascontiguousarray(theta, dtype=float)
+        key = th.tobytes()
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        zl = np.concatenate([b.Z @ b.lam(th) for b in self.blocks], axis=1)
+        at = AtTheta(th.copy(), self.layout, zl, self.layout.products(zl))
+        self._memo = (key, at)
+        return at
 
     # -- pieces -----------------------------------------------------------------
-    def zu(self, u: np.ndarray) -> np.ndarray:
-        """``Z Lambda u``."""
-        return self.layout.zu(self.zl, u)
-
-    def ztv(self, v: np.ndarray) -> np.ndarray:
-        """``Lambda' Z' v``."""
-        return self.layout.ztv(self.zl, v)
-
     def working(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``mu``, the working weights and the unit terms of ``-2 log p(y | mu)`` at ``eta``.
+        """``mu``, the working weights and the unit terms of ``-2 log p(y | mu)`` at ``eta``
+        (the family's :meth:`~nlpower.lmm.family._GLMResponse.working`)."""
+        return self.family.working(self.y, self.wt, eta)   # type: ignore[attr-defined, no-any-return]
 
-        The unit terms leave out what depends on ``y`` only (binomial
-        coefficients, ``log y!``): ``2 wt (log(1 + e^eta) - y eta)`` for the
-        logit link, ``2 wt (mu - y eta)`` for the log link, else
-        ``-2 wt (y log mu + (1 - y) log(1 - mu))``.
-        """
-        wt, y = self.wt, self.y
-        kind = self._kind
-        if kind == "logit":
-            e = np.exp(-np.abs(eta))                  # one exp for mu and log(1 + e^eta)
-            inv = 1.0 / (1.0 + e)
-            mu = np.where(eta >= 0.0, inv, e * inv)
-            w = wt * (e * inv * inv)                   # mu (1 - mu)
-            unit = 2.0 * wt * (np.maximum(eta, 0.0) + np.log1p(e) - y * eta)
-            return mu, np.maximum(w, 1e-300), unit
-        if kind == "log":
-            mu = np.exp(np.minimum(eta, 700.0))
-            return mu, wt * mu, 2.0 * wt * (mu - y * eta)
-        fam: Any = self.family
-        mu = fam.clip_mu(self.link.linkinv(eta))
-        me = self.link.mu_eta(eta)
-        w = wt * me * me / fam.variance(mu)          # Fisher's (expected) weights, as lme4
-        return mu, np.maximum(w, 1e-300), fam.unit_m2loglik(y, mu, wt)
-
-    def factor(self, w: np.ndarray, with_x: bool) -> BlockedFactor:
-        """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w`` at the current ``theta``."""
+    def factor(self, at: AtTheta, w: np.ndarray, with_x: bool) -> BlockedFactor:
+        """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w`` at ``at``'s ``theta``."""
         if not with_x:
-            return factor(self.layout, self._tp, w)
-        if self._mxz is None:
-            self._mxz = self.layout.x_products(self.X, self.zl)
-        return factor(self.layout, self._tp, w, self.X, self._mxz)
+            return factor(self.layout, at.tp, w)
+        return factor(self.layout, at.tp, w, self.X, at.mxz(self.X))
 
     # -- PIRLS ------------------------------------------------------------------
-    def _evaluate(self, x: np.ndarray, fixed: np.ndarray, update_beta: bool
+    def _evaluate(self, at: AtTheta, x: np.ndarray, fixed: np.ndarray, update_beta: bool
                   ) -> tuple[float, tuple[np.ndarray, ...]]:
         """The penalised deviance at ``x = u`` (or ``(u, beta)``) and the state there."""
         uc = x[:self.q]
         fx = self.X @ x[self.q:] + self.offset if update_beta else fixed
-        eta = fx + self.zu(uc)
+        eta = fx + at.zu(uc)
         mu, w, unit = self.working(eta)
         return float(unit.sum()) + float(uc @ uc), (eta, mu, w, fx)
 
-    def _trial(self, x: np.ndarray, fixed: np.ndarray, update_beta: bool
+    def _trial(self, at: AtTheta, x: np.ndarray, fixed: np.ndarray, update_beta: bool
                ) -> tuple[float, tuple[np.ndarray, ...]]:
         """:meth:`_evaluate` at a step's end (quietly: a too-long step is halved)."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._evaluate(x, fixed, update_beta)
+            return self._evaluate(at, x, fixed, update_beta)
 
-    def _direction(self, x: np.ndarray, state: tuple[np.ndarray, ...], update_beta: bool
-                   ) -> Direction | None:
+    def _direction(self, at: AtTheta, x: np.ndarray, state: tuple[np.ndarray, ...],
+                   update_beta: bool) -> Direction | None:
         """The PIRLS (or Newton) step from ``x``: ``None`` when the system cannot be factored."""
         eta, mu, w, fixed = state
         # working response: eta - offset + (y - mu) / mu_eta  (mu_eta = w / (wt * dmu/deta))
-        z = eta - self.offset + (self.y - mu) / self._mu_eta(eta, mu)
+        z = eta - self.offset + (self.y - mu) / np.maximum(self.link.mu_eta(eta, mu), 1e-300)
         wi = w
         if self._newton:         # Newton's step (the observed information): same mode, fewer steps
             wo = self.family.observed_weights(self.y, mu, eta, self.wt)  # type: ignore[attr-defined]
@@ -205,11 +204,11 @@ class Pirls:
                 z = eta - self.offset + w * (z - eta + self.offset) / wo
                 wi = wo
         try:
-            fac = self.factor(wi, update_beta)
+            fac = self.factor(at, wi, update_beta)
         except (np.linalg.LinAlgError, ValueError):
             return None
         wz = wi * (z if update_beta else z - (fixed - self.offset))
-        rhs = self.ztv(wz)
+        rhs = at.ztv(wz)
         if update_beta:
             rhs = np.concatenate([rhs, self.X.T @ wz])
         return Direction(fac.solve(rhs) - x)
@@ -217,7 +216,7 @@ class Pirls:
     def run(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None, *,
             update_beta: bool) -> Mode:
         """The conditional mode at ``theta`` (``beta`` fixed, or updated with ``u``)."""
-        self.set_theta(theta)
+        at = self.at(theta)
         # stage 1 (beta in PIRLS) only gives lme4's start: a Newton step of 1e-4 leaves 1e-8
         step_tol = max(self._step_tol, STEP_TOL_STAGE1) if update_beta else self._step_tol
         pd_tol = 1e-9 if update_beta else PIRLS_TOL
@@ -225,7 +224,7 @@ class Pirls:
         beta = beta.copy()
         fixed = self.X @ beta + self.offset
         x0 = np.concatenate([u, beta]) if update_beta else u
-        pd0, state0 = self._evaluate(x0, fixed, update_beta)
+        pd0, state0 = self._evaluate(at, x0, fixed, update_beta)
 
         def converged(old: float, new: float, step: float, delta: np.ndarray, x: np.ndarray) -> bool:
             # in u (and beta), not just in the penalised deviance: log|L| depends on u to first
@@ -234,23 +233,23 @@ class Pirls:
             return (abs(old - new) < pd_tol * (0.1 + abs(new))
                     and moved < step_tol * (1.0 + float(np.max(np.abs(x)))))
 
-        run = newton_modes(x0, pd0, state0, lambda x, st: self._direction(x, st, update_beta),
-                           lambda x: self._trial(x, fixed, update_beta), converged=converged,
+        run = newton_modes(x0, pd0, state0, lambda x, st: self._direction(at, x, st, update_beta),
+                           lambda x: self._trial(at, x, fixed, update_beta), converged=converged,
                            maxit=PIRLS_MAXIT, max_halvings=MAX_HALVINGS, slack=1e-10)
         ok = math.isfinite(pd0) and run.status != "failed"
         eta, mu, w, _ = run.state
         u = run.x[:self.q] if update_beta else run.x
         if update_beta:
             beta = run.x[self.q:]
-        if self.observed and self._kind == "other":
+        if self.observed and not self.family.canonical:   # type: ignore[attr-defined]
             wo = self.family.observed_weights(self.y, mu, eta, self.wt)   # type: ignore[attr-defined]
             if wo is not None:
                 w = np.maximum(wo, 1e-300)
         try:
-            fac = self.factor(w, update_beta)
+            fac = self.factor(at, w, update_beta)
         except (np.linalg.LinAlgError, ValueError):
             return Mode(u, beta, eta, mu, math.inf, math.inf, math.inf, False, run.iterations,
-                        None, w)
+                        None, w, at)
         dev = run.value + self._const + fac.logdet
         return Mode(u, beta, eta, mu, fac.logdet, run.value, dev if ok else math.inf, ok,
-                    run.iterations, fac, w)
+                    run.iterations, fac, w, at)

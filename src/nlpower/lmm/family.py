@@ -146,6 +146,31 @@ class _GLMResponse(Family):
     def unit_m2loglik(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def working(self, y: np.ndarray, wt: np.ndarray, eta: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``mu``, PIRLS's working weights and the unit terms of ``-2 log p(y | mu)`` at ``eta``.
+
+        The unit terms leave out what depends on ``y`` only (binomial
+        coefficients, ``log y!``).  A canonical link: ``2 wt (b(eta) - y eta)``
+        and the weights ``wt b''(eta)`` (:meth:`Link.cumulant`); any other:
+        Fisher's (expected) weights ``wt (d mu / d eta)^2 / V(mu)``, as lme4,
+        and :meth:`unit_m2loglik`.  Weights are kept above ``1e-300``.
+        """
+        if self.canonical:
+            b, mu, v = self.link.cumulant(eta)
+            return mu, np.maximum(wt * v, 1e-300), 2.0 * wt * (b - y * eta)
+        mu = self.clip_mu(self.link.linkinv(eta))
+        me = self.link.mu_eta(eta)
+        w = wt * me * me / self.variance(mu)
+        return mu, np.maximum(w, 1e-300), self.unit_m2loglik(y, mu, wt)
+
+    def working_rows(self, Yw: np.ndarray, wt: np.ndarray, eta: np.ndarray, unit_wt: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`working` for a batch of responses (canonical links): ``eta`` and ``Yw`` (the
+        responses times ``wt``) of shape ``(R, n)``; the unit terms summed per row."""
+        b, mu, v = self.link.cumulant_rows(eta, wt, unit_wt)
+        return mu, (v if unit_wt else v * wt), 2.0 * (b - np.einsum("ri,ri->r", Yw, eta))
+
     def clip_mu(self, mu: np.ndarray) -> np.ndarray:
         """``mu`` kept inside the family's range (away from where the log-density is infinite)."""
         return np.maximum(mu, 1e-300)

@@ -10,6 +10,9 @@
 * :mod:`.blocked` -- the weighted blocked factorisation of
   ``Lambda'Z'WZ Lambda + I`` (log-determinant, solves, selected inverse)
   under glmer's PIRLS and clmm's Laplace;
+* :mod:`.blocked_batch` -- the same factorisation stacked over the
+  responses of a batch of power replicates (scalar terms; glmer's
+  ``refit_many``);
 * :mod:`.modes` -- the Newton loop with step halving for their conditional
   modes.
 """
