@@ -1,4 +1,4 @@
-"""The pair factorisation of crossed designs (``mixed/pairs.py``) in the ordinal engine against dense algebra."""
+"""The pair strategy (``mixed/pairs.py``) in the ordinal engine against dense algebra."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from nlpower.lmm.checkconv import gradient
-from nlpower.mixed.blocked import BlockedFactor, factor
-from nlpower.ordinal import prepare_clmm
 from nlpower.mixed import pairs as st
+from nlpower.mixed.blocked import BlockedFactor, factor
 from nlpower.mixed.pairs import PairFactor
+from nlpower.ordinal import prepare_clmm
 
 
 def _crowd(seed: int, n: int = 500, n_w: int = 30, n_i: int = 45) -> pd.DataFrame:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy.linalg import lapack
 
-from nlpower.ordinal import prepare_clmm
 from nlpower.mixed.pairs import PairFactor
+from nlpower.ordinal import prepare_clmm
 
 FORMULA = "rating ~ s + (s || w) + (s || i)"
 

@@ -237,8 +237,8 @@ class PairFactor:
     """
 
     def __init__(self, lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray):
-        plan: PairPlan = lay.pairs
-        pt: PairTheta = tp.pairs
+        plan, pt = lay.pairs, tp.pairs
+        assert plan is not None and pt is not None
         self.plan, self.w = plan, w
         q1 = plan.q1
         self.q1, self.L1, self.Q1, self.Q2 = q1, plan.L1, plan.Q1, plan.Q2

@@ -127,7 +127,7 @@ class ReStructure:
         self._indptr = np.arange(0, self.Acols.size + 1, max(self.Acols.shape[1], 1))
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
         self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
-        self._lam_version = 0
+        self._layouts: dict[bool | None, BlockedLayout] = {}
         self.theta: np.ndarray | None = None      # the theta of Lambda (None: unit blocks)
         self._make_A()
 
@@ -145,7 +145,6 @@ class ReStructure:
         self.theta = np.array(theta, dtype=float)
         self._lams = [self.block_factor(i, theta) for i in range(len(self.blocks))]
         self._ZL = [b.Z @ lam for b, lam in zip(self.blocks, self._lams, strict=True)]
-        self._lam_version += 1
         self._make_A()
 
     def at_theta(self, theta: np.ndarray) -> None:
@@ -184,9 +183,7 @@ class ReStructure:
 
         Fixed by the design (and :attr:`use_pairs`): memoised per value of ``use_pairs``.
         """
-        memo = getattr(self, "_layouts", None)
-        if memo is None:
-            memo = self._layouts = {}
+        memo = self._layouts
         lay = memo.get(self.use_pairs)
         if lay is None:
             lay = memo[self.use_pairs] = BlockedLayout(
