@@ -61,6 +61,12 @@ class Block:
 class ReStructure:
     """Blocks, ``theta`` layout and the products with ``A = Z Lambda``.
 
+    The per-``theta`` arrays (``Lambda``, ``A``, the factorisation's
+    products, the pair strategy's part) are a one-entry memo keyed by the
+    value of ``theta`` (:meth:`at_theta`; every reader sets it first), and
+    the layouts one keyed by ``use_pairs``: nothing else is kept between
+    fits (``tests/ordinal/test_fit_history.py``).
+
     ``use_pairs``: factor crossed designs through observation pairs
     (:mod:`nlpower.mixed.pairs`) where the rest compresses and the blockwise
     dense Schur complement would cost more (``None``, the default: the rule
