@@ -87,3 +87,13 @@ def test_pair_products_refuse_x_in_the_factor() -> None:
     with pytest.raises(ValueError, match="X"):
         factor(lay, lay.products(zl), np.ones(A.shape[0]), np.ones((A.shape[0], 1)),
                np.zeros((A.shape[0], 1)))
+
+
+def test_layout_sizes_from_small_integer_types() -> None:
+    """Level counts as numpy int16 (pandas category codes) do not overflow the layout's sizes."""
+    m1, m2 = 300, 250
+    codes = [np.arange(600) % m1, np.arange(600) % m2]
+    a = BlockedLayout(codes, [4, 4], [np.int16(m1), np.int16(m2)])
+    assert (a.n1, a.qr, a.q) == (m1 * 4, m2 * 4, m1 * 4 + m2 * 4)
+    assert a.qr * a.n1 == 1000 * 1200 and a._nzz == m1 * 16 + (0 if a.sparse_c else 1000 * 1200) \
+        + 1000 * 1000

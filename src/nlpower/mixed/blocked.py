@@ -97,6 +97,7 @@ class BlockedLayout:
         self.n, self.p = n, p
         self.codes = [np.asarray(c, dtype=np.intp) for c in codes]
         self.qs, self.ms = [int(q) for q in qs], [int(m) for m in ms]
+        qs, ms = self.qs, self.ms            # (Python ints: no overflow of small numpy types)
         self.m1, self.q1 = int(ms[0]), int(qs[0])
         self.n1 = self.m1 * self.q1
         q1 = self.q1
