@@ -131,8 +131,8 @@ def level_newton(x0: np.ndarray, values0: np.ndarray, state0: Any,
         points), its per-level objectives (same shape) and the family's
         state there (what ``evaluate(x0)`` returns).
     direction : ``(x, state) -> (delta, done)``: the Newton step of every
-        level and whether the point is converged already (a bool, or one per
-        point; a converged point does not move); ``None``: no direction (a
+        level and whether the point is converged already (a Python bool, or a
+        boolean array, one per point; a converged point does not move); ``None``: no direction (a
         derivative not finite), the run fails.
     evaluate : ``x -> (values, state)``.
     maxit, max_halvings : iterations, and halvings of one level's step before the run stalls.
@@ -159,9 +159,11 @@ def level_newton(x0: np.ndarray, values0: np.ndarray, state0: Any,
         if d is None:
             return LevelRun(x, f, state, it, "failed")
         delta, done = d
-        if np.all(done):
+        if done is True:
             return LevelRun(x, f, state, it, "converged")
-        if not isinstance(done, bool | np.bool_):
+        if done is not False:                        # one per point (a method call: the
+            if done.all():                           # loop runs per likelihood evaluation)
+                return LevelRun(x, f, state, it, "converged")
             delta[done] = 0.0
         bound = f + slack * np.abs(f)
         xn = x + delta                               # the full step first
