@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -103,13 +103,13 @@ def newton_modes(x0: np.ndarray, value0: float, state0: Any,
     return NewtonRun(x, f, state, it, "maxit")
 
 
-@dataclass(frozen=True, eq=False)
-class LevelRun:
+class LevelRun(NamedTuple):
     """The end of a per-level Newton run (:func:`level_newton`).
 
     ``x``, ``values``: the modes and the levels' objectives (the start's
     shape); ``state``: the family's state there; ``status`` as
     :class:`NewtonRun`'s (``"converged"`` only when every point converged).
+    A named tuple: it is made once per likelihood evaluation of a tiny fit.
     """
 
     x: np.ndarray

@@ -245,14 +245,12 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     held: list[np.ndarray] = []
 
     # (method calls rather than np.sum / np.all: a tiny fit is dominated by per-call overhead)
-    def evaluate(u: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, CumulativeParts]]:
-        bnd = B - a * u.take(c, axis=1)
-        parts = bounds_parts(link, bnd, gap=gap)
-        return 0.5 * u * u - term.sums(parts.logp), (bnd, parts)          # -h_l
+    def evaluate(u: np.ndarray) -> tuple[np.ndarray, CumulativeParts]:
+        parts = bounds_parts(link, B - a * u.take(c, axis=1), gap=gap)
+        return 0.5 * u * u - term.sums(parts.logp), parts                  # -h_l
 
-    def direction(u: np.ndarray, st: tuple[np.ndarray, CumulativeParts]
+    def direction(u: np.ndarray, parts: CumulativeParts
                   ) -> tuple[np.ndarray, np.ndarray] | None:
-        parts = st[1]
         r = (parts.f_up - parts.f_lo) / parts.p          # -d log p / d eta
         g = term.sums(neg_a * r) - u
         w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
@@ -270,6 +268,7 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
                        slack=1e-13)
     if run.status != "converged":
         return None
-    u, (bnd, parts), hl = run.x, run.state, -run.values
+    u, parts, hl = run.x, run.state, -run.values
     H, w = held
+    bnd = B - a * u.take(c, axis=1)                      # the bounds at the modes
     return B, a, u, H, bnd, parts, hl, w
