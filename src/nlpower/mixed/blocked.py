@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -75,7 +75,12 @@ class ThetaProducts:
     pairs: PairTheta | None = None
 
 
-class BlockedLayout:
+#: the factor type a layout's :func:`factor` returns: :class:`BlockedFactor` for a layout
+#: built without ``designs`` (the pair strategy cannot apply), :data:`Factor` with them
+F = TypeVar("F", bound="BlockedFactor | PairFactor")
+
+
+class BlockedLayout(Generic[F]):
     """Where each observation's products land in ``M`` (fixed by the design).
 
     Parameters
@@ -90,9 +95,19 @@ class BlockedLayout:
         applies (``True``) or never (``False``).
     """
 
+    @overload
+    def __init__(self: BlockedLayout[BlockedFactor], codes: Sequence[np.ndarray],
+                 qs: Sequence[int], ms: Sequence[int], p: int = 0, *, designs: None = None,
+                 pairs: bool | None = None) -> None: ...
+
+    @overload
+    def __init__(self: BlockedLayout[Factor], codes: Sequence[np.ndarray], qs: Sequence[int],
+                 ms: Sequence[int], p: int = 0, *, designs: Sequence[np.ndarray],
+                 pairs: bool | None = None) -> None: ...
+
     def __init__(self, codes: Sequence[np.ndarray], qs: Sequence[int], ms: Sequence[int],
                  p: int = 0, *, designs: Sequence[np.ndarray] | None = None,
-                 pairs: bool | None = None):
+                 pairs: bool | None = None) -> None:
         n = int(codes[0].shape[0])
         self.n, self.p = n, p
         self.codes = [np.asarray(c, dtype=np.intp) for c in codes]
@@ -325,8 +340,8 @@ def _block1(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, vals: np.ndarr
 Factor = BlockedFactor | PairFactor
 
 
-def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray | None = None,
-           mxz: np.ndarray | None = None) -> Factor:
+def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
+           X: np.ndarray | None = None, mxz: np.ndarray | None = None) -> F:
     """Factor ``Lambda'Z'WZ Lambda + I`` for weights ``w`` (with ``X``: ``X`` and its multipliers
     :meth:`BlockedLayout.x_products` ``mxz``, the fixed effects eliminated last).
 
@@ -351,7 +366,7 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     if tp.pairs is not None:
         if X is not None:
             raise ValueError("the pair strategy does not take X into the factor")
-        return PairFactor(lay, tp, w)
+        return cast(F, PairFactor(lay, tp, w))
     vals = np.bincount(lay._tzz.ravel(), (tp.mzz * w[:, None]).ravel(), minlength=lay._nzz)
     n1, qr = lay.n1, lay.qr
     R = vals[lay._nzz - qr * qr:].reshape(qr, qr)
@@ -374,7 +389,7 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     else:
         S = R
     if S.shape[0] == 0:
-        return BlockedFactor(lay, L1, CtT, None, ld1)
+        return cast(F, BlockedFactor(lay, L1, CtT, None, ld1))
     CC = CtT @ CtT.T
     S = S - (CC.toarray() if lay.sparse_c else CC)
     S[np.diag_indices(qr)] += 1.0
@@ -382,4 +397,4 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     if info != 0:
         raise np.linalg.LinAlgError(f"the weighted system is not positive definite (info {info})")
     ld2 = 2.0 * float(np.sum(np.log(np.diag(L2)[:qr])))
-    return BlockedFactor(lay, L1, CtT, L2, ld1 + ld2)
+    return cast(F, BlockedFactor(lay, L1, CtT, L2, ld1 + ld2))
