@@ -154,7 +154,7 @@ def _small_rows() -> list[tuple[str, str, float, str, float]]:
          _time(lambda a: sla.cho_solve(sla.cho_factor(a, lower=True, overwrite_a=True,
                                                       check_finite=False), g6, check_finite=False),
                lambda: S.copy(order="F"))),
-        ("dtrtrs x 2 + dpotri, n = 60, 200 columns", "glmm/gradient.py, ordinal/crossed.py",
+        ("dtrtrs x 2 + dpotri, n = 60, 200 columns", "glmm/gradient.py, mixed/pairs.py",
          _time(lambda: (lapack.dtrtrs(L, lapack.dtrtrs(L, R, lower=1)[0], lower=1, trans=1),
                         lapack.dpotri(L, lower=1))),
          "scipy.linalg.solve_triangular x 2 + cho_solve(I)",

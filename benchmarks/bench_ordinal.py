@@ -24,6 +24,12 @@ process; wall and CPU time per replicate and the power::
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --replicates 1000
 
+Which of the fitter's optional paths run on that work and on the ``crowd20k`` fit,
+and the replicates with and without their BFGS steps from one reference Hessian
+(``--paths N``: ``N`` replicates each way, docs/engine.md)::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --paths 200
+
 Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
 around ``clmm()`` inside one R process (start-up and data loading excluded);
 BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
@@ -123,6 +129,64 @@ def likert_replicates(n_sims: int, seed: int = 1) -> dict[str, Any]:
         wall, cpu = time.perf_counter() - t, time.process_time() - c
     return {"n_sims": n_sims, "elapsed_s": wall, "cpu_s": cpu, "s_per_replicate": wall / n_sims,
             "cpu_s_per_replicate": cpu / n_sims, "power": float(res.power)}
+
+
+#: the ordinal fitter's optional paths (:mod:`nlpower.ordinal.chord`), counted by ``--paths``
+PATHS = ("chord_refit", "newton_steps", "bfgs_steps", "start_hessian")
+
+
+def fast_paths(n_sims: int, rounds: int = 2) -> dict[str, Any]:
+    """Which optional fit paths run on the users' work, and what the replicates' one saves.
+
+    The 10 x 100 Likert power replicates (:func:`likert_replicates`) with and
+    without the replicates' BFGS steps from one reference Hessian (off: each
+    replicate refitted as one fit), CPU per replicate (min of ``rounds``), and
+    the 20,000-rating crowd fit; each path of :data:`PATHS` counted by wrapping it.
+    """
+    import nlpower
+    import nlpower.ordinal.chord as chord
+    import nlpower.study.analysis as sa
+    counts: dict[str, int] = {}
+    originals = {name: getattr(chord, name) for name in PATHS}
+
+    def counted(name: str) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            counts[name] = counts.get(name, 0) + 1
+            return originals[name](*a, **k)
+        return wrapper
+
+    out: dict[str, Any] = {}
+    refits = sa.ordinal_refits
+    try:
+        for name in PATHS:
+            setattr(chord, name, counted(name))
+        for _ in range(rounds):
+            for mode in ("on", "off"):
+                counts.clear()
+                if mode == "off":
+                    sa.ordinal_refits = lambda *a, **k: None      # type: ignore[assignment]
+                row = likert_replicates(n_sims)
+                sa.ordinal_refits = refits
+                key = f"likert_reference_hessian_{mode}"
+                if key not in out or row["cpu_s_per_replicate"] < out[key]["cpu_s_per_replicate"]:
+                    out[key] = {"cpu_s_per_replicate": row["cpu_s_per_replicate"],
+                                "power": row["power"], "calls": dict(counts)}
+        path = Path(tempfile.mkdtemp()) / "crowd20k.csv"
+        crowd20k(path)
+        counts.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = time.process_time()
+            fit = nlpower.clmm(CASES["crowd20k"][1], pd.read_csv(path))
+        out["crowd20k"] = {"cpu_s": time.process_time() - c, "loglik": fit.loglik,
+                           "calls": dict(counts)}
+    finally:
+        sa.ordinal_refits = refits
+        for name, f in originals.items():
+            setattr(chord, name, f)
+    on, off = out["likert_reference_hessian_on"], out["likert_reference_hessian_off"]
+    out["reference_hessian_speedup"] = off["cpu_s_per_replicate"] / on["cpu_s_per_replicate"]
+    return out
 
 
 def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1,
@@ -235,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
                          "(per-call time = total / calls; 0: one call per repeat)")
     ap.add_argument("--replicates", type=int, default=0,
                     help="also time this many Likert power replicates (10 x 100 crossed clmm)")
+    ap.add_argument("--paths", type=int, default=0,
+                    help="count the fitter's optional paths on this many Likert replicates and "
+                         "the crowd20k fit, and time the replicates with and without the "
+                         "reference-Hessian steps")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c and c != "none"]
@@ -250,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['cpu_s_per_replicate'] * 1000:.1f} ms CPU per replicate "
               f"({row['n_sims']} replicates, power {row['power']:.3f})", flush=True)
         rep["likert_replicates"] = row
+    if args.paths > 0:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        rep["fast_paths"] = fp = fast_paths(args.paths)
+        for key, row in fp.items():
+            print(f"{key}: {row}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=2, default=str))

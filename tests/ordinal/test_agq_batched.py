@@ -5,8 +5,7 @@
   (:func:`~nlpower.ordinal.laplace.conditional_modes` on the
   :class:`~nlpower.ordinal.structure.ReStructure`, then
   :func:`~nlpower.ordinal.agq.agq_loglik` and :func:`~nlpower.ordinal.agq.agq_gradient`);
-- the batched forward-difference Hessian against single gradient calls;
-- the Newton fit against L-BFGS-B from the clm start.
+- the batched forward-difference Hessian against single gradient calls.
 """
 
 from __future__ import annotations
@@ -81,19 +80,3 @@ def test_batched_hessian_matches_single_gradient_calls() -> None:
     # the same forward differences; the modes' noise over delta is ~1e-12 / 1e-4
     np.testing.assert_allclose(H, H1, atol=1e-6)
     assert np.all(np.linalg.eigvalsh(H) > 0)
-
-
-@pytest.mark.parametrize("seed", [6, 7])
-@pytest.mark.parametrize("link", ["logit", "probit"])
-def test_newton_fit_equals_the_lbfgsb_fit(seed: int, link: str) -> None:
-    m = prepare_clmm("rating ~ x + temp + (1 | judge)", ratings(seed=seed, n_judges=10),
-                     link=link, nAGQ=10)
-    quick = m.refit()                                  # Laplace, then AGQ Newton steps
-    full = m.refit(control={"maxiter": 1000})          # L-BFGS-B from the clm start
-    assert quick.message == "quasi-Newton steps" and quick.converged and full.converged
-    assert quick.loglik == pytest.approx(full.loglik, abs=1e-8)
-    np.testing.assert_allclose(quick.params, full.params, atol=1e-5)
-    # both Hessians are forward differences (step 1e-4) taken at end points that differ
-    # a little: their truncation error, ~1e-4 of the largest element, differs too
-    scale = np.abs(full.vcov).max()
-    np.testing.assert_allclose(quick.vcov, full.vcov, rtol=0, atol=1e-3 * scale)

@@ -198,19 +198,6 @@ def test_agq_fit_ends_where_the_gradient_vanishes() -> None:
     np.testing.assert_allclose(fit.fixef, lap.fixef, atol=0.05)
 
 
-@pytest.mark.parametrize("seed", [13, 14])
-def test_agq_from_laplace_gives_the_lbfgsb_fit(seed: int) -> None:
-    d = ratings(seed=seed, n_judges=14)
-    m = prepare_clmm("rating ~ x + temp + (1 | judge)", d, nAGQ=9)
-    quick = m.refit()                                  # Laplace Newton steps, then one quadrature batch
-    full = m.refit(control={"maxiter": 1000})          # L-BFGS-B from the clm start
-    assert quick.message == "quasi-Newton steps" and quick.converged and full.converged
-    assert quick.loglik == pytest.approx(full.loglik, abs=1e-7)
-    np.testing.assert_allclose(quick.params, full.params, atol=2e-5)
-    np.testing.assert_allclose(np.sqrt(np.diag(quick.vcov)), np.sqrt(np.diag(full.vcov)),
-                               rtol=1e-3)
-
-
 @pytest.mark.parametrize("seed", [5, 11, 17, 20])
 @pytest.mark.parametrize("link", ["logit", "probit", "cloglog"])
 def test_small_fits_at_least_as_high_as_the_bfgs_path(seed: int, link: str,

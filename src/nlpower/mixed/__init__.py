@@ -9,10 +9,13 @@
   and the bounds of its ``theta``;
 * :mod:`.blocked` -- the weighted blocked factorisation of
   ``Lambda'Z'WZ Lambda + I`` (log-determinant, solves, selected inverse)
-  under glmer's PIRLS and clmm's Laplace;
+  under glmer's PIRLS and clmm's Laplace, and the rule that picks its
+  strategy;
+* :mod:`.pairs` -- its strategy for large crossed designs whose rest
+  compresses (the Schur complement from pairs of observations);
 * :mod:`.blocked_batch` -- the same factorisation stacked over the
   responses of a batch of power replicates (scalar terms; glmer's
   ``refit_many``);
 * :mod:`.modes` -- the Newton loop with step halving for their conditional
-  modes.
+  modes, and its per-level form (one scalar term, many points at once).
 """

@@ -19,6 +19,14 @@ non-zero (nested or observation-level block 1: then ``CtT CtT'`` costs
 ``O(nnz)``) or when it has more than :data:`DENSE_C` entries (memory); the
 one rule, :meth:`BlockedLayout.sparse_rule`.
 
+*Strategies.*  A large crossed design whose rest blocks compress (each of
+its observations' rows of ``Z_b`` one of a few patterns: factor codings)
+is factored through pairs of observations instead (:mod:`.pairs`, chosen
+once per layout by :func:`~.pairs.pair_plan`: the blockwise dense Schur
+complement would cost more than :data:`~.pairs.PAIR_MIN_WORK`, and no ``X``
+joins the factor).  :func:`factor` returns either strategy's factor; both
+give ``logdet``, ``solve`` and ``selected``.
+
 Every weighted cross-product is one ``np.bincount`` of ``w`` times the
 per-observation products ``(Z Lambda)_ia (Z Lambda)_ib`` (fixed for a
 ``theta``: :meth:`BlockedLayout.products`) over a table of target positions
@@ -32,13 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-__all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "ThetaProducts", "factor"]
+from .pairs import PairFactor, PairTheta, pair_plan
+
+__all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor", "ThetaProducts",
+           "factor"]
 
 #: C (rest x block 1) is stored sparse when under this share of its entries can be non-zero
 #: (measured per fit: grouseticks, share 0.011, sparse faster; a 20,000-rating crowd clmm,
@@ -54,15 +65,22 @@ class ThetaProducts:
 
     ``zl``: ``(n, s)``, block 1's ``q1`` slots first; ``mzz``: the products
     scattered into ``D | C | R`` (``D | R`` when ``C`` is sparse, whose own
-    products are ``mc``).
+    products are ``mc``; ``D`` alone with the pair strategy, whose own
+    per-``theta`` part is ``pairs``).
     """
 
     zl: np.ndarray
     mzz: np.ndarray
     mc: np.ndarray | None
+    pairs: PairTheta | None = None
 
 
-class BlockedLayout:
+#: the factor type a layout's :func:`factor` returns: :class:`BlockedFactor` for a layout
+#: built without ``designs`` (the pair strategy cannot apply), :data:`Factor` with them
+F = TypeVar("F", bound="BlockedFactor | PairFactor")
+
+
+class BlockedLayout(Generic[F]):
     """Where each observation's products land in ``M`` (fixed by the design).
 
     Parameters
@@ -70,12 +88,31 @@ class BlockedLayout:
     codes : each grouping block's level codes (``(n,)`` each), the largest block first.
     qs, ms : each block's columns per level and number of levels.
     p : columns of ``X`` that may join the factor (:func:`factor` ``with X``).
+    designs : each block's ``Z`` (``(n, q_b)``): lets the pair strategy
+        (:mod:`.pairs`) find the rest's patterns; without them the blocked
+        factorisation is used.
+    pairs : the pair strategy where the rule says so (``None``), wherever it
+        applies (``True``) or never (``False``).
     """
 
+    @overload
+    def __init__(self: BlockedLayout[BlockedFactor], codes: Sequence[np.ndarray],
+                 qs: Sequence[int], ms: Sequence[int], p: int = 0, *, designs: None = None,
+                 pairs: bool | None = None) -> None: ...
+
+    @overload
+    def __init__(self: BlockedLayout[Factor], codes: Sequence[np.ndarray], qs: Sequence[int],
+                 ms: Sequence[int], p: int = 0, *, designs: Sequence[np.ndarray],
+                 pairs: bool | None = None) -> None: ...
+
     def __init__(self, codes: Sequence[np.ndarray], qs: Sequence[int], ms: Sequence[int],
-                 p: int = 0):
+                 p: int = 0, *, designs: Sequence[np.ndarray] | None = None,
+                 pairs: bool | None = None) -> None:
         n = int(codes[0].shape[0])
         self.n, self.p = n, p
+        self.codes = [np.asarray(c, dtype=np.intp) for c in codes]
+        self.qs, self.ms = [int(q) for q in qs], [int(m) for m in ms]
+        qs, ms = self.qs, self.ms            # (Python ints: no overflow of small numpy types)
         self.m1, self.q1 = int(ms[0]), int(qs[0])
         self.n1 = self.m1 * self.q1
         q1 = self.q1
@@ -103,6 +140,8 @@ class BlockedLayout:
         tRx = offRx + self.colsr[:, :, None] * p + np.arange(p)[None, None, :]
         self._txz = np.concatenate([tCx.reshape(n, -1), tRx.reshape(n, -1)], axis=1)
         self._nxz = offRx + self.qr * p
+        #: the pair strategy's fixed part (``None``: the blocked factorisation)
+        self.pairs = pair_plan(self, designs, pairs)
 
     def _zz_targets(self) -> None:
         """Targets of the Z-Z cross-products: ``D`` (m1 q1 q1) | ``C`` (qr x n1) | ``R`` (qr x qr)."""
@@ -153,6 +192,8 @@ class BlockedLayout:
         n, q1 = self.n, self.q1
         zl1, zlr = zl[:, :q1], zl[:, q1:]
         mD = zl1[:, :, None] * zl1[:, None, :]
+        if self.pairs is not None:       # block 1's products and the pairs' own part
+            return ThetaProducts(zl, mD.reshape(n, -1), None, self.pairs.at_theta(zl))
         mC = (zlr[:, :, None] * zl1[:, None, :]).reshape(n, -1)
         mR = zlr[:, :, None] * zlr[:, None, :]
         if self.sparse_c:
@@ -295,10 +336,17 @@ def _block1(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, vals: np.ndarr
     return L1, CtT, ld1
 
 
-def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray | None = None,
-           mxz: np.ndarray | None = None) -> BlockedFactor:
+#: a factor of ``M``: the blocked one or, where the layout's rule chose it, the pair strategy's
+Factor = BlockedFactor | PairFactor
+
+
+def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
+           X: np.ndarray | None = None, mxz: np.ndarray | None = None) -> F:
     """Factor ``Lambda'Z'WZ Lambda + I`` for weights ``w`` (with ``X``: ``X`` and its multipliers
     :meth:`BlockedLayout.x_products` ``mxz``, the fixed effects eliminated last).
+
+    The strategy is the layout's (:attr:`BlockedLayout.pairs`: through pairs
+    of observations, :class:`~.pairs.PairFactor`; else :class:`BlockedFactor`).
 
     ``numpy.linalg.LinAlgError`` when the system is not positive definite.
 
@@ -315,6 +363,10 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     >>> bool(np.isclose(fac.logdet, np.linalg.slogdet(A.T @ A + np.eye(5))[1]))
     True
     """
+    if tp.pairs is not None:
+        if X is not None:
+            raise ValueError("the pair strategy does not take X into the factor")
+        return cast(F, PairFactor(lay, tp, w))
     vals = np.bincount(lay._tzz.ravel(), (tp.mzz * w[:, None]).ravel(), minlength=lay._nzz)
     n1, qr = lay.n1, lay.qr
     R = vals[lay._nzz - qr * qr:].reshape(qr, qr)
@@ -337,7 +389,7 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     else:
         S = R
     if S.shape[0] == 0:
-        return BlockedFactor(lay, L1, CtT, None, ld1)
+        return cast(F, BlockedFactor(lay, L1, CtT, None, ld1))
     CC = CtT @ CtT.T
     S = S - (CC.toarray() if lay.sparse_c else CC)
     S[np.diag_indices(qr)] += 1.0
@@ -345,4 +397,4 @@ def factor(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, X: np.ndarray |
     if info != 0:
         raise np.linalg.LinAlgError(f"the weighted system is not positive definite (info {info})")
     ld2 = 2.0 * float(np.sum(np.log(np.diag(L2)[:qr])))
-    return BlockedFactor(lay, L1, CtT, L2, ld1 + ld2)
+    return cast(F, BlockedFactor(lay, L1, CtT, L2, ld1 + ld2))

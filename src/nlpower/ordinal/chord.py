@@ -31,14 +31,13 @@ from ..lmm.checkconv import hessian_from_gradient
 from ..lmm.native._blas import single_threaded
 from ..mixed.fdiff import forward_hessian
 from ._dense import floored, floored_solve
-from .agq import batch_agq_nll_grad
 from .hessian import fd_hessian
 from .scalar import batch_nll_grad
 
 if TYPE_CHECKING:
     from .model import ClmmCore, ClmmModel
 
-__all__ = ["BATCH_LIMIT", "agq_batched", "agq_steps", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
+__all__ = ["BATCH_LIMIT", "canonical_theta", "chord_refit", "newton_steps", "reference_hessian"]
 
 
 #: largest observations x (parameters + 1) for which a one-scalar-term fit takes
@@ -205,7 +204,7 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
     if anchor is not None and anchor[1].size == st.u.size and anchor[2].shape[1] == k:
         base = anchor[1] + anchor[2] @ (x - anchor[0])
         u0 = np.vstack((base, base + delta * anchor[2][:, shift].T))
-    res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
+    res = batch_nll_grad(model, xs, u0=u0)
     if res is None or not np.isfinite(res[0][0]):
         return None
     U = res[2]
@@ -214,63 +213,6 @@ def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: flo
         st.anchor = (x.copy(), st.u, ((U[1 + shift] - U[0]) / delta).T)
     g = res[1][0]
     return float(res[0][0]), g, forward_hessian(res[1][1:], g, delta)
-
-
-def agq_batched(model: ClmmModel) -> bool:
-    """``nAGQ > 1`` on data small enough for :func:`agq_steps`' batched Newton steps."""
-    if model.nAGQ == 1:
-        return False
-    nagq = model.nAGQ
-    model.nAGQ = 1
-    try:
-        return model._batch_newton()
-    finally:
-        model.nAGQ = nagq
-
-
-def agq_steps(model: ClmmModel, x0: np.ndarray
-              ) -> tuple[np.ndarray, bool, tuple[float, np.ndarray, np.ndarray] | None]:
-    """An ``nAGQ > 1`` fit from the Laplace one: Newton steps on the quadrature likelihood.
-
-    The Laplace optimum (:func:`newton_steps` with the model switched to
-    ``nAGQ = 1``) is close to the quadrature one: a few Newton steps more,
-    each Hessian by forward differences of the analytic quadrature gradient
-    at the point and its ``k`` shifts evaluated in one batch
-    (:func:`~.agq.batch_agq_nll_grad`), finish the fit.  Returns as
-    :func:`newton_steps` (the end point, converged, and ``-loglik``, gradient
-    and Hessian there for :meth:`ClmmModel._finish
-    <nlpower.ordinal.model.ClmmModel._finish>`); ``(x0, False, None)`` where the
-    Laplace steps do not apply (larger data) or do not converge.
-    """
-    nagq = model.nAGQ
-    model.nAGQ = 1
-    model._state.last = None           # the kept point's value is the other likelihood's
-    try:
-        if not model._batch_newton():
-            return x0, False, None
-        xl, ok, end = newton_steps(model, x0, gtol=0.1)    # near enough for the first step
-    finally:
-        model.nAGQ = nagq
-        model._state.last = None
-    if not ok or end is None:
-        return x0, False, None
-    xc = canonical_theta(model, xl)
-    # the first step with the Laplace Hessian (the quadrature's differs little): one
-    # quadrature gradient instead of a batch; kept where it lowers -loglik
-    flip = np.where(xc != xl, -1.0, 1.0)          # a column of Lambda signed: D H D
-    f, g = model.nll_grad(xc)
-    if not np.isfinite(f):
-        return x0, False, None
-    x1 = xc - floored_solve(end[2] * np.outer(flip, flip), g)
-    # the batch at x1 (its value, gradient and Hessian) judges the step: usually the end
-    res = _newton_batch(model, x1, np.arange(x1.size), 1e-4)
-    if res is not None and res[0] < f:
-        if np.max(np.abs(res[1])) < 1e-3:
-            return x1, True, res
-        xc = x1
-    else:
-        model._state.u = model.modes(xc)      # the batch may have moved the warm start
-    return newton_steps(model, xc)
 
 
 def chord_refit(model: ClmmModel, y: np.ndarray, start: np.ndarray, H: np.ndarray, *,

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..lmm.family import Link
-from .crossed import PairFactor
 from .cumulative import CumulativeParts, density_d2
 from .structure import ReStructure
 
@@ -43,10 +42,7 @@ def selected_inverse_rows(rs: ReStructure, inner: InnerResult) -> list[np.ndarra
 
     One ``(n, q_b)`` array per block.
     """
-    fac = inner.factor
-    if isinstance(fac, PairFactor):
-        return fac.selected_rows()
-    v = fac.selected(rs.Avals)
+    v = inner.factor.selected(rs.Avals)
     if len(rs.blocks) == 1:
         return [v]
     out, start = [], 0

@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
-from ..mixed.blocked import BlockedFactor
+from ..mixed.blocked import Factor
 from ..mixed.modes import Direction, newton_modes
-from .crossed import PairFactor
 from .cumulative import CumulativeParts, cumulative_parts
 from .structure import ReStructure
 
@@ -37,7 +36,7 @@ class InnerResult:
     u: np.ndarray
     h: float                   # penalised log-likelihood at u
     logdet: float              # log det H at u
-    factor: BlockedFactor | PairFactor
+    factor: Factor
     parts: CumulativeParts
     converged: bool
     iterations: int

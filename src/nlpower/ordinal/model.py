@@ -346,8 +346,7 @@ class ClmmModel(LikelihoodOnly):
         self.new_state(start.u if isinstance(start, ClmmCore) else None)
         if isinstance(start, ClmmCore):
             start = start.params
-        from .chord import agq_batched  # nAGQ > 1: starts as the Laplace fit it begins with
-        fast = start is None and not ctl and (self._batch_newton() or agq_batched(self))
+        fast = start is None and not ctl and self._batch_newton()
         x0 = self.start(quick=fast) if start is None else np.asarray(start, dtype=float).copy()
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
@@ -361,7 +360,7 @@ class ClmmModel(LikelihoodOnly):
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if start is None and self.nAGQ == 1:
             x0 = intercepts_start(self, x0)
-        if not (fast and self.nAGQ > 1) and not np.isfinite(self.nll(x0)):   # agq_steps: Laplace
+        if not np.isfinite(self.nll(x0)):
             x0 = self.start()
         if start is None and not ctl and self.nAGQ == 1 and self._scalar is not None:
             # one scalar term: BFGS from the Hessian at the start takes about half the gradient
@@ -379,14 +378,6 @@ class ClmmModel(LikelihoodOnly):
                     xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
             else:
                 xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
-            at = (xq.copy(), *end) if ok and end is not None else None
-            xq = canonical_theta(self, xq)
-            if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
-            x0 = xq
-        elif start is None and not ctl and self.nAGQ > 1:
-            from .chord import agq_steps, canonical_theta
-            xq, ok, end = agq_steps(self, x0)     # from the Laplace fit (small data)
             at = (xq.copy(), *end) if ok and end is not None else None
             xq = canonical_theta(self, xq)
             if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Link
+from ..mixed.modes import level_newton
 from .clm import stacked_bounds
 from .cumulative import CumulativeParts, bounds_parts, logit_gap
 from .gradient import _partials
@@ -78,50 +79,43 @@ class ScalarTerm:
 
     def modes(self, link: Link, B: np.ndarray, s: float, u0: np.ndarray, *,
               tol: float = 1e-15, maxit: int = 60) -> ScalarInner:
-        """Newton steps for the ``L`` conditional modes (step halving per level).
+        """Newton steps for the ``L`` conditional modes, each level's halved on its own.
 
-        ``B``: ``[upper, lower]`` without the random effect (``(2, n)``).
+        ``B``: ``[upper, lower]`` without the random effect (``(2, n)``); the
+        loop is :func:`nlpower.mixed.modes.level_newton`'s.
         """
         a = s * self.z
         a2 = a * a
-        u = u0.copy()
-        c = self.codes
+        c, L = self.codes, self.L
         gap = logit_gap(B) if link.name == "logit" else None
-        parts = bounds_parts(link, B - a * u.take(c), gap=gap)
-        hl = np.bincount(c, weights=parts.logp, minlength=self.L) - 0.5 * u * u
-        converged = False
-        it = 0
         neg_a = -a
-        for it in range(1, maxit + 1):  # noqa: B007
+
+        def evaluate(u: np.ndarray) -> tuple[np.ndarray, CumulativeParts]:
+            parts = bounds_parts(link, B - a * u.take(c), gap=gap)
+            return 0.5 * u * u - np.bincount(c, weights=parts.logp, minlength=L), parts   # -h_l
+
+        def direction(u: np.ndarray, parts: CumulativeParts) -> tuple[np.ndarray, bool] | None:
             r = (parts.f_up - parts.f_lo) / parts.p      # -d log p / d eta; w = r^2 - g2 / p
-            g = np.bincount(c, weights=neg_a * r, minlength=self.L) - u
+            g = np.bincount(c, weights=neg_a * r, minlength=L) - u
             w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
-            H = np.bincount(c, weights=a2 * w, minlength=self.L) + 1.0
+            H = np.bincount(c, weights=a2 * w, minlength=L) + 1.0
             du = g / H
             dec = float(g @ du)
             if not np.isfinite(dec):
-                break
-            if dec < tol:
-                converged = True
-                break
-            floor = hl - 1e-13 * np.abs(hl)
-            un = u + du                                  # the full step first
-            step: np.ndarray | None = None
-            for _ in range(40):
-                pn = bounds_parts(link, B - a * un.take(c), gap=gap)
-                hn = np.bincount(c, weights=pn.logp, minlength=self.L) - 0.5 * un * un
-                bad = hn < floor
-                if not bad.any():
-                    break
-                step = np.where(bad, 0.5, 1.0) if step is None else np.where(bad, 0.5 * step, step)
-                un = u + step * du
-            else:
-                break
-            u, parts, hl = un, pn, hn
-        if not converged:
-            H = np.bincount(c, weights=a * a * parts.w, minlength=self.L) + 1.0
-        return ScalarInner(u, float(hl.sum()), float(np.log(H).sum()), H, parts,
-                           converged, it, a)
+                return None
+            held[0] = H
+            return du, dec < tol
+
+        held: list[np.ndarray] = [np.empty(0)]
+        u0 = u0.copy()
+        f0, parts0 = evaluate(u0)
+        run = level_newton(u0, f0, parts0, direction, evaluate, maxit=maxit, max_halvings=40,
+                           slack=1e-13)
+        converged = run.status == "converged"
+        parts = run.state
+        H = held[0] if converged else np.bincount(c, weights=a2 * parts.w, minlength=L) + 1.0
+        return ScalarInner(run.x, -float(run.values.sum()), float(np.log(H).sum()), H, parts,
+                           converged, run.iterations, a)
 
     def gradient(self, link: Link, up: np.ndarray, lo: np.ndarray, Bu: np.ndarray,
                  Bl: np.ndarray, inner: ScalarInner) -> np.ndarray:
@@ -243,18 +237,20 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
     if (cuts[:, 1:] <= cuts[:, :-1]).any():
         return None
     B = stacked_bounds(model.JJ, model.open, alpha, beta @ model.X.T)  # (2, m, n) [upper, lower]
-    c, z = term.codes, term.z
-    a = s[:, None] * z                                   # (m, n)
+    c = term.codes
+    a = s[:, None] * term.z                              # (m, n)
     neg_a = -a
     a2 = a * a
-    u = np.repeat(model._state.u[None], m, axis=0) if u0 is None else u0
-    bnd = B - a * u.take(c, axis=1)
     gap = logit_gap(B) if link.name == "logit" else None
-    parts = bounds_parts(link, bnd, gap=gap)
-    hl = term.sums(parts.logp) - 0.5 * u * u
-    ok = False
+    held: list[np.ndarray] = []
+
     # (method calls rather than np.sum / np.all: a tiny fit is dominated by per-call overhead)
-    for _ in range(maxit):
+    def evaluate(u: np.ndarray) -> tuple[np.ndarray, CumulativeParts]:
+        parts = bounds_parts(link, B - a * u.take(c, axis=1), gap=gap)
+        return 0.5 * u * u - term.sums(parts.logp), parts                  # -h_l
+
+    def direction(u: np.ndarray, parts: CumulativeParts
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
         r = (parts.f_up - parts.f_lo) / parts.p          # -d log p / d eta
         g = term.sums(neg_a * r) - u
         w = np.maximum(r * r - (parts.df_up - parts.df_lo) / parts.p, 0.0)
@@ -263,28 +259,16 @@ def batch_modes(model: Any, xs: np.ndarray, *, tol: float = 1e-15, maxit: int = 
         dec = (g * du).sum(axis=1)
         if not np.isfinite(dec).all():
             return None
-        done = dec < tol
-        if done.all():
-            ok = True
-            break
-        du[done] = 0.0
-        floor = hl - 1e-13 * np.abs(hl)
-        un = u + du                                      # the full step first
-        step: np.ndarray | None = None
-        for _ in range(40):
-            bnd = B - a * un.take(c, axis=1)
-            pn = bounds_parts(link, bnd, gap=gap)
-            hn = term.sums(pn.logp) - 0.5 * un * un
-            bad = hn < floor
-            if not bad.any():
-                break
-            if step is None:
-                step = np.ones_like(u)
-            step = np.where(bad, 0.5 * step, step)
-            un = u + step * du
-        else:
-            return None
-        u, parts, hl = un, pn, hn
-    if not ok:
+        held[:] = [H, w]
+        return du, dec < tol
+
+    u = np.repeat(model._state.u[None], m, axis=0) if u0 is None else u0
+    f0, st0 = evaluate(u)
+    run = level_newton(u, f0, st0, direction, evaluate, maxit=maxit, max_halvings=40,
+                       slack=1e-13)
+    if run.status != "converged":
         return None
+    u, parts, hl = run.x, run.state, -run.values
+    H, w = held
+    bnd = B - a * u.take(c, axis=1)                      # the bounds at the modes
     return B, a, u, H, bnd, parts, hl, w

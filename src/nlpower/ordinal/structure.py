@@ -18,7 +18,8 @@ factorisation every mixed-model family shares
 (:mod:`nlpower.mixed.blocked`: the block with the most random effects
 block-diagonal, eliminated first; the Schur complement of the others dense),
 or, for large crossed designs whose rest compresses, through observation
-pairs (:mod:`.crossed`); :meth:`ReStructure.factor` holds the rule.
+pairs (:mod:`nlpower.mixed.pairs`); the factorisation's layout holds the
+rule.
 """
 
 from __future__ import annotations
@@ -30,16 +31,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..lmm.structure import ReTerm
-from ..mixed.blocked import BlockedFactor, BlockedLayout, ThetaProducts, factor
+from ..mixed.blocked import BlockedLayout, Factor, ThetaProducts, factor
+from ..mixed.pairs import PairPlan
 from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_pairs
-from .crossed import PairFactor, PairPlan, pair_plan
 
-__all__ = ["PAIR_MIN_WORK", "Block", "ReStructure"]
-
-#: ``Q1 Q2^2`` (the dense Schur complement's multiply-adds) from which observation pairs
-#: factor ``H`` (measured per gradient evaluation: 10 x 100 scalar terms, dense 2x faster;
-#: 200 x 1,000 scalar, dense 1.3x faster at 4e7; 4 systems, 100 x 500, pairs 6x faster at 6e8)
-PAIR_MIN_WORK = 5e7
+__all__ = ["Block", "ReStructure"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,12 +61,18 @@ class Block:
 class ReStructure:
     """Blocks, ``theta`` layout and the products with ``A = Z Lambda``.
 
+    The per-``theta`` arrays (``Lambda``, ``A``, the factorisation's
+    products, the pair strategy's part) are a one-entry memo keyed by the
+    value of ``theta`` (:meth:`at_theta`; every reader sets it first), and
+    the layouts one keyed by ``use_pairs``: nothing else is kept between
+    fits (``tests/ordinal/test_fit_history.py``).
+
     ``use_pairs``: factor crossed designs through observation pairs
-    (:mod:`.crossed`) where the rest compresses and the blockwise dense Schur
-    complement would cost more (``None``, the default: ``Q1 Q2^2 >``
-    :data:`PAIR_MIN_WORK`); ``True`` wherever the rest compresses; ``False``
-    forces the blocked factorisation of :mod:`nlpower.mixed.blocked` (the
-    reference the tests compare with).
+    (:mod:`nlpower.mixed.pairs`) where the rest compresses and the blockwise
+    dense Schur complement would cost more (``None``, the default: the rule
+    of :func:`nlpower.mixed.pairs.pair_plan`); ``True`` wherever the rest
+    compresses; ``False`` forces the blocked factorisation (the reference
+    the tests compare with).
     """
 
     use_pairs: bool | None = None
@@ -131,7 +133,7 @@ class ReStructure:
         self._indptr = np.arange(0, self.Acols.size + 1, max(self.Acols.shape[1], 1))
         self._ZL: list[np.ndarray] = [b.Z.copy() for b in self.blocks]
         self._lams: list[np.ndarray] = [np.eye(b.q) for b in self.blocks]
-        self._lam_version = 0
+        self._layouts: dict[bool | None, BlockedLayout] = {}
         self.theta: np.ndarray | None = None      # the theta of Lambda (None: unit blocks)
         self._make_A()
 
@@ -149,7 +151,6 @@ class ReStructure:
         self.theta = np.array(theta, dtype=float)
         self._lams = [self.block_factor(i, theta) for i in range(len(self.blocks))]
         self._ZL = [b.Z @ lam for b, lam in zip(self.blocks, self._lams, strict=True)]
-        self._lam_version += 1
         self._make_A()
 
     def at_theta(self, theta: np.ndarray) -> None:
@@ -165,7 +166,7 @@ class ReStructure:
         # tenth of its time on their set-up
         self._A: sp.csr_matrix | None = None
         self._AT: Any = None
-        self._products: ThetaProducts | None = None
+        self._products: tuple[BlockedLayout, ThetaProducts] | None = None
 
     @property
     def A(self) -> sp.csr_matrix:
@@ -184,18 +185,26 @@ class ReStructure:
 
     @property
     def layout(self) -> BlockedLayout:
-        """The (cached) placement of the weighted cross-products in ``H`` (fixed by the design)."""
-        if getattr(self, "_layout", None) is None:
-            self._layout = BlockedLayout([b.codes for b in self.blocks], [b.q for b in self.blocks],
-                                         [b.L for b in self.blocks])
-        return self._layout
+        """The placement of the weighted cross-products in ``H`` and the factorisation's strategy.
+
+        Fixed by the design (and :attr:`use_pairs`): memoised per value of ``use_pairs``.
+        """
+        memo = self._layouts
+        lay = memo.get(self.use_pairs)
+        if lay is None:
+            lay = memo[self.use_pairs] = BlockedLayout(
+                [b.codes for b in self.blocks], [b.q for b in self.blocks],
+                [b.L for b in self.blocks], designs=[b.Z for b in self.blocks],
+                pairs=self.use_pairs)
+        return lay
 
     @property
     def products(self) -> ThetaProducts:
-        """The cross-product multipliers of ``A`` at the current ``theta``."""
-        if self._products is None:
-            self._products = self.layout.products(self.Avals)
-        return self._products
+        """The cross-product multipliers of ``A`` at the current ``theta`` (for :attr:`layout`)."""
+        lay = self.layout
+        if self._products is None or self._products[0] is not lay:
+            self._products = (lay, lay.products(self.Avals))
+        return self._products[1]
 
     def start_theta(self, sd: float = 1.0) -> np.ndarray:
         return np.where(self.lower == 0.0, sd, 0.0)
@@ -214,18 +223,9 @@ class ReStructure:
         return np.asarray(self.AT @ v)
 
     def pair_plan(self) -> PairPlan | None:
-        """The (cached) pair plan of :mod:`.crossed`, ``None`` where the rest does not compress."""
-        if not hasattr(self, "_pair_plan"):
-            use = self.use_pairs
-            if use is None and self.blocks:
-                q1 = self.blocks[0].L * self.blocks[0].q
-                use = q1 * float(self.n_u - q1) ** 2 > PAIR_MIN_WORK
-            self._pair_plan = pair_plan(self) if use else None
-        return self._pair_plan
+        """The pair strategy's plan (:mod:`nlpower.mixed.pairs`), ``None``: the blocked one."""
+        return self.layout.pairs if self.blocks else None
 
-    def factor(self, w: np.ndarray) -> BlockedFactor | PairFactor:
-        """Factor ``H = A' diag(w) A + I``: through pairs where :meth:`pair_plan` says so."""
-        plan = self.pair_plan()
-        if plan is not None:
-            return PairFactor(self, w, plan)
+    def factor(self, w: np.ndarray) -> Factor:
+        """Factor ``H = A' diag(w) A + I`` (:func:`nlpower.mixed.blocked.factor`, its strategy)."""
         return factor(self.layout, self.products, w)

@@ -1,18 +1,22 @@
-"""``H = A' W A + I`` of a crossed design, factored through pairs of observations.
+"""The pair strategy of the blocked factorisation: ``M`` of a crossed design through observation pairs.
 
-The first block (the grouping factor with most random effects, e.g. items)
-is eliminated level by level, as in the blocked factorisation (:mod:`nlpower.mixed.blocked`); what is
-new is how the Schur complement of the rest (e.g. workers) is formed and
-how the selected elements of ``H^{-1}`` the gradient needs are read.
+A strategy of :func:`nlpower.mixed.blocked.factor` (the rule:
+:func:`pair_plan`), with the interface of
+:class:`~nlpower.mixed.blocked.BlockedFactor` (``logdet``, ``solve``,
+``selected``).  Block 1 (the grouping factor with most random effects,
+e.g. items) is eliminated level by level, as in the blocked
+factorisation; what differs is how the Schur complement of the rest (e.g.
+workers) is formed and how the selected elements of ``M^{-1}`` are read.
 
 *Compression.*  An observation's row of ``Z_b`` in a rest block ``b``
 takes one of a few values (``(system || worker)``: one per system), the
 *patterns* ``Zpat_b`` (``P_b x q_b``).  With ``E`` the indicator of each
 observation's (level, pattern) cell -- the *cells* of ``b``, ``Dc`` of them
-over all rest blocks -- the rest's part of ``A`` is ``A_2 = E T`` with ``T``
-block diagonal, ``T_b = Zpat_b Lambda_b`` repeated over the levels.  Then::
+over all rest blocks -- the rest's part of ``A = Z Lambda`` is ``A_2 = E T``
+with ``T`` block diagonal, ``T_b = Zpat_b Lambda_b`` repeated over the
+levels (read from ``Z Lambda`` at one observation of each pattern).  Then::
 
-    S = H22 - H21 G^{-1} H12 = I + T' C T,
+    S = M22 - M21 G^{-1} M12 = I + T' C T,
     C = E' (W - W K W) E,       K_ij = a1_i' G_l^{-1} a1_j  (i, j in level l of block 1)
 
 so ``C`` (``Dc x Dc``) is a scatter of one number per *pair of observations
@@ -28,17 +32,20 @@ square).
 K_ij`` (the cells of observation ``i``'s level-mates), ``Phi = Sc^{-1} R'``
 and ``Sigma = R Phi`` (read at the pairs only, from the same gathers of ``Phi``)::
 
-    (H^{-1} a_i)_2 = Y Phi f_i
-    (H^{-1} a_i)_1 = G_l^{-1} (a1_i - sum_j w_j a1_j e_j' Sigma f_i)
+    (M^{-1} a_i)_2 = Y Phi f_i
+    (M^{-1} a_i)_1 = G_l^{-1} (a1_i - sum_j w_j a1_j e_j' Sigma f_i)
 
 again sums over the pairs.  Used when every rest block has at most as many
 patterns as columns (factor codings; a continuous slope in a rest block
-falls back to the blocked factorisation).  Checked against dense
-algebra in ``tests/ordinal/test_crowd_scale.py``.
+keeps the blocked factorisation), without ``X`` in the factor, and when
+the blockwise dense Schur complement would cost more (:data:`PAIR_MIN_WORK`).
+Checked against dense algebra in ``tests/mixed/test_pairs.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,26 +54,55 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 if TYPE_CHECKING:
-    from .structure import ReStructure
+    from .blocked import BlockedLayout, ThetaProducts
 
-__all__ = ["PairFactor", "PairPlan", "pair_plan"]
+__all__ = ["PAIR_MIN_WORK", "PairFactor", "PairPlan", "PairTheta", "pair_plan"]
 
+#: ``n1 qr^2`` (the dense Schur complement's multiply-adds) from which observation pairs
+#: factor ``M`` (measured per clmm gradient evaluation: 10 x 100 scalar terms, dense 2x
+#: faster; 200 x 1,000 scalar, dense 1.3x faster at 4e7; 4 systems, 100 x 500, pairs 6x
+#: faster at 6e8)
+PAIR_MIN_WORK = 5e7
 #: largest number of rest cells (the dense C is Dc x Dc) and of observation pairs
 _MAX_CELLS = 6000
 _MAX_PAIRS = 30_000_000
 
 
-class PairPlan:
-    """The fixed part: pairs of observations per first-block level, cells of the rest."""
+@dataclass(frozen=True, eq=False)
+class PairTheta:
+    """What the pair strategy needs of one ``theta``: ``T`` per rest block and ``A``'s parts.
 
-    def __init__(self, rs: ReStructure, pats: list[np.ndarray], pid: list[np.ndarray]):
-        b1 = rs.blocks[0]
-        self.q1, self.L1 = b1.q, b1.L
-        self.Q1 = b1.L * b1.q
-        self.Q2 = rs.n_u - self.Q1
-        n = rs.n
-        order = np.argsort(b1.codes, kind="stable")
-        counts = np.bincount(b1.codes, minlength=b1.L)
+    ``T1``: block 1's patterns times ``Lambda_1`` (``None`` when block 1 does
+    not compress); ``Rs``, ``Ys``: ``R_b = U_b D_b`` and ``Y_b`` of the thin
+    SVD of ``T_b``; ``A1``, ``A2`` (CSR) and their transposes: ``Z Lambda``'s
+    block-1 and rest columns.
+    """
+
+    T1: np.ndarray | None
+    Rs: list[np.ndarray]
+    Ys: list[np.ndarray]
+    A1: Any
+    A2: Any
+    A1T: Any
+    A2T: Any
+
+
+class PairPlan:
+    """The fixed part: pairs of observations per first-block level, cells of the rest.
+
+    ``designs``: each block's ``Z`` (``(n, q_b)``, block 1 first); ``pats``,
+    ``pid``: each rest block's patterns and each observation's pattern.
+    """
+
+    def __init__(self, lay: BlockedLayout, designs: Sequence[np.ndarray],
+                 pats: list[np.ndarray], pid: list[np.ndarray]):
+        self.q1, self.L1 = lay.q1, lay.m1
+        self.Q1, self.Q2 = lay.n1, lay.qr
+        self.Ls, self.qs = list(lay.ms[1:]), list(lay.qs[1:])
+        n = lay.n
+        codes1 = lay.codes1
+        order = np.argsort(codes1, kind="stable")
+        counts = np.bincount(codes1, minlength=self.L1)
         starts = np.concatenate([[0], np.cumsum(counts)])
         # ordered pairs (i, j), i and j in the same level (diagonal included)
         rep = np.repeat(counts, counts)                      # per member: its level's size
@@ -80,22 +116,30 @@ class PairPlan:
         self.seg = np.concatenate([[0], np.cumsum(rep)[:-1]]).astype(np.intp)
         self.order = order
         # first-block patterns: K_ij = Kc[l, p_i, p_j] when block 1 compresses too
-        u1, inv1 = np.unique(b1.Z, axis=0, return_inverse=True)
-        self.pat1: np.ndarray | None = None
-        if u1.shape[0] <= b1.q:
+        u1, first1, inv1 = np.unique(designs[0], axis=0, return_index=True, return_inverse=True)
+        self.rep1: np.ndarray | None = None
+        if u1.shape[0] <= self.q1:
             P1 = u1.shape[0]
             p1 = inv1.ravel().astype(np.intp)
-            self.pat1 = u1
-            self.kidx = (b1.codes[self.pi] * P1 + p1[self.pi]) * P1 + p1[self.pj]
-        # cells of each rest block: level * P_b + pattern, offset by the blocks before
+            self.rep1 = first1                               # one observation per pattern
+            self.kidx = (codes1[self.pi] * P1 + p1[self.pi]) * P1 + p1[self.pj]
+        self._rest(lay, pats, pid)
+
+    def _rest(self, lay: BlockedLayout, pats: list[np.ndarray], pid: list[np.ndarray]) -> None:
+        """Cells of each rest block: level * P_b + pattern, offset by the blocks before."""
+        n = lay.n
         self.pats = pats                                     # (P_b, q_b) per rest block
+        # one observation of each pattern, and each rest block's slots in Z Lambda's rows
+        self.reps = [np.unique(p, return_index=True)[1] for p in pid]
+        slot = np.cumsum([lay.q1] + self.qs)
+        self.slot_of = [slice(int(a), int(b)) for a, b in zip(slot[:-1], slot[1:], strict=True)]
         cells, self.cell_off = [], []
         Dc = 0
-        for k, blk in enumerate(rs.blocks[1:]):
+        for k, codes in enumerate(lay.codes[1:]):
             P = pats[k].shape[0]
             self.cell_off.append(Dc)
-            cells.append(Dc + blk.codes * P + pid[k])
-            Dc += blk.L * P
+            cells.append(Dc + codes * P + pid[k])
+            Dc += self.Ls[k] * P
         self.Dc = Dc
         self.cells = cells
         self.E = sp.csr_matrix((np.ones(n * len(cells)),
@@ -103,8 +147,7 @@ class PairPlan:
                                 np.arange(0, n * len(cells) + 1, len(cells))), shape=(n, Dc))
         # r_b = min(P_b, q_b) columns of the compressed rest per level
         self.r = [min(p.shape) for p in pats]
-        self.r_off = np.cumsum([0] + [blk.L * r for blk, r in zip(rs.blocks[1:], self.r,
-                                                                    strict=True)])
+        self.r_off = np.cumsum([0] + [L * r for L, r in zip(self.Ls, self.r, strict=True)])
         self.Nr = int(self.r_off[-1])
         self.tgt_pairs = np.concatenate([ci[self.pi] * Dc + cj[self.pj]
                                          for ci in cells for cj in cells])
@@ -113,53 +156,54 @@ class PairPlan:
         self.same = (self.pi == self.pj).astype(float)       # delta_ij of c_ij
         self.pid_i = [p[self.pi] for p in pid]              # i's pattern in each rest block
         # flat positions in Phi (Nr x Dc) of (rows of i's level in rest block k, cell of j)
-        self.phi_idx = [[((self.r_off[k] + blk.codes[self.pi] * self.r[k]) * Dc + cj[self.pj])[None, :]
+        self.phi_idx = [[((self.r_off[k] + codes[self.pi] * self.r[k]) * Dc + cj[self.pj])[None, :]
                          + (np.arange(self.r[k]) * Dc)[:, None]
-                         for cj in cells] for k, blk in enumerate(rs.blocks[1:])]
-        self._theta_key: Any = None
-        self._A_key: Any = None
+                         for cj in cells] for k, codes in enumerate(lay.codes[1:])]
+        self.cols1, self.colsr = lay.cols1, lay.colsr
 
-    def transforms(self, rs: ReStructure) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """``R_b = U_b D_b`` and ``Y_b`` of ``T_b = Zpat_b Lambda_b`` (cached per ``theta``)."""
-        key = rs._lam_version
-        if key != self._theta_key:
-            Rs, Ys = [], []
-            for k, pat in enumerate(self.pats):
-                T = pat @ rs._lams[k + 1]
-                U, s, Vt = np.linalg.svd(T, full_matrices=False)
-                Rs.append(U * s)
-                Ys.append(Vt.T)
-            self._RY = (Rs, Ys)
-            self._theta_key = key
-        return self._RY
-
-    def split_A(self, rs: ReStructure) -> tuple[Any, Any, Any, Any]:
-        """``A_1``, ``A_2`` and their transposes (CSR; cached per ``theta``)."""
-        if rs._lam_version != self._A_key or rs.A is not getattr(self, "_A_of", None):
-            Aq = rs.A.tocsc()
-            A1, A2 = Aq[:, :self.Q1].tocsr(), Aq[:, self.Q1:].tocsr()
-            self._A = (A1, A2, A1.T.tocsr(), A2.T.tocsr())
-            self._A_key = rs._lam_version
-            self._A_of = rs.A
-        return self._A
+    def at_theta(self, zl: np.ndarray) -> PairTheta:
+        """The per-``theta`` part from ``Z Lambda`` per slot ``zl`` (``(n, s)``, block 1 first)."""
+        Rs, Ys = [], []
+        for rep, sl in zip(self.reps, self.slot_of, strict=True):
+            U, s, Vt = np.linalg.svd(zl[rep, sl], full_matrices=False)   # T_b = Zpat_b Lambda_b
+            Rs.append(U * s)
+            Ys.append(Vt.T)
+        n, q1 = zl.shape[0], self.q1
+        A1 = sp.csr_matrix((np.ascontiguousarray(zl[:, :q1]).ravel(), self.cols1.ravel(),
+                            np.arange(0, n * q1 + 1, q1)), shape=(n, self.Q1))
+        sr = self.colsr.shape[1]
+        A2 = sp.csr_matrix((np.ascontiguousarray(zl[:, q1:]).ravel(), self.colsr.ravel(),
+                            np.arange(0, n * sr + 1, sr)), shape=(n, self.Q2))
+        T1 = None if self.rep1 is None else zl[self.rep1, :q1]
+        return PairTheta(T1, Rs, Ys, A1, A2, A1.T.tocsr(), A2.T.tocsr())
 
 
-def pair_plan(rs: ReStructure) -> PairPlan | None:
-    """The plan when the rest compresses (few patterns per rest block), else ``None``."""
-    if len(rs.blocks) < 2:
+def pair_plan(lay: BlockedLayout, designs: Sequence[np.ndarray] | None,
+              use: bool | None = None) -> PairPlan | None:
+    """The rule: the plan when pairs pay, else ``None`` (the blocked factorisation).
+
+    Pairs need the blocks' ``designs`` (``Z``), no ``X`` in the factor
+    (``lay.p == 0``), at least two blocks, every rest block compressing (at
+    most as many patterns as columns) and a problem of bounded size; by
+    default (``use=None``) also ``n1 qr^2 >`` :data:`PAIR_MIN_WORK`.
+    ``use=True``: wherever they apply; ``False``: never.
+    """
+    if use is False or designs is None or lay.p > 0 or len(designs) < 2:
+        return None
+    if use is None and lay.n1 * float(lay.qr) ** 2 <= PAIR_MIN_WORK:
         return None
     pats, pid = [], []
-    for blk in rs.blocks[1:]:
-        u, inv = np.unique(blk.Z, axis=0, return_inverse=True)
-        if u.shape[0] > blk.q:
+    for Z in designs[1:]:
+        u, inv = np.unique(Z, axis=0, return_inverse=True)
+        if u.shape[0] > Z.shape[1]:
             return None
         pats.append(u)
         pid.append(inv.ravel().astype(np.intp))
-    Dc = sum(blk.L * p.shape[0] for blk, p in zip(rs.blocks[1:], pats, strict=True))
-    n_pairs = int(np.sum(np.bincount(rs.blocks[0].codes).astype(float) ** 2))
+    Dc = sum(L * p.shape[0] for L, p in zip(lay.ms[1:], pats, strict=True))
+    n_pairs = int(np.sum(np.bincount(lay.codes1).astype(float) ** 2))
     if Dc > _MAX_CELLS or n_pairs * (len(pats) ** 2) > _MAX_PAIRS:
         return None
-    return PairPlan(rs, pats, pid)
+    return PairPlan(lay, designs, pats, pid)
 
 
 def _right(M: np.ndarray, mats: list[np.ndarray], src: list[int], dst: list[int],
@@ -186,34 +230,29 @@ def _left(M: np.ndarray, mats: list[np.ndarray], src: list[int], Ls: list[int]) 
 
 
 class PairFactor:
-    """Factor of ``H = A' W A + I`` through observation pairs (see the module docstring).
+    """The factor of ``M`` through observation pairs (the module docstring).
 
-    What the Laplace likelihood reads of a factor (as
-    :class:`~nlpower.mixed.blocked.BlockedFactor`): ``logdet``, ``solve``,
-    and the selected inverse (:meth:`selected_rows`).
+    The interface of :class:`~nlpower.mixed.blocked.BlockedFactor`:
+    ``logdet`` (``log |L|^2``), :meth:`solve` and :meth:`selected`.
     """
 
-    dense = False
-
-    def __init__(self, rs: ReStructure, w: np.ndarray, plan: PairPlan):
-        self.plan = plan
-        self.rs = rs
-        self.w = w
-        q1, L1 = plan.q1, plan.L1
-        self.q1, self.L1, self.Q1, self.Q2 = q1, L1, plan.Q1, plan.Q2
-        G = rs.layout.block1_matrices(rs.products, w)
+    def __init__(self, lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray):
+        plan, pt = lay.pairs, tp.pairs
+        assert plan is not None and pt is not None
+        self.plan, self.w = plan, w
+        q1 = plan.q1
+        self.q1, self.L1, self.Q1, self.Q2 = q1, plan.L1, plan.Q1, plan.Q2
+        G = lay.block1_matrices(tp, w)
         C1 = np.linalg.cholesky(G)
         self.logdet = float(2.0 * np.sum(np.log(np.diagonal(C1, axis1=1, axis2=2))))
         self.Ginv_blocks = np.linalg.inv(G)
-        self.g1_diag = G[:, 0, 0] if q1 == 1 else np.empty(0)
-        c1 = rs.blocks[0].codes
-        a1 = rs.Avals[:, :q1]
+        self.codes1 = lay.codes1
+        a1 = tp.zl[:, :q1]
         self.a1 = a1
-        self.Ga = np.einsum("ijk,ik->ij", self.Ginv_blocks[c1], a1)       # G_l^{-1} a1_i
+        self.Ga = np.einsum("ijk,ik->ij", self.Ginv_blocks[self.codes1], a1)     # G_l^{-1} a1_i
         pi, pj = plan.pi, plan.pj
-        if plan.pat1 is not None:                                          # a1_i' G^{-1} a1_j
-            T1 = plan.pat1 @ rs._lams[0]
-            Kc = np.einsum("pi,lij,qj->lpq", T1, self.Ginv_blocks, T1)
+        if pt.T1 is not None:                                              # a1_i' G^{-1} a1_j
+            Kc = np.einsum("pi,lij,qj->lpq", pt.T1, self.Ginv_blocks, pt.T1)
             self.K = np.take(Kc.ravel(), plan.kidx)
         else:
             self.K = np.einsum("ij,ij->j", np.take(a1.T, pi, axis=1), np.take(self.Ga.T, pj, axis=1))
@@ -225,34 +264,32 @@ class PairFactor:
         C = np.bincount(plan.tgt_diag, weights=np.tile(w, nb * nb), minlength=Dc * Dc)
         C -= np.bincount(plan.tgt_pairs, weights=np.tile(wij, nb * nb), minlength=Dc * Dc)
         C = C.reshape(Dc, Dc)
-        Rs, Ys = plan.transforms(rs)
-        self.Rs, self.Ys = Rs, Ys
-        Ls = [b.L for b in rs.blocks[1:]]
+        self.Rs, self.Ys = pt.Rs, pt.Ys
         Ps = [p.shape[0] for p in plan.pats]
-        Sc = _left(_right(C, Rs, Ps, plan.r, Ls), [R.T for R in Rs], Ps, Ls)   # R' C R
-        Sc[np.diag_indices_from(Sc)] += 1.0
+        Sc = _left(_right(C, self.Rs, Ps, plan.r, plan.Ls), [R.T for R in self.Rs], Ps, plan.Ls)
+        Sc[np.diag_indices_from(Sc)] += 1.0                                # I + R' C R
         self.chol = sla.cholesky(Sc, lower=True, check_finite=False)
         self.logdet += float(2.0 * np.sum(np.log(np.diag(self.chol))))
-        self.A1, self.A2, self.A1T, self.A2T = plan.split_A(rs)
+        self.A1, self.A2, self.A1T, self.A2T = pt.A1, pt.A2, pt.A1T, pt.A2T
 
     # -- Y and Y' on the rest's (level, column) coordinates -------------------------------
     def _Yt(self, x2: np.ndarray) -> np.ndarray:
         """``Y' x2`` (``x2``: ``(Q2, m)``) -> ``(Nr, m)``."""
         out, c = [], 0
-        for blk, Y in zip(self.rs.blocks[1:], self.Ys, strict=True):
-            xb = x2[c:c + blk.L * blk.q].reshape(blk.L, blk.q, -1)
-            out.append(np.einsum("qr,lqm->lrm", Y, xb).reshape(blk.L * Y.shape[1], -1))
-            c += blk.L * blk.q
+        for L, q, Y in zip(self.plan.Ls, self.plan.qs, self.Ys, strict=True):
+            xb = x2[c:c + L * q].reshape(L, q, -1)
+            out.append(np.einsum("qr,lqm->lrm", Y, xb).reshape(L * Y.shape[1], -1))
+            c += L * q
         return np.concatenate(out)
 
     def _Y(self, z: np.ndarray) -> np.ndarray:
         """``Y z`` (``z``: ``(Nr, m)``) -> ``(Q2, m)``."""
         out, c = [], 0
-        for blk, Y in zip(self.rs.blocks[1:], self.Ys, strict=True):
+        for L, q, Y in zip(self.plan.Ls, self.plan.qs, self.Ys, strict=True):
             r = Y.shape[1]
-            zb = z[c:c + blk.L * r].reshape(blk.L, r, -1)
-            out.append(np.einsum("qr,lrm->lqm", Y, zb).reshape(blk.L * blk.q, -1))
-            c += blk.L * r
+            zb = z[c:c + L * r].reshape(L, r, -1)
+            out.append(np.einsum("qr,lrm->lqm", Y, zb).reshape(L * q, -1))
+            c += L * r
         return np.concatenate(out)
 
     def solve_S(self, x2: np.ndarray) -> np.ndarray:
@@ -266,7 +303,7 @@ class PairFactor:
         return np.einsum("lij,ljk->lik", self.Ginv_blocks, rr).reshape(r1.shape)
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        """``H^{-1} r`` (``r`` a vector or an ``(n_u, m)`` matrix)."""
+        """``M^{-1} r`` (``r``: block 1, then the rest; a vector or an ``(q, m)`` matrix)."""
         vec = r.ndim == 1
         R = r[:, None] if vec else r
         wc = self.w[:, None]
@@ -278,11 +315,14 @@ class PairFactor:
         return out[:, 0] if vec else out
 
     # -- selected inverse ------------------------------------------------------------------
-    def selected_rows(self) -> list[np.ndarray]:
-        """``v_ib``: ``H^{-1} a_i`` at observation ``i``'s own random effects, per block."""
-        plan, rs = self.plan, self.rs
-        n, pi, pj = rs.n, plan.pi, plan.pj
-        Ls = [b.L for b in rs.blocks[1:]]
+    def selected(self, zl: np.ndarray | None = None) -> np.ndarray:
+        """``g_i``: ``M^{-1} (Z Lambda)_i'`` at observation ``i``'s own columns (``(n, s)``).
+
+        As :meth:`~nlpower.mixed.blocked.BlockedFactor.selected` (``zl``, the
+        factor's own ``Z Lambda``, is accepted for the common interface).
+        """
+        plan = self.plan
+        n, pi, pj = self.a1.shape[0], plan.pi, plan.pj
         Ps = [p.shape[0] for p in plan.pats]
         # Sc^{-1} from its Cholesky factor (dpotri), then Phi = Sc^{-1} R'
         inv, info = lapack.dpotri(self.chol, lower=1)
@@ -291,7 +331,7 @@ class PairFactor:
         else:                    # the upper triangle is 0 (sla.cholesky cleans it)
             np.add(inv, inv.T, out=inv)          # numpy buffers the overlapping transpose
             inv[np.diag_indices_from(inv)] *= 0.5
-        Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, Ls)               # (Nr, Dc)
+        Phi = _right(inv, [R.T for R in self.Rs], plan.r, Ps, plan.Ls)               # (Nr, Dc)
         Pf = Phi.ravel()
         c = plan.same - self.wJ * self.K                                    # c_ij
         seg, order = plan.seg, plan.order
@@ -299,7 +339,7 @@ class PairFactor:
         # level, summed over j's cells); sigma_ij = e_i' Sigma e_j = sum_b R_b[p_b(i)] . zc_b
         sig = np.zeros(pi.size)
         zs = []
-        for k in range(len(rs.blocks) - 1):
+        for k in range(len(plan.Ls)):
             zc = np.take(Pf, plan.phi_idx[k][0])                           # (r, pairs)
             for idx in plan.phi_idx[k][1:]:
                 zc += np.take(Pf, idx)
@@ -313,5 +353,5 @@ class PairFactor:
         Q[:, order] = np.add.reduceat((self.wJ * sig) * a1J, seg, axis=1)
         out = np.empty((self.q1, n))
         out[:, order] = np.add.reduceat(c * np.take(Q, pj, axis=1), seg, axis=1)
-        v1 = self.Ga - np.einsum("ijk,ki->ij", self.Ginv_blocks[rs.blocks[0].codes], out)
-        return [v1, *zs]
+        v1 = self.Ga - np.einsum("ijk,ki->ij", self.Ginv_blocks[self.codes1], out)
+        return np.concatenate([v1, *zs], axis=1)
