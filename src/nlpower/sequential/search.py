@@ -177,17 +177,11 @@ def cheapest_design(
 ) -> DesignSearchResult:
     """The crossed group-sequential design with the smallest simulated expected cost at a power.
 
-    Every maximum design ``CrossedDesign(w, n)`` (``w`` in ``workers``, ``n``
-    in ``items``) is simulated ``n_sims`` times at ``effect`` (and at 0 when
-    ``weight_null > 0``); every candidate -- the fixed design and each
-    combination of ``looks`` and ``spending`` (one-sided ``alpha``, efficacy
-    boundaries at equally spaced item fractions) -- is evaluated on those same
-    replicates.  Among the (candidate, maximum design) pairs whose simulated
-    power reaches ``power``, the one with the smallest expected cost (ratings
-    bought: ``(1 - weight_null) * E[ratings | effect] + weight_null *
-    E[ratings | 0]``) is chosen, and it and the cheapest fixed design are
-    simulated again (``confirm_sims`` fresh replicates, under the null and at
-    ``effect``) for the Type I error, power and expected cost reported.
+    Every candidate (the fixed design, each combination of ``looks`` and ``spending``) is
+    evaluated on the same ``n_sims`` replicates of every maximum design ``CrossedDesign(w, n)``;
+    the cheapest in expected ratings among those reaching ``power`` is chosen and confirmed,
+    beside the cheapest fixed design, on ``confirm_sims`` fresh replicates.  The rule in
+    full: ``docs/sequential.md``, "The cheapest crossed design".
 
     Parameters
     ----------
