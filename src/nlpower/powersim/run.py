@@ -79,68 +79,73 @@ def power(
     options: PowerOptions | None = None, progress: bool = False, effect: float | None = None,
     coding: Coding = "sum", contrast: Any = None, outcome: str = "gaussian",
     levels: int | None = None, analysis: str | None = None,
-    checkpoint: str | os.PathLike[str] | None = None, n_jobs: int = 1,
-    term: str | None = None, compare: str | None = None, pairwise: str | None = None,
-    baseline: Any = None, adjust: str = "holm", precision: float | None = None,
-    sim: SimOptions | None = None,
+    checkpoint: str | os.PathLike[str] | None = None, n_jobs: int = 1, term: str | None = None,
+    compare: str | None = None, pairwise: str | None = None, baseline: Any = None,
+    adjust: str = "holm", precision: float | None = None, sim: SimOptions | None = None,
 ) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
-    ``power(design, params)``: the paper's model (or a Likert or head-to-head outcome) on a
-    :class:`CrossedDesign`, a :class:`PowerResult`.  ``power(model, term=...)``: any fitted
-    ``lmer``/``glmer``/``clmm`` model, as simr's ``powerSim``, a
-    :class:`~nlpower.study.ModelPowerResult` (``docs/study.md``).  ``power(study, sim=...)``:
-    a :class:`~nlpower.study.spec.Study`, which every keyword spelling builds.  Each keyword
-    in full: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
+    ``power(design, params)``, ``power(model, term=...)`` (any fitted model, as simr's
+    ``powerSim``: a ``ModelPowerResult``; ``docs/study.md``) or ``power(study, sim=...)``.
+    Each keyword in full: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Parameters
     ----------
     design : CrossedDesign, a fitted model, or a Study
-        Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model, the truth; or a Study.
-    params : LMMParams, MultiSystemParams or a fitted pilot
-        True model (the tested effect ``params.effect``); not given with a model or a Study.
-    n_sims, alpha, alternative : int, float, {"two-sided", "greater", "less"}
-        Replicates, level, direction (as scipy); power counts sign-correct rejections only.
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}, optional
-        Default: the analysis's first; ``"z"`` (ML fits) is the paper's ``t > 1.96``.
+        Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (the truth); or a Study.
+    params : LMMParams, MultiSystemParams or a fitted pilot, optional
+        The true model (tested effect ``params.effect``); not given with a model or a Study.
+    n_sims : int, default 1000
+    alpha : float, default 0.05
+    test : str, optional
+        ``"satterthwaite"``, ``"kenward-roger"``, ``"z"`` (the paper's), ``"lrt"``,
+        ``"pblrt"`` or ``"calibrated"``; default the analysis's first.
+    alternative : {"two-sided", "greater", "less"}
+        As in scipy; power counts only rejections with the sign of the true effect.
     method : {"auto", "balanced", "simulate", "analytic"}
-        ``"auto"`` takes the exact balanced fast path when it applies, else simulates.
+        ``"auto"``: the exact balanced fast path when it applies, else simulation.
     engine : {"native", "lme4"}
-        The fitter that refits each replicate with ``method="simulate"``.
     null : bool, default False
         Also simulate at effect 0 (own child seed); its rejection rate is ``type1``.
-    rng : optional
-        Anything :func:`numpy.random.default_rng` accepts; a ``Generator`` is consumed.
-    likert, REML, n_resamples : optional
-        Simulated Likert points; fit criterion; bootstrap samples of ``"pblrt"``.
+    rng : seed or numpy.random.Generator, optional
+    likert, levels : int, optional
+        Points of simulated ratings the LMM analyses; of ``outcome="likert"`` with a preset.
     keep_replicates : bool, default True
-        Keep per-replicate arrays in ``result.replicates``.
+    REML : bool, optional
+        Fit criterion; default REML for Satterthwaite, ML for ``"z"`` and ``"lrt"``.
     on_failure : {"ignore", "warn", "raise"}
-        Failed replicate fits: non-detections, also a warning, or a ``FitError``.
+    n_resamples : int, default 99
+        Bootstrap samples per replicate of ``"pblrt"`` and ``"calibrated"``.
     options : PowerOptions, optional
-        The analysis options, validated once (:func:`~nlpower.powersim.power_options`).
-    effect, coding, contrast : optional
-        The effect to detect in ``coding`` (required with a fitted pilot); K-system contrast.
-    outcome, levels, analysis : optional
-        What is rated (``"gaussian"``, ``"likert"``, ``"preference"``) and its analysis.
-    progress, checkpoint, n_jobs, precision : optional
-        Progress bar; resumable batches; processes; adaptive Monte Carlo precision.
-    term, compare, pairwise, baseline, adjust : optional
-        With a fitted model: the term, reduced model or factor tested (``docs/study.md``).
+        The analysis options, validated once; then those keywords keep their defaults.
+    progress : bool, default False
+    effect, contrast : optional
+        The effect to detect in ``coding``, required with a fitted pilot; a K-system contrast.
+    coding : {"sum", "half", "treatment"}, default "sum"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+    analysis : str, optional
+        The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for preferences).
+    checkpoint : path, optional
+        Finished batches of replicates (run by ``n_jobs`` processes): a rerun resumes.
+    n_jobs : int, default 1
+    term, compare, pairwise, baseline : str, optional
+        With a fitted model: the term tested, a reduced model, or a factor compared pairwise.
+    adjust : {"holm", "bonferroni", "fdr", "none"}, default "holm"
+    precision : float, optional
+        Stop at the first batch of 50 whose 95% interval has at most this half-width.
     sim : SimOptions, optional
         The shared simulation options (``n_sims``, ``alpha``, ``rng``, ...) as one object.
 
     Returns
     -------
     PowerResult
-        A ``ModelPowerResult`` with a fitted model, a ``MultiplePowerResult`` with ``pairwise``.
 
     Raises
     ------
     InputError
         Bad options (the message names the option).
     DesignError
-        ``method="balanced"`` on a design where the fast path is not exact.
+        ``method="balanced"`` where the fast path is not exact.
     FitError
         ``on_failure="raise"`` and a replicate fit failed.
 
