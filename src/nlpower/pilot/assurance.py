@@ -352,11 +352,10 @@ def plan_with_assurance(
     contrast: Any = None, target_power: float = 0.8, cost_per_rating: float = 1.0,
     cost_per_worker: float = 0.0, confidence_level: float = 0.8,
     method: AssuranceMethod = "bootstrap", n_boot: int | None = None, alpha: float = 0.05,
-    test: RatingsTest | None = None, alternative: Alternative = "two-sided",
-    min_workers: int = 2, max_workers: int | None = None, max_items: int = 5000,
-    workers_per_item: int | None = None, outcome: str | None = None,
-    analysis: str | None = None, n_sims: int | None = None, rng: RNGLike = None,
-    sd: Mapping[str, float] | None = None, progress: bool = False,
+    test: RatingsTest | None = None, alternative: Alternative = "two-sided", min_workers: int = 2,
+    max_workers: int | None = None, max_items: int = 5000, workers_per_item: int | None = None,
+    outcome: str | None = None, analysis: str | None = None, n_sims: int | None = None,
+    rng: RNGLike = None, sd: Mapping[str, float] | None = None, progress: bool = False,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
 

@@ -264,51 +264,63 @@ def power_grid(
     engine: EngineName = "native", REML: bool | None = None, likert: int | None = None,
     n_resamples: int | None = None, null: bool = False, outcome: str = "gaussian",
     levels: int | None = None, analysis: Any = None, options: PowerOptions | None = None,
-    run: RunOptions | None = None, n_jobs: int = 1, backend: Backend = "loky",
-    client: Any = None, checkpoint: str | os.PathLike[str] | None = None, rng: RNGLike = None,
-    progress: bool = True, on_error: OnError = "raise", coding: Coding = "sum",
-    contrast: Any = None, power_fn: PowerFunction | None = None,
-    shard: str | tuple[int, int] | None = None, precision: float | None = None,
-    sim: SimOptions | None = None, **axes: Any,
+    run: RunOptions | None = None, n_jobs: int = 1, backend: Backend = "loky", client: Any = None,
+    checkpoint: str | os.PathLike[str] | None = None, rng: RNGLike = None, progress: bool = True,
+    on_error: OnError = "raise", coding: Coding = "sum", contrast: Any = None,
+    power_fn: PowerFunction | None = None, shard: str | tuple[int, int] | None = None,
+    precision: float | None = None, sim: SimOptions | None = None, **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
 
-    ``power_grid(study, n_workers=..., n_items=..., sim=SimOptions(...))`` is the same call
-    with a :class:`~nlpower.study.spec.Study`; the keywords build that Study.  The keywords
-    shared with :func:`nlpower.power` mean what they mean there; each in full, and the grid's
-    own: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
+    ``power_grid(study, n_workers=..., sim=...)`` is the same call with a Study.  Each keyword
+    in full: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Parameters
     ----------
     params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, RatingsFit, or Study
         The parameters; a dict (or list) adds a ``scenario`` axis named by its keys.
     n_workers, n_items, effect : int / float or list, optional
-        A list makes an axis, a scalar fixes the value; ``None`` takes it from ``design``
-        (``n_workers``, ``n_items``) or ``params`` (``effect``, in their coding).
+        A list makes an axis, a scalar fixes the value; ``None`` takes it from ``design`` or
+        ``params`` (``effect`` in their coding).
     design : CrossedDesign, optional
         Template for design fields not given as arguments (``workers_per_item=``, ...).
-    n_sims : int
-        Simulated experiments per cell (the paper: 200).
-    alpha, test, alternative, method, engine, REML, likert, n_resamples, null, coding, contrast
-        Passed to :func:`nlpower.power` for every cell (``null``: ``type1`` per cell).
-    outcome, levels, analysis : optional
-        As in :func:`nlpower.power`; a list of Likert analyses runs each on the same replicates.
+    n_sims : int, default 200
+    alpha : float, default 0.05
+    test, REML, likert, n_resamples, contrast : as in nlpower.power, optional
+        Passed to :func:`nlpower.power` for every cell when given.
+    alternative : {"two-sided", "greater", "less"}
+    method : {"auto", "balanced", "simulate", "analytic"}
+    engine : {"native", "lme4"}
+    null : bool, default False
+        Also simulate every cell at effect 0 (``type1`` columns).
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+    levels : int, optional
+    analysis : str or list of str (each run on the same replicates), optional
     options : PowerOptions, optional
-        All analysis options at once; then the keywords above stay at their defaults.
+        All analysis options at once; then those keywords stay at their defaults.
     run : RunOptions, optional
         All scheduling options at once (:class:`nlpower.grid.RunOptions`).
-    n_jobs, backend, client : optional
-        Cells in parallel (``-1``: all cores) on loky processes or Dask; no result depends on it.
-    checkpoint, shard : optional
-        A JSON-lines file of finished cells (a rerun resumes); run only shard ``"i/N"``.
+    n_jobs : int, default 1
+        Cells in parallel (``-1``: all cores); no result depends on it.
+    backend : {"loky", "dask"}
+        joblib processes, or Dask (``client``, the default client or a local cluster).
+    client : distributed.Client, optional
+    checkpoint : path, optional
+        A JSON-lines file of finished cells; a rerun resumes.
     rng : seed, optional
         Root seed; each cell's seed derives from its axis values.
-    progress, on_error : optional
-        A progress bar of cells; a cell that raises stops the grid, warns, or is recorded.
+    progress : bool, default True
+    on_error : {"raise", "warn", "record"}
+        A cell that raises stops the grid, or is kept as a failed cell (with a warning).
+    coding : {"sum", "half", "treatment"}, default "sum"
     power_fn : callable, optional
         Replaces :func:`nlpower.power` (same signature; picklable for ``n_jobs > 1``).
-    precision, sim : optional
-        Adaptive Monte Carlo precision of every cell; the shared simulation options as one object.
+    shard : "i/N", optional
+        Run only shard ``i`` of ``N`` (needs ``checkpoint`` and a fixed ``rng``).
+    precision : float, optional
+        Adaptive Monte Carlo precision of every cell (:func:`nlpower.power`).
+    sim : SimOptions, optional
+        The shared simulation options as one object.
     **axes
         Further axes or fixed values: design fields (``systems``, ...) or parameter fields
         (``sigma``, ``sd_item_slope``, ...).
@@ -316,8 +328,7 @@ def power_grid(
     Returns
     -------
     GridResult
-        ``.to_frame()`` (one row per cell, ``scenario``, ``n_workers``, ``n_items``,
-        ``effect``, then ``**axes``; the last varies fastest), ``.summary()``, ``.plot()``.
+        ``.to_frame()`` (one row per cell), ``.summary()``, ``.plot()``.
 
     Examples
     --------

@@ -388,8 +388,8 @@ class PlanResult:
 
 
 def plan(
-    params: Params, *, effect: float | None = None, target_power: float = 0.8,
-    alpha: float = 0.05, test: RatingsTest | None = None, alternative: Alternative = "two-sided",
+    params: Params, *, effect: float | None = None, target_power: float = 0.8, alpha: float = 0.05,
+    test: RatingsTest | None = None, alternative: Alternative = "two-sided",
     cost_per_rating: float = 1.0, cost_per_worker: float = 0.0, min_workers: int = 2,
     max_workers: int | None = None, max_items: int = 5000, workers_per_item: int | None = None,
     n_sims: int = 500, rng: RNGLike = None, coding: Coding = "sum", contrast: Any = None,
