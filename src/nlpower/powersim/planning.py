@@ -413,21 +413,33 @@ def plan(
         The truth; a pilot gives its variance components (those it cannot estimate are 0).
     effect : float
         The smallest effect of interest, in ``coding`` (required, here or in the Study).
-    target_power, cost_per_rating, cost_per_worker : float
-        The target, and the cost of one rating (a head-to-head judgement) and of one worker.
-    min_workers, max_workers, max_items : int
-        The range searched; without ``max_workers``, 2-50 workers, extended while on its edge.
+    target_power : float, default 0.8
+    alpha : float, default 0.05
+    test, contrast, levels, analysis : as in nlpower.power, optional
+    alternative : {"two-sided", "greater", "less"}
+    cost_per_rating : float, default 1.0
+        The cost of one rating (a head-to-head judgement is one).
+    cost_per_worker : float, default 0.0
+    min_workers : int, default 2
+    max_workers : int, optional
+        A cap; without it, 2-50 workers, the range extended while the cheapest is on its edge.
+    max_items : int, default 5000
     workers_per_item : int, optional
         Each item rated by this many workers (the slower expected-information method).
-    alpha, test, alternative, coding, contrast, outcome, levels, analysis, engine
-        As in :func:`nlpower.power`.
-    n_sims, rng, precision : optional
-        With ``rng``, the chosen design is simulated (``n_sims`` replicates).
+    n_sims : int, default 500
+    rng : seed, optional
+        With a seed, the chosen design is simulated (``n_sims`` replicates).
+    precision : float, optional
+    coding : {"sum", "half", "treatment"}, default "sum"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+        Likert and head-to-head outcomes search the simulated power.
+    engine : {"native", "lme4"}
     sd : dict, optional
         Variance components the pilot does not estimate, e.g. ``{"item_slope": 0.1}``.
-    sim, planning : SimOptions, PlanOptions, optional
-        ``n_sims``, ``alpha``, ``alternative``, ``rng``, ``precision`` as one object; the
-        target, costs and range searched (:class:`~nlpower.study.spec.PlanOptions`) as one.
+    sim : SimOptions, optional
+        ``n_sims``, ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object.
+    planning : PlanOptions, optional
+        The target, costs and range searched (:class:`~nlpower.study.spec.PlanOptions`).
 
     Returns
     -------
