@@ -288,8 +288,9 @@ def assurance(
     effect : float
         Smallest effect of interest, in ``coding`` (required; the pilot's own estimate is
         never used); latent scale for an ordinal pilot, logit for a binary one.
-    coding, contrast : optional
-        Coding of ``effect`` (default ``"sum"``); the comparison (:func:`~nlpower.pilot.as_params`).
+    coding : {"sum", "half", "treatment"}, default "sum"
+    contrast : optional
+        The comparison of a K-system pilot (:func:`~nlpower.pilot.as_params`).
     target_power : float, default 0.8
         For ``prob_target`` (share of draws whose power reaches it).
     n_boot : int, optional
@@ -300,8 +301,10 @@ def assurance(
         How the pilot's sampling distribution is described (:mod:`nlpower.pilot.draws`).
     confidence_level : float, default 0.8
         One-sided level of the SDs' upper bounds (``safeguard_power``).
-    alpha, test, alternative
-        As in :func:`nlpower.power` (``test``: Satterthwaite for an LMM, z for clmm, glmer).
+    alpha : float, default 0.05
+    test : str, optional
+        As in :func:`nlpower.power` (default Satterthwaite for an LMM, z for clmm and glmer).
+    alternative : {"two-sided", "greater", "less"}
     outcome, analysis : str, optional
         The planned outcome (default the pilot's) and its analysis (``"lmm"``, ``"clmm"``,
         ``"glmer"``).
@@ -367,16 +370,28 @@ def plan_with_assurance(
 
     Parameters
     ----------
-    fit, pilot, effect, coding, contrast, confidence_level, method, n_boot, outcome, analysis
-        The pilot and the effect, as in :func:`assurance`.
-    target_power, cost_per_rating, cost_per_worker, min_workers, max_workers, max_items
-        The target, the costs and the range searched, as in :func:`nlpower.plan`.
-    workers_per_item, alpha, test, alternative
-        As in :func:`nlpower.plan`.
+    fit : RatingsFit, LMMParams, clmm / OrdinalRatingsFit or GlmmFit
+        The pilot, as in :func:`assurance`.
+    pilot, contrast, n_boot, outcome, analysis : as in assurance, optional
+    effect : float
+        Smallest effect of interest, in ``coding`` (required).
+    coding : {"sum", "half", "treatment"}, default "sum"
+    target_power : float, default 0.8
+    cost_per_rating : float, default 1.0
+    cost_per_worker : float, default 0.0
+    confidence_level : float, default 0.8
+        One-sided level of the SDs' upper bounds (the safeguard design).
+    method : {"bootstrap", "asymptotic"}, default "bootstrap"
+    alpha : float, default 0.05
+    test : str, optional
+    alternative : {"two-sided", "greater", "less"}
+    min_workers : int, default 2
+    max_workers, workers_per_item : int, optional
+        The range searched and the design's workers per item, as in :func:`nlpower.plan`.
+    max_items : int, default 5000
     n_sims : int, optional
         Replicates per draw of an ordinal or binary pilot (default 10); not for Gaussian ones.
-    rng : optional
-        Seed or stream.
+    rng : seed, optional
     sd : dict, optional
         SDs the pilot does not estimate (``{"item_slope": 0.1}``), fixed over its draws.
     progress : bool, default False

@@ -152,9 +152,14 @@ def read_ratings(
     source : path or DataFrame
         One row per rating: ``.csv``, ``.tsv``, ``.json``, ``.jsonl``, ``.parquet`` (text
         formats may be gzipped), or a data frame.
-    worker, item, system, rating : str
-        Names of the columns holding the worker id, the item (input) id, the
-        system that produced the rated output, and the Likert rating.
+    worker : str, default "worker"
+        Column of the worker ids.
+    item : str, default "item"
+        Column of the item (input) ids.
+    system : str, default "system"
+        Column of the system that produced the rated output.
+    rating : str, default "rating"
+        Column of the (Likert) ratings.
     scale : (lo, hi) or "identity", optional
         The Likert range, e.g. ``(1, 5)``: ratings become ``(r - lo) / (hi - lo)``.  Inferred
         from the data when omitted (pass it whenever you know it); ``"identity"``: as given.
