@@ -197,7 +197,8 @@ def mde(
     keywords.  ``mde(study, ...)`` takes a :class:`~nlpower.study.spec.Study`
     instead of ``design, params`` and the keywords it holds (its
     ``Truth.effect`` is what is solved for, so it is not used); the keyword
-    spelling builds that Study and runs the same code.
+    spelling builds that Study and runs the same code.  The keywords shared with
+    :func:`nlpower.power`: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Examples
     --------
