@@ -125,27 +125,18 @@ def as_params(
     Parameters
     ----------
     params_or_fit : LMMParams, MultiSystemParams, RatingsFit or LmmFit
-        Parameters are returned unchanged (``effect=None``) or with their
-        tested effect replaced.  A :class:`~nlpower.ratings.RatingsFit`
-        (from :func:`~nlpower.ratings.fit_ratings`), or the
-        :class:`~nlpower.lmm.LmmFit` of the paper's model
-        ``rating ~ system + (system || worker) + (system || item)`` with a
-        two-level factor (``fit_ratings(...).fit``), gives its variance
-        components.
+        Parameters, returned unchanged (no ``effect``) or with their tested effect replaced;
+        or a :class:`~nlpower.ratings.RatingsFit`, or the :class:`~nlpower.lmm.LmmFit` of the
+        paper's model (``fit_ratings(...).fit``), whose variance components are used.
     effect : float (or K-1 floats for a K-system fit), required for a fit
-        The effect to plan for, in ``coding``: the smallest effect of
-        interest.  For a fit it is required (:class:`InputError` otherwise);
-        the pilot's estimate is never used silently.
+        The smallest effect of interest, in ``coding``; the pilot's estimate is never used
+        silently (:class:`InputError` without it).
     coding : {"sum", "half", "treatment"}, default "sum"
-        Coding of ``effect`` and of the returned :class:`LMMParams` (for
-        parameters: of ``effect`` only; the parameters keep their coding).
+        Coding of ``effect`` and of the returned :class:`LMMParams` (parameters keep theirs);
         ``"sum"`` is the paper's (x = +-1, effect = half the mean difference).
     contrast : str or (str, str), optional
-        For a :class:`RatingsFit`: which two systems (see
-        :meth:`RatingsFit.to_params`).  With more than two systems and no
-        contrast, all systems are kept as :class:`MultiSystemParams` (sum
-        coding only; ``effect`` is then the first non-baseline system minus
-        the grand mean, the other effects are 0 unless K-1 effects are given).
+        For a :class:`RatingsFit`: which two systems (:meth:`RatingsFit.to_params`); with more
+        systems and none, sum-coded :class:`MultiSystemParams` (``docs/pilot.md``).
 
     Returns
     -------
@@ -187,43 +178,56 @@ def as_params(
         p = _lmmfit_params(obj, coding)
         return _set_effect(p if coding == "sum" else p.to_coding(coding), effect, coding)
     if not isinstance(obj, FittedPilot):
-        if is_pilot_fit(obj):
-            kind = pilot_family(obj)
-            if kind == "preference" and getattr(obj, "family", None) != "binomial":
-                kind = "gaussian"          # e.g. a Poisson glmer: no outcome plans from it
-            if kind == "gaussian":
-                raise InputError(
-                    f"this {type(obj).__name__} pilot ({getattr(obj, 'family', '?')}) is no model "
-                    "nlpower plans from: fit the ratings with nlpower.fit_ratings(...) "
-                    "(outcome='gaussian'), fit_ratings(..., family='ordinal') (outcome='likert'), "
-                    "or head-to-head judgements with a binomial glmer (outcome='preference').")
-            what = ("K-point ratings on a latent scale (clmm)" if kind == "likert" else
-                    "head-to-head judgements (binomial glmer)")
-            raise InputError(
-                f"this {type(obj).__name__} pilot describes {what}, not the Gaussian ratings of "
-                f"outcome='gaussian': pass outcome={kind!r} with effect=, e.g. plan(fit, "
-                f"effect=0.3, outcome={kind!r}); or plan for the pilot's uncertainty with "
-                "nlpower.plan_with_assurance(fit, effect=...) (nlpower.assurance for a given "
-                "design).")
-        raise InputError(
-            f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
-            f"the LmmFit of the paper's model; got {type(params_or_fit).__name__}. Fit a pilot "
-            "with nlpower.fit_ratings(nlpower.read_ratings(path, scale=(lo, hi)))."
-        )
+        raise _not_a_gaussian_pilot(obj)
     if effect is None:
         raise InputError(f"effect is required when planning from a fitted pilot: {_EFFECT_HELP}")
-    if obj.n_systems > 2 and contrast is None:
+    return _ratings_fit_params(obj, effect, coding, contrast)
+
+
+def _not_a_gaussian_pilot(obj: Any) -> InputError:
+    """The error for an object :func:`as_params` cannot plan from: an ordinal or binary
+    pilot (pointing at its outcome), another fit, or no fit at all."""
+    if not is_pilot_fit(obj):
+        return InputError(
+            f"params must be LMMParams, MultiSystemParams, a RatingsFit (nlpower.fit_ratings) or "
+            f"the LmmFit of the paper's model; got {type(obj).__name__}. Fit a pilot "
+            "with nlpower.fit_ratings(nlpower.read_ratings(path, scale=(lo, hi)))."
+        )
+    kind = pilot_family(obj)
+    if kind == "preference" and getattr(obj, "family", None) != "binomial":
+        kind = "gaussian"          # e.g. a Poisson glmer: no outcome plans from it
+    if kind == "gaussian":
+        return InputError(
+            f"this {type(obj).__name__} pilot ({getattr(obj, 'family', '?')}) is no model "
+            "nlpower plans from: fit the ratings with nlpower.fit_ratings(...) "
+            "(outcome='gaussian'), fit_ratings(..., family='ordinal') (outcome='likert'), "
+            "or head-to-head judgements with a binomial glmer (outcome='preference').")
+    what = ("K-point ratings on a latent scale (clmm)" if kind == "likert" else
+            "head-to-head judgements (binomial glmer)")
+    return InputError(
+        f"this {type(obj).__name__} pilot describes {what}, not the Gaussian ratings of "
+        f"outcome='gaussian': pass outcome={kind!r} with effect=, e.g. plan(fit, "
+        f"effect=0.3, outcome={kind!r}); or plan for the pilot's uncertainty with "
+        "nlpower.plan_with_assurance(fit, effect=...) (nlpower.assurance for a given "
+        "design).")
+
+
+def _ratings_fit_params(fit: FittedPilot, effect: Any, coding: Coding, contrast: Any
+                        ) -> LMMParams | MultiSystemParams:
+    """The parameters of a :class:`RatingsFit`: two systems (or ``contrast``) as
+    :class:`LMMParams` in ``coding``, more as sum-coded :class:`MultiSystemParams`."""
+    if fit.n_systems > 2 and contrast is None:
         if coding != "sum":
             raise InputError(
-                f"coding={coding!r} with {obj.n_systems} systems: K-system parameters "
+                f"coding={coding!r} with {fit.n_systems} systems: K-system parameters "
                 "(MultiSystemParams) are in sum coding only (each effect = system mean minus the "
                 "grand mean). Use coding='sum', or pass contrast=(system_a, system_b) to compare two."
             )
-        multi = obj.to_multi_params()
+        multi = fit.to_multi_params()
         return _set_effect(multi, effect, "sum")
     if not isinstance(effect, (int, float, np.integer, np.floating)):
         raise InputError(f"effect must be one number for a two-system comparison; got {effect!r}.")
-    params = obj.to_params(contrast, coding=coding)
+    params = fit.to_params(contrast, coding=coding)
     return params.with_effect(_check_effect(effect))
 
 

@@ -264,90 +264,56 @@ def _check_common(target_power: Any, confidence_level: Any, method: Any, n_boot:
 
 
 def assurance(
-    fit: Any,
-    design: CrossedDesign,
-    *,
-    pilot: tuple[int, int] | None = None,
-    effect: float,
-    coding: Coding = "sum",
-    contrast: Any = None,
-    target_power: float = 0.8,
-    n_boot: int | None = None,
-    n_sims: int | None = None,
-    method: AssuranceMethod = "bootstrap",
-    confidence_level: float = 0.8,
-    alpha: float = 0.05,
-    test: RatingsTest | None = None,
-    alternative: Alternative = "two-sided",
-    outcome: str | None = None,
-    analysis: str | None = None,
-    rng: RNGLike = None,
+    fit: Any, design: CrossedDesign, *, pilot: tuple[int, int] | None = None, effect: float,
+    coding: Coding = "sum", contrast: Any = None, target_power: float = 0.8,
+    n_boot: int | None = None, n_sims: int | None = None, method: AssuranceMethod = "bootstrap",
+    confidence_level: float = 0.8, alpha: float = 0.05, test: RatingsTest | None = None,
+    alternative: Alternative = "two-sided", outcome: str | None = None,
+    analysis: str | None = None, rng: RNGLike = None,
 ) -> AssuranceResult:
     """Power of ``design`` at a pilot's estimates, averaged over their uncertainty, and safeguarded.
+
+    Each keyword in full, how the draws are made and how well the numbers are calibrated:
+    ``docs/pilot.md``, "Assurance and the safeguard design".
 
     Parameters
     ----------
     fit : RatingsFit, LMMParams, clmm / OrdinalRatingsFit or GlmmFit
-        The pilot: a Gaussian fit from :func:`~nlpower.ratings.fit_ratings`
-        (balanced two-system pilots take the shortcut, any other the general
-        bootstrap); parameters estimated (by ML) from a balanced pilot, with
-        ``pilot``; an ordinal fit (:func:`nlpower.clmm`,
-        ``fit_ratings(..., family="ordinal")``) or a binomial
-        :func:`nlpower.glmer` fit of head-to-head judgements
-        (:mod:`nlpower.pilot.outcome_assurance`; ``docs/pilot.md``).
+        The pilot: a Gaussian :func:`~nlpower.ratings.fit_ratings` fit, parameters estimated
+        from a balanced pilot (with ``pilot``), an ordinal fit or a binomial glmer fit.
     design : CrossedDesign
         The planned study (2 systems, paired items).
     pilot : (n_workers, n_items), optional
         Size of the balanced pilot that ``fit`` (parameters) came from.
     effect : float
-        Smallest effect of interest, in ``coding`` (required; the pilot's own
-        estimate is never used); on the latent scale for an ordinal pilot, the
-        logit of the share preferring B for a binary one.
+        Smallest effect of interest, in ``coding`` (required; the pilot's own estimate is
+        never used); latent scale for an ordinal pilot, logit for a binary one.
     coding : {"sum", "half", "treatment"}, default "sum"
-        Coding of ``effect`` ("sum": half the mean difference, the paper's).
     contrast : optional
-        Passed to :func:`~nlpower.pilot.as_params`.
+        The comparison of a K-system pilot (:func:`~nlpower.pilot.as_params`).
     target_power : float, default 0.8
         For ``prob_target`` (share of draws whose power reaches it).
     n_boot : int, optional
-        Bootstrap refits (or asymptotic draws); default 200 for a Gaussian
-        pilot (analytic power per draw) and 50 for an ordinal or binary one
-        (each draw's power is simulated; the assurance's Monte Carlo SE is
-        reported with it).
+        Bootstrap refits (or asymptotic draws); default 200 (Gaussian), 50 (ordinal, binary).
     n_sims : int, optional
-        Gaussian pilots: 0 (default) analytic power per draw (fast), > 0
-        simulated power with that many replicates per draw
-        (:func:`nlpower.power`).  Ordinal and binary pilots: replicates per
-        draw, >= 1 (default 10; power is always simulated).
+        Simulated replicates per draw: Gaussian default 0 (analytic power), others 10.
     method : {"bootstrap", "asymptotic"}, default "bootstrap"
-        How the pilot's sampling distribution is described
-        (:mod:`nlpower.pilot.draws`).
+        How the pilot's sampling distribution is described (:mod:`nlpower.pilot.draws`).
     confidence_level : float, default 0.8
         One-sided level of the SDs' upper bounds (``safeguard_power``).
-    alpha, test, alternative
-        As in :func:`nlpower.power` (``test`` default: ``"satterthwaite"``
-        for an LMM analysis, ``"z"`` for clmm and glmer).
-    outcome : {"gaussian", "likert", "preference"}, optional
-        The planned outcome; default the pilot's.  One the pilot's family
-        cannot describe raises :class:`~nlpower.errors.InputError`.
-    analysis : {"lmm", "clmm", "glmer"}, optional
-        Analysis of the planned study: ``"lmm"`` for Gaussian pilots;
-        ``"clmm"`` (default) or ``"lmm"`` (ratings rescaled to [0, 1]) for
-        ordinal ones; ``"glmer"`` for binary ones.
+    alpha : float, default 0.05
+    test : str, optional
+        As in :func:`nlpower.power` (default Satterthwaite for an LMM, z for clmm and glmer).
+    alternative : {"two-sided", "greater", "less"}
+    outcome, analysis : str, optional
+        The planned outcome (default the pilot's) and its analysis (``"lmm"``, ``"clmm"``,
+        ``"glmer"``).
     rng : optional
         Seed or stream (``docs/api.md``, "Randomness").
 
     Returns
     -------
     AssuranceResult
-
-    Notes
-    -----
-    The bootstrap simulates Gaussian ratings from the pilot's estimates on
-    the pilot's design; discreteness of Likert pilots is ignored.  The
-    calibration of ``power``, ``assurance`` and ``safeguard_power`` against
-    the true power on simulated pilots is in ``docs/pilot.md``
-    (``benchmarks/assurance_calibration.py``).
 
     Examples
     --------
@@ -385,53 +351,51 @@ def assurance(
 
 
 def plan_with_assurance(
-    fit: Any,
-    *,
-    pilot: tuple[int, int] | None = None,
-    effect: float,
-    coding: Coding = "sum",
-    contrast: Any = None,
-    target_power: float = 0.8,
-    cost_per_rating: float = 1.0,
-    cost_per_worker: float = 0.0,
-    confidence_level: float = 0.8,
-    method: AssuranceMethod = "bootstrap",
-    n_boot: int | None = None,
-    alpha: float = 0.05,
-    test: RatingsTest | None = None,
-    alternative: Alternative = "two-sided",
-    min_workers: int = 2,
-    max_workers: int | None = None,
-    max_items: int = 5000,
-    workers_per_item: int | None = None,
-    outcome: str | None = None,
-    analysis: str | None = None,
-    n_sims: int | None = None,
-    rng: RNGLike = None,
-    sd: Mapping[str, float] | None = None,
-    progress: bool = False,
+    fit: Any, *, pilot: tuple[int, int] | None = None, effect: float, coding: Coding = "sum",
+    contrast: Any = None, target_power: float = 0.8, cost_per_rating: float = 1.0,
+    cost_per_worker: float = 0.0, confidence_level: float = 0.8,
+    method: AssuranceMethod = "bootstrap", n_boot: int | None = None, alpha: float = 0.05,
+    test: RatingsTest | None = None, alternative: Alternative = "two-sided", min_workers: int = 2,
+    max_workers: int | None = None, max_items: int = 5000, workers_per_item: int | None = None,
+    outcome: str | None = None, analysis: str | None = None, n_sims: int | None = None,
+    rng: RNGLike = None, sd: Mapping[str, float] | None = None, progress: bool = False,
 ) -> PilotPlanResult:
     """The cheapest design at a pilot's estimates, and the safeguard design.
 
-    Both come from :func:`nlpower.plan` (same cost model and search range):
-    ``point`` at the pilot's estimated SDs, ``safeguard`` at their upper
-    ``confidence_level`` bounds.  Each chosen design gets its
-    :class:`AssuranceResult` (power at the estimates, mean power over the
-    pilot's sampling distribution, power at the upper bounds).
+    Both come from :func:`nlpower.plan` (same cost model and search range): ``point`` at the
+    pilot's estimated SDs, ``safeguard`` at their upper ``confidence_level`` bounds.  Each
+    chosen design gets its :class:`AssuranceResult` (power at the estimates, mean power over
+    the pilot's sampling distribution, power at the upper bounds).  Each keyword in full:
+    ``docs/pilot.md``, "Assurance and the safeguard design".
 
-    Parameters are those of :func:`assurance` and :func:`nlpower.plan`
-    (``max_workers`` a cap; ``sd`` sets variance components the pilot does
-    not estimate, e.g. ``sd={"item_slope": 0.1}``, held fixed over the
-    pilot's draws; the ``note`` names the components set to 0).
-    ``progress=True`` shows each stage of the plan on standard error with its
-    elapsed (and, where the count is known, remaining) time: the bootstrap
-    refits of a pilot that is not fully crossed, the design searches (worker
-    counts searched), the assurance of each chosen design (one step per
-    draw), and for an ordinal or binary pilot the designs checked by
-    simulation.
-    For an ordinal or binary pilot the search uses a Gaussian stand-in of the
-    latent model and the chosen designs are checked by simulation
-    (:mod:`nlpower.pilot.outcome_plan`); every power reported is simulated.
+    Parameters
+    ----------
+    fit : RatingsFit, LMMParams, clmm / OrdinalRatingsFit or GlmmFit
+        The pilot, as in :func:`assurance`.
+    pilot, contrast, n_boot, outcome, analysis : as in assurance, optional
+    effect : float
+        Smallest effect of interest, in ``coding`` (required).
+    coding : {"sum", "half", "treatment"}, default "sum"
+    target_power : float, default 0.8
+    cost_per_rating : float, default 1.0
+    cost_per_worker : float, default 0.0
+    confidence_level : float, default 0.8
+        One-sided level of the SDs' upper bounds (the safeguard design).
+    method : {"bootstrap", "asymptotic"}, default "bootstrap"
+    alpha : float, default 0.05
+    test : str, optional
+    alternative : {"two-sided", "greater", "less"}
+    min_workers : int, default 2
+    max_workers, workers_per_item : int, optional
+        The range searched and the design's workers per item, as in :func:`nlpower.plan`.
+    max_items : int, default 5000
+    n_sims : int, optional
+        Replicates per draw of an ordinal or binary pilot (default 10); not for Gaussian ones.
+    rng : seed, optional
+    sd : dict, optional
+        SDs the pilot does not estimate (``{"item_slope": 0.1}``), fixed over its draws.
+    progress : bool, default False
+        Show each stage (bootstrap, searches, assurance) on standard error.
 
     Returns
     -------
@@ -448,20 +412,16 @@ def plan_with_assurance(
     """
     target_power, confidence_level, method, n_boot = _check_common(
         target_power, confidence_level, method, default_boot(fit, n_boot))
+    search: dict[str, Any] = dict(
+        target_power=target_power, cost_per_rating=cost_per_rating,
+        cost_per_worker=cost_per_worker, min_workers=min_workers, max_workers=max_workers,
+        max_items=max_items, workers_per_item=workers_per_item)
     if pilot_family(fit) != "gaussian":      # ordinal or binary pilot (.outcome_plan)
-        from .outcome_plan import outcome_plan
-
-        alpha, _, alternative = check_test_options(alpha, "z", alternative)
-        seq = root_seed(rng)
-        return outcome_plan(
+        return _outcome_pilot_plan(
             fit, effect=effect, coding=coding, contrast=contrast, outcome=outcome,
-            analysis=analysis, test=test, target_power=target_power,
-            cost_per_rating=cost_per_rating, cost_per_worker=cost_per_worker,
-            confidence_level=confidence_level, method=method, n_boot=n_boot,
-            n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
-            alpha=alpha, alternative=alternative, min_workers=min_workers,
-            max_workers=max_workers, max_items=max_items, workers_per_item=workers_per_item,
-            seq=seq, seed=seed_record(seq), sd=sd, progress=progress)
+            analysis=analysis, test=test, confidence_level=confidence_level, method=method,
+            n_boot=n_boot, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng, sd=sd,
+            progress=progress, search=search)
     check_outcome("gaussian", outcome, "lmm" if analysis is None else analysis)
     if n_sims not in (None, 0):
         raise InputError("n_sims is for ordinal and binary pilots; a Gaussian pilot's plans use "
@@ -473,36 +433,54 @@ def plan_with_assurance(
     pilot_ = _pilot(fit, pilot=pilot, effect=effect, coding=coding, contrast=contrast, method=method,
                    n_boot=n_boot, confidence_level=confidence_level, seq=s_pilot, sd=sd,
                    stages=stages)
-    kw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
-                              alternative=alternative, cost_per_rating=cost_per_rating,
-                              cost_per_worker=cost_per_worker, min_workers=min_workers,
-                              max_workers=max_workers, max_items=max_items,
-                              workers_per_item=workers_per_item)
-    with stages.stage("searching designs at the estimates", None, "worker count") as bar, \
-            bar_reporting(bar):
-        point_plan = plan(pilot_.point, effect=pilot_.point.effect, **kw)
+    kw: dict[str, Any] = dict(alpha=alpha, test=test, alternative=alternative, **search)
     akw: dict[str, Any] = dict(target_power=target_power, alpha=alpha, test=test,
                                alternative=alternative, n_sims=0, seed=seed_record(seq))
+    point_plan = _search_designs(pilot_.point, pilot_.point.effect, kw, stages, "estimates")
     point_a = _assess(pilot_, point_plan.design, seq=s_point, stages=stages, **akw)
-    note = ""
-    safe_plan: PlanResult | None
-    safe_a: AssuranceResult | None
-    try:
-        with stages.stage("searching designs at the upper bounds", None, "worker count") as bar, \
-                bar_reporting(bar):
-            safe_plan = plan(params_at(pilot_.point, pilot_.upper), effect=pilot_.point.effect,
-                             **kw)
-        safe_a = _assess(pilot_, safe_plan.design, seq=s_safe, stages=stages, **akw)
-    except DesignError as exc:
-        safe_plan, safe_a = None, None
-        note = (f"no design in the searched range reaches the target at the upper bounds of the "
-                f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
-                "pilot, lower confidence_level, or raise max_workers / max_items.")
+    safe_plan, safe_a, note = _safeguard_plan(pilot_, kw, akw, s_safe, stages)
     zeros = " ".join(zero_sd_notes(fit, contrast, sd)) if pilot is None else ""
     note = " ".join(x for x in (note, plan_notes(point_plan, safe_plan).strip(), zeros) if x)
     return PilotPlanResult(point=point_plan, safeguard=safe_plan, point_assurance=point_a,
                            safeguard_assurance=safe_a, confidence_level=confidence_level,
                            method=method, note=note, compared=_pair(fit, contrast))
+
+
+def _outcome_pilot_plan(fit: Any, *, n_sims: int | None, alpha: float, alternative: Any,
+                        rng: RNGLike, search: dict[str, Any], **kw: Any) -> PilotPlanResult:
+    """The plans of an ordinal or binary pilot: a Gaussian stand-in searched, the chosen
+    designs checked by simulation (:mod:`nlpower.pilot.outcome_plan`)."""
+    from .outcome_plan import outcome_plan
+
+    alpha, _, alternative = check_test_options(alpha, "z", alternative)
+    seq = root_seed(rng)
+    return outcome_plan(
+        fit, n_sims=check_int("n_sims", DEFAULT_OUTCOME_SIMS if n_sims is None else n_sims, min=1),
+        alpha=alpha, alternative=alternative, seq=seq, seed=seed_record(seq), **search, **kw)
+
+
+def _search_designs(params: Any, effect: float, kw: dict[str, Any], stages: Stages,
+                    where: str) -> PlanResult:
+    """:func:`nlpower.plan` at ``params``, shown as a stage of the plan."""
+    with stages.stage(f"searching designs at the {where}", None, "worker count") as bar, \
+            bar_reporting(bar):
+        return plan(params, effect=effect, **kw)
+
+
+def _safeguard_plan(pilot_: _Pilot, kw: dict[str, Any], akw: dict[str, Any],
+                    seq: np.random.SeedSequence,
+                    stages: Stages) -> tuple[PlanResult | None, AssuranceResult | None, str]:
+    """The plan at the SDs' upper bounds and its assurance; ``(None, None, note)`` when no
+    design in the searched range reaches the target there."""
+    try:
+        safe_plan = _search_designs(params_at(pilot_.point, pilot_.upper), pilot_.point.effect,
+                                    kw, stages, "upper bounds")
+        return safe_plan, _assess(pilot_, safe_plan.design, seq=seq, stages=stages, **akw), ""
+    except DesignError as exc:
+        return None, None, (
+            f"no design in the searched range reaches the target at the upper bounds of the "
+            f"SDs ({exc}) -- the pilot cannot bound the noise well enough; collect a larger "
+            "pilot, lower confidence_level, or raise max_workers / max_items.")
 
 
 def _pair(fit: Any, contrast: Any) -> tuple[str, str] | None:

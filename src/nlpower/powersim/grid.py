@@ -258,164 +258,77 @@ def _build_design(template: CrossedDesign | None, values: Mapping[str, Any]) -> 
     return dataclasses.replace(template, **values)
 
 def power_grid(
-    params: Any,
-    *,
-    n_workers: Any = None,
-    n_items: Any = None,
-    effect: Any = None,
-    design: Any = None,
-    n_sims: int = 200,
-    alpha: float = 0.05,
-    test: RatingsTest | None = None,
-    alternative: Alternative = "two-sided",
-    method: PowerMethod = "auto",
-    engine: EngineName = "native",
-    REML: bool | None = None,
-    likert: int | None = None,
-    n_resamples: int | None = None,
-    null: bool = False,
-    outcome: str = "gaussian",
-    levels: int | None = None,
-    analysis: Any = None,
-    options: PowerOptions | None = None,
-    run: RunOptions | None = None,
-    n_jobs: int = 1,
-    backend: Backend = "loky",
-    client: Any = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    rng: RNGLike = None,
-    progress: bool = True,
-    on_error: OnError = "raise",
-    coding: Coding = "sum",
-    contrast: Any = None,
-    power_fn: PowerFunction | None = None,
-    shard: str | tuple[int, int] | None = None,
-    precision: float | None = None,
-    sim: SimOptions | None = None,
-    **axes: Any,
+    params: Any, *, n_workers: Any = None, n_items: Any = None, effect: Any = None,
+    design: Any = None, n_sims: int = 200, alpha: float = 0.05, test: RatingsTest | None = None,
+    alternative: Alternative = "two-sided", method: PowerMethod = "auto",
+    engine: EngineName = "native", REML: bool | None = None, likert: int | None = None,
+    n_resamples: int | None = None, null: bool = False, outcome: str = "gaussian",
+    levels: int | None = None, analysis: Any = None, options: PowerOptions | None = None,
+    run: RunOptions | None = None, n_jobs: int = 1, backend: Backend = "loky", client: Any = None,
+    checkpoint: str | os.PathLike[str] | None = None, rng: RNGLike = None, progress: bool = True,
+    on_error: OnError = "raise", coding: Coding = "sum", contrast: Any = None,
+    power_fn: PowerFunction | None = None, shard: str | tuple[int, int] | None = None,
+    precision: float | None = None, sim: SimOptions | None = None, **axes: Any,
 ) -> GridResult:
     """Power of every cell of a grid of designs x parameters (Card et al. 2020, Fig. 6).
 
-    ``power_grid(study, n_workers=..., n_items=..., sim=SimOptions(...))``
-    is the same call with a :class:`~nlpower.study.spec.Study` (its design
-    the template, its ``Truth`` the parameters, a dict of them the scenario
-    axis, ``Truth.effect`` a fixed effect); the keywords build that Study.
+    ``power_grid(study, n_workers=..., sim=...)`` is the same call with a Study.  Each keyword
+    in full: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Parameters
     ----------
     params : LMMParams, LikertParams, HeadToHeadParams, a dict or list of them, RatingsFit, or Study
-        Model parameters, or a fitted pilot whose variance components are used
-        (then ``effect`` is required, read in ``coding``; ``contrast`` picks
-        the comparison of a K-system fit).  A dict (or list) adds a ``scenario`` axis named by
-        its keys (``"params[0]"``, ... for a list), e.g.
-        ``{"low variance": presets.low_variance(), "high variance": presets.high_variance()}``.
+        The parameters; a dict (or list) adds a ``scenario`` axis named by its keys.
     n_workers, n_items, effect : int / float or list, optional
-        A list makes an axis, a scalar fixes the value.  ``None`` takes the
-        value from ``design`` (``n_workers``, ``n_items``; required when
-        ``design`` is None) or from ``params`` (``effect``).  ``effect`` is
-        beta1 in the coding of ``params`` (the paper's sum coding, x = +-1,
-        by default).  :data:`FIGURE6_AXES` holds the paper's values.
+        A list makes an axis, a scalar fixes the value; ``None`` takes it from ``design`` or
+        ``params`` (``effect`` in their coding).
     design : CrossedDesign, optional
-        Template for design fields that are not given as arguments (for
-        instance ``workers_per_item`` or ``items="nested"``).
-    n_sims : int
-        Simulated experiments per cell (the paper: 200).
-    alpha, test, alternative, method, engine
-        Passed to :func:`nlpower.power` for every cell.  The paper's rule is
-        ``test="z", alternative="two-sided"``: power counts only sign-correct
-        rejections, so a detection is t > 1.96 (App. H.3); ``"z"`` fits by ML.
-        (``alternative="greater"`` would be t > 1.645 at ``alpha=0.05``.)
-    REML, likert, n_resamples : optional
-        Passed to :func:`nlpower.power` when given (fit criterion; Likert
-        ratings with that many points; bootstrap samples per replicate of
-        ``test="pblrt"``, default 99).
+        Template for design fields not given as arguments (``workers_per_item=``, ...).
+    n_sims : int, default 200
+    alpha : float, default 0.05
+    test, REML, likert, n_resamples, contrast : as in nlpower.power, optional
+        Passed to :func:`nlpower.power` for every cell when given.
+    alternative : {"two-sided", "greater", "less"}
+    method : {"auto", "balanced", "simulate", "analytic"}
+    engine : {"native", "lme4"}
     null : bool, default False
-        Also simulate every cell at effect 0 (its own child seed) and report
-        the Type I error (``type1``; ``type1_<analysis>`` with several analyses).
+        Also simulate every cell at effect 0 (``type1`` columns).
     outcome : {"gaussian", "likert", "preference"}, default "gaussian"
-        What is rated (:func:`nlpower.power`; ``docs/power.md``, "One API for
-        every outcome").  ``"likert"``: ``params`` are presets on [0, 1]
-        (mapped to ``levels``-point ratings per cell, the effect axis their
-        latent effect) or :class:`~nlpower.outcomes.LikertParams`;
-        ``"preference"``: :class:`~nlpower.outcomes.HeadToHeadParams`, the
-        effect axis on the logit scale.  Axes are then fields of those
-        parameters.
     levels : int, optional
-        Likert points (``outcome="likert"`` with presets).
-    precision : float, optional
-        Adaptive Monte Carlo precision of every cell (:func:`nlpower.power`):
-        a cell stops at the first batch of 50 replicates after which its
-        rejection rate's 95% interval has half-width at most ``precision``;
-        ``n_sims`` is the maximum and the ``n_sims`` column what each cell used.
-    sim : SimOptions, optional
-        The options above that every simulating call shares, as one object
-        (:class:`~nlpower.powersim.SimOptions`: ``n_sims``, ``alpha``, ``alternative``, ``rng``, ``n_jobs``,
-        ``precision``, ``progress``, ``checkpoint``); a field left
-        ``None`` keeps the keyword's value, a field also given as a different
-        keyword is refused.
-    analysis : str or list of str, optional
-        The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for
-        preferences).  For ``outcome="likert"`` a list (or ``"both"``)
-        analyses the same replicates of every cell with each, in columns
-        ``power_<analysis>``, ``type1_<analysis>``, ... (``power`` and its
-        interval are the first analysis's).
+    analysis : str or list of str (each run on the same replicates), optional
     options : PowerOptions, optional
-        All analysis options at once (:func:`~nlpower.powersim.options.power_options`);
-        then the keywords above stay at their defaults.
+        All analysis options at once; then those keywords stay at their defaults.
     run : RunOptions, optional
-        All scheduling options at once (:class:`nlpower.grid.RunOptions`:
-        ``n_jobs``, ``backend``, ``client``, ``checkpoint``, ``progress``,
-        ``on_error``, ``shard``); then those keywords stay at their defaults.
-    n_jobs : int
-        Cells run in parallel (``-1``: all cores).  Results do not depend on it.
+        All scheduling options at once (:class:`nlpower.grid.RunOptions`).
+    n_jobs : int, default 1
+        Cells in parallel (``-1``: all cores); no result depends on it.
     backend : {"loky", "dask"}
-        ``"loky"`` uses joblib processes; ``"dask"`` submits cells to
-        ``client`` (a ``distributed.Client``), to the current default client,
-        or to a temporary ``LocalCluster`` with ``n_jobs`` workers.
+        joblib processes, or Dask (``client``, the default client or a local cluster).
     client : distributed.Client, optional
-        Dask client to use with ``backend="dask"``.
     checkpoint : path, optional
-        JSON-lines file to which each finished cell is appended (fsync'd).
-        If it exists, its cells are read back and only the rest are run; a
-        file from a different grid raises :class:`~nlpower.errors.CheckpointError`.
-        With ``rng=None`` a resumed run reuses the seed stored in the file.
+        A JSON-lines file of finished cells; a rerun resumes.
     rng : seed, optional
-        Root seed (``nlpower._rng`` policy: a Generator is consumed).  Each
-        cell gets ``nlpower.grid.cell_seed(rng, key)``, derived from the cell's
-        axis values.
-    progress : bool
-        Show a tqdm progress bar of cells on stderr (and, when cells run in this
-        process, a bar of replicates within each cell simulated with
-        ``method="simulate"``).
+        Root seed; each cell's seed derives from its axis values.
+    progress : bool, default True
     on_error : {"raise", "warn", "record"}
-        A cell that raises stops the grid (naming the cell), or is kept as a
-        failed cell (NaN power, its error in the frame), with a warning for
-        ``"warn"`` (:func:`nlpower.grid.run_grid`).
+        A cell that raises stops the grid, or is kept as a failed cell (with a warning).
+    coding : {"sum", "half", "treatment"}, default "sum"
     power_fn : callable, optional
-        Replaces :func:`nlpower.power` (same signature:
-        ``fn(design, params, *, n_sims, alpha, test, alternative, method, engine, rng)``
-        returning a ``PowerResult``).  Must be
-        picklable for ``n_jobs > 1``.
+        Replaces :func:`nlpower.power` (same signature; picklable for ``n_jobs > 1``).
     shard : "i/N", optional
-        Run only shard ``i`` of ``N`` (one cluster array job); needs
-        ``checkpoint`` and a fixed ``rng``; :func:`nlpower.grid.merge` joins
-        the shard files (:func:`nlpower.grid.run_grid`, ``docs/grids.md``).
+        Run only shard ``i`` of ``N`` (needs ``checkpoint`` and a fixed ``rng``).
+    precision : float, optional
+        Adaptive Monte Carlo precision of every cell (:func:`nlpower.power`).
+    sim : SimOptions, optional
+        The shared simulation options as one object.
     **axes
-        Further axes or fixed values: any other design field
-        (``workers_per_item``, ``items``, ``systems``) or parameter field
-        (``sigma``, ``sd_item_slope``, ``beta0``, ...).
+        Further axes or fixed values: design fields (``systems``, ...) or parameter fields
+        (``sigma``, ``sd_item_slope``, ...).
 
     Returns
     -------
     GridResult
         ``.to_frame()`` (one row per cell), ``.summary()``, ``.plot()``.
-
-    Notes
-    -----
-    Cells are the Cartesian product of the axes in the order ``scenario``,
-    ``n_workers``, ``n_items``, ``effect``, then ``**axes`` in the order given
-    (the last varies fastest).  Monte Carlo intervals are Wilson 95% intervals
-    from :func:`nlpower.power`.
 
     Examples
     --------
@@ -426,17 +339,6 @@ def power_grid(
     ...     progress=False)
     >>> grid.to_frame()[["scenario", "n_workers", "power"]].round(2).to_dict("list")
     {'scenario': ['low variance', 'low variance', 'high variance', 'high variance'], 'n_workers': [3, 10, 3, 10], 'power': [0.98, 1.0, 0.51, 0.73]}
-
-    Figure 6 itself: ``n_workers=[3, 10], n_items=[50, 100, 500],
-    effect=[0.05, 0.1, 0.15, 0.2], n_sims=200`` (:data:`FIGURE6_AXES`).
-
-    Likert ratings, the paper's LMM and the ordinal model on the same replicates:
-
-    >>> g = power_grid(presets.high_variance(), n_workers=[3, 5], n_items=20, effect=0.1,
-    ...                outcome="likert", levels=5, analysis=["lmm", "clmm"], null=True,
-    ...                n_sims=10, rng=1, progress=False)
-    >>> g.to_frame()[["n_workers", "type1_lmm", "type1_clmm"]].shape
-    (2, 3)
     """
     n_sims, alpha, alternative, rng, n_jobs, precision, progress, checkpoint = with_sim(
         sim, power_grid, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,

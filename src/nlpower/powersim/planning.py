@@ -197,7 +197,8 @@ def mde(
     keywords.  ``mde(study, ...)`` takes a :class:`~nlpower.study.spec.Study`
     instead of ``design, params`` and the keywords it holds (its
     ``Truth.effect`` is what is solved for, so it is not used); the keyword
-    spelling builds that Study and runs the same code.
+    spelling builds that Study and runs the same code.  The keywords shared with
+    :func:`nlpower.power`: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Examples
     --------
@@ -388,91 +389,69 @@ class PlanResult:
 
 
 def plan(
-    params: Params,
-    *,
-    effect: float | None = None,
-    target_power: float = 0.8,
-    alpha: float = 0.05,
-    test: RatingsTest | None = None,
-    alternative: Alternative = "two-sided",
-    cost_per_rating: float = 1.0,
-    cost_per_worker: float = 0.0,
-    min_workers: int = 2,
-    max_workers: int | None = None,
-    max_items: int = 5000,
-    workers_per_item: int | None = None,
-    n_sims: int = 500,
-    rng: RNGLike = None,
-    coding: Coding = "sum",
-    contrast: Any = None,
-    outcome: str = "gaussian",
-    levels: int | None = None,
-    analysis: str | None = None,
-    engine: EngineName = "native",
-    sd: Mapping[str, float] | None = None,
-    precision: float | None = None,
-    sim: SimOptions | None = None,
+    params: Params, *, effect: float | None = None, target_power: float = 0.8, alpha: float = 0.05,
+    test: RatingsTest | None = None, alternative: Alternative = "two-sided",
+    cost_per_rating: float = 1.0, cost_per_worker: float = 0.0, min_workers: int = 2,
+    max_workers: int | None = None, max_items: int = 5000, workers_per_item: int | None = None,
+    n_sims: int = 500, rng: RNGLike = None, coding: Coding = "sum", contrast: Any = None,
+    outcome: str = "gaussian", levels: int | None = None, analysis: str | None = None,
+    engine: EngineName = "native", sd: Mapping[str, float] | None = None,
+    precision: float | None = None, sim: SimOptions | None = None,
     planning: PlanOptions | None = None,
 ) -> PlanResult:
     """Cheapest (n_workers, n_items) design with analytic power >= ``target_power``.
 
-    ``params`` may be a fitted pilot (``RatingsFit``): its variance components
-    are used and ``effect`` is read in ``coding`` (the smallest effect of
-    interest -- never the pilot's own estimate).  Variance components the
-    pilot's model leaves out (a model without slopes) or its layout cannot
-    identify (the item slope of items nested in systems) come out as 0, the
-    most optimistic reading: the result's ``notes`` name them, and ``sd``
-    sets them (``sd={"item_slope": 0.1}``; :func:`nlpower.convert.with_sds`).
+    For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items reaching the
+    target are found by bisection, then the design with the lowest cost
+    ``cost_per_rating * n_ratings + cost_per_worker * n_workers`` is chosen.  Likert and
+    head-to-head outcomes search the simulated power instead.  The search in full (ties, the
+    worker range, pilots' missing SDs): ``docs/power.md``, "Planning"; the keywords shared
+    with :func:`nlpower.power`: its "Keywords of power, power_grid, mde and plan".
 
-    For every ``n_workers`` in ``min_workers .. max_workers`` the fewest items
-    reaching the target are found by bisection (power increases with the
-    number of items), then the design with the lowest cost
-    ``cost_per_rating * n_ratings + cost_per_worker * n_workers`` is chosen
-    (ties: fewer ratings, then fewer workers).  ``max_workers`` is a cap;
-    when it is not given the search covers 2-50 workers and goes on
-    (doubling, up to 1000) while the cheapest design lies on its upper edge,
-    saying so in ``notes``.  Designs are paired, 2
-    systems; ``workers_per_item=k`` rates each item by ``k`` workers (then
-    ``n_workers >= k``, and the analytic power uses the expected-information
-    method, slower per evaluation, so keep the ranges moderate).  When
-    ``rng`` is given the chosen design is simulated (``n_sims`` replicates).
-    A plan with fewer than 3 workers says so in ``notes``.  ``precision``
-    stops each simulated power early (:func:`nlpower.power`).
+    Parameters
+    ----------
+    params : LMMParams, a fitted pilot (RatingsFit), LikertParams, HeadToHeadParams or Study
+        The truth; a pilot gives its variance components (those it cannot estimate are 0).
+    effect : float
+        The smallest effect of interest, in ``coding`` (required, here or in the Study).
+    target_power : float, default 0.8
+    alpha : float, default 0.05
+    test, contrast, levels, analysis : as in nlpower.power, optional
+    alternative : {"two-sided", "greater", "less"}
+    cost_per_rating : float, default 1.0
+        The cost of one rating (a head-to-head judgement is one).
+    cost_per_worker : float, default 0.0
+    min_workers : int, default 2
+    max_workers : int, optional
+        A cap; without it, 2-50 workers, the range extended while the cheapest is on its edge.
+    max_items : int, default 5000
+    workers_per_item : int, optional
+        Each item rated by this many workers (the slower expected-information method).
+    n_sims : int, default 500
+    rng : seed, optional
+        With a seed, the chosen design is simulated (``n_sims`` replicates).
+    precision : float, optional
+    coding : {"sum", "half", "treatment"}, default "sum"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+        Likert and head-to-head outcomes search the simulated power.
+    engine : {"native", "lme4"}
+    sd : dict, optional
+        Variance components the pilot does not estimate, e.g. ``{"item_slope": 0.1}``.
+    sim : SimOptions, optional
+        ``n_sims``, ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object.
+    planning : PlanOptions, optional
+        The target, costs and range searched (:class:`~nlpower.study.spec.PlanOptions`).
 
-    ``outcome="likert"`` / ``"preference"`` (``levels``, ``analysis``, as in
-    :func:`nlpower.power`; ``effect`` on the latent / logit scale) have no
-    analytic power: the same search runs on the *simulated* power,
-    ``n_sims`` replicates per design, every design from the same seed
-    ``rng`` (:mod:`nlpower.powersim.simsearch`).  ``power`` is then the
-    chosen design's simulated power (``simulated`` its result, with the
-    Wilson interval) and the frontier also lists the simulated power of
-    one item fewer; the worker range is searched as given (no extension:
-    every evaluation is a simulation), so keep it small, or fix the workers
-    with ``min_workers == max_workers``.  A head-to-head judgement is one
-    rating of the budget (:func:`paid_ratings`).
-
-    ``sim=SimOptions(...)`` (:class:`~nlpower.powersim.SimOptions`) gives ``n_sims``,
-    ``alpha``, ``alternative``, ``rng`` and ``precision`` as one object beside the
-    keywords; ``planning=PlanOptions(...)`` (:class:`~nlpower.study.spec.PlanOptions`)
-    gives the target, the costs and the range searched (``target_power``,
-    ``cost_per_rating``, ``cost_per_worker``, ``min_workers``, ``max_workers``,
-    ``max_items``, ``workers_per_item``).  ``plan(study, planning=..., sim=...)``
-    takes a :class:`~nlpower.study.spec.Study` instead of ``params`` and the
-    keywords it holds (``effect`` is its ``Truth.effect``; of its design only
-    ``workers_per_item`` is used); the keyword spelling builds that Study and
-    runs the same code.  ``effect`` is required (given here or in the Study).
+    Returns
+    -------
+    PlanResult
+        The chosen design, its power and cost; ``to_frame()`` the frontier, ``notes``.
 
     Examples
     --------
     >>> from nlpower import presets
     >>> p = plan(presets.high_variance(), effect=0.1, max_workers=30)
     >>> p.power >= 0.8 and p.n_workers <= 30
-    True
-
-    >>> from nlpower import PlanOptions, Study
-    >>> q = plan(Study.ratings(None, presets.high_variance(), effect=0.1),
-    ...          planning=PlanOptions(max_workers=30))
-    >>> (q.n_workers, q.n_items) == (p.n_workers, p.n_items)
     True
     """
     n_sims, alpha, alternative, rng, precision = with_sim(

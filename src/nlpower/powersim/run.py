@@ -71,221 +71,70 @@ def resolve_method(opts: PowerOptions, design: CrossedDesign, params: Params) ->
 
 
 def power(
-    design: Any,
-    params: Params | None = None,
-    *,
-    n_sims: int = 1000,
-    alpha: float = 0.05,
-    test: RatingsTest | None = None,
-    alternative: Alternative = "two-sided",
-    method: PowerMethod = "auto",
-    engine: EngineName = "native",
-    null: bool = False,
-    rng: RNGLike = None,
-    likert: int | None = None,
-    keep_replicates: bool = True,
-    REML: bool | None = None,
-    on_failure: FailurePolicy = "ignore",
-    n_resamples: int = 99,
-    options: PowerOptions | None = None,
-    progress: bool = False,
-    effect: float | None = None,
-    coding: Coding = "sum",
-    contrast: Any = None,
-    outcome: str = "gaussian",
-    levels: int | None = None,
-    analysis: str | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    n_jobs: int = 1,
-    term: str | None = None,
-    compare: str | None = None,
-    pairwise: str | None = None,
-    baseline: Any = None,
-    adjust: str = "holm",
-    precision: float | None = None,
-    sim: SimOptions | None = None,
+    design: Any, params: Params | None = None, *, n_sims: int = 1000, alpha: float = 0.05,
+    test: RatingsTest | None = None, alternative: Alternative = "two-sided",
+    method: PowerMethod = "auto", engine: EngineName = "native", null: bool = False,
+    rng: RNGLike = None, likert: int | None = None, keep_replicates: bool = True,
+    REML: bool | None = None, on_failure: FailurePolicy = "ignore", n_resamples: int = 99,
+    options: PowerOptions | None = None, progress: bool = False, effect: float | None = None,
+    coding: Coding = "sum", contrast: Any = None, outcome: str = "gaussian",
+    levels: int | None = None, analysis: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None, n_jobs: int = 1, term: str | None = None,
+    compare: str | None = None, pairwise: str | None = None, baseline: Any = None,
+    adjust: str = "holm", precision: float | None = None, sim: SimOptions | None = None,
 ) -> Any:
     """Power of a design by simulation: simulate -> fit -> test (Card et al. 2020, Fig. 2).
 
-    Two kinds of study.  ``power(design, params)``: the paper's model (or a
-    Likert or head-to-head outcome) on a :class:`CrossedDesign`, returning a
-    :class:`PowerResult`.  ``power(model, term=...)``: any fitted
-    ``lmer``/``glmer``/``clmm`` model -- its parameters set with
-    ``model.with_params(...)``, its design the pilot's or an extension
-    (:func:`nlpower.extend`) -- with a test of any term, as simr's
-    ``powerSim``; it returns a :class:`~nlpower.study.ModelPowerResult`
-    (:mod:`nlpower.study`; ``docs/study.md``).
-
-    A third spelling, the same call: ``power(study, sim=SimOptions(...))``
-    with a :class:`~nlpower.study.spec.Study` (design, truth, analysis,
-    test; ``docs/study.md``).  Every keyword spelling builds that Study and
-    runs the same code; a keyword that the Study holds, given with a
-    different value beside it, is refused.
+    ``power(design, params)``, ``power(model, term=...)`` (any fitted model, as simr's
+    ``powerSim``: a ``ModelPowerResult``; ``docs/study.md``) or ``power(study, sim=...)``.
+    Each keyword in full: ``docs/power.md``, "Keywords of power, power_grid, mde and plan".
 
     Parameters
     ----------
     design : CrossedDesign, a fitted model, or a Study
-        Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (or a
-        :class:`~nlpower.study.ModelDesign`), the truth of the study; or a
-        whole :class:`~nlpower.study.spec.Study` (then ``params`` and the
-        keywords it holds are left out).
-    params : LMMParams or MultiSystemParams
-        True model; the tested effect is ``params.effect`` (or ``effects[0]``,
-        the first non-baseline system against the grand mean, for K systems).
-        Not given with a fitted model.
+        Who rates what; or a fitted ``lmer``/``glmer``/``clmm`` model (the truth); or a Study.
+    params : LMMParams, MultiSystemParams or a fitted pilot, optional
+        The true model (tested effect ``params.effect``); not given with a model or a Study.
     n_sims : int, default 1000
-        Replicates.
     alpha : float, default 0.05
-    test : {"satterthwaite", "kenward-roger", "z", "lrt", "pblrt", "calibrated"}, optional
-        ``None`` (default): the analysis's first test -- ``"satterthwaite"``
-        for the LMM, ``"z"`` for clmm and glmer
-        (:data:`nlpower.powersim.outcome.OUTCOMES` lists each analysis's tests).
-        ``"satterthwaite"``: Wald t with Satterthwaite df (lmerTest);
-        ``"kenward-roger"``: Wald t on the KR-adjusted covariance with KR df
-        (pbkrtest, lmerTest's ``ddf="Kenward-Roger"``; REML fits; on the
-        balanced fast path identical to ``"satterthwaite"``, see
-        ``docs/power.md``); ``"z"``: Wald statistic against the normal -- the
-        paper's rule (with ``alternative="two-sided"``, counting only
-        sign-correct rejections as power always does here, it is the paper's
-        ``t > 1.96``); ``"lrt"``: likelihood ratio of ML fits with and
-        without the effect (chi^2(1); the sign comes from the estimate);
-        ``"pblrt"``: the same likelihood ratio referred to ``n_resamples``
-        parametric-bootstrap samples from the null fit (pbkrtest's
-        ``PBmodcomp``, :mod:`nlpower.powersim.pblrt`; two-sided only);
-        ``"calibrated"``: the Satterthwaite p-value prepivoted by ``n_resamples``
-        bootstrap draws from the REML null fit (balanced fast path only,
-        :mod:`nlpower.powersim.calibrated`).  On a balanced design with fewer
-        than 10 workers ``power`` also measures the Type I error at effect 0
-        and warns when the test does not hold ``alpha`` there.
+    test : str, optional
+        ``"satterthwaite"``, ``"kenward-roger"``, ``"z"`` (the paper's), ``"lrt"``,
+        ``"pblrt"`` or ``"calibrated"``; default the analysis's first.
     alternative : {"two-sided", "greater", "less"}
-        As in scipy.  Power counts only rejections whose estimate has the
-        sign of the true effect.
+        As in scipy; power counts only rejections with the sign of the true effect.
     method : {"auto", "balanced", "simulate", "analytic"}
-        How power is computed (:mod:`nlpower.powersim.options`): ``"auto"``
-        takes the exact balanced fast path when it applies, else simulates.
+        ``"auto"``: the exact balanced fast path when it applies, else simulation.
     engine : {"native", "lme4"}
-        The fitter that refits each replicate with ``method="simulate"``.
     null : bool, default False
-        Also simulate the same design at effect 0 (own child seed) and report
-        its rejection rate as ``type1``.
-    rng : optional
-        Anything :func:`numpy.random.default_rng` accepts (``nlpower._rng``): a
-        seed is replayed, a ``Generator`` is consumed (128 bits drawn).
-    likert : int, optional
-        Simulate ``likert``-point ratings (:func:`nlpower.simulate`); the
-        analysis model stays the Gaussian LMM.
+        Also simulate at effect 0 (own child seed); its rejection rate is ``type1``.
+    rng : seed or numpy.random.Generator, optional
+    likert, levels : int, optional
+        Points of simulated ratings the LMM analyses; of ``outcome="likert"`` with a preset.
     keep_replicates : bool, default True
-        Keep per-replicate arrays in ``result.replicates``.
     REML : bool, optional
-        Fit criterion.  Default: REML for ``"satterthwaite"`` (lmerTest's
-        default; with ML the variance components of a factor with few
-        levels are biased down and the test is anti-conservative), ML for
-        ``"z"`` (the paper) and ``"lrt"`` (``REML=True`` is refused there).
+        Fit criterion; default REML for Satterthwaite, ML for ``"z"`` and ``"lrt"``.
     on_failure : {"ignore", "warn", "raise"}
-        Failed replicate fits: count them as non-detections (``n_failed``,
-        a note), also warn, or raise :class:`~nlpower.errors.FitError`.
     n_resamples : int, default 99
-        Bootstrap samples per replicate of ``test="pblrt"`` (p-value
-        ``(1 + #{LR* >= LR}) / (1 + n_resamples)``; at least ``1/alpha - 1``).
-        On the balanced fast path they cost about 1e-4 s each; with
-        ``method="simulate"`` each is up to two engine refits, so a
-        replicate costs up to ``2 n_resamples + 2`` fits -- keep ``n_sims``
-        small there.
+        Bootstrap samples per replicate of ``"pblrt"`` and ``"calibrated"``.
     options : PowerOptions, optional
-        All of the options above, already validated by
-        :func:`~nlpower.powersim.options.power_options` (what a grid passes
-        to every cell); then the keyword options must be left at their
-        defaults.
-    effect : float, optional
-        The effect to detect, in ``coding``: required when ``params`` is a
-        fitted pilot (:class:`~nlpower.ratings.RatingsFit`, or an ``LmmFit`` of
-        the paper's model), whose variance components are used and whose own
-        effect estimate never is (:func:`nlpower.convert.as_params`);
-        with parameters it replaces their effect.
-    coding : {"sum", "half", "treatment"}, default "sum"
-        Coding of ``effect`` (and of the parameters taken from a fit).
-    contrast : str or (str, str), optional
-        With a fit of more than two systems: which comparison (see
-        :meth:`RatingsFit.to_params`).
-    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
-        What is rated.  ``"likert"``: ``levels``-point ratings from the latent
-        threshold model (:mod:`nlpower.outcomes`; ``params`` a preset mapped by
-        :meth:`~nlpower.outcomes.LikertParams.from_preset`, or
-        ``LikertParams``), analysed by ``analysis`` (``"lmm"``: the paper's
-        LMM on [0, 1]; ``"clmm"``: cumulative link mixed model).
-        ``"preference"``: repeated head-to-head judgements (``params`` a
-        ``HeadToHeadParams``, ``analysis="glmer"``).  The outcome registry
-        (:mod:`nlpower.powersim.outcome`) says which options each outcome
-        reads; the others (for Likert ratings ``method``, ``likert``,
-        ``REML``, ``n_resamples``, ``coding``, ``contrast``; for preferences also
-        ``engine`` and ``levels``) must keep their defaults.  ``effect``
-        replaces the parameters' effect (latent / logit scale).
-    levels : int, optional
-        Likert points for ``outcome="likert"`` with a preset.
-    analysis : str, optional
-        The outcome's analysis (default its first: ``"lmm"``, ``"glmer"``
-        for preferences).  Several on the same replicates:
-        :func:`nlpower.outcomes.likert_power` or :func:`nlpower.power_grid`
-        with a list.
+        The analysis options, validated once; then those keywords keep their defaults.
     progress : bool, default False
-        A per-replicate progress bar on stderr for ``method="simulate"`` (the
-        balanced and analytic paths take milliseconds and show none).  It
-        changes no number.
+    effect, contrast : optional
+        The effect to detect in ``coding``, required with a fitted pilot; a K-system contrast.
+    coding : {"sum", "half", "treatment"}, default "sum"
+    outcome : {"gaussian", "likert", "preference"}, default "gaussian"
+    analysis : str, optional
+        The outcome's analysis (default its first: ``"lmm"``; ``"glmer"`` for preferences).
     checkpoint : path, optional
-        A file that keeps every finished batch of 50 replicates of
-        ``method="simulate"`` and of the Likert and preference outcomes'
-        refits (:mod:`nlpower.powersim.batches`): run the same call again
-        after a kill and it resumes at the first unfinished batch, with the
-        same numbers bit for bit (with ``rng=None`` it reuses the file's
-        seed).  A file written for other arguments or another seed raises
-        :class:`~nlpower.errors.CheckpointError`; the balanced and analytic
-        paths take milliseconds and write none.
+        Finished batches of replicates (run by ``n_jobs`` processes): a rerun resumes.
     n_jobs : int, default 1
-        Processes (loky; ``-1``: every core) for those batches of refits
-        (:func:`nlpower.powersim.batches.replicate_jobs`).  No number depends
-        on it: a batch depends on nothing outside its own replicates.
-    term : str, optional
-        With a fitted model: what to test -- a coefficient (``"x"``), a
-        contrast (``"systemB - systemC"``) or a formula term with several
-        columns (``"system"``, tested by a likelihood ratio).
-    compare : str, optional
-        With a fitted model: the reduced model of a likelihood-ratio
-        comparison (``"~ . - x"``, or a whole formula; simr's ``fcompare``).
-    pairwise : str, optional
-        With a fitted model: a factor of the fixed part (``"system"``) whose
-        levels are compared -- every pair, or each against ``baseline`` --
-        with the p-values of each replicate adjusted together; returns a
-        :class:`~nlpower.study.multiple.MultiplePowerResult` (per comparison,
-        any, all, family-wise error, correct best).
-    baseline : str, optional
-        With ``pairwise``: compare each level with this one only.
+    term, compare, pairwise, baseline : str, optional
+        With a fitted model: the term tested, a reduced model, or a factor compared pairwise.
     adjust : {"holm", "bonferroni", "fdr", "none"}, default "holm"
-        With ``pairwise``: the multiplicity adjustment.
     precision : float, optional
-        Adaptive Monte Carlo precision (e.g. ``0.01``): stop the replicates
-        at the first batch of 50 after which the 95% Wilson interval of the
-        rejection rate has half-width at most ``precision``; ``n_sims`` is
-        then the most replicates used.  Same numbers for any ``n_jobs`` and
-        on resume; ``result.n_sims`` is what was used and
-        ``result.stopped_early`` says whether the rule stopped the run
-        (``docs/power.md``, "Adaptive precision").
+        Stop at the first batch of 50 whose 95% interval has at most this half-width.
     sim : SimOptions, optional
-        The options above that every simulating call shares, as one object
-        (:class:`~nlpower.powersim.SimOptions`: ``n_sims``, ``alpha``, ``alternative``, ``rng``, ``n_jobs``,
-        ``precision``, ``progress``, ``on_failure``, ``checkpoint``); a field left
-        ``None`` keeps the keyword's value, a field also given as a different
-        keyword is refused.
-
-    Notes
-    -----
-    With a fitted model, ``test`` is ``"z"``, ``"satterthwaite"`` (alias
-    ``"t"``; Gaussian), ``"kenward-roger"`` (``"kr"``), ``"lrt"`` (``"lr"``)
-    or ``"pblrt"`` (default: Satterthwaite for ``lmer`` fits, z otherwise,
-    the likelihood ratio for comparisons), ``analysis`` the formula fitted to
-    the simulated data (default: the model's), and ``n_sims``, ``alpha``,
-    ``alternative``, ``REML``, ``engine``, ``n_resamples``, ``rng``,
-    ``n_jobs``, ``progress``, ``on_failure``, ``checkpoint`` mean what they
-    mean above.
+        The shared simulation options (``n_sims``, ``alpha``, ``rng``, ...) as one object.
 
     Returns
     -------
@@ -296,7 +145,7 @@ def power(
     InputError
         Bad options (the message names the option).
     DesignError
-        ``method="balanced"`` on a design where the fast path is not exact.
+        ``method="balanced"`` where the fast path is not exact.
     FitError
         ``on_failure="raise"`` and a replicate fit failed.
 
@@ -306,17 +155,6 @@ def power(
     >>> res = power(CrossedDesign(3, 100), presets.high_variance(0.1), n_sims=200, rng=1)
     >>> 0 <= res.power <= 1, res.method
     (True, 'balanced')
-
-    The same study as one value:
-
-    >>> from nlpower import SimOptions, Study
-    >>> study = Study.ratings(CrossedDesign(3, 100), presets.high_variance(0.1))
-    >>> power(study, sim=SimOptions(n_sims=200, rng=1)).power == res.power
-    True
-
-    The paper's rule (App. H.3: ML fits, a detection is ``t > 1.96`` in the
-    right direction) is ``test="z"``; the grid of Figure 6 is
-    :func:`nlpower.power_grid`.
     """
     n_sims, alpha, alternative, rng, n_jobs, precision, progress, on_failure, checkpoint = \
         with_sim(sim, power, n_sims=n_sims, alpha=alpha, alternative=alternative, rng=rng,

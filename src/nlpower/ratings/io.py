@@ -150,72 +150,43 @@ def read_ratings(
     Parameters
     ----------
     source : path or DataFrame
-        One row per rating.  The format is taken from the extension:
-        ``.csv``, ``.tsv``/``.tab``, ``.json`` (records), ``.jsonl``/``.ndjson``
-        (JSON Lines), ``.parquet``/``.pq``; text formats may be gzipped
-        (``ratings.csv.gz``).
-    worker, item, system, rating : str
-        Names of the columns holding the worker id, the item (input) id, the
-        system that produced the rated output, and the Likert rating.
-    scale : (lo, hi), optional
-        The Likert range, e.g. ``(1, 5)``.  Ratings are rescaled to [0, 1]
-        as ``(r - lo) / (hi - lo)`` (Card et al. 2020, App. H.3).  When
-        omitted, the range is inferred from the observed min and max (with
-        a :class:`RatingsWarning` when that looks doubtful, e.g. non-integer
-        bounds or a minimum other than 0 or 1); pass it whenever you know it,
-        because the rescaled effects and SDs depend on it.  ``"identity"``:
-        use the ratings as given, without rescaling or range checks (for
-        continuous scores already on the scale you want to model, e.g.
-        simulated ones).
+        One row per rating: ``.csv``, ``.tsv``, ``.json``, ``.jsonl``, ``.parquet`` (text
+        formats may be gzipped), or a data frame.
+    worker : str, default "worker"
+        Column of the worker ids.
+    item : str, default "item"
+        Column of the item (input) ids.
+    system : str, default "system"
+        Column of the system that produced the rated output.
+    rating : str, default "rating"
+        Column of the (Likert) ratings.
+    scale : (lo, hi) or "identity", optional
+        The Likert range, e.g. ``(1, 5)``: ratings become ``(r - lo) / (hi - lo)``.  Inferred
+        from the data when omitted (pass it whenever you know it); ``"identity"``: as given.
     duplicates : {"error", "keep", "mean"}
-        What to do with several ratings of the same (worker, item, system):
-        raise (default), keep them all as independent replicates (the model
-        has no worker x item x system term), or average them.
+        Several ratings of the same (worker, item, system): raise, keep all, or average them.
     sep : str, optional
-        Delimiter for text files (default ``,`` for CSV and tab for TSV).  When
-        the columns are not found (or the file cannot be parsed) and the header
-        line holds more ``;``, tabs or ``|`` than the delimiter used, the error
-        says so and which ``sep=`` to pass.
+        Delimiter for text files (default ``,`` for CSV and tab for TSV).
     encoding : str, optional
-        Text encoding of a CSV, TSV or JSON file (default UTF-8), e.g.
-        ``"latin-1"`` or ``"cp1252"`` for a CSV saved by Excel, ``"utf-16"``
-        for its "Unicode text".  A file that is not valid in the encoding is
-        refused with a hint at the encoding its bytes look like.
+        Text encoding of a CSV, TSV or JSON file (default UTF-8), e.g. ``"cp1252"``.
 
     Returns
     -------
     Ratings
         ``.data`` with columns worker, item, system, rating, rating_raw;
-        ``.report`` (:class:`DesignReport`).  System categories are in sorted
-        order of the labels (numbers as numbers), like R's ``factor()``.
+        ``.report`` (:class:`DesignReport`).
 
     Raises
     ------
     RatingsError
-        Unreadable or empty file, text in another encoding, a damaged gzip
-        archive, unknown extension, missing columns (with the
-        closest available name), missing identifiers, non-numeric ratings,
-        ratings outside ``scale``, all ratings equal (no scale to infer), an
-        inferred scale that one outlying rating dominates (e.g. a typo of
-        ``1e308`` among 1-5 ratings), ratings too large to compute with,
-        duplicated ratings with ``duplicates="error"``, a single worker, item
-        or system.
+        A file or rating that cannot be read as asked; the message names the line and what to
+        do.  Every case: ``docs/api.md``, "Rating files".
 
     Warns
     -----
     RatingsWarning
         Rows dropped because the rating is missing (with their count), or an
         inferred scale that looks doubtful.
-
-    Notes
-    -----
-    Messages name rows as an editor shows them: ``line 7`` of a CSV/TSV or
-    JSON Lines file (1-based, a CSV header is line 1), ``record 3`` of a JSON
-    array, ``row 5`` of a data frame (its index label).  The reading happens
-    in named stages, each a function of this module: :func:`load_source`,
-    :func:`select_columns`, :func:`check_identifiers`, :func:`parse_ratings`,
-    :func:`resolve_scale`, :func:`encode_labels`, :func:`resolve_duplicates`
-    and :func:`check_levels`.
 
     Examples
     --------

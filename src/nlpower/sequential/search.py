@@ -177,17 +177,10 @@ def cheapest_design(
 ) -> DesignSearchResult:
     """The crossed group-sequential design with the smallest simulated expected cost at a power.
 
-    Every maximum design ``CrossedDesign(w, n)`` (``w`` in ``workers``, ``n``
-    in ``items``) is simulated ``n_sims`` times at ``effect`` (and at 0 when
-    ``weight_null > 0``); every candidate -- the fixed design and each
-    combination of ``looks`` and ``spending`` (one-sided ``alpha``, efficacy
-    boundaries at equally spaced item fractions) -- is evaluated on those same
-    replicates.  Among the (candidate, maximum design) pairs whose simulated
-    power reaches ``power``, the one with the smallest expected cost (ratings
-    bought: ``(1 - weight_null) * E[ratings | effect] + weight_null *
-    E[ratings | 0]``) is chosen, and it and the cheapest fixed design are
-    simulated again (``confirm_sims`` fresh replicates, under the null and at
-    ``effect``) for the Type I error, power and expected cost reported.
+    Every candidate (the fixed design, each ``looks`` x ``spending``) is simulated on the same
+    replicates of every maximum design; the cheapest in expected ratings reaching ``power`` is
+    confirmed on fresh replicates beside the cheapest fixed design.  The rule in full:
+    ``docs/sequential.md``, "The cheapest crossed design".
 
     Parameters
     ----------
@@ -197,16 +190,17 @@ def cheapest_design(
         The effect to power for (> 0; latent scale for Likert, logit for head-to-head).
     workers, items : int or list of int
         Workers and items of the maximum designs searched (every worker rates every item).
-    power : float
+    power : float, default 0.8
         Target power.
-    alpha : float
+    alpha : float, default 0.025
         One-sided Type I error.
-    looks, spending
-        Numbers of looks (besides the fixed design) and alpha-spending
-        functions (a name, or ``("hsd", gamma)``) to combine.
+    looks : sequence of int, default (2, 3, 4)
+        Numbers of looks (besides the fixed design) to combine with ``spending``.
+    spending : sequence, default ("obf", "pocock", ("hsd", -2.0))
+        Alpha-spending functions: a name, or ``("hsd", gamma)``.
     futility : None, or a beta-spending name
         Non-binding futility boundaries of every sequential candidate.
-    weight_null : float
+    weight_null : float, default 0.0
         Weight of the expected cost under the null in the cost.
     shortlist : int, optional
         Keep only the ``shortlist`` sequential candidates cheapest on the
@@ -214,18 +208,18 @@ def cheapest_design(
     analysis : str, optional
         The analysis of Likert ratings (``"lmm"`` or ``"clmm"``), as for :func:`sequential_power`.
     calibrate : int, optional
-        Null replicates per maximum design: every candidate's boundaries are
-        then calibrated to hold ``alpha`` for the study's own statistic
-        (:func:`calibrate_boundaries`, ``method="t"``) before its power and
-        cost are simulated, and the choice is confirmed with its calibrated
-        boundaries -- for head-to-head designs, whose Wald z is liberal.
-    n_sims : int
+        Null replicates per maximum design on which every candidate's boundaries are first
+        calibrated to hold ``alpha`` (:func:`calibrate_boundaries`).
+    n_sims : int, default 500
         Replicates per maximum design and effect in the search.
     confirm_sims : int, optional
         Fresh replicates per effect for the chosen design and the cheapest
         fixed one (default ``n_sims``).
-    rng, n_jobs, backend, progress
-        As for :func:`nlpower.grid.run_grid`; results do not depend on ``n_jobs``.
+    rng : seed, optional
+    n_jobs : int, default 1
+        Cells in parallel (:func:`nlpower.grid.run_grid`); results do not depend on it.
+    backend : {"loky", "dask"}
+    progress : bool, default True
 
     Returns
     -------
