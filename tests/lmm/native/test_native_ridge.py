@@ -159,14 +159,23 @@ def test_fit_through_the_reduced_model_matches_the_ordinary_fit(REML):
     assert max(abs(v) for v in cc["gradient"]) < 2e-3
 
 
-def test_a_zero_variance_falls_back_to_the_ordinary_fit():
-    spec = _spec(_data(seed=5, sd_w=0.0, sd_ws=0.0))        # no worker effects at all
+def test_a_singular_reduced_optimum_maps_to_a_singular_fit():
+    """No worker-by-system variance: the per-system worker covariance is singular, so is the
+    fit whatever the split; the intercept's variance is then 0 (the split at t = 0)."""
+    spec = _spec(_data(seed=6, sd_ws=0.0))
     model = NativeModel(spec)
-    assert model._ridges
     fit = _fit(model)
     plain = NativeModel(spec)
     plain._ridges = ()
     ref = _fit(plain)
-    assert not any(s.startswith("ridge") for s in fit.optinfo["steps"])
-    assert fit.deviance == ref.deviance
-    np.testing.assert_array_equal(fit.theta, ref.theta)
+    assert any(s.startswith("ridge") for s in fit.optinfo["steps"])
+    assert fit.singular and ref.singular
+    assert fit.deviance <= ref.deviance + 1e-8
+    np.testing.assert_allclose(fit.fixef, ref.fixef, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov)), np.sqrt(np.diag(ref.vcov)), rtol=1e-5)
+    a, b = _identified(fit), _identified(ref)
+    np.testing.assert_allclose(a["worker"], b["worker"], rtol=0, atol=2e-3 * np.abs(b["worker"]).max())
+    assert np.linalg.eigvalsh(a["worker"]).min() < 1e-6 * np.abs(a["worker"]).max()
+    s0 = next(t.cov[0, 0] for t in fit.var_terms if t.group == "worker" and t.cov.shape == (1, 1))
+    assert s0 == 0.0
+    assert fit.optinfo["checkconv"]["messages"] == ["boundary (singular) fit: see help('isSingular')"]

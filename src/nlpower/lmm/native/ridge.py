@@ -15,7 +15,7 @@ multi-column term, so nothing is lost); its optimum maps back to the user's
 parametrisation by the rule of :func:`split_covariance`: of the admissible
 intercept variances ``t`` in ``[0, t_max]``, ``t_max = 1 / (1' M^{-1} 1)``
 (``Sigma = M - t 11'`` positive semidefinite), the midpoint ``t_max / 2``,
-where both terms are non-singular.
+where both terms are non-singular (where ``M`` is singular, ``t = 0``).
 """
 
 from __future__ import annotations
@@ -161,10 +161,13 @@ def full_gradient(g_red: np.ndarray, theta: np.ndarray, reduced: ThetaLayout, fu
 
 
 def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
-                  ridges: tuple[Ridge, ...]) -> np.ndarray | None:
+                  ridges: tuple[Ridge, ...]) -> np.ndarray:
     """The reduced model's ``theta`` as ``theta`` of the full model (:func:`split_covariance`).
 
-    ``None`` when a ridge's covariance is not positive definite.
+    Where a ridge's covariance ``M`` is singular (a zero pivot of the reduced
+    factor) the fit is singular whatever the split, and the split is
+    ``t = 0``: the intercept's ``theta`` 0 and the reduced factor as it is
+    (the only admissible split when ``1`` is not in the range of ``M``).
     """
     red_off = {id(t): o for t, o in zip(reduced.terms, reduced.term_offsets, strict=True)}
     by_term = {id(r.term): r for r in ridges}
@@ -175,14 +178,14 @@ def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout
             continue                        # filled with its multi-column term
         Lr = _lower(theta_red, red_off[id(t)], t.q)
         if id(t) in by_term:
-            split = split_covariance(Lr @ Lr.T)
-            if split is None:
-                return None
-            tv, S = split
-            try:
-                _put(out, off, np.linalg.cholesky(S))
-            except np.linalg.LinAlgError:
-                return None
+            split = split_covariance(Lr @ Lr.T) if np.all(np.diag(Lr) > 0) else None
+            tv, L = 0.0, Lr
+            if split is not None:
+                try:
+                    tv, L = split[0], np.linalg.cholesky(split[1])
+                except np.linalg.LinAlgError:
+                    tv, L = 0.0, Lr
+            _put(out, off, L)
             s = by_term[id(t)].scalar
             out[full.term_offsets[full.terms.index(s)]] = np.sqrt(tv)
         else:
@@ -267,9 +270,10 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
     """Fit ``model`` (a :class:`~.model.NativeModel` with ridges) through its reduced model.
 
     Returns ``(optimiser result, factor, check)`` at the mapped ``theta``, or
-    ``None`` when the reduced optimum does not map to a non-singular interior
-    point whose deviance equals the reduced one (then the caller fits as
-    usual).
+    ``None`` when the full model's deviance at the mapped point is not the
+    reduced one (then the caller fits as usual).  A singular reduced optimum
+    maps to a singular point (:func:`to_full_theta`), checked as lme4 checks
+    singular fits (no derivatives).
     """
     red = getattr(model, "_ridge_red", None)
     if red is None:                      # built once, with the analytic descent
@@ -282,16 +286,19 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
     res = replace(res, stages=(*res.stages, ("newton", 0, n, time.perf_counter() - t0)))
     t0 = time.perf_counter()
     theta = to_full_theta(res.theta, red.layout, model.layout, model._ridges)
-    if theta is None or np.any(theta[model.layout.diag] < SINGULAR_TOL):
-        return None
-    chk = red._check(res, REML, ctl)
     fac = model.ev.factor(theta)
     fval = model.ev.objective(fac, REML) if fac.ok else math.inf
     if not fval <= res.fval + RIDGE_TOL:
         return None
-    g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
-                                                          model.layout, model._ridges)
-    check = ridge_check(g, chk, ctl)
+    if np.any(theta[model.layout.diag] < ctl.singular_tol):
+        # lme4 checks no derivatives at a singular fit (nor does check_conv: no calls)
+        check = model._check(replace(res, theta=theta, derivatives=None, gradient=None), REML,
+                             ctl)
+    else:
+        chk = red._check(res, REML, ctl)
+        g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
+                                                              model.layout, model._ridges)
+        check = ridge_check(g, chk, ctl)
     n_grad = check.n_evals
     res = replace(res, theta=theta, fval=fval, derivatives=None, gradient=None,
                   steps=(*res.steps, f"ridge {fval:.10g} ({red.layout.size} -> "
