@@ -179,3 +179,20 @@ def test_a_singular_reduced_optimum_maps_to_a_singular_fit():
     s0 = next(t.cov[0, 0] for t in fit.var_terms if t.group == "worker" and t.cov.shape == (1, 1))
     assert s0 == 0.0
     assert fit.optinfo["checkconv"]["messages"] == ["boundary (singular) fit: see help('isSingular')"]
+
+
+def test_used_only_where_it_pays():
+    # the 2-system design: a third of the random-effects columns go, the rest is >= 200
+    spec = _spec(_data())
+    assert len(rd.ridges_that_pay(spec, NativeModel(spec).blocks.N2)) == 2
+    assert rd.ridges_that_pay(spec, rd.RIDGE_MIN_N2 - 1) == ()
+    # 4 systems: a fifth of the columns
+    rng = np.random.default_rng(2)
+    i = np.repeat(np.arange(150), 8)
+    s4 = np.tile(np.repeat(np.arange(4), 2), 150)
+    df = pd.DataFrame({"rating": rng.normal(size=i.size), "system": np.array(list("ABCD"))[s4],
+                       "worker": [f"w{v}" for v in rng.integers(0, 70, i.size)],
+                       "item": [f"i{v}" for v in i]})
+    spec4 = _spec(df)
+    assert len(rd.find_ridges(spec4.re_terms)) == 2
+    assert rd.ridges_that_pay(spec4, 10_000) == ()

@@ -29,7 +29,7 @@ from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta, stage_counts
-from .ridge import RIDGE_MIN_N2, find_ridges, ridge_fit
+from .ridge import ridge_fit, ridges_that_pay
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
 # an evaluation factors a dense rest of this many columns or more: "costly"
@@ -196,8 +196,7 @@ class NativeModel:
         # over 2k differences for many parameters or costly evaluations
         self._analytic = self.layout.size >= ANALYTIC_MIN_K or self.blocks.N2 >= COSTLY_N2
         self._descent = False             # the descent below ANALYTIC_MIN_K too (a ridge's model)
-        self._ridges = find_ridges(spec.re_terms) if (
-            self._analytic and self.blocks.N2 >= RIDGE_MIN_N2) else ()
+        self._ridges = ridges_that_pay(spec, self.blocks.N2) if self._analytic else ()
         self.ev = DevianceEvaluator(self.blocks, grouped=mode == "auto")
         self._y_id: int | None = id(spec.y)
         self._satt: tuple[int, SatterthwaiteState] | None = None

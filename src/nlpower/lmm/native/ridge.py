@@ -31,7 +31,7 @@ from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, h
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Ridge", "find_ridges", "reduced_spec", "ridge_check", "ridge_fit", "split_covariance",
+__all__ = ["Ridge", "find_ridges", "reduced_spec", "ridges_that_pay", "ridge_check", "ridge_fit", "split_covariance",
            "to_full_theta"]
 
 _SUM_TOL = 1e-12        # |z0 - sum of the columns| below this times max|z0|: the same column
@@ -76,6 +76,17 @@ def find_ridges(re_terms: tuple[ReTerm, ...]) -> tuple[Ridge, ...]:
                 used.add(id(t))
                 break
     return tuple(out)
+
+
+def ridges_that_pay(spec: ModelSpec, N2: int) -> tuple[Ridge, ...]:
+    """:func:`find_ridges` where fitting without them pays (``RIDGE_MIN_N2``,
+    ``RIDGE_MAX_SHRINK``), else ``()``."""
+    if N2 < RIDGE_MIN_N2:
+        return ()
+    ridges = find_ridges(spec.re_terms)
+    cols = sum(t.n_levels * t.q for t in spec.re_terms)
+    drop = sum(r.scalar.n_levels for r in ridges)
+    return ridges if ridges and cols - drop <= RIDGE_MAX_SHRINK * cols else ()
 
 
 def reduced_spec(spec: ModelSpec, ridges: tuple[Ridge, ...]) -> ModelSpec:
@@ -195,9 +206,13 @@ def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout
 
 # -- the fit ---------------------------------------------------------------------------
 # the reduced fit is used where a gradient call's cost is the dense rest: from this many
-# rest columns (2 systems, 80 annotators: 243 -> 163 columns, 0.22 -> 0.13 s); below it a
-# call is numpy overhead and the reduced model saves nothing (3 systems, 4 reviewers)
+# rest columns (2 systems, 80 annotators: 243 -> 163 columns, 0.27 -> 0.18 s CPU); below
+# it a call is numpy overhead and the reduced model saves nothing (3 systems, 4 reviewers)
 RIDGE_MIN_N2 = 200
+# ... and where it drops at least 30 % of the random-effects columns (2 systems: a third).
+# With 4 systems (a fifth) the per-call saving is smaller and the reduced fit can need the
+# unfold restart: a sparse 4-system crowd design (225 workers) took 0.56 -> 2.7 s
+RIDGE_MAX_SHRINK = 0.7
 RIDGE_TOL = 1e-8        # the full model's deviance at the mapped theta: at most this above
 
 
