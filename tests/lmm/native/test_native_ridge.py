@@ -15,7 +15,9 @@ ordinary fit.
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,6 +28,7 @@ from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import ridge as rd
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
+REFERENCE = Path(__file__).resolve().parents[2] / "reference"
 
 
 def _data(seed: int = 3, sd_w: float = 0.6, sd_ws: float = 0.4) -> pd.DataFrame:
@@ -196,3 +199,22 @@ def test_used_only_where_it_pays():
     spec4 = _spec(df)
     assert len(rd.find_ridges(spec4.re_terms)) == 2
     assert rd.ridges_that_pay(spec4, 10_000) == ()
+
+
+@pytest.mark.parametrize("REML", [False, True])
+def test_fit_through_the_reduced_model_against_lme4(REML):
+    """lme4 converged tightly on the same file (tests/reference/ridge_reference.R)."""
+    ref = json.loads((REFERENCE / "ridge_reference.json").read_text())["REML_tight" if REML
+                                                                         else "ML_tight"]
+    df = pd.read_csv(REFERENCE / "data" / "ridge2.csv",
+                     dtype={"system": str, "worker": str, "item": str})
+    fit = _fit(NativeModel(_spec(df)), REML=REML)
+    assert any(s.startswith("ridge") for s in fit.optinfo["steps"])
+    assert fit.deviance <= ref["criterion"] + 1e-6
+    assert fit.deviance == pytest.approx(ref["criterion"], abs=1e-5)
+    np.testing.assert_allclose(fit.fixef, ref["fixef"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov)), ref["se"], rtol=1e-5)
+    assert fit.sigma == pytest.approx(ref["sigma"], rel=1e-5)
+    ident = _identified(fit)
+    for g in ("worker", "item"):
+        np.testing.assert_allclose(ident[g], ref["M"][g], rtol=2e-4)
