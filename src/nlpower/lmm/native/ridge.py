@@ -31,8 +31,8 @@ from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, h
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Ridge", "find_ridges", "reduced_spec", "ridges_that_pay", "ridge_check", "ridge_fit", "split_covariance",
-           "to_full_theta"]
+__all__ = ["Ridge", "find_ridges", "full_gradient", "reduced_spec", "ridge_check", "ridge_fit",
+           "ridges_that_pay", "split_covariance", "to_full_theta", "to_reduced_theta"]
 
 _SUM_TOL = 1e-12        # |z0 - sum of the columns| below this times max|z0|: the same column
 
@@ -268,10 +268,12 @@ def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
     g = res.gradient if res.gradient is not None else fg(x)[1]
     H = hessian_from_gradient(lambda th: fg(th)[1], x, DERIV_STEP)
     try:
-        step = np.linalg.solve(np.linalg.cholesky(H).T, np.linalg.solve(np.linalg.cholesky(H), g))
+        R = np.linalg.cholesky(H)
+        step = np.linalg.solve(R.T, np.linalg.solve(R, g))
     except np.linalg.LinAlgError:
         return replace(res, derivatives=(x, g, x, H), gradient=g), n
-    if float(np.max(np.abs(step))) > DERIV_STEP:         # far: the check computes its own
+    if float(np.max(np.abs(step))) > DERIV_STEP:
+        # not the last digits of a quadratic model: no step (the check reuses H at x)
         return replace(res, derivatives=(x, g, x, H), gradient=g), n
     x2 = np.maximum(x - step, lower)
     f2, g2, _ = fg(x2)
