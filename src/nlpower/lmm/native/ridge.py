@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import FitError
 from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, hessian_from_gradient
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
@@ -297,7 +298,10 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
         red = model._ridge_red = type(model)(reduced_spec(model.spec, model._ridges))
         red._analytic = red._descent = True
     red._set_y(model.blocks.y)
-    res, _ = red._optimize(REML, None, None)
+    try:
+        res, _ = red._optimize(REML, None, None)
+    except (FitError, np.linalg.LinAlgError):
+        return None                      # the ordinary fit says what is wrong, if anything
     t0 = time.perf_counter()
     res, n = _newton_step(red, res, REML)
     res = replace(res, stages=(*res.stages, ("newton", 0, n, time.perf_counter() - t0)))
