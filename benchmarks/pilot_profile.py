@@ -54,6 +54,15 @@ def profile(name: str, repeats: int) -> None:
           f"{', peeled' if model.ev.peel is not None else ''}), deviance {fit.deviance:.6f}")
     print(f"   frame {t_frame:.3f} s, set-up {t_setup:.3f} s, fit {t_fit:.3f} s; "
           f"one evaluation {1e3 * t_eval:.2f} ms, one value+gradient {1e3 * t_grad:.2f} ms")
+    red = getattr(model, "_ridge_red", None)
+    if red is not None:       # fitted without the (f || g) ridges (nlpower.lmm.native.ridge)
+        t_red, _ = _cpu(lambda: type(model)(red.spec), repeats)
+        from nlpower.lmm.native.ridge import to_reduced_theta
+
+        th_r = to_reduced_theta(th, red.layout, model.layout, model._ridges)
+        t_rg, _ = _cpu(lambda: red.value_and_gradient(th_r), 10)
+        print(f"   ridge: reduced model theta {red.layout.size}, rest {red.blocks.N2} columns, "
+              f"set-up {t_red:.3f} s, one value+gradient {1e3 * t_rg:.2f} ms")
     for stage, c in fit.optinfo["stages"].items():
         print(f"   {stage:15s} evaluations {c['evaluations']:4d}  gradients {c['gradients']:4d}  "
               f"{c['seconds']:.3f} s")

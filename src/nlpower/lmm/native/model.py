@@ -29,6 +29,7 @@ from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta, stage_counts
+from .ridge import ridge_fit, ridges_that_pay
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
 # an evaluation factors a dense rest of this many columns or more: "costly"
@@ -194,6 +195,8 @@ class NativeModel:
         # the analytic gradient costs about two evaluations plus ~1 ms of set-up: worth it
         # over 2k differences for many parameters or costly evaluations
         self._analytic = self.layout.size >= ANALYTIC_MIN_K or self.blocks.N2 >= COSTLY_N2
+        self._descent = False             # the descent below ANALYTIC_MIN_K too (a ridge's model)
+        self._ridges = ridges_that_pay(spec, self.blocks.N2) if self._analytic else ()
         self.ev = DevianceEvaluator(self.blocks, grouped=mode == "auto")
         self._y_id: int | None = id(spec.y)
         self._satt: tuple[int, SatterthwaiteState] | None = None
@@ -339,7 +342,7 @@ class NativeModel:
         with single_threaded(self._threads1):
             fg = (lambda th: self.value_and_gradient(th, REML)) if self._analytic else None
             # many parameters: a gradient descent brings BOBYQA near the optimum first
-            first = start is None and self.layout.size >= ANALYTIC_MIN_K
+            first = start is None and (self.layout.size >= ANALYTIC_MIN_K or self._descent)
             res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
                                  terms=self._term_slices, fg=fg, descent_first=first)
             fac = self.ev.factor(res.theta)
@@ -446,6 +449,11 @@ class NativeModel:
                           "y" if y is not None else f"the response {self.spec.response!r}")
         self._set_y(y)
         with single_threaded(self._threads1):
+            # an exact ridge of (f || g) terms: fitted without it (nlpower.lmm.native.ridge)
+            out = ridge_fit(self, REML, ctl) if self._ridges and start is control is None else None
+            if out is not None:
+                res, fac, check = out
+                return self._build_fit(self._core(res, fac, REML, check), fac, y, res, check, ctl)
             res, fac = self._optimize(REML, start, control)
             t0 = time.perf_counter()
             check = self._check(res, REML, ctl)
