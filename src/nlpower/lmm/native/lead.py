@@ -57,6 +57,7 @@ class LeadPlan:
     sel_i: np.ndarray     # row and column of each entry of sel
     sel_k: np.ndarray
     sel_diag: np.ndarray  # the entries of sel on the random-effects diagonal (+ I)
+    nre2: int = 0         # random-effects columns of the rest (lead and core)
 
     @property
     def nl(self) -> int:
@@ -64,15 +65,24 @@ class LeadPlan:
 
     def parts(self, vals: np.ndarray, dv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(D, rows)`` for :func:`lead_factor` from the entries ``vals`` of ``M`` at
-        ``sel`` before the scaling by the diagonal ``Lambda_r`` (``dv``) and the ``+ I``."""
-        v = vals * dv[self.sel_i] * dv[self.sel_k]
-        v[self.sel_diag] += 1.0
-        m, q = self.m, self.q
+        ``sel`` before the scaling by the diagonal ``Lambda_r`` (``dv``) and the ``+ I``.
+
+        The rows after the lead are scaled by broadcasting (row, then column factor: the
+        same products as a gather of ``dv`` at ``sel_i`` and ``sel_k``, without the two
+        gathers over every entry)."""
+        m, q, N2, nl = self.m, self.q, self.N2, self.nl
         nd = m * q * q
-        D = v[:nd].reshape(m, q, q)
+        bi, bk = self.sel_i[:nd], self.sel_k[:nd]
+        D = vals[:nd] * dv[bi] * dv[bk]
+        D[bi == bk] += 1.0                      # the lead's diagonal: random effects
+        D = D.reshape(m, q, q)
         if q > 1:                        # lower triangles gathered into both halves
             D = np.tril(D) + np.swapaxes(np.tril(D, -1), 1, 2)
-        return D, v[nd:].reshape(-1, self.N2)
+        rows = vals[nd:].reshape(-1, N2) * dv[nl:, None]
+        rows *= dv
+        nre_core = self.nre2 - nl
+        rows.reshape(-1)[nl: nl + nre_core * (N2 + 1): N2 + 1] += 1.0    # core RE diagonal
+        return D, rows
 
 
 @dataclass(eq=False)
@@ -149,7 +159,7 @@ def lead_plan(b: Blocks) -> LeadPlan | None:
     sel = np.concatenate([diag, np.arange(nl * N2, N2 * N2)])
     si, sk = np.divmod(sel, N2)
     return LeadPlan(m=m, q=q, N2=N2, sel=sel, blk_i=bi.copy(), blk_k=bk.copy(), sel_i=si,
-                    sel_k=sk, sel_diag=np.flatnonzero((si == sk) & (si < b.nre2)))
+                    sel_k=sk, sel_diag=np.flatnonzero((si == sk) & (si < b.nre2)), nre2=b.nre2)
 
 
 def lead_factor(plan: LeadPlan, D: np.ndarray, rows: np.ndarray
