@@ -31,7 +31,15 @@ from scipy.linalg import lapack
 from . import block1
 from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, DenseSchur, SparseSchur
-from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
+from .lead import (
+    LeadFactor,
+    lead_factor,
+    lead_grouped_blocks,
+    lead_inverse,
+    lead_log_dets,
+    lead_plan,
+    lead_solve_v,
+)
 from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
@@ -572,6 +580,18 @@ class DevianceEvaluator:
         ip = np.empty(Nr, dtype=np.intp)
         ip[perm[:Nr]] = np.arange(Nr)       # the first Nr positions hold the first Nr columns
         return Si[np.ix_(ip, ip)]
+
+    def grouped_inverse_blocks(self, f: Factor, Nr: int
+                               ) -> tuple[np.ndarray, list[np.ndarray]] | None:
+        """The gradient's inverse-block sums through the grouped products at the lead
+        plan's entries (:func:`.lead.lead_grouped_blocks`); ``None`` off that path."""
+        if f.lead is None or not self._lead_grouped or self.b.b1.q != 1 or not Nr:
+            return None
+        assert self._grp is not None and self._lead_sel is not None and self.lead is not None
+        te = np.append(f.theta, 1.0)
+        return lead_grouped_blocks(self.lead, f.lead, f.Lrr, Nr, te[self._scale_idx],
+                                   self._lead_sel[1], self.b, f.theta, self._grp[0],
+                                   self._grp[1])
 
     def modes(self, f: Factor) -> list[np.ndarray]:
         """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""

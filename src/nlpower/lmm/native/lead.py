@@ -36,7 +36,8 @@ from scipy.linalg import blas, lapack
 from .blocks import Blocks
 
 __all__ = ["LEAD_MIN_COLUMNS", "LeadFactor", "LeadPlan", "lead_factor", "lead_inverse",
-           "lead_log_dets", "lead_plan", "lead_solve_v"]
+           "lead_grouped_blocks", "lead_inverse_rows", "lead_log_dets", "lead_plan",
+           "lead_solve_v"]
 
 # a lead of fewer columns keeps the dense path (a guard, not a measured break-even: a few
 # skipped zeros do not pay for the extra numpy calls of the elimination)
@@ -213,6 +214,29 @@ def lead_solve_v(lf: LeadFactor, Lk: np.ndarray,
     return np.concatenate([v1, v2])
 
 
+def lead_inverse_rows(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of the rest's leading ``Nr x Nr`` block: the lead's diagonal blocks
+    ``(m, q, q)`` and the rows after the lead, ``(Nr - nl, Nr)`` (see :func:`lead_inverse`)."""
+    m, q = lf.Ld.shape[0], lf.Ld.shape[1]
+    nl = m * q
+    rc = Nr - nl
+    rows = np.zeros((rc, Nr))
+    Li = np.linalg.inv(lf.Ld) if q > 1 else 1.0 / lf.Ld
+    Dinv = np.swapaxes(Li, 1, 2) @ Li                                  # (m, q, q)
+    if rc > 0:
+        Ki, info = lapack.dpotri(Lk[:rc, :rc], lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
+        Ki = np.tril(Ki) + np.tril(Ki, -1).T
+        g = lf.gamma(rc)                                              # (rc, nl)
+        S21 = -(Ki @ g)
+        rows[:, nl:] = Ki
+        rows[:, :nl] = S21
+        # gamma_l' Kinv gamma_l = -gamma_l' S21_l per level
+        Dinv = Dinv - np.einsum("rma,rmb->mab", g.reshape(rc, m, q), S21.reshape(rc, m, q))
+    return Dinv, rows
+
+
 def lead_inverse(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> np.ndarray:
     """The inverse of the rest's leading ``Nr x Nr`` block on the structure of ``M``.
 
@@ -224,22 +248,42 @@ def lead_inverse(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> np.ndarray:
     """
     m, q = lf.Ld.shape[0], lf.Ld.shape[1]
     nl = m * q
-    rc = Nr - nl
+    Dinv, rows = lead_inverse_rows(lf, Lk, Nr)
     out = np.zeros((Nr, Nr))
-    Li = np.linalg.inv(lf.Ld) if q > 1 else 1.0 / lf.Ld
-    Dinv = np.swapaxes(Li, 1, 2) @ Li                                  # (m, q, q)
-    if rc > 0:
-        Ki, info = lapack.dpotri(Lk[:rc, :rc], lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
-        Ki = np.tril(Ki) + np.tril(Ki, -1).T
-        g = lf.gamma(rc)                                              # (rc, nl)
-        S21 = -(Ki @ g)
-        out[nl:, nl:] = Ki
-        out[nl:, :nl] = S21
-        out[:nl, nl:] = S21.T
-        # gamma_l' Kinv gamma_l = -gamma_l' S21_l per level
-        Dinv = Dinv - np.einsum("rma,rmb->mab", g.reshape(rc, m, q), S21.reshape(rc, m, q))
+    if Nr > nl:
+        out[nl:, :] = rows
+        out[:nl, nl:] = rows[:, :nl].T
     idx = np.arange(m)[:, None] * q + np.arange(q)[None, :]
     out[idx[:, :, None], idx[:, None, :]] = Dinv
     return out
+
+
+def lead_grouped_blocks(plan: LeadPlan, lf: LeadFactor, Lk: np.ndarray, Nr: int,
+                        dv: np.ndarray, Psel: np.ndarray, b: Blocks, theta: np.ndarray,
+                        uq: np.ndarray, cnt: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The gradient's diagonal-block sums of the inverse, for a scalar block 1 whose
+    levels are grouped by equal ``Z1'Z1`` (``uq``: each group's, ``cnt``: its levels).
+
+    Block 1's part needs ``Q_g = sum_{l in g} C_l' P C_l = <P, P_g>`` with ``P =
+    Lambda_r S^{-1} Lambda_r`` and ``P_g`` the group's products, read at the lead plan's
+    entries (``Psel``: ``P_g`` at ``sel``): the lead's diagonal blocks once, the core's
+    rows against the lead's columns twice (their transposes are not in ``sel``), the
+    core against itself once (both triangles are).  ``P_g`` is zero between two lead
+    levels (they are uncoupled), so nothing else is needed: no dense ``S^{-1}`` and no
+    per-level products.  Returns ``(D1, [sum of the diagonal blocks per rest block])``.
+    """
+    N2, nl, nd = plan.N2, plan.nl, plan.m * plan.q * plan.q
+    Dinv, rows = lead_inverse_rows(lf, Lk, Nr)
+    pd = Dinv.reshape(-1) * dv[plan.sel_i[:nd]] * dv[plan.sel_k[:nd]]
+    Pm = np.zeros((N2 - nl, N2))
+    Pm[:Nr - nl, :Nr] = rows * dv[nl:Nr, None] * dv[None, :Nr]
+    Pm[:, :nl] *= 2.0
+    Q = pd @ Psel[:nd] + Pm.reshape(-1) @ Psel[nd:]                   # (G,)
+    lam2 = float(theta[b.b1.theta_idx[0]]) ** 2
+    Binv = 1.0 / (lam2 * uq.reshape(-1) + 1.0)
+    D1 = np.array([[float(cnt @ Binv + (Binv * Binv * lam2) @ Q)]])
+    rest = [Dinv.sum(axis=0)]
+    for blk, off in b.rest[1:]:
+        idx = off - nl + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
+        rest.append(rows[:, nl:][idx[:, :, None], idx[:, None, :]].sum(axis=0))
+    return D1, rest
