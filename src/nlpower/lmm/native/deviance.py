@@ -236,66 +236,25 @@ class DevianceEvaluator:
         """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
         b = self.b
         self.n_evals += 1
-        N2 = b.N2
-        nre2 = b.nre2
-        q1 = b.b1.q
-        L1: np.ndarray | None
         if self._grp is not None:
-            if self._grp_version != b.version:
-                self._grouped_update_y()
-            gw = grouped_W(self.b.b1, self._grp[0], self._grp[1], self._diag2_ij, theta)
-            if gw is None:
-                return self._fail(theta)
-            Wv, ld1 = gw
-            L1 = None
-            if self._Q is not None:
-                th = theta.tolist()
-                th.append(1.0)
-                tv = [th[j] for j in self._q_types]
-                wl = [1.0, *(Wv if isinstance(Wv, list) else Wv.tolist())]
-                c = [a * bb * w for a in tv for bb in tv for w in wl]
-                c.append(1.0)
-                # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
-                M = (self._Q @ np.array(c)).reshape(N2, N2).T
-                return self._finish(theta, M, ld1, L1)
-            if self._lead_grouped:
-                return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
-            M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
-        elif self._diag2 is not None:
-            # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)), dense Schur (_diag2 is set
-            # only then): everything elementwise
-            a00, a10, a11, c0, c1, G = self._diag2
-            d0, d1 = theta[self._diag2_theta]
-            l00 = np.sqrt(d0 * d0 * a00 + 1.0)
-            l10 = (d0 * d1) * a10 / l00
-            # Schur complement of a PSD matrix + I: >= 1, so the sqrt is safe
-            l11 = np.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
-            ld1 = 2.0 * float(np.sum(np.log(l00 * l11)))
-            k00 = d0 / l00
-            k01 = -(d0 * l10) / (l00 * l11)
-            k11 = d1 / l11
-            np.multiply(c0, k00, out=G[:, :, 0])
-            np.multiply(c0, k01, out=G[:, :, 1])
-            G[:, :, 1] += c1 * k11
-            G2 = G.reshape(N2, -1)
-            M = b.Arr - G2 @ G2.T
-            L1 = None
-        elif b.patterns is not None:
+            return self._factor_grouped(theta)
+        if self._diag2 is not None:
+            M, ld1 = block1.schur_diag2(b.Arr, self._diag2, *theta[self._diag2_theta])
+            return self._scale_finish(theta, M, ld1, None)
+        L1: np.ndarray | None = None
+        if b.patterns is not None:
             rr = block1_reduced(b.b1, b.patterns, theta)
             if rr is None:
                 return self._fail(theta)
             Wl, Wg, ld1 = rr
-            L1 = None
         else:
-            r1 = block1_factor_inv(self.b, theta)
+            r1 = block1_factor_inv(b, theta)
             if r1 is None:
                 return self._fail(theta)
             L1, K, ld1, _ = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
         schur = b.schur
-        if self._grp is not None or self._diag2 is not None:
-            pass
-        elif isinstance(schur, SparseSchur):
+        if isinstance(schur, SparseSchur):
             Wx = Wl if b.patterns is not None else K @ np.swapaxes(K, 1, 2)
             if self._direct is not None:
                 lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
@@ -308,36 +267,39 @@ class DevianceEvaluator:
                 return self._finish(theta, M, ld1, L1, clean=False)
             M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
-            # per pattern: S += (C_P W_PP) C_P' on the active columns only
-            M = b.Arr.copy()
-            for Cg, w in zip(schur.Cg, Wg, strict=True):
-                k = Cg.shape[2]
-                if k == 1:
-                    G = Cg[:, :, 0] * w[None, :, 0, 0]
-                    M -= G @ Cg[:, :, 0].T
-                    continue
-                if k == 2:
-                    G = np.empty_like(Cg)
-                    c0, c1 = Cg[:, :, 0], Cg[:, :, 1]
-                    G[:, :, 0] = c0 * w[None, :, 0, 0] + c1 * w[None, :, 1, 0]
-                    G[:, :, 1] = c0 * w[None, :, 0, 1] + c1 * w[None, :, 1, 1]
-                else:
-                    G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
-                M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
+            M = block1.schur_patterns(b.Arr, schur.Cg, Wg)
         else:
-            Cd = schur.Cd                                           # (N2, m1, q1)
-            if q1 == 1:
-                G = Cd[:, :, 0] * K[None, :, 0, 0]
-            elif q1 == 2:
-                G = np.empty_like(Cd)
-                c0, c1 = Cd[:, :, 0], Cd[:, :, 1]
-                G[:, :, 0] = c0 * K[None, :, 0, 0] + c1 * K[None, :, 1, 0]
-                G[:, :, 1] = c0 * K[None, :, 0, 1] + c1 * K[None, :, 1, 1]
-            else:
-                G = np.einsum("nli,lij->nlj", Cd, K)
-            G2 = G.reshape(N2, -1)
-            M = b.Arr - G2 @ G2.T
-        # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
+            M = block1.schur_dense(b.Arr, schur.Cd, K)
+        return self._scale_finish(theta, M, ld1, L1)
+
+    def _factor_grouped(self, theta: np.ndarray) -> Factor:
+        """:meth:`factor` with block 1's levels grouped by equal ``Z1'Z1`` (``_grp``)."""
+        assert self._grp is not None
+        if self._grp_version != self.b.version:
+            self._grouped_update_y()
+        gw = grouped_W(self.b.b1, self._grp[0], self._grp[1], self._diag2_ij, theta)
+        if gw is None:
+            return self._fail(theta)
+        Wv, ld1 = gw
+        if self._Q is not None:
+            N2 = self.b.N2
+            th = theta.tolist()
+            th.append(1.0)
+            tv = [th[j] for j in self._q_types]
+            wl = [1.0, *(Wv if isinstance(Wv, list) else Wv.tolist())]
+            c = [a * bb * w for a in tv for bb in tv for w in wl]
+            c.append(1.0)
+            # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
+            M = (self._Q @ np.array(c)).reshape(N2, N2).T
+            return self._finish(theta, M, ld1, None)
+        if self._lead_grouped:
+            return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
+        M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
+        return self._scale_finish(theta, M, ld1, None)
+
+    def _scale_finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
+                      L1: np.ndarray | None) -> Factor:
+        """``Lambda_r' M Lambda_r`` (+ I on the random-effects rows), then :meth:`_finish`."""
         if self._scale_idx is not None:
             te = self._theta_ext
             te[:-1] = theta
@@ -346,7 +308,8 @@ class DevianceEvaluator:
             M *= dv[:, None]
         else:
             self._scale_general(M, theta)
-        M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
+        N2 = self.b.N2
+        M.reshape(-1)[: self.b.nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
         return self._finish(theta, M, ld1, L1)
 
     def _rest_minus_patterns(self, sparse: SparseSchur, Wl: np.ndarray) -> np.ndarray:
