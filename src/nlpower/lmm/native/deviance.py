@@ -30,7 +30,7 @@ from scipy.linalg import lapack
 
 from . import block1
 from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
-from .blocks import Blocks, DenseSchur, SparseSchur
+from .blocks import Blocks, SparseSchur
 from .lead import (
     LeadFactor,
     lead_factor,
@@ -93,8 +93,8 @@ class DevianceEvaluator:
         if b.b1.q == 2 and b.b1.diagonal:
             where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
             self._diag2_ij = (where[0], where[3])
-        if self._diag2_ij is not None and b.patterns is None and isinstance(b.schur, DenseSchur):
-            A, Cd = b.A11, b.schur.Cd
+        if self._diag2_ij is not None and b.patterns is None and b.use_dense:
+            A, Cd = b.A11, b.schur.Cd                   # type: ignore[union-attr]
             self._diag2_theta = np.array(self._diag2_ij)
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
@@ -107,8 +107,8 @@ class DevianceEvaluator:
         # peeled rest with sparse Schur products: the work vector without a dense M
         self._direct: PeelDirect | None = None
         if (self.peel is not None and self._grp is None and self._diag2 is None
-                and isinstance(b.schur, SparseSchur)):
-            self._direct = peel_direct(self.peel, b, b.schur.S_lo)
+                and not b.use_dense):
+            self._direct = peel_direct(self.peel, b, b.schur.S_lo)  # type: ignore[union-attr]
         # dense rest from sparse Schur products, diagonal Lambda_r: M on its pattern only
         self._lower: LowerBuild | None = None
         if self.peel is None and self._grp is None and self._scale_idx is not None:
