@@ -32,6 +32,7 @@ from . import block1
 from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
 from .blocks import Blocks, SparseSchur
 from .lead import (
+    LeadEntries,
     LeadFactor,
     lead_factor,
     lead_grouped_blocks,
@@ -101,7 +102,8 @@ class DevianceEvaluator:
         self._init_scale()
         self._init_grouped()
         # grouped levels with a lead: only the entries the lead's elimination reads (set lazily)
-        self._lead_sel: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._lead_ent: LeadEntries | None = None
+        self._lead_psel: np.ndarray | None = None          # the grouped products at sel
         self._lead_grouped = (self.lead is not None and self._grp is not None and self._Q is None
                               and self._scale_idx is not None)
         # peeled rest with sparse Schur products: the work vector without a dense M
@@ -325,14 +327,17 @@ class DevianceEvaluator:
     def _finish_lead_sel(self, theta: np.ndarray, Wv: np.ndarray, ld1: float) -> Factor:
         """The lead plan's entries of ``M`` (grouped levels), scaled by ``Lambda_r``, ``+ I``."""
         assert self.lead is not None and self._scale_idx is not None
-        if self._lead_sel is None or self._lead_sel[2] != self.b.version:
+        ent = self._lead_ent
+        if ent is None or ent.version != self.b.version:
             assert self._grp is not None      # Arr and the grouped products on the entries
             sel = self.lead.sel
-            self._lead_sel = (self.b.Arr.reshape(-1)[sel], self._grp[2][sel], self.b.version)
-        vals = self._lead_sel[0] - self._lead_sel[1] @ Wv
+            self._lead_psel = self._grp[2][sel]
+            ent = self._lead_ent = self.lead.entries(self.b.Arr.reshape(-1)[sel],
+                                                     self._lead_psel, self.b.version)
+        vals = ent.A - ent.P @ Wv
         te = self._theta_ext
         te[:-1] = theta
-        D, rows = self.lead.parts(vals, te[self._scale_idx])
+        D, rows = self.lead.parts(vals, ent, te[self._scale_idx])
         return self._lead_finish(theta, D, rows, ld1, None)
 
     def _lead_finish(self, theta: np.ndarray, D: np.ndarray, rows: np.ndarray,
@@ -550,10 +555,10 @@ class DevianceEvaluator:
         plan's entries (:func:`.lead.lead_grouped_blocks`); ``None`` off that path."""
         if f.lead is None or not self._lead_grouped or self.b.b1.q != 1 or not Nr:
             return None
-        assert self._grp is not None and self._lead_sel is not None and self.lead is not None
+        assert self._grp is not None and self._lead_psel is not None and self.lead is not None
         te = np.append(f.theta, 1.0)
         return lead_grouped_blocks(self.lead, f.lead, f.Lrr, Nr, te[self._scale_idx],
-                                   self._lead_sel[1], self.b, f.theta, self._grp[0],
+                                   self._lead_psel, self.b, f.theta, self._grp[0],
                                    self._grp[1])
 
     def modes(self, f: Factor) -> list[np.ndarray]:
