@@ -20,7 +20,6 @@ _spec.loader.exec_module(limits)
 #: functions over 100 lines today ("file::qualified name")
 KNOWN = frozenset({
     "src/nlpower/convert.py::as_params",
-    "src/nlpower/lmm/native/rest.py::peel_plan",
     "src/nlpower/pilot/assurance.py::assurance",
     "src/nlpower/pilot/assurance.py::plan_with_assurance",
     "src/nlpower/powersim/grid.py::power_grid",
