@@ -151,8 +151,10 @@ def _uncoupled(b: Blocks, m: int, q: int) -> bool:
     """Whether no observation and no block-1 level couples two levels of the first rest block."""
     nl = m * q
     lev = np.arange(nl) // q
-    ai, ak = np.nonzero(b.Arr[:nl, :nl])
-    if np.any(lev[ai] != lev[ak]):
+    # every nonzero of W'W's leading block inside the diagonal blocks (counted, no indices)
+    blk = (np.arange(m)[:, None, None] * q + np.arange(q)[:, None]) * b.N2 \
+        + np.arange(m)[:, None, None] * q + np.arange(q)
+    if np.count_nonzero(b.Arr[:nl, :nl]) != np.count_nonzero(b.Arr.reshape(-1)[blk]):
         return False
     inside = b.pair_row < nl
     pl, pr = b.pair_lev[inside], lev[b.pair_row[inside]]

@@ -141,8 +141,12 @@ def _few_low_degree(b: Blocks) -> bool:
     # first the levels it shares an observation with (W'W's nonzero columns outside its
     # own, over the widest level): sys20's segments, each rated by ~20 annotators
     # (though each segment:system level has only 1-2 of them), before the table below
-    nz = np.logical_or.reduceat(b.Arr[:nre2, :nre2] != 0, np.cumsum(size) - size, axis=0)
-    obs_bound = -(-(nz.sum(axis=1) - size) // int(size.max()))
+    if int(size.max()) == 1:                  # one column per level: count W'W's rows
+        n_obs = np.count_nonzero(b.Arr[:nre2, :nre2], axis=1)
+    else:
+        n_obs = np.logical_or.reduceat(b.Arr[:nre2, :nre2] != 0, np.cumsum(size) - size,
+                                       axis=0).sum(axis=1)
+    obs_bound = -(-(n_obs - size) // int(size.max()))
     few = (1.0 - PEEL_MAX_CORE) * b.N2
     if float(size[(obs_bound <= PEEL_MAX_DEGREE) & (size == q)].sum()) < few:
         return True
