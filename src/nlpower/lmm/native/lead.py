@@ -69,17 +69,22 @@ class LeadPlan:
         the grouped products at ``sel``): the lead's blocks, then only the nonzeros of
         ``A`` or ``P`` in the rows after the lead (the others are 0 at every ``theta``;
         ``sys20``: 45,000 of 243,000)."""
-        nd = self.m * self.q * self.q
-        nz = nd + np.flatnonzero((A[nd:] != 0.0) | np.any(P[nd:] != 0.0, axis=1))
+        nd, nl, N2 = self.m * self.q * self.q, self.nl, self.N2
+        kept = (A[nd:] != 0.0) | np.any(P[nd:] != 0.0, axis=1)
+        kept[nl: nl + (self.nre2 - nl) * (N2 + 1): N2 + 1] = True     # the core RE diagonal
+        nz = nd + np.flatnonzero(kept)
         keep = np.concatenate([np.arange(nd), nz])
         return LeadEntries(A=A[keep], P=np.ascontiguousarray(P[keep]), pos=nz - nd,
-                           ri=self.sel_i[nz], ci=self.sel_k[nz], version=version)
+                           ri=self.sel_i[nz], ci=self.sel_k[nz], version=version,
+                           rows=np.zeros((N2 - nl) * N2))
 
     def parts(self, vals: np.ndarray, ent: LeadEntries, dv: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
         """``(D, rows)`` for :func:`lead_factor` from ``vals``, the values of ``M`` at the
         entries ``ent`` before the scaling by the diagonal ``Lambda_r`` (``dv``) and the
-        ``+ I``; every other entry of the rows after the lead is 0."""
+        ``+ I``; every other entry of the rows after the lead is 0.  ``rows`` is the
+        entries' work array, overwritten by the next call (:func:`lead_factor` only reads
+        it)."""
         m, q, N2, nl = self.m, self.q, self.N2, self.nl
         nd = m * q * q
         bi, bk = self.sel_i[:nd], self.sel_k[:nd]
@@ -88,10 +93,10 @@ class LeadPlan:
         D = D.reshape(m, q, q)
         if q > 1:                        # lower triangles gathered into both halves
             D = np.tril(D) + np.swapaxes(np.tril(D, -1), 1, 2)
-        rows = np.zeros((N2 - nl) * N2)
+        rows = ent.rows                  # its other entries are 0 from the start
         rows[ent.pos] = vals[nd:] * dv[ent.ri] * dv[ent.ci]
         nre_core = self.nre2 - nl
-        rows[nl: nl + nre_core * (N2 + 1): N2 + 1] += 1.0             # core RE diagonal
+        rows[nl: nl + nre_core * (N2 + 1): N2 + 1] += 1.0     # core RE diagonal (in pos)
         return D, rows.reshape(-1, N2)
 
 
@@ -105,6 +110,7 @@ class LeadEntries:
     ri: np.ndarray        # their row and column in M
     ci: np.ndarray
     version: int          # the response (Blocks.version) they belong to
+    rows: np.ndarray      # work array for M[nl:] (zero outside pos)
 
 
 @dataclass(eq=False)
