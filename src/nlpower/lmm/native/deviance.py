@@ -331,7 +331,7 @@ class DevianceEvaluator:
         if ent is None or ent.version != self.b.version:
             assert self._grp is not None      # Arr and the grouped products on the entries
             sel = self.lead.sel
-            self._lead_psel = self._grp[2][sel]
+            self._lead_psel = np.take(self._grp[2], sel, axis=0)   # ~20x a fancy index
             ent = self._lead_ent = self.lead.entries(self.b.Arr.reshape(-1)[sel],
                                                      self._lead_psel, self.b.version)
         vals = ent.A - ent.P @ Wv

@@ -70,7 +70,8 @@ class LeadPlan:
         ``A`` or ``P`` in the rows after the lead (the others are 0 at every ``theta``;
         ``sys20``: 45,000 of 243,000)."""
         nd, nl, N2 = self.m * self.q * self.q, self.nl, self.N2
-        kept = (A[nd:] != 0.0) | np.any(P[nd:] != 0.0, axis=1)
+        # |P| summed over the groups (one GEMV; np.any along a short axis is ~10x slower)
+        kept = (A[nd:] != 0.0) | (np.abs(P[nd:]) @ np.ones(P.shape[1]) != 0.0)
         kept[nl: nl + (self.nre2 - nl) * (N2 + 1): N2 + 1] = True     # the core RE diagonal
         nz = nd + np.flatnonzero(kept)
         keep = np.concatenate([np.arange(nd), nz])
