@@ -132,8 +132,10 @@ class DevianceEvaluator:
         if not self._grouped_ok or b.patterns is not None:
             return
         m1, q1, N2 = b.b1.m, b.b1.q, b.N2
-        uq, inv, cnt = np.unique(b.A11.reshape(m1, -1), axis=0, return_inverse=True,
-                                 return_counts=True)
+        # one column: a plain unique (the rows' unique sorts a structured view, ~40x slower)
+        uq, inv, cnt = (np.unique(b.A11.reshape(-1), return_inverse=True, return_counts=True)
+                        if q1 == 1 else np.unique(b.A11.reshape(m1, -1), axis=0,
+                                                  return_inverse=True, return_counts=True))
         inv = np.asarray(inv).ravel()
         G = uq.shape[0]
         if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
