@@ -22,7 +22,10 @@ The cost falls from ``N2^3 / 3`` to ``r^2 nl + r^3 / 3`` (``r = N2 - nl``): a
 Where the Schur complement is formed from precomputed products of whole
 rows (the grouped levels of :mod:`.deviance`), only the lead's diagonal
 blocks and the rows after it are formed (:attr:`LeadPlan.sel`): the lead's
-off-diagonal entries are zero and never computed.
+off-diagonal entries are zero and never computed, and of the rows after it
+only the entries where ``A_rr`` or a group's products are nonzero
+(:meth:`LeadPlan.entries`).  The gradient then needs the inverse's lead blocks
+and its rows after the lead only (:func:`lead_grouped_blocks`).
 """
 
 from __future__ import annotations
