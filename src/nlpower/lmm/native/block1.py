@@ -305,3 +305,62 @@ class GroupedLower:
         M = np.zeros(self.N2 * self.N2)
         M[self.idx] = self.arr - self.P @ w
         return M.reshape(self.N2, self.N2)
+
+
+# -- the rest's Schur complement from block 1's factors (dense strategy) ------------------
+def schur_diag2(Arr: np.ndarray, diag2: tuple[np.ndarray, ...], d0: float, d1: float
+                ) -> tuple[np.ndarray, float]:
+    """``(M, log|L1|^2)`` for ``q1 = 2`` and a diagonal ``Lambda1 = diag(d0, d1)`` (e.g.
+    ``(1 + x || item)``), everything elementwise: ``diag2`` holds ``Z1'Z1``'s entries
+    ``a00, a10, a11`` per level, ``C``'s two columns and a work array for ``G``."""
+    a00, a10, a11, c0, c1, G = diag2
+    l00 = np.sqrt(d0 * d0 * a00 + 1.0)
+    l10 = (d0 * d1) * a10 / l00
+    # Schur complement of a PSD matrix + I: >= 1, so the sqrt is safe
+    l11 = np.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
+    ld1 = 2.0 * float(np.sum(np.log(l00 * l11)))
+    k00 = d0 / l00
+    k01 = -(d0 * l10) / (l00 * l11)
+    k11 = d1 / l11
+    np.multiply(c0, k00, out=G[:, :, 0])
+    np.multiply(c0, k01, out=G[:, :, 1])
+    G[:, :, 1] += c1 * k11
+    G2 = G.reshape(Arr.shape[0], -1)
+    return Arr - G2 @ G2.T, ld1
+
+
+def schur_patterns(Arr: np.ndarray, Cgs: list[np.ndarray], Wg: list[np.ndarray]) -> np.ndarray:
+    """``M = Arr - sum_P (C_P W_PP) C_P'`` per pattern, on its active columns only."""
+    N2 = Arr.shape[0]
+    M = Arr.copy()
+    for Cg, w in zip(Cgs, Wg, strict=True):
+        k = Cg.shape[2]
+        if k == 1:
+            G = Cg[:, :, 0] * w[None, :, 0, 0]
+            M -= G @ Cg[:, :, 0].T
+            continue
+        if k == 2:
+            G = np.empty_like(Cg)
+            c0, c1 = Cg[:, :, 0], Cg[:, :, 1]
+            G[:, :, 0] = c0 * w[None, :, 0, 0] + c1 * w[None, :, 1, 0]
+            G[:, :, 1] = c0 * w[None, :, 0, 1] + c1 * w[None, :, 1, 1]
+        else:
+            G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
+        M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
+    return M
+
+
+def schur_dense(Arr: np.ndarray, Cd: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """``M = Arr - G G'`` with ``G_l = C_l K_l`` per level (``Cd``: ``(N2, m1, q1)``)."""
+    q1 = Cd.shape[2]
+    if q1 == 1:
+        G = Cd[:, :, 0] * K[None, :, 0, 0]
+    elif q1 == 2:
+        G = np.empty_like(Cd)
+        c0, c1 = Cd[:, :, 0], Cd[:, :, 1]
+        G[:, :, 0] = c0 * K[None, :, 0, 0] + c1 * K[None, :, 1, 0]
+        G[:, :, 1] = c0 * K[None, :, 0, 1] + c1 * K[None, :, 1, 1]
+    else:
+        G = np.einsum("nli,lij->nlj", Cd, K)
+    G2 = G.reshape(Arr.shape[0], -1)
+    return Arr - G2 @ G2.T

@@ -22,7 +22,9 @@ A new response changes only the ``y`` row of ``C``, the ``y`` row/column of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -188,14 +190,22 @@ class Blocks:
     indptr: np.ndarray         # CSR structure of E (N2 x m1*q1), pairs in order
     indices: np.ndarray
     y: np.ndarray
-    schur: DenseSchur | SparseSchur
+    use_dense: bool            # the Schur strategy: DenseSchur (True) or SparseSchur
     patterns: list[Pattern] | None = None   # None: every level of block 1 has all q1 columns
     version: int = 0                        # incremented by every set_response
+    _schur: DenseSchur | SparseSchur | None = None
+    # builds the SparseSchur on first use (a partial of a module function: picklable)
+    schur_build: Callable[[], SparseSchur] | None = None
 
     @property
-    def use_dense(self) -> bool:
-        """Whether the Schur complement is formed densely (:class:`DenseSchur`)."""
-        return isinstance(self.schur, DenseSchur)
+    def schur(self) -> DenseSchur | SparseSchur:
+        """The Schur strategy's products, built on first use: the paths that never read
+        them (grouped levels with a lead, e.g. ``(1 | item) + (1 | item:system)``) do not
+        pay for them."""
+        if self._schur is None:
+            assert self.schur_build is not None
+            self._schur = self.schur_build()
+        return self._schur
 
     def set_response(self, y: np.ndarray) -> None:
         """Swap the response: recompute ``Z1'y``, ``W'y``, ``y'y`` (O(n))."""
@@ -206,7 +216,8 @@ class Blocks:
         self.Arr[-1, :-1] = wy
         self.Arr[:-1, -1] = wy
         self.Arr[-1, -1] = float(y @ y)
-        self.schur.set_response(self)
+        if self._schur is not None:       # else built later from the current C
+            self._schur.set_response(self)
         self.y = y
         self.version += 1
 
@@ -443,18 +454,19 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         use_dense = mode == "dense"
     check_memory(spec, b1, N2, nnz_est, use_dense)
     patterns = _patterns(A11) if q1 > 1 else None
-    schur: DenseSchur | SparseSchur
+    dense, build = None, None
     if use_dense:
         Cd = np.zeros((N2, m1, q1))
         Cd[pair_row, pair_lev, :] = C
-        schur = DenseSchur(Cd=Cd, Cg=[np.ascontiguousarray(Cd[:, pat.levels][:, :, pat.cols])
+        dense = DenseSchur(Cd=Cd, Cg=[np.ascontiguousarray(Cd[:, pat.levels][:, :, pat.cols])
                                       for pat in patterns or ()])
     else:
-        schur = _build_sparse_S(b1, N2, pair_row, pair_lev, C, structural)
+        build = partial(_build_sparse_S, b1, N2, pair_row, pair_lev, C, structural)
     out = Blocks(
         n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
         pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,
-        indptr=indptr, indices=indices, y=y, schur=schur, patterns=patterns,
+        indptr=indptr, indices=indices, y=y, use_dense=use_dense, patterns=patterns,
+        _schur=dense, schur_build=build,
     )
     out.set_response(y)
     return out

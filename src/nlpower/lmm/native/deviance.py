@@ -30,8 +30,17 @@ from scipy.linalg import lapack
 
 from . import block1
 from .block1 import block1_factor_inv, block1_reduced, grouped_products, grouped_W, tri_inv
-from .blocks import Blocks, DenseSchur, SparseSchur
-from .lead import LeadFactor, lead_factor, lead_inverse, lead_log_dets, lead_plan, lead_solve_v
+from .blocks import Blocks, SparseSchur
+from .lead import (
+    LeadEntries,
+    LeadFactor,
+    lead_factor,
+    lead_grouped_blocks,
+    lead_inverse,
+    lead_log_dets,
+    lead_plan,
+    lead_solve_v,
+)
 from .lower import LowerBuild, lower_build
 from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 
@@ -85,22 +94,23 @@ class DevianceEvaluator:
         if b.b1.q == 2 and b.b1.diagonal:
             where = {int(f): int(t) for f, t in zip(b.b1.lam_idx, b.b1.theta_idx, strict=True)}
             self._diag2_ij = (where[0], where[3])
-        if self._diag2_ij is not None and b.patterns is None and isinstance(b.schur, DenseSchur):
-            A, Cd = b.A11, b.schur.Cd
+        if self._diag2_ij is not None and b.patterns is None and b.use_dense:
+            A, Cd = b.A11, b.schur.Cd                   # type: ignore[union-attr]
             self._diag2_theta = np.array(self._diag2_ij)
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
         self._init_grouped()
         # grouped levels with a lead: only the entries the lead's elimination reads (set lazily)
-        self._lead_sel: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._lead_ent: LeadEntries | None = None
+        self._lead_psel: np.ndarray | None = None          # the grouped products at sel
         self._lead_grouped = (self.lead is not None and self._grp is not None and self._Q is None
                               and self._scale_idx is not None)
         # peeled rest with sparse Schur products: the work vector without a dense M
         self._direct: PeelDirect | None = None
         if (self.peel is not None and self._grp is None and self._diag2 is None
-                and isinstance(b.schur, SparseSchur)):
-            self._direct = peel_direct(self.peel, b, b.schur.S_lo)
+                and not b.use_dense):
+            self._direct = peel_direct(self.peel, b, b.schur.S_lo)  # type: ignore[union-attr]
         # dense rest from sparse Schur products, diagonal Lambda_r: M on its pattern only
         self._lower: LowerBuild | None = None
         if self.peel is None and self._grp is None and self._scale_idx is not None:
@@ -122,8 +132,10 @@ class DevianceEvaluator:
         if not self._grouped_ok or b.patterns is not None:
             return
         m1, q1, N2 = b.b1.m, b.b1.q, b.N2
-        uq, inv, cnt = np.unique(b.A11.reshape(m1, -1), axis=0, return_inverse=True,
-                                 return_counts=True)
+        # one column: a plain unique (the rows' unique sorts a structured view, ~40x slower)
+        uq, inv, cnt = (np.unique(b.A11.reshape(-1), return_inverse=True, return_counts=True)
+                        if q1 == 1 else np.unique(b.A11.reshape(m1, -1), axis=0,
+                                                  return_inverse=True, return_counts=True))
         inv = np.asarray(inv).ravel()
         G = uq.shape[0]
         if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
@@ -228,66 +240,25 @@ class DevianceEvaluator:
         """Blocked Cholesky at ``theta`` (no copy of the inputs is kept)."""
         b = self.b
         self.n_evals += 1
-        N2 = b.N2
-        nre2 = b.nre2
-        q1 = b.b1.q
-        L1: np.ndarray | None
         if self._grp is not None:
-            if self._grp_version != b.version:
-                self._grouped_update_y()
-            gw = grouped_W(self.b.b1, self._grp[0], self._grp[1], self._diag2_ij, theta)
-            if gw is None:
-                return self._fail(theta)
-            Wv, ld1 = gw
-            L1 = None
-            if self._Q is not None:
-                th = theta.tolist()
-                th.append(1.0)
-                tv = [th[j] for j in self._q_types]
-                wl = [1.0, *(Wv if isinstance(Wv, list) else Wv.tolist())]
-                c = [a * bb * w for a in tv for bb in tv for w in wl]
-                c.append(1.0)
-                # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
-                M = (self._Q @ np.array(c)).reshape(N2, N2).T
-                return self._finish(theta, M, ld1, L1)
-            if self._lead_grouped:
-                return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
-            M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
-        elif self._diag2 is not None:
-            # q1 = 2, diagonal Lambda1 (e.g. (1 + x || item)), dense Schur (_diag2 is set
-            # only then): everything elementwise
-            a00, a10, a11, c0, c1, G = self._diag2
-            d0, d1 = theta[self._diag2_theta]
-            l00 = np.sqrt(d0 * d0 * a00 + 1.0)
-            l10 = (d0 * d1) * a10 / l00
-            # Schur complement of a PSD matrix + I: >= 1, so the sqrt is safe
-            l11 = np.sqrt(d1 * d1 * a11 + 1.0 - l10 * l10)
-            ld1 = 2.0 * float(np.sum(np.log(l00 * l11)))
-            k00 = d0 / l00
-            k01 = -(d0 * l10) / (l00 * l11)
-            k11 = d1 / l11
-            np.multiply(c0, k00, out=G[:, :, 0])
-            np.multiply(c0, k01, out=G[:, :, 1])
-            G[:, :, 1] += c1 * k11
-            G2 = G.reshape(N2, -1)
-            M = b.Arr - G2 @ G2.T
-            L1 = None
-        elif b.patterns is not None:
+            return self._factor_grouped(theta)
+        if self._diag2 is not None:
+            M, ld1 = block1.schur_diag2(b.Arr, self._diag2, *theta[self._diag2_theta])
+            return self._scale_finish(theta, M, ld1, None)
+        L1: np.ndarray | None = None
+        if b.patterns is not None:
             rr = block1_reduced(b.b1, b.patterns, theta)
             if rr is None:
                 return self._fail(theta)
             Wl, Wg, ld1 = rr
-            L1 = None
         else:
-            r1 = block1_factor_inv(self.b, theta)
+            r1 = block1_factor_inv(b, theta)
             if r1 is None:
                 return self._fail(theta)
             L1, K, ld1, _ = r1
         # Schur complement of the rest: M = Arr - sum_l C_l K_l K_l' C_l'
         schur = b.schur
-        if self._grp is not None or self._diag2 is not None:
-            pass
-        elif isinstance(schur, SparseSchur):
+        if isinstance(schur, SparseSchur):
             Wx = Wl if b.patterns is not None else K @ np.swapaxes(K, 1, 2)
             if self._direct is not None:
                 lams = np.stack([blk.lam(theta) for blk, _ in b.rest])
@@ -300,36 +271,39 @@ class DevianceEvaluator:
                 return self._finish(theta, M, ld1, L1, clean=False)
             M = self._rest_minus_patterns(schur, Wx)
         elif b.patterns is not None:
-            # per pattern: S += (C_P W_PP) C_P' on the active columns only
-            M = b.Arr.copy()
-            for Cg, w in zip(schur.Cg, Wg, strict=True):
-                k = Cg.shape[2]
-                if k == 1:
-                    G = Cg[:, :, 0] * w[None, :, 0, 0]
-                    M -= G @ Cg[:, :, 0].T
-                    continue
-                if k == 2:
-                    G = np.empty_like(Cg)
-                    c0, c1 = Cg[:, :, 0], Cg[:, :, 1]
-                    G[:, :, 0] = c0 * w[None, :, 0, 0] + c1 * w[None, :, 1, 0]
-                    G[:, :, 1] = c0 * w[None, :, 0, 1] + c1 * w[None, :, 1, 1]
-                else:
-                    G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
-                M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
+            M = block1.schur_patterns(b.Arr, schur.Cg, Wg)
         else:
-            Cd = schur.Cd                                           # (N2, m1, q1)
-            if q1 == 1:
-                G = Cd[:, :, 0] * K[None, :, 0, 0]
-            elif q1 == 2:
-                G = np.empty_like(Cd)
-                c0, c1 = Cd[:, :, 0], Cd[:, :, 1]
-                G[:, :, 0] = c0 * K[None, :, 0, 0] + c1 * K[None, :, 1, 0]
-                G[:, :, 1] = c0 * K[None, :, 0, 1] + c1 * K[None, :, 1, 1]
-            else:
-                G = np.einsum("nli,lij->nlj", Cd, K)
-            G2 = G.reshape(N2, -1)
-            M = b.Arr - G2 @ G2.T
-        # Lambda_r' M Lambda_r  (+ I on the random-effects rows)
+            M = block1.schur_dense(b.Arr, schur.Cd, K)
+        return self._scale_finish(theta, M, ld1, L1)
+
+    def _factor_grouped(self, theta: np.ndarray) -> Factor:
+        """:meth:`factor` with block 1's levels grouped by equal ``Z1'Z1`` (``_grp``)."""
+        assert self._grp is not None
+        if self._grp_version != self.b.version:
+            self._grouped_update_y()
+        gw = grouped_W(self.b.b1, self._grp[0], self._grp[1], self._diag2_ij, theta)
+        if gw is None:
+            return self._fail(theta)
+        Wv, ld1 = gw
+        if self._Q is not None:
+            N2 = self.b.N2
+            th = theta.tolist()
+            th.append(1.0)
+            tv = [th[j] for j in self._q_types]
+            wl = [1.0, *(Wv if isinstance(Wv, list) else Wv.tolist())]
+            c = [a * bb * w for a in tv for bb in tv for w in wl]
+            c.append(1.0)
+            # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
+            M = (self._Q @ np.array(c)).reshape(N2, N2).T
+            return self._finish(theta, M, ld1, None)
+        if self._lead_grouped:
+            return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
+        M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
+        return self._scale_finish(theta, M, ld1, None)
+
+    def _scale_finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
+                      L1: np.ndarray | None) -> Factor:
+        """``Lambda_r' M Lambda_r`` (+ I on the random-effects rows), then :meth:`_finish`."""
         if self._scale_idx is not None:
             te = self._theta_ext
             te[:-1] = theta
@@ -338,7 +312,8 @@ class DevianceEvaluator:
             M *= dv[:, None]
         else:
             self._scale_general(M, theta)
-        M.reshape(-1)[: nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
+        N2 = self.b.N2
+        M.reshape(-1)[: self.b.nre2 * (N2 + 1): N2 + 1] += 1.0        # the RE diagonal
         return self._finish(theta, M, ld1, L1)
 
     def _rest_minus_patterns(self, sparse: SparseSchur, Wl: np.ndarray) -> np.ndarray:
@@ -354,14 +329,17 @@ class DevianceEvaluator:
     def _finish_lead_sel(self, theta: np.ndarray, Wv: np.ndarray, ld1: float) -> Factor:
         """The lead plan's entries of ``M`` (grouped levels), scaled by ``Lambda_r``, ``+ I``."""
         assert self.lead is not None and self._scale_idx is not None
-        if self._lead_sel is None or self._lead_sel[2] != self.b.version:
+        ent = self._lead_ent
+        if ent is None or ent.version != self.b.version:
             assert self._grp is not None      # Arr and the grouped products on the entries
             sel = self.lead.sel
-            self._lead_sel = (self.b.Arr.reshape(-1)[sel], self._grp[2][sel], self.b.version)
-        vals = self._lead_sel[0] - self._lead_sel[1] @ Wv
+            self._lead_psel = np.take(self._grp[2], sel, axis=0)   # ~20x a fancy index
+            ent = self._lead_ent = self.lead.entries(self.b.Arr.reshape(-1)[sel],
+                                                     self._lead_psel, self.b.version)
+        vals = ent.A - ent.P @ Wv
         te = self._theta_ext
         te[:-1] = theta
-        D, rows = self.lead.parts(vals, te[self._scale_idx])
+        D, rows = self.lead.parts(vals, ent, te[self._scale_idx])
         return self._lead_finish(theta, D, rows, ld1, None)
 
     def _lead_finish(self, theta: np.ndarray, D: np.ndarray, rows: np.ndarray,
@@ -572,6 +550,18 @@ class DevianceEvaluator:
         ip = np.empty(Nr, dtype=np.intp)
         ip[perm[:Nr]] = np.arange(Nr)       # the first Nr positions hold the first Nr columns
         return Si[np.ix_(ip, ip)]
+
+    def grouped_inverse_blocks(self, f: Factor, Nr: int
+                               ) -> tuple[np.ndarray, list[np.ndarray]] | None:
+        """The gradient's inverse-block sums through the grouped products at the lead
+        plan's entries (:func:`.lead.lead_grouped_blocks`); ``None`` off that path."""
+        if f.lead is None or not self._lead_grouped or self.b.b1.q != 1 or not Nr:
+            return None
+        assert self._grp is not None and self._lead_psel is not None and self.lead is not None
+        te = np.append(f.theta, 1.0)
+        return lead_grouped_blocks(self.lead, f.lead, f.Lrr, Nr, te[self._scale_idx],
+                                   self._lead_psel, self.b, f.theta, self._grp[0],
+                                   self._grp[1])
 
     def modes(self, f: Factor) -> list[np.ndarray]:
         """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""

@@ -419,6 +419,8 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray]] = []   # (block, D, R)
     if f.peel is not None and b.N2 * b1.m * b1.q <= _GATHER_MAX:
         D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
+    elif (gb := ev.grouped_inverse_blocks(f, Nr)) is not None:
+        D1, rest_D = gb
     elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
         D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
     elif f.peel is None and Nr and _gather_dense_pays(ev, Nr):

@@ -22,7 +22,10 @@ The cost falls from ``N2^3 / 3`` to ``r^2 nl + r^3 / 3`` (``r = N2 - nl``): a
 Where the Schur complement is formed from precomputed products of whole
 rows (the grouped levels of :mod:`.deviance`), only the lead's diagonal
 blocks and the rows after it are formed (:attr:`LeadPlan.sel`): the lead's
-off-diagonal entries are zero and never computed.
+off-diagonal entries are zero and never computed, and of the rows after it
+only the entries where ``A_rr`` or a group's products are nonzero
+(:meth:`LeadPlan.entries`).  The gradient then needs the inverse's lead blocks
+and its rows after the lead only (:func:`lead_grouped_blocks`).
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from scipy.linalg import blas, lapack
 
 from .blocks import Blocks
 
-__all__ = ["LEAD_MIN_COLUMNS", "LeadFactor", "LeadPlan", "lead_factor", "lead_inverse",
-           "lead_log_dets", "lead_plan", "lead_solve_v"]
+__all__ = ["LEAD_MIN_COLUMNS", "LeadEntries", "LeadFactor", "LeadPlan", "lead_factor", "lead_inverse",
+           "lead_grouped_blocks", "lead_inverse_rows", "lead_log_dets", "lead_plan",
+           "lead_solve_v"]
 
 # a lead of fewer columns keeps the dense path (a guard, not a measured break-even: a few
 # skipped zeros do not pay for the extra numpy calls of the elimination)
@@ -57,22 +61,60 @@ class LeadPlan:
     sel_i: np.ndarray     # row and column of each entry of sel
     sel_k: np.ndarray
     sel_diag: np.ndarray  # the entries of sel on the random-effects diagonal (+ I)
+    nre2: int = 0         # random-effects columns of the rest (lead and core)
 
     @property
     def nl(self) -> int:
         return self.m * self.q
 
-    def parts(self, vals: np.ndarray, dv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(D, rows)`` for :func:`lead_factor` from the entries ``vals`` of ``M`` at
-        ``sel`` before the scaling by the diagonal ``Lambda_r`` (``dv``) and the ``+ I``."""
-        v = vals * dv[self.sel_i] * dv[self.sel_k]
-        v[self.sel_diag] += 1.0
-        m, q = self.m, self.q
+    def entries(self, A: np.ndarray, P: np.ndarray, version: int) -> LeadEntries:
+        """The entries :meth:`parts` computes from ``A - P w`` (``A``, ``P``: ``A_rr`` and
+        the grouped products at ``sel``): the lead's blocks, then only the nonzeros of
+        ``A`` or ``P`` in the rows after the lead (the others are 0 at every ``theta``;
+        ``sys20``: 45,000 of 243,000)."""
+        nd, nl, N2 = self.m * self.q * self.q, self.nl, self.N2
+        # |P| summed over the groups (one GEMV; np.any along a short axis is ~10x slower)
+        kept = (A[nd:] != 0.0) | (np.abs(P[nd:]) @ np.ones(P.shape[1]) != 0.0)
+        kept[nl: nl + (self.nre2 - nl) * (N2 + 1): N2 + 1] = True     # the core RE diagonal
+        nz = nd + np.flatnonzero(kept)
+        keep = np.concatenate([np.arange(nd), nz])
+        return LeadEntries(A=A[keep], P=np.ascontiguousarray(P[keep]), pos=nz - nd,
+                           ri=self.sel_i[nz], ci=self.sel_k[nz], version=version,
+                           rows=np.zeros((N2 - nl) * N2))
+
+    def parts(self, vals: np.ndarray, ent: LeadEntries, dv: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, rows)`` for :func:`lead_factor` from ``vals``, the values of ``M`` at the
+        entries ``ent`` before the scaling by the diagonal ``Lambda_r`` (``dv``) and the
+        ``+ I``; every other entry of the rows after the lead is 0.  ``rows`` is the
+        entries' work array, overwritten by the next call (:func:`lead_factor` only reads
+        it)."""
+        m, q, N2, nl = self.m, self.q, self.N2, self.nl
         nd = m * q * q
-        D = v[:nd].reshape(m, q, q)
+        bi, bk = self.sel_i[:nd], self.sel_k[:nd]
+        D = vals[:nd] * dv[bi] * dv[bk]
+        D[bi == bk] += 1.0                      # the lead's diagonal: random effects
+        D = D.reshape(m, q, q)
         if q > 1:                        # lower triangles gathered into both halves
             D = np.tril(D) + np.swapaxes(np.tril(D, -1), 1, 2)
-        return D, v[nd:].reshape(-1, self.N2)
+        rows = ent.rows                  # its other entries are 0 from the start
+        rows[ent.pos] = vals[nd:] * dv[ent.ri] * dv[ent.ci]
+        nre_core = self.nre2 - nl
+        rows[nl: nl + nre_core * (N2 + 1): N2 + 1] += 1.0     # core RE diagonal (in pos)
+        return D, rows.reshape(-1, N2)
+
+
+@dataclass(frozen=True, eq=False)
+class LeadEntries:
+    """The entries of ``M`` a grouped lead evaluation computes (:meth:`LeadPlan.entries`)."""
+
+    A: np.ndarray         # A_rr at the lead's blocks, then at the nonzero rows' entries
+    P: np.ndarray         # the grouped products there, (entries, G)
+    pos: np.ndarray       # flat positions of the rows' entries in M[nl:] (C order)
+    ri: np.ndarray        # their row and column in M
+    ci: np.ndarray
+    version: int          # the response (Blocks.version) they belong to
+    rows: np.ndarray      # work array for M[nl:] (zero outside pos)
 
 
 @dataclass(eq=False)
@@ -119,8 +161,10 @@ def _uncoupled(b: Blocks, m: int, q: int) -> bool:
     """Whether no observation and no block-1 level couples two levels of the first rest block."""
     nl = m * q
     lev = np.arange(nl) // q
-    ai, ak = np.nonzero(b.Arr[:nl, :nl])
-    if np.any(lev[ai] != lev[ak]):
+    # every nonzero of W'W's leading block inside the diagonal blocks (counted, no indices)
+    blk = (np.arange(m)[:, None, None] * q + np.arange(q)[:, None]) * b.N2 \
+        + np.arange(m)[:, None, None] * q + np.arange(q)
+    if np.count_nonzero(b.Arr[:nl, :nl]) != np.count_nonzero(b.Arr.reshape(-1)[blk]):
         return False
     inside = b.pair_row < nl
     pl, pr = b.pair_lev[inside], lev[b.pair_row[inside]]
@@ -149,7 +193,7 @@ def lead_plan(b: Blocks) -> LeadPlan | None:
     sel = np.concatenate([diag, np.arange(nl * N2, N2 * N2)])
     si, sk = np.divmod(sel, N2)
     return LeadPlan(m=m, q=q, N2=N2, sel=sel, blk_i=bi.copy(), blk_k=bk.copy(), sel_i=si,
-                    sel_k=sk, sel_diag=np.flatnonzero((si == sk) & (si < b.nre2)))
+                    sel_k=sk, sel_diag=np.flatnonzero((si == sk) & (si < b.nre2)), nre2=b.nre2)
 
 
 def lead_factor(plan: LeadPlan, D: np.ndarray, rows: np.ndarray
@@ -203,6 +247,29 @@ def lead_solve_v(lf: LeadFactor, Lk: np.ndarray,
     return np.concatenate([v1, v2])
 
 
+def lead_inverse_rows(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of the rest's leading ``Nr x Nr`` block: the lead's diagonal blocks
+    ``(m, q, q)`` and the rows after the lead, ``(Nr - nl, Nr)`` (see :func:`lead_inverse`)."""
+    m, q = lf.Ld.shape[0], lf.Ld.shape[1]
+    nl = m * q
+    rc = Nr - nl
+    rows = np.zeros((rc, Nr))
+    Li = np.linalg.inv(lf.Ld) if q > 1 else 1.0 / lf.Ld
+    Dinv = np.swapaxes(Li, 1, 2) @ Li                                  # (m, q, q)
+    if rc > 0:
+        Ki, info = lapack.dpotri(Lk[:rc, :rc], lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
+        Ki = np.tril(Ki) + np.tril(Ki, -1).T
+        g = lf.gamma(rc)                                              # (rc, nl)
+        S21 = -(Ki @ g)
+        rows[:, nl:] = Ki
+        rows[:, :nl] = S21
+        # gamma_l' Kinv gamma_l = -gamma_l' S21_l per level
+        Dinv = Dinv - np.einsum("rma,rmb->mab", g.reshape(rc, m, q), S21.reshape(rc, m, q))
+    return Dinv, rows
+
+
 def lead_inverse(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> np.ndarray:
     """The inverse of the rest's leading ``Nr x Nr`` block on the structure of ``M``.
 
@@ -214,22 +281,42 @@ def lead_inverse(lf: LeadFactor, Lk: np.ndarray, Nr: int) -> np.ndarray:
     """
     m, q = lf.Ld.shape[0], lf.Ld.shape[1]
     nl = m * q
-    rc = Nr - nl
+    Dinv, rows = lead_inverse_rows(lf, Lk, Nr)
     out = np.zeros((Nr, Nr))
-    Li = np.linalg.inv(lf.Ld) if q > 1 else 1.0 / lf.Ld
-    Dinv = np.swapaxes(Li, 1, 2) @ Li                                  # (m, q, q)
-    if rc > 0:
-        Ki, info = lapack.dpotri(Lk[:rc, :rc], lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
-        Ki = np.tril(Ki) + np.tril(Ki, -1).T
-        g = lf.gamma(rc)                                              # (rc, nl)
-        S21 = -(Ki @ g)
-        out[nl:, nl:] = Ki
-        out[nl:, :nl] = S21
-        out[:nl, nl:] = S21.T
-        # gamma_l' Kinv gamma_l = -gamma_l' S21_l per level
-        Dinv = Dinv - np.einsum("rma,rmb->mab", g.reshape(rc, m, q), S21.reshape(rc, m, q))
+    if Nr > nl:
+        out[nl:, :] = rows
+        out[:nl, nl:] = rows[:, :nl].T
     idx = np.arange(m)[:, None] * q + np.arange(q)[None, :]
     out[idx[:, :, None], idx[:, None, :]] = Dinv
     return out
+
+
+def lead_grouped_blocks(plan: LeadPlan, lf: LeadFactor, Lk: np.ndarray, Nr: int,
+                        dv: np.ndarray, Psel: np.ndarray, b: Blocks, theta: np.ndarray,
+                        uq: np.ndarray, cnt: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The gradient's diagonal-block sums of the inverse, for a scalar block 1 whose
+    levels are grouped by equal ``Z1'Z1`` (``uq``: each group's, ``cnt``: its levels).
+
+    Block 1's part needs ``Q_g = sum_{l in g} C_l' P C_l = <P, P_g>`` with ``P =
+    Lambda_r S^{-1} Lambda_r`` and ``P_g`` the group's products, read at the lead plan's
+    entries (``Psel``: ``P_g`` at ``sel``): the lead's diagonal blocks once, the core's
+    rows against the lead's columns twice (their transposes are not in ``sel``), the
+    core against itself once (both triangles are).  ``P_g`` is zero between two lead
+    levels (they are uncoupled), so nothing else is needed: no dense ``S^{-1}`` and no
+    per-level products.  Returns ``(D1, [sum of the diagonal blocks per rest block])``.
+    """
+    N2, nl, nd = plan.N2, plan.nl, plan.m * plan.q * plan.q
+    Dinv, rows = lead_inverse_rows(lf, Lk, Nr)
+    pd = Dinv.reshape(-1) * dv[plan.sel_i[:nd]] * dv[plan.sel_k[:nd]]
+    Pm = np.zeros((N2 - nl, N2))
+    Pm[:Nr - nl, :Nr] = rows * dv[nl:Nr, None] * dv[None, :Nr]
+    Pm[:, :nl] *= 2.0
+    Q = pd @ Psel[:nd] + Pm.reshape(-1) @ Psel[nd:]                   # (G,)
+    lam2 = float(theta[b.b1.theta_idx[0]]) ** 2
+    Binv = 1.0 / (lam2 * uq.reshape(-1) + 1.0)
+    D1 = np.array([[float(cnt @ Binv + (Binv * Binv * lam2) @ Q)]])
+    rest = [Dinv.sum(axis=0)]
+    for blk, off in b.rest[1:]:
+        idx = off - nl + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
+        rest.append(rows[:, nl:][idx[:, :, None], idx[:, None, :]].sum(axis=0))
+    return D1, rest

@@ -141,8 +141,12 @@ def _few_low_degree(b: Blocks) -> bool:
     # first the levels it shares an observation with (W'W's nonzero columns outside its
     # own, over the widest level): sys20's segments, each rated by ~20 annotators
     # (though each segment:system level has only 1-2 of them), before the table below
-    nz = np.logical_or.reduceat(b.Arr[:nre2, :nre2] != 0, np.cumsum(size) - size, axis=0)
-    obs_bound = -(-(nz.sum(axis=1) - size) // int(size.max()))
+    if int(size.max()) == 1:                  # one column per level: count W'W's rows
+        n_obs = np.count_nonzero(b.Arr[:nre2, :nre2], axis=1)
+    else:
+        n_obs = np.logical_or.reduceat(b.Arr[:nre2, :nre2] != 0, np.cumsum(size) - size,
+                                       axis=0).sum(axis=1)
+    obs_bound = -(-(n_obs - size) // int(size.max()))
     few = (1.0 - PEEL_MAX_CORE) * b.N2
     if float(size[(obs_bound <= PEEL_MAX_DEGREE) & (size == q)].sum()) < few:
         return True
@@ -180,13 +184,32 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
     low = (deg <= PEEL_MAX_DEGREE) & (size == q)
     if float(size[low].sum()) < (1.0 - PEEL_MAX_CORE) * N2:
         return None
+    rounds_units, neigh, core_units = _elimination_rounds(U, size, q, N2 - nre2)
+    n_core = int(size[core_units].sum()) + (N2 - nre2)
+    if not rounds_units or n_core > PEEL_MAX_CORE * N2:
+        return None
+    # the peeled order: rounds, then the core, then X and y
+    order_units = [u for P in rounds_units for u in P] + core_units
+    perm = np.concatenate([start[u] + np.arange(size[u]) for u in order_units]
+                          + [np.arange(nre2, N2)])
+    pos = np.empty(N2, dtype=np.intp)
+    pos[perm] = np.arange(N2)
+    raw = _round_positions(rounds_units, neigh, start, size, pos, q, nre2, N2)
+    return _compile_plan(raw, perm, n_core)
+
+
+def _elimination_rounds(U: sp.csr_matrix, size: np.ndarray, q: int, n_fixed: int
+                        ) -> tuple[list[list[int]], dict[int, list[int]], list[int]]:
+    """Greedy rounds of independent low-degree levels (graph ``U``, ``size`` columns each;
+    ``n_fixed``: the ``X`` and ``y`` columns): ``(rounds, each peeled level's neighbours
+    when it is eliminated, the core's levels)``."""
     adj = [set(U.indices[U.indptr[v]:U.indptr[v + 1]].tolist()) - {v}
-           for v in range(start.size)]
-    alive = set(range(start.size))
+           for v in range(size.size)]
+    alive = set(range(size.size))
     rounds_units: list[list[int]] = []
     neigh: dict[int, list[int]] = {}
     for _ in range(PEEL_MAX_ROUNDS):
-        if int(size[sorted(alive)].sum()) + N2 - nre2 <= PEEL_CORE_DONE:
+        if int(size[sorted(alive)].sum()) + n_fixed <= PEEL_CORE_DONE:
             break
         cand = sorted((v for v in alive if size[v] == q and len(adj[v]) <= PEEL_MAX_DEGREE),
                       key=lambda v: (len(adj[v]), v))
@@ -209,17 +232,15 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
                 adj[a].discard(v)
             alive.discard(v)
         rounds_units.append(P)
-    core_units = sorted(alive)
-    n_core = int(size[core_units].sum()) + (N2 - nre2)
-    if not rounds_units or n_core > PEEL_MAX_CORE * N2:
-        return None
-    # the peeled order: rounds, then the core, then X and y
-    order_units = [u for P in rounds_units for u in P] + core_units
-    perm = np.concatenate([start[u] + np.arange(size[u]) for u in order_units]
-                          + [np.arange(nre2, N2)])
-    pos = np.empty(N2, dtype=np.intp)
-    pos[perm] = np.arange(N2)
-    W = N2 + 1                                # positions in an (N2+1)^2 matrix, N2: scratch
+    return rounds_units, neigh, sorted(alive)
+
+
+def _round_positions(rounds_units: list[list[int]], neigh: dict[int, list[int]],
+                     start: np.ndarray, size: np.ndarray, pos: np.ndarray, q: int, nre2: int,
+                     N2: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per round, the peeled levels' columns ``(npl, q)`` and the rows they couple to
+    ``(npl, r)`` (their neighbours', then ``X`` and ``y``; padded with the scratch
+    position ``N2``), all in the peeled order ``pos``."""
     scratch = N2
     border = np.arange(nre2, N2)
     raw = []
@@ -233,6 +254,15 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
             rr = np.concatenate(nc + [pos[border]]) if nc else pos[border]
             rows[i, :rr.size] = rr
         raw.append((cols, rows))
+    return raw
+
+
+def _compile_plan(raw: list[tuple[np.ndarray, np.ndarray]], perm: np.ndarray, n_core: int
+                  ) -> PeelPlan:
+    """The plan's compact work vector and each round's positions in it."""
+    N2 = perm.size
+    W = N2 + 1                                # positions in an (N2+1)^2 matrix, N2: scratch
+    scratch = N2
     c0 = N2 - n_core
     cr = np.arange(c0, N2)
     core_flat = (cr[:, None] * W + cr[None, :]).ravel()
