@@ -188,14 +188,29 @@ def stage_counts(stages: tuple[tuple[str, int, int, float], ...]
 
 
 def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
-           control: dict[str, float]) -> OptResult:
-    """One BOBYQA run; never raises for a non-convergence (it is reported)."""
+           control: dict[str, float], f0: float | None = None) -> OptResult:
+    """One BOBYQA run; never raises for a non-convergence (it is reported).
+
+    ``f0``: ``fn(x0)`` when the caller has it; BOBYQA's first evaluation is
+    at ``x0`` and returns it instead of evaluating again (the same value, so
+    the same path, one evaluation fewer).
+    """
     k = x0.size
     count = [0]
     best_f = [math.inf]
     best_x = [x0.copy()]
+    known = [] if f0 is None or not math.isfinite(f0) else [(np.array(x0, dtype=float), f0)]
 
     def f(x: np.ndarray, grad: np.ndarray) -> float:
+        if known:
+            (xk, fk), = known
+            known.clear()                  # only BOBYQA's first point can be x0
+            if np.array_equal(x, xk):
+                v = fk
+                if v < best_f[0]:
+                    best_f[0] = v
+                    best_x[0] = x.copy()
+                return v
         count[0] += 1
         v = fn(x)
         if not math.isfinite(v):
@@ -441,7 +456,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
                    control: dict[str, float] | None = None, *,
                    terms: tuple[tuple[int, int], ...] = (),
                    fg: ValueGrad | None = None, descent_first: bool = False,
-                   gradient_path: bool = True) -> OptResult:
+                   gradient_path: bool = True, f0: float | None = None) -> OptResult:
     """BOBYQA plus lme4's ``restart_edge`` and ``check.boundary`` steps, then the safeguards.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
@@ -459,6 +474,8 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     exceeds ``GRADIENT_GTOL`` (then ``OptResult.message`` is NLopt's; else it
     says that BOBYQA was not needed).  The safeguards follow either way.
     ``OptResult.stages`` counts evaluations and gradient calls per stage.
+    ``f0``: ``fn(x0)`` when the caller has evaluated it (the start's
+    criterion); neither the descent nor BOBYQA evaluates it again.
     """
     analytic = fg is not None
     sc = StageCounter(fn)
@@ -471,9 +488,11 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     n_evals = 0
     res: OptResult | None = None
     if descent_first and analytic:
-        x0, f_d, n = log_descent(fg, x0, fn(x0), lower)
-        n_evals += n + 1
-        steps.append(f"descent {f_d:.10g} ({n + 1} evaluations)")
+        known = f0 is not None
+        x0, f_d, n = log_descent(fg, x0, f0 if known else fn(x0), lower)
+        n_evals += n + (not known)
+        steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
+        f0 = None                           # x0 is the descent's point now
         sc.mark("descent")
         if not ctl.get("initial_step"):
             ctl["initial_step"] = DESCENT_STEP
@@ -489,7 +508,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
                 res = OptResult(x0, f_d, 0, True, "L-BFGS-B with the analytic gradient converged "
                                 "(projected gradient within GRADIENT_GTOL; no BOBYQA)")
     if res is None:
-        res = _lme4_steps(fn, x0, lower, ctl)
+        res = _lme4_steps(fn, x0, lower, ctl, f0)
         steps.append(f"bobyqa {res.fval:.10g} ({res.n_evals} evaluations)")
         sc.mark("bobyqa")
     theta, fval = res.theta, res.fval
@@ -535,9 +554,9 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
 
 
 def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
-                ctl: dict[str, float]) -> OptResult:
-    """BOBYQA and lme4's ``restart_edge``."""
-    res = bobyqa(fn, x0, lower, ctl)
+                ctl: dict[str, float], f0: float | None = None) -> OptResult:
+    """BOBYQA and lme4's ``restart_edge`` (``f0``: ``fn(x0)``, if known)."""
+    res = bobyqa(fn, x0, lower, ctl, f0)
     n_evals = res.n_evals
     theta, fval = res.theta, res.fval
     finite_lower = np.isfinite(lower)
@@ -552,7 +571,7 @@ def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nda
                 grads.append((fn(th) - fval) / btol)
                 n_evals += 1
             if min(grads) < 0:
-                res2 = bobyqa(fn, theta, lower, ctl)
+                res2 = bobyqa(fn, theta, lower, ctl, fval)
                 n_evals += res2.n_evals
                 if res2.fval <= fval:
                     res = res2
