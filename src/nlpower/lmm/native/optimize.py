@@ -489,7 +489,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     res: OptResult | None = None
     if descent_first and analytic:
         known = f0 is not None
-        x0, f_d, n = log_descent(fg, x0, f0 if known else fn(x0), lower)
+        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower)
         n_evals += n + (not known)
         steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
         f0 = None                           # x0 is the descent's point now
