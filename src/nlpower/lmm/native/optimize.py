@@ -571,7 +571,7 @@ def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nda
                 grads.append((fn(th) - fval) / btol)
                 n_evals += 1
             if min(grads) < 0:
-                res2 = bobyqa(fn, theta, lower, ctl, fval)
+                res2 = bobyqa(fn, theta, lower, ctl)
                 n_evals += res2.n_evals
                 if res2.fval <= fval:
                     res = res2
