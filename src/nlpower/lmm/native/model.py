@@ -43,10 +43,7 @@ SCALED_START_MAX_K = 4
 # ... unless the moment start (moment_start) is better than lme4's: then BOBYQA starts there
 # with this initial trust-region radius (InstEval: 29 evaluations instead of 4 + 57)
 MOMENT_STEP = 0.02
-# ... else BOBYQA starts from the scaled start with the initial trust-region radius
-# SCALED_STEP * max|start| (minqa's default rhobeg, 0.2 max|par|; NLopt's default was 0.375
-# at a start of 0.5): sys20-shaped files 66 -> 47 evaluations on average over six seeds
-SCALED_STEP = 0.2
+SCALED_STEP = 0.2       # ... else the scaled start's radius is this x max|start| (minqa's rhobeg)
 MOMENT_FLOOR = 0.05     # the moment start's relative SDs are at least this (off the bound)
 MOMENT_ITER = 20        # fixed-point iterations between the residual and the components
 # a zero pivot is raised to this for the gradient of its term (value_and_gradient)
@@ -314,10 +311,8 @@ class NativeModel:
             return xm, fm, MOMENT_STEP, 2
         vals = [f1] + [self.ev(c * x0, REML) for c in START_SCALES[1:]]   # START_SCALES[0] = 1
         best = int(np.argmin(vals))
-        xs = START_SCALES[best] * x0
-        # (a reduced ridge model descends first: BOBYQA then starts elsewhere, at DESCENT_STEP)
-        step = 0.0 if self._descent else SCALED_STEP * float(np.max(np.abs(xs)))
-        return xs, vals[best], step, 1 + len(START_SCALES)
+        c = START_SCALES[best]     # max|lme4's start| is 1; a ridge's reduced model descends first
+        return c * x0, vals[best], 0.0 if self._descent else SCALED_STEP * c, 1 + len(START_SCALES)
 
     def _optimize(self, REML: bool, start: Any, control: dict[str, Any] | None):
         t0 = time.perf_counter()
