@@ -57,15 +57,19 @@ _GATHER_DENSE_NR = 400
 
 
 def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
-    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column (one sparse mat-vec,
-    the ``(m q, n)`` matrix ``Z'`` of the block cached on ``ev``)."""
+    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column.
+
+    One ``bincount`` over the block's entries in row order (the bin of each
+    entry, ``level * q + column``, cached on ``ev``): each sum adds the same
+    products in the same order as the sparse mat-vec with ``Z'`` did, without
+    its per-call overhead (a sixth of a small model's gradient call)."""
     cache = ev.__dict__.setdefault("_zt", {})
     if id(blk) not in cache:
-        n, q = blk.Z.shape
-        rows = (blk.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-        cols = np.repeat(np.arange(n), q)
-        cache[id(blk)] = (blk, sp.csr_matrix((blk.Z.ravel(), (rows, cols)), shape=(blk.m * q, n)))
-    return (cache[id(blk)][1] @ x).reshape(blk.m, blk.q)
+        q = blk.q
+        cache[id(blk)] = (blk, (blk.codes[:, None] * q + np.arange(q)[None, :]).ravel())
+    w = blk.Z * x[:, None]
+    return np.bincount(cache[id(blk)][1], weights=w.ravel(), minlength=blk.m * blk.q
+                       ).reshape(blk.m, blk.q)
 
 
 def _dense_e_index(ev: DevianceEvaluator) -> np.ndarray:
@@ -150,7 +154,7 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     if isinstance(E, np.ndarray):
         G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]).reshape(Nr, m1, q1).transpose(1, 2, 0)
         H = G @ np.swapaxes(G, 1, 2)                                 # (m1, q1, q1): G_l'G_l
-        H[:, np.arange(q1), np.arange(q1)] += 1.0
+        H.reshape(m1, -1)[:, ::q1 + 1] += 1.0                        # + I
         D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     else:
         L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsr()[rows].tocsc()  # (Nr, m1 q1)
