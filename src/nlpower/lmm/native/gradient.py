@@ -57,19 +57,15 @@ _GATHER_DENSE_NR = 400
 
 
 def _group_sums(ev: DevianceEvaluator, blk: GroupBlock, x: np.ndarray) -> np.ndarray:
-    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column.
-
-    One ``bincount`` over the block's entries in row order (the bin of each
-    entry, ``level * q + column``, cached on ``ev``): each sum adds the same
-    products in the same order as the sparse mat-vec with ``Z'`` did, without
-    its per-call overhead (a sixth of a small model's gradient call)."""
+    """``(m, q)``: ``sum_i Z[i, c] x[i]`` per level and column (one sparse mat-vec,
+    the ``(m q, n)`` matrix ``Z'`` of the block cached on ``ev``)."""
     cache = ev.__dict__.setdefault("_zt", {})
     if id(blk) not in cache:
-        q = blk.q
-        cache[id(blk)] = (blk, (blk.codes[:, None] * q + np.arange(q)[None, :]).ravel())
-    w = blk.Z * x[:, None]
-    return np.bincount(cache[id(blk)][1], weights=w.ravel(), minlength=blk.m * blk.q
-                       ).reshape(blk.m, blk.q)
+        n, q = blk.Z.shape
+        rows = (blk.codes[:, None] * q + np.arange(q)[None, :]).ravel()
+        cols = np.repeat(np.arange(n), q)
+        cache[id(blk)] = (blk, sp.csr_matrix((blk.Z.ravel(), (rows, cols)), shape=(blk.m * q, n)))
+    return (cache[id(blk)][1] @ x).reshape(blk.m, blk.q)
 
 
 def _dense_e_index(ev: DevianceEvaluator) -> np.ndarray:
