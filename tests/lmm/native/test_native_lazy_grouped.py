@@ -1,9 +1,9 @@
 """Per-call and set-up work of the native evaluator (nlpower.lmm.native).
 
 * The grouped products of block 1 (levels with equal ``Z1'Z1``) are decided
-  at set-up and built by the first grouped evaluation, from the response
-  current then: a model whose response changed before it evaluates gives what
-  a fresh model for that response gives, bit for bit.
+  at set-up and built by the first grouped evaluation: a model whose response
+  changed before then gives what a model that built them at set-up and then
+  changed its response gives, bit for bit (and a fresh model's, to rounding).
 * ``DevianceEvaluator.factor_once`` (the full model of a ridge fit, factored
   once) does not build them, and its factorisation equals :meth:`factor`'s to
   rounding -- through block 1's dense products (``DenseSchur``) and through the
@@ -94,17 +94,22 @@ def test_factor_once_on_an_ungrouped_model_is_factor():
     assert ev.objective(ev.factor_once(th), False) == ev.objective(ev.factor(th), False)
 
 
-def test_grouped_products_built_from_the_response_current_at_first_use():
+def test_grouped_products_built_late_are_the_eager_ones():
     df = _crowd()
     spec = _spec(df)
-    model = NativeModel(spec)
-    assert model.ev._grouped and model.ev._grp_obj is None    # nothing built at set-up
+    lazy, eager = NativeModel(spec), NativeModel(spec)
+    assert lazy.ev._grouped and lazy.ev._grp_obj is None     # nothing built at set-up
+    th = _theta(lazy, 2)
+    eager.deviance(th)                                       # built for the set-up's response
     y2 = spec.y[::-1].copy()
-    model._set_y(y2)                                         # before the first evaluation
+    for m in (lazy, eager):
+        m._set_y(y2)
+    # built after the change: its y row as the eager model's update gives it, bit for bit
+    assert lazy.deviance(th) == eager.deviance(th)
+    assert lazy.deviance(th, REML=True) == eager.deviance(th, REML=True)
+    np.testing.assert_array_equal(lazy.ev._grp[3], eager.ev._grp[3])
     fresh = NativeModel(model_frame(PAPER, df.assign(rating=y2), contrasts={"system": "sum"}))
-    th = _theta(model, 2)
-    assert model.deviance(th) == fresh.deviance(th)
-    assert model.deviance(th, REML=True) == fresh.deviance(th, REML=True)
+    assert lazy.deviance(th) == pytest.approx(fresh.deviance(th), rel=1e-12)
 
 
 def test_one_group_gradient_sums_in_one_product():

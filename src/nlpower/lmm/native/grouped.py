@@ -59,6 +59,7 @@ class GroupedLevels:
         if 2 * G * q1 > m1 or N2 * N2 * G * q1 * q1 > _GROUPED_MAX_ENTRIES:
             return
         self._grouped = True
+        self._grp_version = b.version         # the response the products are of (below)
         self._grp_uq, self._grp_cnt = uq.reshape(G, q1, q1), cnt.astype(float)
         self._grp_sel = [np.flatnonzero(inv == g) for g in range(G)]
         self._grp_inv = inv
@@ -81,13 +82,14 @@ class GroupedLevels:
     @property
     def _grp(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``(distinct Z1'Z1, levels per group, P as (N2^2, G q1^2), P as (N2, N2, G, q1, q1))``,
-        the grouped products built on first use from the current response; ``None``: not
-        grouped."""
+        the grouped products built on first use; ``None``: not grouped."""
         if self._grouped and self._grp_obj is None:
             b = self.b
+            # P's y row and column are taken as of the set-up's response: when the response
+            # changed since, the first evaluation recomputes them (_grouped_update_y) exactly
+            # as it would have after an eager build (the same numbers, not rounding apart)
             P4, self._grp_E = grouped_products(b, self._grp_inv, self._grp_sel)
             self._grp_obj = (self._grp_uq, self._grp_cnt, P4.reshape(b.N2 * b.N2, -1), P4)
-            self._grp_version = b.version
         return self._grp_obj
 
     @property
