@@ -5,7 +5,10 @@ Usage (from the repository root)::
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/pilot_profile.py da2,nested4s,sys20
 
 Per shape (``benchmarks/pilot_shapes.py``): the model frame, the set-up
-(``NativeModel``: cross-products, Schur strategy, peeling plan), the fit
+(``NativeModel``: cross-products, Schur strategy, peeling plan; the grouped
+products of block 1 are built by the first evaluation, so the set-up with one
+evaluation, and with the one factorisation a ridge fit reads of the full model,
+are timed too), the fit
 (``NativeModel.fit``, ML) and, from ``fit.optinfo["stages"]``, the deviance
 evaluations and gradient calls per stage; then the cost of one evaluation and
 of one value-and-gradient call at the optimum (minimum over 10 calls).  CPU
@@ -48,12 +51,17 @@ def profile(name: str, repeats: int) -> None:
     th = fit.theta
     t_eval, _ = _cpu(lambda: model.ev(th), 10)
     t_grad, _ = _cpu(lambda: model.value_and_gradient(th), 10)
+    # the grouped products are built by the first evaluation: set-up + one evaluation,
+    # and set-up + the one factorisation a ridge fit's full model takes (factor_once)
+    t_first, _ = _cpu(lambda: NativeModel(spec).ev(th), repeats)
+    t_once, _ = _cpu(lambda: NativeModel(spec).ev.factor_once(th), repeats)
     b = model.blocks
     print(f"== {name}: n {spec.n}, theta {th.size}, block 1 {b.b1.group!r} "
           f"{b.b1.m} x {b.b1.q}, rest {b.N2} columns ({type(b.schur).__name__}"
           f"{', peeled' if model.ev.peel is not None else ''}), deviance {fit.deviance:.6f}")
     print(f"   frame {t_frame:.3f} s, set-up {t_setup:.3f} s, fit {t_fit:.3f} s; "
           f"one evaluation {1e3 * t_eval:.2f} ms, one value+gradient {1e3 * t_grad:.2f} ms")
+    print(f"   set-up + first evaluation {t_first:.3f} s, set-up + factor_once {t_once:.3f} s")
     red = getattr(model, "_ridge_red", None)
     if red is not None:       # fitted without the (f || g) ridges (nlpower.lmm.native.ridge)
         t_red, _ = _cpu(lambda: type(model)(red.spec), repeats)

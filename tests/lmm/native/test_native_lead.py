@@ -54,7 +54,7 @@ def _model(case: str) -> NativeModel:
     if case == "q1-grouped":
         # grouped levels without the folded scaling Q (too large on a real 20-system file):
         # the lead's entries of M are formed alone (LeadPlan.sel)
-        import nlpower.lmm.native.deviance as dev
+        import nlpower.lmm.native.grouped as dev
         saved, dev._Q_MAX_COLS = dev._Q_MAX_COLS, 0
         try:
             model.ev = DevianceEvaluator(model.blocks)

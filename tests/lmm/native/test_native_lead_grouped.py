@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import nlpower.lmm.native.deviance as dev
+import nlpower.lmm.native.grouped as dev
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native.block1 import grouped_W

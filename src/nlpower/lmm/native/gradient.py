@@ -148,9 +148,18 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     L1inv = ev._L1(f, inverse=True)
     D1 = np.zeros((q1, q1))
     if isinstance(E, np.ndarray):
-        G = (T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]).reshape(Nr, m1, q1).transpose(1, 2, 0)
+        Gf = T @ _lambda_t_rows(ev, f.theta, E[:Nr])[rows]          # (Nr, m1 q1)
+        Lg = f.L1inv_g
+        if Lg is not None and Lg.shape[0] == 1:
+            # one group of equal Z1'Z1: one L1^{-1}, so only sum_l G_l'G_l is needed,
+            # one (q1, Nr m1) x (Nr m1, q1) product instead of m1 small ones
+            Gr = Gf.reshape(Nr * m1, q1)
+            H1 = Gr.T @ Gr
+            H1.flat[::q1 + 1] += float(m1)                           # + m1 I
+            return Lg[0].T @ H1 @ Lg[0], _rest_sums(ev, T, ip, Nr)
+        G = Gf.reshape(Nr, m1, q1).transpose(1, 2, 0)
         H = G @ np.swapaxes(G, 1, 2)                                 # (m1, q1, q1): G_l'G_l
-        H[:, np.arange(q1), np.arange(q1)] += 1.0
+        H.reshape(m1, -1)[:, ::q1 + 1] += 1.0                        # + I
         D1 = (np.swapaxes(L1inv, 1, 2) @ H @ L1inv).sum(axis=0)
     else:
         L21 = (_lambda_rows(ev, f.theta, Nr) @ E[:Nr, :]).tocsr()[rows].tocsc()  # (Nr, m1 q1)
@@ -162,11 +171,17 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
             H[:, np.arange(q1), np.arange(q1)] += 1.0
             Li = L1inv[s0:s1]
             D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
+    return D1, _rest_sums(ev, T, ip, Nr)
+
+
+def _rest_sums(ev: DevianceEvaluator, T: np.ndarray, ip: np.ndarray, Nr: int
+               ) -> list[np.ndarray]:
+    """Each rest block's ``sum_l T_l'T_l`` (``T = L22^{-1}``, columns in ``ip``'s order)."""
     rest = []
-    for blk, off in b.rest:
+    for blk, off in ev.b.rest:
         Tb = T[:, ip[off:off + blk.m * blk.q]].reshape(Nr * blk.m, blk.q)
         rest.append(Tb.T @ Tb)
-    return D1, rest
+    return rest
 
 
 def _level_rows(ev: DevianceEvaluator, Nr: int) -> np.ndarray:

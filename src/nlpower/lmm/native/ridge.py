@@ -307,7 +307,7 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
     res = replace(res, stages=(*res.stages, ("newton", 0, n, time.perf_counter() - t0)))
     t0 = time.perf_counter()
     theta = to_full_theta(res.theta, red.layout, model.layout, model._ridges)
-    fac = model.ev.factor(theta)
+    fac = model.ev.factor_once(theta)       # not the grouped products: read once
     fval = model.ev.objective(fac, REML) if fac.ok else math.inf
     if not fval <= res.fval + RIDGE_TOL:
         return None
