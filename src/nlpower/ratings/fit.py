@@ -20,7 +20,7 @@ from ..errors import InputError, RatingsError
 from ..lmm import Engine, LmmFit, get_engine, model_frame, report_convergence
 from ..lmm.structure import ModelSpec
 from .io import Ratings
-from .model import GROUPS, ModelChoice, choose_model
+from .model import GROUPS, INTERACTIONS, ModelChoice, choose_model
 from .result import RatingsFit
 
 __all__ = ["fit_ratings"]
@@ -117,6 +117,11 @@ def fit_ratings(
     eng = _checked_engine(ratings, engine, REML)
     choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
     if family != "gaussian":
+        if choice.interactions:
+            g = choice.interactions[0]
+            raise RatingsError(
+                f"model: family={family!r} fits worker and item terms only; (1 | {g}:system) in "
+                f"{choice.formula!r} is for the Gaussian fit. Drop it, or use family='gaussian'.")
         return _fit_ordinal(ratings, choice, family, eng.name, start, control, link)
     if link is not None:
         raise RatingsError(f"link={link!r} is for family='ordinal' (the cumulative link); the "
@@ -210,15 +215,18 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
     to the per-system block ``Sigma``.  For the paper's model this is its
     intercept and its K x K block as fitted; for the reduced model the
     diagonal; for a formula given as ``model=`` whatever its terms imply, with
-    absent parts 0 and listed in ``not_modelled``.
+    absent parts 0 and listed in ``not_modelled``; a ``(1 | g:system)`` term's
+    SD goes to ``interaction_sd`` (its per-system covariance ``tau^2 I`` is added
+    by :meth:`RatingsFit.total_cov`).
     """
     levels = choice.levels
     k = len(levels)
+    interaction_sd = _interaction_sds(fit)
     intercept_sd: dict[str, float] = {}
     system_cov: dict[str, pd.DataFrame] = {}
     not_modelled: list[str] = []
     for g, tag in zip(GROUPS, ("w", "i"), strict=True):
-        terms = [t for t in fit.var_terms if t.group == g]
+        terms = [t for t in fit.var_terms if t.group == g]    # g:system: interaction_sd
         ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
         others = [t for t in terms if tuple(t.cnames) != ("(Intercept)",)]
         s0sq = sum(float(t.cov[0, 0]) for t in ints)
@@ -241,4 +249,15 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=choice.pairs,
         formula=choice.formula, reduced=choice.reduced, model=choice.model,
         not_modelled=tuple(not_modelled), data=getattr(choice, "data", None),
+        interaction_sd=interaction_sd,
     )
+
+
+def _interaction_sds(fit: LmmFit) -> dict[str, float]:
+    """``{g: tau_g}`` of the fit's ``(1 | g:system)`` terms (either spelling; absent: no key)."""
+    out: dict[str, float] = {}
+    for t in fit.var_terms:
+        g = INTERACTIONS.get(tuple(str(t.group).split(":")))
+        if g is not None:
+            out[g] = float(math.sqrt(max(float(t.cov[0, 0]), 0.0)))
+    return {g: out[g] for g in GROUPS if g in out}
