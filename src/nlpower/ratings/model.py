@@ -175,7 +175,8 @@ def check_formula(model: str) -> Formula:
 
 
 #: lme4's spellings of an interaction of a grouping factor with ``system`` (either order).
-INTERACTIONS = {**{(g, "system"): g for g in GROUPS}, **{("system", g): g for g in GROUPS}}
+INTERACTIONS: dict[tuple[str, ...], str] = {
+    **{(g, "system"): g for g in GROUPS}, **{("system", g): g for g in GROUPS}}
 
 
 def interactions(f: Formula) -> tuple[str, ...]:
