@@ -104,7 +104,7 @@ from ..formula import Formula, parse
 from .io import Ratings, ratings_choice
 
 __all__ = ["FORMULA", "GROUPS", "INTERACTIONS", "ModelChoice", "check_formula", "choose_model",
-           "contrast_rows", "identified_pairs", "interactions"]
+           "contrast_rows", "identified_pairs", "interactions", "pools_systems"]
 
 GROUPS = ("worker", "item")
 #: Columns of :attr:`Ratings.data` a formula given as ``model=`` may use.
@@ -243,6 +243,27 @@ def check_interactions(data: pd.DataFrame, groups: tuple[str, ...], model: str) 
                 f"residual (lme4: the number of levels of each grouping factor must be < the "
                 f"number of observations). Drop (1 | {g}:system) (its variance stays in "
                 f"sigma), or collect some cells twice.")
+
+
+def pools_systems(model: object) -> bool:
+    """Whether ``model=`` is a formula with a ``(1 | g:system)`` term and no per-system slope.
+
+    Such a model has one variance per term whatever the number of systems, and
+    assumes the systems exchangeable: every system's ratings inform every
+    variance, so a plan of one comparison fits the whole pilot instead of the
+    two compared systems' ratings (the command line's ``--contrast``).
+
+    Examples
+    --------
+    >>> pools_systems("rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)")
+    True
+    >>> pools_systems("rating ~ system + (1 | worker) + (system || item)"), pools_systems("auto")
+    (False, False)
+    """
+    if not is_formula(model):
+        return False
+    f = check_formula(str(model))
+    return bool(interactions(f)) and not any("system" in t.expr.variables for t in f.random)
 
 
 def is_formula(model: object) -> bool:
