@@ -65,7 +65,9 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
     p.add_argument("--baseline", default=None, metavar="NAME",
                    help="baseline system (default: the first label in sorted order)")
     p.add_argument("--model", default="auto", metavar="auto|paper|FORMULA",
-                   help="model fitted to the pilot (as in nlpower fit; default: auto)")
+                   help="model fitted to the pilot (as in nlpower fit; default: auto); a "
+                        "model with (1|item:system) and no per-system slope is fitted to every "
+                        "system, even with --contrast")
 
 
 class SdAction(argparse.Action):

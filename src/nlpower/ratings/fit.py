@@ -64,9 +64,11 @@ def fit_ratings(
         variances.  Or an lme4 formula with response ``rating``, fixed part
         ``system`` and random terms of the intercept and ``system`` by
         ``worker``/``item``, e.g. ``"rating ~ system + (1 | worker) + (1 | item)"``
-        when the paper's model is too rich for the data; parts it leaves out
-        are reported as 0, marked as not in the model
-        (:mod:`nlpower.ratings.model`, "Model choice").
+        when the paper's model is too rich for the data, or random intercepts of
+        ``item:system``/``worker:system`` (many systems:
+        ``"rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"``);
+        parts it leaves out are reported as 0, marked as not in the model
+        (:mod:`nlpower.ratings.model`, "Model choice" and "Interactions with system").
     start : array-like, optional
         Starting ``theta`` (lme4's order).
     control : dict, optional
