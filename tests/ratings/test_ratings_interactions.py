@@ -21,6 +21,7 @@ the mapping without the halving (``sd_item_slope = tau``) is rejected.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 import warnings
@@ -37,6 +38,7 @@ from nlpower.params import LMMParams, MultiSystemParams
 from nlpower.ratings import fit_ratings, read_ratings
 from ratings_helpers import FIXTURES, _check_pair_params, _read_sim
 
+REFERENCE = FIXTURES.parent / "tests" / "reference"
 MANY = "rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"
 TAU, S0 = 0.12, 0.08          # item:system and item intercept SDs of the simulations
 
@@ -212,3 +214,25 @@ def test_cli_fit_and_mde_with_item_by_system(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fitting all 720 ratings of the 3 systems" in out
     assert "sd_item_slope is set to 0" not in out and "sd_worker_slope is set to 0" in out
+
+
+# ------------------------------------------------------------------ against lme4
+@pytest.mark.parametrize("case, formula", [
+    ("item", MANY),
+    ("both", "rating ~ system + (1 | worker) + (1 | worker:system) + (1 | item) "
+             "+ (1 | item:system)"),
+])
+def test_the_table_agrees_with_lme4(case, formula):
+    """lme4's ML fit of the same file (tests/reference/item_system_reference.R)."""
+    ref = json.loads((REFERENCE / "item_system_reference.json").read_text())[case]
+    r = read_ratings(REFERENCE / "data" / "item_system3.csv", scale="identity")
+    fit = fit_ratings(r, model=formula, baseline="A")
+    assert fit.systems == ("B", "C", "A")
+    assert fit.fit.loglik >= ref["loglik"] - 1e-6
+    row = fit.table().iloc[0]
+    names = {"item:system": "sigma_item:system", "item": "sigma0i", "worker": "sigma0w",
+             "worker:system": "sigma_worker:system"}
+    for grp, sd in ref["sd"].items():
+        assert row[names[grp]] == pytest.approx(sd, abs=5e-5), grp
+    assert row["sigma"] == pytest.approx(ref["sigma"], abs=1e-5)
+    assert [row["beta0"], row["beta1"], row["beta2"]] == pytest.approx(ref["fixef"], abs=1e-5)
