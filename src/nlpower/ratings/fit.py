@@ -119,11 +119,6 @@ def fit_ratings(
     eng = _checked_engine(ratings, engine, REML)
     choice = choose_model(ratings, baseline=baseline, coding=coding, model=model)
     if family != "gaussian":
-        if choice.interactions:
-            g = choice.interactions[0]
-            raise RatingsError(
-                f"model: family={family!r} fits worker and item terms only; (1 | {g}:system) in "
-                f"{choice.formula!r} is for the Gaussian fit. Drop it, or use family='gaussian'.")
         return _fit_ordinal(ratings, choice, family, eng.name, start, control, link)
     if link is not None:
         raise RatingsError(f"link={link!r} is for family='ordinal' (the cumulative link); the "
@@ -156,6 +151,11 @@ def _fit_ordinal(ratings: Ratings, choice: ModelChoice, family: Any, engine: str
     reference ``ordinal::clmm``)."""
     if family != "ordinal":
         raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
+    if choice.interactions:
+        g = choice.interactions[0]
+        raise RatingsError(
+            f"model: family={family!r} fits worker and item terms only; (1 | {g}:system) in "
+            f"{choice.formula!r} is for the Gaussian fit. Drop it, or use family='gaussian'.")
     from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
     return fit_ratings_ordinal(ratings, choice, engine=engine, start=start, control=control,
                                link=link)
