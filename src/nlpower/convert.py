@@ -397,11 +397,12 @@ def zero_sd_notes(fit: Any, contrast: Any = None, sd: Mapping[str, float] | None
     a, b = fit._resolve_contrast(contrast)
     ia, ib = fit.systems.index(a), fit.systems.index(b)
     notes = []
+    per_system = getattr(fit, "interaction_sd", {})     # (1 | g:system): a per-system term
     for g, tag in _GROUP_TAGS:
         why: tuple[str, tuple[str, ...]] | None = None
-        if f"sigma0{tag}" in missing and f"sigma1{tag}" in missing:
+        if g not in per_system and f"sigma0{tag}" in missing and f"sigma1{tag}" in missing:
             why = (f"the pilot's model has no {g} term", (f"sd_{g}", f"sd_{g}_slope"))
-        elif f"sigma1{tag}" in missing:
+        elif g not in per_system and f"sigma1{tag}" in missing:
             why = (f"the pilot's model has no per-system {g} term (system x {g} variance)",
                    (f"sd_{g}_slope",))
         elif not bool(np.asarray(pairs[g])[ia, ib]):

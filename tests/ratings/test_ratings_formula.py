@@ -106,9 +106,9 @@ def test_formula_fits_nested_design_the_paper_model_cannot():
     ("rating ~ system + item + (1 | worker)", r"fixed part must be the intercept plus system"),
     ("rating ~ 0 + system + (1 | worker)", r"fixed part must be the intercept plus system"),
     ("rating ~ system", r"has no random term; add \(1 \| worker\)"),
-    ("rating ~ system + (1 | system)", r"grouped by 'system'; only worker and item"),
-    ("rating ~ system + (1 | worker:item)", r"grouped by 'worker:item'; only worker and item"),
-    ("rating ~ system + (1 | worker/item)", r"grouped by 'worker/item'; only worker and item"),
+    ("rating ~ system + (1 | system)", r"grouped by 'system'; system is the fixed effect"),
+    ("rating ~ system + (1 | worker:item)", r"grouped by 'worker:item'; a worker-by-item effect"),
+    ("rating ~ system + (1 | worker/item)", r"grouped by 'worker/item'; a worker-by-item effect"),
     ("rating ~ system + (item | worker)", r"uses 'item'; a random term may hold the intercept"),
 ])
 def test_error_bad_formula(pilot_ratings, formula, match):

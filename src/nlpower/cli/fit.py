@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
                    help="auto (default: the paper's model, identified per-system variances for "
                         "nested factors), paper (always the paper's formula), or an lme4 formula "
                         "over rating, system, worker, item for a simpler model, e.g. "
-                        "'rating ~ system + (1|worker) + (1|item)'")
+                        "'rating ~ system + (1|worker) + (1|item)', or for many systems "
+                        "'rating ~ system + (1|worker) + (1|item) + (1|item:system)'")
     p.add_argument("--family", choices=("gaussian", "ordinal", *allowed(GlmerFamily)),
                    default="gaussian",
                    help="gaussian (default: ratings rescaled to [0, 1], the paper's model), "
@@ -139,8 +140,9 @@ def _check_size(ratings: Any, args: argparse.Namespace) -> None:
         f"{' and per '.join(blocks)} ({n_par} variance parameters): fitting it to "
         f"{ratings.report.n_ratings} ratings takes hours and gigabytes. To plan one comparison, "
         "run nlpower plan (or power, mde, grid) with --ratings FILE --contrast A,B, which fits "
-        f"only those two systems; to fit all {k} systems, pass a simpler model, e.g. --model "
-        "'rating ~ system + (1 | worker) + (1 | item)'; --model paper fits the full model anyway.")
+        f"only those two systems; to fit all {k} systems, pass a model with one SD per term, "
+        "e.g. --model 'rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)' (each "
+        "system's output of an item its own level); --model paper fits the full model anyway.")
 
 
 def _brief(fit: Any) -> str:

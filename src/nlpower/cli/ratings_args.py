@@ -65,7 +65,9 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
     p.add_argument("--baseline", default=None, metavar="NAME",
                    help="baseline system (default: the first label in sorted order)")
     p.add_argument("--model", default="auto", metavar="auto|paper|FORMULA",
-                   help="model fitted to the pilot (as in nlpower fit; default: auto)")
+                   help="model fitted to the pilot (as in nlpower fit; default: auto); a "
+                        "model with (1|item:system) and no per-system slope is fitted to every "
+                        "system, even with --contrast")
 
 
 class SdAction(argparse.Action):
@@ -107,14 +109,16 @@ def contrast_of(args: argparse.Namespace) -> Any:
 
 
 def read_from_args(args: argparse.Namespace, *, one_comparison: bool = False) -> Ratings:
-    """Read ``--ratings FILE``; with ``--contrast``, keep the two compared systems' ratings.
+    """Read ``--ratings FILE``; with ``--contrast``, keep the two compared systems' ratings
+    (all of them when ``--model`` pools the systems: :func:`nlpower.ratings.model.pools_systems`).
 
     With ``one_comparison`` (``power``, ``grid``, ``mde``, ``plan``), a pilot of more than
     two systems without ``--contrast`` is refused here, before anything is fitted (the
     model of all K systems can take gigabytes and is not what one comparison needs).
     """
-    from ..pilot.subset import contrast_ratings
+    from ..pilot.subset import contrast_pair, contrast_ratings
     from ..ratings import read_ratings
+    from ..ratings.model import pools_systems
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -127,7 +131,12 @@ def read_from_args(args: argparse.Namespace, *, one_comparison: bool = False) ->
     contrast = contrast_of(args)
     if contrast is None and one_comparison and len(ratings.systems) > 2:
         raise InputError(missing_contrast(ratings.systems, args.baseline))
-    if contrast is not None and len(ratings.systems) > 2:
+    if contrast is not None and len(ratings.systems) > 2 and pools_systems(getattr(args, "model", "auto")):
+        a, b = contrast_pair(tuple(map(str, ratings.systems)), contrast, args.baseline)
+        print(f"contrast {a} vs {b}: fitting all {ratings.report.n_ratings} ratings of the "
+              f"{len(ratings.systems)} systems, as --model has one SD per term whatever the "
+              "number of systems (exchangeable systems): every system's ratings inform them")
+    elif contrast is not None and len(ratings.systems) > 2:
         before = ratings.report
         ratings, (a, b) = contrast_ratings(ratings, contrast, args.baseline)
         print(f"contrast {a} vs {b}: fitting only the {ratings.report.n_ratings} ratings of these "

@@ -20,7 +20,7 @@ from ..errors import InputError, RatingsError
 from ..lmm import Engine, LmmFit, get_engine, model_frame, report_convergence
 from ..lmm.structure import ModelSpec
 from .io import Ratings
-from .model import GROUPS, ModelChoice, choose_model
+from .model import GROUPS, INTERACTIONS, ModelChoice, choose_model
 from .result import RatingsFit
 
 __all__ = ["fit_ratings"]
@@ -64,9 +64,11 @@ def fit_ratings(
         variances.  Or an lme4 formula with response ``rating``, fixed part
         ``system`` and random terms of the intercept and ``system`` by
         ``worker``/``item``, e.g. ``"rating ~ system + (1 | worker) + (1 | item)"``
-        when the paper's model is too rich for the data; parts it leaves out
-        are reported as 0, marked as not in the model
-        (:mod:`nlpower.ratings.model`, "Model choice").
+        when the paper's model is too rich for the data, or random intercepts of
+        ``item:system``/``worker:system`` (many systems:
+        ``"rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"``);
+        parts it leaves out are reported as 0, marked as not in the model
+        (:mod:`nlpower.ratings.model`, "Model choice" and "Interactions with system").
     start : array-like, optional
         Starting ``theta`` (lme4's order).
     control : dict, optional
@@ -149,6 +151,11 @@ def _fit_ordinal(ratings: Ratings, choice: ModelChoice, family: Any, engine: str
     reference ``ordinal::clmm``)."""
     if family != "ordinal":
         raise RatingsError(f"family must be 'gaussian' or 'ordinal'; got {family!r}.")
+    if choice.interactions:
+        g = choice.interactions[0]
+        raise RatingsError(
+            f"model: family={family!r} fits worker and item terms only; (1 | {g}:system) in "
+            f"{choice.formula!r} is for the Gaussian fit. Drop it, or use family='gaussian'.")
     from ..ordinal.ratings import fit_ratings_ordinal  # lazy: the cumulative link fitter
     return fit_ratings_ordinal(ratings, choice, engine=engine, start=start, control=control,
                                link=link)
@@ -210,15 +217,18 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
     to the per-system block ``Sigma``.  For the paper's model this is its
     intercept and its K x K block as fitted; for the reduced model the
     diagonal; for a formula given as ``model=`` whatever its terms imply, with
-    absent parts 0 and listed in ``not_modelled``.
+    absent parts 0 and listed in ``not_modelled``; a ``(1 | g:system)`` term's
+    SD goes to ``interaction_sd`` (its per-system covariance ``tau^2 I`` is added
+    by :meth:`RatingsFit.total_cov`).
     """
     levels = choice.levels
     k = len(levels)
+    interaction_sd = _interaction_sds(fit)
     intercept_sd: dict[str, float] = {}
     system_cov: dict[str, pd.DataFrame] = {}
     not_modelled: list[str] = []
     for g, tag in zip(GROUPS, ("w", "i"), strict=True):
-        terms = [t for t in fit.var_terms if t.group == g]
+        terms = [t for t in fit.var_terms if t.group == g]    # g:system: interaction_sd
         ints = [t for t in terms if tuple(t.cnames) == ("(Intercept)",)]
         others = [t for t in terms if tuple(t.cnames) != ("(Intercept)",)]
         s0sq = sum(float(t.cov[0, 0]) for t in ints)
@@ -241,4 +251,15 @@ def _ratings_fit(ratings: Ratings, choice: ModelChoice, fit: LmmFit,
         intercept_sd=intercept_sd, system_cov=system_cov, identified_pairs=choice.pairs,
         formula=choice.formula, reduced=choice.reduced, model=choice.model,
         not_modelled=tuple(not_modelled), data=getattr(choice, "data", None),
+        interaction_sd=interaction_sd,
     )
+
+
+def _interaction_sds(fit: LmmFit) -> dict[str, float]:
+    """``{g: tau_g}`` of the fit's ``(1 | g:system)`` terms (either spelling; absent: no key)."""
+    out: dict[str, float] = {}
+    for t in fit.var_terms:
+        g = INTERACTIONS.get(tuple(str(t.group).split(":")))
+        if g is not None:
+            out[g] = float(math.sqrt(max(float(t.cov[0, 0]), 0.0)))
+    return {g: out[g] for g in GROUPS if g in out}

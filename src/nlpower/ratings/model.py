@@ -58,11 +58,39 @@ may use ``system`` and the intercept, grouped by ``worker`` or ``item``, e.g.
 ``rating ~ system + (1 | worker) + (system || item)``.  A grouping factor
 absent from the formula, or a part of it absent (no ``(1 | g)``, no per-system
 term), is reported in the tables as 0, marked as not in the model.
+
+Interactions with ``system``
+----------------------------
+A random intercept of ``item:system`` (also written ``system:item``, or
+``(1 | item/system)`` for ``(1 | item) + (1 | item:system)``) or of
+``worker:system`` is accepted: each system's output of a segment is its own
+level, with SD ``tau``.  It is the usual model of a many-system pilot (20 MT
+systems, every segment under every system), as it has one variance however
+many systems there are::
+
+    rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)
+
+It is the paper's ``(system || item)`` with the per-system block
+``Sigma = tau^2 I``: exchangeable, independent item-by-system deviations, so
+the total covariance of an item's per-system effects is
+``s_0^2 J + tau^2 I``.  The tables report ``tau`` as ``sigma_item:system``
+(``sigma_worker:system``); planning maps it exactly (``docs/pilot.md``).
+
+Refused, each with what to do instead: a slope in an interaction term
+(``(system | item:system)``); an interaction together with a per-system term of
+the same factor (``(system || item) + (1 | item:system)``: ``tau^2`` adds to the
+diagonal of an unstructured block and is not identified); an interaction whose
+cells hold one rating each (its variance is the residual's); one that equals its
+factor because the factor is nested in systems; ``worker:item`` (with one
+rating per worker-item pair it is the residual; otherwise it is a component
+the planner has no place for); any other grouping factor (``item:rating``,
+``system``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,8 +103,8 @@ from ..errors import FormulaError, RatingsError
 from ..formula import Formula, parse
 from .io import Ratings, ratings_choice
 
-__all__ = ["FORMULA", "GROUPS", "ModelChoice", "check_formula", "choose_model", "contrast_rows",
-           "identified_pairs"]
+__all__ = ["FORMULA", "GROUPS", "INTERACTIONS", "ModelChoice", "check_formula", "choose_model",
+           "contrast_rows", "identified_pairs", "interactions", "pools_systems"]
 
 GROUPS = ("worker", "item")
 #: Columns of :attr:`Ratings.data` a formula given as ``model=`` may use.
@@ -93,7 +121,9 @@ def check_formula(model: str) -> Formula:
     RatingsError
         Unparseable formula, a response other than ``rating``, no ``system``
         in the fixed part, other fixed terms or no intercept, unknown columns,
-        grouping factors other than ``worker`` and ``item``, no random term.
+        grouping factors other than ``worker``, ``item``, ``worker:system`` and
+        ``item:system``, a slope in an interaction term, an interaction with a
+        per-system term of the same factor, no random term.
     """
     example = f" E.g. model={SIMPLE_FORMULA!r}."
     try:
@@ -124,18 +154,116 @@ def check_formula(model: str) -> Formula:
         raise RatingsError(f"model: {model!r} has no random term; add (1 | worker) and/or "
                            f"(1 | item).{example}")
     for term in f.random:
-        if term.nested or len(term.group) != 1 or term.group[0] not in GROUPS:
-            raise RatingsError(
-                f"model: random term {term} in {model!r} is grouped by {term.group_name!r}; "
-                f"only worker and item are grouping factors of rating data.{example}"
-            )
+        _check_group(term, model, example)
         if any(v != "system" for v in term.expr.variables):
             raise RatingsError(
                 f"model: random term {term} in {model!r} uses "
                 f"{', '.join(repr(v) for v in term.expr.variables if v != 'system')}; a random "
                 f"term may hold the intercept and system only.{example}"
             )
+    for g in interactions(f):
+        slopes = [t for t in f.random for e in t.expand()
+                  if e.group == (g,) and "system" in e.expr.variables]
+        if slopes:
+            raise RatingsError(
+                f"model: {slopes[0]} and (1 | {g}:system) in {model!r} both give each {g} its own "
+                f"effect per system: the {g}:system variance adds to the diagonal of the "
+                f"per-system {g} block and is not identified. Keep one: "
+                f"(1 | {g}) + (1 | {g}:system) (one SD for all systems, the many-system model) or "
+                f"(system || {g}) (the paper's).")
     return f
+
+
+#: lme4's spellings of an interaction of a grouping factor with ``system`` (either order).
+INTERACTIONS: dict[tuple[str, ...], str] = {
+    **{(g, "system"): g for g in GROUPS}, **{("system", g): g for g in GROUPS}}
+
+
+def interactions(f: Formula) -> tuple[str, ...]:
+    """The grouping factors (``worker``, ``item``) of a checked formula's ``g:system`` terms."""
+    found = [INTERACTIONS[e.group] for t in f.random for e in t.expand() if e.group in INTERACTIONS]
+    return tuple(g for g in GROUPS if g in found)
+
+
+def _check_group(term: Any, model: str, example: str) -> None:
+    """A random term's grouping: ``worker``, ``item``, or ``g:system`` / ``g/system`` with an
+    intercept only (module docstring, "Interactions with system")."""
+    group = tuple(term.group)
+    if not term.nested and len(group) == 1 and group[0] in GROUPS:
+        return
+    if group in INTERACTIONS and (not term.nested or group[1] == "system"):
+        g = INTERACTIONS[group]
+        if term.expr.terms or not term.expr.intercept:
+            raise RatingsError(
+                f"model: random term {term} in {model!r}: the {g}:system term has one level per "
+                f"{g} and system, so it takes a random intercept only, (1 | {g}:system); the "
+                f"per-system {g} effects it models are its intercepts.")
+        return
+    name = term.group_name
+    if "rating" in group:
+        why = "rating is the response, not a grouping factor"
+    elif set(group) == {"worker", "item"}:
+        why = ("a worker-by-item effect is a worker's reaction to one item: with one rating per "
+               "(worker, item) pair it cannot be told from the residual, and with several (the "
+               "pair rated under several systems) it is a component the power model has no "
+               "place for; leave it in the residual (drop the term), or fit it with "
+               "nlpower.lmer to describe the data")
+    elif group == ("system",) or term.nested:
+        why = ("system is the fixed effect compared; (1 | item/system) means (1 | item) + "
+               "(1 | item:system)")
+    else:
+        why = "the grouping factors of rating data are worker and item"
+    raise RatingsError(
+        f"model: random term {term} in {model!r} is grouped by {name!r}; {why}. Grouping "
+        f"factors allowed: worker, item, worker:system, item:system.{example}")
+
+
+def check_interactions(data: pd.DataFrame, groups: tuple[str, ...], model: str) -> None:
+    """Refuse a ``g:system`` term the data cannot identify (module docstring).
+
+    Raises
+    ------
+    RatingsError
+        Every (g, system) cell rated once (the variance is the residual's), or
+        every level of g rated under one system (g:system is g).
+    """
+    for g in groups:
+        n_cells = int(data.groupby([g, "system"], observed=True).ngroups)
+        n_levels = int(data[g].nunique())
+        if n_cells == n_levels and data["system"].nunique() > 1:
+            raise RatingsError(
+                f"model: (1 | {g}:system) in {model!r}: every {g} was rated under one system "
+                f"({g}s nested in systems), so {g}:system has the same levels as {g} and its "
+                f"variance cannot be told from the {g} variance. Drop (1 | {g}:system) and keep "
+                f"(1 | {g}), or use model='auto' (one {g} variance per system).")
+        if n_cells >= len(data):
+            raise RatingsError(
+                f"model: (1 | {g}:system) in {model!r}: each of the {n_cells} ({g}, system) "
+                f"cells has one rating, so the {g}:system variance cannot be told from the "
+                f"residual (lme4: the number of levels of each grouping factor must be < the "
+                f"number of observations). Drop (1 | {g}:system) (its variance stays in "
+                f"sigma), or collect some cells twice.")
+
+
+def pools_systems(model: object) -> bool:
+    """Whether ``model=`` is a formula with a ``(1 | g:system)`` term and no per-system slope.
+
+    Such a model has one variance per term whatever the number of systems, and
+    assumes the systems exchangeable: every system's ratings inform every
+    variance, so a plan of one comparison fits the whole pilot instead of the
+    two compared systems' ratings (the command line's ``--contrast``).
+
+    Examples
+    --------
+    >>> pools_systems("rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)")
+    True
+    >>> pools_systems("rating ~ system + (1 | worker) + (system || item)"), pools_systems("auto")
+    (False, False)
+    """
+    if not is_formula(model):
+        return False
+    f = check_formula(str(model))
+    return bool(interactions(f)) and not any("system" in t.expr.variables for t in f.random)
 
 
 def is_formula(model: object) -> bool:
@@ -185,6 +313,8 @@ class ModelChoice:
         ``is_sys1 .. is_sysK``.
     model : str
         ``"auto"``, ``"paper"`` or ``"formula"`` (a formula given as ``model=``).
+    interactions : tuple of str
+        Grouping factors with a ``(1 | g:system)`` term in the formula.
     """
 
     formula: str
@@ -196,6 +326,7 @@ class ModelChoice:
     reduced: tuple[str, ...]
     indicators: tuple[str, ...]
     model: str = "auto"
+    interactions: tuple[str, ...] = ()
 
 
 def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Coding = "sum",
@@ -209,7 +340,8 @@ def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Codin
         a formula :func:`check_formula` refuses.
     """
     check_coding(coding, error=RatingsError)
-    user_formula = check_formula(model).text if is_formula(model) else None
+    parsed = check_formula(model) if is_formula(model) else None
+    user_formula = parsed.text if parsed is not None else None
     if user_formula is None:
         ratings_choice("model", model, RatingsModel,
                        " 'auto' is the paper's formula with identified per-system variances for "
@@ -242,10 +374,12 @@ def choose_model(ratings: Ratings, *, baseline: str | None = None, coding: Codin
     pairs = {g: identified_pairs(data, g, tuple(levels)) for g in GROUPS}
     offdiag = ~np.eye(k, dtype=bool)
     reduced = tuple(g for g in GROUPS if model == "auto" and not pairs[g][offdiag].any())
-    if user_formula is not None:
-        return ModelChoice(formula=user_formula, data=data, levels=tuple(levels),
+    if parsed is not None:
+        inter = interactions(parsed)
+        check_interactions(data, inter, parsed.text)
+        return ModelChoice(formula=parsed.text, data=data, levels=tuple(levels),
                            baseline=baseline, coding=coding, pairs=pairs, reduced=(),
-                           indicators=(), model="formula")
+                           indicators=(), model="formula", interactions=inter)
     indicators = tuple(f"is_sys{j + 1}" for j in range(k))
     if reduced:
         codes = data["system"].cat.codes.to_numpy()

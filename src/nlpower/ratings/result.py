@@ -89,6 +89,12 @@ class RatingsFit:
     not_modelled : tuple of str
         Table columns (``sigma0w``, ``sigma1i``, ...) that are not parameters
         of the fitted model: 0 in the values, ``-`` in the printed tables.
+    interaction_sd : dict
+        ``{"item": tau_i}`` (``"worker"``) for a ``(1 | item:system)``
+        (``worker:system``) term: the SD of each system's own effect of an item,
+        the same for every system (table column ``sigma_item:system``).  Its
+        per-system covariance ``tau^2 I`` is part of :meth:`total_cov`, not of
+        ``system_cov``.
     """
 
     fit: Any
@@ -109,6 +115,7 @@ class RatingsFit:
     #: the rows fitted (``worker, item, system, rating``, system in fitted order): what a
     #: parametric bootstrap of the pilot refits (:mod:`nlpower.pilot.general`)
     data: pd.DataFrame | None = field(default=None, repr=False)
+    interaction_sd: dict[str, float] = field(default_factory=dict)
 
     # ----------------------------------------------------------- basic views
     @property
@@ -157,6 +164,9 @@ class RatingsFit:
                 lines.append(f"  beta{j + 1} ({coef[j + 1]}) = mean({s}) - mean({self.baseline})")
         lines.append("  sigma0w, sigma0i: worker / item intercept SD; sigma{k}w, sigma{k}i: SD of "
                      "the per-system indicator effect of level k")
+        for g in self.interaction_sd:
+            lines.append(f"  sigma_{g}:system: SD of the (1 | {g}:system) term, the {g}'s own "
+                         f"effect under each system (one SD for all systems)")
         return "\n".join(lines)
 
     # ------------------------------------------------------------- tables
@@ -184,6 +194,9 @@ class RatingsFit:
         row["sigma"] = self.sigma
         for g, tag in (("worker", "w"), ("item", "i")):
             row[f"sigma0{tag}"] = self.intercept_sd[g]
+            if g in self.interaction_sd:      # one SD for all systems, in place of K SDs
+                row[f"sigma_{g}:system"] = self.interaction_sd[g]
+                continue
             sds = np.sqrt(np.clip(np.diag(self.system_cov[g].to_numpy()), 0.0, None))
             for j, v in enumerate(sds):
                 row[f"sigma{j + 1}{tag}"] = float(v)
@@ -195,8 +208,8 @@ class RatingsFit:
         """The three tables separately, laid out as Tables 13, 14 and 15."""
         t = self.table(name)
         cols13 = [c for c in t.columns if c.startswith("beta")] + ["sigma"]
-        cols14 = [c for c in t.columns if c.startswith("sigma") and c.endswith("w")]
-        cols15 = [c for c in t.columns if c.startswith("sigma") and c.endswith("i") and c != "sigma"]
+        cols14 = [c for c in t.columns if c.endswith("w") or c.startswith("sigma_worker")]
+        cols15 = [c for c in t.columns if c.endswith("i") or c.startswith("sigma_item")]
         return {title: t.select(cols) for title, cols in
                 (("Table 13", cols13), ("Table 14", cols14), ("Table 15", cols15))}
 
@@ -214,6 +227,9 @@ class RatingsFit:
         rows.append(("sigma", "residual", "", self.sigma))
         for g, tag in (("worker", "w"), ("item", "i")):
             rows.append((f"sigma0{tag}", g, "(Intercept)", float(t[f"sigma0{tag}"])))
+            if g in self.interaction_sd:
+                rows.append((f"sigma_{g}:system", f"{g}:system", "", self.interaction_sd[g]))
+                continue
             for j, s in enumerate(self.systems):
                 rows.append((f"sigma{j + 1}{tag}", g, s, float(t[f"sigma{j + 1}{tag}"])))
         df = pd.DataFrame(rows, columns=["parameter", "group", "system", "estimate"])
@@ -228,14 +244,16 @@ class RatingsFit:
         return np.hstack([np.ones((k, 1)), contrast_rows(self.coding, k)])
 
     def total_cov(self, group: str) -> pd.DataFrame:
-        """Total covariance ``s_0^2 J + Sigma`` of the per-system effects of ``group``.
+        """Total covariance ``s_0^2 J + Sigma + tau^2 I`` of the per-system effects of ``group``.
 
-        Entries not identified by the design are NaN.
+        ``tau`` is the SD of a ``(1 | group:system)`` term (:attr:`interaction_sd`,
+        0 without one).  Entries not identified by the design are NaN.
         """
         if group not in GROUPS:
             raise RatingsError(f"group must be 'worker' or 'item'; got {group!r}.")
         sig = self.system_cov[group].to_numpy()
-        c = sig + self.intercept_sd[group] ** 2
+        tau = self.interaction_sd.get(group, 0.0)
+        c = sig + self.intercept_sd[group] ** 2 + tau**2 * np.eye(self.n_systems)
         c = np.where(self.identified_pairs[group], c, np.nan)
         return pd.DataFrame(c, index=list(self.systems), columns=list(self.systems))
 
@@ -447,7 +465,13 @@ class RatingsFit:
         notes = []
         for g, tag in zip(GROUPS, ("w", "i"), strict=True):
             cols = [c for c in self.not_modelled if c.endswith(tag) and c != "sigma"]
-            if len(cols) == self.n_systems + 1:
+            if g in self.interaction_sd:
+                no0 = f"; no (1 | {g}) term: sigma0{tag} is shown as - (0)" \
+                    if f"sigma0{tag}" in cols else ""
+                notes.append(f"per-system {g} effects from (1 | {g}:system): one SD for every "
+                             f"system, sigma_{g}:system, in place of sigma1{tag}.."
+                             f"sigma{self.n_systems}{tag}{no0}.")
+            elif len(cols) == self.n_systems + 1:
                 notes.append(f"no {g} term in the model: every {g} SD is shown as - (0).")
             elif f"sigma0{tag}" in cols:
                 notes.append(f"no (1 | {g}) term: sigma0{tag} is shown as - (0); the per-system "
@@ -531,6 +555,7 @@ class RatingsFit:
             "reduced": list(self.reduced),
             "model": self.model,
             "not_modelled": list(self.not_modelled),
+            "interaction_sd": dict(self.interaction_sd),
             "REML": bool(self.fit.REML),
             "engine": self.fit.engine,
             "coding": self.coding,
