@@ -85,6 +85,7 @@ UNFOLD_MAXITER = 1000   # ... from an unfolded start (a descent from a new point
 DESCENT_STEP = 0.01     # BOBYQA's initial trust-region radius after a first descent
 DESCENT_MAXITER = 60    # the first descent only brings BOBYQA near: at most this many
 DESCENT_FTOL = 1e-6     # iterations, stopping after two that each gain less than this
+DESCENT_ZERO = 0.05     # ... or once a diagonal theta is below this (L-BFGS-B takes it to 0)
 GRADIENT_MAXITER = 200  # after the descent: L-BFGS-B under the bounds, at most this many
 GRADIENT_GTOL = 1e-2    # ... iterations; BOBYQA runs when its projected gradient exceeds this
 
@@ -281,9 +282,9 @@ def fd_value_and_gradient(fn: Callable[[np.ndarray], float], lower: np.ndarray) 
 
 
 def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
-           maxiter: int = POLISH_MAXITER, ftol: float = POLISH_FTOL
-           ) -> tuple[np.ndarray, float, int]:
-    """L-BFGS-B under the lower bounds from ``fg`` (value and gradient); best point kept."""
+           maxiter: int = POLISH_MAXITER, ftol: float = POLISH_FTOL,
+           stop: Callable[[np.ndarray], bool] | None = None) -> tuple[np.ndarray, float, int]:
+    """L-BFGS-B under the lower bounds from ``fg``; best point kept; ``stop(best x)``: stop."""
     count = [0]
     best_x = [x0.copy()]
     best_f = [f0]
@@ -309,7 +310,7 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
         # iterations that each gained less than POLISH_FTOL deviance units
         stalls[0] = stalls[0] + 1 if last[0] - best_f[0] < ftol else 0
         last[0] = best_f[0]
-        if stalls[0] >= 2:
+        if stalls[0] >= 2 or (stop is not None and stop(best_x[0])):
             raise StopIteration
 
     from scipy.optimize import minimize  # only large fits polish: keep the import off a first fit
@@ -332,8 +333,9 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
     that vanishes towards 0, so the descent stays interior -- on the flat
     ridge of ``(f || g)`` terms it does not run into a zero variance that
     BOBYQA from lme4's start would not reach (a spurious "singular" fit).
-    Where a variance really is 0 the descent stops near it and BOBYQA, under
-    the bounds, finishes.  Returns ``(theta, f, evaluations)``.
+    Where a variance really is 0 the log scale only halves it per iteration,
+    so the descent stops once a diagonal element is below ``DESCENT_ZERO``
+    and L-BFGS-B, under the bounds, finishes.  Returns ``(theta, f, evaluations)``.
     """
     pos = lower == 0
     if np.any(x0[pos] <= 0):
@@ -354,7 +356,9 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
 
     phi0 = x0.copy()
     phi0[pos] = np.log(x0[pos])
-    phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL)
+    zero = math.log(DESCENT_ZERO)
+    phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL,
+                        lambda phi: bool(np.any(phi[pos] < zero)))
     return to_theta(phi), fx, n
 
 
