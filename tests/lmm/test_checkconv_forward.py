@@ -1,12 +1,18 @@
-"""The convergence check's Hessian by forward differences where they decide the verdict
-(``nlpower.lmm.checkconv.check_hessian``), and the descent's hand-over near a zero variance
-(``nlpower.lmm.native.optimize.log_descent``)."""
+"""Fewer gradient calls in the native optimiser: the convergence check's Hessian by forward
+differences where they decide the verdict (``nlpower.lmm.checkconv.check_hessian``), the
+descent's hand-over near a zero variance (``nlpower.lmm.native.optimize.log_descent``) and
+Newton steps in place of L-BFGS-B after the descent of a ridge's reduced model."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pandas as pd
 
 from nlpower.lmm.checkconv import check_conv, check_hessian, hessian_from_gradient
+from nlpower.lmm.frame import model_frame
+from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import optimize as opt
 
 LOWER2 = np.array([0.0, -np.inf])
@@ -98,3 +104,41 @@ def test_descent_hands_over_a_vanishing_variance_to_the_bounds():
     res = opt.optimize_theta(lambda x: fg(x)[0], x0, lower, fg=fg, descent_first=True)
     assert res.theta[1] == 0.0
     assert abs(res.theta[0] - 1.0) < 1e-4
+
+
+def _two_system_ratings(seed: int = 3) -> pd.DataFrame:
+    """2 systems, 70 workers, 150 items; every (item, system) cell rated by 2 random workers."""
+    rng = np.random.default_rng(seed)
+    nw, ni = 70, 150
+    i = np.repeat(np.arange(ni), 4)
+    s = np.tile([0, 0, 1, 1], ni)
+    w = rng.integers(0, nw, i.size)
+    y = (0.3 * np.where(s == 0, -1.0, 1.0) + 0.6 * rng.normal(size=nw)[w]
+         + 0.4 * rng.normal(size=(nw, 2))[w, s] + 0.7 * rng.normal(size=ni)[i]
+         + 0.3 * rng.normal(size=(ni, 2))[i, s] + rng.normal(size=i.size))
+    return pd.DataFrame({"rating": y, "system": np.array(["A", "B"])[s],
+                         "worker": [f"w{v:02d}" for v in w], "item": [f"i{v:03d}" for v in i]})
+
+
+def test_reduced_ridge_fit_finishes_with_newton_steps_instead_of_lbfgsb():
+    spec = model_frame("rating ~ system + (system || worker) + (system || item)",
+                       _two_system_ratings(), contrasts={"system": "sum"})
+    model = NativeModel(spec)
+    assert model._ridges, "the ridge path must apply to this design"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = model.fit(REML=False)
+    stages = fit.optinfo["stages"]
+    red = model._ridge_red
+    k = red.layout.size
+    assert "lbfgsb" not in stages and "bobyqa" not in stages
+    # one forward-difference Hessian (k calls) and the step; the check reuses both
+    assert stages["newton"]["gradients"] == k + 1
+    assert stages["checkconv"]["gradients"] == 0
+    # the reduced optimum is at least as low as L-BFGS-B's from the same descent
+    ref = opt.optimize_theta(lambda th: red.ev(th), red.layout.start.copy(), red.layout.lower,
+                             fg=lambda th: red.value_and_gradient(th), descent_first=True)
+    assert any(s.startswith("newton") for s in fit.optinfo["steps"])
+    res, _ = red._optimize(False, None, None)
+    assert res.fval <= ref.fval + 1e-10
+    assert res.gradient is not None and np.max(np.abs(res.gradient)) < 1e-4

@@ -46,8 +46,7 @@ MOMENT_STEP = 0.02
 SCALED_STEP = 0.2       # ... else the scaled start's radius is this x max|start| (minqa's rhobeg)
 MOMENT_FLOOR = 0.05     # the moment start's relative SDs are at least this (off the bound)
 MOMENT_ITER = 20        # fixed-point iterations between the residual and the components
-# a zero pivot is raised to this for the gradient of its term (value_and_gradient)
-SINGULAR_PIVOT = 1e-7
+SINGULAR_PIVOT = 1e-7   # a zero pivot is raised to this for its term's gradient
 # BOBYQA's initial trust-region radius for warm starts in refit_core
 WARM_START_STEP = 0.1
 # below this many dense columns, BLAS threads cost more than they bring
@@ -346,7 +345,8 @@ class NativeModel:
             # many parameters: a gradient descent brings BOBYQA near the optimum first
             first = start is None and (self.layout.size >= ANALYTIC_MIN_K or self._descent)
             res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
-                                 terms=self._term_slices, fg=fg, descent_first=first, f0=f0)
+                                 terms=self._term_slices, fg=fg, descent_first=first, f0=f0,
+                                 newton_finish=self._descent)
             fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")

@@ -259,6 +259,8 @@ def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
     """
     lower = red.layout.lower
     x = res.theta
+    if res.derivatives is not None and np.array_equal(res.derivatives[0], x):
+        return res, 0                     # the optimiser's Newton steps ended here
     if np.any(x[lower == 0] < SINGULAR_TOL):
         return res, 0
 
