@@ -314,17 +314,19 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
     return best_x[0], float(best_f[0]), count[0]
 
 
-def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
-                ) -> tuple[np.ndarray, float, int]:
+def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
+                zero: np.ndarray | None = None) -> tuple[np.ndarray, float, int]:
     """A quasi-Newton descent with the bounded (diagonal) parameters on the log scale.
 
     ``theta_i = exp(phi_i)`` where ``lower_i = 0``: no bounds, and a gradient
     that vanishes towards 0, so on the flat ridge of ``(f || g)`` terms the
     descent does not run into a zero variance that BOBYQA from lme4's start
     would not reach (a spurious "singular" fit).  A variance that is really 0
-    only halves per iteration on the log scale: the descent stops once a
-    diagonal element is below ``DESCENT_ZERO`` and L-BFGS-B, under the bounds,
-    finishes.  Returns ``(theta, f, evaluations)``.
+    only halves per iteration on the log scale: the descent stops once an
+    element of the mask ``zero`` (scalar terms' SDs: not a pivot of a
+    multi-column factor, behind which L-BFGS-B crawls) is below
+    ``DESCENT_ZERO``, and L-BFGS-B under the bounds takes it to 0.  Returns
+    ``(theta, f, evaluations)``.
     """
     pos = lower == 0
     if np.any(x0[pos] <= 0):
@@ -345,9 +347,10 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
 
     phi0 = x0.copy()
     phi0[pos] = np.log(x0[pos])
-    zero = math.log(DESCENT_ZERO)
+    z = pos if zero is None else pos & zero
+    low = math.log(DESCENT_ZERO)
     phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL,
-                        lambda phi: bool(np.any(phi[pos] < zero)))
+                        lambda phi: bool(np.any(phi[z] < low)) if zero is not None else False)
     return to_theta(phi), fx, n
 
 
@@ -450,7 +453,8 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
                    terms: tuple[tuple[int, int], ...] = (),
                    fg: ValueGrad | None = None, descent_first: bool = False,
                    gradient_path: bool = True, f0: float | None = None,
-                   newton_finish: bool = False) -> OptResult:
+                   newton_finish: bool = False, descent_zero: np.ndarray | None = None
+                   ) -> OptResult:
     """BOBYQA plus lme4's ``restart_edge`` and ``check.boundary`` steps, then the safeguards.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
@@ -486,7 +490,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     res: OptResult | None = None
     if descent_first and analytic:
         known = f0 is not None
-        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower)
+        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower, descent_zero)
         n_evals += n + (not known)
         steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
         f0 = None                           # x0 is the descent's point now
