@@ -88,22 +88,24 @@ def test_indefinite_hessian_is_completed_and_reported():
 
 
 def test_descent_hands_over_a_vanishing_variance_to_the_bounds():
-    # f = (t0 - 1)^2 + t1: t1's optimum is its bound 0; on the log scale the descent would
-    # halve it per iteration, so it stops below DESCENT_ZERO and L-BFGS-B takes it to 0
-    calls = [0]
-
+    # f = (t0 - 1)^2 + t1: t1's optimum is its bound 0; on the log scale the descent only
+    # halves it per iteration, so where the mask allows it stops below DESCENT_ZERO and
+    # L-BFGS-B, under the bounds, takes it to 0
     def fg(x: np.ndarray) -> tuple[float, np.ndarray, int]:
-        calls[0] += 1
         return float((x[0] - 1) ** 2 + x[1]), np.array([2 * (x[0] - 1), 1.0]), 1
 
     lower = np.zeros(2)
     x0 = np.array([0.5, 1.0])
-    th, f, n = opt.log_descent(fg, x0, fg(x0)[0], lower)
-    assert th[1] < opt.DESCENT_ZERO and th[1] > 0
-    assert n < opt.DESCENT_MAXITER
-    res = opt.optimize_theta(lambda x: fg(x)[0], x0, lower, fg=fg, descent_first=True)
-    assert res.theta[1] == 0.0
-    assert abs(res.theta[0] - 1.0) < 1e-4
+    mask = np.array([False, True])
+    th, f, n = opt.log_descent(fg, x0, fg(x0)[0], lower, mask)
+    th_all, f_all, n_all = opt.log_descent(fg, x0, fg(x0)[0], lower)      # no mask: no stop
+    assert 0 < th[1] < opt.DESCENT_ZERO and n < n_all and th_all[1] < th[1]
+    # a masked-out element does not stop it
+    th_off, _, n_off = opt.log_descent(fg, x0, fg(x0)[0], lower, np.array([True, False]))
+    assert n_off == n_all and np.array_equal(th_off, th_all)
+    res = opt.optimize_theta(lambda x: fg(x)[0], x0, lower, fg=fg, descent_first=True,
+                             descent_zero=mask)
+    assert res.theta[1] == 0.0 and abs(res.theta[0] - 1.0) < 1e-4
 
 
 def _two_system_ratings(seed: int = 3) -> pd.DataFrame:
