@@ -235,11 +235,70 @@ def hessian_from_gradient(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarra
     return gradient_hessian(cold(grad), x, delta, g=g)[0]
 
 
+#: forward differences are kept when the smallest eigenvalue of their Hessian is at least this
+#: times the largest: their error (``DERIV_STEP / 2`` times third derivatives, ~1e-4 relative)
+#: cannot then put an eigenvalue on the other side of a verdict of :func:`_check_hess`
+FORWARD_MIN_RATIO = 1e-3
+
+
+def _forward_decides(H: np.ndarray, tol: float) -> bool:
+    """Whether a forward-difference ``H`` is far enough from every Hessian verdict."""
+    if not np.all(np.isfinite(H)):
+        return False
+    evd, _, info = lapack.dsyevd(H, compute_v=0, lower=1)
+    if info != 0 or not evd[0] > 0:
+        return False
+    big = float(evd[-1])
+    return bool(evd[0] >= FORWARD_MIN_RATIO * big and abs(big * tol - 1.0) > 1e-2)
+
+
+def check_hessian(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray, g: np.ndarray,
+                  delta: float = DERIV_STEP, tol: float = HESS_TOL) -> tuple[np.ndarray, int]:
+    """The check's Hessian from an analytic gradient: forward differences where they decide.
+
+    Forward differences from ``g``, the gradient at ``x`` (``k`` calls);
+    where that Hessian is positive definite with its eigenvalues at least
+    ``FORWARD_MIN_RATIO`` times the largest (and its largest not near ``1 /
+    tol``) its error cannot change a verdict of lme4's ``checkHess`` and it is
+    returned.  Else -- a near-singular Hessian, e.g. on the flat ridge of an
+    ``(f || g)`` term, where the sign of a near-zero eigenvalue decides the
+    finding -- the backward differences are added (``k`` calls more) and the
+    result is the central-difference Hessian of :func:`hessian_from_gradient`,
+    bit for bit.  Returns ``(H, gradient calls)``.
+
+    Examples
+    --------
+    >>> grad = lambda x: np.array([2 * x[0] + x[1], x[0] + 6 * x[1]])   # f = x0^2 + x0 x1 + 3 x1^2
+    >>> x = np.array([0.3, -0.2])
+    >>> H, n = check_hessian(grad, x, grad(x))
+    >>> np.round(H, 6).tolist(), n
+    ([[2.0, 1.0], [1.0, 6.0]], 2)
+    """
+    x = np.asarray(x, dtype=float)
+    k = x.size
+    gp = []
+    for i in range(k):
+        xi = x.copy()
+        xi[i] += delta
+        gp.append(np.asarray(grad(xi), dtype=float))
+    H = np.empty((k, k))
+    for i in range(k):
+        H[:, i] = (gp[i] - g) / delta
+    H = 0.5 * (H + H.T)
+    if _forward_decides(H, tol):
+        return H, k
+    for i in range(k):
+        xi = x.copy()
+        xi[i] -= delta
+        H[:, i] = (gp[i] - np.asarray(grad(xi), dtype=float)) / (2.0 * delta)
+    return 0.5 * (H + H.T), 2 * k
+
+
 def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower: Any,
                control: Any = None, *,
                grad: Callable[[np.ndarray], np.ndarray] | None = None,
                given_gradient: np.ndarray | None = None,
-               given_hessian: np.ndarray | None = None) -> ConvCheck:
+               given_hessian: np.ndarray | None = None, forward: bool = False) -> ConvCheck:
     """Run lme4's ``checkConv`` on the profiled deviance ``fn`` at its optimum ``theta``.
 
     Parameters
@@ -259,6 +318,9 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
         The gradient at ``theta`` and a Hessian computed at (or within
         ``DERIV_STEP`` of) it -- the optimiser's last Newton step -- used
         instead of new ones.
+    forward : bool
+        With ``grad``: the Hessian by :func:`check_hessian` (forward
+        differences, central ones only where the verdict needs them).
 
     Returns
     -------
@@ -299,6 +361,9 @@ def check_conv(fn: Callable[[np.ndarray], float], theta: Any, fval: float, lower
     need_h = ctl.hess != "ignore" or (ctl.grad != "ignore" and np.max(np.abs(g)) > ctl.grad_tol)
     if need_h and given_hessian is not None:
         H = np.asarray(given_hessian, dtype=float)
+    elif need_h and grad is not None and forward:
+        H, n_h = check_hessian(grad, th, g, tol=ctl.hess_tol)
+        n_evals += n_h
     elif need_h and grad is not None:
         H = hessian_from_gradient(grad, th)
         n_evals += 2 * k
@@ -505,5 +570,5 @@ def lmer_control_checks(ctrl: dict[str, Any], checkconv: Any) -> dict[str, Any]:
 
 __all__ = ["CHECK_LEVELS", "GRAD_TOL", "HESS_TOL", "REPLICATE_CONTROL", "SINGULAR_TOL",
            "CheckConvControl", "CheckLevel", "ConvCheck", "ConvergenceError", "apply_policy",
-           "check_conv", "deriv12", "fit_converged", "gradient", "lmer_control_checks",
+           "check_conv", "check_hessian", "deriv12", "fit_converged", "gradient", "lmer_control_checks",
            "report_convergence"]

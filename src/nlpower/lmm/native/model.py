@@ -30,6 +30,7 @@ from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta, stage_counts
 from .ridge import ridge_fit, ridges_that_pay
+from .start import descent_zero_mask, moment_start
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)
 # an evaluation factors a dense rest of this many columns or more: "costly"
@@ -44,10 +45,7 @@ SCALED_START_MAX_K = 4
 # with this initial trust-region radius (InstEval: 29 evaluations instead of 4 + 57)
 MOMENT_STEP = 0.02
 SCALED_STEP = 0.2       # ... else the scaled start's radius is this x max|start| (minqa's rhobeg)
-MOMENT_FLOOR = 0.05     # the moment start's relative SDs are at least this (off the bound)
-MOMENT_ITER = 20        # fixed-point iterations between the residual and the components
-# a zero pivot is raised to this for the gradient of its term (value_and_gradient)
-SINGULAR_PIVOT = 1e-7
+SINGULAR_PIVOT = 1e-7   # a zero pivot is raised to this for its term's gradient
 # BOBYQA's initial trust-region radius for warm starts in refit_core
 WARM_START_STEP = 0.1
 # below this many dense columns, BLAS threads cost more than they bring
@@ -63,59 +61,6 @@ def _check_finite(name: str, a: np.ndarray, what: str) -> None:
             f"{name} contains {int(bad.sum())} missing or infinite value(s) ({what}; "
             f"rows {shown}). Drop or impute those rows before fitting."
         )
-
-
-def moment_start(X: np.ndarray, y: np.ndarray, layout: Any) -> np.ndarray:
-    """A start for ``theta`` from moments of the least-squares residuals (diagonal only).
-
-    For each random-effects column ``z`` of a term with grouping codes
-    ``g``: the per-level regression of the residuals ``r`` on ``z``,
-    ``b_l = sum(z r) / sum(z^2)`` over level ``l``, has variance about
-    ``s_j^2 + sigma^2 mean(1 / sum(z^2))`` (crossed terms add to it; it is a
-    start, not an estimate); with ``var(r) = sigma^2 + sum_j s_j^2 mean(z^2)``
-    that is a fixed point for ``(sigma^2, s_j^2)``.  ``theta``'s diagonal is
-    ``max(s_j / sigma, MOMENT_FLOOR)``, its off-diagonal 0.  One ``O(n)`` pass
-    per column; no deviance evaluation.
-
-    Examples
-    --------
-    >>> from nlpower import CrossedDesign, presets, simulate
-    >>> from nlpower.lmm.frame import model_frame
-    >>> from nlpower.lmm.layout import theta_layout
-    >>> df = simulate(CrossedDesign(30, 200), presets.high_variance(0.1), rng=3)
-    >>> spec = model_frame("rating ~ x + (1 | worker) + (1 | item)", df)
-    >>> bool(np.all(moment_start(spec.X, spec.y, theta_layout(spec.re_terms)) > 0))
-    True
-    """
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n, p = X.shape
-    r = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
-    var_r = float(r @ r) / (n - p)
-    if not var_r > 0:                    # fitted exactly by X: nothing to apportion
-        return layout.start.copy()
-    cols = []                            # (theta index, var(b), mean 1/sum z^2, mean z^2)
-    for t, off in zip(layout.terms, layout.term_offsets, strict=True):
-        Z = np.asarray(t.Z, dtype=float)
-        for j in range(t.q):
-            z = Z[:, j]
-            w = np.bincount(t.codes, z * z, minlength=t.n_levels)
-            ok = w > 0
-            if ok.sum() < 2:
-                continue
-            b = np.bincount(t.codes, z * r, minlength=t.n_levels)[ok] / w[ok]
-            cols.append((off + j * t.q - j * (j - 1) // 2, float(np.var(b)),
-                         float(np.mean(1.0 / w[ok])), float(np.mean(z * z))))
-    s2 = var_r
-    comps = [0.0] * len(cols)
-    for _ in range(MOMENT_ITER):
-        comps = [max(v - s2 * iw, 0.0) for _, v, iw, _ in cols]
-        s2 = max(var_r - sum(c * z2 for c, (*_, z2) in zip(comps, cols, strict=True)),
-                 0.05 * var_r)
-    theta = np.where(layout.diag, MOMENT_FLOOR, 0.0)
-    for c, (i, *_) in zip(comps, cols, strict=True):
-        theta[i] = max(math.sqrt(c / s2), MOMENT_FLOOR)
-    return theta
 
 
 #: power replicates: lme4's gradient check (2k evaluations; the Hessian only when it fails)
@@ -198,6 +143,7 @@ class NativeModel:
         self._analytic = self.layout.size >= ANALYTIC_MIN_K or self.blocks.N2 >= COSTLY_N2
         self._descent = False             # the descent below ANALYTIC_MIN_K too (a ridge's model)
         self._ridges = ridges_that_pay(spec, self.blocks.N2) if self._analytic else ()
+        self._zero = descent_zero_mask(self.layout.terms, self._term_slices)
         self.ev = DevianceEvaluator(self.blocks, grouped=mode == "auto")
         self._y_id: int | None = id(spec.y)
         self._satt: tuple[int, SatterthwaiteState] | None = None
@@ -346,7 +292,8 @@ class NativeModel:
             # many parameters: a gradient descent brings BOBYQA near the optimum first
             first = start is None and (self.layout.size >= ANALYTIC_MIN_K or self._descent)
             res = optimize_theta(lambda th: self.ev(th, REML), x0, self.layout.lower, ctl,
-                                 terms=self._term_slices, fg=fg, descent_first=first, f0=f0)
+                                 terms=self._term_slices, fg=fg, descent_first=first, f0=f0,
+                                 newton_finish=self._descent, descent_zero=self._zero)
             fac = self.ev.factor(res.theta)
         if not fac.ok or not math.isfinite(self.ev.objective(fac, REML)):
             raise FitError("the deviance is not finite at the optimum; the fit failed.")
@@ -355,11 +302,11 @@ class NativeModel:
     def _check(self, res: Any, REML: bool, control: CheckConvControl) -> ConvCheck:
         """lme4's ``checkConv`` at the optimum (:mod:`nlpower.lmm.checkconv`).
 
-        With the analytic gradient the Hessian is central differences of it
-        (``2k`` calls); forward differences (``k`` calls) were tried: on the
-        flat ridges of ``(f || g)`` terms they missed the degenerate Hessian
-        that lme4 reports (3 of 30 validation-corpus cases).  The last Newton
-        step's gradient and Hessian are reused when at the optimum.
+        With the analytic gradient the Hessian is forward differences of it
+        (``k`` calls) where they decide lme4's verdicts, else central ones
+        (``2k``; on the flat ridges of ``(f || g)`` terms the forward error
+        hides the degenerate Hessian lme4 reports): ``check_hessian``.  The last
+        Newton step's gradient and Hessian are reused when at the optimum.
         """
         grad = (lambda th: self.value_and_gradient(th, REML)[1]) if self._analytic else None
         g = H = None
@@ -373,7 +320,7 @@ class NativeModel:
         if g is None and grad is not None:
             g = res.gradient                 # the optimiser's last gradient call, if at theta
         return check_conv(lambda th: self.ev(th, REML), res.theta, res.fval, self.layout.lower,
-                          control, grad=grad, given_gradient=g, given_hessian=H)
+                          control, grad=grad, given_gradient=g, given_hessian=H, forward=True)
 
     def _core(self, res: Any, fac: Factor, REML: bool, check: ConvCheck | None = None) -> FitCore:
         n, p = self.blocks.n, self.blocks.p

@@ -11,10 +11,11 @@ increase the deviance (``check.boundary``).  Both are reproduced here.
 
 With many parameters and the analytic gradient (``descent_first``), the
 optimiser is gradient-based: a quasi-Newton descent on the log scale of the
-diagonal, then L-BFGS-B under the bounds to convergence; BOBYQA (and
-``restart_edge``) only where that stalls with a projected gradient above
-``GRADIENT_GTOL``.  Across the validation corpus this reaches the deviance of
-the BOBYQA path (within 1e-8) with 40-90 % fewer calls.
+diagonal, then L-BFGS-B under the bounds to convergence (or Newton steps,
+``newton_finish``); BOBYQA (and ``restart_edge``) only where that stalls with
+a projected gradient above ``GRADIENT_GTOL``.  Across the validation corpus
+this reaches the deviance of the BOBYQA path (within 1e-8) with 40-90 %
+fewer calls.
 
 On top of lme4's steps (``robust=1``, the default), two safeguards make the
 native optimum at least as good as lme4's whatever the level order, coding or
@@ -23,22 +24,17 @@ response scale (checked by ``benchmarks/validation_corpus.py``):
 * **Newton steps or polish**: when the projected gradient at BOBYQA's
   optimum exceeds ``POLISH_GTOL``, :func:`newton` steps (small interior
   problems with a positive definite Hessian from differences of the analytic
-  gradient) or else :func:`polish`, a quasi-Newton run under bounds
-  (scipy's L-BFGS-B) with the gradient ``fg`` -- analytic
-  (:mod:`.gradient`) or central differences (step ``POLISH_STEP``;
-  one-sided at a bound).  BOBYQA stops when its quadratic model stops
-  improving, which on the flat ridges of ``(f || g)`` terms (intercept and
-  per-level variances trade off) can be short of the optimum; the gradient
-  steps finish the descent.  The polish stops after two iterations that
-  each gain less than ``POLISH_FTOL``.
+  gradient) or else :func:`polish`, L-BFGS-B under the bounds with the
+  gradient ``fg`` -- analytic (:mod:`.gradient`) or central differences
+  (step ``POLISH_STEP``; one-sided at a bound).  BOBYQA can stop short of
+  the optimum on the flat ridges of ``(f || g)`` terms (intercept and
+  per-level variances trade off); the polish stops after two iterations
+  that each gain less than ``POLISH_FTOL``.
 * **unfold restart**: when a diagonal element of a *multi-column* term's
   ``Lambda`` is at its bound, the fit may sit on a spurious optimum of the
-  Cholesky parametrisation (a zero pivot freezes the columns after it; the
-  same covariance with the levels in another order is reachable).  A
-  quasi-Newton descent restarts from ``chol(Lambda Lambda' + delta I)``
-  (every pivot away from 0, the covariance barely changed) and the better
-  optimum is kept.  Singular multi-column terms are the diagnostic that asks
-  for the second start; other fits pay nothing.
+  Cholesky parametrisation (a zero pivot freezes the columns after it).  A
+  quasi-Newton descent restarts from ``chol(Lambda Lambda' + delta I)`` and
+  the better optimum is kept; other fits pay nothing.
 """
 
 from __future__ import annotations
@@ -52,7 +48,7 @@ import nlopt
 import numpy as np
 
 from ...mixed.fdiff import cold, value_gradient
-from ..checkconv import DERIV_STEP, hessian_from_gradient
+from ..checkconv import DERIV_STEP, check_hessian, hessian_from_gradient
 
 DEFAULT_CONTROL: dict[str, float] = {
     "xtol_abs": 1e-8,
@@ -85,17 +81,16 @@ UNFOLD_MAXITER = 1000   # ... from an unfolded start (a descent from a new point
 DESCENT_STEP = 0.01     # BOBYQA's initial trust-region radius after a first descent
 DESCENT_MAXITER = 60    # the first descent only brings BOBYQA near: at most this many
 DESCENT_FTOL = 1e-6     # iterations, stopping after two that each gain less than this
+DESCENT_ZERO = 0.05     # ... or once a diagonal theta is below this (L-BFGS-B takes it to 0)
 GRADIENT_MAXITER = 200  # after the descent: L-BFGS-B under the bounds, at most this many
 GRADIENT_GTOL = 1e-2    # ... iterations; BOBYQA runs when its projected gradient exceeds this
 
-_STATUS = {
-    nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
-    nlopt.STOPVAL_REACHED: "NLOPT_STOPVAL_REACHED",
-    nlopt.FTOL_REACHED: "NLOPT_FTOL_REACHED: optimisation stopped because ftol_abs was reached",
-    nlopt.XTOL_REACHED: "NLOPT_XTOL_REACHED: optimisation stopped because xtol_abs was reached",
-    nlopt.MAXEVAL_REACHED: "NLOPT_MAXEVAL_REACHED: stopped because maxeval was reached",
-    nlopt.MAXTIME_REACHED: "NLOPT_MAXTIME_REACHED",
-}
+_STATUS = {nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
+           nlopt.STOPVAL_REACHED: "NLOPT_STOPVAL_REACHED",
+           nlopt.FTOL_REACHED: "NLOPT_FTOL_REACHED: optimisation stopped because ftol_abs was reached",
+           nlopt.XTOL_REACHED: "NLOPT_XTOL_REACHED: optimisation stopped because xtol_abs was reached",
+           nlopt.MAXEVAL_REACHED: "NLOPT_MAXEVAL_REACHED: stopped because maxeval was reached",
+           nlopt.MAXTIME_REACHED: "NLOPT_MAXTIME_REACHED"}
 
 
 #: ``x -> (f(x), gradient at x, evaluations spent)``
@@ -110,8 +105,7 @@ class OptResult:
     converged: bool
     message: str
     steps: tuple[str, ...] = ()          # what ran after BOBYQA, with the deviance it reached
-    # from the last Newton step, for the convergence check: (theta, gradient there,
-    # where the Hessian was computed, Hessian)
+    # the last Newton step's (theta, gradient there, where the Hessian was computed, Hessian)
     derivatives: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     # per stage, in order: (name, deviance evaluations, gradient calls, seconds)
     stages: tuple[tuple[str, int, int, float], ...] = ()
@@ -119,11 +113,8 @@ class OptResult:
 
 
 class StageCounter:
-    """Counts the calls of ``fn`` and ``fg`` and splits them into named stages.
-
-    ``mark(name)`` closes the stage that ran since the previous mark; a
-    gradient call of :func:`fd_value_and_gradient` counts once as a gradient
-    and its differences as evaluations.
+    """Counts the calls of ``fn`` and ``fg`` per named stage (``mark(name)`` closes one); a
+    gradient call of :func:`fd_value_and_gradient` counts once, its differences as evaluations.
     """
 
     def __init__(self, fn: Callable[[np.ndarray], float]) -> None:
@@ -191,9 +182,8 @@ def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
            control: dict[str, float], f0: float | None = None) -> OptResult:
     """One BOBYQA run; never raises for a non-convergence (it is reported).
 
-    ``f0``: ``fn(x0)`` when the caller has it; BOBYQA's first evaluation is
-    at ``x0`` and returns it instead of evaluating again (the same value, so
-    the same path, one evaluation fewer).
+    ``f0``: ``fn(x0)``, if known: BOBYQA's first evaluation, at ``x0``, returns
+    it (the same value, so the same path, one evaluation fewer).
     """
     k = x0.size
     count = [0]
@@ -281,9 +271,9 @@ def fd_value_and_gradient(fn: Callable[[np.ndarray], float], lower: np.ndarray) 
 
 
 def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
-           maxiter: int = POLISH_MAXITER, ftol: float = POLISH_FTOL
-           ) -> tuple[np.ndarray, float, int]:
-    """L-BFGS-B under the lower bounds from ``fg`` (value and gradient); best point kept."""
+           maxiter: int = POLISH_MAXITER, ftol: float = POLISH_FTOL,
+           stop: Callable[[np.ndarray], bool] | None = None) -> tuple[np.ndarray, float, int]:
+    """L-BFGS-B under the lower bounds from ``fg``; best point kept; ``stop(best x)``: stop."""
     count = [0]
     best_x = [x0.copy()]
     best_f = [f0]
@@ -309,7 +299,7 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
         # iterations that each gained less than POLISH_FTOL deviance units
         stalls[0] = stalls[0] + 1 if last[0] - best_f[0] < ftol else 0
         last[0] = best_f[0]
-        if stalls[0] >= 2:
+        if stalls[0] >= 2 or (stop is not None and stop(best_x[0])):
             raise StopIteration
 
     from scipy.optimize import minimize  # only large fits polish: keep the import off a first fit
@@ -324,16 +314,19 @@ def polish(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
     return best_x[0], float(best_f[0]), count[0]
 
 
-def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
-                ) -> tuple[np.ndarray, float, int]:
+def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray,
+                zero: np.ndarray | None = None) -> tuple[np.ndarray, float, int]:
     """A quasi-Newton descent with the bounded (diagonal) parameters on the log scale.
 
     ``theta_i = exp(phi_i)`` where ``lower_i = 0``: no bounds, and a gradient
-    that vanishes towards 0, so the descent stays interior -- on the flat
-    ridge of ``(f || g)`` terms it does not run into a zero variance that
-    BOBYQA from lme4's start would not reach (a spurious "singular" fit).
-    Where a variance really is 0 the descent stops near it and BOBYQA, under
-    the bounds, finishes.  Returns ``(theta, f, evaluations)``.
+    that vanishes towards 0, so on the flat ridge of ``(f || g)`` terms the
+    descent does not run into a zero variance that BOBYQA from lme4's start
+    would not reach (a spurious "singular" fit).  A variance that is really 0
+    only halves per iteration on the log scale: the descent stops once an
+    element of the mask ``zero`` (scalar terms' SDs: not a pivot of a
+    multi-column factor, behind which L-BFGS-B crawls) is below
+    ``DESCENT_ZERO``, and L-BFGS-B under the bounds takes it to 0.  Returns
+    ``(theta, f, evaluations)``.
     """
     pos = lower == 0
     if np.any(x0[pos] <= 0):
@@ -354,36 +347,39 @@ def log_descent(fg: ValueGrad, x0: np.ndarray, f0: float, lower: np.ndarray
 
     phi0 = x0.copy()
     phi0[pos] = np.log(x0[pos])
-    phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL)
+    z = pos if zero is None else pos & zero
+    low = math.log(DESCENT_ZERO)
+    phi, fx, n = polish(fg_log, phi0, f0, free, DESCENT_MAXITER, DESCENT_FTOL,
+                        lambda phi: bool(np.any(phi[z] < low)) if zero is not None else False)
     return to_theta(phi), fx, n
 
 
-def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.ndarray
-           ) -> tuple[bool, np.ndarray, float, int,
+def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.ndarray,
+           finish: bool = False) -> tuple[bool, np.ndarray, float, int,
                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]:
     """Newton steps from an interior optimum of a well-conditioned problem.
 
-    Where BOBYQA stopped at an interior point of a small problem (at most
-    ``NEWTON_MAX_K`` parameters, every diagonal element away from its bound)
-    with a positive definite Hessian, its remaining error is what a Newton
-    step removes: at most ``NEWTON_ITER`` steps (each ``k + 1`` gradient
-    calls: the Hessian by forward differences of the gradient).  ``done`` is
-    False -- and the quasi-Newton polish runs instead -- when the problem is
-    larger, on a bound, not positive definite (the ridge of ``(f || g)``
-    terms) or when the predicted gain exceeds ``NEWTON_MAX_GAIN`` (far from
-    the optimum).  A first step predicted to gain less than
-    ``NEWTON_SKIP_GAIN`` is not taken (the point and its gradient stay;
-    ``k`` calls instead of ``k + 1``).  Also returns ``(x, gradient at x, where the Hessian was
-    computed, Hessian)`` for the convergence check, which would compute the
-    same things.
+    At an interior point of a small problem (at most ``NEWTON_MAX_K``
+    parameters, every diagonal element off its bound) with a positive definite
+    Hessian: at most ``NEWTON_ITER`` steps (each ``k + 1`` gradient calls, the
+    Hessian by forward differences).  ``done`` is False -- and the polish runs
+    instead -- when the problem is larger, on a bound, not positive definite
+    (an ``(f || g)`` ridge) or the predicted gain exceeds ``NEWTON_MAX_GAIN``.
+    A first step predicted to gain less than ``NEWTON_SKIP_GAIN`` is not taken
+    (``k`` calls), unless ``finish`` (Newton replaces L-BFGS-B; the Hessian is
+    then :func:`~nlpower.lmm.checkconv.check_hessian`'s).  Also returns ``(x,
+    gradient at x, where the Hessian was computed, Hessian)`` for the check.
     """
     n = 0
     if x.size > NEWTON_MAX_K or np.any(x - lower < UNFOLD_TOL):
         return False, x, fx, n, None
     derivs = None
     for _ in range(NEWTON_ITER):
-        H = hessian_from_gradient(lambda t: fg(t)[1], x, DERIV_STEP, g)
-        n += x.size
+        if finish:
+            H, m = check_hessian(lambda t: fg(t)[1], x, g)
+        else:
+            H, m = hessian_from_gradient(lambda t: fg(t)[1], x, DERIV_STEP, g), x.size
+        n += m
         xH = x.copy()
         try:
             R = np.linalg.cholesky(H)
@@ -393,7 +389,7 @@ def newton(fg: ValueGrad, x: np.ndarray, fx: float, g: np.ndarray, lower: np.nda
         gain = 0.5 * float(g @ step)
         if not 0.0 <= gain <= NEWTON_MAX_GAIN:
             return False, x, fx, n, None
-        if gain < NEWTON_SKIP_GAIN and derivs is None:
+        if gain < NEWTON_SKIP_GAIN and derivs is None and not finish:
             # the optimiser's point is within BOBYQA's ftol_abs: no step (InstEval: 5e-10)
             derivs = (x.copy(), g, xH, H)
             break
@@ -456,7 +452,9 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
                    control: dict[str, float] | None = None, *,
                    terms: tuple[tuple[int, int], ...] = (),
                    fg: ValueGrad | None = None, descent_first: bool = False,
-                   gradient_path: bool = True, f0: float | None = None) -> OptResult:
+                   gradient_path: bool = True, f0: float | None = None,
+                   newton_finish: bool = False, descent_zero: np.ndarray | None = None
+                   ) -> OptResult:
     """BOBYQA plus lme4's ``restart_edge`` and ``check.boundary`` steps, then the safeguards.
 
     ``terms``: ``(offset, q)`` of each random-effects term's slice of
@@ -476,6 +474,9 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     ``OptResult.stages`` counts evaluations and gradient calls per stage.
     ``f0``: ``fn(x0)`` when the caller has evaluated it (the start's
     criterion); neither the descent nor BOBYQA evaluates it again.
+    ``newton_finish``: where the descent stops interior and near (gradient
+    within ``GRADIENT_GTOL``, at most ``NEWTON_MAX_K`` parameters) Newton steps
+    (:func:`newton`, ``finish``) replace L-BFGS-B; their Hessian is the check's.
     """
     analytic = fg is not None
     sc = StageCounter(fn)
@@ -489,14 +490,20 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     res: OptResult | None = None
     if descent_first and analytic:
         known = f0 is not None
-        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower)
+        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower, descent_zero)
         n_evals += n + (not known)
         steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
         f0 = None                           # x0 is the descent's point now
         sc.mark("descent")
         if not ctl.get("initial_step"):
             ctl["initial_step"] = DESCENT_STEP
-        if gradient_path:
+        g = sc.gradient_at(x0)
+        if newton_finish and g is not None and x0.size <= NEWTON_MAX_K and np.all(
+                x0 - lower >= UNFOLD_TOL) and np.max(np.abs(g)) <= GRADIENT_GTOL:
+            res = OptResult(x0, f_d, 0, True, "descent with the analytic gradient converged "
+                            "(gradient within GRADIENT_GTOL; Newton steps; no BOBYQA)")
+            ctl["polish_gtol"] = 0.0                # the Newton steps below finish
+        elif gradient_path:
             # finish under the bounds with the gradient; BOBYQA only where that stalls
             x0, f_d, n = polish(fg, x0, f_d, lower, GRADIENT_MAXITER)
             n_evals += n
@@ -522,7 +529,7 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
             if np.max(np.abs(projected_gradient(g, theta, lower))) > ctl["polish_gtol"]:
                 done, kind, n = False, "polish", 0
                 if analytic:                # a Hessian from 2k gradients (not 4k^2 values)
-                    done, th2, f2, n, derivs = newton(fg, theta, fval, g, lower)
+                    done, th2, f2, n, derivs = newton(fg, theta, fval, g, lower, newton_finish)
                     kind = "newton"
                 if not done:
                     th2, f2, n2 = polish(fg, theta, fval, lower)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FitError
-from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, hessian_from_gradient
+from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, check_hessian
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
@@ -251,23 +251,25 @@ def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
     Without the ridge the Hessian is positive definite at an interior
     optimum, and the step removes what the quasi-Newton stages left (their
     stopping rule: 1e-10 to 1e-9 deviance units on 2,000-4,000 ratings).
-    The Hessian (central differences of the gradient at the optimiser's
-    point, as :func:`~nlpower.lmm.checkconv.check_conv` computes it) and the
+    The Hessian (:func:`~nlpower.lmm.checkconv.check_hessian` at the
+    optimiser's point, as the native check computes it) and the
     gradient at the new point are handed on to the check, which then costs
     nothing more.  No step where the Hessian is not positive definite or
     the step does not lower the deviance.  Returns the result and the gradient calls spent.
     """
     lower = red.layout.lower
     x = res.theta
+    if res.derivatives is not None and np.array_equal(res.derivatives[0], x):
+        return res, 0                     # the optimiser's Newton steps ended here
     if np.any(x[lower == 0] < SINGULAR_TOL):
         return res, 0
 
     def fg(th: np.ndarray) -> tuple[float, np.ndarray, int]:
         return red.value_and_gradient(th, REML)
 
-    n = 2 * x.size + (res.gradient is None)
     g = res.gradient if res.gradient is not None else fg(x)[1]
-    H = hessian_from_gradient(lambda th: fg(th)[1], x, DERIV_STEP)
+    H, n = check_hessian(lambda th: fg(th)[1], x, g)     # forward where they decide
+    n += res.gradient is None
     try:
         R = np.linalg.cholesky(H)
         step = np.linalg.solve(R.T, np.linalg.solve(R, g))
