@@ -15,7 +15,9 @@ augmented ``A~ = [[A, Lambda'Z'X], [X'Z Lambda, X'X]]`` (``|A~| = |L|^2
   where ``D_t`` is the sum over the term's ``m_t`` levels of the diagonal
   blocks of ``A~^{-1}``.  Only those diagonal blocks are needed: the rest's
   from the inverse of its dense Cholesky factor, block 1's from
-  ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l``.
+  ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l`` (or,
+  with the rest's inverse gathered per level, ``(m I - D_1) Lambda1^{-1}``
+  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`).
 * ``r^2`` is a minimum over ``(u, beta)`` (envelope theorem):
   ``d r^2 / d theta_j = -2 (Z E_j u)'(y - X beta - Z Lambda u)``, i.e.
   ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'``.
@@ -35,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .active import active_modes, active_plan, active_y
+from .active import active_h, active_modes, active_plan, active_y
 from .blocks import GroupBlock, SparseSchur
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
@@ -168,20 +170,23 @@ def _level_rows(ev: DevianceEvaluator, Nr: int) -> np.ndarray:
         unit0[cols] = off + ((cols - off) // blk.q) * blk.q
         width[cols] = blk.q
     keep = b.pair_row < Nr
-    lev, row = b.pair_lev[keep], b.pair_row[keep]
-    per: list[list[int]] = [[] for _ in range(b.b1.m)]
-    for l_, r_ in zip(lev.tolist(), row.tolist(), strict=True):
-        per[l_].append(r_)
-    rows = []
-    for rr in per:
-        u = sorted({int(unit0[r]) for r in rr})
-        rows.append([c for u0 in u for c in range(u0, u0 + int(width[u0]))])
-    rmax = max((len(r) for r in rows), default=0)
-    R = np.full((b.b1.m, max(rmax, 1)), Nr, dtype=np.intp)
-    for i, r in enumerate(rows):
-        R[i, :len(r)] = r
+    # the distinct (level, unit) pairs, by level then unit; each unit's columns in order
+    key = np.unique(b.pair_lev[keep].astype(np.int64) * b.N2 + unit0[b.pair_row[keep]])
+    lev, u0 = np.divmod(key, b.N2)
+    w = width[u0]
+    lev_c = np.repeat(lev, w)
+    col = np.repeat(u0, w) + _ranks(w)
+    cnt = np.bincount(lev_c, minlength=b.b1.m)
+    R = np.full((b.b1.m, max(int(cnt.max(initial=0)), 1)), Nr, dtype=np.intp)
+    R[lev_c, _ranks(cnt)] = col
     cache[Nr] = R
     return R
+
+
+def _ranks(cnt: np.ndarray) -> np.ndarray:
+    """``0, 1, .., cnt[0] - 1, 0, 1, .., cnt[1] - 1, ...`` (positions within runs)."""
+    cnt = np.asarray(cnt, dtype=np.intp)
+    return np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
 
 
 def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
@@ -210,8 +215,7 @@ def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
         rows_r = R.ravel()[li]
         cnt = start[rows_r + 1] - start[rows_r]
         pos = np.repeat(li, cnt)
-        ent = np.concatenate([np.arange(start[r], start[r + 1]) for r in rows_r]) \
-            if rows_r.size else np.zeros(0, dtype=np.intp)
+        ent = np.repeat(start[rows_r], cnt) + _ranks(cnt)
         lev = pos // rmax
         key = c_all[ent].astype(np.int64) * m1 + lev
         pkey = b.pair_row.astype(np.int64) * m1 + b.pair_lev     # sorted (CSR order)
@@ -264,7 +268,7 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
 
 
 def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
-    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`
+    """Whether the gathered inverse (:func:`_active_block1`) beats :func:`_inverse_blocks_dense`
     (a property of the structure: decided once per ``Nr``, cached on ``ev``)."""
     cache = ev.__dict__.setdefault("_gather_pays", {})
     if Nr not in cache:
@@ -281,29 +285,6 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
     if _GATHER_RATIO * int(np.bincount(b.pair_lev[inside]).max(initial=0)) > Nr:
         return False
     return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
-
-
-def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
-                                 R: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """As :func:`_inverse_blocks_gather`, for a dense factor of the rest.
-
-    ``S^{-1}`` in full (``dpotri``, ``Nr^3 / 3`` flops) and ``G_l'G_l = L21_l'
-    S^{-1} L21_l`` on the few rest rows ``R[l]`` each block-1 level couples to
-    (a sparse crowd design: an item's 2-4 workers): ``m1 rmax^2 q1`` flops
-    instead of the dense ``T L21``'s ``Nr^2 m1 q1``.
-    """
-    q1 = ev.b.b1.q
-    Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
-    Lg = _level_L21(ev, Nr, R, f.theta, Ep)                        # (m1, rmax, q1)
-    L1inv = ev._L1(f, inverse=True)
-    D1 = np.zeros((q1, q1))
-    per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
-    for s0 in range(0, R.shape[0], per):
-        Lc, Li = Lg[s0:s0 + per], L1inv[s0:s0 + per]
-        H = np.swapaxes(Lc, 1, 2) @ Spf[sg_idx[s0:s0 + per]] @ Lc
-        H[:, np.arange(q1), np.arange(q1)] += 1.0
-        D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
-    return D1, rest_D
 
 
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
@@ -331,9 +312,11 @@ def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
 
 def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Block 1 on its levels' active columns (:mod:`.active`), the rest's inverse gathered
-    (the :func:`_inverse_blocks_gather_dense` path): ``(u1, b1 modes, Lambda1' Y, rest
-    blocks' inverse sums)``."""
+    """Block 1 on its levels' active columns (:mod:`.active`) with ``S^{-1}`` in full
+    (``dpotri``, ``Nr^3 / 3`` flops) gathered on the few rest rows ``R[l]`` each block-1
+    level couples to (a sparse crowd design: an item's 2-4 workers; ``m1 rmax^2 k``
+    flops instead of the dense ``T L21``'s ``Nr^2 m1 q1``): ``(u1, b1 modes, Lambda1' Y,
+    rest blocks' inverse sums)``."""
     b = ev.b
     plan = ev.__dict__.get("_active_plan")
     if plan is None:
@@ -343,8 +326,12 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
     R = _level_rows(ev, Nr)
     Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
     La = _level_L21(ev, Nr, R, f.theta, plan.Ca)           # Lambda_r' C, active: (m1, rmax, k)
-    Y = active_y(plan, F, La, Spf[sg_idx], b.b1.q)
-    return u1, b1m, lam1.T @ Y, rest_D
+    per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
+    Hs = np.zeros_like(F)
+    for s0 in range(0, R.shape[0], per):
+        sl = slice(s0, s0 + per)
+        Hs += active_h(plan, La[sl], Spf[sg_idx[sl]], sl)
+    return u1, b1m, lam1.T @ active_y(plan, F, Hs, b.b1.q), rest_D
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -410,13 +397,12 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
         z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
     Nr = nre2 + (p if REML else 0)
     M1: np.ndarray | None = None                 # block 1's (m I - D) Lambda1^{-1}, if formed
-    if (b.patterns is not None and f.peel is None and Nr
-            and not (isinstance(b.schur, SparseSchur) and ev._scale_idx is not None)
-            and _gather_dense_pays(ev, Nr)):
+    path = _inverse_path(ev, f, Nr)
+    if path == "gather_dense":
         u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr)
         D1 = np.zeros((b1.q, b1.q))
     else:
-        u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr)
+        u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
     res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None]] = []
     groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1))
@@ -459,7 +445,7 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     return g, exact
 
 
-def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
+def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int, path: str
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Block 1 level by level: ``(u1, b1 modes, D1, rest blocks' inverse sums)``."""
     b = ev.b
@@ -481,17 +467,33 @@ def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
     u1 = np.einsum("lba,lb->la", ev._L1(f, inverse=True), t.reshape(b1.m, b1.q))
     b1m = u1 @ b1.lam(f.theta).T
     # -- diagonal blocks of the inverse --------------------------------------------
-    if f.peel is not None and b.N2 * b1.m * b1.q <= _GATHER_MAX:
-        D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
-    elif (gb := ev.grouped_inverse_blocks(f, Nr)) is not None:
-        D1, rest_D = gb
-    elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
-        D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
-    elif f.peel is None and Nr and _gather_dense_pays(ev, Nr):
-        D1, rest_D = _inverse_blocks_gather_dense(ev, f, Ep, Nr, _level_rows(ev, Nr))
-    else:
-        D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
-    return u1, b1m, D1, rest_D
+    if path == "gather":
+        return u1, b1m, *_inverse_blocks_gather(ev, f, L1, Ep, Nr)
+    if path == "lead":
+        gb = ev.grouped_inverse_blocks(f, Nr)
+        assert gb is not None
+        return u1, b1m, *gb
+    if path == "sparse":
+        assert isinstance(b.schur, SparseSchur)
+        return u1, b1m, *_inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
+    return u1, b1m, *_inverse_blocks_dense(ev, f, L1, E, Nr)
+
+
+def _inverse_path(ev: DevianceEvaluator, f: Factor, Nr: int) -> str:
+    """How the diagonal blocks of the inverse are formed: ``gather`` (peeled rest),
+    ``lead`` (grouped levels with a lead), ``sparse`` (sparse Schur products, diagonal
+    ``Lambda_r``), ``gather_dense`` (block 1 on its active columns, :mod:`.active`) or
+    ``dense``."""
+    b = ev.b
+    if f.peel is not None and b.N2 * b.b1.m * b.b1.q <= _GATHER_MAX:
+        return "gather"
+    if f.lead is not None and ev._lead_grouped and b.b1.q == 1 and Nr:
+        return "lead"            # DevianceEvaluator.grouped_inverse_blocks
+    if isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
+        return "sparse"
+    if f.peel is None and Nr and _gather_dense_pays(ev, Nr):
+        return "gather_dense"
+    return "dense"
 
 
 def _assembly_index(ev: DevianceEvaluator, blk: GroupBlock
