@@ -48,6 +48,7 @@ class ActivePlan:
     cnt: np.ndarray        # (G,) levels per group
     flat_w: np.ndarray     # (m1, k) flat positions l q1 + act in an (m1, q1) array
     flat_y: np.ndarray     # (G, k, k) flat positions act_a q1 + act_b in a (q1, q1) array
+    flat_h: np.ndarray     # (m1, k k) flat positions of a level's H_l in the (G, k, k) sums
     Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
     CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
 
@@ -78,7 +79,9 @@ def active_plan(b: Blocks) -> ActivePlan:
                                      np.repeat(b.pair_row, k))), shape=(m1 * k, b.N2))
     return ActivePlan(grp=np.asarray(grp).ravel(), act=gact, A=A[first],
                       cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
-                      flat_y=gact[:, :, None] * q1 + gact[:, None, :], Ca=Ca, CT=CT)
+                      flat_y=gact[:, :, None] * q1 + gact[:, None, :],
+                      flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
+                      Ca=Ca, CT=CT)
 
 
 def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
@@ -90,8 +93,16 @@ def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
     q1 = lam1.shape[0]
     P = lam1 @ lam1.T
     T = plan.A @ P[plan.act[:, :, None], plan.act[:, None, :]]
-    T[:, np.arange(k), np.arange(k)] += 1.0
-    F = np.linalg.inv(T)
+    T.reshape(G, k * k)[:, ::k + 1] += 1.0
+    if k == 1:
+        F = 1.0 / T
+    elif k == 2:                                # closed form: numpy's inv costs ~20 us a call
+        det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
+        F = np.empty_like(T)
+        F[:, 0, 0], F[:, 1, 1] = T[:, 1, 1] / det, T[:, 0, 0] / det
+        F[:, 0, 1], F[:, 1, 0] = -T[:, 0, 1] / det, -T[:, 1, 0] / det
+    else:
+        F = np.linalg.inv(T)
     ca = (plan.CT @ np.append(-z, 1.0)).reshape(m1, k)                  # c_l, active columns
     Fl = F[plan.grp]
     w = Fl[:, :, 0] * ca[:, :1]                                          # F_l c_l
@@ -107,8 +118,8 @@ def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.
     ``Sg``: ``S^{-1}`` on those rows, ``(m, rmax, rmax)``), ``(G, k, k)``."""
     G, k = plan.act.shape
     H = np.swapaxes(La, 1, 2) @ (Sg @ La)
-    idx = (plan.grp[sl, None] * (k * k) + np.arange(k * k)).ravel()
-    return np.bincount(idx, weights=H.ravel(), minlength=G * k * k).reshape(G, k, k)
+    return np.bincount(plan.flat_h[sl].ravel(), weights=H.ravel(),
+                       minlength=G * k * k).reshape(G, k, k)
 
 
 def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.ndarray:
