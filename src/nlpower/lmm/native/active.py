@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .blocks import Blocks
+from .grouped import unique_rows
 
 
 @dataclass(eq=False)
@@ -71,8 +72,9 @@ def active_plan(b: Blocks) -> ActivePlan:
     k = act.shape[1]
     lev = np.arange(m1)[:, None, None]
     A = b.A11[lev, act[:, :, None], act[:, None, :]] * mask[:, :, None] * mask[:, None, :]
-    _, first, grp, cnt = np.unique(np.concatenate([act, A.reshape(m1, -1)], axis=1), axis=0,
-                                   return_index=True, return_inverse=True, return_counts=True)
+    _, grp, cnt = unique_rows(np.concatenate([act, A.reshape(m1, -1)], axis=1))
+    first = np.zeros(cnt.size, dtype=np.intp)
+    first[grp] = np.arange(m1)                   # a level of each group (any: they are equal)
     gact = act[first]
     Ca = np.take_along_axis(b.C, act[b.pair_lev], axis=1) * mask[b.pair_lev]
     CT = sp.csr_matrix((Ca.ravel(), ((b.pair_lev[:, None] * k + np.arange(k)).ravel(),
