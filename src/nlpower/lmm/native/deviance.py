@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from . import block1
-from .block1 import block1_factor_inv, block1_reduced, grouped_W, tri_inv
+from .block1 import block1_factor_inv, block1_reduced, grouped_W, scalar_patterns, tri_inv
 from .blocks import Blocks, SparseSchur
 from .grouped import GroupedLevels
 from .lead import (
@@ -82,6 +82,7 @@ class DevianceEvaluator(GroupedLevels):
         # dpotrf reads only the lower triangle; the upper one is needed only when
         # a non-diagonal Lambda block of the rest mixes rows and columns
         self._need_upper = not all(blk.diagonal for blk, _ in b.rest)
+        self._scalar_pat = scalar_patterns(b.patterns)     # one active column per level
         self._diag2: tuple[np.ndarray, ...] | None = None
         # theta indices of Lambda1[0, 0] and Lambda1[1, 1] (flat 0 and 3) when q1 = 2
         # and Lambda1 is diagonal (closed-form 2 x 2 algebra)
@@ -178,7 +179,7 @@ class DevianceEvaluator(GroupedLevels):
             return self._scale_finish(theta, M, ld1, None)
         L1: np.ndarray | None = None
         if b.patterns is not None:
-            rr = block1_reduced(b.b1, b.patterns, theta)
+            rr = block1_reduced(b.b1, b.patterns, theta, self._scalar_pat)
             if rr is None:
                 return self._fail(theta)
             Wl, Wg, ld1 = rr
