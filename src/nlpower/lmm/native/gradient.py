@@ -193,7 +193,7 @@ def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
                Ep: np.ndarray) -> np.ndarray:
     """``L21 = Lambda_r' E`` gathered per block-1 level on its rows ``R``: ``(m1, rmax, q)``.
 
-    One sparse mat-vec with the pairs' ``E`` (``Ep``, (pairs, q), ``q = q`` or a level's
+    One sparse mat-vec with the pairs' ``E`` (``Ep``, (pairs, q), ``q = q1`` or a level's
     active columns): entry
     ``(l, i, b)`` is ``sum_c Lambda'[R[l, i], c] E[c, (l, b)]`` over the rest
     rows ``c`` of ``R[l, i]``'s level (identity on the ``X`` rows).  The
