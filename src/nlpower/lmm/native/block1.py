@@ -21,7 +21,8 @@ from scipy.linalg import lapack
 
 from .blocks import Blocks, GroupBlock, Pattern
 
-__all__ = ["block1_factor", "block1_factor_inv", "block1_reduced", "grouped_W", "grouped_products", "tri_inv",
+__all__ = ["block1_factor", "block1_factor_inv", "block1_reduced", "grouped_W", "grouped_products",
+           "scalar_patterns", "tri_inv",
            "tri_solve"]
 
 
@@ -125,7 +126,21 @@ def block1_factor_inv(b: Blocks, theta: np.ndarray, A: np.ndarray | None = None
         K = lam1 @ LiT
     return L1, K, ld, Li
 
-def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarray
+def scalar_patterns(patterns: Sequence[Pattern] | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Where every pattern has one active column: per level (in pattern order) that column,
+    ``A_l``, the flat position of ``W_l[c, c]`` and the split points between patterns, for
+    :func:`block1_reduced`'s one-pass form; else ``None``."""
+    if not patterns or any(p.cols.size != 1 for p in patterns):
+        return None
+    return (np.concatenate([np.full(p.levels.size, p.cols[0]) for p in patterns]),
+            np.concatenate([p.A[:, 0, 0] for p in patterns]),
+            np.concatenate([p.flat for p in patterns]),
+            np.cumsum([p.levels.size for p in patterns])[:-1])
+
+
+def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarray,
+                   scalar: tuple[np.ndarray, ...] | None = None
                    ) -> tuple[np.ndarray, list[np.ndarray], float] | None:
     """Block 1 through each level's active columns ``P`` only.
 
@@ -133,12 +148,21 @@ def block1_reduced(b1: GroupBlock, patterns: Sequence[Pattern], theta: np.ndarra
     ``W[P, P] = Lambda1 B^{-1} Lambda1'[P, P] = Q (I + A_PP Q)^{-1}`` and the
     determinant lemma ``|B| = |I + A_PP Q|``: ``k x k`` work per level
     (``k = |P|``) instead of ``q1 x q1``.  Returns ``W`` (m1, q1, q1), the
-    per-pattern ``W[P, P]`` (m_g, k, k) and ``log|L1|^2``.
+    per-pattern ``W[P, P]`` (m_g, k, k) and ``log|L1|^2``.  ``scalar``
+    (:func:`scalar_patterns`): every level has one active column, all levels in one pass.
     """
     lam1 = b1.lam(theta)
     LL = lam1 @ lam1.T
     q1 = b1.q
     Wf = np.zeros(b1.m * q1 * q1)
+    if scalar is not None:
+        cols, a, flat, split = scalar
+        q = LL.diagonal()[cols]
+        t = 1.0 + a * q
+        w = q / t
+        Wf[flat] = w
+        return (Wf.reshape(b1.m, q1, q1), [x.reshape(-1, 1, 1) for x in np.split(w, split)],
+                float(np.sum(np.log(t))))
     Wg: list[np.ndarray] = []
     ld = 0.0
     for _lev, cols, A, flat in patterns:

@@ -15,7 +15,9 @@ augmented ``A~ = [[A, Lambda'Z'X], [X'Z Lambda, X'X]]`` (``|A~| = |L|^2
   where ``D_t`` is the sum over the term's ``m_t`` levels of the diagonal
   blocks of ``A~^{-1}``.  Only those diagonal blocks are needed: the rest's
   from the inverse of its dense Cholesky factor, block 1's from
-  ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l``.
+  ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l`` (or,
+  with the rest's inverse gathered per level, ``(m I - D_1) Lambda1^{-1}``
+  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`).
 * ``r^2`` is a minimum over ``(u, beta)`` (envelope theorem):
   ``d r^2 / d theta_j = -2 (Z E_j u)'(y - X beta - Z Lambda u)``, i.e.
   ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'``.
@@ -35,8 +37,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .active import active_h, active_modes, active_plan, active_y
 from .blocks import GroupBlock, SparseSchur
 from .deviance import DevianceEvaluator, Factor
+from .deviance import lambda_rows as _lambda_rows
+from .deviance import lambda_t_entries as _lambda_t_entries
 from .rest import selected_inverse
 
 __all__ = ["theta_gradient"]
@@ -77,41 +82,6 @@ def _dense_e_index(ev: DevianceEvaluator) -> np.ndarray:
         cols = b.pair_lev[:, None] * q1 + np.arange(q1)
         cache[q1] = (b.pair_row[:, None] * (b.b1.m * q1) + cols).reshape(-1)
     return cache[b.b1.q]
-
-
-def _lambda_t_entries(ev: DevianceEvaluator, n_rows: int
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(row, column, theta index)`` of each entry of ``Lambda_r'`` on the first ``n_rows``
-    rows of the rest, the identity on the ``X`` rows after them (theta index -1: the value 1).
-    """
-    rows, cols, src = [], [], []
-    for blk, off in ev.b.rest:
-        r, c = np.divmod(blk.lam_idx, blk.q)                  # Lambda[r, c] = theta[src]
-        base = off + blk.q * np.arange(blk.m)[:, None]
-        rows.append((base + c[None, :]).ravel())              # Lambda' : (c, r)
-        cols.append((base + r[None, :]).ravel())
-        src.append(np.tile(blk.theta_idx, blk.m))
-    ident = np.arange(ev.b.nre2, n_rows)
-    rows.append(ident)
-    cols.append(ident)
-    src.append(np.full(ident.size, -1))
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
-
-
-def _lambda_rows(ev: DevianceEvaluator, theta: np.ndarray, n_rows: int) -> sp.csr_matrix:
-    """``Lambda_r'`` on the first ``n_rows`` rows of the rest (identity on the X rows).
-
-    The sparsity structure is built once per ``n_rows`` (cached on ``ev``);
-    a call only fills in the values from ``theta``.
-    """
-    cache = ev.__dict__.setdefault("_lam_rows", {})
-    if n_rows not in cache:
-        R, C, S = _lambda_t_entries(ev, n_rows)
-        mat = sp.csr_matrix((np.arange(1.0, R.size + 1.0), (R, C)), shape=(n_rows, n_rows))
-        cache[n_rows] = (mat, S[mat.data.astype(np.intp) - 1])
-    mat, S = cache[n_rows]
-    mat.data = np.where(S >= 0, theta[np.maximum(S, 0)], 1.0)
-    return mat
 
 
 def _lambda_t_rows(ev: DevianceEvaluator, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -200,36 +170,40 @@ def _level_rows(ev: DevianceEvaluator, Nr: int) -> np.ndarray:
         unit0[cols] = off + ((cols - off) // blk.q) * blk.q
         width[cols] = blk.q
     keep = b.pair_row < Nr
-    lev, row = b.pair_lev[keep], b.pair_row[keep]
-    per: list[list[int]] = [[] for _ in range(b.b1.m)]
-    for l_, r_ in zip(lev.tolist(), row.tolist(), strict=True):
-        per[l_].append(r_)
-    rows = []
-    for rr in per:
-        u = sorted({int(unit0[r]) for r in rr})
-        rows.append([c for u0 in u for c in range(u0, u0 + int(width[u0]))])
-    rmax = max((len(r) for r in rows), default=0)
-    R = np.full((b.b1.m, max(rmax, 1)), Nr, dtype=np.intp)
-    for i, r in enumerate(rows):
-        R[i, :len(r)] = r
+    # the distinct (level, unit) pairs, by level then unit; each unit's columns in order
+    key = np.unique(b.pair_lev[keep].astype(np.int64) * b.N2 + unit0[b.pair_row[keep]])
+    lev, u0 = np.divmod(key, b.N2)
+    w = width[u0]
+    lev_c = np.repeat(lev, w)
+    col = np.repeat(u0, w) + _ranks(w)
+    cnt = np.bincount(lev_c, minlength=b.b1.m)
+    R = np.full((b.b1.m, max(int(cnt.max(initial=0)), 1)), Nr, dtype=np.intp)
+    R[lev_c, _ranks(cnt)] = col
     cache[Nr] = R
     return R
 
 
+def _ranks(cnt: np.ndarray) -> np.ndarray:
+    """``0, 1, .., cnt[0] - 1, 0, 1, .., cnt[1] - 1, ...`` (positions within runs)."""
+    cnt = np.asarray(cnt, dtype=np.intp)
+    return np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+
+
 def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
                Ep: np.ndarray) -> np.ndarray:
-    """``L21 = Lambda_r' E`` gathered per block-1 level on its rows ``R``: ``(m1, rmax, q1)``.
+    """``L21 = Lambda_r' E`` gathered per block-1 level on its rows ``R``: ``(m1, rmax, q)``.
 
-    One sparse mat-vec with the pairs' ``E`` (``Ep``, (pairs, q1)): entry
+    One sparse mat-vec with the pairs' ``E`` (``Ep``, (pairs, q), ``q = q1`` or a level's
+    active columns): entry
     ``(l, i, b)`` is ``sum_c Lambda'[R[l, i], c] E[c, (l, b)]`` over the rest
     rows ``c`` of ``R[l, i]``'s level (identity on the ``X`` rows).  The
-    operator's structure is built once per ``Nr`` (cached on ``ev``); a call
+    operator's structure is built once per ``(Nr, q)`` (cached on ``ev``); a call
     fills in ``theta``.
     """
     b = ev.b
-    m1, q1 = b.b1.m, b.b1.q
+    m1, q = b.b1.m, Ep.shape[1]
     cache = ev.__dict__.setdefault("_l21_op", {})
-    if Nr not in cache:
+    if (Nr, q) not in cache:
         rmax = R.shape[1]
         # every (rest row r, row c of its level, theta source) with Lambda'[r, c] != 0
         r_all, c_all, s_all = _lambda_t_entries(ev, Nr)
@@ -241,23 +215,22 @@ def _level_L21(ev: DevianceEvaluator, Nr: int, R: np.ndarray, theta: np.ndarray,
         rows_r = R.ravel()[li]
         cnt = start[rows_r + 1] - start[rows_r]
         pos = np.repeat(li, cnt)
-        ent = np.concatenate([np.arange(start[r], start[r + 1]) for r in rows_r]) \
-            if rows_r.size else np.zeros(0, dtype=np.intp)
+        ent = np.repeat(start[rows_r], cnt) + _ranks(cnt)
         lev = pos // rmax
         key = c_all[ent].astype(np.int64) * m1 + lev
         pkey = b.pair_row.astype(np.int64) * m1 + b.pair_lev     # sorted (CSR order)
         pidx = np.minimum(np.searchsorted(pkey, key), pkey.size - 1)
         ok = pkey[pidx] == key
         pos, pidx, src = pos[ok], pidx[ok], s_all[ent][ok]
-        rows = (pos[:, None] * q1 + np.arange(q1)).ravel()
-        cols = (pidx[:, None] * q1 + np.arange(q1)).ravel()
-        srcq = np.repeat(src, q1)
+        rows = (pos[:, None] * q + np.arange(q)).ravel()
+        cols = (pidx[:, None] * q + np.arange(q)).ravel()
+        srcq = np.repeat(src, q)
         mat = sp.csr_matrix((np.arange(1.0, rows.size + 1.0), (rows, cols)),
-                            shape=(m1 * rmax * q1, b.pair_row.size * q1))
-        cache[Nr] = (mat, srcq[mat.data.astype(np.intp) - 1])
-    mat, src = cache[Nr]
+                            shape=(m1 * rmax * q, b.pair_row.size * q))
+        cache[Nr, q] = (mat, srcq[mat.data.astype(np.intp) - 1])
+    mat, src = cache[Nr, q]
     mat.data = np.where(src >= 0, theta[np.maximum(src, 0)], 1.0)
-    return (mat @ Ep.ravel()).reshape(m1, R.shape[1], q1)
+    return (mat @ Ep.ravel()).reshape(m1, R.shape[1], q)
 
 
 def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep: np.ndarray,
@@ -295,7 +268,7 @@ def _inverse_blocks_gather(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, Ep:
 
 
 def _gather_dense_pays(ev: DevianceEvaluator, Nr: int) -> bool:
-    """Whether :func:`_inverse_blocks_gather_dense` beats :func:`_inverse_blocks_dense`
+    """Whether the gathered inverse (:func:`_active_block1`) beats :func:`_inverse_blocks_dense`
     (a property of the structure: decided once per ``Nr``, cached on ``ev``)."""
     cache = ev.__dict__.setdefault("_gather_pays", {})
     if Nr not in cache:
@@ -314,17 +287,12 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
     return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
 
 
-def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarray, Nr: int,
-                                 R: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """As :func:`_inverse_blocks_gather`, for a dense factor of the rest.
-
-    ``S^{-1}`` in full (``dpotri``, ``Nr^3 / 3`` flops) and ``G_l'G_l = L21_l'
-    S^{-1} L21_l`` on the few rest rows ``R[l]`` each block-1 level couples to
-    (a sparse crowd design: an item's 2-4 workers): ``m1 rmax^2 q1`` flops
-    instead of the dense ``T L21``'s ``Nr^2 m1 q1``.
-    """
+def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """``S^{-1}`` (``dpotri``) flat with a zero row ``Nr`` (padding), the flat positions of
+    its blocks on each block-1 level's rows ``R`` (``(m1, rmax, rmax)``), and each rest
+    block's sum of diagonal blocks."""
     b = ev.b
-    q1 = b.b1.q
     # S^{-1}'s lower triangle (dpotri's) read at (max, min) of each index pair: no
     # symmetrised copy; row/column Nr is the padding (a zero)
     Sp = np.zeros((Nr + 1, Nr + 1))
@@ -339,16 +307,31 @@ def _inverse_blocks_gather_dense(ev: DevianceEvaluator, f: Factor, Ep: np.ndarra
                       (off + np.arange(blk.m * blk.q).reshape(blk.m, blk.q)
                        for blk, off in b.rest)])
     sg_idx, rest_idx = cache[Nr]
-    Lg = _level_L21(ev, Nr, R, f.theta, Ep)                        # (m1, rmax, q1)
-    L1inv = ev._L1(f, inverse=True)
-    D1 = np.zeros((q1, q1))
+    return Spf, sg_idx, [Spf[ix].sum(axis=0) for ix in rest_idx]
+
+
+def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Block 1 on its levels' active columns (:mod:`.active`) with ``S^{-1}`` in full
+    (``dpotri``, ``Nr^3 / 3`` flops) gathered on the few rest rows ``R[l]`` each block-1
+    level couples to (a sparse crowd design: an item's 2-4 workers; ``m1 rmax^2 k``
+    flops instead of the dense ``T L21``'s ``Nr^2 m1 q1``): ``(u1, b1 modes, Lambda1' Y,
+    rest blocks' inverse sums)``."""
+    b = ev.b
+    plan = ev.__dict__.get("_active_plan")
+    if plan is None:
+        plan = ev.__dict__["_active_plan"] = active_plan(b)
+    lam1 = b.b1.lam(f.theta)
+    F, u1, b1m = active_modes(plan, lam1, z)
+    R = _level_rows(ev, Nr)
+    Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
+    La = _level_L21(ev, Nr, R, f.theta, plan.Ca)           # Lambda_r' C, active: (m1, rmax, k)
     per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
+    Hs = np.zeros_like(F)
     for s0 in range(0, R.shape[0], per):
-        Lc, Li = Lg[s0:s0 + per], L1inv[s0:s0 + per]
-        H = np.swapaxes(Lc, 1, 2) @ Spf[sg_idx[s0:s0 + per]] @ Lc
-        H[:, np.arange(q1), np.arange(q1)] += 1.0
-        D1 += (np.swapaxes(Li, 1, 2) @ H @ Li).sum(axis=0)
-    return D1, [Spf[ix].sum(axis=0) for ix in rest_idx]
+        sl = slice(s0, s0 + per)
+        Hs += active_h(plan, La[sl], Spf[sg_idx[sl]], sl)
+    return u1, b1m, lam1.T @ active_y(plan, F, Hs, b.b1.q), rest_D
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -406,54 +389,37 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     b1 = b.b1
     theta = f.theta
     n, p, nre2 = b.n, b.p, b.nre2
-    L1 = ev._L1(f)                                            # (m1, q1, q1)
     # -- spherical modes and residuals -------------------------------------------
     v = ev.solve_v(f)
     z = v.copy()                                             # b on the RE rows, beta on X
     for blk, off in b.rest:
         s = slice(off, off + blk.m * blk.q)
         z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
-    Ep = ev.E(f)                                             # (pairs, q1)
-    E: Any
-    size = b.N2 * b1.m * b1.q
-    if size <= _DENSE_E or Ep.size > _DENSE_FILL * size:
-        E = np.zeros((b.N2, b1.m * b1.q))
-        E.reshape(-1)[_dense_e_index(ev)] = Ep.reshape(-1)
-        t = E[-1] - E[:-1].T @ z
-    else:
-        E = sp.csr_matrix((Ep.ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
-        ey = np.zeros((b1.m, b1.q))                       # E's y row: the y pairs
-        ey[b.y_levels] = Ep[b.y_pairs]
-        t = ey.ravel() - E.T @ np.append(z, 0.0)
-    # u1 = L1^{-T} t per level
-    u1 = np.einsum("lba,lb->la", ev._L1(f, inverse=True), t.reshape(b1.m, b1.q))
-    b1m = u1 @ b1.lam(theta).T
-    res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
-    # -- diagonal blocks of the inverse --------------------------------------------
     Nr = nre2 + (p if REML else 0)
-    groups: list[tuple[GroupBlock, np.ndarray, np.ndarray]] = []   # (block, D, R)
-    if f.peel is not None and b.N2 * b1.m * b1.q <= _GATHER_MAX:
-        D1, rest_D = _inverse_blocks_gather(ev, f, L1, Ep, Nr)
-    elif (gb := ev.grouped_inverse_blocks(f, Nr)) is not None:
-        D1, rest_D = gb
-    elif isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
-        D1, rest_D = _inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
-    elif f.peel is None and Nr and _gather_dense_pays(ev, Nr):
-        D1, rest_D = _inverse_blocks_gather_dense(ev, f, Ep, Nr, _level_rows(ev, Nr))
+    M1: np.ndarray | None = None                 # block 1's (m I - D) Lambda1^{-1}, if formed
+    path = _inverse_path(ev, f, Nr)
+    if path == "gather_dense":
+        u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr)
+        D1 = np.zeros((b1.q, b1.q))
     else:
-        D1, rest_D = _inverse_blocks_dense(ev, f, L1, E, Nr)
-    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1))
+        u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
+    res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
+    groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None]] = []
+    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1))
     for (blk, off), D in zip(b.rest, rest_D, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
-        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub))
+        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub, None))
     # -- assemble ----------------------------------------------------------------
     n_eff = n - p if REML else n
     g = np.zeros(theta.size)
     exact = np.ones(theta.size, dtype=bool)
-    for blk, D, R in groups:
+    for blk, D, R, M0 in groups:
+        rows, cols, mI = _assembly_index(ev, blk)
+        if M0 is not None:                       # formed without Lambda^{-1}: always exact
+            g[blk.theta_idx] += 2.0 * M0[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols]
+            continue
         lam = blk.lam(theta)
         q = blk.q
-        rows, cols, mI = _assembly_index(ev, blk)
         lam_inv = np.zeros((q, q))
         bad = None
         dg = lam.diagonal().tolist()
@@ -477,6 +443,57 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
             g[blk.theta_idx] += np.where(bad, 0.0, dl)
             exact[blk.theta_idx[bad]] = False
     return g, exact
+
+
+def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int, path: str
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Block 1 level by level: ``(u1, b1 modes, D1, rest blocks' inverse sums)``."""
+    b = ev.b
+    b1 = b.b1
+    L1 = ev._L1(f)                                            # (m1, q1, q1)
+    Ep = ev.E(f)                                             # (pairs, q1)
+    E: Any
+    size = b.N2 * b1.m * b1.q
+    if size <= _DENSE_E or Ep.size > _DENSE_FILL * size:
+        E = np.zeros((b.N2, b1.m * b1.q))
+        E.reshape(-1)[_dense_e_index(ev)] = Ep.reshape(-1)
+        t = E[-1] - E[:-1].T @ z
+    else:
+        E = sp.csr_matrix((Ep.ravel(), b.indices, b.indptr), shape=(b.N2, b1.m * b1.q))
+        ey = np.zeros((b1.m, b1.q))                       # E's y row: the y pairs
+        ey[b.y_levels] = Ep[b.y_pairs]
+        t = ey.ravel() - E.T @ np.append(z, 0.0)
+    # u1 = L1^{-T} t per level
+    u1 = np.einsum("lba,lb->la", ev._L1(f, inverse=True), t.reshape(b1.m, b1.q))
+    b1m = u1 @ b1.lam(f.theta).T
+    # -- diagonal blocks of the inverse --------------------------------------------
+    if path == "gather":
+        return u1, b1m, *_inverse_blocks_gather(ev, f, L1, Ep, Nr)
+    if path == "lead":
+        gb = ev.grouped_inverse_blocks(f, Nr)
+        assert gb is not None
+        return u1, b1m, *gb
+    if path == "sparse":
+        assert isinstance(b.schur, SparseSchur)
+        return u1, b1m, *_inverse_blocks_sparse(ev, b.schur, f, L1, Nr)
+    return u1, b1m, *_inverse_blocks_dense(ev, f, L1, E, Nr)
+
+
+def _inverse_path(ev: DevianceEvaluator, f: Factor, Nr: int) -> str:
+    """How the diagonal blocks of the inverse are formed: ``gather`` (peeled rest),
+    ``lead`` (grouped levels with a lead), ``sparse`` (sparse Schur products, diagonal
+    ``Lambda_r``), ``gather_dense`` (block 1 on its active columns, :mod:`.active`) or
+    ``dense``."""
+    b = ev.b
+    if f.peel is not None and b.N2 * b.b1.m * b.b1.q <= _GATHER_MAX:
+        return "gather"
+    if f.lead is not None and ev._lead_grouped and b.b1.q == 1 and Nr:
+        return "lead"            # DevianceEvaluator.grouped_inverse_blocks
+    if isinstance(b.schur, SparseSchur) and ev._scale_idx is not None:
+        return "sparse"
+    if f.peel is None and Nr and _gather_dense_pays(ev, Nr):
+        return "gather_dense"
+    return "dense"
 
 
 def _assembly_index(ev: DevianceEvaluator, blk: GroupBlock

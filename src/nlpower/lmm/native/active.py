@@ -1,0 +1,132 @@
+"""Block 1's part of the gradient without ``Lambda1^{-1}``, on each level's active columns.
+
+When a level of block 1 uses only some of its ``q1`` columns (``Z1_l`` zero
+elsewhere: the "patterns" of :class:`~.blocks.Blocks`, items nested in
+systems), everything block 1 contributes to the gradient lives on those ``k``
+columns; otherwise all ``q1`` are active.  With ``P =
+Lambda1 Lambda1'``, ``A_l = Z1_l'Z1_l`` and ``F_l = (I + A_l P)^{-1}`` (the
+push-through identity, ``B_l^{-1} Lambda1' = Lambda1' F_l``):
+
+* the spherical modes are ``u_l = Lambda1' F_l c_l`` with ``c_l =
+  Z1_l'(y - W z)`` the level's part of ``W'Z1``'s ``y`` row less the rest's
+  fitted part (``z``: the rest's modes and ``beta``), so ``Lambda1 u_l = P F_l
+  c_l``;
+* ``(m I - D_1) Lambda1^{-1} = Lambda1' Y`` with ``Y = sum_l F_l A_l - F_l H_l
+  F_l'`` and ``H_l = C_l' Lambda_r S^{-1} Lambda_r' C_l`` (``C_l`` the level's
+  columns of ``W'Z1``, ``S`` the rest's Schur complement) -- no ``Lambda1^{-1}``,
+  so a zero pivot of block 1 needs no second factorisation.
+
+Restricted to the active columns (``F_l``'s rows off them are the identity's
+and ``A_l``, ``c_l``, ``H_l`` vanish there), every product is ``k x k``:
+``k = 1`` for items nested in systems, ``q1 = 4`` for four systems.  Levels
+with fewer than ``k`` active columns are padded with zeros (a padded row of
+``I + A_l Q_l`` is the identity's, so the padding stays zero throughout).
+Levels with the same active columns and the same ``A_l`` (a group: items
+rated alike) share ``F_l``, so ``F`` and ``Y`` are formed once per group from
+the group's sum of ``H_l`` (one ``bincount``): a few ``k x k`` products
+instead of batched ones over the levels, which numpy runs matrix by matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .blocks import Blocks
+from .grouped import unique_rows
+
+
+@dataclass(eq=False)
+class ActivePlan:
+    """Groups of levels with the same active columns (padded to ``k``) and ``Z1'Z1`` on them,
+    and the scatter indices."""
+
+    grp: np.ndarray        # (m1,) each level's group
+    act: np.ndarray        # (G, k) the group's active columns (padding repeats one of them)
+    A: np.ndarray          # (G, k, k) Z1_l'Z1_l on the active columns (0 on padding)
+    cnt: np.ndarray        # (G,) levels per group
+    flat_w: np.ndarray     # (m1, k) flat positions l q1 + act in an (m1, q1) array
+    flat_y: np.ndarray     # (G, k, k) flat positions act_a q1 + act_b in a (q1, q1) array
+    flat_h: np.ndarray     # (m1, k k) flat positions of a level's H_l in the (G, k, k) sums
+    Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
+    CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
+
+
+def active_plan(b: Blocks) -> ActivePlan:
+    """The plan of :class:`ActivePlan` for ``b`` (once per model; without ``b.patterns``
+    every level's columns are all active)."""
+    m1, q1 = b.b1.m, b.b1.q
+    if b.patterns is None:
+        act, mask = np.tile(np.arange(q1), (m1, 1)), np.ones((m1, q1))
+    else:
+        kmax = max(int(p.cols.size) for p in b.patterns)
+        act = np.zeros((m1, kmax), dtype=np.intp)
+        mask = np.zeros((m1, kmax))
+        for p in b.patterns:
+            kp = int(p.cols.size)
+            act[p.levels, :kp] = p.cols
+            act[p.levels, kp:] = p.cols[0]
+            mask[p.levels, :kp] = 1.0
+    k = act.shape[1]
+    lev = np.arange(m1)[:, None, None]
+    A = b.A11[lev, act[:, :, None], act[:, None, :]] * mask[:, :, None] * mask[:, None, :]
+    _, grp, cnt = unique_rows(np.concatenate([act, A.reshape(m1, -1)], axis=1))
+    first = np.zeros(cnt.size, dtype=np.intp)
+    first[grp] = np.arange(m1)                   # a level of each group (any: they are equal)
+    gact = act[first]
+    Ca = np.take_along_axis(b.C, act[b.pair_lev], axis=1) * mask[b.pair_lev]
+    CT = sp.csr_matrix((Ca.ravel(), ((b.pair_lev[:, None] * k + np.arange(k)).ravel(),
+                                     np.repeat(b.pair_row, k))), shape=(m1 * k, b.N2))
+    return ActivePlan(grp=np.asarray(grp).ravel(), act=gact, A=A[first],
+                      cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
+                      flat_y=gact[:, :, None] * q1 + gact[:, None, :],
+                      flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
+                      Ca=Ca, CT=CT)
+
+
+def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(F, u1, b1)``: ``F`` per group on the active columns ``(G, k, k)``, the spherical
+    modes ``u1`` and the modes ``b1 = Lambda1 u1`` of block 1, each ``(m1, q1)``."""
+    G, k = plan.act.shape
+    m1 = plan.grp.size
+    q1 = lam1.shape[0]
+    P = lam1 @ lam1.T
+    T = plan.A @ P[plan.act[:, :, None], plan.act[:, None, :]]
+    T.reshape(G, k * k)[:, ::k + 1] += 1.0
+    if k == 1:
+        F = 1.0 / T
+    elif k == 2:                                # closed form: numpy's inv costs ~20 us a call
+        det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
+        F = np.empty_like(T)
+        F[:, 0, 0], F[:, 1, 1] = T[:, 1, 1] / det, T[:, 0, 0] / det
+        F[:, 0, 1], F[:, 1, 0] = -T[:, 0, 1] / det, -T[:, 1, 0] / det
+    else:
+        F = np.linalg.inv(T)
+    ca = (plan.CT @ np.append(-z, 1.0)).reshape(m1, k)                  # c_l, active columns
+    Fl = F[plan.grp]
+    w = Fl[:, :, 0] * ca[:, :1]                                          # F_l c_l
+    for j in range(1, k):
+        w += Fl[:, :, j] * ca[:, j:j + 1]
+    wl = np.bincount(plan.flat_w.ravel(), weights=w.ravel(), minlength=m1 * q1).reshape(m1, q1)
+    return F, wl @ lam1, wl @ P
+
+
+def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.ndarray:
+    """Per group the sum of ``H_l = La_l' Sg_l La_l`` over the levels ``sl`` (``La``:
+    ``Lambda_r' C_l`` on the level's rest rows and active columns, ``(m, rmax, k)``;
+    ``Sg``: ``S^{-1}`` on those rows, ``(m, rmax, rmax)``), ``(G, k, k)``."""
+    G, k = plan.act.shape
+    H = np.swapaxes(La, 1, 2) @ (Sg @ La)
+    return np.bincount(plan.flat_h[sl].ravel(), weights=H.ravel(),
+                       minlength=G * k * k).reshape(G, k, k)
+
+
+def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.ndarray:
+    """``Y = sum_l F_l A_l - F_l H_l F_l'`` from the groups' ``F`` and sums ``Hs`` of
+    ``H_l``, scattered to ``(q1, q1)``."""
+    Yg = plan.cnt[:, None, None] * (F @ plan.A) - F @ Hs @ np.swapaxes(F, 1, 2)
+    return np.bincount(plan.flat_y.ravel(), weights=Yg.ravel(),
+                       minlength=q1 * q1).reshape(q1, q1)
