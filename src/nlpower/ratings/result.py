@@ -186,7 +186,7 @@ class RatingsFit:
         >>> fit = fit_ratings(read_ratings("fixtures/pilot_ratings.csv", scale=(1, 5)))
         >>> print(fit.table())
                            beta0  beta1  sigma sigma0w sigma1w sigma2w sigma0i sigma1i sigma2i
-        pilot_ratings.csv  0.494  0.122  0.239   0.007   0.091   0.094   0.012   0.142   0.125
+        pilot_ratings.csv  0.494  0.122  0.239   0.009   0.091   0.094   0.011   0.142   0.125
         """
         row: dict[str, float] = {}
         for j, v in enumerate(self.fixef.to_numpy()):

@@ -28,8 +28,9 @@ from ._blas import single_threaded
 from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
-from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta, stage_counts
+from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
 from .ridge import ridge_fit, ridges_that_pay
+from .stages import stage_counts
 from .start import descent_zero_mask, moment_start
 
 SINGULAR_TOL = 1e-4   # lme4's isSingular(tol = 1e-4)

@@ -40,7 +40,6 @@ response scale (checked by ``benchmarks/validation_corpus.py``):
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +48,7 @@ import numpy as np
 
 from ...mixed.fdiff import cold, value_gradient
 from ..checkconv import DERIV_STEP, check_hessian, hessian_from_gradient
+from .stages import StageCounter, ValueGrad
 
 DEFAULT_CONTROL: dict[str, float] = {
     "xtol_abs": 1e-8,
@@ -93,8 +93,6 @@ _STATUS = {nlopt.SUCCESS: "NLOPT_SUCCESS: optimisation stopped successfully",
            nlopt.MAXTIME_REACHED: "NLOPT_MAXTIME_REACHED"}
 
 
-#: ``x -> (f(x), gradient at x, evaluations spent)``
-ValueGrad = Callable[[np.ndarray], tuple[float, np.ndarray, int]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,72 +108,6 @@ class OptResult:
     # per stage, in order: (name, deviance evaluations, gradient calls, seconds)
     stages: tuple[tuple[str, int, int, float], ...] = ()
     gradient: np.ndarray | None = None    # at theta, when the optimiser computed it there
-
-
-class StageCounter:
-    """Counts the calls of ``fn`` and ``fg`` per named stage (``mark(name)`` closes one); a
-    gradient call of :func:`fd_value_and_gradient` counts once, its differences as evaluations.
-    """
-
-    def __init__(self, fn: Callable[[np.ndarray], float]) -> None:
-        self.n_fn = 0
-        self.n_fg = 0
-        self._last = (0, 0, time.perf_counter())
-        self.stages: list[tuple[str, int, int, float]] = []
-        self._last_fg: list[tuple[np.ndarray, float, np.ndarray]] = []
-
-        def fn_c(x: np.ndarray) -> float:
-            self.n_fn += 1
-            return fn(x)
-
-        self.fn = fn_c
-
-    def counting(self, fg: ValueGrad) -> ValueGrad:
-        """``fg`` with its calls counted, and its last result remembered.
-
-        A call at the point of the previous call returns the remembered
-        value and gradient (the gradient check after a quasi-Newton run asks
-        again for its last point), uncounted and costing no evaluation.
-        """
-        last = self._last_fg
-
-        def fg_c(x: np.ndarray) -> tuple[float, np.ndarray, int]:
-            if last and np.array_equal(last[0][0], x):
-                return last[0][1], last[0][2].copy(), 0
-            self.n_fg += 1
-            fx, g, n = fg(x)
-            last[:] = [(np.array(x, dtype=float), fx, np.array(g, dtype=float))]
-            return fx, g, n
-
-        return fg_c
-
-    def gradient_at(self, x: np.ndarray) -> np.ndarray | None:
-        """The gradient at ``x`` if the last gradient call was there."""
-        last = self._last_fg
-        return last[0][2].copy() if last and np.array_equal(last[0][0], x) else None
-
-    def mark(self, name: str) -> None:
-        f0, g0, t0 = self._last
-        t = time.perf_counter()
-        self.stages.append((name, self.n_fn - f0, self.n_fg - g0, t - t0))
-        self._last = (self.n_fn, self.n_fg, t)
-
-
-def stage_counts(stages: tuple[tuple[str, int, int, float], ...]
-                 ) -> dict[str, dict[str, float]]:
-    """``{stage: {"evaluations", "gradients", "seconds"}}`` in pipeline order, repeats summed.
-
-    Evaluations are deviance (criterion) evaluations, gradients calls of the
-    analytic gradient (or of the finite-difference one, whose evaluations are
-    counted as evaluations).
-    """
-    out: dict[str, dict[str, float]] = {}
-    for name, n_f, n_g, secs in stages:
-        d = out.setdefault(name, {"evaluations": 0, "gradients": 0, "seconds": 0.0})
-        d["evaluations"] += n_f
-        d["gradients"] += n_g
-        d["seconds"] += secs
-    return out
 
 
 def bobyqa(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
@@ -489,31 +421,9 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     n_evals = 0
     res: OptResult | None = None
     if descent_first and analytic:
-        known = f0 is not None
-        x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower, descent_zero)
-        n_evals += n + (not known)
-        steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
+        x0, res, n_evals = _descent_stage(fg, sc, x0, f0, lower, ctl, steps, gradient_path,
+                                          newton_finish, descent_zero)
         f0 = None                           # x0 is the descent's point now
-        sc.mark("descent")
-        if not ctl.get("initial_step"):
-            ctl["initial_step"] = DESCENT_STEP
-        g = sc.gradient_at(x0)
-        if newton_finish and g is not None and x0.size <= NEWTON_MAX_K and np.all(
-                x0 - lower >= UNFOLD_TOL) and np.max(np.abs(g)) <= GRADIENT_GTOL:
-            res = OptResult(x0, f_d, 0, True, "descent with the analytic gradient converged "
-                            "(gradient within GRADIENT_GTOL; Newton steps; no BOBYQA)")
-            ctl["polish_gtol"] = 0.0                # the Newton steps below finish
-        elif gradient_path:
-            # finish under the bounds with the gradient; BOBYQA only where that stalls
-            x0, f_d, n = polish(fg, x0, f_d, lower, GRADIENT_MAXITER)
-            n_evals += n
-            steps.append(f"lbfgsb {f_d:.10g} ({n} evaluations)")
-            sc.mark("lbfgsb")
-            _, g, n = fg(x0)
-            n_evals += n
-            if np.max(np.abs(projected_gradient(g, x0, lower))) <= GRADIENT_GTOL:
-                res = OptResult(x0, f_d, 0, True, "L-BFGS-B with the analytic gradient converged "
-                                "(projected gradient within GRADIENT_GTOL; no BOBYQA)")
     if res is None:
         res = _lme4_steps(fn, x0, lower, ctl, f0)
         steps.append(f"bobyqa {res.fval:.10g} ({res.n_evals} evaluations)")
@@ -558,6 +468,45 @@ def optimize_theta(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.
     stages = tuple(st for st in sc.stages if st[1] or st[2])
     return OptResult(theta, fval, n_evals, res.converged, res.message, tuple(steps), derivs,
                      stages, sc.gradient_at(theta))
+
+
+def _descent_stage(fg: ValueGrad, sc: StageCounter, x0: np.ndarray, f0: float | None,
+                   lower: np.ndarray, ctl: dict[str, float], steps: list[str],
+                   gradient_path: bool, newton_finish: bool, descent_zero: np.ndarray | None
+                   ) -> tuple[np.ndarray, OptResult | None, int]:
+    """:func:`optimize_theta`'s descent and its finish: ``(x, result if converged, evaluations)``.
+
+    Sets ``ctl``'s initial BOBYQA step and, for a Newton finish, its polish
+    tolerance; appends to ``steps``.
+    """
+    fn = sc.fn
+    n_evals = 0
+    res: OptResult | None = None
+    known = f0 is not None
+    x0, f_d, n = log_descent(fg, x0, f0 if f0 is not None else fn(x0), lower, descent_zero)
+    n_evals += n + (not known)
+    steps.append(f"descent {f_d:.10g} ({n + (not known)} evaluations)")
+    sc.mark("descent")
+    if not ctl.get("initial_step"):
+        ctl["initial_step"] = DESCENT_STEP
+    g = sc.gradient_at(x0)
+    if newton_finish and g is not None and x0.size <= NEWTON_MAX_K and np.all(
+            x0 - lower >= UNFOLD_TOL) and np.max(np.abs(g)) <= GRADIENT_GTOL:
+        res = OptResult(x0, f_d, 0, True, "descent with the analytic gradient converged "
+                        "(gradient within GRADIENT_GTOL; Newton steps; no BOBYQA)")
+        ctl["polish_gtol"] = 0.0                # the Newton steps below finish
+    elif gradient_path:
+        # finish under the bounds with the gradient; BOBYQA only where that stalls
+        x0, f_d, n = polish(fg, x0, f_d, lower, GRADIENT_MAXITER)
+        n_evals += n
+        steps.append(f"lbfgsb {f_d:.10g} ({n} evaluations)")
+        sc.mark("lbfgsb")
+        _, g, n = fg(x0)
+        n_evals += n
+        if np.max(np.abs(projected_gradient(g, x0, lower))) <= GRADIENT_GTOL:
+            res = OptResult(x0, f_d, 0, True, "L-BFGS-B with the analytic gradient converged "
+                            "(projected gradient within GRADIENT_GTOL; no BOBYQA)")
+    return x0, res, n_evals
 
 
 def _lme4_steps(fn: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
