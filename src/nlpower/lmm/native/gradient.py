@@ -468,16 +468,20 @@ def _rest_y(ev: DevianceEvaluator, f: Factor, blk: GroupBlock, off: int, Nr: int
     """
     if not si:
         si.append(ev.rest_inverse(f, Nr))
-    Si, Mu = si[0], f.Mu
-    assert Mu is not None
+    assert f.Mu is not None
+    cols = slice(off, off + blk.m * blk.q)
+    X = _lambda_rows(ev, f.theta, Nr) @ _sym_cols(f.Mu, Nr, cols)     # Lambda_r' M_u[:, cols]
+    Sc = _sym_cols(si[0], Nr, cols)                                   # S^{-1}[:, cols]
     m, q = blk.m, blk.q
-    idx = off + np.arange(m * q)
-    r = np.arange(Nr)[:, None]
-    hi, lo = np.maximum(r, idx), np.minimum(r, idx)                  # (Nr, m q): lower triangles
-    X = _lambda_rows(ev, f.theta, Nr) @ Mu[hi, lo]                   # Lambda_r' M_u[:, idx]
-    Sl = Si[hi, lo].T.reshape(m, q, Nr)                              # S^{-1}[idx, :Nr]
-    Xl = X.T.reshape(m, q, Nr)
-    return np.einsum("lan,lbn->ab", Sl, Xl)
+    return (Sc.T.reshape(m, q, Nr) @ X.T.reshape(m, q, Nr).transpose(0, 2, 1)).sum(axis=0)
+
+
+def _sym_cols(A: np.ndarray, Nr: int, cols: slice) -> np.ndarray:
+    """Columns ``cols`` of the symmetric ``Nr x Nr`` matrix whose lower triangle ``A`` holds."""
+    out = A[:Nr, cols].copy()
+    up = np.arange(Nr)[:, None] < np.arange(cols.start, cols.stop)[None, :]
+    np.copyto(out, A[cols, :Nr].T, where=up)
+    return out
 
 
 def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int, path: str
