@@ -30,7 +30,7 @@ from scipy.linalg import lapack
 
 from . import block1
 from .block1 import block1_factor_inv, block1_reduced, grouped_W, scalar_patterns, tri_inv
-from .blocks import Blocks, SparseSchur
+from .blocks import Blocks, GroupBlock, SparseSchur
 from .grouped import GroupedLevels
 from .lead import (
     LeadEntries,
@@ -48,6 +48,7 @@ from .rest import PeelDirect, PeelFactor, peel_direct, peel_factor, peel_plan
 _LOG2PI = math.log(2.0 * math.pi)
 # below this many rest columns the log-determinants are summed in Python floats
 _SMALL_N2 = 64
+PIVOT_TOL = 1e-10    # a diagonal of a term's factor at or below this: a zero pivot
 
 
 @dataclass(eq=False)
@@ -66,6 +67,8 @@ class Factor:
     L1inv: np.ndarray | None = None  # (m1, q1, q1) L1^{-1}, formed on request (DevianceEvaluator._L1)
     L1inv_g: np.ndarray | None = None  # L1^{-1} per group of equal Z1'Z1 (grouped levels)
     lead: LeadFactor | None = None   # the uncoupled lead eliminated first (:mod:`.lead`)
+    Mu: np.ndarray | None = None     # the rest's Schur complement before the scaling (lower
+                                     # triangle), kept where a rest term has a zero pivot
 
 
 class DevianceEvaluator(GroupedLevels):
@@ -96,6 +99,10 @@ class DevianceEvaluator(GroupedLevels):
             self._diag2 = (A[:, 0, 0].copy(), A[:, 1, 0].copy(), A[:, 1, 1].copy(),
                            Cd[:, :, 0], Cd[:, :, 1], np.empty_like(Cd))
         self._init_scale()
+        # theta indices of the pivots of the rest's multi-column terms (their zero pivots
+        # keep the unscaled Schur complement for the gradient: Factor.Mu)
+        self._mu_piv = np.array([t for blk, _ in b.rest for t in _term_pivots(blk)],
+                                dtype=np.intp)
         self._init_grouped()
         # grouped levels with a lead: only the entries the lead's elimination reads (set lazily)
         self._lead_ent: LeadEntries | None = None
@@ -238,7 +245,12 @@ class DevianceEvaluator(GroupedLevels):
 
     def _scale_finish(self, theta: np.ndarray, M: np.ndarray, ld1: float,
                       L1: np.ndarray | None) -> Factor:
-        """``Lambda_r' M Lambda_r`` (+ I on the random-effects rows), then :meth:`_finish`."""
+        """``Lambda_r' M Lambda_r`` (+ I on the random-effects rows), then :meth:`_finish`.
+
+        A zero pivot of a multi-column rest term keeps a copy of ``M`` (``Factor.Mu``)."""
+        Mu = None
+        if self._mu_piv.size and float(theta[self._mu_piv].min()) <= PIVOT_TOL:
+            Mu = M.copy()
         if self._scale_idx is not None:
             te = self._theta_ext
             te[:-1] = theta
@@ -250,7 +262,9 @@ class DevianceEvaluator(GroupedLevels):
         N2 = self.b.N2
         Mc = M if M.flags.c_contiguous else M.T                        # a view either way
         Mc.reshape(-1)[: self.b.nre2 * (N2 + 1): N2 + 1] += 1.0       # the RE diagonal
-        return self._finish(theta, M, ld1, L1)
+        f = self._finish(theta, M, ld1, L1)
+        f.Mu = Mu
+        return f
 
     def _rest_minus_patterns(self, sparse: SparseSchur, Wl: np.ndarray) -> np.ndarray:
         """``A_rr`` minus the block-1 contribution ``V @ vec(Wl)`` scattered by pattern."""
@@ -518,6 +532,17 @@ class DevianceEvaluator(GroupedLevels):
         u1 = np.linalg.solve(np.swapaxes(self._L1(f), 1, 2), t[:, :, None])[:, :, 0]
         b1m = u1 @ b1.lam(theta).T
         return [b1m, *out_rest]
+
+
+def _term_pivots(blk: GroupBlock) -> list[int]:
+    """``theta`` indices of the diagonal entries of the block's multi-column terms."""
+    where = {int(f): int(t) for f, t in zip(blk.lam_idx, blk.theta_idx, strict=True)}
+    out, col = [], 0
+    for qt in blk.term_q:
+        if qt > 1:
+            out += [where[c * blk.q + c] for c in range(col, col + qt)]
+        col += qt
+    return out
 
 
 def lambda_t_entries(ev: DevianceEvaluator, n_rows: int

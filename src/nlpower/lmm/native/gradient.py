@@ -23,10 +23,14 @@ augmented ``A~ = [[A, Lambda'Z'X], [X'Z Lambda, X'X]]`` (``|A~| = |L|^2
   ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'``.
 
 Cost: one triangular inverse of the dense factor (about one deviance
-evaluation) and products with the sparse block-1 cross-products.  Terms whose
-factor is singular (a zero pivot of a multi-column term) are flagged and get
-central differences instead; a scalar term at 0 has gradient exactly 0 (the
-criterion is even in its ``theta``).
+evaluation) and products with the sparse block-1 cross-products.  A scalar
+term at 0 has gradient exactly 0 (the criterion is even in its ``theta``).  A
+rest term whose factor is singular (a zero pivot of a multi-column term) takes
+``(m_t I - D_t) L_t^{-1}`` as the sum over its levels of the diagonal blocks of
+``S^{-1} Lambda_r' M_u`` (``S`` the rest's scaled Schur complement, ``M_u`` the
+same before the scaling, kept on the factor: ``Factor.Mu``) -- the derivative
+itself, no inverse of ``L_t``; without ``M_u`` (other factorisation paths) it
+is flagged as not computed.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from scipy.linalg import lapack
 
 from .active import active_h, active_modes, active_plan, active_y
 from .blocks import GroupBlock, SparseSchur
+from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
 from .deviance import lambda_t_entries as _lambda_t_entries
@@ -46,7 +51,6 @@ from .rest import selected_inverse
 
 __all__ = ["theta_gradient"]
 
-_PIVOT_TOL = 1e-10     # a diagonal of L_t below this: the term is singular (no inverse)
 _CHUNK = 4_000_000     # numbers of G (block-1 levels x rows of the factor) per chunk
 _DENSE_E = 200_000     # E as a dense array up to this many numbers (rest rows x block-1 columns)
 _DENSE_FILL = 0.25     # ... or when at least this share of it is filled
@@ -310,13 +314,14 @@ def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
     return Spf, sg_idx, [Spf[ix].sum(axis=0) for ix in rest_idx]
 
 
-def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
+def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
+                   si: list[np.ndarray]
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Block 1 on its levels' active columns (:mod:`.active`) with ``S^{-1}`` in full
     (``dpotri``, ``Nr^3 / 3`` flops) gathered on the few rest rows ``R[l]`` each block-1
     level couples to (a sparse crowd design: an item's 2-4 workers; ``m1 rmax^2 k``
     flops instead of the dense ``T L21``'s ``Nr^2 m1 q1``): ``(u1, b1 modes, Lambda1' Y,
-    rest blocks' inverse sums)``."""
+    rest blocks' inverse sums)``; ``S^{-1}`` (padded) is appended to ``si``."""
     b = ev.b
     plan = ev.__dict__.get("_active_plan")
     if plan is None:
@@ -325,6 +330,7 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int
     F, u1, b1m = active_modes(plan, lam1, z)
     R = _level_rows(ev, Nr)
     Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
+    si.append(Spf.reshape(Nr + 1, Nr + 1))
     La = _level_L21(ev, Nr, R, f.theta, plan.Ca)           # Lambda_r' C, active: (m1, rmax, k)
     per = max(1, _CHUNK // R.shape[1] ** 2)                 # levels per chunk of S^{-1}'s blocks
     Hs = np.zeros_like(F)
@@ -398,22 +404,23 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     Nr = nre2 + (p if REML else 0)
     M1: np.ndarray | None = None                 # block 1's (m I - D) Lambda1^{-1}, if formed
     path = _inverse_path(ev, f, Nr)
+    si: list[np.ndarray] = []                    # S^{-1} (lower triangle), once formed
     if path == "gather_dense":
-        u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr)
+        u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr, si)
         D1 = np.zeros((b1.q, b1.q))
     else:
         u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
     res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
-    groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None]] = []
-    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1))
+    groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None, int]] = []
+    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1, -1))
     for (blk, off), D in zip(b.rest, rest_D, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
-        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub, None))
+        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub, None, off))
     # -- assemble ----------------------------------------------------------------
     n_eff = n - p if REML else n
     g = np.zeros(theta.size)
     exact = np.ones(theta.size, dtype=bool)
-    for blk, D, R, M0 in groups:
+    for blk, D, R, M0, off in groups:
         rows, cols, mI = _assembly_index(ev, blk)
         if M0 is not None:                       # formed without Lambda^{-1}: always exact
             g[blk.theta_idx] += 2.0 * M0[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols]
@@ -437,12 +444,44 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
             col += qt
         M = (mI - D) @ lam_inv
         dl = 2.0 * M[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols]
+        if bad is not None and off >= 0 and f.Mu is not None and f.lead is None:
+            Y = _rest_y(ev, f, blk, off, Nr, si)       # (m I - D) Lambda^{-1}, no inverse
+            dl = np.where(bad, 2.0 * Y[cols, rows] - (2.0 * n_eff / f.r2) * R[rows, cols], dl)
+            bad = None
         if bad is None:
             g[blk.theta_idx] += dl                     # a block's theta indices are distinct
         else:
             g[blk.theta_idx] += np.where(bad, 0.0, dl)
             exact[blk.theta_idx[bad]] = False
     return g, exact
+
+
+def _rest_y(ev: DevianceEvaluator, f: Factor, blk: GroupBlock, off: int, Nr: int,
+            si: list[np.ndarray]) -> np.ndarray:
+    """``Y = sum_l [S^{-1} Lambda_r' M_u]_{ll}`` over the rest block's levels, ``(q, q)``.
+
+    ``S^{-1} (S - I~) = I - S^{-1} I~`` with ``S - I~ = Lambda_r' M_u Lambda_r`` and
+    ``Lambda_r`` block diagonal by term: ``(m I - D) = Y Lambda``, and ``2 Y[b, a]`` is
+    the log-determinant's derivative in ``Lambda[a, b]`` whether or not ``Lambda`` is
+    invertible.  ``Nr^2 q`` flops with ``S^{-1}`` (``si[0]``, lower triangle, formed here
+    by ``dpotri`` if ``si`` is empty) and ``M_u`` (``f.Mu``, lower triangle).
+    """
+    if not si:
+        si.append(ev.rest_inverse(f, Nr))
+    assert f.Mu is not None
+    cols = slice(off, off + blk.m * blk.q)
+    X = _lambda_rows(ev, f.theta, Nr) @ _sym_cols(f.Mu, Nr, cols)     # Lambda_r' M_u[:, cols]
+    Sc = _sym_cols(si[0], Nr, cols)                                   # S^{-1}[:, cols]
+    m, q = blk.m, blk.q
+    return (Sc.T.reshape(m, q, Nr) @ X.T.reshape(m, q, Nr).transpose(0, 2, 1)).sum(axis=0)
+
+
+def _sym_cols(A: np.ndarray, Nr: int, cols: slice) -> np.ndarray:
+    """Columns ``cols`` of the symmetric ``Nr x Nr`` matrix whose lower triangle ``A`` holds."""
+    out = A[:Nr, cols].copy()
+    up = np.arange(Nr)[:, None] < np.arange(cols.start, cols.stop)[None, :]
+    np.copyto(out, A[cols, :Nr].T, where=up)
+    return out
 
 
 def _block1_levels(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int, path: str

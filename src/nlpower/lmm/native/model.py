@@ -195,11 +195,13 @@ class NativeModel:
                            ) -> tuple[float, np.ndarray, int]:
         """Criterion, its gradient in ``theta`` and the evaluations spent.
 
-        Analytic (:func:`.gradient.theta_gradient`).  The formula needs each
-        term's factor to be invertible; for a multi-column term with a zero
-        pivot the components of that term are taken at the pivot raised to
-        ``SINGULAR_PIVOT`` (the gradient is continuous: an ``O(1e-7)`` error,
-        one more factorisation) -- the one-sided derivative at the bound.
+        Analytic (:func:`.gradient.theta_gradient`).  Where a term's formula
+        needs its factor to be invertible (block 1 off the active-columns path,
+        rest terms on factorisations that keep no unscaled Schur complement),
+        a multi-column term with a zero pivot takes its components at the pivot
+        raised to ``SINGULAR_PIVOT`` (the gradient is continuous: an
+        ``O(1e-7)`` error, one more factorisation) -- the one-sided derivative
+        at the bound; elsewhere the gradient is exact in one factorisation.
 
         Examples
         --------
