@@ -3,7 +3,9 @@
 Stages (STYLE 1): :func:`~.response.ordinal_response` (codes) ->
 :class:`ClmmModel` (threshold design, fixed design without the intercept,
 random-effects blocks) -> :meth:`ClmmModel.refit` (clm start, L-BFGS-B over
-``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood, conditional
+``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood -- scaled by the
+start's Hessian where one scalar term makes it one batch, :mod:`.scaling`;
+Newton steps on small one-scalar-term data -- conditional
 modes warm-started) -> Hessian by forward differences of the analytic gradient
 (``vcov``, checkConv)
 -> :class:`~.result.ClmmFit`.
@@ -366,10 +368,10 @@ class ClmmModel(LikelihoodOnly):
             # one scalar term, small data: Newton steps, each Hessian one batch of points
             from .chord import canonical_theta, newton_steps
             xq, ok, end = newton_steps(self, x0)
+            at = (xq.copy(), *end) if ok and end is not None else None   # (an SD < 0: not x)
             xq = canonical_theta(self, xq)
-            if ok and end is not None and np.all(xq[self.n_alpha + self.p:] > 1e-3):
-                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian,
-                                    (xq.copy(), *end))
+            if at is not None and np.all(xq[self.n_alpha + self.p:] > 1e-3):
+                return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             self._state.anchor = None         # (the batches' modes are of other points)
         x, ok, message = self._optimise(x0, ctl)
         return self._finish(x, ok, message, checkconv, hessian)
