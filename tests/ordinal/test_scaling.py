@@ -91,3 +91,32 @@ def test_scaled_fit_reaches_the_unscaled_optimum(sd: float, monkeypatch: pytest.
     assert scaled.loglik >= plain.loglik - 1e-9
     np.testing.assert_allclose(scaled.params, plain.params, atol=1e-5)
     assert scaled.n_evals < plain.n_evals or sd == 0.0
+
+
+@pytest.mark.parametrize("formula", ["rating ~ x + (1 | judge)", "rating ~ x + (1 | judge) + (1 | item)"])
+def test_a_gradient_asked_again_at_the_same_point_is_not_recomputed(formula: str,
+                                                                    monkeypatch) -> None:
+    # the optimiser's first call repeats the scaling's point, the finish the optimiser's end
+    m = prepare_clmm(formula, ratings(seed=6))
+    x = m.start()
+    calls: list[int] = []
+    grad = model_mod.gradient
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return grad(*a, **k)
+
+    monkeypatch.setattr(model_mod, "gradient", counted)
+    f1, g1 = m.nll_grad(x)
+    g1[0] += 1.0                                 # the caller's copy: the cache is not touched
+    f2, g2 = m.nll_grad(x.copy())
+    assert len(calls) == 1 and f1 == f2
+    assert g2[0] == pytest.approx(g1[0] - 1.0, abs=0.0)
+    y = x.copy()
+    y[-1] += 0.1
+    m.nll_grad(y)
+    m.nll_grad(x)                                 # another point in between: computed again
+    assert len(calls) == 3
+    fresh = prepare_clmm(formula, ratings(seed=6))
+    # modes from another warm start, each to a Newton decrement of 1e-15 (|du| ~ 3e-8)
+    np.testing.assert_allclose(m.nll_grad(x)[1], fresh.nll_grad(x)[1], atol=1e-6)

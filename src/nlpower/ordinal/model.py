@@ -106,16 +106,20 @@ class FitState:
     next modes' chord steps); ``last``: the last finite
     :class:`~.objective.Evaluation` (a gradient at the same point reads it);
     ``anchor``: ``(x_a, u*(x_a), d u*/dx)`` of the last gradient or Newton
-    batch, the modes' first-order predictor.
+    batch, the modes' first-order predictor; ``grad``: ``(evaluation,
+    gradient)`` of the last gradient (asked again at the same point -- the
+    optimiser's first call after the scaling, the finish's at the optimiser's
+    end -- it is not recomputed).
     """
 
-    __slots__ = ("anchor", "inner", "last", "u")
+    __slots__ = ("anchor", "grad", "inner", "last", "u")
 
     def __init__(self, u: np.ndarray):
         self.u = u
         self.inner: Any = None
         self.last: Evaluation | None = None
         self.anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.grad: tuple[Evaluation, np.ndarray] | None = None
 
 
 class ClmmModel(LikelihoodOnly):
@@ -279,9 +283,12 @@ class ClmmModel(LikelihoodOnly):
         st = self._state
         ev = st.last
         assert ev is not None
+        if st.grad is not None and st.grad[0] is ev:
+            return f, st.grad[1].copy()
         g, du = gradient(self, ev, want_du=self._scalar is None)
         if du is not None:
             st.anchor = (ev.x, ev.inner.u.copy(), du)
+        st.grad = (ev, g.copy())
         return f, g
 
     def modes(self, x: np.ndarray) -> np.ndarray:
