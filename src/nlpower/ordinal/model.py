@@ -3,7 +3,9 @@
 Stages (STYLE 1): :func:`~.response.ordinal_response` (codes) ->
 :class:`ClmmModel` (threshold design, fixed design without the intercept,
 random-effects blocks) -> :meth:`ClmmModel.refit` (clm start, L-BFGS-B over
-``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood, conditional
+``(alpha, beta, theta)`` of the Laplace/AGQ log-likelihood -- scaled by the
+start's Hessian where one scalar term makes it one batch, :mod:`.scaling`;
+Newton steps on small one-scalar-term data -- conditional
 modes warm-started) -> Hessian by forward differences of the analytic gradient
 (``vcov``, checkConv)
 -> :class:`~.result.ClmmFit`.
@@ -34,6 +36,7 @@ from .hessian import fd_hessian
 from .objective import Evaluation, evaluate, gradient
 from .response import OrdinalResponse
 from .scalar import ScalarTerm
+from .scaling import Coordinates, start_scaling
 from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds
@@ -103,16 +106,20 @@ class FitState:
     next modes' chord steps); ``last``: the last finite
     :class:`~.objective.Evaluation` (a gradient at the same point reads it);
     ``anchor``: ``(x_a, u*(x_a), d u*/dx)`` of the last gradient or Newton
-    batch, the modes' first-order predictor.
+    batch, the modes' first-order predictor; ``grad``: ``(evaluation,
+    gradient)`` of the last gradient (asked again at the same point -- the
+    optimiser's first call after the scaling, the finish's at the optimiser's
+    end -- it is not recomputed).
     """
 
-    __slots__ = ("anchor", "inner", "last", "u")
+    __slots__ = ("anchor", "grad", "inner", "last", "u")
 
     def __init__(self, u: np.ndarray):
         self.u = u
         self.inner: Any = None
         self.last: Evaluation | None = None
         self.anchor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.grad: tuple[Evaluation, np.ndarray] | None = None
 
 
 class ClmmModel(LikelihoodOnly):
@@ -276,9 +283,12 @@ class ClmmModel(LikelihoodOnly):
         st = self._state
         ev = st.last
         assert ev is not None
+        if st.grad is not None and st.grad[0] is ev:
+            return f, st.grad[1].copy()
         g, du = gradient(self, ev, want_du=self._scalar is None)
         if du is not None:
             st.anchor = (ev.x, ev.inner.u.copy(), du)
+        st.grad = (ev, g.copy())
         return f, g
 
     def modes(self, x: np.ndarray) -> np.ndarray:
@@ -289,23 +299,23 @@ class ClmmModel(LikelihoodOnly):
         return self._state.u.copy()
 
     # -- fitting ---------------------------------------------------------------------
-    def start(self, *, quick: bool = False) -> np.ndarray:
-        """clm estimates (no random effects) and SDs of 1.
+    def start(self) -> np.ndarray:
+        """clm estimates (no random effects) and random-effect SDs of 1.
 
-        ``quick``: the start of Newton steps on one scalar term
-        (:meth:`_batch_newton`): two Newton steps of the clm fit; the SD from
-        the levels' one-step effects ``b_l = score_l / info_l`` at the clm fit,
-        ``s^2 = mean(b_l^2 - 1 / info_l)`` (at least 0.2^2); thresholds and
-        fixed effects scaled from the marginal to the conditional scale,
-        ``sqrt(1 + c s^2)`` (``c = 1`` for the probit; ``(16 sqrt(3) / (15
-        pi))^2 = 0.346`` for the logit, Zeger, Liang & Albert 1988; unscaled
-        for the cloglog).
+        With one scalar term, two Newton steps of the clm fit, the SD from the levels' one-step effects ``b_l =
+        score_l / info_l`` at the clm fit, ``s^2 = mean(b_l^2 - 1 / info_l)``
+        (at least 0.2^2), and thresholds and fixed effects scaled from the
+        marginal to the conditional scale, ``sqrt(1 + c s^2)`` (``c = 1`` for
+        the probit; ``(16 sqrt(3) / (15 pi))^2 = 0.346`` for the logit, Zeger,
+        Liang & Albert 1988; unscaled for the cloglog).
         """
         at: list[Any] = []
-        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X, maxit=2 if quick else 100,
+        # one scalar term: two Newton steps of clm are enough for the start below
+        alpha, beta, _ = clm_newton(self.link, self.thr, self.y, self.X,
+                                    maxit=2 if self._scalar is not None else 100,
                                     design=(self.JJ, self.open, self.Bu, self.Bl), parts_out=at)
         theta = self.rs.start_theta(1.0) if self.rs else np.zeros(0)
-        if quick and self._scalar is not None:
+        if self._scalar is not None:
             t = self._scalar
             cp = at[0]                    # the parts at (alpha, beta), as clm_newton left them
             score = np.bincount(t.codes, weights=t.z * (cp.f_lo - cp.f_up) / cp.p, minlength=t.L)
@@ -346,8 +356,7 @@ class ClmmModel(LikelihoodOnly):
         self.new_state(start.u if isinstance(start, ClmmCore) else None)
         if isinstance(start, ClmmCore):
             start = start.params
-        fast = start is None and not ctl and self._batch_newton()
-        x0 = self.start(quick=fast) if start is None else np.asarray(start, dtype=float).copy()
+        x0 = self.start() if start is None else np.asarray(start, dtype=float).copy()
         if x0.size != self.n_alpha + self.p + self.n_theta:
             raise InputError(f"start must have {self.n_alpha + self.p + self.n_theta} values "
                              f"(thresholds, fixed effects, random-effect parameters); got {x0.size}.")
@@ -362,60 +371,58 @@ class ClmmModel(LikelihoodOnly):
             x0 = intercepts_start(self, x0)
         if not np.isfinite(self.nll(x0)):
             x0 = self.start()
-        if start is None and not ctl and self.nAGQ == 1 and self._scalar is not None:
-            # one scalar term: BFGS from the Hessian at the start takes about half the gradient
-            # calls of L-BFGS-B from a unit matrix (600 ratings: 1.7x faster); SDs near 0 (a
-            # boundary fit) go to L-BFGS-B.  Crossed scalar terms go to L-BFGS-B directly: the
-            # start's Hessian there costs more than it saves (10 x 100: 1.6x slower)
-            from .chord import bfgs_steps, canonical_theta, newton_steps, start_hessian
-            end: tuple[float, np.ndarray, np.ndarray | None] | None
-            if fast:
-                # one scalar term, small data: Newton steps, each Hessian one batch of points
-                xq, ok, end = newton_steps(self, x0)
-                if not ok:            # as for larger data: BFGS from the converged clm start
-                    self._state.anchor = None     # (the batches' modes are of other points)
-                    x0 = self.start()
-                    xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
-            else:
-                xq, ok, end = bfgs_steps(self, x0, start_hessian(self, x0))
-            at = (xq.copy(), *end) if ok and end is not None else None
+        if start is None and not ctl and self._batch_newton():
+            # one scalar term, small data: Newton steps, each Hessian one batch of points
+            from .chord import canonical_theta, newton_steps
+            xq, ok, end = newton_steps(self, x0)
+            at = (xq.copy(), *end) if ok and end is not None else None   # (an SD < 0: not x)
             xq = canonical_theta(self, xq)
-            if ok and np.all(xq[self.n_alpha + self.p:] > 1e-3):
+            if at is not None and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
-            x0 = xq
-        self._state.anchor = None         # L-BFGS-B: each evaluation from the last modes
-        z0 = self._to_opt(x0)
-        bounds = [(None, None)] * (z0.size - self.n_theta) + [
-            (0.0 if lo == 0.0 else None, None) for lo in self.rs.lower]
+            self._state.anchor = None         # (the batches' modes are of other points)
+        x, ok, message = self._optimise(x0, ctl)
+        return self._finish(x, ok, message, checkconv, hessian)
 
-        def fz(z: np.ndarray) -> tuple[float, np.ndarray]:
-            x = self._from_opt(z)
-            v, g = self.nll_grad(x)
+    def _optimise(self, x0: np.ndarray, ctl: dict[str, Any]) -> tuple[np.ndarray, bool, str]:
+        """L-BFGS-B from ``x0``: the end point, whether it converged, its message.
+
+        In coordinates where the start's Hessian is the unit matrix when the
+        model evaluates that Hessian's points in one batch (one scalar term:
+        :mod:`.scaling`), else in the fitter's own.
+        """
+        assert self.rs is not None
+        z0 = self._to_opt(x0)
+        co = Coordinates(z0, start_scaling(self, z0))
+        bounds = co.bounds(self.rs.lower == 0.0)
+
+        def fw(w: np.ndarray) -> tuple[float, np.ndarray]:
+            z = co.to_z(w)
+            v, g = self.nll_grad(self._from_opt(z))
             if not np.isfinite(v) or not np.all(np.isfinite(g)):
-                return 1e300, np.zeros_like(z)
-            return v, self._grad_to_opt(z, g)
+                return 1e300, np.zeros_like(w)
+            return v, co.gradient(self._grad_to_opt(z, g))
 
         # maxcor 30: for the tens of parameters of (x || g) terms a longer memory of
         # curvature pairs saves about a third of the evaluations (each a sparse factorisation)
         opts = {"maxiter": int(ctl.get("maxiter", 1000)), "ftol": float(ctl.get("ftol", 1e-14)),
                 "gtol": float(ctl.get("gtol", 1e-8)), "maxcor": 30}
-        stop = EarlyStop(z0.size - self.n_theta, self.rs.lower)
+        stop = EarlyStop(z0.size - self.n_theta, self.rs.lower, co.to_z)
         vector = not ctl and any(t.q > 1 for t in self.rs.terms)
-        res = optimize.minimize(fz, z0, method="L-BFGS-B", jac=True, bounds=bounds, options=opts,
-                                callback=stop if vector else None)
+        res = optimize.minimize(fw, co.start(), method="L-BFGS-B", jac=True, bounds=bounds,
+                                options=opts, callback=stop if vector else None)
         for _ in range(3):        # an SD stopped at 0 by a saddle: step off and go on
-            z1 = self._off_boundary(res.x, float(res.fun))
+            z1 = self._off_boundary(co.to_z(res.x), float(res.fun))
             if z1 is None:
                 break
-            res = optimize.minimize(fz, z1, method="L-BFGS-B", jac=True, bounds=bounds,
-                                    options=opts)
-        x = self._from_opt(res.x)
+            res = optimize.minimize(fw, co.from_z(z1), method="L-BFGS-B", jac=True,
+                                    bounds=bounds, options=opts)
+        x = self._from_opt(co.to_z(res.x))
         x[self.n_alpha + self.p:] = np.where(
             (self.rs.lower == 0.0) & (x[self.n_alpha + self.p:] < 1e-6), 0.0,
             x[self.n_alpha + self.p:])
         # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
-        return self._finish(x, bool(res.success) or stop.stopped or "ABNORMAL" in str(res.message),
-                            str(res.message), checkconv, hessian)
+        return x, bool(res.success) or stop.stopped or "ABNORMAL" in str(res.message), str(
+            res.message)
 
     def _batch_newton(self) -> bool:
         """One scalar term, Laplace, small data: Newton steps with batched Hessians."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,15 +86,18 @@ class EarlyStop:
     Newton steps cannot cross the bound at 0, so L-BFGS-B goes on.
     """
 
-    def __init__(self, k0: int, lower: np.ndarray):
+    def __init__(self, k0: int, lower: np.ndarray,
+                 to_z: Callable[[np.ndarray], np.ndarray] | None = None):
         self.k0, self.sd, self.prev, self.stopped = k0, np.asarray(lower) == 0.0, math.inf, False
+        self.to_z = to_z            # the optimiser's coordinates -> the fitter's (default: same)
 
     def __call__(self, intermediate_result: Any) -> None:
         f = float(intermediate_result.fun)
         prev, self.prev = self.prev, f
         if not prev - f <= 1e-10 * max(abs(f), 1.0):
             return
-        sd = np.asarray(intermediate_result.x)[self.k0:][self.sd]
+        z = np.asarray(intermediate_result.x)
+        sd = (z if self.to_z is None else self.to_z(z))[self.k0:][self.sd]
         if np.any((sd >= 1e-4) & (sd < 1e-2)):
             return
         self.stopped = True

@@ -1,0 +1,122 @@
+"""The general optimiser's coordinates scaled by the start's Hessian (``nlpower.ordinal.scaling``).
+
+- at the start, the Hessian over the scaled coordinates is the unit matrix
+  (checked against central differences of the gradient over the fitter's
+  own coordinates, computed here one point at a time);
+- the map and its bounds: ``SD >= 0`` is a bound on one scaled coordinate;
+- no scaling where the model has no batched Hessian (crossed terms);
+- the scaled fit reaches the optimum of the unscaled one.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nlpower.ordinal.model as model_mod
+from nlpower.ordinal import prepare_clmm
+from nlpower.ordinal.scaling import Coordinates, start_scaling
+
+
+def ratings(n_judges: int = 30, per: int = 20, *, seed: int = 0, sd: float = 1.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    judge = np.repeat(np.arange(n_judges), per)
+    d = pd.DataFrame({"judge": [f"j{k:02d}" for k in judge], "x": rng.normal(size=judge.size),
+                      "item": rng.integers(0, 15, judge.size).astype(str)})
+    latent = 0.8 * d.x + rng.normal(0, sd, n_judges)[judge] + rng.logistic(size=judge.size)
+    d["rating"] = np.digitize(latent, [-1.5, -0.3, 0.8, 2.0]) + 1
+    return d
+
+
+def _z_gradient(m, z: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    m._state.last = None
+    f, g = m.nll_grad(m._from_opt(z))
+    return m._grad_to_opt(z, g)
+
+
+@pytest.mark.parametrize(("link", "threshold", "nAGQ"), [("logit", "flexible", 1),
+                                                          ("probit", "equidistant", 1),
+                                                          ("logit", "flexible", 5)])
+def test_the_start_hessian_is_the_unit_matrix_in_the_scaled_coordinates(link, threshold, nAGQ):
+    m = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=1), link=link,
+                     threshold=threshold, nAGQ=nAGQ)
+    z0 = m._to_opt(m.start())
+    T = start_scaling(m, z0)
+    assert T is not None
+    h = 1e-4
+    H = np.array([(_z_gradient(m, z0 + h * e) - _z_gradient(m, z0 - h * e)) / (2 * h)
+                  for e in np.eye(z0.size)])
+    H = 0.5 * (H + H.T)
+    # central against forward differences (step 1e-4): O(1e-4) relative to the curvatures
+    np.testing.assert_allclose(T.T @ H @ T, np.eye(z0.size), atol=2e-3)
+    assert np.abs(H - np.diag(np.diag(H))).max() > 0.1        # the fitter's own are not
+
+
+def test_coordinates_map_and_bounds() -> None:
+    m = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=2))
+    z0 = m._to_opt(m.start())
+    co = Coordinates(z0, start_scaling(m, z0))
+    assert co.T is not None
+    np.testing.assert_array_equal(co.to_z(co.start()), z0)
+    w = np.random.default_rng(3).normal(size=z0.size)
+    np.testing.assert_allclose(co.from_z(co.to_z(w)), w, atol=1e-12)
+    (lo, hi), = co.bounds(np.array([True]))[-1:]
+    w_at = co.start()
+    w_at[-1] = lo
+    assert co.to_z(w_at)[-1] == pytest.approx(0.0, abs=1e-12)   # the SD's bound, on one coordinate
+    assert hi is None and all(b == (None, None) for b in co.bounds(np.array([True]))[:-1])
+    plain = Coordinates(z0, None)
+    assert plain.to_z(w) is w and plain.bounds(np.array([True]))[-1] == (0.0, None)
+
+
+def test_no_scaling_without_a_batched_hessian() -> None:
+    m = prepare_clmm("rating ~ x + (1 | judge) + (1 | item)", ratings(seed=4))
+    assert start_scaling(m, m._to_opt(m.start())) is None
+
+
+@pytest.mark.parametrize("sd", [0.0, 1.0])
+def test_scaled_fit_reaches_the_unscaled_optimum(sd: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 600 ratings: beyond the batched Newton steps, so the general path runs
+    m = prepare_clmm("rating ~ x + (1 | judge)", ratings(seed=5, sd=sd))
+    assert not m._batch_newton()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaled = m.refit()
+        monkeypatch.setattr(model_mod, "start_scaling", lambda *a: None)
+        plain = m.refit()
+    assert scaled.converged == plain.converged
+    assert scaled.loglik >= plain.loglik - 1e-9
+    np.testing.assert_allclose(scaled.params, plain.params, atol=1e-5)
+    assert scaled.n_evals < plain.n_evals or sd == 0.0
+
+
+@pytest.mark.parametrize("formula", ["rating ~ x + (1 | judge)", "rating ~ x + (1 | judge) + (1 | item)"])
+def test_a_gradient_asked_again_at_the_same_point_is_not_recomputed(formula: str,
+                                                                    monkeypatch) -> None:
+    # the optimiser's first call repeats the scaling's point, the finish the optimiser's end
+    m = prepare_clmm(formula, ratings(seed=6))
+    x = m.start()
+    calls: list[int] = []
+    grad = model_mod.gradient
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return grad(*a, **k)
+
+    monkeypatch.setattr(model_mod, "gradient", counted)
+    f1, g1 = m.nll_grad(x)
+    g1[0] += 1.0                                 # the caller's copy: the cache is not touched
+    f2, g2 = m.nll_grad(x.copy())
+    assert len(calls) == 1 and f1 == f2
+    assert g2[0] == pytest.approx(g1[0] - 1.0, abs=0.0)
+    y = x.copy()
+    y[-1] += 0.1
+    m.nll_grad(y)
+    m.nll_grad(x)                                 # another point in between: computed again
+    assert len(calls) == 3
+    fresh = prepare_clmm(formula, ratings(seed=6))
+    # modes from another warm start, each to a Newton decrement of 1e-15 (|du| ~ 3e-8)
+    np.testing.assert_allclose(m.nll_grad(x)[1], fresh.nll_grad(x)[1], atol=1e-6)
