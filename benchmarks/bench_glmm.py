@@ -187,12 +187,15 @@ def run(cases: list[str], repeats: int, engines: list[str]) -> dict[str, Any]:
     return out
 
 
-#: crowd-shaped fit -> (family, formula)
-CROWD: dict[str, tuple[str, str]] = {
-    "binomial": ("binomial", "y ~ system + (1|worker) + (1|item)"),
-    "poisson": ("poisson", "y ~ system + (1|worker) + (1|item)"),
-    "binomial_paper": ("binomial", "y ~ system + (system||worker) + (system||item)"),
-    "poisson_paper": ("poisson", "y ~ system + (system||worker) + (system||item)"),
+_PAPER = "y ~ system + (system||worker) + (system||item)"
+#: crowd-shaped fit -> (family, formula, workers, items, ratings)
+CROWD: dict[str, tuple[str, str, int, int, int]] = {
+    "binomial": ("binomial", "y ~ system + (1|worker) + (1|item)", 300, 1000, 20_000),
+    "poisson": ("poisson", "y ~ system + (1|worker) + (1|item)", 300, 1000, 20_000),
+    "binomial_paper": ("binomial", _PAPER, 300, 1000, 20_000),
+    "poisson_paper": ("poisson", _PAPER, 300, 1000, 20_000),
+    "binomial_paper_10k": ("binomial", _PAPER, 150, 500, 10_000),
+    "poisson_paper_10k": ("poisson", _PAPER, 150, 500, 10_000),
 }
 
 
@@ -235,37 +238,37 @@ def run_crowd(cases: list[str], repeats: int, trees: list[str]) -> dict[str, Any
     """CPU per crowd-shaped fit: in this process, or under each tree in turn (fresh processes)."""
     out: dict[str, Any] = {}
     for c in cases:
-        fam, formula = CROWD[c]
-        print(f"\n== crowd {c}: {formula} ({fam}); load average {os.getloadavg()[0]:.1f}",
-              flush=True)
+        fam, formula, n_w, n_i, n = CROWD[c]
+        print(f"\n== crowd {c}: {formula} ({fam}, {n_w} x {n_i}, {n} ratings); load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
         if not trees:
-            data = crowd_glmm(fam)
+            data = crowd_glmm(fam, n_w, n_i, n)
             _fit_cpu("y ~ system + (1|worker)", data.iloc[:2000], fam)          # warm-up
             cpu, fit = [], None
             for _ in range(repeats):
-                t, fit = _fit_cpu(formula, data, fam)
-                cpu.append(t)
+                sec, fit = _fit_cpu(formula, data, fam)
+                cpu.append(sec)
             assert fit is not None
             out[c] = {"cpu": cpu, "loglik": fit.loglik, "fixef": fit.fixef.tolist(),
                       "sds": fit.varcorr()["sdcor"].tolist()}
             print(f"  CPU min {min(cpu):.2f} s ({', '.join(f'{t:.2f}' for t in cpu)}); "
                   f"logLik {fit.loglik!r}", flush=True)
             continue
-        res: dict[str, Any] = {t: {"cpu": []} for t in trees}
+        res: dict[str, Any] = {tree: {"cpu": []} for tree in trees}
         for _ in range(repeats):
-            for t in trees:                                  # alternating, one fit per process
-                env = {**os.environ, "PYTHONPATH": t}
+            for tree in trees:                                  # alternating, one fit per process
+                env = {**os.environ, "PYTHONPATH": tree}
                 proc = subprocess.run([sys.executable, __file__, "--crowd", c, "--repeats", "1",
                                        "--out", os.devnull, "--json"], env=env,
                                       capture_output=True, text=True, timeout=7200)
                 if proc.returncode != 0:
                     raise RuntimeError(proc.stderr.strip()[-500:])
                 r = json.loads(proc.stdout.strip().splitlines()[-1])[c]
-                res[t]["cpu"] += r["cpu"]
-                res[t].update(loglik=r["loglik"], fixef=r["fixef"], sds=r["sds"])
-                print(f"  {t}: CPU {r['cpu'][0]:.2f} s, logLik {r['loglik']!r}", flush=True)
-        for t in trees:
-            print(f"  {t}: CPU min {min(res[t]['cpu']):.2f} s", flush=True)
+                res[tree]["cpu"] += r["cpu"]
+                res[tree].update(loglik=r["loglik"], fixef=r["fixef"], sds=r["sds"])
+                print(f"  {tree}: CPU {r['cpu'][0]:.2f} s, logLik {r['loglik']!r}", flush=True)
+        for tree in trees:
+            print(f"  {tree}: CPU min {min(res[tree]['cpu']):.2f} s", flush=True)
         out[c] = res
     return out
 
@@ -278,9 +281,9 @@ def run_strategies(repeats: int, sizes: list[tuple[int, int]] = SIZES) -> list[d
     """Each crowd fit with the blocked factorisation and with pairs, alternating; CPU minima."""
     import nlpower.mixed.pairs as pm
     rows = []
-    for fam, formula in [CROWD["binomial"], CROWD["binomial_paper"], CROWD["poisson"]]:
+    for fam, formula, *_ in [CROWD["binomial"], CROWD["binomial_paper"], CROWD["poisson"]]:
         for n_w, n_i in sizes:
-            q = 4 if "system||" in formula else 1
+            q = 5 if "system||" in formula else 1       # (system||g): 1 + 4 columns
             work = n_i * q * float(n_w * q) ** 2
             if work > 2e9:
                 continue                                      # minutes per blocked fit

@@ -202,7 +202,10 @@ def pair_plan(lay: BlockedLayout, designs: Sequence[np.ndarray] | None,
     """
     if use is False or designs is None or len(designs) < 2:
         return None
-    if use is None and lay.n1 * float(lay.qr) ** 2 <= PAIR_MIN_WORK:
+    work = lay.n1 * float(lay.qr) ** 2
+    n_pairs = int(np.sum(np.bincount(lay.codes1).astype(float) ** 2))
+    scatter = float(n_pairs) * (len(designs) - 1) ** 2
+    if use is None and (work <= PAIR_MIN_WORK or work <= PAIR_WORK_PER_PAIR * scatter):
         return None
     pats, pid = [], []
     for Z in designs[1:]:
@@ -212,11 +215,7 @@ def pair_plan(lay: BlockedLayout, designs: Sequence[np.ndarray] | None,
         pats.append(u)
         pid.append(inv.ravel().astype(np.intp))
     Dc = sum(L * p.shape[0] for L, p in zip(lay.ms[1:], pats, strict=True))
-    n_pairs = int(np.sum(np.bincount(lay.codes1).astype(float) ** 2))
-    scatter = float(n_pairs) * len(pats) ** 2
     if Dc > _MAX_CELLS or scatter > _MAX_PAIRS:
-        return None
-    if use is None and lay.n1 * float(lay.qr) ** 2 <= PAIR_WORK_PER_PAIR * scatter:
         return None
     return PairPlan(lay, designs, pats, pid)
 
