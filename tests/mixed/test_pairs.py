@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nlpower.mixed.pairs as pm
-from nlpower.mixed.blocked import BlockedFactor, BlockedLayout, factor
+from nlpower.mixed.blocked import BlockedFactor, BlockedLayout, FixedLast, factor
 from nlpower.mixed.pairs import PAIR_MIN_WORK, PairFactor
 
 
@@ -67,26 +67,60 @@ def test_pair_factor_equals_dense_algebra(slope1: bool) -> None:
 def test_the_rule_keeps_the_blocked_factorisation_where_pairs_do_not_apply(
         monkeypatch: pytest.MonkeyPatch) -> None:
     codes, qs, ms, designs, zl, A, rng = _design(2, True)
-    # small problems (below PAIR_MIN_WORK), no designs, X in the factor: blocked
+    # small problems (below PAIR_MIN_WORK), no designs: blocked
     assert ms[0] * qs[0] * float(ms[1] * qs[1]) ** 2 <= PAIR_MIN_WORK
     assert BlockedLayout(codes, qs, ms, designs=designs).pairs is None
     assert BlockedLayout(codes, qs, ms, pairs=True).pairs is None
-    assert BlockedLayout(codes, qs, ms, 2, designs=designs, pairs=True).pairs is None
     # a continuous slope in the rest: more patterns than columns
     Zr = np.column_stack([np.ones(A.shape[0]), rng.normal(size=A.shape[0])])
     lay = BlockedLayout(codes, [qs[0], 2], ms, designs=[designs[0], Zr], pairs=True)
     assert lay.pairs is None
-    # above the work threshold the rule takes pairs by itself
+    # above both work thresholds the rule takes pairs by itself (here: 400 observations in 50
+    # first-block levels, so sum n_l^2 = 3,600 pairs; n1 qr^2 = 100 * 36^2 = 129,600)
     monkeypatch.setattr(pm, "PAIR_MIN_WORK", 0.0)
+    n_pairs = float(np.sum(np.bincount(codes[0]) ** 2))
+    work = ms[0] * qs[0] * float(ms[1] * qs[1]) ** 2
+    monkeypatch.setattr(pm, "PAIR_WORK_PER_PAIR", 1.01 * work / n_pairs)
+    assert BlockedLayout(codes, qs, ms, designs=designs).pairs is None
+    monkeypatch.setattr(pm, "PAIR_WORK_PER_PAIR", 0.99 * work / n_pairs)
     assert BlockedLayout(codes, qs, ms, designs=designs).pairs is not None
 
 
-def test_pair_products_refuse_x_in_the_factor() -> None:
-    codes, qs, ms, designs, zl, A, rng = _design(3, False)
-    lay = BlockedLayout(codes, qs, ms, designs=designs, pairs=True)
-    with pytest.raises(ValueError, match="X"):
-        factor(lay, lay.products(zl), np.ones(A.shape[0]), np.ones((A.shape[0], 1)),
-               np.zeros((A.shape[0], 1)))
+@pytest.mark.parametrize("slope1", [False, True])
+def test_fixed_effects_join_the_pair_factor_last(slope1: bool) -> None:
+    """With ``X`` the factor is that of ``[A X]' W [A X] + diag(I, 0)``; logdet and the
+    selected inverse stay ``M``'s, and the fixed effects' block is the blocked factor's."""
+    codes, qs, ms, designs, zl, A, rng = _design(3, slope1)
+    n = A.shape[0]
+    X = np.column_stack([np.ones(n), rng.integers(0, 2, n), rng.normal(size=n)])
+    lay = BlockedLayout(codes, qs, ms, 3, designs=designs, pairs=True)
+    assert lay.pairs is not None
+    w = rng.uniform(0.05, 0.4, n)
+    fac = factor(lay, lay.products(zl), w, X, lay.x_products(X, zl))
+    assert isinstance(fac, FixedLast)
+    AX = np.hstack([A, X])
+    q = A.shape[1]
+    J = AX.T @ (w[:, None] * AX)
+    J[np.arange(q), np.arange(q)] += 1.0
+    r = rng.normal(size=(q + 3, 2))
+    np.testing.assert_allclose(fac.solve(r), np.linalg.solve(J, r), rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(fac.solve(r[:, 0]), np.linalg.solve(J, r[:, 0]), rtol=1e-8,
+                               atol=1e-11)
+    M = J[:q, :q]
+    assert fac.logdet == pytest.approx(np.linalg.slogdet(M)[1], rel=1e-11)
+    Minv_a = np.linalg.solve(M, A.T).T
+    np.testing.assert_allclose(fac.selected(zl), np.take_along_axis(Minv_a, lay.slots, axis=1),
+                               rtol=1e-8, atol=1e-11)
+    Sx = J[q:, q:] - J[q:, :q] @ np.linalg.solve(M, J[:q, q:])      # X's Schur complement
+    np.testing.assert_allclose(fac.Lx @ fac.Lx.T, Sx, rtol=1e-9, atol=1e-11)
+    ref = BlockedLayout(codes, qs, ms, 3, designs=designs, pairs=False)
+    blk = factor(ref, ref.products(zl), w, X, ref.x_products(X, zl))
+    assert isinstance(blk, BlockedFactor) and blk.Lx is not None
+    np.testing.assert_allclose(blk.Lx, fac.Lx, rtol=1e-9, atol=1e-11)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        Xc = np.column_stack([X, np.zeros(n)])             # a zero column: Sx is singular
+        lay_c = BlockedLayout(codes, qs, ms, 4, designs=designs, pairs=True)
+        factor(lay_c, lay_c.products(zl), w, Xc, lay_c.x_products(Xc, zl))
 
 
 def test_layout_sizes_from_small_integer_types() -> None:

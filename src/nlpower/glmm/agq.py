@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mixed.blocked import BlockedFactor
 from ..mixed.quadrature import adaptive_nodes, gh_rule, level_logliks
 from .pirls import Mode, Pirls
 
@@ -32,7 +33,7 @@ def agq_deviance(pirls: Pirls, mode: Mode, nagq: int) -> float:
     codes = pirls.blocks[0].codes
     m = pirls.m1
     u0 = mode.u
-    assert mode.factor is not None
+    assert isinstance(mode.factor, BlockedFactor)          # one block: never pairs
     sd = 1.0 / mode.factor.L1[:, 0, 0]
     fixed = mode.eta - mode.at.zu(u0)
 

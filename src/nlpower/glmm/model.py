@@ -281,9 +281,8 @@ class GlmmModel(LikelihoodOnly):
         """Covariance of ``beta`` from the PIRLS factor at ``x = (theta, beta)`` (no Hessian)."""
         if mode is None:
             mode = self._mode(x[:self.k], x[self.k:], False)
-        L2 = self.pirls.factor(mode.at, mode.w, True).L2
-        assert L2 is not None
-        Lx = L2[self.pirls.qr:, self.pirls.qr:]
+        Lx = self.pirls.factor(mode.at, mode.w, True).Lx
+        assert Lx is not None
         Li = np.linalg.inv(Lx)
         return Li.T @ Li
 

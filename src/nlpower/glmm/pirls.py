@@ -37,7 +37,7 @@ import numpy as np
 
 from ..lmm.family import Family
 from ..lmm.native.blocks import GroupBlock
-from ..mixed.blocked import BlockedFactor, BlockedLayout, ThetaProducts, factor
+from ..mixed.blocked import BlockedLayout, Factor, ThetaProducts, factor
 from ..mixed.modes import Direction, newton_modes
 from .response import cond_m2loglik
 
@@ -94,7 +94,7 @@ class Mode:
     deviance: float        # the Laplace deviance
     ok: bool
     iterations: int
-    factor: BlockedFactor | None   # the blocked factor at the mode (None: it failed)
+    factor: Factor | None  # the factor of M at the mode (None: it failed)
     w: np.ndarray          # working weights at the mode
     at: AtTheta            # theta's products the mode was found with
 
@@ -126,7 +126,7 @@ class Pirls:
         self.observed = False
         self.set_response(y, wt, offset)
         lay = BlockedLayout([b.codes for b in blocks], [b.q for b in blocks],
-                            [b.m for b in blocks], self.p)
+                            [b.m for b in blocks], self.p, designs=[b.Z for b in blocks])
         self.layout = lay
         self.m1, self.q1, self.n1, self.qr, self.q = lay.m1, lay.q1, lay.n1, lay.qr, lay.q
         self.cols1, self.colsr, self.slots = lay.cols1, lay.colsr, lay.slots
@@ -169,7 +169,7 @@ class Pirls:
         (the family's :meth:`~nlpower.lmm.family._GLMResponse.working`)."""
         return self.family.working(self.y, self.wt, eta)   # type: ignore[attr-defined, no-any-return]
 
-    def factor(self, at: AtTheta, w: np.ndarray, with_x: bool) -> BlockedFactor:
+    def factor(self, at: AtTheta, w: np.ndarray, with_x: bool) -> Factor:
         """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w`` at ``at``'s ``theta``."""
         if not with_x:
             return factor(self.layout, at.tp, w)

@@ -23,9 +23,11 @@ one rule, :meth:`BlockedLayout.sparse_rule`.
 its observations' rows of ``Z_b`` one of a few patterns: factor codings)
 is factored through pairs of observations instead (:mod:`.pairs`, chosen
 once per layout by :func:`~.pairs.pair_plan`: the blockwise dense Schur
-complement would cost more than :data:`~.pairs.PAIR_MIN_WORK`, and no ``X``
-joins the factor).  :func:`factor` returns either strategy's factor; both
-give ``logdet``, ``solve`` and ``selected``.
+complement would cost more than :data:`~.pairs.PAIR_MIN_WORK`).  ``X``
+then joins after ``M`` is factored (:class:`FixedLast`: its Schur
+complement from ``p`` solves, the same joint factor's last block).
+:func:`factor` returns either strategy's factor; all give ``logdet``,
+``solve`` and ``selected``.
 
 Every weighted cross-product is one ``np.bincount`` of ``w`` times the
 per-observation products ``(Z Lambda)_ia (Z Lambda)_ib`` (fixed for a
@@ -77,7 +79,7 @@ class ThetaProducts:
 
 #: the factor type a layout's :func:`factor` returns: :class:`BlockedFactor` for a layout
 #: built without ``designs`` (the pair strategy cannot apply), :data:`Factor` with them
-F = TypeVar("F", bound="BlockedFactor | PairFactor")
+F = TypeVar("F", bound="BlockedFactor | PairFactor | FixedLast")
 
 
 class BlockedLayout(Generic[F]):
@@ -235,6 +237,12 @@ class BlockedFactor:
     L2: np.ndarray | None
     logdet: float
 
+    @property
+    def Lx(self) -> np.ndarray | None:
+        """The Cholesky factor of ``X``'s Schur complement (``None`` without ``X``)."""
+        qr = self.layout.qr
+        return None if self.L2 is None or self.L2.shape[0] == qr else self.L2[qr:, qr:]
+
     def solve(self, r: np.ndarray) -> np.ndarray:
         """``M^{-1} r`` (``r``: block 1, then the rest; a vector or an ``(q, k)`` matrix)."""
         lay, L1 = self.layout, self.L1
@@ -336,8 +344,47 @@ def _block1(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, vals: np.ndarr
     return L1, CtT, ld1
 
 
+def _x_cross(lay: BlockedLayout, mxz: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``X'W Z Lambda`` as ``Cx`` (``p x n1``, block 1) and ``Rx`` (``qr x p``, the rest)."""
+    p, n1 = lay.p, lay.n1
+    xv = np.bincount(lay._txz.ravel(), (mxz * w[:, None]).ravel(), minlength=lay._nxz)
+    return xv[:p * n1].reshape(p, n1), xv[p * n1:].reshape(lay.qr, p)
+
+
+class FixedLast:
+    """``[A X]' W [A X] + diag(I, 0)`` from a factor of ``M`` (``A = Z Lambda``): ``X`` eliminated last.
+
+    The pair strategy factors ``M`` alone; the fixed effects join as their
+    Schur complement ``Sx = X'WX - (A'WX)' M^{-1} A'WX`` (``p x p``, ``p``
+    solves with ``M``), which is the joint factor's last block, so the
+    solves are those of the joint system.  ``logdet`` and :meth:`selected`
+    are ``M``'s (the random-effects part), as the blocked factor's with ``X``.
+    """
+
+    def __init__(self, base: PairFactor, awx: np.ndarray, xwx: np.ndarray):
+        self.base, self.awx = base, awx
+        self.logdet = base.logdet
+        self.B = base.solve(awx)                                          # M^{-1} A'WX
+        Lx, info = lapack.dpotrf(xwx - awx.T @ self.B, lower=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"the weighted system is not positive definite (info {info})")
+        self.Lx: np.ndarray = Lx
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        """The joint system's solve (``r``: the random effects' rows, then ``X``'s)."""
+        q = self.B.shape[0]
+        yu = self.base.solve(r[:q])
+        xx = lapack.dpotrs(self.Lx, r[q:] - self.awx.T @ yu, lower=1)[0]
+        return np.concatenate([yu - self.B @ xx, xx])
+
+    def selected(self, zl: np.ndarray) -> np.ndarray:
+        """``M``'s selected inverse (:meth:`~.pairs.PairFactor.selected`)."""
+        return self.base.selected(zl)
+
+
 #: a factor of ``M``: the blocked one or, where the layout's rule chose it, the pair strategy's
-Factor = BlockedFactor | PairFactor
+#: (with ``X``: its :class:`FixedLast`)
+Factor = BlockedFactor | PairFactor | FixedLast
 
 
 def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
@@ -364,19 +411,20 @@ def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
     True
     """
     if tp.pairs is not None:
-        if X is not None:
-            raise ValueError("the pair strategy does not take X into the factor")
-        return cast(F, PairFactor(lay, tp, w))
+        pf = PairFactor(lay, tp, w)
+        if X is None:
+            return cast(F, pf)
+        assert mxz is not None
+        Cx, Rx = _x_cross(lay, mxz, w)
+        return cast(F, FixedLast(pf, np.concatenate([Cx.T, Rx]), X.T @ (X * w[:, None])))
     vals = np.bincount(lay._tzz.ravel(), (tp.mzz * w[:, None]).ravel(), minlength=lay._nzz)
     n1, qr = lay.n1, lay.qr
     R = vals[lay._nzz - qr * qr:].reshape(qr, qr)
     L1, CtT, ld1 = _block1(lay, tp, w, vals)
     if X is not None:
         assert mxz is not None
-        xv = np.bincount(lay._txz.ravel(), (mxz * w[:, None]).ravel(), minlength=lay._nxz)
+        Cx, Rx = _x_cross(lay, mxz, w)
         p = lay.p
-        Cx = xv[:p * n1].reshape(p, n1)
-        Rx = xv[p * n1:].reshape(qr, p)
         if lay.q1 == 1:
             CtxT = Cx / L1[:, 0, 0][None, :]
         else:

@@ -37,8 +37,11 @@ and ``Sigma = R Phi`` (read at the pairs only, from the same gathers of ``Phi``)
 
 again sums over the pairs.  Used when every rest block has at most as many
 patterns as columns (factor codings; a continuous slope in a rest block
-keeps the blocked factorisation), without ``X`` in the factor, and when
-the blockwise dense Schur complement would cost more (:data:`PAIR_MIN_WORK`).
+keeps the blocked factorisation) and when the blockwise dense Schur
+complement would cost more (:data:`PAIR_MIN_WORK`, :data:`PAIR_WORK_PER_PAIR`:
+few ratings per first-block level, a large rest); ``X``, when it joins
+(GLMM PIRLS updating ``beta`` with the modes), is eliminated after ``M``
+(:class:`~nlpower.mixed.blocked.FixedLast`).
 Checked against dense algebra in ``tests/mixed/test_pairs.py``.
 """
 
@@ -56,13 +59,20 @@ from scipy.linalg import lapack
 if TYPE_CHECKING:
     from .blocked import BlockedLayout, ThetaProducts
 
-__all__ = ["PAIR_MIN_WORK", "PairFactor", "PairPlan", "PairTheta", "pair_plan"]
+__all__ = ["PAIR_MIN_WORK", "PAIR_WORK_PER_PAIR", "PairFactor", "PairPlan", "PairTheta",
+           "pair_plan"]
 
 #: ``n1 qr^2`` (the dense Schur complement's multiply-adds) from which observation pairs
 #: factor ``M`` (measured per clmm gradient evaluation: 10 x 100 scalar terms, dense 2x
 #: faster; 200 x 1,000 scalar, dense 1.3x faster at 4e7; 4 systems, 100 x 500, pairs 6x
 #: faster at 6e8)
 PAIR_MIN_WORK = 5e7
+#: ... and from which that work exceeds this many times the pairs' own scatter (``sum_l n_l^2``
+#: pairs times the rest blocks squared), which grows with the ratings per first-block level
+#: (measured per glmer fit, crowd files of 20 ratings per item, binomial: scalar terms 300 x
+#: 1,000, ratio 214, dense 2.1x faster; 450 x 1,500, 482, even; 600 x 2,000, 857, pairs 1.27x
+#: faster; the paper's 4-system model 60 x 200, 1,075, pairs 2.1x faster)
+PAIR_WORK_PER_PAIR = 500.0
 #: largest number of rest cells (the dense C is Dc x Dc) and of observation pairs
 _MAX_CELLS = 6000
 _MAX_PAIRS = 30_000_000
@@ -182,15 +192,20 @@ def pair_plan(lay: BlockedLayout, designs: Sequence[np.ndarray] | None,
               use: bool | None = None) -> PairPlan | None:
     """The rule: the plan when pairs pay, else ``None`` (the blocked factorisation).
 
-    Pairs need the blocks' ``designs`` (``Z``), no ``X`` in the factor
-    (``lay.p == 0``), at least two blocks, every rest block compressing (at
-    most as many patterns as columns) and a problem of bounded size; by
-    default (``use=None``) also ``n1 qr^2 >`` :data:`PAIR_MIN_WORK`.
+    Pairs need the blocks' ``designs`` (``Z``), at least two blocks, every
+    rest block compressing (at most as many patterns as columns) and a
+    problem of bounded size (``X``, if any, is eliminated after); by
+    default (``use=None``) also a dense Schur complement's work ``n1 qr^2``
+    above :data:`PAIR_MIN_WORK` and above :data:`PAIR_WORK_PER_PAIR` times
+    the pairs' scatter (``sum_l n_l^2`` times the rest blocks squared).
     ``use=True``: wherever they apply; ``False``: never.
     """
-    if use is False or designs is None or lay.p > 0 or len(designs) < 2:
+    if use is False or designs is None or len(designs) < 2:
         return None
-    if use is None and lay.n1 * float(lay.qr) ** 2 <= PAIR_MIN_WORK:
+    work = lay.n1 * float(lay.qr) ** 2
+    n_pairs = int(np.sum(np.bincount(lay.codes1).astype(float) ** 2))
+    scatter = float(n_pairs) * (len(designs) - 1) ** 2
+    if use is None and (work <= PAIR_MIN_WORK or work <= PAIR_WORK_PER_PAIR * scatter):
         return None
     pats, pid = [], []
     for Z in designs[1:]:
@@ -200,8 +215,7 @@ def pair_plan(lay: BlockedLayout, designs: Sequence[np.ndarray] | None,
         pats.append(u)
         pid.append(inv.ravel().astype(np.intp))
     Dc = sum(L * p.shape[0] for L, p in zip(lay.ms[1:], pats, strict=True))
-    n_pairs = int(np.sum(np.bincount(lay.codes1).astype(float) ** 2))
-    if Dc > _MAX_CELLS or n_pairs * (len(pats) ** 2) > _MAX_PAIRS:
+    if Dc > _MAX_CELLS or scatter > _MAX_PAIRS:
         return None
     return PairPlan(lay, designs, pats, pid)
 
@@ -235,6 +249,9 @@ class PairFactor:
     The interface of :class:`~nlpower.mixed.blocked.BlockedFactor`:
     ``logdet`` (``log |L|^2``), :meth:`solve` and :meth:`selected`.
     """
+
+    #: no ``X`` in this factor (:class:`~nlpower.mixed.blocked.FixedLast` adds it)
+    Lx = None
 
     def __init__(self, lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray):
         plan, pt = lay.pairs, tp.pairs
