@@ -1,0 +1,268 @@
+"""The Gaussian fitter's factorisation fed weighted cross-products (a PIRLS step, measured).
+
+A PIRLS step is a weighted LMM solve: with ``sqrt(W) Z``, ``sqrt(W) X`` and the
+working response ``sqrt(W) z``, the system the Gaussian fitter
+(:mod:`nlpower.lmm.native`) factors,
+
+    [ Lambda'Z'WZ Lambda + I   Lambda'Z'WX   Lambda'Z'Wz ]
+    [ X'WZ Lambda              X'WX          X'Wz        ]
+    [ z'WZ Lambda              z'WX          z'Wz        ]
+
+gives the modes ``u`` and ``beta`` of the step and ``log |L|^2`` of the
+Laplace approximation.  :class:`WeightedNative` splits what
+:func:`nlpower.lmm.native.blocks.build_blocks` and the evaluator's set-up do
+into
+
+* the part fixed by the sparsity pattern (levels, which columns meet, the
+  strategy and its plans: dense or sparse Schur products, active-column
+  patterns, the peeled rest, the uncoupled lead) -- built once, with the
+  unit-weight numbers, by the native code itself;
+* the weighted numbers (``Z1'WZ1`` per level, ``W'Z1`` per pair of a rest
+  row and a block-1 level, the rest's ``W'WW``, the response's row, the
+  sparse Schur products) -- :meth:`WeightedNative.set_weights`, one
+  ``bincount`` per kind over target tables fixed by the pattern.
+
+The evaluator runs without grouped levels (weights make every level's
+``Z1'WZ1`` its own).  Nothing in the Gaussian fitter changes; the numbers it
+caches per response are refreshed through ``Blocks.version`` and the few
+pattern-keyed caches listed in :meth:`WeightedNative.set_weights`.
+
+This module is a measurement (``benchmarks/glmm_on_native.py``) and a
+cross-check of two independently written factorisations
+(``tests/mixed/test_native_core.py``); glmer's PIRLS does not use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..lmm.layout import ThetaLayout
+from ..lmm.native.blocks import Blocks, DenseSchur, Pattern, SparseSchur, _level_products, build_blocks
+from ..lmm.native.block1 import scalar_patterns
+from ..lmm.native.deviance import DevianceEvaluator, Factor
+from ..lmm.structure import ModelSpec
+
+__all__ = ["NativeStep", "WeightedNative"]
+
+
+@dataclass(frozen=True)
+class NativeStep:
+    """One weighted solve: spherical modes ``u`` (block order), ``beta``, ``log |L|^2``."""
+
+    u: np.ndarray
+    beta: np.ndarray
+    logdet: float
+    factor: Factor
+
+
+def _rest_entries(b: Blocks, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(observation, rest column, value)`` of every non-zero of ``W = [Z_2 .. Z_k X]``,
+    in :func:`~nlpower.lmm.native.blocks.build_blocks`'s order."""
+    n = X.shape[0]
+    obs = np.arange(n)
+    rows, cols, vals = [], [], []
+    for blk, off in b.rest:
+        for c in range(blk.q):
+            v = blk.Z[:, c]
+            nz = v != 0
+            rows.append(obs[nz])
+            cols.append(off + blk.codes[nz] * blk.q + c)
+            vals.append(v[nz])
+    for c in range(X.shape[1]):
+        v = X[:, c]
+        nz = v != 0
+        rows.append(obs[nz])
+        cols.append(np.full(int(nz.sum()), b.nre2 + c))
+        vals.append(v[nz])
+    if not rows:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def _sparse_products(b: Blocks, schur: SparseSchur
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which product ``C[p1, a] C[p2, b]`` each entry of the Schur products ``V`` holds.
+
+    ``V`` is rebuilt here with its entries in a known order (rows: the sorted
+    keys ``row(p1) N2 + row(p2)``, the same rows as the fitter's; within a row
+    by column).  The evaluator reads ``V`` only through ``V @ vec(W)`` and
+    the row keys, so it is the same operator.
+    """
+    q1, N2, m1 = b.b1.q, b.N2, b.b1.m
+    P1, A, P2, B = _level_products(b.pair_lev, _structural(b))
+    key = b.pair_row[P1].astype(np.int64) * N2 + b.pair_row[P2]
+    col = b.pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
+    order = np.lexsort((col, key))
+    ukey, counts = np.unique(key[order], return_counts=True)
+    if not np.array_equal(ukey, schur.S_lo):
+        raise AssertionError("the Schur products' rows differ from the fitter's")
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    schur.V = sp.csr_matrix((np.ones(order.size), col[order], indptr),
+                            shape=(ukey.size, m1 * q1 * q1))
+    return P1[order], A[order], P2[order], B[order]
+
+
+class WeightedNative:
+    """The Gaussian fitter's blocked factorisation on weighted cross-products.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The design (its response is replaced by every :meth:`set_weights`).
+    layout : ThetaLayout
+        lme4's ``theta`` layout of ``spec``'s terms.
+    mode : {"auto", "dense", "sparse"}
+        The Schur strategy (:class:`~nlpower.lmm.native.model.NativeModel`'s).
+    with_x : bool
+        Whether ``X`` is in the system (``beta`` solved with ``u``); else the
+        fixed part is given (``beta`` fixed) and only ``u`` is solved.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from nlpower.lmm.frame import model_frame
+    >>> from nlpower.lmm.layout import theta_layout
+    >>> g = np.random.default_rng(1)
+    >>> d = pd.DataFrame({"w": np.repeat(list("abcdef"), 10), "i": np.tile(list("pqrst"), 12),
+    ...                   "y": g.normal(size=60)})
+    >>> spec = model_frame("y ~ 1 + (1 | w) + (1 | i)", d)
+    >>> wn = WeightedNative(spec, theta_layout(spec.re_terms))
+    >>> wn.set_weights(g.uniform(0.1, 0.3, 60), d["y"].to_numpy())
+    >>> step = wn.solve(np.array([0.8, 0.5]))
+    >>> step.u.shape, step.beta.shape
+    ((11,), (1,))
+    """
+
+    def __init__(self, spec: ModelSpec, layout: ThetaLayout, mode: str = "auto", *,
+                 with_x: bool = True):
+        if not with_x:
+            spec = _without_x(spec)
+        self.spec = spec
+        y0 = np.arange(spec.n, dtype=float)          # any non-constant response for the set-up
+        self.b = b = build_blocks(spec.with_response(y0), layout, mode)
+        self.ev = DevianceEvaluator(b, grouped=False)
+        X = np.asarray(spec.X, dtype=float)
+        n, q1, m1 = b.n, b.b1.q, b.b1.m
+        Z1 = b.b1.Z
+        codes1 = b.b1.codes
+        # block 1's Z1'WZ1: targets and per-observation products (the lower and upper halves)
+        ab = np.arange(q1 * q1)
+        self._tA = (codes1[:, None] * (q1 * q1) + ab[None, :]).ravel()
+        self._pA = (Z1[:, ab // q1] * Z1[:, ab % q1])                         # (n, q1^2)
+        # W'Z1 per pair: the rest entries' pair and products with Z1's columns
+        r_obs, r_col, r_val = _rest_entries(b, X)
+        keys = r_col.astype(np.int64) * m1 + codes1[r_obs]
+        ukeys = b.pair_row[: b.y_pairs.start].astype(np.int64) * m1 + b.pair_lev[: b.y_pairs.start]
+        inv = np.searchsorted(ukeys, keys)
+        self._r_obs = r_obs
+        self._tC = (inv[:, None] * q1 + np.arange(q1)[None, :]).ravel()
+        self._pC = r_val[:, None] * Z1[r_obs]                                  # (nnz, q1)
+        self._nC = b.y_pairs.start * q1
+        # the rest's W'WW: every pair of non-zeros within an observation's row of W
+        Wc = sp.csr_matrix((r_val, (r_obs, r_col)), shape=(n, b.N2 - 1))
+        Wc.sort_indices()
+        cnt = np.diff(Wc.indptr)
+        i_obs = np.repeat(np.arange(n), cnt * cnt)
+        start = np.repeat(Wc.indptr[:-1], cnt * cnt)
+        k = np.arange(i_obs.size) - np.repeat(np.cumsum(cnt * cnt) - cnt * cnt, cnt * cnt)
+        kk = np.repeat(cnt, cnt * cnt)
+        j1, j2 = start + k // kk, start + k % kk
+        self._o_R = i_obs
+        self._tR = Wc.indices[j1].astype(np.int64) * b.N2 + Wc.indices[j2]
+        self._pR = Wc.data[j1] * Wc.data[j2]
+        self._nR = b.N2 * b.N2
+        # the strategy's numbers fixed by the pattern
+        self._sparse: tuple[np.ndarray, ...] | None = None
+        schur = b.schur
+        if isinstance(schur, SparseSchur):
+            self._sparse = _sparse_products(b, schur)
+        self.offset = np.zeros(n)
+
+    # -- per PIRLS step ---------------------------------------------------------------
+    def set_weights(self, w: np.ndarray, z: np.ndarray) -> None:
+        """Weights ``w`` and working response ``z`` (``z - X beta`` when ``beta`` is fixed).
+
+        Re-forms every weighted cross-product and refreshes the caches the
+        evaluator keys on the response (``Blocks.version``: the peeled rest's
+        and the sparse lower build's copies of ``A_rr``) or took at set-up
+        (the closed-form ``q1 = 2`` arrays and the one-column patterns'
+        ``Z1'WZ1``).
+        """
+        b, ev = self.b, self.ev
+        q1, m1 = b.b1.q, b.b1.m
+        b.A11[...] = np.bincount(self._tA, (w[:, None] * self._pA).ravel(),
+                                 minlength=m1 * q1 * q1).reshape(m1, q1, q1)
+        Cv = np.bincount(self._tC, (w[self._r_obs, None] * self._pC).ravel(), minlength=self._nC)
+        b.C[: b.y_pairs.start] = Cv.reshape(-1, q1)
+        R = np.bincount(self._tR, w[self._o_R] * self._pR, minlength=self._nR)
+        b.Arr[:-1, :-1] = R.reshape(b.N2, b.N2)[:-1, :-1]
+        wz = w * z
+        b.set_response(wz)                     # Z1'Wz, W'Wz; z'Wz below
+        b.Arr[-1, -1] = float(wz @ z)
+        if b.patterns is not None:
+            b.patterns = [Pattern(p.levels, p.cols, b.A11[p.levels][:, p.cols][:, :, p.cols],
+                                  p.flat) for p in b.patterns]
+            ev._scalar_pat = scalar_patterns(b.patterns)
+        schur = b.schur
+        if isinstance(schur, DenseSchur):
+            schur.Cd[b.pair_row, b.pair_lev, :] = b.C
+            for Cg, pat in zip(schur.Cg, b.patterns or (), strict=True):
+                Cg[...] = schur.Cd[:, pat.levels][:, :, pat.cols]
+        else:
+            assert isinstance(schur, SparseSchur) and self._sparse is not None
+            P1, A, P2, B = self._sparse
+            schur.V.data[:] = b.C[P1, A] * b.C[P2, B]
+        if ev._diag2 is not None:
+            A11, Cd = b.A11, schur.Cd                       # type: ignore[union-attr]
+            ev._diag2 = (A11[:, 0, 0].copy(), A11[:, 1, 0].copy(), A11[:, 1, 1].copy(),
+                         Cd[:, :, 0], Cd[:, :, 1], ev._diag2[5])
+        b.version += 1
+
+    def solve(self, theta: np.ndarray) -> NativeStep:
+        """Factor at ``theta`` and solve: the step's ``u``, ``beta`` and ``log |L|^2``.
+
+        ``numpy.linalg.LinAlgError`` when the system is not positive definite.
+        """
+        ev = self.ev
+        f = ev.factor(np.asarray(theta, dtype=float))
+        if not f.ok:
+            raise np.linalg.LinAlgError("the weighted system is not positive definite")
+        return NativeStep(self.spherical_modes(f), ev.beta(f) if self.b.p else np.zeros(0),
+                          f.ldL2, f)
+
+    def spherical_modes(self, f: Factor) -> np.ndarray:
+        """``u`` (block 1's levels, then the rest's, as :class:`~.blocked.BlockedLayout`)."""
+        ev, b = self.ev, self.b
+        b1, N2 = b.b1, b.N2
+        v = ev.solve_v(f)
+        zr = np.zeros(N2)
+        for blk, off in b.rest:                  # Lambda_r v on the rest's random effects
+            s = slice(off, off + blk.m * blk.q)
+            zr[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(f.theta).T).ravel()
+        zr[b.nre2:N2 - 1] = v[b.nre2:]
+        q1 = b1.q
+        Es = sp.csr_matrix((ev.E(f).ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
+        t = (np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ zr[:-1]).reshape(b1.m, q1)
+        L1 = ev._L1(f)
+        u1 = t[:, 0] / L1[:, 0, 0] if q1 == 1 else \
+            np.linalg.solve(np.swapaxes(L1, 1, 2), t[:, :, None])[:, :, 0].ravel()
+        return np.concatenate([u1, v[:b.nre2]])
+
+
+def _structural(b: Blocks) -> np.ndarray:
+    """Structural non-zeros of ``C`` (:func:`~nlpower.lmm.native.blocks.build_blocks`'s)."""
+    q1, m1 = b.b1.q, b.b1.m
+    structural = b.C != 0
+    zpat = np.column_stack([np.bincount(b.b1.codes, np.abs(b.b1.Z[:, c]), minlength=m1) > 0
+                            for c in range(q1)])
+    structural[b.y_pairs] = zpat[b.y_levels]
+    return structural
+
+
+def _without_x(spec: ModelSpec) -> ModelSpec:
+    """``spec`` with no fixed-effects columns (``beta`` fixed: the fixed part is an offset)."""
+    import dataclasses
+    return dataclasses.replace(spec, X=np.zeros((spec.n, 0)), fixef_names=())
