@@ -121,7 +121,6 @@ def strategy(wn: Any, model: Any) -> str:
 
 
 def run_case(case: str, repeats: int, fixed_beta: bool) -> dict[str, Any]:
-    from nlpower.lmm.layout import theta_layout
     from nlpower.mixed.native_core import WeightedNative
 
     f = fit(case)
@@ -130,7 +129,7 @@ def run_case(case: str, repeats: int, fixed_beta: bool) -> dict[str, Any]:
     w, z, fx = working(model, theta, beta)
     fixed = fx if fixed_beta else None
     t0 = time.process_time()
-    wn = WeightedNative(model.spec, theta_layout(model.spec.re_terms), with_x=not fixed_beta)
+    wn = WeightedNative(model.spec, with_x=not fixed_beta)
     t_setup = time.process_time() - t0
     zz = z - fx if fixed_beta else z
     wn.set_weights(w, zz)

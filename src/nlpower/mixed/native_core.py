@@ -34,14 +34,24 @@ cross-check of two independently written factorisations
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..lmm.layout import ThetaLayout
-from ..lmm.native.blocks import Blocks, DenseSchur, Pattern, SparseSchur, _level_products, build_blocks
+from ..lmm.layout import theta_layout
 from ..lmm.native.block1 import scalar_patterns
+from ..lmm.native.blocks import (
+    Blocks,
+    DenseSchur,
+    GroupBlock,
+    Pattern,
+    SparseSchur,
+    _level_products,
+    build_blocks,
+    group_blocks,
+)
 from ..lmm.native.deviance import DevianceEvaluator, Factor
 from ..lmm.structure import ModelSpec
 
@@ -58,13 +68,14 @@ class NativeStep:
     factor: Factor
 
 
-def _rest_entries(b: Blocks, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rest_entries(b: Blocks, rest: list[GroupBlock], X: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(observation, rest column, value)`` of every non-zero of ``W = [Z_2 .. Z_k X]``,
     in :func:`~nlpower.lmm.native.blocks.build_blocks`'s order."""
     n = X.shape[0]
     obs = np.arange(n)
     rows, cols, vals = [], [], []
-    for blk, off in b.rest:
+    for blk, (_, off) in zip(rest, b.rest, strict=True):
         for c in range(blk.q):
             v = blk.Z[:, c]
             nz = v != 0
@@ -82,9 +93,8 @@ def _rest_entries(b: Blocks, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
 
-def _sparse_products(b: Blocks, schur: SparseSchur
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Which product ``C[p1, a] C[p2, b]`` each entry of the Schur products ``V`` holds.
+def _sparse_products(b: Blocks, schur: SparseSchur) -> tuple[np.ndarray, np.ndarray]:
+    """Which product ``C[p1, a] C[p2, b]`` (flat positions in ``C``) each entry of the Schur products ``V`` holds.
 
     ``V`` is rebuilt here with its entries in a known order (rows: the sorted
     keys ``row(p1) N2 + row(p2)``, the same rows as the fitter's; within a row
@@ -102,7 +112,7 @@ def _sparse_products(b: Blocks, schur: SparseSchur
     indptr = np.concatenate([[0], np.cumsum(counts)])
     schur.V = sp.csr_matrix((np.ones(order.size), col[order], indptr),
                             shape=(ukey.size, m1 * q1 * q1))
-    return P1[order], A[order], P2[order], B[order]
+    return P1[order] * q1 + A[order], P2[order] * q1 + B[order]
 
 
 class WeightedNative:
@@ -112,8 +122,6 @@ class WeightedNative:
     ----------
     spec : ModelSpec
         The design (its response is replaced by every :meth:`set_weights`).
-    layout : ThetaLayout
-        lme4's ``theta`` layout of ``spec``'s terms.
     mode : {"auto", "dense", "sparse"}
         The Schur strategy (:class:`~nlpower.lmm.native.model.NativeModel`'s).
     with_x : bool
@@ -124,36 +132,39 @@ class WeightedNative:
     --------
     >>> import numpy as np, pandas as pd
     >>> from nlpower.lmm.frame import model_frame
-    >>> from nlpower.lmm.layout import theta_layout
     >>> g = np.random.default_rng(1)
     >>> d = pd.DataFrame({"w": np.repeat(list("abcdef"), 10), "i": np.tile(list("pqrst"), 12),
     ...                   "y": g.normal(size=60)})
     >>> spec = model_frame("y ~ 1 + (1 | w) + (1 | i)", d)
-    >>> wn = WeightedNative(spec, theta_layout(spec.re_terms))
+    >>> wn = WeightedNative(spec)
     >>> wn.set_weights(g.uniform(0.1, 0.3, 60), d["y"].to_numpy())
     >>> step = wn.solve(np.array([0.8, 0.5]))
     >>> step.u.shape, step.beta.shape
     ((11,), (1,))
     """
 
-    def __init__(self, spec: ModelSpec, layout: ThetaLayout, mode: str = "auto", *,
-                 with_x: bool = True):
+    def __init__(self, spec: ModelSpec, mode: str = "auto", *, with_x: bool = True):
         if not with_x:
-            spec = _without_x(spec)
+            spec = dataclasses.replace(spec, X=np.zeros((spec.n, 0)), fixef_names=())
         self.spec = spec
-        y0 = np.arange(spec.n, dtype=float)          # any non-constant response for the set-up
-        self.b = b = build_blocks(spec.with_response(y0), layout, mode)
+        # the pattern's part from generic numbers: the fitter reads its pattern off the
+        # non-zeros of the cross-products, and a sum that cancels at unit weights need not
+        # at the next step's
+        generic = _generic(spec)
+        self.b = b = build_blocks(generic, theta_layout(generic.re_terms), mode)
         self.ev = DevianceEvaluator(b, grouped=False)
+        blocks = group_blocks(theta_layout(spec.re_terms))     # the same order, true numbers
         X = np.asarray(spec.X, dtype=float)
         n, q1, m1 = b.n, b.b1.q, b.b1.m
-        Z1 = b.b1.Z
+        Z1 = blocks[0].Z
+        self._Z1 = Z1
         codes1 = b.b1.codes
         # block 1's Z1'WZ1: targets and per-observation products (the lower and upper halves)
         ab = np.arange(q1 * q1)
         self._tA = (codes1[:, None] * (q1 * q1) + ab[None, :]).ravel()
         self._pA = (Z1[:, ab // q1] * Z1[:, ab % q1])                         # (n, q1^2)
         # W'Z1 per pair: the rest entries' pair and products with Z1's columns
-        r_obs, r_col, r_val = _rest_entries(b, X)
+        r_obs, r_col, r_val = _rest_entries(b, blocks[1:], X)
         keys = r_col.astype(np.int64) * m1 + codes1[r_obs]
         ukeys = b.pair_row[: b.y_pairs.start].astype(np.int64) * m1 + b.pair_lev[: b.y_pairs.start]
         inv = np.searchsorted(ukeys, keys)
@@ -161,7 +172,8 @@ class WeightedNative:
         self._tC = (inv[:, None] * q1 + np.arange(q1)[None, :]).ravel()
         self._pC = r_val[:, None] * Z1[r_obs]                                  # (nnz, q1)
         self._nC = b.y_pairs.start * q1
-        # the rest's W'WW: every pair of non-zeros within an observation's row of W
+        # the rest's W'WW: every pair of non-zeros within an observation's row of W with a
+        # random-effects column in it (X'WX is one product of dense matrices)
         Wc = sp.csr_matrix((r_val, (r_obs, r_col)), shape=(n, b.N2 - 1))
         Wc.sort_indices()
         cnt = np.diff(Wc.indptr)
@@ -170,16 +182,21 @@ class WeightedNative:
         k = np.arange(i_obs.size) - np.repeat(np.cumsum(cnt * cnt) - cnt * cnt, cnt * cnt)
         kk = np.repeat(cnt, cnt * cnt)
         j1, j2 = start + k // kk, start + k % kk
-        self._o_R = i_obs
-        self._tR = Wc.indices[j1].astype(np.int64) * b.N2 + Wc.indices[j2]
-        self._pR = Wc.data[j1] * Wc.data[j2]
+        c1, c2 = Wc.indices[j1], Wc.indices[j2]
+        keep = (c1 < b.nre2) | (c2 < b.nre2)
+        self._o_R = i_obs[keep]
+        self._tR = c1[keep].astype(np.int64) * b.N2 + c2[keep]
+        self._pR = Wc.data[j1[keep]] * Wc.data[j2[keep]]
         self._nR = b.N2 * b.N2
+        self._X = X
+        self._Wt = Wc.T.tocsr()                                  # W' (true numbers)
+        self._tY = (codes1[:, None] * q1 + np.arange(q1)[None, :]).ravel()
         # the strategy's numbers fixed by the pattern
-        self._sparse: tuple[np.ndarray, ...] | None = None
+        self._sparse: tuple[np.ndarray, np.ndarray] | None = None
         schur = b.schur
         if isinstance(schur, SparseSchur):
             self._sparse = _sparse_products(b, schur)
-        self.offset = np.zeros(n)
+        self._tE = (b.pair_lev[:, None] * q1 + np.arange(q1)[None, :]).ravel()
 
     # -- per PIRLS step ---------------------------------------------------------------
     def set_weights(self, w: np.ndarray, z: np.ndarray) -> None:
@@ -198,10 +215,19 @@ class WeightedNative:
         Cv = np.bincount(self._tC, (w[self._r_obs, None] * self._pC).ravel(), minlength=self._nC)
         b.C[: b.y_pairs.start] = Cv.reshape(-1, q1)
         R = np.bincount(self._tR, w[self._o_R] * self._pR, minlength=self._nR)
-        b.Arr[:-1, :-1] = R.reshape(b.N2, b.N2)[:-1, :-1]
+        N2, nre2 = b.N2, b.nre2
+        b.Arr[:-1, :-1] = R.reshape(N2, N2)[:-1, :-1]
+        X = self._X
+        b.Arr[nre2:N2 - 1, nre2:N2 - 1] = X.T @ (X * w[:, None])
+        # the response's row: Z1'Wz per level, W'Wz, z'Wz (Blocks.set_response's, weighted)
         wz = w * z
-        b.set_response(wz)                     # Z1'Wz, W'Wz; z'Wz below
+        Cy = np.bincount(self._tY, (wz[:, None] * self._Z1).ravel(), minlength=m1 * q1)
+        b.C[b.y_pairs] = Cy.reshape(m1, q1)[b.y_levels]
+        wy = self._Wt @ wz
+        b.Arr[-1, :-1] = wy
+        b.Arr[:-1, -1] = wy
         b.Arr[-1, -1] = float(wz @ z)
+        b.y = wz
         if b.patterns is not None:
             b.patterns = [Pattern(p.levels, p.cols, b.A11[p.levels][:, p.cols][:, :, p.cols],
                                   p.flat) for p in b.patterns]
@@ -213,8 +239,9 @@ class WeightedNative:
                 Cg[...] = schur.Cd[:, pat.levels][:, :, pat.cols]
         else:
             assert isinstance(schur, SparseSchur) and self._sparse is not None
-            P1, A, P2, B = self._sparse
-            schur.V.data[:] = b.C[P1, A] * b.C[P2, B]
+            i1, i2 = self._sparse
+            Cf = b.C.reshape(-1)
+            np.multiply(Cf[i1], Cf[i2], out=schur.V.data)
         if ev._diag2 is not None:
             A11, Cd = b.A11, schur.Cd                       # type: ignore[union-attr]
             ev._diag2 = (A11[:, 0, 0].copy(), A11[:, 1, 0].copy(), A11[:, 1, 1].copy(),
@@ -243,9 +270,11 @@ class WeightedNative:
             s = slice(off, off + blk.m * blk.q)
             zr[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(f.theta).T).ravel()
         zr[b.nre2:N2 - 1] = v[b.nre2:]
+        # t = E_y - E' (Lambda_r v, beta) per level of block 1 (E: per pair, ev.E)
+        zr[N2 - 1] = -1.0
         q1 = b1.q
-        Es = sp.csr_matrix((ev.E(f).ravel(), b.indices, b.indptr), shape=(N2, b1.m * q1))
-        t = (np.asarray(Es[-1, :].toarray()).ravel() - Es[:-1, :].T @ zr[:-1]).reshape(b1.m, q1)
+        t = np.bincount(self._tE, (ev.E(f) * -zr[b.pair_row][:, None]).ravel(),
+                        minlength=b1.m * q1).reshape(b1.m, q1)
         L1 = ev._L1(f)
         u1 = t[:, 0] / L1[:, 0, 0] if q1 == 1 else \
             np.linalg.solve(np.swapaxes(L1, 1, 2), t[:, :, None])[:, :, 0].ravel()
@@ -262,7 +291,10 @@ def _structural(b: Blocks) -> np.ndarray:
     return structural
 
 
-def _without_x(spec: ModelSpec) -> ModelSpec:
-    """``spec`` with no fixed-effects columns (``beta`` fixed: the fixed part is an offset)."""
-    import dataclasses
-    return dataclasses.replace(spec, X=np.zeros((spec.n, 0)), fixef_names=())
+def _generic(spec: ModelSpec) -> ModelSpec:
+    """``spec``'s rows scaled by fixed random weights, and a non-constant response."""
+    s = np.sqrt(np.random.default_rng(20261129).uniform(0.5, 1.5, spec.n))
+    terms = tuple(dataclasses.replace(t, Z=np.asarray(t.Z, dtype=float) * s[:, None])
+                  for t in spec.re_terms)
+    return dataclasses.replace(spec, X=np.asarray(spec.X, dtype=float) * s[:, None],
+                               re_terms=terms, y=s * np.arange(spec.n, dtype=float))
