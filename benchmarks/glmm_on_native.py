@@ -146,7 +146,7 @@ def run_case(case: str, repeats: int, fixed_beta: bool, mode: str = "auto") -> d
         ba.size else 0.0
     dld = abs(step.logdet - lda) / max(1.0, abs(lda))
     ta, tw, ts = [], [], []
-    for _ in range(2):                       # alternate the two ways
+    for _ in range(4):                       # alternate the two ways
         ta.append(cpu_min(lambda: iteration_blocked(model, theta, w, z, fixed), repeats))
         tw.append(cpu_min(lambda: wn.set_weights(w, zz), repeats))
         ts.append(cpu_min(lambda: wn.solve(theta), repeats))

@@ -15,8 +15,10 @@ into
 
 * the part fixed by the sparsity pattern (levels, which columns meet, the
   strategy and its plans: dense or sparse Schur products, active-column
-  patterns, the peeled rest, the uncoupled lead) -- built once, with the
-  unit-weight numbers, by the native code itself;
+  patterns, the peeled rest, the uncoupled lead) -- built once by the
+  native code itself, on rows scaled by fixed random weights (the fitter
+  reads its pattern off the non-zeros of the cross-products: a sum that
+  cancels at unit weights need not at a PIRLS step's);
 * the weighted numbers (``Z1'WZ1`` per level, ``W'Z1`` per pair of a rest
   row and a block-1 level, the rest's ``W'WW``, the response's row, the
   sparse Schur products) -- :meth:`WeightedNative.set_weights`, one
