@@ -18,8 +18,9 @@ calls, one BLAS thread):
 
 both with ``beta`` solved with ``u`` (stage 1, ``nAGQ = 0``) and with
 ``beta`` fixed (stage 2, ``--fixed``), and checks that they give the same
-``u``, ``beta`` and ``log |L|^2``.  ``--mode dense|sparse`` forces the
-native Schur strategy (default: its own rule).
+``u``, ``beta`` and ``log |L|^2``.  ``--mode dense,sparse`` forces the
+native Schur strategy, each timed alternating with the others (default:
+the fitter's own rule).
 
 Usage (from the repository root)::
 
@@ -121,7 +122,16 @@ def strategy(wn: Any, model: Any) -> str:
     return f"{', '.join(parts)} (N2 {b.N2}) | shared: {shared}"
 
 
-def run_case(case: str, repeats: int, fixed_beta: bool, mode: str = "auto") -> dict[str, Any]:
+def _agreement(step: Any, ua: np.ndarray, ba: np.ndarray, lda: float) -> tuple[float, ...]:
+    """Largest relative differences of ``u``, ``beta`` and ``log |L|^2``."""
+    du = float(np.max(np.abs(step.u - ua)) / max(1.0, float(np.max(np.abs(ua)))))
+    db = float(np.max(np.abs(step.beta - ba)) / max(1.0, float(np.max(np.abs(ba))))) if \
+        ba.size else 0.0
+    return du, db, abs(step.logdet - lda) / max(1.0, abs(lda))
+
+
+def run_case(case: str, repeats: int, fixed_beta: bool, modes: list[str]) -> list[dict[str, Any]]:
+    """One row per native mode; (a) and every mode alternate 4 times in this process."""
     from nlpower.glmm.pirls import Pirls
     from nlpower.mixed.native_core import WeightedNative
 
@@ -130,32 +140,35 @@ def run_case(case: str, repeats: int, fixed_beta: bool, mode: str = "auto") -> d
     theta, beta = np.asarray(f.theta, dtype=float), f.fixef.to_numpy()
     w, z, fx = working(model, theta, beta)
     fixed = fx if fixed_beta else None
-    t0 = time.process_time()
-    wn = WeightedNative(model.spec, mode, with_x=not fixed_beta)
-    t_setup = time.process_time() - t0
+    zz = z - fx if fixed_beta else z
     t0 = time.process_time()
     Pirls(model.pirls.X, model.blocks, model.k, model.family, model.pirls.y, model.wt,
           model.offset)
     t_shared = time.process_time() - t0
-    zz = z - fx if fixed_beta else z
-    wn.set_weights(w, zz)
-    step = wn.solve(theta)
     ua, ba, lda = iteration_blocked(model, theta, w, z, fixed)
-    du = float(np.max(np.abs(step.u - ua)) / max(1.0, float(np.max(np.abs(ua)))))
-    db = float(np.max(np.abs(step.beta - ba)) / max(1.0, float(np.max(np.abs(ba))))) if \
-        ba.size else 0.0
-    dld = abs(step.logdet - lda) / max(1.0, abs(lda))
-    ta, tw, ts = [], [], []
-    for _ in range(4):                       # alternate the two ways
+    rows, wns = [], []
+    for mode in modes:
+        t0 = time.process_time()
+        wn = WeightedNative(model.spec, mode, with_x=not fixed_beta)
+        t_setup = time.process_time() - t0
+        wn.set_weights(w, zz)
+        du, db, dld = _agreement(wn.solve(theta), ua, ba, lda)
+        wns.append(wn)
+        rows.append({"case": case, "mode": mode, "n": model.spec.n, "q": model.pirls.q,
+                     "strategy": strategy(wn, model), "setup_ms": 1e3 * t_setup,
+                     "shared_setup_ms": 1e3 * t_shared, "du": du, "dbeta": db, "dlogdet": dld,
+                     "tw": [], "ts": []})
+    ta = []
+    for _ in range(4):                       # alternate the ways
         ta.append(cpu_min(lambda: iteration_blocked(model, theta, w, z, fixed), repeats))
-        tw.append(cpu_min(lambda: wn.set_weights(w, zz), repeats))
-        ts.append(cpu_min(lambda: wn.solve(theta), repeats))
-    row = {"case": case, "n": model.spec.n, "q": model.pirls.q, "strategy": strategy(wn, model),
-           "blocked_ms": 1e3 * min(ta), "weights_ms": 1e3 * min(tw), "native_ms": 1e3 * min(ts),
-           "setup_ms": 1e3 * t_setup, "shared_setup_ms": 1e3 * t_shared, "du": du, "dbeta": db,
-           "dlogdet": dld}
-    row["ratio"] = (row["weights_ms"] + row["native_ms"]) / row["blocked_ms"]
-    return row
+        for wn, row in zip(wns, rows, strict=True):
+            row["tw"].append(cpu_min(lambda: wn.set_weights(w, zz), repeats))   # noqa: B023
+            row["ts"].append(cpu_min(lambda: wn.solve(theta), repeats))         # noqa: B023
+    for row in rows:
+        row.update(blocked_ms=1e3 * min(ta), weights_ms=1e3 * min(row.pop("tw")),
+                   native_ms=1e3 * min(row.pop("ts")))
+        row["ratio"] = (row["weights_ms"] + row["native_ms"]) / row["blocked_ms"]
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,21 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--fixed", action="store_true", help="beta fixed (stage 2): u alone")
-    ap.add_argument("--mode", default="auto", choices=["auto", "dense", "sparse"],
-                    help="the native Schur strategy (NativeModel's mode)")
+    ap.add_argument("--mode", default="auto",
+                    help="the native Schur strategy (NativeModel's mode: auto, dense, sparse); "
+                    "several, comma-separated, are timed alternating")
     args = ap.parse_args(argv)
+    modes = [m for m in args.mode.split(",") if m]
+    if not modes or any(m not in ("auto", "dense", "sparse") for m in modes):
+        ap.error(f"--mode: choose from auto, dense, sparse; got {args.mode!r}")
     print(f"load average {os.getloadavg()[0]:.2f}; beta {'fixed' if args.fixed else 'with u'}; "
           f"native mode {args.mode}", flush=True)
-    print("| case | n | q | native strategy, shared strategy | (a) shared | (b) weighted products "
+    print("| case | mode | n | q | native strategy, shared strategy | (a) shared | (b) weighted products "
           "| (b) native factor + solve | (b) / (a) | set-up once (a), (b) | max rel. diff u, "
-          "beta, logdet |\n|---|---|---|---|---|---|---|---|---|---|")
+          "beta, logdet |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for c in [c for c in args.cases.split(",") if c]:
-        r = run_case(c, args.repeats, args.fixed, args.mode)
-        print(f"| {c} | {r['n']} | {r['q']} | {r['strategy']} | {r['blocked_ms']:.2f} ms | "
-              f"{r['weights_ms']:.2f} ms | {r['native_ms']:.2f} ms | {r['ratio']:.2f} | "
-              f"{r['shared_setup_ms']:.0f}, {r['setup_ms']:.0f} ms | {r['du']:.1e}, "
-              f"{r['dbeta']:.1e}, {r['dlogdet']:.1e} |",
-              flush=True)
+        for r in run_case(c, args.repeats, args.fixed, modes):
+            print(f"| {c} | {r['mode']} | {r['n']} | {r['q']} | {r['strategy']} | {r['blocked_ms']:.2f} ms | "
+                  f"{r['weights_ms']:.2f} ms | {r['native_ms']:.2f} ms | {r['ratio']:.2f} | "
+                  f"{r['shared_setup_ms']:.0f}, {r['setup_ms']:.0f} ms | {r['du']:.1e}, "
+                  f"{r['dbeta']:.1e}, {r['dlogdet']:.1e} |", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     return 0
 
