@@ -174,22 +174,25 @@ class WeightedNative:
         self._tC = (inv[:, None] * q1 + np.arange(q1)[None, :]).ravel()
         self._pC = r_val[:, None] * Z1[r_obs]                                  # (nnz, q1)
         self._nC = b.y_pairs.start * q1
-        # the rest's W'WW: every pair of non-zeros within an observation's row of W with a
-        # random-effects column in it (X'WX is one product of dense matrices)
+        # the rest's W'WW: every pair of random-effects non-zeros within an observation's row
+        # of W by one bincount; their products with X one sparse-times-dense product, X'WX
+        # one dense one
         Wc = sp.csr_matrix((r_val, (r_obs, r_col)), shape=(n, b.N2 - 1))
         Wc.sort_indices()
-        cnt = np.diff(Wc.indptr)
+        re = r_col < b.nre2
+        Wr = sp.csr_matrix((r_val[re], (r_obs[re], r_col[re])), shape=(n, b.nre2))
+        Wr.sort_indices()
+        cnt = np.diff(Wr.indptr)
         i_obs = np.repeat(np.arange(n), cnt * cnt)
-        start = np.repeat(Wc.indptr[:-1], cnt * cnt)
+        start = np.repeat(Wr.indptr[:-1], cnt * cnt)
         k = np.arange(i_obs.size) - np.repeat(np.cumsum(cnt * cnt) - cnt * cnt, cnt * cnt)
         kk = np.repeat(cnt, cnt * cnt)
         j1, j2 = start + k // kk, start + k % kk
-        c1, c2 = Wc.indices[j1], Wc.indices[j2]
-        keep = (c1 < b.nre2) | (c2 < b.nre2)
-        self._o_R = i_obs[keep]
-        self._tR = c1[keep].astype(np.int64) * b.N2 + c2[keep]
-        self._pR = Wc.data[j1[keep]] * Wc.data[j2[keep]]
-        self._nR = b.N2 * b.N2
+        self._o_R = i_obs
+        self._tR = Wr.indices[j1].astype(np.int64) * b.nre2 + Wr.indices[j2]
+        self._pR = Wr.data[j1] * Wr.data[j2]
+        self._nR = b.nre2 * b.nre2
+        self._Wrt = Wr.T.tocsr()
         self._X = X
         self._Wt = Wc.T.tocsr()                                  # W' (true numbers)
         self._tY = (codes1[:, None] * q1 + np.arange(q1)[None, :]).ravel()
@@ -216,11 +219,15 @@ class WeightedNative:
                                  minlength=m1 * q1 * q1).reshape(m1, q1, q1)
         Cv = np.bincount(self._tC, (w[self._r_obs, None] * self._pC).ravel(), minlength=self._nC)
         b.C[: b.y_pairs.start] = Cv.reshape(-1, q1)
-        R = np.bincount(self._tR, w[self._o_R] * self._pR, minlength=self._nR)
         N2, nre2 = b.N2, b.nre2
-        b.Arr[:-1, :-1] = R.reshape(N2, N2)[:-1, :-1]
+        R = np.bincount(self._tR, w[self._o_R] * self._pR, minlength=self._nR)
+        b.Arr[:nre2, :nre2] = R.reshape(nre2, nre2)
         X = self._X
-        b.Arr[nre2:N2 - 1, nre2:N2 - 1] = X.T @ (X * w[:, None])
+        Xw = X * w[:, None]
+        RX = self._Wrt @ Xw
+        b.Arr[:nre2, nre2:N2 - 1] = RX
+        b.Arr[nre2:N2 - 1, :nre2] = RX.T
+        b.Arr[nre2:N2 - 1, nre2:N2 - 1] = X.T @ Xw
         # the response's row: Z1'Wz per level, W'Wz, z'Wz (Blocks.set_response's, weighted)
         wz = w * z
         Cy = np.bincount(self._tY, (wz[:, None] * self._Z1).ravel(), minlength=m1 * q1)
