@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -157,51 +158,23 @@ class WeightedNative:
         self.ev = DevianceEvaluator(b, grouped=False)
         blocks = group_blocks(theta_layout(spec.re_terms))     # the same order, true numbers
         X = np.asarray(spec.X, dtype=float)
-        n, q1, m1 = b.n, b.b1.q, b.b1.m
-        Z1 = blocks[0].Z
-        self._Z1 = Z1
-        codes1 = b.b1.codes
-        # block 1's Z1'WZ1: targets and per-observation products (the lower and upper halves)
-        ab = np.arange(q1 * q1)
-        self._tA = (codes1[:, None] * (q1 * q1) + ab[None, :]).ravel()
-        self._pA = (Z1[:, ab // q1] * Z1[:, ab % q1])                         # (n, q1^2)
-        # W'Z1 per pair: the rest entries' pair and products with Z1's columns
-        r_obs, r_col, r_val = _rest_entries(b, blocks[1:], X)
-        keys = r_col.astype(np.int64) * m1 + codes1[r_obs]
-        ukeys = b.pair_row[: b.y_pairs.start].astype(np.int64) * m1 + b.pair_lev[: b.y_pairs.start]
-        inv = np.searchsorted(ukeys, keys)
-        self._r_obs = r_obs
-        self._tC = (inv[:, None] * q1 + np.arange(q1)[None, :]).ravel()
-        self._pC = r_val[:, None] * Z1[r_obs]                                  # (nnz, q1)
-        self._nC = b.y_pairs.start * q1
-        # the rest's W'WW: every pair of random-effects non-zeros within an observation's row
-        # of W by one bincount; their products with X one sparse-times-dense product, X'WX
-        # one dense one
-        Wc = sp.csr_matrix((r_val, (r_obs, r_col)), shape=(n, b.N2 - 1))
-        Wc.sort_indices()
-        re = r_col < b.nre2
-        Wr = sp.csr_matrix((r_val[re], (r_obs[re], r_col[re])), shape=(n, b.nre2))
-        Wr.sort_indices()
-        cnt = np.diff(Wr.indptr)
-        i_obs = np.repeat(np.arange(n), cnt * cnt)
-        start = np.repeat(Wr.indptr[:-1], cnt * cnt)
-        k = np.arange(i_obs.size) - np.repeat(np.cumsum(cnt * cnt) - cnt * cnt, cnt * cnt)
-        kk = np.repeat(cnt, cnt * cnt)
-        j1, j2 = start + k // kk, start + k % kk
-        self._o_R = i_obs
-        self._tR = Wr.indices[j1].astype(np.int64) * b.nre2 + Wr.indices[j2]
-        self._pR = Wr.data[j1] * Wr.data[j2]
-        self._nR = b.nre2 * b.nre2
-        self._Wrt = Wr.T.tocsr()
-        self._X = X
-        self._Wt = Wc.T.tocsr()                                  # W' (true numbers)
-        self._tY = (codes1[:, None] * q1 + np.arange(q1)[None, :]).ravel()
+        q1, Z1 = b.b1.q, blocks[0].Z
+        r_obs, r_col, r_val = ent = _rest_entries(b, blocks[1:], X)
+        self._tab = _product_table(b, Z1, ent)
+        # W' and its random-effects rows (true numbers): the response's row, the X products
+        self._Wt = sp.csr_matrix((r_val, (r_col, r_obs)), shape=(b.N2 - 1, b.n))
+        self._Wrt = self._Wt[:b.nre2]
+        self._X, self._Z1 = X, Z1
+        self._tY = (b.b1.codes[:, None] * q1 + np.arange(q1)[None, :]).ravel()
         # the strategy's numbers fixed by the pattern
         self._sparse: tuple[np.ndarray, np.ndarray] | None = None
         schur = b.schur
         if isinstance(schur, SparseSchur):
             self._sparse = _sparse_products(b, schur)
         self._tE = (b.pair_lev[:, None] * q1 + np.arange(q1)[None, :]).ravel()
+        # the dense Schur products' positions of C (N2, m1, q1): one flat scatter
+        self._cd = ((b.pair_row.astype(np.int64) * b.b1.m + b.pair_lev)[:, None] * q1
+                    + np.arange(q1)[None, :]).ravel()
 
     # -- per PIRLS step ---------------------------------------------------------------
     def set_weights(self, w: np.ndarray, z: np.ndarray) -> None:
@@ -215,13 +188,13 @@ class WeightedNative:
         """
         b, ev = self.b, self.ev
         q1, m1 = b.b1.q, b.b1.m
-        b.A11[...] = np.bincount(self._tA, (w[:, None] * self._pA).ravel(),
-                                 minlength=m1 * q1 * q1).reshape(m1, q1, q1)
-        Cv = np.bincount(self._tC, (w[self._r_obs, None] * self._pC).ravel(), minlength=self._nC)
-        b.C[: b.y_pairs.start] = Cv.reshape(-1, q1)
         N2, nre2 = b.N2, b.nre2
-        R = np.bincount(self._tR, w[self._o_R] * self._pR, minlength=self._nR)
-        b.Arr[:nre2, :nre2] = R.reshape(nre2, nre2)
+        tab = self._tab
+        v = np.bincount(tab.target, w[tab.obs] * tab.prod, minlength=tab.size)
+        nA, nC = m1 * q1 * q1, b.y_pairs.start * q1
+        b.A11[...] = v[:nA].reshape(m1, q1, q1)
+        b.C[: b.y_pairs.start] = v[nA:nA + nC].reshape(-1, q1)
+        b.Arr[:nre2, :nre2] = v[nA + nC:].reshape(nre2, nre2)
         X = self._X
         Xw = X * w[:, None]
         RX = self._Wrt @ Xw
@@ -243,7 +216,7 @@ class WeightedNative:
             ev._scalar_pat = scalar_patterns(b.patterns)
         schur = b.schur
         if isinstance(schur, DenseSchur):
-            schur.Cd[b.pair_row, b.pair_lev, :] = b.C
+            schur.Cd.reshape(-1)[self._cd] = b.C.reshape(-1)
             for Cg, pat in zip(schur.Cg, b.patterns or (), strict=True):
                 Cg[...] = schur.Cd[:, pat.levels][:, :, pat.cols]
         else:
@@ -288,6 +261,51 @@ class WeightedNative:
         u1 = t[:, 0] / L1[:, 0, 0] if q1 == 1 else \
             np.linalg.solve(np.swapaxes(L1, 1, 2), t[:, :, None])[:, :, 0].ravel()
         return np.concatenate([u1, v[:b.nre2]])
+
+
+class _Table(NamedTuple):
+    """Every weighted product ``Z1'WZ1 | W'Z1 | W_re'W W_re`` as ``bincount`` input: each
+    entry's target (offset into the three), observation and unweighted product."""
+
+    target: np.ndarray
+    obs: np.ndarray
+    prod: np.ndarray
+    size: int
+
+
+def _product_table(b: Blocks, Z1: np.ndarray,
+                   entries: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Table:
+    """The :class:`_Table` of ``b``'s layout with the true numbers: block 1's ``Z1`` and the
+    rest's non-zeros (:func:`_rest_entries`)."""
+    n, q1, m1, nre2 = b.n, b.b1.q, b.b1.m, b.nre2
+    codes1 = b.b1.codes
+    # block 1's Z1'WZ1, both halves
+    ab = np.arange(q1 * q1)
+    tA = (codes1[:, None] * (q1 * q1) + ab[None, :]).ravel()
+    pA = (Z1[:, ab // q1] * Z1[:, ab % q1]).ravel()
+    # W'Z1 per (rest row, block-1 level) pair, in the fitter's pair order (y's pairs last)
+    r_obs, r_col, r_val = entries
+    n_pairs = b.y_pairs.start
+    ukeys = b.pair_row[:n_pairs].astype(np.int64) * m1 + b.pair_lev[:n_pairs]
+    inv = np.searchsorted(ukeys, r_col.astype(np.int64) * m1 + codes1[r_obs])
+    tC = (inv[:, None] * q1 + np.arange(q1)[None, :]).ravel()
+    pC = (r_val[:, None] * Z1[r_obs]).ravel()
+    # the rest's random-effects block: every pair of non-zeros within an observation's row
+    re = r_col < nre2
+    Wr = sp.csr_matrix((r_val[re], (r_obs[re], r_col[re])), shape=(n, nre2))
+    Wr.sort_indices()
+    cnt = np.diff(Wr.indptr)
+    i_obs = np.repeat(np.arange(n), cnt * cnt)
+    start = np.repeat(Wr.indptr[:-1], cnt * cnt)
+    k = np.arange(i_obs.size) - np.repeat(np.cumsum(cnt * cnt) - cnt * cnt, cnt * cnt)
+    kk = np.repeat(cnt, cnt * cnt)
+    j1, j2 = start + k // kk, start + k % kk
+    tR = Wr.indices[j1].astype(np.int64) * nre2 + Wr.indices[j2]
+    pR = Wr.data[j1] * Wr.data[j2]
+    nA, nC = m1 * q1 * q1, n_pairs * q1
+    return _Table(np.concatenate([tA, nA + tC, nA + nC + tR]),
+                  np.concatenate([np.repeat(np.arange(n), q1 * q1), np.repeat(r_obs, q1), i_obs]),
+                  np.concatenate([pA, pC, pR]), nA + nC + nre2 * nre2)
 
 
 def _structural(b: Blocks) -> np.ndarray:
