@@ -21,8 +21,9 @@ into
   cancels at unit weights need not at a PIRLS step's);
 * the weighted numbers (``Z1'WZ1`` per level, ``W'Z1`` per pair of a rest
   row and a block-1 level, the rest's ``W'WW``, the response's row, the
-  sparse Schur products) -- :meth:`WeightedNative.set_weights`, one
-  ``bincount`` per kind over target tables fixed by the pattern.
+  sparse Schur products) -- :meth:`WeightedNative.set_weights`: the first
+  three by one ``bincount`` over a table of targets fixed by the pattern,
+  the rest's products with ``X`` and ``X'WX`` by matrix products.
 
 The evaluator runs without grouped levels (weights make every level's
 ``Z1'WZ1`` its own).  Nothing in the Gaussian fitter changes; the numbers it
