@@ -3,9 +3,10 @@
 ``nlpower.mixed.native_core.WeightedNative`` feeds ``lmm/native/``'s blocked
 Cholesky (dense or sparse Schur products, active-column patterns, the
 closed-form ``q1 = 2`` block, the peeled rest, the uncoupled lead) with the
-weighted cross-products of one PIRLS step; ``nlpower.mixed.blocked`` (with
-the pair strategy where its rule applies) is glmer's own factorisation,
-written independently.  Both must give the same modes ``u``, ``beta`` and
+weighted cross-products of one PIRLS step; ``nlpower.mixed.blocked`` is
+glmer's own factorisation, written independently (these designs are below
+its pair strategy's threshold; ``benchmarks/glmm_on_native.py`` compares
+with that on the 150 x 500 paper model).  Both must give the same modes ``u``, ``beta`` and
 ``log |Lambda'Z'WZ Lambda + I|``, with ``beta`` solved with ``u`` (``X`` in
 the system) and with ``beta`` fixed; after a second set of weights too (the
 fitter's caches keyed on the response).  The smallest design is also
