@@ -6,7 +6,7 @@ rule sends it) at every step.  A step is a weighted LMM solve, so the
 Gaussian fitter's factorisation (:mod:`nlpower.lmm.native`: dense or sparse
 Schur products, active-column patterns, the peeled rest, the uncoupled lead)
 could do it if fed weighted cross-products
-(:class:`nlpower.mixed.native_core.WeightedNative`: the pattern's part once,
+(``native_core.WeightedNative`` in this folder: the pattern's part once,
 the weighted numbers per step).  For each GLMM benchmark design this script
 fits the model once, takes the working weights and response at the optimum's
 mode and times one iteration both ways (CPU minimum over ``--repeats``
@@ -132,8 +132,9 @@ def _agreement(step: Any, ua: np.ndarray, ba: np.ndarray, lda: float) -> tuple[f
 
 def run_case(case: str, repeats: int, fixed_beta: bool, modes: list[str]) -> list[dict[str, Any]]:
     """One row per native mode; (a) and every mode alternate 4 times in this process."""
+    from native_core import WeightedNative
+
     from nlpower.glmm.pirls import Pirls
-    from nlpower.mixed.native_core import WeightedNative
 
     f = fit(case)
     model = f.model

@@ -1,6 +1,6 @@
 """The Gaussian fitter's factorisation on weighted cross-products gives glmer's PIRLS step.
 
-``nlpower.mixed.native_core.WeightedNative`` feeds ``lmm/native/``'s blocked
+``benchmarks/native_core.py``'s ``WeightedNative`` (a measurement harness) feeds ``lmm/native/``'s blocked
 Cholesky (dense or sparse Schur products, active-column patterns, the
 closed-form ``q1 = 2`` block, the peeled rest, the uncoupled lead) with the
 weighted cross-products of one PIRLS step; ``nlpower.mixed.blocked`` is
@@ -15,6 +15,9 @@ checked against dense algebra on ``M`` assembled from its definition.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,7 +27,9 @@ from nlpower.lmm.frame import model_frame
 from nlpower.lmm.layout import theta_layout
 from nlpower.lmm.native.blocks import group_blocks
 from nlpower.mixed.blocked import BlockedLayout, factor
-from nlpower.mixed.native_core import WeightedNative
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from native_core import WeightedNative  # noqa: E402
 
 
 def _crowd(n_w: int, n_i: int, per_item: int, seed: int) -> pd.DataFrame:

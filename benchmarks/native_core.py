@@ -30,9 +30,11 @@ The evaluator runs without grouped levels (weights make every level's
 caches per response are refreshed through ``Blocks.version`` and the few
 pattern-keyed caches listed in :meth:`WeightedNative.set_weights`.
 
-This module is a measurement (``benchmarks/glmm_on_native.py``) and a
-cross-check of two independently written factorisations
-(``tests/mixed/test_native_core.py``); glmer's PIRLS does not use it.
+This module is a measurement harness, not part of the package: glmer's
+PIRLS does not use it, and it reaches into the Gaussian fitter's internals.
+``benchmarks/glmm_on_native.py`` times it and ``tests/mixed/test_native_core.py``
+cross-checks it against :mod:`nlpower.mixed.blocked` (two independently
+written factorisations).
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..lmm.layout import theta_layout
-from ..lmm.native.block1 import scalar_patterns
-from ..lmm.native.blocks import (
+from nlpower.lmm.layout import theta_layout
+from nlpower.lmm.native.block1 import scalar_patterns
+from nlpower.lmm.native.blocks import (
     Blocks,
     DenseSchur,
     GroupBlock,
@@ -56,8 +58,8 @@ from ..lmm.native.blocks import (
     build_blocks,
     group_blocks,
 )
-from ..lmm.native.deviance import DevianceEvaluator, Factor
-from ..lmm.structure import ModelSpec
+from nlpower.lmm.native.deviance import DevianceEvaluator, Factor
+from nlpower.lmm.structure import ModelSpec
 
 __all__ = ["NativeStep", "WeightedNative"]
 
