@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from .blocks import Blocks
 from .grouped import unique_rows
@@ -52,6 +53,7 @@ class ActivePlan:
     flat_h: np.ndarray     # (m1, k k) flat positions of a level's H_l in the (G, k, k) sums
     Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
     CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
+    full: bool             # no patterns: every level's q1 columns active, in order (k = q1)
 
 
 def active_plan(b: Blocks) -> ActivePlan:
@@ -83,20 +85,26 @@ def active_plan(b: Blocks) -> ActivePlan:
                       cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
                       flat_y=gact[:, :, None] * q1 + gact[:, None, :],
                       flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
-                      Ca=Ca, CT=CT)
+                      Ca=Ca, CT=CT, full=b.patterns is None)
 
 
-def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(F, u1, b1)``: ``F`` per group on the active columns ``(G, k, k)``, the spherical
-    modes ``u1`` and the modes ``b1 = Lambda1 u1`` of block 1, each ``(m1, q1)``."""
+def active_modes(plan: ActivePlan, lam1: np.ndarray, c: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(F, u1, b1, w)`` from ``c`` (each level's ``c_l`` on its active columns, flat
+    ``(m1 k,)``: ``plan.CT @ [-z, 1]``): ``F`` per group on the active columns ``(G, k, k)``, the spherical
+    modes ``u1``, the modes ``b1 = Lambda1 u1`` of block 1 and ``w = Z1'(y - W z - Z1 b1)``
+    per level, each ``(m1, q1)``: ``c_l - A_l P F_l c_l = F_l c_l`` (``I - A P (I + A
+    P)^{-1} = (I + A P)^{-1}``), so ``w_l = F_l c_l`` gives the residual's block-1 sums
+    without the residual."""
     G, k = plan.act.shape
     m1 = plan.grp.size
     q1 = lam1.shape[0]
     P = lam1 @ lam1.T
-    T = plan.A @ P[plan.act[:, :, None], plan.act[:, None, :]]
+    T = plan.A @ (P if plan.full else P[plan.act[:, :, None], plan.act[:, None, :]])
     T.reshape(G, k * k)[:, ::k + 1] += 1.0
-    if k == 1:
+    if G == 1 and k > 2:                        # one group: one LAPACK solve (numpy's inv ~6 us)
+        F = lapack.dgesv(T[0], np.eye(k))[2][None]
+    elif k == 1:
         F = 1.0 / T
     elif k == 2:                                # closed form: numpy's inv costs ~20 us a call
         det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
@@ -105,13 +113,17 @@ def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
         F[:, 0, 1], F[:, 1, 0] = -T[:, 0, 1] / det, -T[:, 1, 0] / det
     else:
         F = np.linalg.inv(T)
-    ca = (plan.CT @ np.append(-z, 1.0)).reshape(m1, k)                  # c_l, active columns
-    Fl = F[plan.grp]
-    w = Fl[:, :, 0] * ca[:, :1]                                          # F_l c_l
-    for j in range(1, k):
-        w += Fl[:, :, j] * ca[:, j:j + 1]
-    wl = np.bincount(plan.flat_w.ravel(), weights=w.ravel(), minlength=m1 * q1).reshape(m1, q1)
-    return F, wl @ lam1, wl @ P
+    ca = c.reshape(m1, k)                                                # c_l, active columns
+    if G == 1:
+        w = ca @ F[0].T                                                  # F c_l
+    else:
+        Fl = F[plan.grp]
+        w = Fl[:, :, 0] * ca[:, :1]                                      # F_l c_l
+        for j in range(1, k):
+            w += Fl[:, :, j] * ca[:, j:j + 1]
+    wl = w if plan.full else np.bincount(plan.flat_w.ravel(), weights=w.ravel(),
+                                         minlength=m1 * q1).reshape(m1, q1)
+    return F, wl @ lam1, wl @ P, wl
 
 
 def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.ndarray:
@@ -124,9 +136,26 @@ def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.
                        minlength=G * k * k).reshape(G, k, k)
 
 
+def active_dense_h(plan: ActivePlan, X: np.ndarray) -> np.ndarray:
+    """Per group the sum of ``H_l = X_l' X_l`` for ``X = T Lambda_r' C`` on all of block 1's
+    columns (no patterns), ``(Nr, m1, q1)``; ``T`` is the inverse of the rest's dense
+    factor (``T'T = S^{-1}``).  One group: one ``(q1, Nr m1) x (Nr m1, q1)`` product."""
+    G, k = plan.act.shape
+    if G == 1:
+        Xr = X.reshape(-1, k)
+        return (Xr.T @ Xr)[None]
+    Xl = X.transpose(1, 2, 0)                                        # (m1, k, Nr)
+    H = Xl @ np.swapaxes(Xl, 1, 2)
+    return np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
+                       minlength=G * k * k).reshape(G, k, k)
+
+
 def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.ndarray:
     """``Y = sum_l F_l A_l - F_l H_l F_l'`` from the groups' ``F`` and sums ``Hs`` of
     ``H_l``, scattered to ``(q1, q1)``."""
+    if F.shape[0] == 1 and plan.full:                # one group on all columns: 2-D products
+        F0 = F[0]
+        return plan.cnt[0] * (F0 @ plan.A[0]) - F0 @ Hs[0] @ F0.T
     Yg = plan.cnt[:, None, None] * (F @ plan.A) - F @ Hs @ np.swapaxes(F, 1, 2)
     return np.bincount(plan.flat_y.ravel(), weights=Yg.ravel(),
                        minlength=q1 * q1).reshape(q1, q1)

@@ -41,8 +41,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .active import active_h, active_modes, active_plan, active_y
-from .blocks import GroupBlock, SparseSchur
+from .active import active_dense_h, active_h, active_modes, active_plan, active_y
+from .blocks import DenseSchur, GroupBlock, SparseSchur
 from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
@@ -148,12 +148,14 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     return D1, _rest_sums(ev, T, ip, Nr)
 
 
-def _rest_sums(ev: DevianceEvaluator, T: np.ndarray, ip: np.ndarray, Nr: int
+def _rest_sums(ev: DevianceEvaluator, T: np.ndarray, ip: np.ndarray | None, Nr: int
                ) -> list[np.ndarray]:
-    """Each rest block's ``sum_l T_l'T_l`` (``T = L22^{-1}``, columns in ``ip``'s order)."""
+    """Each rest block's ``sum_l T_l'T_l`` (``T = L22^{-1}``, columns in ``ip``'s order;
+    ``None``: the original)."""
     rest = []
     for blk, off in ev.b.rest:
-        Tb = T[:, ip[off:off + blk.m * blk.q]].reshape(Nr * blk.m, blk.q)
+        c = slice(off, off + blk.m * blk.q)
+        Tb = T[:, c if ip is None else ip[c]].reshape(Nr * blk.m, blk.q)
         rest.append(Tb.T @ Tb)
     return rest
 
@@ -291,6 +293,12 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
     return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
 
 
+def _dense_active_pays(ev: DevianceEvaluator) -> bool:
+    """Whether :func:`_dense_active` applies (block 1's ``C`` dense, ``DenseSchur``, and
+    every level's columns active: no patterns)."""
+    return ev.b.patterns is None and isinstance(ev.b.schur, DenseSchur)
+
+
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """``S^{-1}`` (``dpotri``) flat with a zero row ``Nr`` (padding), the flat positions of
@@ -323,11 +331,9 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
     flops instead of the dense ``T L21``'s ``Nr^2 m1 q1``): ``(u1, b1 modes, Lambda1' Y,
     rest blocks' inverse sums)``; ``S^{-1}`` (padded) is appended to ``si``."""
     b = ev.b
-    plan = ev.__dict__.get("_active_plan")
-    if plan is None:
-        plan = ev.__dict__["_active_plan"] = active_plan(b)
+    plan = _active_plan(ev)
     lam1 = b.b1.lam(f.theta)
-    F, u1, b1m = active_modes(plan, lam1, z)
+    F, u1, b1m, _ = active_modes(plan, lam1, plan.CT @ np.append(-z, 1.0))
     R = _level_rows(ev, Nr)
     Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
     si.append(Spf.reshape(Nr + 1, Nr + 1))
@@ -338,6 +344,49 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
         sl = slice(s0, s0 + per)
         Hs += active_h(plan, La[sl], Spf[sg_idx[sl]], sl)
     return u1, b1m, lam1.T @ active_y(plan, F, Hs, b.b1.q), rest_D
+
+
+def _active_plan(ev: DevianceEvaluator) -> Any:
+    """The model's :class:`.active.ActivePlan` (cached on ``ev``)."""
+    plan = ev.__dict__.get("_active_plan")
+    if plan is None:
+        plan = ev.__dict__["_active_plan"] = active_plan(ev.b)
+    return plan
+
+
+def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
+                  lams: list[np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """Block 1 by :mod:`.active` from cross-products only (a small dense rest, no patterns,
+    block 1's ``C = W'Z1`` dense): ``(Lambda1' Y, R_1, rest blocks' inverse sums, W'res on
+    the random-effects rows)``.
+
+    ``zz = [-z, 1]`` gives ``c = C' zz`` (each level's ``Z1'(y - W z)``) and ``W'res =
+    Arr zz - C b1``; block 1's ``Z1'res`` is ``F c`` (:func:`.active.active_modes`), so
+    no residual of length ``n`` is formed.  ``H_l = X_l'X_l`` with ``X = T Lambda_r' C``
+    (``T = L22^{-1}``: ``T'T = S^{-1}``), summed per group of equal ``Z1'Z1``.
+    """
+    b = ev.b
+    N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
+    Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
+    zz = np.empty(N2)
+    zz[:-1] = -z
+    zz[-1] = 1.0
+    plan = _active_plan(ev)
+    lam1 = b.b1.lam(f.theta)
+    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
+    T, info = lapack.dtrtri(f.Lrr[:Nr, :Nr], lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
+    TL = np.empty_like(T)                                    # T Lambda_r', block by block
+    TL[:, nre2:] = T[:, nre2:]
+    for (blk, off), lam in zip(b.rest, lams, strict=True):
+        c = slice(off, off + blk.m * blk.q)
+        TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
+    Hs = active_dense_h(plan, (TL @ Cd[:Nr]).reshape(Nr, m1, q1))
+    M1 = lam1.T @ active_y(plan, F, Hs, q1)
+    wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
+    return M1, w.T @ u1, _rest_sums(ev, T, None, Nr), wres
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -397,25 +446,32 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     n, p, nre2 = b.n, b.p, b.nre2
     # -- spherical modes and residuals -------------------------------------------
     v = ev.solve_v(f)
+    lams = [blk.lam(theta) for blk, _ in b.rest]
     z = v.copy()                                             # b on the RE rows, beta on X
-    for blk, off in b.rest:
+    for (blk, off), lam in zip(b.rest, lams, strict=True):
         s = slice(off, off + blk.m * blk.q)
-        z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
+        z[s] = (v[s].reshape(blk.m, blk.q) @ lam.T).ravel()
     Nr = nre2 + (p if REML else 0)
-    M1: np.ndarray | None = None                 # block 1's (m I - D) Lambda1^{-1}, if formed
     path = _inverse_path(ev, f, Nr)
     si: list[np.ndarray] = []                    # S^{-1} (lower triangle), once formed
-    if path == "gather_dense":
-        u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr, si)
-        D1 = np.zeros((b1.q, b1.q))
-    else:
-        u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
-    res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None, int]] = []
-    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1, -1))
-    for (blk, off), D in zip(b.rest, rest_D, strict=True):
+    if path == "dense_active":
+        M1, R1, rest_D, wres = _dense_active(ev, f, z, Nr, lams)
+        groups.append((b1, M1, R1, M1, -1))
+        zres = [wres[off:off + blk.m * blk.q].reshape(blk.m, blk.q) for blk, off in b.rest]
+    else:
+        M0: np.ndarray | None = None             # block 1's (m I - D) Lambda1^{-1}, if formed
+        if path == "gather_dense":
+            u1, b1m, M0, rest_D = _active_block1(ev, f, z, Nr, si)
+            D1 = np.zeros((b1.q, b1.q))
+        else:
+            u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
+        res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
+        groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M0, -1))
+        zres = [_group_sums(ev, blk, res) for blk, _ in b.rest]
+    for (blk, off), D, zr in zip(b.rest, rest_D, zres, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
-        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub, None, off))
+        groups.append((blk, D, zr.T @ ub, None, off))
     # -- assemble ----------------------------------------------------------------
     n_eff = n - p if REML else n
     g = np.zeros(theta.size)
@@ -532,6 +588,8 @@ def _inverse_path(ev: DevianceEvaluator, f: Factor, Nr: int) -> str:
         return "sparse"
     if f.peel is None and Nr and _gather_dense_pays(ev, Nr):
         return "gather_dense"
+    if f.peel is None and f.lead is None and Nr and _dense_active_pays(ev):
+        return "dense_active"
     return "dense"
 
 
