@@ -38,6 +38,8 @@ from scipy.linalg import lapack
 from .blocks import Blocks
 from .grouped import unique_rows
 
+_P4_MAX = 2_000_000     # numbers of the groups' products of C (grouped_c_products) at most
+
 
 @dataclass(eq=False)
 class ActivePlan:
@@ -136,20 +138,6 @@ def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.
                        minlength=G * k * k).reshape(G, k, k)
 
 
-def active_dense_h(plan: ActivePlan, X: np.ndarray) -> np.ndarray:
-    """Per group the sum of ``H_l = X_l' X_l`` for ``X = T Lambda_r' C`` on all of block 1's
-    columns (no patterns), ``(Nr, m1, q1)``; ``T`` is the inverse of the rest's dense
-    factor (``T'T = S^{-1}``).  One group: one ``(q1, Nr m1) x (Nr m1, q1)`` product."""
-    G, k = plan.act.shape
-    if G == 1:
-        Xr = X.reshape(-1, k)
-        return (Xr.T @ Xr)[None]
-    Xl = X.transpose(1, 2, 0)                                        # (m1, k, Nr)
-    H = Xl @ np.swapaxes(Xl, 1, 2)
-    return np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
-                       minlength=G * k * k).reshape(G, k, k)
-
-
 def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.ndarray:
     """``Y = sum_l F_l A_l - F_l H_l F_l'`` from the groups' ``F`` and sums ``Hs`` of
     ``H_l``, scattered to ``(q1, q1)``."""
@@ -159,3 +147,69 @@ def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.nda
     Yg = plan.cnt[:, None, None] * (F @ plan.A) - F @ Hs @ np.swapaxes(F, 1, 2)
     return np.bincount(plan.flat_y.ravel(), weights=Yg.ravel(),
                        minlength=q1 * q1).reshape(q1, q1)
+
+
+def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray | None:
+    """``P4[(i, k), (g, a, b)] = sum_{l in g} C_l[i, a] C_l[k, b]`` on the first ``Nr`` rest
+    rows (``Cd``: ``C`` dense, ``(N2, m1, q1)``), ``(Nr^2, G q1^2)``, where contracting it
+    with ``Lambda_r S^{-1} Lambda_r'`` costs fewer flops than forming ``X = T Lambda_r' C``
+    (few groups, a small rest: ``Nr + G q1^2 <= m1 q1 / 2``); else ``None``.  Theta- and
+    response-free (the ``y`` row is not among the ``Nr``)."""
+    G, q1 = plan.A.shape[0], plan.A.shape[1]
+    m1 = plan.grp.size
+    if not plan.full or 2 * (Nr + G * q1 * q1) > m1 * q1 or Nr * Nr * G * q1 * q1 > _P4_MAX:
+        return None
+    out = np.empty((Nr * Nr, G, q1 * q1))
+    for g in range(G):
+        Cg = Cd[:Nr, plan.grp == g, :]                                   # (Nr, m_g, q1)
+        Y = Cg.transpose(0, 2, 1).reshape(Nr * q1, -1)
+        YY = (Y @ Y.T).reshape(Nr, q1, Nr, q1).transpose(0, 2, 1, 3)
+        out[:, g, :] = YY.reshape(Nr * Nr, q1 * q1)
+    return out.reshape(Nr * Nr, G * q1 * q1)
+
+
+def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.ndarray],
+                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Block 1's gradient pieces from cross-products only, on a small dense rest (its
+    factor ``Lrr``) with block 1's ``C = W'Z1`` dense and no patterns: ``(Lambda1' Y,
+    R_1, T, W'res)``.
+
+    ``zz = [-z, 1]`` (``z``: the rest's modes and ``beta``) gives ``c = C' zz`` (each
+    level's ``Z1'(y - W z)``) for :func:`active_modes`, whose ``F c`` is block 1's
+    ``Z1'res``, so ``R_1 = sum_l (Z1'res)_l u_l'``; the rest's ``W'res = Arr zz - C b1``
+    on the random-effects rows -- no residual of length ``n``.  With ``T = L22^{-1}``
+    (``T'T = S^{-1}``) the groups' sums of ``H_l = C_l' Lambda_r S^{-1} Lambda_r' C_l``
+    are ``<P, P4_g>`` with ``P = (T Lambda_r')'(T Lambda_r')`` where ``P4``
+    (:func:`grouped_c_products`) is given, else sums of ``X_l'X_l``, ``X = T
+    Lambda_r' C``.  ``lams``: the rest blocks' ``Lambda``; ``T`` is returned for the rest
+    blocks' inverse sums.
+    """
+    N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
+    Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
+    zz = np.empty(N2)
+    zz[:-1] = -z
+    zz[-1] = 1.0
+    lam1 = b.b1.lam(theta)
+    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
+    T, info = lapack.dtrtri(Lrr[:Nr, :Nr], lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
+    TL = np.empty_like(T)                                    # T Lambda_r', block by block
+    TL[:, nre2:] = T[:, nre2:]
+    for (blk, off), lam in zip(b.rest, lams, strict=True):
+        c = slice(off, off + blk.m * blk.q)
+        TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
+    G = plan.A.shape[0]
+    if P4 is not None:
+        Hs = ((TL.T @ TL).reshape(-1) @ P4).reshape(G, q1, q1)
+    elif G == 1:
+        X = (TL @ Cd[:Nr]).reshape(-1, q1)                   # rows (i, l)
+        Hs = (X.T @ X)[None]
+    else:
+        Xl = (TL @ Cd[:Nr]).reshape(Nr, m1, q1).transpose(1, 2, 0)      # (m1, q1, Nr)
+        H = Xl @ np.swapaxes(Xl, 1, 2)
+        Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
+                         minlength=G * q1 * q1).reshape(G, q1, q1)
+    wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
+    return lam1.T @ active_y(plan, F, Hs, q1), w.T @ u1, T, wres

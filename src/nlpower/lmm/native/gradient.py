@@ -41,7 +41,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .active import active_dense_h, active_h, active_modes, active_plan, active_y
+from .active import (
+    active_h,
+    active_modes,
+    active_plan,
+    active_y,
+    dense_active,
+    grouped_c_products,
+)
 from .blocks import DenseSchur, GroupBlock, SparseSchur
 from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
@@ -357,36 +364,15 @@ def _active_plan(ev: DevianceEvaluator) -> Any:
 def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
                   lams: list[np.ndarray]
                   ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
-    """Block 1 by :mod:`.active` from cross-products only (a small dense rest, no patterns,
-    block 1's ``C = W'Z1`` dense): ``(Lambda1' Y, R_1, rest blocks' inverse sums, W'res on
-    the random-effects rows)``.
-
-    ``zz = [-z, 1]`` gives ``c = C' zz`` (each level's ``Z1'(y - W z)``) and ``W'res =
-    Arr zz - C b1``; block 1's ``Z1'res`` is ``F c`` (:func:`.active.active_modes`), so
-    no residual of length ``n`` is formed.  ``H_l = X_l'X_l`` with ``X = T Lambda_r' C``
-    (``T = L22^{-1}``: ``T'T = S^{-1}``), summed per group of equal ``Z1'Z1``.
-    """
-    b = ev.b
-    N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
-    Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
-    zz = np.empty(N2)
-    zz[:-1] = -z
-    zz[-1] = 1.0
+    """Block 1 by :func:`.active.dense_active` (a small dense rest, no patterns, block 1's
+    ``C = W'Z1`` dense): ``(Lambda1' Y, R_1, rest blocks' inverse sums, W'res on the
+    random-effects rows)``; the groups' products of ``C`` are built once per ``Nr``."""
     plan = _active_plan(ev)
-    lam1 = b.b1.lam(f.theta)
-    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
-    T, info = lapack.dtrtri(f.Lrr[:Nr, :Nr], lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
-    TL = np.empty_like(T)                                    # T Lambda_r', block by block
-    TL[:, nre2:] = T[:, nre2:]
-    for (blk, off), lam in zip(b.rest, lams, strict=True):
-        c = slice(off, off + blk.m * blk.q)
-        TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
-    Hs = active_dense_h(plan, (TL @ Cd[:Nr]).reshape(Nr, m1, q1))
-    M1 = lam1.T @ active_y(plan, F, Hs, q1)
-    wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
-    return M1, w.T @ u1, _rest_sums(ev, T, None, Nr), wres
+    cache = ev.__dict__.setdefault("_dense_active_c", {})
+    if Nr not in cache:
+        cache[Nr] = grouped_c_products(plan, ev.b.schur.Cd, Nr)    # type: ignore[union-attr]
+    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr])
+    return M1, R1, _rest_sums(ev, T, None, Nr), wres
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
