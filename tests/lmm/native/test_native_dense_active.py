@@ -147,3 +147,24 @@ def test_dense_active_residual_sums_from_cross_products():
         np.add.at(zr, blk.codes, blk.Z * res[:, None])
         got = wres[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
         np.testing.assert_allclose(got, zr, rtol=1e-9, atol=1e-9 * np.abs(zr).max())
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_dense_active_products_of_c_and_x_agree(partial):
+    """Block 1's sums of ``H_l`` through the groups' products of ``C`` (few groups, a small
+    rest) and through ``X = T Lambda_r' C`` (forced here) agree to rounding."""
+    model = _model(partial)
+    ev = model.ev
+    th = _theta(model, 5)
+    for REML in (False, True):
+        Nr = ev.b.nre2 + (ev.b.p if REML else 0)
+        f = ev.factor(th)
+        g, _ = theta_gradient(ev, f, REML)
+        used = ev.__dict__["_dense_active_c"][Nr] is not None
+        assert used == (not partial)          # one group: the products; many: X
+        # the other way: X where the products were used, the products where X was
+        ev.__dict__["_dense_active_c"][Nr] = None if used else \
+            grad_mod.grouped_c_products(grad_mod._active_plan(ev), ev.b.schur.Cd, Nr)
+        g_other, _ = theta_gradient(ev, f, REML)
+        np.testing.assert_allclose(g, g_other, rtol=1e-9, atol=1e-9 * np.abs(g).max())
+        del ev.__dict__["_dense_active_c"][Nr]

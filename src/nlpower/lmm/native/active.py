@@ -149,16 +149,20 @@ def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.nda
                        minlength=q1 * q1).reshape(q1, q1)
 
 
-def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray | None:
-    """``P4[(i, k), (g, a, b)] = sum_{l in g} C_l[i, a] C_l[k, b]`` on the first ``Nr`` rest
-    rows (``Cd``: ``C`` dense, ``(N2, m1, q1)``), ``(Nr^2, G q1^2)``, where contracting it
-    with ``Lambda_r S^{-1} Lambda_r'`` costs fewer flops than forming ``X = T Lambda_r' C``
-    (few groups, a small rest: ``Nr + G q1^2 <= m1 q1 / 2``); else ``None``.  Theta- and
-    response-free (the ``y`` row is not among the ``Nr``)."""
+def c_products_pay(plan: ActivePlan, Nr: int) -> bool:
+    """Whether :func:`grouped_c_products` pays: contracting them with ``Lambda_r S^{-1}
+    Lambda_r'`` (``Nr^3 + Nr^2 G q1^2`` flops) costs less than forming ``X = T Lambda_r'
+    C`` (``Nr^2 m1 q1``): few groups and a small rest, ``Nr + G q1^2 <= m1 q1 / 2``."""
     G, q1 = plan.A.shape[0], plan.A.shape[1]
-    m1 = plan.grp.size
-    if not plan.full or 2 * (Nr + G * q1 * q1) > m1 * q1 or Nr * Nr * G * q1 * q1 > _P4_MAX:
-        return None
+    return (plan.full and 2 * (Nr + G * q1 * q1) <= plan.grp.size * q1
+            and Nr * Nr * G * q1 * q1 <= _P4_MAX)
+
+
+def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
+    """``P4[(i, k), (g, a, b)] = sum_{l in g} C_l[i, a] C_l[k, b]`` on the first ``Nr`` rest
+    rows (``Cd``: ``C`` dense, ``(N2, m1, q1)``; no patterns), ``(Nr^2, G q1^2)``.  Theta-
+    and response-free (the ``y`` row is not among the ``Nr``)."""
+    G, q1 = plan.A.shape[0], plan.A.shape[1]
     out = np.empty((Nr * Nr, G, q1 * q1))
     for g in range(G):
         Cg = Cd[:Nr, plan.grp == g, :]                                   # (Nr, m_g, q1)
@@ -181,7 +185,7 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     on the random-effects rows -- no residual of length ``n``.  With ``T = L22^{-1}``
     (``T'T = S^{-1}``) the groups' sums of ``H_l = C_l' Lambda_r S^{-1} Lambda_r' C_l``
     are ``<P, P4_g>`` with ``P = (T Lambda_r')'(T Lambda_r')`` where ``P4``
-    (:func:`grouped_c_products`) is given, else sums of ``X_l'X_l``, ``X = T
+    (:func:`grouped_c_products`, where :func:`c_products_pay`) is given, else sums of ``X_l'X_l``, ``X = T
     Lambda_r' C``.  ``lams``: the rest blocks' ``Lambda``; ``T`` is returned for the rest
     blocks' inverse sums.
     """

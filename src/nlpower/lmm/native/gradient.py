@@ -46,6 +46,7 @@ from .active import (
     active_modes,
     active_plan,
     active_y,
+    c_products_pay,
     dense_active,
     grouped_c_products,
 )
@@ -370,7 +371,8 @@ def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
     plan = _active_plan(ev)
     cache = ev.__dict__.setdefault("_dense_active_c", {})
     if Nr not in cache:
-        cache[Nr] = grouped_c_products(plan, ev.b.schur.Cd, Nr)    # type: ignore[union-attr]
+        cache[Nr] = (grouped_c_products(plan, ev.b.schur.Cd, Nr)   # type: ignore[union-attr]
+                     if c_products_pay(plan, Nr) else None)
     M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr])
     return M1, R1, _rest_sums(ev, T, None, Nr), wres
 
