@@ -168,3 +168,23 @@ def test_dense_active_products_of_c_and_x_agree(partial):
         g_other, _ = theta_gradient(ev, f, REML)
         np.testing.assert_allclose(g, g_other, rtol=1e-9, atol=1e-9 * np.abs(g).max())
         del ev.__dict__["_dense_active_c"][Nr]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_level_products_and_the_schur_builders(k):
+    """``level_products`` is ``C[:, l] X_l`` per level; the patterns' Schur complement with
+    ``W_l = K_l K_l'`` equals the dense one with ``K_l`` (both through it)."""
+    from nlpower.lmm.native.block1 import level_products, schur_dense, schur_patterns
+
+    rng = np.random.default_rng(k)
+    N2, m = 9, 7
+    C = rng.normal(size=(N2, m, k))
+    K = rng.normal(size=(m, k, k))
+    G = level_products(C, K)
+    ref = np.stack([C[:, lev] @ K[lev] for lev in range(m)], axis=1)
+    np.testing.assert_allclose(G, ref, rtol=1e-13, atol=1e-13)
+    A = rng.normal(size=(N2, N2))
+    Arr = A @ A.T
+    W = K @ np.swapaxes(K, 1, 2)
+    np.testing.assert_allclose(schur_patterns(Arr, [C], [W]), schur_dense(Arr, C, K),
+                               rtol=1e-12, atol=1e-12 * np.abs(Arr).max())
