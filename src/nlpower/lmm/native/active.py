@@ -25,6 +25,16 @@ Levels with the same active columns and the same ``A_l`` (a group: items
 rated alike) share ``F_l``, so ``F`` and ``Y`` are formed once per group from
 the group's sum of ``H_l`` (one ``bincount``): a few ``k x k`` products
 instead of batched ones over the levels, which numpy runs matrix by matrix.
+
+Two rests use this.  A rest whose inverse is gathered per level (a sparse
+crowd design: each level couples to few rest rows) forms ``H_l`` from ``S^{-1}``
+on those rows (``gradient._active_block1``).  A small dense rest with block 1's
+``W'Z1`` dense and every column active (raters x questions, fully or nearly
+crossed: :func:`dense_active`) forms the groups' sums of ``H_l`` from the
+inverse of the rest's factor -- with few groups as one contraction with the
+groups' products of ``W'Z1`` (:func:`grouped_c_products`) -- and takes the
+residual's sums from cross-products: ``Z1'res = F c`` per level, ``W'res =
+Arr [-z, 1] - W'Z1 b1`` for the rest, no residual of length ``n``.
 """
 
 from __future__ import annotations

@@ -17,10 +17,13 @@ augmented ``A~ = [[A, Lambda'Z'X], [X'Z Lambda, X'X]]`` (``|A~| = |L|^2
   from the inverse of its dense Cholesky factor, block 1's from
   ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l`` (or,
   with the rest's inverse gathered per level, ``(m I - D_1) Lambda1^{-1}``
-  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`).
+  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`;
+  the same on a small dense rest with block 1's ``W'Z1`` dense and no
+  patterns, from ``L22^{-1}`` and cross-products: :func:`.active.dense_active`).
 * ``r^2`` is a minimum over ``(u, beta)`` (envelope theorem):
   ``d r^2 / d theta_j = -2 (Z E_j u)'(y - X beta - Z Lambda u)``, i.e.
-  ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'``.
+  ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'`` (``Z'res`` from the
+  residual, or on the path of :func:`.active.dense_active` from cross-products).
 
 Cost: one triangular inverse of the dense factor (about one deviance
 evaluation) and products with the sparse block-1 cross-products.  A scalar
