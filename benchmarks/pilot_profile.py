@@ -9,7 +9,8 @@ Per shape (``benchmarks/pilot_shapes.py``): the model frame, the set-up
 products of block 1 are built by the first evaluation, so the set-up with one
 evaluation, and with the one factorisation a ridge fit reads of the full model,
 are timed too), the fit
-(``NativeModel.fit``, ML) and, from ``fit.optinfo["stages"]``, the deviance
+(``NativeModel.fit``, ML; the gradient's path, ``gradient._inverse_path``) and, from
+``fit.optinfo["stages"]``, the deviance
 evaluations and gradient calls per stage; then the cost of one evaluation and
 of one value-and-gradient call at the optimum (minimum over 10 calls).  CPU
 time (``time.process_time``), minimum over ``--repeats`` fits, so that other
@@ -56,9 +57,13 @@ def profile(name: str, repeats: int) -> None:
     t_first, _ = _cpu(lambda: NativeModel(spec).ev(th), repeats)
     t_once, _ = _cpu(lambda: NativeModel(spec).ev.factor_once(th), repeats)
     b = model.blocks
+    from nlpower.lmm.native.gradient import _inverse_path
+
+    path = _inverse_path(model.ev, model.ev.factor(th), b.nre2)
     print(f"== {name}: n {spec.n}, theta {th.size}, block 1 {b.b1.group!r} "
           f"{b.b1.m} x {b.b1.q}, rest {b.N2} columns ({type(b.schur).__name__}"
-          f"{', peeled' if model.ev.peel is not None else ''}), deviance {fit.deviance:.6f}")
+          f"{', peeled' if model.ev.peel is not None else ''}), gradient path {path}, "
+          f"deviance {fit.deviance:.6f}")
     print(f"   frame {t_frame:.3f} s, set-up {t_setup:.3f} s, fit {t_fit:.3f} s; "
           f"one evaluation {1e3 * t_eval:.2f} ms, one value+gradient {1e3 * t_grad:.2f} ms")
     print(f"   set-up + first evaluation {t_first:.3f} s, set-up + factor_once {t_once:.3f} s")

@@ -21,6 +21,7 @@ import pytest
 
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
+from nlpower.lmm.native import gradient as grad_mod
 from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
 
@@ -112,7 +113,9 @@ def test_grouped_products_built_late_are_the_eager_ones():
     assert lazy.deviance(th) == pytest.approx(fresh.deviance(th), rel=1e-12)
 
 
-def test_one_group_gradient_sums_in_one_product():
+def test_one_group_gradient_sums_in_one_product(monkeypatch):
+    # the level-by-level path (models with a dense C and no patterns take _dense_active)
+    monkeypatch.setattr(grad_mod, "_dense_active_pays", lambda ev: False)
     model = NativeModel(_spec(_crossed()))
     ev = model.ev
     assert ev._grouped and ev._grp_uq.shape[0] == 1            # every question rated alike

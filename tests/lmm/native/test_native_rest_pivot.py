@@ -42,6 +42,9 @@ CASES = {
     "4 systems, dense rest": (
         lambda: _sim(CrossedDesign(30, 12, 4, workers_per_item=5),
                      presets.dataset("hashimoto-reddit").params, 5), "dense"),
+    "4 systems, fully crossed, block 1 from cross-products": (
+        lambda: _sim(CrossedDesign(6, 30, 4), presets.dataset("hashimoto-reddit").params, 5),
+        "dense_active"),
     "sparse crowd, peeled rest": (_crowd, "gather"),
     "sparse crowd, gathered inverse (active block 1)": (_crowd, "gather_dense"),
     "sparse crowd, dense T L21": (_crowd, "dense"),
@@ -54,12 +57,14 @@ FORMULA = "rating ~ system + (system || worker) + (system || item)"
 
 def _model(name: str, mp: pytest.MonkeyPatch) -> NativeModel:
     data, path = CASES[name]
-    if path == "dense":
+    if path in ("dense", "dense_active"):
         mp.setattr(grad_mod, "_gather_dense_pays", lambda ev, Nr: False)
+    if path == "dense":
+        mp.setattr(grad_mod, "_dense_active_pays", lambda ev: False)
     spec = model_frame(FORMULA, data(), contrasts={"system": "sum"})
     model = NativeModel(spec)
     model._set_y(spec.y)
-    if path in ("dense", "gather_dense"):
+    if path in ("dense", "dense_active", "gather_dense"):
         model.ev = DevianceEvaluator(model.blocks, peel=False)
     return model
 

@@ -25,6 +25,16 @@ Levels with the same active columns and the same ``A_l`` (a group: items
 rated alike) share ``F_l``, so ``F`` and ``Y`` are formed once per group from
 the group's sum of ``H_l`` (one ``bincount``): a few ``k x k`` products
 instead of batched ones over the levels, which numpy runs matrix by matrix.
+
+Two rests use this.  A rest whose inverse is gathered per level (a sparse
+crowd design: each level couples to few rest rows) forms ``H_l`` from ``S^{-1}``
+on those rows (``gradient._active_block1``).  A small dense rest with block 1's
+``W'Z1`` dense and every column active (raters x questions, fully or nearly
+crossed: :func:`dense_active`) forms the groups' sums of ``H_l`` from the
+inverse of the rest's factor -- with few groups as one contraction with the
+groups' products of ``W'Z1`` (:func:`grouped_c_products`) -- and takes the
+residual's sums from cross-products: ``Z1'res = F c`` per level, ``W'res =
+Arr [-z, 1] - W'Z1 b1`` for the rest, no residual of length ``n``.
 """
 
 from __future__ import annotations
@@ -33,9 +43,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from .blocks import Blocks
 from .grouped import unique_rows
+
+_P4_MAX = 2_000_000     # numbers of the groups' products of C (grouped_c_products) at most
 
 
 @dataclass(eq=False)
@@ -52,6 +65,7 @@ class ActivePlan:
     flat_h: np.ndarray     # (m1, k k) flat positions of a level's H_l in the (G, k, k) sums
     Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
     CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
+    full: bool             # no patterns: every level's q1 columns active, in order (k = q1)
 
 
 def active_plan(b: Blocks) -> ActivePlan:
@@ -83,20 +97,26 @@ def active_plan(b: Blocks) -> ActivePlan:
                       cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
                       flat_y=gact[:, :, None] * q1 + gact[:, None, :],
                       flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
-                      Ca=Ca, CT=CT)
+                      Ca=Ca, CT=CT, full=b.patterns is None)
 
 
-def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(F, u1, b1)``: ``F`` per group on the active columns ``(G, k, k)``, the spherical
-    modes ``u1`` and the modes ``b1 = Lambda1 u1`` of block 1, each ``(m1, q1)``."""
+def active_modes(plan: ActivePlan, lam1: np.ndarray, c: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(F, u1, b1, w)`` from ``c`` (each level's ``c_l`` on its active columns, flat
+    ``(m1 k,)``: ``plan.CT @ [-z, 1]``): ``F`` per group on the active columns ``(G, k, k)``, the spherical
+    modes ``u1``, the modes ``b1 = Lambda1 u1`` of block 1 and ``w = Z1'(y - W z - Z1 b1)``
+    per level, each ``(m1, q1)``: ``c_l - A_l P F_l c_l = F_l c_l`` (``I - A P (I + A
+    P)^{-1} = (I + A P)^{-1}``), so ``w_l = F_l c_l`` gives the residual's block-1 sums
+    without the residual."""
     G, k = plan.act.shape
     m1 = plan.grp.size
     q1 = lam1.shape[0]
     P = lam1 @ lam1.T
-    T = plan.A @ P[plan.act[:, :, None], plan.act[:, None, :]]
+    T = plan.A @ (P if plan.full else P[plan.act[:, :, None], plan.act[:, None, :]])
     T.reshape(G, k * k)[:, ::k + 1] += 1.0
-    if k == 1:
+    if G == 1 and k > 2:                        # one group: one LAPACK solve (numpy's inv ~6 us)
+        F = lapack.dgesv(T[0], np.eye(k))[2][None]
+    elif k == 1:
         F = 1.0 / T
     elif k == 2:                                # closed form: numpy's inv costs ~20 us a call
         det = T[:, 0, 0] * T[:, 1, 1] - T[:, 0, 1] * T[:, 1, 0]
@@ -105,13 +125,17 @@ def active_modes(plan: ActivePlan, lam1: np.ndarray, z: np.ndarray
         F[:, 0, 1], F[:, 1, 0] = -T[:, 0, 1] / det, -T[:, 1, 0] / det
     else:
         F = np.linalg.inv(T)
-    ca = (plan.CT @ np.append(-z, 1.0)).reshape(m1, k)                  # c_l, active columns
-    Fl = F[plan.grp]
-    w = Fl[:, :, 0] * ca[:, :1]                                          # F_l c_l
-    for j in range(1, k):
-        w += Fl[:, :, j] * ca[:, j:j + 1]
-    wl = np.bincount(plan.flat_w.ravel(), weights=w.ravel(), minlength=m1 * q1).reshape(m1, q1)
-    return F, wl @ lam1, wl @ P
+    ca = c.reshape(m1, k)                                                # c_l, active columns
+    if G == 1:
+        w = ca @ F[0].T                                                  # F c_l
+    else:
+        Fl = F[plan.grp]
+        w = Fl[:, :, 0] * ca[:, :1]                                      # F_l c_l
+        for j in range(1, k):
+            w += Fl[:, :, j] * ca[:, j:j + 1]
+    wl = w if plan.full else np.bincount(plan.flat_w.ravel(), weights=w.ravel(),
+                                         minlength=m1 * q1).reshape(m1, q1)
+    return F, wl @ lam1, wl @ P, wl
 
 
 def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.ndarray:
@@ -127,6 +151,79 @@ def active_h(plan: ActivePlan, La: np.ndarray, Sg: np.ndarray, sl: slice) -> np.
 def active_y(plan: ActivePlan, F: np.ndarray, Hs: np.ndarray, q1: int) -> np.ndarray:
     """``Y = sum_l F_l A_l - F_l H_l F_l'`` from the groups' ``F`` and sums ``Hs`` of
     ``H_l``, scattered to ``(q1, q1)``."""
+    if F.shape[0] == 1 and plan.full:                # one group on all columns: 2-D products
+        F0 = F[0]
+        return plan.cnt[0] * (F0 @ plan.A[0]) - F0 @ Hs[0] @ F0.T
     Yg = plan.cnt[:, None, None] * (F @ plan.A) - F @ Hs @ np.swapaxes(F, 1, 2)
     return np.bincount(plan.flat_y.ravel(), weights=Yg.ravel(),
                        minlength=q1 * q1).reshape(q1, q1)
+
+
+def c_products_pay(plan: ActivePlan, Nr: int) -> bool:
+    """Whether :func:`grouped_c_products` pays: contracting them with ``Lambda_r S^{-1}
+    Lambda_r'`` (``Nr^3 + Nr^2 G q1^2`` flops) costs less than forming ``X = T Lambda_r'
+    C`` (``Nr^2 m1 q1``): few groups and a small rest, ``Nr + G q1^2 <= m1 q1 / 2``."""
+    G, q1 = plan.A.shape[0], plan.A.shape[1]
+    return (plan.full and 2 * (Nr + G * q1 * q1) <= plan.grp.size * q1
+            and Nr * Nr * G * q1 * q1 <= _P4_MAX)
+
+
+def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
+    """``P4[(i, k), (g, a, b)] = sum_{l in g} C_l[i, a] C_l[k, b]`` on the first ``Nr`` rest
+    rows (``Cd``: ``C`` dense, ``(N2, m1, q1)``; no patterns), ``(Nr^2, G q1^2)``.  Theta-
+    and response-free (the ``y`` row is not among the ``Nr``)."""
+    G, q1 = plan.A.shape[0], plan.A.shape[1]
+    out = np.empty((Nr * Nr, G, q1 * q1))
+    for g in range(G):
+        Cg = Cd[:Nr, plan.grp == g, :]                                   # (Nr, m_g, q1)
+        Y = Cg.transpose(0, 2, 1).reshape(Nr * q1, -1)
+        YY = (Y @ Y.T).reshape(Nr, q1, Nr, q1).transpose(0, 2, 1, 3)
+        out[:, g, :] = YY.reshape(Nr * Nr, q1 * q1)
+    return out.reshape(Nr * Nr, G * q1 * q1)
+
+
+def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.ndarray],
+                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Block 1's gradient pieces from cross-products only, on a small dense rest (its
+    factor ``Lrr``) with block 1's ``C = W'Z1`` dense and no patterns: ``(Lambda1' Y,
+    R_1, T, W'res)``.
+
+    ``zz = [-z, 1]`` (``z``: the rest's modes and ``beta``) gives ``c = C' zz`` (each
+    level's ``Z1'(y - W z)``) for :func:`active_modes`, whose ``F c`` is block 1's
+    ``Z1'res``, so ``R_1 = sum_l (Z1'res)_l u_l'``; the rest's ``W'res = Arr zz - C b1``
+    on the random-effects rows -- no residual of length ``n``.  With ``T = L22^{-1}``
+    (``T'T = S^{-1}``) the groups' sums of ``H_l = C_l' Lambda_r S^{-1} Lambda_r' C_l``
+    are ``<P, P4_g>`` with ``P = (T Lambda_r')'(T Lambda_r')`` where ``P4``
+    (:func:`grouped_c_products`, where :func:`c_products_pay`) is given, else sums of ``X_l'X_l``, ``X = T
+    Lambda_r' C``.  ``lams``: the rest blocks' ``Lambda``; ``T`` is returned for the rest
+    blocks' inverse sums.
+    """
+    N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
+    Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
+    zz = np.empty(N2)
+    zz[:-1] = -z
+    zz[-1] = 1.0
+    lam1 = b.b1.lam(theta)
+    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
+    T, info = lapack.dtrtri(Lrr[:Nr, :Nr], lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
+    TL = np.empty_like(T)                                    # T Lambda_r', block by block
+    TL[:, nre2:] = T[:, nre2:]
+    for (blk, off), lam in zip(b.rest, lams, strict=True):
+        c = slice(off, off + blk.m * blk.q)
+        TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
+    G = plan.A.shape[0]
+    if P4 is not None:
+        Hs = ((TL.T @ TL).reshape(-1) @ P4).reshape(G, q1, q1)
+    elif G == 1:
+        X = (TL @ Cd[:Nr]).reshape(-1, q1)                   # rows (i, l)
+        Hs = (X.T @ X)[None]
+    else:
+        Xl = (TL @ Cd[:Nr]).reshape(Nr, m1, q1).transpose(1, 2, 0)      # (m1, q1, Nr)
+        H = Xl @ np.swapaxes(Xl, 1, 2)
+        Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
+                         minlength=G * q1 * q1).reshape(G, q1, q1)
+    wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
+    return lam1.T @ active_y(plan, F, Hs, q1), w.T @ u1, T, wres

@@ -353,38 +353,32 @@ def schur_diag2(Arr: np.ndarray, diag2: tuple[np.ndarray, ...], d0: float, d1: f
     return Arr - G2 @ G2.T, ld1
 
 
+def level_products(C: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``G[:, l] = C[:, l] X_l`` for every level ``l`` (``C``: ``(N2, m, k)``, ``X``:
+    ``(m, k, k)``), elementwise for ``k <= 2`` (numpy runs a batch of small products
+    matrix by matrix)."""
+    k = C.shape[2]
+    if k == 1:
+        return C * X[None, :, 0, :]
+    if k == 2:
+        G = np.empty_like(C)
+        c0, c1 = C[:, :, 0], C[:, :, 1]
+        G[:, :, 0] = c0 * X[None, :, 0, 0] + c1 * X[None, :, 1, 0]
+        G[:, :, 1] = c0 * X[None, :, 0, 1] + c1 * X[None, :, 1, 1]
+        return G
+    return np.einsum("nli,lij->nlj", C, X)
+
+
 def schur_patterns(Arr: np.ndarray, Cgs: list[np.ndarray], Wg: list[np.ndarray]) -> np.ndarray:
     """``M = Arr - sum_P (C_P W_PP) C_P'`` per pattern, on its active columns only."""
     N2 = Arr.shape[0]
     M = Arr.copy()
     for Cg, w in zip(Cgs, Wg, strict=True):
-        k = Cg.shape[2]
-        if k == 1:
-            G = Cg[:, :, 0] * w[None, :, 0, 0]
-            M -= G @ Cg[:, :, 0].T
-            continue
-        if k == 2:
-            G = np.empty_like(Cg)
-            c0, c1 = Cg[:, :, 0], Cg[:, :, 1]
-            G[:, :, 0] = c0 * w[None, :, 0, 0] + c1 * w[None, :, 1, 0]
-            G[:, :, 1] = c0 * w[None, :, 0, 1] + c1 * w[None, :, 1, 1]
-        else:
-            G = np.matmul(Cg.transpose(1, 0, 2), w).transpose(1, 0, 2)
-        M -= G.reshape(N2, -1) @ Cg.reshape(N2, -1).T
+        M -= level_products(Cg, w).reshape(N2, -1) @ Cg.reshape(N2, -1).T
     return M
 
 
 def schur_dense(Arr: np.ndarray, Cd: np.ndarray, K: np.ndarray) -> np.ndarray:
     """``M = Arr - G G'`` with ``G_l = C_l K_l`` per level (``Cd``: ``(N2, m1, q1)``)."""
-    q1 = Cd.shape[2]
-    if q1 == 1:
-        G = Cd[:, :, 0] * K[None, :, 0, 0]
-    elif q1 == 2:
-        G = np.empty_like(Cd)
-        c0, c1 = Cd[:, :, 0], Cd[:, :, 1]
-        G[:, :, 0] = c0 * K[None, :, 0, 0] + c1 * K[None, :, 1, 0]
-        G[:, :, 1] = c0 * K[None, :, 0, 1] + c1 * K[None, :, 1, 1]
-    else:
-        G = np.einsum("nli,lij->nlj", Cd, K)
-    G2 = G.reshape(Arr.shape[0], -1)
+    G2 = level_products(Cd, K).reshape(Arr.shape[0], -1)
     return Arr - G2 @ G2.T

@@ -17,10 +17,13 @@ augmented ``A~ = [[A, Lambda'Z'X], [X'Z Lambda, X'X]]`` (``|A~| = |L|^2
   from the inverse of its dense Cholesky factor, block 1's from
   ``L1_l^{-T} (I + G_l'G_l) L1_l^{-1}`` with ``G_l = L22^{-1} L21_l`` (or,
   with the rest's inverse gathered per level, ``(m I - D_1) Lambda1^{-1}``
-  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`).
+  without ``Lambda1^{-1}``, on each level's active columns: :mod:`.active`;
+  the same on a small dense rest with block 1's ``W'Z1`` dense and no
+  patterns, from ``L22^{-1}`` and cross-products: :func:`.active.dense_active`).
 * ``r^2`` is a minimum over ``(u, beta)`` (envelope theorem):
   ``d r^2 / d theta_j = -2 (Z E_j u)'(y - X beta - Z Lambda u)``, i.e.
-  ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'``.
+  ``-2 R_t[a, b]`` with ``R_t = sum_l (Z'res)_l u_l'`` (``Z'res`` from the
+  residual, or on the path of :func:`.active.dense_active` from cross-products).
 
 Cost: one triangular inverse of the dense factor (about one deviance
 evaluation) and products with the sparse block-1 cross-products.  A scalar
@@ -41,8 +44,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .active import active_h, active_modes, active_plan, active_y
-from .blocks import GroupBlock, SparseSchur
+from .active import (
+    active_h,
+    active_modes,
+    active_plan,
+    active_y,
+    c_products_pay,
+    dense_active,
+    grouped_c_products,
+)
+from .blocks import DenseSchur, GroupBlock, SparseSchur
 from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
@@ -148,12 +159,14 @@ def _inverse_blocks_dense(ev: DevianceEvaluator, f: Factor, L1: np.ndarray, E: A
     return D1, _rest_sums(ev, T, ip, Nr)
 
 
-def _rest_sums(ev: DevianceEvaluator, T: np.ndarray, ip: np.ndarray, Nr: int
+def _rest_sums(ev: DevianceEvaluator, T: np.ndarray, ip: np.ndarray | None, Nr: int
                ) -> list[np.ndarray]:
-    """Each rest block's ``sum_l T_l'T_l`` (``T = L22^{-1}``, columns in ``ip``'s order)."""
+    """Each rest block's ``sum_l T_l'T_l`` (``T = L22^{-1}``, columns in ``ip``'s order;
+    ``None``: the original)."""
     rest = []
     for blk, off in ev.b.rest:
-        Tb = T[:, ip[off:off + blk.m * blk.q]].reshape(Nr * blk.m, blk.q)
+        c = slice(off, off + blk.m * blk.q)
+        Tb = T[:, c if ip is None else ip[c]].reshape(Nr * blk.m, blk.q)
         rest.append(Tb.T @ Tb)
     return rest
 
@@ -291,6 +304,12 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
     return _GATHER_RATIO * _level_rows(ev, Nr).shape[1] <= Nr
 
 
+def _dense_active_pays(ev: DevianceEvaluator) -> bool:
+    """Whether :func:`_dense_active` applies (block 1's ``C`` dense, ``DenseSchur``, and
+    every level's columns active: no patterns)."""
+    return ev.b.patterns is None and isinstance(ev.b.schur, DenseSchur)
+
+
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """``S^{-1}`` (``dpotri``) flat with a zero row ``Nr`` (padding), the flat positions of
@@ -323,11 +342,9 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
     flops instead of the dense ``T L21``'s ``Nr^2 m1 q1``): ``(u1, b1 modes, Lambda1' Y,
     rest blocks' inverse sums)``; ``S^{-1}`` (padded) is appended to ``si``."""
     b = ev.b
-    plan = ev.__dict__.get("_active_plan")
-    if plan is None:
-        plan = ev.__dict__["_active_plan"] = active_plan(b)
+    plan = _active_plan(ev)
     lam1 = b.b1.lam(f.theta)
-    F, u1, b1m = active_modes(plan, lam1, z)
+    F, u1, b1m, _ = active_modes(plan, lam1, plan.CT @ np.append(-z, 1.0))
     R = _level_rows(ev, Nr)
     Spf, sg_idx, rest_D = _gathered_inverse(ev, f, Nr, R)
     si.append(Spf.reshape(Nr + 1, Nr + 1))
@@ -338,6 +355,29 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
         sl = slice(s0, s0 + per)
         Hs += active_h(plan, La[sl], Spf[sg_idx[sl]], sl)
     return u1, b1m, lam1.T @ active_y(plan, F, Hs, b.b1.q), rest_D
+
+
+def _active_plan(ev: DevianceEvaluator) -> Any:
+    """The model's :class:`.active.ActivePlan` (cached on ``ev``)."""
+    plan = ev.__dict__.get("_active_plan")
+    if plan is None:
+        plan = ev.__dict__["_active_plan"] = active_plan(ev.b)
+    return plan
+
+
+def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
+                  lams: list[np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """Block 1 by :func:`.active.dense_active` (a small dense rest, no patterns, block 1's
+    ``C = W'Z1`` dense): ``(Lambda1' Y, R_1, rest blocks' inverse sums, W'res on the
+    random-effects rows)``; the groups' products of ``C`` are built once per ``Nr``."""
+    plan = _active_plan(ev)
+    cache = ev.__dict__.setdefault("_dense_active_c", {})
+    if Nr not in cache:
+        cache[Nr] = (grouped_c_products(plan, ev.b.schur.Cd, Nr)   # type: ignore[union-attr]
+                     if c_products_pay(plan, Nr) else None)
+    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr])
+    return M1, R1, _rest_sums(ev, T, None, Nr), wres
 
 
 def _inverse_blocks_sparse(ev: DevianceEvaluator, sparse: SparseSchur, f: Factor, L1: np.ndarray,
@@ -397,25 +437,32 @@ def theta_gradient(ev: DevianceEvaluator, f: Factor, REML: bool
     n, p, nre2 = b.n, b.p, b.nre2
     # -- spherical modes and residuals -------------------------------------------
     v = ev.solve_v(f)
+    lams = [blk.lam(theta) for blk, _ in b.rest]
     z = v.copy()                                             # b on the RE rows, beta on X
-    for blk, off in b.rest:
+    for (blk, off), lam in zip(b.rest, lams, strict=True):
         s = slice(off, off + blk.m * blk.q)
-        z[s] = (v[s].reshape(blk.m, blk.q) @ blk.lam(theta).T).ravel()
+        z[s] = (v[s].reshape(blk.m, blk.q) @ lam.T).ravel()
     Nr = nre2 + (p if REML else 0)
-    M1: np.ndarray | None = None                 # block 1's (m I - D) Lambda1^{-1}, if formed
     path = _inverse_path(ev, f, Nr)
     si: list[np.ndarray] = []                    # S^{-1} (lower triangle), once formed
-    if path == "gather_dense":
-        u1, b1m, M1, rest_D = _active_block1(ev, f, z, Nr, si)
-        D1 = np.zeros((b1.q, b1.q))
-    else:
-        u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
-    res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
     groups: list[tuple[GroupBlock, np.ndarray, np.ndarray, np.ndarray | None, int]] = []
-    groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M1, -1))
-    for (blk, off), D in zip(b.rest, rest_D, strict=True):
+    if path == "dense_active":
+        M1, R1, rest_D, wres = _dense_active(ev, f, z, Nr, lams)
+        groups.append((b1, M1, R1, M1, -1))
+        zres = [wres[off:off + blk.m * blk.q].reshape(blk.m, blk.q) for blk, off in b.rest]
+    else:
+        M0: np.ndarray | None = None             # block 1's (m I - D) Lambda1^{-1}, if formed
+        if path == "gather_dense":
+            u1, b1m, M0, rest_D = _active_block1(ev, f, z, Nr, si)
+            D1 = np.zeros((b1.q, b1.q))
+        else:
+            u1, b1m, D1, rest_D = _block1_levels(ev, f, z, Nr, path)
+        res = b.y - b.W @ z - np.einsum("ic,ic->i", b1.Z, b1m[b1.codes])
+        groups.append((b1, D1, _group_sums(ev, b1, res).T @ u1, M0, -1))
+        zres = [_group_sums(ev, blk, res) for blk, _ in b.rest]
+    for (blk, off), D, zr in zip(b.rest, rest_D, zres, strict=True):
         ub = v[off:off + blk.m * blk.q].reshape(blk.m, blk.q)
-        groups.append((blk, D, _group_sums(ev, blk, res).T @ ub, None, off))
+        groups.append((blk, D, zr.T @ ub, None, off))
     # -- assemble ----------------------------------------------------------------
     n_eff = n - p if REML else n
     g = np.zeros(theta.size)
@@ -532,6 +579,8 @@ def _inverse_path(ev: DevianceEvaluator, f: Factor, Nr: int) -> str:
         return "sparse"
     if f.peel is None and Nr and _gather_dense_pays(ev, Nr):
         return "gather_dense"
+    if f.peel is None and f.lead is None and Nr and _dense_active_pays(ev):
+        return "dense_active"
     return "dense"
 
 
