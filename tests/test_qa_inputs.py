@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from nlpower._inputs import decoding_hint
+from nlpower.arena import bradley_terry, read_votes
+from nlpower.cli import main
+from nlpower.errors import InputError, RatingsError
+from nlpower.pilot import fit_judgements
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00`\x10" + bytes(300)
 
@@ -24,6 +29,61 @@ def _votes(n: int = 40, seed: int = 0) -> pd.DataFrame:
                          "winner": gen.choice(["model_a", "model_b", "tie"], n),
                          "rater": gen.choice(["r1", "r2", "r3"], n),
                          "prompt": gen.choice(["p1", "p2", "p3", "p4"], n)})
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", "is empty"),
+    (ELF, "binary file"),
+    ("model_a,model_b,winner\ngpt,llama,tie\n".encode("utf-16"), "UTF-16"),
+], ids=["empty", "binary", "utf16"])
+def test_arena_fit_refuses_an_unreadable_votes_file_in_words(capsys, tmp_path, content, words):
+    path = tmp_path / "votes.csv"
+    path.write_bytes(content)
+    assert main(["arena", "fit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("nlpower arena: error: votes file:")
+    assert words in err
+
+
+@pytest.mark.parametrize("reader", [
+    read_votes,
+    lambda p: bradley_terry(p, a="model_a", b="model_b", outcome="winner"),
+    lambda p: fit_judgements(p, a="model_a", b="model_b", choice="winner"),
+])
+def test_vote_and_judgement_readers_raise_the_package_error(tmp_path, reader):
+    path = tmp_path / "votes.csv"
+    path.write_bytes(b"")
+    with pytest.raises(RatingsError, match="is empty"):
+        reader(path)
+
+
+def test_a_semicolon_votes_file_says_which_separator(tmp_path):
+    path = tmp_path / "votes.csv"
+    _votes().to_csv(path, index=False, sep=";")
+    with pytest.raises(RatingsError, match="semicolon-separated"):
+        read_votes(path)
+    assert len(read_votes(path, sep=";")) == 40
+
+
+def test_a_self_match_is_named_by_its_line_in_the_file(tmp_path):
+    votes = _votes()
+    votes.loc[30, "model_b"] = votes.loc[30, "model_a"]
+    path = tmp_path / "votes.csv"
+    votes.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^line 32 .*compare a system with itself"):
+        bradley_terry(path, a="model_a", b="model_b", outcome="winner")
+    # a data frame's rows are named by its own index labels
+    with pytest.raises(InputError, match=r"^row 30 \(rows by the data frame's index\)"):
+        bradley_terry(votes, a="model_a", b="model_b", outcome="winner")
+
+
+def test_missing_systems_are_named_by_their_lines(tmp_path):
+    votes = _votes()
+    votes.loc[[4, 9], "model_a"] = None
+    path = tmp_path / "votes.csv"
+    votes.to_csv(path, index=False)
+    with pytest.raises(InputError, match="missing values at lines 6, 11"):
+        bradley_terry(path, a="model_a", b="model_b", outcome="winner")
 
 
 def test_a_binary_file_is_not_called_utf16():

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..ratings.files import read_table, rows_at
 from .likelihood import A_WINS, B_WINS, TIE
 
 __all__ = ["VoteData", "encode_votes", "read_votes"]
@@ -54,18 +55,17 @@ class VoteData:
                         self.group_levels)
 
 
-def read_votes(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV, TSV, JSON-lines or Parquet file of votes as a data frame."""
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        raise InputError(f"file {p!r} does not exist; pass the path of a CSV, TSV, "
-                         "JSON-lines or Parquet file with one row per vote (rating).")
-    low = p.lower()
-    if low.endswith((".parquet", ".pq")):
-        return pd.read_parquet(p)
-    if low.endswith((".jsonl", ".json")):
-        return pd.read_json(p, lines=low.endswith(".jsonl"))
-    return pd.read_csv(p, sep="\t" if low.endswith((".tsv", ".tab")) else ",")
+def read_votes(path: str | os.PathLike[str], *, sep: str | None = None,
+               encoding: str | None = None) -> pd.DataFrame:
+    """Read a CSV, TSV, JSON (lines) or Parquet file of votes as a data frame.
+
+    The rating files' reader: an empty, binary, UTF-16 or damaged file is
+    refused in words (:class:`~nlpower.errors.RatingsError`), and later
+    messages name a row as the line an editor shows (``frame.attrs``
+    keeps where the rows came from).  ``sep`` and ``encoding`` are as in
+    :func:`nlpower.read_ratings` (default: comma, or tab for ``.tsv``; UTF-8).
+    """
+    return read_table(path, "votes", sep=sep, encoding=encoding)
 
 
 def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str) -> np.ndarray:
@@ -94,9 +94,9 @@ def _column(frame: pd.DataFrame, role: str, name: Any) -> pd.Series:
                          f"{list(map(str, frame.columns))}. Pass {role}= the column's name.")
     col = frame[name]
     if col.isna().any():
-        rows = np.flatnonzero(col.isna().to_numpy())[:5].tolist()
-        raise InputError(f"column {name!r} ({role}) has missing values in rows {rows}; "
-                         "drop or fill those votes first.")
+        rows = np.flatnonzero(col.isna().to_numpy())
+        raise InputError(f"column {name!r} ({role}) has missing values at "
+                         f"{rows_at(frame, rows)}; drop or fill those votes first.")
     return col
 
 
@@ -119,9 +119,10 @@ def encode_votes(
     sa, sb = col_a.astype(str), col_b.astype(str)
     same = (sa == sb).to_numpy()
     if same.any():
-        row = int(np.flatnonzero(same)[0])
-        raise InputError(f"row {row} compares system {sa.iloc[row]!r} with itself; "
-                         "every vote needs two different systems.")
+        rows = np.flatnonzero(same)
+        raise InputError(f"{rows_at(votes, rows)}: {len(rows)} vote(s) compare a system with "
+                         f"itself (first: {sa.iloc[rows[0]]!r}); every vote needs two different "
+                         "systems. Drop those rows.")
     codes = _outcome_codes(_column(votes, "outcome", outcome), sa, sb, outcome)
     systems = tuple(sorted(set(sa) | set(sb)))
     if len(systems) < 2:
