@@ -8,10 +8,13 @@ sequential study in the wrong order without a word.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from nlpower import CrossedDesign, presets, simulate
 from nlpower._inputs import decoding_hint
 from nlpower.arena import bradley_terry, read_votes
 from nlpower.cli import main
@@ -90,3 +93,46 @@ def test_a_binary_file_is_not_called_utf16():
     assert "binary file" in decoding_hint(ELF)
     assert "UTF-16" in decoding_hint("worker,item\nw1,i1\n".encode("utf-16-le"))
     assert "UTF-16" in decoding_hint("worker,item\nw1,i1\n".encode("utf-16-be"))
+
+
+def _batched(tmp_path, labels: dict[int, object]):
+    ratings = simulate(CrossedDesign(4, 30), presets.high_variance(0.05), rng=11)
+    batch = (ratings["item"].str[1:].astype(int) - 1) // 10 + 1
+    ratings["batch"] = batch.map(labels)
+    path = tmp_path / "ratings.csv"
+    ratings.to_csv(path, index=False)
+    return path
+
+
+_MONITOR = ["--batch", "batch", "--formula", "rating ~ x + (1 | worker) + (1 | item)",
+            "--max-items", "30", "--looks", "3"]
+
+
+@pytest.mark.parametrize("labels", [
+    {1: 1, 2: 2, 3: 3},
+    {1: 9, 2: 10, 3: 11},                                  # numbers: 9 before 10
+    {1: "2024-05-03", 2: "2024-05-10", 3: "2024-05-17"},    # ISO dates
+])
+def test_monitor_replays_batches_in_collection_order(capsys, tmp_path, labels):
+    out = tmp_path / "looks.json"
+    assert main(["sequential", "monitor", str(_batched(tmp_path, labels)), *_MONITOR,
+                 "--json", str(out)]) == 0
+    looks = json.loads(out.read_text())["results"]
+    assert [lk["n_items"] for lk in looks] == [10, 20, 30][: len(looks)]
+
+
+def test_monitor_refuses_batch_labels_that_sort_wrongly_as_text(capsys, tmp_path):
+    # as text, "week 10" < "week 11" < "week 9": look 1 would be the second batch
+    path = _batched(tmp_path, {1: "week 9", 2: "week 10", 3: "week 11"})
+    assert main(["sequential", "monitor", str(path), *_MONITOR]) == 2
+    err = capsys.readouterr().err
+    assert "--batch 'batch' holds labels" in err and "number the batches 1, 2, 3" in err
+
+
+def test_monitor_refuses_a_rating_without_a_batch(capsys, tmp_path):
+    path = _batched(tmp_path, {1: 1, 2: 2, 3: 3})
+    frame = pd.read_csv(path)
+    frame.loc[7, "batch"] = None
+    frame.to_csv(path, index=False)
+    assert main(["sequential", "monitor", str(path), *_MONITOR]) == 2
+    assert "is empty at line 9" in capsys.readouterr().err
