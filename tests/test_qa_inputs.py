@@ -16,6 +16,7 @@ import pytest
 
 from nlpower import CrossedDesign, presets, simulate
 from nlpower._inputs import decoding_hint
+from nlpower.agreement import krippendorff_alpha
 from nlpower.arena import bradley_terry, read_votes
 from nlpower.cli import main
 from nlpower.errors import InputError, RatingsError
@@ -136,3 +137,29 @@ def test_monitor_refuses_a_rating_without_a_batch(capsys, tmp_path):
     frame.to_csv(path, index=False)
     assert main(["sequential", "monitor", str(path), *_MONITOR]) == 2
     assert "is empty at line 9" in capsys.readouterr().err
+
+
+def _alpha_frame() -> pd.DataFrame:
+    gen = np.random.default_rng(3)
+    truth = gen.integers(1, 6, 12)
+    rows = [(f"w{w}", f"i{i}", float(np.clip(truth[i] + gen.integers(-1, 2), 1, 5)))
+            for w in range(4) for i in range(12)]
+    return pd.DataFrame(rows, columns=["worker", "item", "rating"])
+
+
+def test_alpha_refuses_labelled_ratings_instead_of_dropping_them():
+    frame = _alpha_frame().astype({"rating": object})
+    frame.loc[:5, "rating"] = ["4 - good", "2 - poor", "5 - great", "1 - bad", "3 - ok", "4 - good"]
+    with pytest.raises(InputError, match=r"6 rating\(s\) that are not finite numbers \('4 - good'"):
+        krippendorff_alpha(frame, unit="item")
+
+
+def test_alpha_refuses_a_rating_of_no_unit():
+    frame = _alpha_frame()
+    frame.loc[3, "item"] = None      # was counted as a rating of the last unit
+    with pytest.raises(InputError, match="have no 'item'"):
+        krippendorff_alpha(frame, unit="item")
+    # a missing rating stays what it is: absent
+    frame = _alpha_frame()
+    frame.loc[3, "rating"] = None
+    assert krippendorff_alpha(frame, unit="item").n_values == len(frame) - 1
