@@ -163,3 +163,41 @@ def test_alpha_refuses_a_rating_of_no_unit():
     frame = _alpha_frame()
     frame.loc[3, "rating"] = None
     assert krippendorff_alpha(frame, unit="item").n_values == len(frame) - 1
+
+
+def _judgements(tmp_path, edit=None):
+    gen = np.random.default_rng(5)
+    frame = pd.DataFrame({"rater": np.repeat([f"r{i}" for i in range(4)], 10),
+                          "prompt_id": np.tile([f"p {i}" for i in range(10)], 4),
+                          "model_a": "sysA", "model_b": "sysB",
+                          "winner": gen.choice(["A", "B", "tie"], 40)})
+    if edit is not None:
+        edit(frame)
+    path = tmp_path / "h2h.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+_JUDGED = ["--worker", "rater", "--item", "prompt_id", "--first", "model_a", "--second",
+           "model_b", "--choice", "winner"]
+
+
+@pytest.mark.parametrize("edit, flags, words", [
+    # was "--outcome column 'winner' ...": plan's --outcome is another option
+    (lambda f: f.__setitem__("winner", f["winner"].where(f.index != 5, "C")), [],
+     "--choice column 'winner' has values that are not an outcome: ['C']"),
+    # was "pass --pair ('A', 'B')", which --pair does not take
+    (lambda f: f.__setitem__("model_b", f["model_b"].where(f.index != 5, "sysC")), [],
+     "pass --pair 'sysA,sysB' or two others"),
+    # was "a='nope' is not a column ... Pass a= the column's name."
+    (None, ["--first", "nope"], "--first 'nope' is not a column"),
+    # was "--effect must be a finite non-zero number ...; got 0.0." for --p-win 0.5
+    (None, ["--p-win", "0.5"], "--p-win 0.5 is no preference at all"),
+], ids=["choice", "pair", "first", "p-win"])
+def test_plan_judgements_errors_name_the_flags_typed(capsys, tmp_path, edit, flags, words):
+    argv = ["plan", "--judgements", str(_judgements(tmp_path, edit)), *_JUDGED, *flags]
+    if "--p-win" not in flags:
+        argv += ["--p-win", "0.6"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err

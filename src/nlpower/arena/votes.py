@@ -68,7 +68,8 @@ def read_votes(path: str | os.PathLike[str], *, sep: str | None = None,
     return read_table(path, "votes", sep=sep, encoding=encoding)
 
 
-def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str) -> np.ndarray:
+def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str,
+                   role: str = "outcome") -> np.ndarray:
     text = values.astype(str).str.strip()
     low = text.str.lower()
     codes = np.full(len(values), -1, dtype=np.int64)
@@ -81,7 +82,7 @@ def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str) -
     if bad.any():
         shown = sorted(set(text[bad].tolist()))[:5]
         raise InputError(
-            f"outcome column {column!r} has values that are not an outcome: {shown}. Use "
+            f"{role} column {column!r} has values that are not an outcome: {shown}. Use "
             "'a'/'b'/'tie' (or 'model_a'/'model_b'/'tie'), the winning system's name, or "
             "1 (A wins) / 0 (B wins) / 0.5 (tie)."
         )
@@ -108,14 +109,21 @@ def encode_votes(
     outcome: str,
     count: str | None = None,
     groups: Mapping[str, str | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> VoteData:
-    """Validate a frame of votes and encode it (see the module docstring)."""
+    """Validate a frame of votes and encode it (see the module docstring).
+
+    ``names`` renames the arguments in messages, e.g. ``{"outcome": "choice"}``
+    for a caller whose own argument feeds ``outcome``.
+    """
+    names = dict(names or {})
     if not isinstance(votes, pd.DataFrame):
         raise InputError(f"votes must be a pandas DataFrame (one row per vote) or a file path; "
                          f"got {type(votes).__name__}. Read the file with nlpower.arena.read_votes.")
     if len(votes) == 0:
         raise InputError("votes has no rows; pass at least one vote per compared pair.")
-    col_a, col_b = _column(votes, "a", a), _column(votes, "b", b)
+    col_a = _column(votes, names.get("a", "a"), a)
+    col_b = _column(votes, names.get("b", "b"), b)
     sa, sb = col_a.astype(str), col_b.astype(str)
     same = (sa == sb).to_numpy()
     if same.any():
@@ -123,7 +131,8 @@ def encode_votes(
         raise InputError(f"{rows_at(votes, rows)}: {len(rows)} vote(s) compare a system with "
                          f"itself (first: {sa.iloc[rows[0]]!r}); every vote needs two different "
                          "systems. Drop those rows.")
-    codes = _outcome_codes(_column(votes, "outcome", outcome), sa, sb, outcome)
+    role = names.get("outcome", "outcome")
+    codes = _outcome_codes(_column(votes, role, outcome), sa, sb, outcome, role)
     systems = tuple(sorted(set(sa) | set(sb)))
     if len(systems) < 2:
         raise InputError("the votes compare fewer than two systems; nothing to rank.")

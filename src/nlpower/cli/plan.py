@@ -216,6 +216,10 @@ def _plan_judgements(args: argparse.Namespace) -> int:
         if not 0.0 < args.p_win < 1.0:
             raise InputError(f"--p-win is a share of judgements, strictly between 0 and 1; got "
                              f"{args.p_win}.")
+        if args.p_win == 0.5:
+            raise InputError("--p-win 0.5 is no preference at all (half the judgements each "
+                             "way): give the smallest share preferring B worth detecting, e.g. "
+                             "--p-win 0.6.")
         effect = math.log(args.p_win / (1.0 - args.p_win))
     pair = None if args.pair is None else tuple(s.strip() for s in args.pair.split(","))
     cols = dict(a=args.first, b=args.second, choice=args.choice, worker=args.worker,

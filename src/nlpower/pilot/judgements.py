@@ -49,8 +49,9 @@ def _pair(systems: tuple[str, ...], pair: Any) -> tuple[str, str]:
     if pair is None:
         if len(systems) != 2:
             raise InputError(f"the judgements compare {len(systems)} systems {list(systems)}; "
-                             "a head-to-head pilot is one pair: pass pair=('A', 'B') (B's "
-                             "preference over A is planned; other rows are dropped).")
+                             f"a head-to-head pilot is one pair: pass pair=({systems[0]!r}, "
+                             f"{systems[1]!r}) or two others (the second system's preference over "
+                             "the first is planned; other rows are dropped).")
         return systems[0], systems[1]
     if isinstance(pair, str) or len(pair) != 2 or pair[0] == pair[1]:
         raise InputError(f"pair must be two different system names ('A', 'B'); got {pair!r}.")
@@ -83,7 +84,7 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
     """
     frame = _frame(judgements)
     votes = encode_votes(frame, a=a, b=b, outcome=choice,
-                         groups={"worker": worker, "item": item})
+                         groups={"worker": worker, "item": item}, names={"outcome": "choice"})
     first, second = _pair(votes.systems, pair)
     i1, i2 = votes.systems.index(first), votes.systems.index(second)
     keep = ((votes.a == i1) & (votes.b == i2)) | ((votes.a == i2) & (votes.b == i1))
