@@ -201,3 +201,18 @@ def test_plan_judgements_errors_name_the_flags_typed(capsys, tmp_path, edit, fla
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    # was "refit with bradley_terry(..., --n-boot 1000)"
+    (["arena", "fit", "{votes}", "--interval", "bootstrap"],
+     "run again with --n-boot 1000 or use --interval 'sandwich'"),
+    # was "give exactly one of max_items (...) and max_information (...)"
+    (["sequential", "monitor", "{votes}", "--batch", "rater", "--formula", "y ~ 1 + (1 | item)"],
+     "give exactly one of --max-items (the planned number of items"),
+], ids=["arena-bootstrap", "monitor-max-items"])
+def test_refusals_give_command_line_advice(capsys, tmp_path, argv, words):
+    path = tmp_path / "votes.csv"
+    _votes().assign(rater=1).to_csv(path, index=False)
+    assert main([a.format(votes=path) for a in argv]) == 2
+    assert words in capsys.readouterr().err

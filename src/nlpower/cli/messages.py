@@ -49,6 +49,7 @@ PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
     (r"\(NaN in identifiable\(\)\)", "(NaN among the identified quantities of nlpower fit --full)"),
     (r"via nlpower\.accuracy\.power\b\.?", "with nlpower accuracy power --delta D."),
     (r"use nlpower\.accuracy\.power\(\.\.\.\)", "use nlpower accuracy power"),
+    (r"refit with bradley_terry\(\.\.\., n_boot=1000\)", "run again with --n-boot 1000"),
     (r"\bpair=\('([^']*)', '([^']*)'\)", r"--pair '\1,\2'"),
     (r"Fit a pilot with nlpower\.fit_ratings\(nlpower\.read_ratings\(path, scale=\(lo, hi\)\)\)\.",
      "Give the pilot with --ratings FILE --scale LO HI."),
