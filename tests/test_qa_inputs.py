@@ -17,7 +17,7 @@ import pytest
 from nlpower import CrossedDesign, presets, simulate
 from nlpower._inputs import decoding_hint
 from nlpower.agreement import krippendorff_alpha
-from nlpower.arena import bradley_terry, read_votes
+from nlpower.arena import arena_power, bradley_terry, read_votes
 from nlpower.cli import main
 from nlpower.errors import InputError, RatingsError
 from nlpower.pilot import fit_judgements
@@ -216,3 +216,14 @@ def test_refusals_give_command_line_advice(capsys, tmp_path, argv, words):
     _votes().assign(rater=1).to_csv(path, index=False)
     assert main([a.format(votes=path) for a in argv]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_arena_power_of_two_systems_runs_with_the_default_top_k(capsys):
+    # was "--top-k must be <= 2; got 3." for a flag the user never gave
+    assert main(["arena", "power", "--scores", "0,1", "--votes", "40", "--n-sims", "20",
+                 "--seed", "1"]) == 0
+    grid = arena_power([0.0, 1.0], 40, n_sims=20, rng=1, progress=False)
+    frame = grid.to_frame()      # top-2 of two systems is the whole ranking
+    assert frame["p_topk"].iloc[0] == frame["p_ranking"].iloc[0]
+    with pytest.raises(InputError, match="top_k must be <= 2"):
+        arena_power([0.0, 1.0], 40, top_k=3, n_sims=20, rng=1, progress=False)
