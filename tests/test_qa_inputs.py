@@ -20,6 +20,7 @@ from nlpower.agreement import krippendorff_alpha
 from nlpower.arena import arena_power, bradley_terry, read_votes
 from nlpower.cli import main
 from nlpower.errors import InputError, RatingsError
+from nlpower.judge import fit as judge_fit
 from nlpower.pilot import fit_judgements
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00`\x10" + bytes(300)
@@ -227,3 +228,36 @@ def test_arena_power_of_two_systems_runs_with_the_default_top_k(capsys):
     assert frame["p_topk"].iloc[0] == frame["p_ranking"].iloc[0]
     with pytest.raises(InputError, match="top_k must be <= 2"):
         arena_power([0.0, 1.0], 40, top_k=3, n_sims=20, rng=1, progress=False)
+
+
+def _human_and_judge() -> tuple[pd.DataFrame, pd.DataFrame]:
+    gen = np.random.default_rng(8)
+    human = pd.DataFrame([(f"w{w}", f"i{i}", s, float(gen.integers(1, 6)))
+                          for w in range(3) for i in range(8) for s in ("A", "B")],
+                         columns=["worker", "item", "system", "rating"])
+    judge = pd.DataFrame([(f"i{i}", s, float(gen.integers(1, 6)))
+                          for i in range(30) for s in ("A", "B")],
+                         columns=["item", "system", "score"])
+    return human, judge
+
+
+def test_judge_fit_refuses_a_human_rating_without_its_worker():
+    human, judge = _human_and_judge()
+    human.loc[3, "worker"] = None     # was fitted as a worker named 'nan'
+    with pytest.raises(InputError, match="human: column 'worker' is empty at row 3"):
+        judge_fit(human, judge)
+
+
+def test_judge_fit_reads_the_judge_file_by_its_format(tmp_path):
+    human, judge = _human_and_judge()
+    path = tmp_path / "judge.jsonl"
+    judge.to_json(path, orient="records", lines=True)   # was read as CSV: columns '{"item":"i0"'
+    want = judge_fit(human, judge).to_frame()
+    pd.testing.assert_frame_equal(judge_fit(human, str(path)).to_frame(), want)
+    empty = tmp_path / "judge.csv"
+    empty.write_text("")
+    with pytest.raises(RatingsError, match="judge file: .* is empty"):
+        judge_fit(human, empty)
+    judge.iloc[:0].to_csv(empty, index=False)          # header only: was "no scores for system(s)"
+    with pytest.raises(InputError, match="judge has no scores"):
+        judge_fit(human, empty)

@@ -270,7 +270,7 @@ def run_monitor(args: argparse.Namespace) -> int:
     from ..ratings.files import read_table  # any CSV/TSV/JSON-lines/Parquet table
     from ..sequential import Monitor
 
-    frame = read_table(args.ratings, "ratings")
+    frame = read_table(args.ratings, "ratings", options=False)
     order = _batch_order(frame, args.batch, args.ratings)
     rows = _judgements(args, frame) if args.outcome == "preference" else (lambda part: part)
     monitor = Monitor(_design(args), formula=args.formula, term=args.term, outcome=args.outcome,

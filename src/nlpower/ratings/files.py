@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -271,13 +272,15 @@ def sep_hint(path: Path, sep: str | None, encoding: str | None = None) -> str:
 
 
 def read_table(path: str | os.PathLike[str], what: str, *, sep: str | None = None,
-               encoding: str | None = None) -> pd.DataFrame:
+               encoding: str | None = None, options: bool = True) -> pd.DataFrame:
     """A table file other than a rating file (votes, judgements, batches), read like one.
 
     :func:`load_table` with its messages about ``what`` (e.g. ``"votes"``);
     the frame's ``attrs[ORIGIN_ATTR]`` is the :class:`Origin`, so later
     messages can name a row as the line an editor shows.  A text file that
     reads as one column whose header holds another delimiter is refused.
+    ``options=False``: the caller takes no ``sep=``/``encoding=``, so the
+    advice is to save the file as UTF-8 CSV instead.
     """
     p = os.fspath(path)
     if not os.path.exists(p):
@@ -287,15 +290,19 @@ def read_table(path: str | os.PathLike[str], what: str, *, sep: str | None = Non
         frame, origin = load_table(Path(p), sep, check_encoding(encoding))
     except RatingsError as exc:
         text = str(exc).replace("source: ", f"{what} file: ", 1).replace(
-            "holds the ratings", f"holds the {what}")
-        if "encoding=" in text:
+            "Give the file that holds the ratings", f"Give the right {what} file")
+        if not options:
+            text = re.sub(r"pass encoding='[^']*'( if that is its encoding)?",
+                          "save it as UTF-8 text", text)
+        elif "encoding=" in text:
             text += " Or save the file as UTF-8 text."
         raise RatingsError(text) from None
     if len(frame.columns) == 1:
         hint = sep_hint(Path(p), sep, encoding)
         if hint:
+            hint = hint if options else ""
             raise RatingsError(f"{what} file: {p!r} holds a single column "
-                               f"{str(frame.columns[0])!r}.{hint} Or save it comma-separated "
+                               f"{str(frame.columns[0])!r}.{hint} Save it comma-separated "
                                "(or as TSV with a .tsv name).")
     frame.attrs[ORIGIN_ATTR] = origin
     return frame
