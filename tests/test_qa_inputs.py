@@ -261,3 +261,16 @@ def test_judge_fit_reads_the_judge_file_by_its_format(tmp_path):
     judge.iloc[:0].to_csv(empty, index=False)          # header only: was "no scores for system(s)"
     with pytest.raises(InputError, match="judge has no scores"):
         judge_fit(human, empty)
+
+
+def test_system_names_that_are_outcome_codes_are_refused():
+    # systems 0, 1, 2 and the winner's name as outcome: "1" also means "A wins"
+    votes = pd.DataFrame({"model_a": [2, 2, 2, 1, 1, 0, 0, 2], "model_b": [1, 1, 0, 0, 2, 1, 2, 0],
+                          "winner": [1, 1, 2, 1, 1, 1, 0, 2]})
+    with pytest.raises(InputError, match="'1' in a vote of '2' against '1' is both an outcome"):
+        bradley_terry(votes, a="model_a", b="model_b", outcome="winner", ties="drop")
+    # names that agree with the codes (1 beats 2 as A, 0 loses as B) stay readable
+    ok = pd.DataFrame({"model_a": [1, 2, 2, 0, 1, 1], "model_b": [2, 1, 0, 2, 0, 0],
+                       "winner": [1, 2, 0, 2, 0, 1]})
+    fit = bradley_terry(ok, a="model_a", b="model_b", outcome="winner", ties="drop")
+    assert fit.scores.index.tolist() == ["0", "1", "2"]

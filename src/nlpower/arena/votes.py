@@ -76,8 +76,19 @@ def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str,
     codes[low.isin(_A_WORDS).to_numpy()] = A_WINS
     codes[low.isin(_B_WORDS).to_numpy()] = B_WINS
     codes[low.isin(_TIE_WORDS).to_numpy()] = TIE
-    codes[((text == a.astype(str)) & (codes < 0)).to_numpy()] = A_WINS     # winner's name
-    codes[((text == b.astype(str)) & (codes < 0)).to_numpy()] = B_WINS
+    is_a, is_b = (text == a.astype(str)).to_numpy(), (text == b.astype(str)).to_numpy()
+    named = np.where(is_a, A_WINS, np.where(is_b, B_WINS, -1))
+    clash = (codes >= 0) & (named >= 0) & (codes != named)
+    if clash.any():
+        row = int(np.flatnonzero(clash)[0])
+        raise InputError(
+            f"{role} column {column!r} is ambiguous: {text.iloc[row]!r} in a vote of "
+            f"{a.astype(str).iloc[row]!r} against {b.astype(str).iloc[row]!r} is both an outcome "
+            "code (1: A wins, 0: B wins) and a system's name. Write the outcome as 'a'/'b'/'tie' "
+            "(or rename the systems)."
+        )
+    codes[(is_a & (codes < 0))] = A_WINS     # winner's name
+    codes[(is_b & (codes < 0))] = B_WINS
     bad = codes < 0
     if bad.any():
         shown = sorted(set(text[bad].tolist()))[:5]
