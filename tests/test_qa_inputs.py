@@ -22,6 +22,7 @@ from nlpower.cli import main
 from nlpower.errors import InputError, RatingsError
 from nlpower.judge import fit as judge_fit
 from nlpower.pilot import fit_judgements
+from nlpower.sequential import group_sequential, sequential_power
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00`\x10" + bytes(300)
 
@@ -274,3 +275,11 @@ def test_system_names_that_are_outcome_codes_are_refused():
                        "winner": [1, 2, 0, 2, 0, 1]})
     fit = bradley_terry(ok, a="model_a", b="model_b", outcome="winner", ties="drop")
     assert fit.scores.index.tolist() == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("effect", ["0.1", True], ids=["text", "bool"])
+def test_sequential_power_refuses_an_effect_that_is_not_a_number(effect):
+    # was run as it came: "0.1" reached the simulator as text, True as an effect of 1
+    with pytest.raises(InputError, match="effect must be a real number"):
+        sequential_power(CrossedDesign(4, 12), presets.high_variance(), group_sequential(2),
+                         effect=effect, n_sims=2, rng=1, progress=False)
