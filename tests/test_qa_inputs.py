@@ -283,3 +283,22 @@ def test_sequential_power_refuses_an_effect_that_is_not_a_number(effect):
     with pytest.raises(InputError, match="effect must be a real number"):
         sequential_power(CrossedDesign(4, 12), presets.high_variance(), group_sequential(2),
                          effect=effect, n_sims=2, rng=1, progress=False)
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["arena", "fit", "{votes}", "--json", "{votes}"], "VOTES"),
+    (["fit", "{human}", "--judge", "{judge}", "--json", "{judge}"], "--judge"),
+    (["plan", "--judgements", "{h2h}", *_JUDGED, "--p-win", "0.6", "--json", "{h2h}"],
+     "--judgements"),
+], ids=["arena-votes", "fit-judge", "plan-judgements"])
+def test_an_output_never_overwrites_a_votes_judge_or_judgements_file(capsys, tmp_path, argv, name):
+    human, judge = _human_and_judge()
+    paths = {"votes": tmp_path / "votes.csv", "human": tmp_path / "human.csv",
+             "judge": tmp_path / "judge.csv", "h2h": _judgements(tmp_path)}
+    _votes().to_csv(paths["votes"], index=False)
+    human.to_csv(paths["human"], index=False)
+    judge.to_csv(paths["judge"], index=False)
+    before = {k: p.read_bytes() for k, p in paths.items()}
+    assert main([a.format(**paths) for a in argv]) == 2     # was 0, with the input replaced by JSON
+    assert f"is the same file as the input {name}" in capsys.readouterr().err
+    assert {k: p.read_bytes() for k, p in paths.items()} == before
