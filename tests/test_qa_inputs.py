@@ -302,3 +302,11 @@ def test_an_output_never_overwrites_a_votes_judge_or_judgements_file(capsys, tmp
     assert main([a.format(**paths) for a in argv]) == 2     # was 0, with the input replaced by JSON
     assert f"is the same file as the input {name}" in capsys.readouterr().err
     assert {k: p.read_bytes() for k, p in paths.items()} == before
+
+
+def test_a_head_to_head_pilot_of_one_rater_says_what_is_missing(capsys, tmp_path):
+    # was "grouping factors must have > 1 sampled level ... Remove the term or check the data."
+    path = _judgements(tmp_path, lambda f: f.__setitem__("rater", "r0"))
+    assert main(["plan", "--judgements", str(path), *_JUDGED, "--p-win", "0.6"]) == 2
+    err = capsys.readouterr().err
+    assert "--worker 'rater': every judgement of 'sysA' against 'sysB' has the same worker" in err

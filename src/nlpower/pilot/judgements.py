@@ -103,6 +103,13 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
     if rows["weight"].sum() == 0:
         raise InputError(f"every judgement of {first!r} against {second!r} is a tie; there is "
                          "no preference to fit.")
+    for role, name in (("worker", worker), ("item", item)):
+        if rows[role].nunique() < 2:
+            raise InputError(
+                f"{role}={name!r}: every judgement of {first!r} against {second!r} has the same "
+                f"{role} ({rows[role].iloc[0]!r}); a head-to-head pilot needs judgements from at "
+                f"least 2 (better 3 or more) {role}s to tell how they vary. Collect more, or "
+                f"check that {role}= names the {role} column.")
     return rows, (first, second)
 
 
