@@ -310,3 +310,11 @@ def test_a_head_to_head_pilot_of_one_rater_says_what_is_missing(capsys, tmp_path
     assert main(["plan", "--judgements", str(path), *_JUDGED, "--p-win", "0.6"]) == 2
     err = capsys.readouterr().err
     assert "--worker 'rater': every judgement of 'sysA' against 'sysB' has the same worker" in err
+
+
+def test_a_head_to_head_pilot_where_one_system_always_wins_says_so(capsys, tmp_path):
+    # was "the response 'win' is 0 in every row: a binomial model cannot be fitted ..."
+    path = _judgements(tmp_path, lambda f: f.__setitem__("winner", "A"))
+    assert main(["plan", "--judgements", str(path), *_JUDGED, "--p-win", "0.6"]) == 2
+    err = capsys.readouterr().err
+    assert "that is not a tie prefers 'sysA'" in err and "--choice 'winner'" in err

@@ -103,6 +103,14 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
     if rows["weight"].sum() == 0:
         raise InputError(f"every judgement of {first!r} against {second!r} is a tie; there is "
                          "no preference to fit.")
+    decisive = rows.loc[rows["weight"] > 0, "win"]
+    if decisive.nunique() < 2:
+        winner = second if decisive.iloc[0] == 1 else first
+        raise InputError(
+            f"every judgement of {first!r} against {second!r} that is not a tie prefers "
+            f"{winner!r}: the share preferring it cannot be estimated (it would be 100%), nor "
+            f"how raters and items vary. Check the coding of the column choice={choice!r}, or "
+            "collect more judgements.")
     for role, name in (("worker", worker), ("item", item)):
         if rows[role].nunique() < 2:
             raise InputError(
