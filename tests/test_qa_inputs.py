@@ -9,12 +9,13 @@ sequential study in the wrong order without a word.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from nlpower import CrossedDesign, presets, simulate
+from nlpower import CrossedDesign, presets, read_ratings, simulate
 from nlpower._inputs import decoding_hint
 from nlpower.agreement import krippendorff_alpha
 from nlpower.arena import arena_power, bradley_terry, read_votes
@@ -22,6 +23,7 @@ from nlpower.cli import main
 from nlpower.errors import InputError, RatingsError
 from nlpower.judge import fit as judge_fit
 from nlpower.pilot import fit_judgements
+from nlpower.ratings import RatingsWarning
 from nlpower.sequential import group_sequential, sequential_power
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00`\x10" + bytes(300)
@@ -318,3 +320,25 @@ def test_a_head_to_head_pilot_where_one_system_always_wins_says_so(capsys, tmp_p
     assert main(["plan", "--judgements", str(path), *_JUDGED, "--p-win", "0.6"]) == 2
     err = capsys.readouterr().err
     assert "that is not a tie prefers 'sysA'" in err and "--choice 'winner'" in err
+
+
+def _likert_with(extra: float | None) -> pd.DataFrame:
+    gen = np.random.default_rng(2)
+    frame = pd.DataFrame([(f"w{w}", f"i{i}", s, float(gen.integers(1, 6)))
+                          for w in range(4) for i in range(10) for s in ("A", "B")],
+                         columns=["worker", "item", "system", "rating"])
+    if extra is not None:
+        frame.loc[0, "rating"] = extra
+    return frame
+
+
+def test_an_inferred_scale_set_by_one_isolated_rating_is_warned_about():
+    # one 9 among 1..5 (a typo?) made the inferred scale 1..9 without a word
+    with pytest.warns(RatingsWarning, match=r"the highest rating, 9 \(1 rating\(s\)\), is 3 unused"):
+        read_ratings(_likert_with(9.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RatingsWarning)
+        read_ratings(_likert_with(None))                              # 1..5: nothing to say
+        slider = _likert_with(None).assign(rating=lambda f: f["rating"] * 20 - 20)
+        slider.loc[0, "rating"] = 100.0                               # 0..80 and one 100 of 0-100
+        read_ratings(slider)
