@@ -342,3 +342,20 @@ def test_an_inferred_scale_set_by_one_isolated_rating_is_warned_about():
         slider = _likert_with(None).assign(rating=lambda f: f["rating"] * 20 - 20)
         slider.loc[0, "rating"] = 100.0                               # 0..80 and one 100 of 0-100
         read_ratings(slider)
+
+
+def test_fit_judge_reads_files_with_their_own_names_and_separator(capsys, tmp_path):
+    human, judge = _human_and_judge()
+    own = human.rename(columns={"worker": "Évaluateur", "item": "phrase id", "system": "système",
+                                "rating": "note"})
+    own.to_csv(tmp_path / "human.csv", index=False, sep=";")
+    judge.to_csv(tmp_path / "judge.csv", index=False)
+    # was: --sep ignored for the human file, and the judge file had to use the human file's names
+    assert main(["fit", str(tmp_path / "human.csv"), "--sep", ";", "--worker", "Évaluateur",
+                 "--item", "phrase id", "--system", "système", "--rating", "note",
+                 "--judge", str(tmp_path / "judge.csv"), "--judge-item", "item",
+                 "--judge-system", "system"]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.split()[:4] == ["B", "-", "A", "human"])
+    means = human.groupby("system")["rating"].mean()      # balanced: the difference of means
+    assert float(row[4]) == pytest.approx(means["B"] - means["A"], abs=5e-4)
