@@ -359,3 +359,13 @@ def test_fit_judge_reads_files_with_their_own_names_and_separator(capsys, tmp_pa
     row = next(line.split() for line in out.splitlines() if line.split()[:4] == ["B", "-", "A", "human"])
     means = human.groupby("system")["rating"].mean()      # balanced: the difference of means
     assert float(row[4]) == pytest.approx(means["B"] - means["A"], abs=5e-4)
+
+
+def test_fit_judge_outcome_error_names_the_flag(capsys, tmp_path):
+    human, judge = _human_and_judge()
+    human.to_csv(tmp_path / "human.csv", index=False)
+    judge.to_csv(tmp_path / "judge.csv", index=False)
+    assert main(["fit", str(tmp_path / "human.csv"), "--judge", str(tmp_path / "judge.csv"),
+                 "--judge-outcome", "binary"]) == 2
+    # was "outcome='binary' needs human ratings in [0, 1]"
+    assert "--judge-outcome 'binary' needs human ratings in [0, 1]" in capsys.readouterr().err

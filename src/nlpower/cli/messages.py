@@ -59,8 +59,11 @@ PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
 #: Library arguments a flag feeds under another name, ``{library name: dest}``, wherever the
 #: subcommand has that flag: ``rng=`` is ``--seed``; ``n`` of :func:`nlpower.preference.power`
 #: is ``nlpower power --judges`` (the only subcommand with ``--judges``); ``a=``/``b=`` of
-#: :func:`nlpower.pilot.fit_judgements` are ``--first``/``--second``.
-LIBRARY_NAMES: dict[str, str] = {"rng": "seed", "n": "judges", "a": "first", "b": "second"}
+#: :func:`nlpower.pilot.fit_judgements` are ``--first``/``--second``; ``outcome=`` and
+#: ``rectifier=`` of :func:`nlpower.judge.fit` are ``nlpower fit --judge-outcome`` and
+#: ``--judge-rectifier`` (a subcommand with its own ``--outcome`` keeps it).
+LIBRARY_NAMES: dict[str, str] = {"rng": "seed", "n": "judges", "a": "first", "b": "second",
+                                 "outcome": "judge_outcome", "rectifier": "judge_rectifier"}
 
 
 def cli_words(message: str) -> str:
