@@ -369,3 +369,17 @@ def test_fit_judge_outcome_error_names_the_flag(capsys, tmp_path):
                  "--judge-outcome", "binary"]) == 2
     # was "outcome='binary' needs human ratings in [0, 1]"
     assert "--judge-outcome 'binary' needs human ratings in [0, 1]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rows, eu_size, words", [
+    (2, "1", "at least 3 are needed. Give scores of at least 3 test instances."),
+    (8, "4", "at least 3 are needed. Use a smaller --eu-size or more test instances."),
+], ids=["eu-size-1", "eu-size-4"])
+def test_compare_with_too_few_units_gives_advice_that_can_be_followed(capsys, tmp_path, rows,
+                                                                      eu_size, words):
+    path = tmp_path / "scores.csv"
+    pd.DataFrame({"a": np.linspace(0.5, 0.6, rows), "b": np.linspace(0.4, 0.5, rows)}).to_csv(
+        path, index=False)
+    # was "Use a smaller eu_size" (a Python name), even at --eu-size 1
+    assert main(["compare", str(path), "--eu-size", eu_size]) == 2
+    assert words in capsys.readouterr().err
