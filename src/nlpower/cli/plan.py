@@ -199,7 +199,7 @@ def design_text(fit: Any) -> str:
 def _plan_judgements(args: argparse.Namespace) -> int:
     """``--judgements FILE``: a head-to-head pilot (:func:`nlpower.pilot.fit_judgements`) planned."""
     from ..pilot import fit_judgements, plan_with_assurance
-    from ..pilot.judgements import judgement_frame
+    from ..pilot.judgements import check_fittable, judgement_frame
 
     if args.ratings is not None or args.preset is not None or \
             getattr(args, "agreement", None) is not None:
@@ -225,6 +225,7 @@ def _plan_judgements(args: argparse.Namespace) -> int:
     cols = dict(a=args.first, b=args.second, choice=args.choice, worker=args.worker,
                 item=args.item, pair=pair)
     rows, (base, other) = judgement_frame(args.judgements, **cols)
+    check_fittable(rows, (base, other), choice=args.choice, worker=args.worker, item=args.item)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_judgements(args.judgements, position=args.position, **cols)

@@ -33,7 +33,7 @@ from ..arena.likelihood import A_WINS, TIE
 from ..arena.votes import encode_votes, read_votes
 from ..errors import InputError
 
-__all__ = ["fit_judgements", "judgement_frame"]
+__all__ = ["check_fittable", "fit_judgements", "judgement_frame"]
 
 
 def _frame(judgements: Any) -> pd.DataFrame:
@@ -103,6 +103,17 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
     if rows["weight"].sum() == 0:
         raise InputError(f"every judgement of {first!r} against {second!r} is a tie; there is "
                          "no preference to fit.")
+    return rows, (first, second)
+
+
+def check_fittable(rows: pd.DataFrame, pair: tuple[str, str], *, choice: str = "choice",
+                   worker: str = "worker", item: str = "item") -> None:
+    """Refuse :func:`judgement_frame` rows a head-to-head pilot model cannot be fitted to.
+
+    One system preferred in every decisive judgement, or a single worker or
+    item: said in the file's own column names, before ``glmer`` fails on them.
+    """
+    first, second = pair
     decisive = rows.loc[rows["weight"] > 0, "win"]
     if decisive.nunique() < 2:
         winner = second if decisive.iloc[0] == 1 else first
@@ -118,7 +129,6 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
                 f"{role} ({rows[role].iloc[0]!r}); a head-to-head pilot needs judgements from at "
                 f"least 2 (better 3 or more) {role}s to tell how they vary. Collect more, or "
                 f"check that {role}= names the {role} column.")
-    return rows, (first, second)
 
 
 def fit_judgements(judgements: Any, *, a: str = "a", b: str = "b", choice: str = "choice",
@@ -168,8 +178,9 @@ def fit_judgements(judgements: Any, *, a: str = "a", b: str = "b", choice: str =
     """
     from ..glmm import glmer
 
-    rows, _ = judgement_frame(judgements, a=a, b=b, choice=choice, worker=worker, item=item,
-                              pair=pair)
+    rows, pair = judgement_frame(judgements, a=a, b=b, choice=choice, worker=worker, item=item,
+                                 pair=pair)
+    check_fittable(rows, pair, choice=choice, worker=worker, item=item)
     formula = ("win ~ 1 + pos + (1 | worker) + (1 | item)" if position
                else "win ~ 1 + (1 | worker) + (1 | item)")
     if position and rows["pos"].nunique() < 2:
