@@ -28,7 +28,15 @@ def _utf16(data: bytes) -> bool:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return True
     half = len(data) // 2
-    return len(data) >= 4 and (data[1::2].count(0) > 0.6 * half or data[0::2].count(0) > 0.6 * half)
+    if len(data) < 4:
+        return False
+    for name, high in (("utf-16-le", data[1::2]), ("utf-16-be", data[0::2])):
+        if high.count(0) > 0.6 * half:     # ASCII-range text in UTF-16: every other byte 0
+            text = data[:2 * half].decode(name, errors="replace")
+            shown = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+            if shown >= 0.95 * len(text):  # a binary file's zero bytes decode to control codes
+                return True
+    return False
 
 
 def decoding_hint(data: bytes, option: str | None = "encoding=") -> str:

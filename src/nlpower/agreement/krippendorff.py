@@ -86,6 +86,27 @@ class AlphaResult:
                               "n_values": self.n_values}])
 
 
+def _checked_values(data: pd.DataFrame, cols: list[str], value: str) -> pd.Series:
+    """The ratings as numbers (NaN: missing); text, infinite ratings and unnamed units refused."""
+    raw = data[value]
+    vals = pd.to_numeric(raw, errors="coerce")
+    bad = (vals.isna() & raw.notna()) | np.isinf(vals.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        shown = ", ".join(repr(v) for v in raw[bad].unique()[:3])
+        raise InputError(
+            f"column {value!r} has {int(bad.sum())} rating(s) that are not finite numbers "
+            f"({shown}); alpha needs numeric scale points. Map labels to their numbers (e.g. "
+            f"'4 - good' -> 4), or drop those rows and leave missing ratings empty."
+        )
+    missing = data[cols].isna().any(axis=1) & vals.notna()
+    if missing.any():
+        raise InputError(
+            f"{int(missing.sum())} rating(s) have no {' / '.join(map(repr, cols))} (an empty "
+            "unit column), so the unit they rate is unknown; fill in or drop those rows."
+        )
+    return vals
+
+
 def value_counts(data: Any, *, unit: str | Sequence[str] = ("item", "system"),
                  value: str = "rating") -> tuple[np.ndarray, np.ndarray]:
     """Units x values count matrix and the sorted value domain.
@@ -98,7 +119,7 @@ def value_counts(data: Any, *, unit: str | Sequence[str] = ("item", "system"),
         cols = [unit] if isinstance(unit, str) else list(unit)
         cols = [c for c in cols if c in data.columns] or cols
         check_columns("data", [*cols, value], list(map(str, data.columns)))
-        vals = pd.to_numeric(data[value], errors="coerce")
+        vals = _checked_values(data, cols, value)
         keep = vals.notna().to_numpy()
         codes = pd.MultiIndex.from_frame(data.loc[keep, cols].astype(str)).factorize()[0] \
             if len(cols) > 1 else pd.factorize(data.loc[keep, cols[0]])[0]

@@ -170,11 +170,12 @@ def _scores(scores: Any, scale: str) -> tuple[tuple[str, ...], np.ndarray]:
     return names, (s / ELO_SCALE if scale == "elo" else s)
 
 
-def _problem(scores: Any, *, scale: str, tie_rate: float, top_k: int, compare: Any, alpha: float,
+def _problem(scores: Any, *, scale: str, tie_rate: float, top_k: int | None, compare: Any,
+             alpha: float,
              rounds: int, n_sims: int) -> tuple[ArenaProblem, tuple[str, ...]]:
     names, s = _scores(scores, scale)
     tie_rate = check_real("tie_rate", tie_rate, min=0.0, max=1.0, max_open=True)
-    top_k = check_int("top_k", top_k, min=1, max=s.size)
+    top_k = min(3, s.size) if top_k is None else check_int("top_k", top_k, min=1, max=s.size)
     alpha = check_probability("alpha", alpha)
     rounds = check_int("rounds", rounds, min=1)
     n_sims = check_int("n_sims", n_sims, min=1)
@@ -193,7 +194,7 @@ def arena_power(
     *,
     allocation: Any = "uniform",
     tie_rate: float = 0.0,
-    top_k: int = 3,
+    top_k: int | None = None,
     compare: Sequence[str] | None = None,
     scale: str = "logit",
     alpha: float = 0.05,
@@ -216,8 +217,9 @@ def arena_power(
         How votes are spread over pairs (a grid axis; see :mod:`nlpower.arena.simulate`).
     tie_rate : float
         Share of ties between equal systems (0: no ties, Bradley-Terry; else Davidson).
-    top_k : int
-        ``p_topk`` is the probability that the top ``top_k`` come out in the right order.
+    top_k : int, optional
+        ``p_topk`` is the probability that the top ``top_k`` come out in the right order
+        (default 3, or K when there are fewer systems).
     compare : (str, str), optional
         Two systems whose score difference is tested (``pair_power``).
     scale : {"logit", "elo"}

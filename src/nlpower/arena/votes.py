@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..ratings.files import read_table, rows_at
 from .likelihood import A_WINS, B_WINS, TIE
 
 __all__ = ["VoteData", "encode_votes", "read_votes"]
@@ -54,34 +55,45 @@ class VoteData:
                         self.group_levels)
 
 
-def read_votes(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV, TSV, JSON-lines or Parquet file of votes as a data frame."""
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        raise InputError(f"file {p!r} does not exist; pass the path of a CSV, TSV, "
-                         "JSON-lines or Parquet file with one row per vote (rating).")
-    low = p.lower()
-    if low.endswith((".parquet", ".pq")):
-        return pd.read_parquet(p)
-    if low.endswith((".jsonl", ".json")):
-        return pd.read_json(p, lines=low.endswith(".jsonl"))
-    return pd.read_csv(p, sep="\t" if low.endswith((".tsv", ".tab")) else ",")
+def read_votes(path: str | os.PathLike[str], *, sep: str | None = None,
+               encoding: str | None = None) -> pd.DataFrame:
+    """Read a CSV, TSV, JSON (lines) or Parquet file of votes as a data frame.
+
+    The rating files' reader: an empty, binary, UTF-16 or damaged file is
+    refused in words (:class:`~nlpower.errors.RatingsError`), and later
+    messages name a row as the line an editor shows (``frame.attrs``
+    keeps where the rows came from).  ``sep`` and ``encoding`` are as in
+    :func:`nlpower.read_ratings` (default: comma, or tab for ``.tsv``; UTF-8).
+    """
+    return read_table(path, "votes", sep=sep, encoding=encoding)
 
 
-def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str) -> np.ndarray:
+def _outcome_codes(values: pd.Series, a: pd.Series, b: pd.Series, column: str,
+                   role: str = "outcome") -> np.ndarray:
     text = values.astype(str).str.strip()
     low = text.str.lower()
     codes = np.full(len(values), -1, dtype=np.int64)
     codes[low.isin(_A_WORDS).to_numpy()] = A_WINS
     codes[low.isin(_B_WORDS).to_numpy()] = B_WINS
     codes[low.isin(_TIE_WORDS).to_numpy()] = TIE
-    codes[((text == a.astype(str)) & (codes < 0)).to_numpy()] = A_WINS     # winner's name
-    codes[((text == b.astype(str)) & (codes < 0)).to_numpy()] = B_WINS
+    is_a, is_b = (text == a.astype(str)).to_numpy(), (text == b.astype(str)).to_numpy()
+    named = np.where(is_a, A_WINS, np.where(is_b, B_WINS, -1))
+    clash = (codes >= 0) & (named >= 0) & (codes != named)
+    if clash.any():
+        row = int(np.flatnonzero(clash)[0])
+        raise InputError(
+            f"{role} column {column!r} is ambiguous: {text.iloc[row]!r} in a vote of "
+            f"{a.astype(str).iloc[row]!r} against {b.astype(str).iloc[row]!r} is both an outcome "
+            "code (1: A wins, 0: B wins) and a system's name. Write the outcome as 'a'/'b'/'tie' "
+            "(or rename the systems)."
+        )
+    codes[(is_a & (codes < 0))] = A_WINS     # winner's name
+    codes[(is_b & (codes < 0))] = B_WINS
     bad = codes < 0
     if bad.any():
         shown = sorted(set(text[bad].tolist()))[:5]
         raise InputError(
-            f"outcome column {column!r} has values that are not an outcome: {shown}. Use "
+            f"{role} column {column!r} has values that are not an outcome: {shown}. Use "
             "'a'/'b'/'tie' (or 'model_a'/'model_b'/'tie'), the winning system's name, or "
             "1 (A wins) / 0 (B wins) / 0.5 (tie)."
         )
@@ -94,9 +106,9 @@ def _column(frame: pd.DataFrame, role: str, name: Any) -> pd.Series:
                          f"{list(map(str, frame.columns))}. Pass {role}= the column's name.")
     col = frame[name]
     if col.isna().any():
-        rows = np.flatnonzero(col.isna().to_numpy())[:5].tolist()
-        raise InputError(f"column {name!r} ({role}) has missing values in rows {rows}; "
-                         "drop or fill those votes first.")
+        rows = np.flatnonzero(col.isna().to_numpy())
+        raise InputError(f"column {name!r} ({role}) has missing values at "
+                         f"{rows_at(frame, rows)}; drop or fill those votes first.")
     return col
 
 
@@ -108,21 +120,30 @@ def encode_votes(
     outcome: str,
     count: str | None = None,
     groups: Mapping[str, str | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> VoteData:
-    """Validate a frame of votes and encode it (see the module docstring)."""
+    """Validate a frame of votes and encode it (see the module docstring).
+
+    ``names`` renames the arguments in messages, e.g. ``{"outcome": "choice"}``
+    for a caller whose own argument feeds ``outcome``.
+    """
+    names = dict(names or {})
     if not isinstance(votes, pd.DataFrame):
         raise InputError(f"votes must be a pandas DataFrame (one row per vote) or a file path; "
                          f"got {type(votes).__name__}. Read the file with nlpower.arena.read_votes.")
     if len(votes) == 0:
         raise InputError("votes has no rows; pass at least one vote per compared pair.")
-    col_a, col_b = _column(votes, "a", a), _column(votes, "b", b)
+    col_a = _column(votes, names.get("a", "a"), a)
+    col_b = _column(votes, names.get("b", "b"), b)
     sa, sb = col_a.astype(str), col_b.astype(str)
     same = (sa == sb).to_numpy()
     if same.any():
-        row = int(np.flatnonzero(same)[0])
-        raise InputError(f"row {row} compares system {sa.iloc[row]!r} with itself; "
-                         "every vote needs two different systems.")
-    codes = _outcome_codes(_column(votes, "outcome", outcome), sa, sb, outcome)
+        rows = np.flatnonzero(same)
+        raise InputError(f"{rows_at(votes, rows)}: {len(rows)} vote(s) compare a system with "
+                         f"itself (first: {sa.iloc[rows[0]]!r}); every vote needs two different "
+                         "systems. Drop those rows.")
+    role = names.get("outcome", "outcome")
+    codes = _outcome_codes(_column(votes, role, outcome), sa, sb, outcome, role)
     systems = tuple(sorted(set(sa) | set(sb)))
     if len(systems) < 2:
         raise InputError("the votes compare fewer than two systems; nothing to rank.")

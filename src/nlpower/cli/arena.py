@@ -82,7 +82,8 @@ def register(subparsers: Any) -> None:
                    help="uniform and/or adaptive (default: uniform)")
     w.add_argument("--tie-rate", type=float, default=0.0,
                    help="share of ties between equal systems (default: 0, no ties)")
-    w.add_argument("--top-k", type=int, default=3, help="k of the top-k order (default: 3)")
+    w.add_argument("--top-k", type=int, default=None,
+                   help="k of the top-k order (default: 3, or the number of systems if fewer)")
     w.add_argument("--compare", type=_names, default=None, metavar="SA,SB",
                    help="two systems whose difference is tested, e.g. s10,s9")
     w.add_argument("--alpha", type=float, default=0.05, help="level of the pair test")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from .output import write_json
 
 
@@ -18,7 +19,9 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     """The judge and agreement flags of ``nlpower fit``."""
     g = p.add_argument_group("LLM judge and agreement")
     g.add_argument("--judge", default=None, metavar="FILE",
-                   help="judge scores on all items (CSV: item, system, score; several rows per "
+                   help="judge scores on all items (one row per item, system and score, the "
+                        "item and system columns named as in FILE or by --judge-item and "
+                        "--judge-system; several rows per "
                         "item and system are averaged): estimate the system differences by "
                         "prediction-powered inference (PPI++) with a crossed worker x item "
                         "rectifier, beside the human-only and judge-only estimates; ratings and "
@@ -26,6 +29,10 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
                         "scale you want the differences on")
     g.add_argument("--judge-score", default="score", metavar="COL",
                    help="score column of the judge file (default: score)")
+    g.add_argument("--judge-item", default=None, metavar="COL",
+                   help="item column of the judge file (default: the --item name)")
+    g.add_argument("--judge-system", default=None, metavar="COL",
+                   help="system column of the judge file (default: the --system name)")
     g.add_argument("--judge-rectifier", choices=("crossed", "iid"), default="crossed",
                    help="crossed (default: mixed model with worker and item effects) or iid "
                         "(item means as independent labels, ppi-python's estimator)")
@@ -39,8 +46,21 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
 def run_judge(args: argparse.Namespace) -> int:
     """``nlpower fit FILE --judge JUDGE``: the prediction-powered table."""
     from ..judge import fit
+    from ..ratings.files import read_table
 
-    res = fit(args.file, args.judge, worker=args.worker, item=args.item, system=args.system,
+    human = read_table(args.file, "ratings", sep=args.sep, encoding=args.encoding)
+    judge = read_table(args.judge, "judge", options=False)
+    renames = {}
+    for flag, own, name in (("--judge-item", args.judge_item, args.item),
+                            ("--judge-system", args.judge_system, args.system)):
+        if own is not None and own != name:
+            if own not in judge.columns:
+                raise InputError(f"{flag} {own!r} is not a column of the judge file; columns are "
+                                 f"{list(map(str, judge.columns))}.")
+            renames[own] = name
+    judge = judge.drop(columns=[c for c in renames.values() if c in judge.columns])
+    res = fit(human, judge.rename(columns=renames), worker=args.worker, item=args.item,
+              system=args.system,
               rating=args.rating, score=args.judge_score, baseline=args.baseline,
               outcome=args.judge_outcome, rectifier=args.judge_rectifier)
     print(res.summary())

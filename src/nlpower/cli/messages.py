@@ -49,6 +49,8 @@ PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
     (r"\(NaN in identifiable\(\)\)", "(NaN among the identified quantities of nlpower fit --full)"),
     (r"via nlpower\.accuracy\.power\b\.?", "with nlpower accuracy power --delta D."),
     (r"use nlpower\.accuracy\.power\(\.\.\.\)", "use nlpower accuracy power"),
+    (r"refit with bradley_terry\(\.\.\., n_boot=1000\)", "run again with --n-boot 1000"),
+    (r"\bpair=\('([^']*)', '([^']*)'\)", r"--pair '\1,\2'"),
     (r"Fit a pilot with nlpower\.fit_ratings\(nlpower\.read_ratings\(path, scale=\(lo, hi\)\)\)\.",
      "Give the pilot with --ratings FILE --scale LO HI."),
 )
@@ -56,8 +58,12 @@ PYTHON_TO_CLI: tuple[tuple[str, str], ...] = (
 
 #: Library arguments a flag feeds under another name, ``{library name: dest}``, wherever the
 #: subcommand has that flag: ``rng=`` is ``--seed``; ``n`` of :func:`nlpower.preference.power`
-#: is ``nlpower power --judges`` (the only subcommand with ``--judges``).
-LIBRARY_NAMES: dict[str, str] = {"rng": "seed", "n": "judges"}
+#: is ``nlpower power --judges`` (the only subcommand with ``--judges``); ``a=``/``b=`` of
+#: :func:`nlpower.pilot.fit_judgements` are ``--first``/``--second``; ``outcome=`` and
+#: ``rectifier=`` of :func:`nlpower.judge.fit` are ``nlpower fit --judge-outcome`` and
+#: ``--judge-rectifier`` (a subcommand with its own ``--outcome`` keeps it).
+LIBRARY_NAMES: dict[str, str] = {"rng": "seed", "n": "judges", "a": "first", "b": "second",
+                                 "outcome": "judge_outcome", "rectifier": "judge_rectifier"}
 
 
 def cli_words(message: str) -> str:

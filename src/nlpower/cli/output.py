@@ -42,7 +42,8 @@ __all__ = ["INPUT_FLAGS", "OUTPUT_FLAGS", "check_output_paths", "fresh_seed", "p
 OUTPUT_FLAGS = ("json", "json_out", "out", "plot", "power_plot", "effects", "checkpoint")
 FIGURES = ("plot", "power_plot")
 #: Destinations of arguments naming files a command reads (never overwritten by an output).
-INPUT_FLAGS = ("file", "files", "ratings", "hyps_a", "hyps_b", "refs", "shards")
+INPUT_FLAGS = ("file", "files", "ratings", "hyps_a", "hyps_b", "refs", "shards", "votes", "judge",
+               "judgements")
 
 
 def plot_formats() -> list[str]:

@@ -199,7 +199,7 @@ def design_text(fit: Any) -> str:
 def _plan_judgements(args: argparse.Namespace) -> int:
     """``--judgements FILE``: a head-to-head pilot (:func:`nlpower.pilot.fit_judgements`) planned."""
     from ..pilot import fit_judgements, plan_with_assurance
-    from ..pilot.judgements import judgement_frame
+    from ..pilot.judgements import check_fittable, judgement_frame
 
     if args.ratings is not None or args.preset is not None or \
             getattr(args, "agreement", None) is not None:
@@ -216,11 +216,16 @@ def _plan_judgements(args: argparse.Namespace) -> int:
         if not 0.0 < args.p_win < 1.0:
             raise InputError(f"--p-win is a share of judgements, strictly between 0 and 1; got "
                              f"{args.p_win}.")
+        if args.p_win == 0.5:
+            raise InputError("--p-win 0.5 is no preference at all (half the judgements each "
+                             "way): give the smallest share preferring B worth detecting, e.g. "
+                             "--p-win 0.6.")
         effect = math.log(args.p_win / (1.0 - args.p_win))
     pair = None if args.pair is None else tuple(s.strip() for s in args.pair.split(","))
     cols = dict(a=args.first, b=args.second, choice=args.choice, worker=args.worker,
                 item=args.item, pair=pair)
     rows, (base, other) = judgement_frame(args.judgements, **cols)
+    check_fittable(rows, (base, other), choice=args.choice, worker=args.worker, item=args.item)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_judgements(args.judgements, position=args.position, **cols)

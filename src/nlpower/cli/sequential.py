@@ -230,15 +230,48 @@ def _judgements(args: argparse.Namespace, frame: Any) -> Any:
     return lambda part: judgement_frame(part, pair=pair, **cols)[0]
 
 
-def run_monitor(args: argparse.Namespace) -> int:
-    from ..arena.votes import read_votes as read_table  # any CSV/TSV/JSON-lines/Parquet table
+def _batch_order(frame: Any, column: str, name: str) -> Any:
+    """The batch of every row as a number that sorts in collection order, or an InputError.
+
+    Numbers sort as numbers and ISO dates as dates; other labels are refused
+    rather than sorted as text ('batch 10' would come before 'batch 2').
+    """
+    import numpy as np
+    import pandas as pd
+
     from ..errors import InputError
+    from ..ratings.files import rows_at
+
+    if column not in frame.columns:
+        raise InputError(f"batch={column!r} is not a column of {name}; columns are "
+                         f"{list(map(str, frame.columns))}.")
+    values = frame[column]
+    missing = np.flatnonzero(values.isna().to_numpy())
+    if missing.size:
+        raise InputError(f"batch={column!r} is empty at {rows_at(frame, missing)}: every rating "
+                         "needs the batch it was collected in. Fill in or remove those rows.")
+    number = pd.to_numeric(values, errors="coerce")
+    if number.notna().all():
+        return number.to_numpy(dtype=float)
+    when = pd.to_datetime(values.astype(str), format="ISO8601", errors="coerce")
+    if when.notna().all():
+        return when.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    labels = sorted(map(str, values.unique()))
+    shown = ", ".join(map(repr, labels[:4])) + (", ..." if len(labels) > 4 else "")
+    raise InputError(f"batch={column!r} holds labels ({shown}) whose "
+                     "order cannot be read from them (as text 'batch 10' sorts before "
+                     "'batch 2'): number the batches 1, 2, 3, ... in the order they were "
+                     "collected (or give ISO dates, 2024-05-31).")
+
+
+def run_monitor(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..ratings.files import read_table  # any CSV/TSV/JSON-lines/Parquet table
     from ..sequential import Monitor
 
-    frame = read_table(args.ratings)
-    if args.batch not in frame.columns:
-        raise InputError(f"batch={args.batch!r} is not a column of {args.ratings}; columns are "
-                         f"{list(map(str, frame.columns))}.")
+    frame = read_table(args.ratings, "ratings", options=False)
+    order = _batch_order(frame, args.batch, args.ratings)
     rows = _judgements(args, frame) if args.outcome == "preference" else (lambda part: part)
     monitor = Monitor(_design(args), formula=args.formula, term=args.term, outcome=args.outcome,
                       analysis=args.analysis, levels=args.levels, link=args.link,
@@ -246,9 +279,8 @@ def run_monitor(args: argparse.Namespace) -> int:
                       item="item" if args.outcome == "preference" else args.item,
                       contrasts={args.sum_coding: "sum"} if args.sum_coding else None,
                       alternative=args.alternative)
-    batches = sorted(frame[args.batch].unique())
-    for batch in batches:
-        look = monitor.update(rows(frame[frame[args.batch] <= batch]))
+    for batch in np.unique(order):
+        look = monitor.update(rows(frame[order <= batch]))
         print(look.summary())
         if look.stop:
             break

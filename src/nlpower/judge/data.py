@@ -19,6 +19,7 @@ import pandas as pd
 
 from .._validation import check_columns
 from ..errors import InputError, InputTypeError
+from ..ratings.files import read_table, rows_at
 
 SINGLE = "(all)"
 
@@ -72,13 +73,18 @@ def _frame(name: str, source: Any) -> pd.DataFrame:
         path = Path(source)
         if not path.exists():
             raise InputError(f"{name}: file {str(path)!r} not found.")
-        sep = "\t" if path.suffix in (".tsv", ".tab") else ","
-        try:
-            return pd.read_csv(path, sep=sep)
-        except (ValueError, OSError) as exc:
-            raise InputError(f"{name}: could not read {str(path)!r} as CSV ({exc}).") from None
-    raise InputTypeError(f"{name} must be a DataFrame or the path of a CSV file; "
-                         f"got {type(source).__name__}.")
+        return read_table(path, name, options=False)
+    raise InputTypeError(f"{name} must be a DataFrame or the path of a CSV, TSV, JSON (lines) "
+                         f"or Parquet file; got {type(source).__name__}.")
+
+
+def _keys(name: str, frame: pd.DataFrame, columns: list[str]) -> None:
+    """Refuse rows whose worker, item or system cell is empty: whose rating would it be?"""
+    for col in columns:
+        empty = np.flatnonzero(frame[col].isna().to_numpy())
+        if empty.size:
+            raise InputError(f"{name}: column {col!r} is empty at {rows_at(frame, empty)}; "
+                             "every row needs it. Fill in or drop those rows.")
 
 
 def _numeric(name: str, col: str, values: pd.Series) -> np.ndarray:
@@ -117,6 +123,8 @@ def prepare(human: Any, judge: Any, *, worker: str = "worker", item: str = "item
     check_columns("human", [*keys, rating], list(map(str, h.columns)))
     check_columns("judge", [c for c in (item, system, score) if c is not None],
                   list(map(str, j.columns)))
+    _keys("human", h, keys)
+    _keys("judge", j, [c for c in (item, system) if c is not None])
     hv = pd.DataFrame({"worker": h[worker].astype(str), "item": h[item].astype(str),
                        "system": h[system].astype(str) if system else SINGLE,
                        "y": _numeric("human", rating, h[rating])})
@@ -125,6 +133,9 @@ def prepare(human: Any, judge: Any, *, worker: str = "worker", item: str = "item
                        "f": _numeric("judge", score, j[score])})
     if hv.empty:
         raise InputError("human has no ratings; it needs rows of (worker, item, system, rating).")
+    if jv.empty:
+        raise InputError("judge has no scores; it needs rows of (item, system, score) for every "
+                         "item the judge scored.")
     systems = _systems(hv, system, baseline)
     judge_sys = set(jv["system"])
     missing_sys = [s for s in systems if s not in judge_sys]

@@ -58,7 +58,9 @@ def _units(a: Any, b: Any, eu_size: Any, eu_stat: Any, shuffle: bool,
     if k < MIN_UNITS:
         raise InputError(
             f"{x.size} instances with eu_size={m} give {k} evaluation unit(s); at least "
-            f"{MIN_UNITS} are needed. Use a smaller eu_size or more test instances.")
+            f"{MIN_UNITS} are needed. "
+            + ("Use a smaller eu_size= or more test instances." if m > 1
+               else f"Give scores of at least {MIN_UNITS} test instances."))
     order = np.random.Generator(np.random.PCG64(seq)).permutation(x.size) if shuffle else None
     ua, ub = group_units(x, y, m, eu_stat, order)
     return EvaluationUnits(a=ua, b=ub, n_instances=int(x.size), eu_size=m, eu_stat=eu_stat,

@@ -172,7 +172,9 @@ def pairwise(scores: Any, *, test: PairedTest | None = None, adjust: PairwiseAdj
     n = next(iter(systems.values())).size
     if n // m < 3:
         raise InputError(f"{n} instances with eu_size={m} give {n // m} evaluation unit(s); "
-                         "at least 3 are needed. Use a smaller eu_size.")
+                         "at least 3 are needed. "
+                         + ("Use a smaller eu_size=." if m > 1
+                            else "Give scores of at least 3 test instances."))
     order = np.random.Generator(np.random.PCG64(shuffle_seq)).permutation(n) if shuffle else None
     shuffle_seed = seed_record(shuffle_seq) if shuffle else None
     results = []

@@ -137,7 +137,7 @@ def evaluation_units(a: Any, b: Any, *, eu_size: int = 1, eu_stat: EUStat = "mea
     check_choice("eu_stat", eu_stat, EUStat)
     if x.size // m < 1:
         raise InputError(f"eu_size={m} is larger than the number of instances ({x.size}); "
-                         "use a smaller eu_size.")
+                         "use a smaller eu_size=.")
     seed = None
     order = None
     if shuffle:

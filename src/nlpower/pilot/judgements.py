@@ -33,7 +33,7 @@ from ..arena.likelihood import A_WINS, TIE
 from ..arena.votes import encode_votes, read_votes
 from ..errors import InputError
 
-__all__ = ["fit_judgements", "judgement_frame"]
+__all__ = ["check_fittable", "fit_judgements", "judgement_frame"]
 
 
 def _frame(judgements: Any) -> pd.DataFrame:
@@ -49,8 +49,9 @@ def _pair(systems: tuple[str, ...], pair: Any) -> tuple[str, str]:
     if pair is None:
         if len(systems) != 2:
             raise InputError(f"the judgements compare {len(systems)} systems {list(systems)}; "
-                             "a head-to-head pilot is one pair: pass pair=('A', 'B') (B's "
-                             "preference over A is planned; other rows are dropped).")
+                             f"a head-to-head pilot is one pair: pass pair=({systems[0]!r}, "
+                             f"{systems[1]!r}) or two others (the second system's preference over "
+                             "the first is planned; other rows are dropped).")
         return systems[0], systems[1]
     if isinstance(pair, str) or len(pair) != 2 or pair[0] == pair[1]:
         raise InputError(f"pair must be two different system names ('A', 'B'); got {pair!r}.")
@@ -83,7 +84,7 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
     """
     frame = _frame(judgements)
     votes = encode_votes(frame, a=a, b=b, outcome=choice,
-                         groups={"worker": worker, "item": item})
+                         groups={"worker": worker, "item": item}, names={"outcome": "choice"})
     first, second = _pair(votes.systems, pair)
     i1, i2 = votes.systems.index(first), votes.systems.index(second)
     keep = ((votes.a == i1) & (votes.b == i2)) | ((votes.a == i2) & (votes.b == i1))
@@ -103,6 +104,31 @@ def judgement_frame(judgements: Any, *, a: str = "a", b: str = "b", choice: str 
         raise InputError(f"every judgement of {first!r} against {second!r} is a tie; there is "
                          "no preference to fit.")
     return rows, (first, second)
+
+
+def check_fittable(rows: pd.DataFrame, pair: tuple[str, str], *, choice: str = "choice",
+                   worker: str = "worker", item: str = "item") -> None:
+    """Refuse :func:`judgement_frame` rows a head-to-head pilot model cannot be fitted to.
+
+    One system preferred in every decisive judgement, or a single worker or
+    item: said in the file's own column names, before ``glmer`` fails on them.
+    """
+    first, second = pair
+    decisive = rows.loc[rows["weight"] > 0, "win"]
+    if decisive.nunique() < 2:
+        winner = second if decisive.iloc[0] == 1 else first
+        raise InputError(
+            f"every judgement of {first!r} against {second!r} that is not a tie prefers "
+            f"{winner!r}: the share preferring it cannot be estimated (it would be 100%), nor "
+            f"how raters and items vary. Check the coding of the column choice={choice!r}, or "
+            "collect more judgements.")
+    for role, name in (("worker", worker), ("item", item)):
+        if rows[role].nunique() < 2:
+            raise InputError(
+                f"{role}={name!r}: every judgement of {first!r} against {second!r} has the same "
+                f"{role} ({rows[role].iloc[0]!r}); a head-to-head pilot needs judgements from at "
+                f"least 2 (better 3 or more) {role}s to tell how they vary. Collect more, or "
+                f"check that {role}= names the {role} column.")
 
 
 def fit_judgements(judgements: Any, *, a: str = "a", b: str = "b", choice: str = "choice",
@@ -152,8 +178,9 @@ def fit_judgements(judgements: Any, *, a: str = "a", b: str = "b", choice: str =
     """
     from ..glmm import glmer
 
-    rows, _ = judgement_frame(judgements, a=a, b=b, choice=choice, worker=worker, item=item,
-                              pair=pair)
+    rows, pair = judgement_frame(judgements, a=a, b=b, choice=choice, worker=worker, item=item,
+                                 pair=pair)
+    check_fittable(rows, pair, choice=choice, worker=worker, item=item)
     formula = ("win ~ 1 + pos + (1 | worker) + (1 | item)" if position
                else "win ~ 1 + (1 | worker) + (1 | item)")
     if position and rows["pos"].nunique() < 2:

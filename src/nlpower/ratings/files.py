@@ -18,18 +18,25 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import os
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from .._inputs import BINARY_MAGIC, decoding_hint
 from ..errors import RatingsError
 
-__all__ = ["READERS", "Origin", "check_encoding", "load_table", "sep_hint"]
+__all__ = ["ORIGIN_ATTR", "READERS", "Origin", "check_encoding", "load_table", "read_table", "rows_at",
+           "sep_hint"]
+
+#: ``DataFrame.attrs`` key of the :class:`Origin` of a frame :func:`read_table` read
+ORIGIN_ATTR = "nlpower_origin"
 
 # extension -> reader kind; ".gz" may follow any text format
 READERS = {
@@ -262,3 +269,52 @@ def sep_hint(path: Path, sep: str | None, encoding: str | None = None) -> str:
     return (f" The file looks {_SEPARATORS[best]}-separated (its header line is "
             f"{header.rstrip(chr(10) + chr(13))!r}) but was read with sep={used!r}: pass "
             f"sep={best!r}.")
+
+
+def read_table(path: str | os.PathLike[str], what: str, *, sep: str | None = None,
+               encoding: str | None = None, options: bool = True) -> pd.DataFrame:
+    """A table file other than a rating file (votes, judgements, batches), read like one.
+
+    :func:`load_table` with its messages about ``what`` (e.g. ``"votes"``);
+    the frame's ``attrs[ORIGIN_ATTR]`` is the :class:`Origin`, so later
+    messages can name a row as the line an editor shows.  A text file that
+    reads as one column whose header holds another delimiter is refused.
+    ``options=False``: the caller takes no ``sep=``/``encoding=``, so the
+    advice is to save the file as UTF-8 CSV instead.
+    """
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise RatingsError(f"{what} file {p!r} does not exist; pass the path of a CSV, TSV, "
+                           "JSON-lines or Parquet file.")
+    try:
+        frame, origin = load_table(Path(p), sep, check_encoding(encoding))
+    except RatingsError as exc:
+        text = str(exc).replace("source: ", f"{what} file: ", 1).replace(
+            "Give the file that holds the ratings", f"Give the right {what} file")
+        if not options:
+            text = re.sub(r"pass encoding='[^']*'( if that is its encoding)?",
+                          "save it as UTF-8 text", text)
+        elif "encoding=" in text:
+            text += " Or save the file as UTF-8 text."
+        raise RatingsError(text) from None
+    if len(frame.columns) == 1:
+        hint = sep_hint(Path(p), sep, encoding)
+        if hint:
+            hint = hint if options else ""
+            raise RatingsError(f"{what} file: {p!r} holds a single column "
+                               f"{str(frame.columns[0])!r}.{hint} Save it comma-separated "
+                               "(or as TSV with a .tsv name).")
+    frame.attrs[ORIGIN_ATTR] = origin
+    return frame
+
+
+def rows_at(frame: pd.DataFrame, positions: Any) -> str:
+    """Rows at 0-based ``positions`` as the user finds them, with how they are counted.
+
+    Lines of a file :func:`read_table` read (``line 7 (line numbers as an
+    editor shows them ...)``), index labels of any other data frame.
+    """
+    origin = frame.attrs.get(ORIGIN_ATTR)
+    if not isinstance(origin, Origin):
+        origin = Origin("<DataFrame>", "frame")
+    return origin.rows(frame.index[np.asarray(positions, dtype=np.int64)]) + origin.legend

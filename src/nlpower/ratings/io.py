@@ -410,6 +410,7 @@ def resolve_scale(df: pd.DataFrame, lohi: tuple[float, float] | None, identity: 
         odd.append(f"the lowest rating is {lo:g}, not 0 or 1")
     if raw.nunique() < 3:
         odd.append("only two distinct ratings were seen")
+    odd += _isolated_ends(raw)
     notes = []
     if odd:
         warnings.warn(
@@ -419,6 +420,24 @@ def resolve_scale(df: pd.DataFrame, lohi: tuple[float, float] | None, identity: 
             RatingsWarning, stacklevel=3)
         notes.append("scale inferred and doubtful: " + "; ".join(odd))
     return lo, hi, True, notes
+
+
+def _isolated_ends(raw: pd.Series) -> list[str]:
+    """Whole-number ratings whose top (bottom) value sits 2+ unused points, and a quarter of
+    the range, from the rest: a typo (a 9 among 1..5) would set the inferred scale without a
+    word otherwise."""
+    values = raw.to_numpy(dtype=float)
+    distinct = np.unique(values)
+    if len(distinct) < 3 or not np.all(values == np.round(values)):
+        return []
+    out, span = [], distinct[-1] - distinct[0]
+    for value, near, side in ((distinct[-1], distinct[-2], "highest"),
+                              (distinct[0], distinct[1], "lowest")):
+        if abs(value - near) > 2 and abs(value - near) >= 0.25 * span:
+            out.append(f"the {side} rating, {value:g} ({int((values == value).sum())} rating(s)), "
+                       f"is {abs(value - near) - 1:g} unused scale points away from the next "
+                       f"({near:g})")
+    return out
 
 
 def _refuse_dominated_scale(raw: pd.Series, rating: str, origin: Origin) -> None:

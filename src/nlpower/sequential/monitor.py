@@ -152,8 +152,9 @@ class Monitor:
             raise InputError("design must be a GroupSequentialDesign from "
                              f"nlpower.sequential.group_sequential; got {type(design).__name__}.")
         if (max_items is None) == (max_information is None):
-            raise InputError("give exactly one of max_items (information = share of items) and "
-                             "max_information (planned 1 / SE^2 at the last look).")
+            raise InputError("give exactly one of max_items= (the planned number of items: "
+                             "information = share of items) and max_information= (planned "
+                             "1 / SE^2 at the last look).")
         if max_items is not None:
             max_items = int(check_real("max_items", max_items, min=1))
         if max_information is not None:

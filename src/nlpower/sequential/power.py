@@ -7,7 +7,7 @@ from typing import Any
 
 from .._choices import Backend, OnError
 from .._rng import RNGLike
-from .._validation import check_int
+from .._validation import check_int, check_real
 from ..design import CrossedDesign
 from ..errors import InputError
 from ..grid import GridResult, RunOptions, run_grid
@@ -136,8 +136,9 @@ def sequential_power(
 
 
 def _check_effects(effects: Any, boundaries: Any) -> None:
-    """Refuse a negative effect for a one-sided design (it tests for a positive one)."""
+    """Refuse a non-number, or a negative effect for a one-sided design (it tests for a positive one)."""
     for e in effects:
+        check_real("effect", e)
         if boundaries.sided == 1 and float(e) < 0:
             raise InputError(f"effect={e!r}: a one-sided design tests for a positive effect; "
                              "give effects >= 0 or use sided=2.")
