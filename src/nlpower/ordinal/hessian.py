@@ -28,6 +28,11 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     symmetrised), the ``k`` shifted points evaluated in one batch
     (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
     of one scalar term or a shifted point cannot be evaluated in the batch.
+
+    The shifted points' modes start from their first-order prediction by the
+    fit's anchor (:class:`~.model.FitState`) when one is near, and the
+    differences of their modes become the anchor at ``x`` (the modes'
+    derivatives, which start the next evaluations' Newton steps nearer).
     """
     if getattr(model, "_scalar", None) is None:
         return None
@@ -35,11 +40,19 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
     xs = np.tile(x, (idx.size, 1))
     xs[np.arange(idx.size), idx] += delta
+    st = model._state
+    ux = st.u.copy()                              # the modes at x
+    a = st.anchor
+    u0 = None
+    if a is not None and a[2].shape == (ux.size, x.size) and np.max(np.abs(x - a[0])) <= 1.0:
+        u0 = ux + delta * a[2][:, idx].T
     if model.nAGQ == 1:
-        res = batch_nll_grad(model, xs)
+        res = batch_nll_grad(model, xs, u0=u0)
     else:                                         # adaptive Gauss-Hermite: the same differences
-        res = batch_agq_nll_grad(model, xs)
+        res = batch_agq_nll_grad(model, xs, u0=u0)
     if res is None:
         return None
+    if idx.size == x.size:
+        st.anchor = (x.copy(), ux, ((res[2] - ux) / delta).T)
     G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
     return forward_hessian(G, g, delta)
