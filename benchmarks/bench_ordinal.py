@@ -30,6 +30,12 @@ replicates with and without one reference Hessian scaling their optimiser
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --paths 200
 
+The small one-scalar-term fits (``wine``, ``soup``) with and without the batched
+Newton steps, alternating fit by fit in one process (``--newton N``: ``N`` fits
+each way)::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --newton 300
+
 Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
 around ``clmm()`` inside one R process (start-up and data loading excluded);
 BLAS single-threaded.  Both sides first make one call (warm-up; its time sets
@@ -192,6 +198,47 @@ def fast_paths(n_sims: int, rounds: int = 2) -> dict[str, Any]:
     return out
 
 
+def newton_or_general(pairs: int, cases: tuple[str, ...] = ("wine", "soup")) -> dict[str, Any]:
+    """The small one-scalar-term fits with and without the batched Newton steps, in one process.
+
+    ``clmm(...)`` of each case alternately with :data:`nlpower.ordinal.newton.BATCH_LIMIT`
+    as shipped (``newton``) and 0 (``general``: L-BFGS-B in the start's scaled
+    coordinates, then the finish's Newton steps), fit by fit, ``pairs`` each (CPU);
+    minima, medians, the median of the paired ratios, the log-likelihoods and the
+    work (evaluations) of each.
+    """
+    import nlpower.ordinal.newton as newton
+    from nlpower.ordinal import clmm
+    limit = newton.BATCH_LIMIT
+    out: dict[str, Any] = {}
+    try:
+        for name in cases:
+            file, formula = CASES[name]
+            d = pd.read_csv(DATA / file)
+            times: dict[str, list[float]] = {"newton": [], "general": []}
+            fits: dict[str, Any] = {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i in range(pairs + 2):          # (the first two: warm-up)
+                    for path in (("newton", "general") if i % 2 else ("general", "newton")):
+                        newton.BATCH_LIMIT = limit if path == "newton" else 0
+                        c = time.process_time()
+                        fits[path] = clmm(formula, d)
+                        if i >= 2:
+                            times[path].append(time.process_time() - c)
+            row: dict[str, Any] = {}
+            for path, t in times.items():
+                row[path] = {"min_ms": 1e3 * min(t), "median_ms": 1e3 * statistics.median(t),
+                             "loglik": fits[path].loglik, "n_evals": fits[path].core.n_evals,
+                             "message": fits[path].core.message}
+            row["paired_median_general_over_newton"] = statistics.median(
+                g / n for g, n in zip(times["general"], times["newton"], strict=True))
+            out[name] = row
+    finally:
+        newton.BATCH_LIMIT = limit
+    return out
+
+
 def run_native(path: Path, formula: str, repeats: int, nAGQ: int = 1,
                min_time: float = 0.0) -> dict[str, Any]:
     from nlpower.ordinal import clmm
@@ -306,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="count the fitter's paths on this many Likert replicates and "
                          "the crowd20k fit, and time the replicates with and without the "
                          "reference Hessian")
+    ap.add_argument("--newton", type=int, default=0,
+                    help="time wine and soup this many times each with and without the batched "
+                         "Newton steps, alternating fit by fit")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c and c != "none"]
@@ -325,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         rep["fast_paths"] = fp = fast_paths(args.paths)
         for key, row in fp.items():
+            print(f"{key}: {row}", flush=True)
+    if args.newton > 0:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        rep["newton_or_general"] = ng = newton_or_general(args.newton)
+        for key, row in ng.items():
             print(f"{key}: {row}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from ..mixed.fdiff import forward_hessian
 from .agq import batch_agq_nll_grad
 from .scalar import batch_nll_grad
 
-__all__ = ["fd_hessian"]
+__all__ = ["batch_hessian", "fd_hessian"]
 
 
 def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | None = None,
@@ -28,31 +28,54 @@ def fd_hessian(model: Any, x: np.ndarray, g: np.ndarray, *, free: np.ndarray | N
     symmetrised), the ``k`` shifted points evaluated in one batch
     (:func:`batch_nll_grad`).  ``None`` when the model is not a Laplace fit
     of one scalar term or a shifted point cannot be evaluated in the batch.
-
-    The shifted points' modes start from their first-order prediction by the
-    fit's anchor (:class:`~.model.FitState`) when one is near, and the
-    differences of their modes become the anchor at ``x`` (the modes'
-    derivatives, which start the next evaluations' Newton steps nearer).
     """
     if getattr(model, "_scalar", None) is None:
         return None
     x = np.asarray(x, dtype=float)
     idx = np.flatnonzero(np.ones(x.size, dtype=bool) if free is None else free)
-    xs = np.tile(x, (idx.size, 1))
-    xs[np.arange(idx.size), idx] += delta
-    st = model._state
-    ux = st.u.copy()                              # the modes at x
-    a = st.anchor
-    u0 = None
-    if a is not None and a[2].shape == (ux.size, x.size) and np.max(np.abs(x - a[0])) <= 1.0:
-        u0 = ux + delta * a[2][:, idx].T
-    if model.nAGQ == 1:
-        res = batch_nll_grad(model, xs, u0=u0)
-    else:                                         # adaptive Gauss-Hermite: the same differences
-        res = batch_agq_nll_grad(model, xs, u0=u0)
+    res = _batch(model, x, idx, delta, center=False)
     if res is None:
         return None
+    return forward_hessian(scale * res[1][:, idx], g, delta)   # row j: the gradient at x + delta e_j
+
+
+def batch_hessian(model: Any, x: np.ndarray, *, delta: float = 1e-4
+                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """``-loglik``, its gradient and Hessian (forward differences) at ``x``: ``x`` and its shifts
+    in one batch (``None`` when a point cannot be evaluated); the modes become ``x``'s."""
+    res = _batch(model, x, np.arange(x.size), delta, center=True)
+    if res is None or not np.isfinite(res[0][0]):
+        return None
+    g = res[1][0]
+    return float(res[0][0]), g, forward_hessian(res[1][1:], g, delta)
+
+
+def _batch(model: Any, x: np.ndarray, idx: np.ndarray, delta: float, center: bool
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``x`` (when ``center``; else its modes are the model's) and ``x + delta e_j`` in one batch.
+
+    The points' modes start from their first-order prediction by the fit's
+    anchor (:class:`~.model.FitState`: a point, its modes and their
+    derivatives) when it is within 1 of ``x``; the differences of the
+    shifts' modes make the next anchor, at ``x`` (the single evaluations that
+    follow start their Newton steps from its prediction).
+    """
+    st = model._state
+    xs = np.tile(x, (idx.size + center, 1))
+    xs[np.arange(center, idx.size + center), idx] += delta
+    a = st.anchor
+    near = a is not None and a[2].shape == (st.u.size, x.size) and np.max(np.abs(x - a[0])) <= 1.0
+    u0 = None
+    if near:
+        base = a[1] + a[2] @ (x - a[0]) if center else st.u
+        u0 = base + delta * a[2][:, idx].T
+        u0 = np.vstack((base, u0)) if center else u0
+    res = (batch_nll_grad if model.nAGQ == 1 else batch_agq_nll_grad)(model, xs, u0=u0)
+    if res is None:
+        return None
+    U = res[2]
+    ux = U[0].copy() if center else st.u.copy()
+    st.u = ux
     if idx.size == x.size:
-        st.anchor = (x.copy(), ux, ((res[2] - ux) / delta).T)
-    G = scale * res[1][:, idx]                    # row j: the gradient at x + delta e_j
-    return forward_hessian(G, g, delta)
+        st.anchor = (x.copy(), ux, ((U[center:] - ux) / delta).T)
+    return res

@@ -36,7 +36,7 @@ from .hessian import fd_hessian
 from .objective import Evaluation, evaluate, gradient
 from .response import OrdinalResponse
 from .scalar import ScalarTerm
-from .scaling import Coordinates, HandOff, start_scaling
+from .scaling import HandOff, start_scaling
 from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds
@@ -373,12 +373,11 @@ class ClmmModel(LikelihoodOnly):
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if start is None and self.nAGQ == 1:
             x0 = intercepts_start(self, x0)
-        newton = start is None and not ctl and self._batch_newton()
-        if not newton:       # the optimiser's own start point (through its coordinates), so
-            x0 = self._from_opt(self._to_opt(x0))   # that its first value is this one
+        # the optimiser's own start point (through its coordinates): its value is the one here
+        x0 = self._from_opt(self._to_opt(x0))
         if not np.isfinite(self.nll(x0)):
-            x0 = self.start() if newton else self._from_opt(self._to_opt(self.start()))
-        if newton:
+            x0 = self._from_opt(self._to_opt(self.start()))
+        if start is None and not ctl and self._batch_newton():
             # one scalar term, small data: Newton steps, each Hessian one batch of points
             from .newton import canonical_theta, newton_steps
             xq, ok, end = newton_steps(self, x0)
@@ -387,7 +386,6 @@ class ClmmModel(LikelihoodOnly):
             if at is not None and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             self._state.anchor = None         # (the batches' modes are of other points)
-            x0 = self._from_opt(self._to_opt(x0))
         x, ok, message = self._optimise(x0, ctl, curvature)
         return self._finish(x, ok, message, checkconv, hessian)
 
@@ -405,8 +403,7 @@ class ClmmModel(LikelihoodOnly):
         """
         assert self.rs is not None
         z0 = self._to_opt(x0)
-        T = start_scaling(self, z0, curvature)
-        co = Coordinates(z0, T, None if T is None else self._grad_to_opt(z0, self.nll_grad(x0)[1]))
+        co = start_scaling(self, z0, curvature)
         bounds = co.bounds(self.rs.lower == 0.0)
         k0 = z0.size - self.n_theta
         hand = HandOff(co, k0, self.rs.lower == 0.0) if co.T is not None else None

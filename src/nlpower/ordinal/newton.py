@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..mixed.fdiff import forward_hessian
 from ._dense import floored_solve
-from .scalar import batch_nll_grad
+from .hessian import batch_hessian
 
 if TYPE_CHECKING:
     from .model import ClmmModel
@@ -61,8 +60,7 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     """Newton steps on ``-loglik`` of a one-scalar-term Laplace fit, Hessians by differences.
 
     Each step evaluates the point and its ``k`` shifts in one batch
-    (:func:`~.scalar.batch_nll_grad`: the gradient and the forward-difference
-    Hessian of :func:`~.hessian.fd_hessian`), floors the Hessian's eigenvalues and
+    (:func:`~.hessian.batch_hessian`), floors the Hessian's eigenvalues and
     halves the step until ``-loglik`` falls enough.  Where one batch costs a
     few single evaluations (small data) this converges in fewer of them than
     the general optimiser, and ends with the Hessian at its end
@@ -72,8 +70,6 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
     be evaluated).
     """
     x = np.asarray(x, dtype=float).copy()
-    k = x.size
-    shift = np.arange(k)
     model.nll(x)                               # the modes the batch starts from
     step: np.ndarray | None = None
     f = slope = math.nan
@@ -81,7 +77,7 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
         # the full step's point and its shifts in one batch; a step that does not lower
         # -loglik enough is halved (one point at a time) and the batch evaluated there
         xt = x if step is None else x + step
-        res = _newton_batch(model, xt, shift, delta)
+        res = batch_hessian(model, xt, delta=delta)
         if step is not None and (res is None or not res[0] <= f + 1e-4 * slope):
             res = None                 # outside the parameter space, or not low enough
             t = 0.5
@@ -89,7 +85,7 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
                 fn = model.nll(x + t * step)
                 if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
                     xt = x + t * step
-                    res = _newton_batch(model, xt, shift, delta)
+                    res = batch_hessian(model, xt, delta=delta)
                     break
                 t *= 0.5
         if res is None:
@@ -104,35 +100,3 @@ def newton_steps(model: ClmmModel, x: np.ndarray, *, maxit: int = 10, gtol: floa
             step *= 2.0 / big
         slope = float(g @ step)
     return x, False, None
-
-
-def _newton_batch(model: ClmmModel, x: np.ndarray, shift: np.ndarray, delta: float
-                  ) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """``-loglik``, its gradient and Hessian by forward differences at ``x`` (one batch).
-
-    The points' modes start from their first-order prediction by the model's
-    anchor (the last batch's point, its modes and their derivatives, the
-    differences of its shifts' modes), which leaves one Newton step fewer
-    where the step from there is small (near the optimum); the batch then
-    becomes the anchor (also for the single evaluations that follow: step
-    halving, the polish in :meth:`ClmmModel._finish
-    <nlpower.ordinal.model.ClmmModel._finish>`).
-    """
-    k = x.size
-    xs = np.repeat(x[None], k + 1, axis=0)
-    xs[1 + shift, shift] += delta
-    st = model._state
-    anchor = st.anchor
-    u0 = None
-    if anchor is not None and anchor[1].size == st.u.size and anchor[2].shape[1] == k:
-        base = anchor[1] + anchor[2] @ (x - anchor[0])
-        u0 = np.vstack((base, base + delta * anchor[2][:, shift].T))
-    res = batch_nll_grad(model, xs, u0=u0)
-    if res is None or not np.isfinite(res[0][0]):
-        return None
-    U = res[2]
-    st.u = U[0].copy()                     # warm start of the next batch and line search
-    if shift.size == k:
-        st.anchor = (x.copy(), st.u, ((U[1 + shift] - U[0]) / delta).T)
-    g = res[1][0]
-    return float(res[0][0]), g, forward_hessian(res[1][1:], g, delta)

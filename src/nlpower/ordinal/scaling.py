@@ -1,24 +1,28 @@
-"""The optimiser's coordinates: the start's Hessian made the unit matrix where it is cheap.
+"""The optimiser's coordinates: a Hessian near the start made the unit matrix.
 
 L-BFGS-B starts from a unit matrix: in the fitter's coordinates (first
 threshold, log increments, fixed effects, random-effect parameters) a small
 one-scalar-term fit (``wine``: 7 parameters) spends ~20 gradient calls
-learning the curvature.  When the model evaluates the ``k`` shifted points
-of a Hessian by differences in one batch (one scalar term, Laplace or
-quadrature: :func:`~.hessian.fd_hessian`, the price of about two gradient
-calls), the optimiser runs in coordinates ``w`` with ``z = z0 + T w`` in
-which that Hessian at the start is the unit matrix (its threshold and
-fixed-effect block; the random-effect block keeps its coordinates, each
-divided by its curvature given the others, so that the bound ``SD >= 0``
-stays a bound on one coordinate of ``w``)::
+learning the curvature.  Given a Hessian ``H`` near the start -- the start's
+own by differences where the model evaluates its ``k`` shifted points in
+one batch (one scalar term, Laplace or quadrature:
+:func:`~.hessian.fd_hessian`, the price of about two gradient calls), or a
+power replicate's reference Hessian (:func:`reference_hessian`) -- the
+optimiser runs in coordinates ``w`` with ``z = z0 + c T w`` in which ``H``
+is ``c^2`` times the unit matrix (its threshold and fixed-effect block; the
+random-effect block keeps its coordinates, each divided by its curvature
+given the others, so that the bound ``SD >= 0`` stays a bound on one
+coordinate of ``w``)::
 
     T = [[A, -Haa^{-1} Hat D],      A = chol(Haa)^{-T},
          [0,  D             ]]      D = diag(S)^{-1/2},  S = Htt - Hta Haa^{-1} Hat
 
-so ``T' H T = [[I, 0], [0, D S D]]``, unit for one scalar term.  Elsewhere
-(crossed or vector terms) the ``k`` gradient calls of that Hessian cost more
-than they save (measured, docs/engine.md) and the coordinates are the
-fitter's own (``T`` is ``None``: no arithmetic on ``z`` at all).
+so ``T' H T = [[I, 0], [0, D S D]]``, unit for one scalar term.  L-BFGS-B's
+first trial step has length ``min(1, 1 / |g_w|)`` along ``-g_w``; with ``c =
+max(|T' g_z|, 1)`` it is ``H``'s Newton step.  Elsewhere (crossed or vector
+terms without a reference Hessian) the ``k`` gradient calls of that Hessian
+cost more than they save (measured, docs/engine.md) and the coordinates are
+the fitter's own (``T`` is ``None``: no arithmetic on ``z`` at all).
 """
 
 from __future__ import annotations
@@ -40,26 +44,10 @@ __all__ = ["Coordinates", "HandOff", "reference_hessian", "start_scaling"]
 
 
 class Coordinates:
-    """``z = z0 + T w`` (``T`` from :func:`start_scaling`), or ``z = w`` when ``T`` is ``None``.
+    """``z = z0 + c T w`` (:func:`start_scaling`), or ``z = w`` when ``T`` is ``None``."""
 
-    ``gz0``: the gradient over ``z`` at ``z0``.  L-BFGS-B's first trial step
-    has length ``min(1, 1 / |g_w|)`` along ``-g_w``: the Newton step of the
-    unit Hessian where ``|g_w| <= 1``, shorter beyond.  ``T`` is then
-    multiplied by ``c = max(|g_w|, 1)`` (the Hessian over ``w`` becomes ``c^2
-    I``), which makes that first step the start's Newton step ``-T T' g_z``
-    in every case.
-    """
-
-    def __init__(self, z0: np.ndarray, T: np.ndarray | None, gz0: np.ndarray | None = None):
-        self.z0, self.T, self.c = z0, T, 1.0
-        if T is not None and gz0 is not None:
-            self.c = max(float(np.linalg.norm(T.T @ gz0)), 1.0)
-            self.T = T * self.c
-
-    def newton_step(self, gw: np.ndarray) -> np.ndarray:
-        """The start's Hessian's Newton step over ``z`` from the gradient over ``w``."""
-        assert self.T is not None
-        return np.asarray(self.T @ gw) / (self.c * self.c)
+    def __init__(self, z0: np.ndarray, T: np.ndarray | None = None, c: float = 1.0):
+        self.z0, self.T, self.c = z0, None if T is None else c * T, c
 
     def to_z(self, w: np.ndarray) -> np.ndarray:
         return w if self.T is None else self.z0 + self.T @ w
@@ -95,59 +83,54 @@ class Coordinates:
 class HandOff:
     """L-BFGS-B callback in scaled coordinates: stop where the finish's Newton steps take over.
 
-    The start's Hessian predicts the Newton step ``T T' g_z``; once
-    its largest element is under ``1e-3`` the finish (:meth:`ClmmModel._finish
-    <nlpower.ordinal.model.ClmmModel._finish>`: the Hessian there, Newton
-    steps reusing it for steps under ``1e-3``) ends the fit in one or two
-    value-and-gradient calls, where L-BFGS-B would take two to four more.
-    Not while an SD is under ``1e-2`` (Newton steps cannot cross its bound).
+    Once ``H``'s Newton step ``c T g_w / c^2`` from the last point (its
+    gradient ``g_w`` as :meth:`seen`) is under ``1e-3`` everywhere, the finish
+    (:meth:`ClmmModel._finish <nlpower.ordinal.model.ClmmModel._finish>`: the
+    Hessian there, Newton steps reusing it for steps under ``1e-3``) ends the
+    fit in one or two value-and-gradient calls, where L-BFGS-B would take two
+    to four more.  Not while an SD is under ``1e-2`` (Newton steps cannot
+    cross its bound).
     """
 
     def __init__(self, co: Coordinates, k0: int, sd: np.ndarray):
         self.co, self.k0, self.sd, self.stopped = co, k0, np.asarray(sd), False
-        self.w: np.ndarray | None = None
-        self.gw = np.zeros(0)
+        self.w, self.gw = np.zeros(0), np.zeros(0)
 
     def seen(self, w: np.ndarray, gw: np.ndarray) -> None:
-        """The gradient the objective returned at ``w``."""
         self.w, self.gw = w.copy(), gw
 
     def __call__(self, intermediate_result: Any) -> None:
-        w = np.asarray(intermediate_result.x)
-        if self.w is None or not np.array_equal(w, self.w) or self.co.T is None:
+        w, co = np.asarray(intermediate_result.x), self.co
+        if co.T is None or not np.array_equal(w, self.w) or np.any(
+                co.to_z(w)[self.k0:][self.sd] < 1e-2):
             return
-        z = self.co.to_z(w)
-        if np.any(z[self.k0:][self.sd] < 1e-2):
-            return
-        if np.max(np.abs(self.co.newton_step(self.gw))) < 1e-3:
+        if np.max(np.abs(co.T @ self.gw)) < 1e-3 * co.c * co.c:
             self.stopped = True
             raise StopIteration
 
 
 def start_scaling(model: ClmmModel, z0: np.ndarray, Hx: np.ndarray | None = None
-                  ) -> np.ndarray | None:
-    """``T`` of :class:`Coordinates` at ``z0`` (``None``: no batched Hessian there).
+                  ) -> Coordinates:
+    """The optimiser's :class:`Coordinates` from ``z0``, scaled by ``Hx`` or the start's Hessian.
 
-    ``Hx``: the Hessian over ``x`` to use (a power replicate's reference
-    Hessian), else the one at ``x0`` by differences in one batch (one scalar
-    term only).
-
-    The Hessian of ``-loglik`` over ``z`` is ``J' H_x J`` plus, on each log
-    increment ``z_j`` of flexible thresholds, its own gradient (``d^2
-    alpha_i / d z_j^2 = e^{z_j} = d alpha_i / d z_j`` for ``i >= j``);
-    ``H_x`` by forward differences of the gradient in one batch
-    (:func:`~.hessian.fd_hessian`), eigenvalues floored.
+    ``Hx``: a Hessian over ``x`` (a power replicate's reference Hessian);
+    else the one at ``z0`` by forward differences of the gradient in one
+    batch (one scalar term; unscaled coordinates for other models).  The
+    Hessian over ``z`` is ``J' H_x J`` plus, on each log increment ``z_j`` of
+    flexible thresholds, its own gradient (``d^2 alpha_i / d z_j^2 = e^{z_j}
+    = d alpha_i / d z_j`` for ``i >= j``), eigenvalues floored.
     """
+    plain = Coordinates(z0)
     if Hx is None and getattr(model, "_scalar", None) is None:
-        return None
+        return plain
     x0 = model._from_opt(z0)
     f, g = model.nll_grad(x0)
     if not (np.isfinite(f) and np.isfinite(g).all()):
-        return None
+        return plain
     if Hx is None:
         Hx = fd_hessian(model, x0, g)
         if Hx is None:
-            return None
+            return plain
     k, a = z0.size, model.n_alpha
     J = np.eye(k)
     extra = np.zeros(k)
@@ -162,7 +145,7 @@ def start_scaling(model: ClmmModel, z0: np.ndarray, Hx: np.ndarray | None = None
     try:
         L = cholesky(H[:ka, :ka])
     except np.linalg.LinAlgError:
-        return None
+        return plain
     Hat = H[:ka, ka:]
     HiHat = cho_solve(L, Hat)
     S = H[ka:, ka:] - Hat.T @ HiHat
@@ -171,24 +154,21 @@ def start_scaling(model: ClmmModel, z0: np.ndarray, Hx: np.ndarray | None = None
     # A = L^{-T}: the inverse of the upper triangular L'
     Ainv, info = lapack.dtrtri(L.T, lower=0)
     if info != 0:
-        return None
+        return plain
     T[:ka, :ka] = Ainv
     T[:ka, ka:] = -HiHat * D
     T[ka:, ka:] = np.diag(D)
-    return T
+    return Coordinates(z0, T, max(float(np.linalg.norm(T.T @ model._grad_to_opt(z0, g))), 1.0))
 
 
 def reference_hessian(model: ClmmModel, x0: np.ndarray, *, rng: Any = 0) -> np.ndarray:
     """Hessian of ``-loglik`` at ``x0`` for one response simulated at ``x0`` (seed ``rng``).
 
-    A power simulation refits one structure to many responses drawn from the
-    same parameters; their Hessians at the optimum differ little, so this
-    one, computed once per structure (from a fixed seed: no replicate
-    depends on another), scales every replicate's optimiser
-    (``refit(..., curvature=H)``): L-BFGS-B's first step is then this
-    Hessian's Newton step, and it hands over to the finish within a few
-    more.  By differences of the gradient (one batch for one scalar term);
-    eigenvalues floored.  The model's current response is restored.
+    Power replicates refit one structure to responses drawn from the same
+    parameters, whose Hessians differ little: this one, computed once per
+    structure (a fixed seed: no replicate depends on another), scales every
+    replicate's optimiser (``refit(..., curvature=H)``).  By differences of
+    the gradient; eigenvalues floored; the model's response is restored.
     """
     y_keep = model.y
     with single_threaded():
