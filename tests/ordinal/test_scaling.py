@@ -121,3 +121,45 @@ def test_a_gradient_asked_again_at_the_same_point_is_not_recomputed(formula: str
     fresh = prepare_clmm(formula, ratings(seed=6))
     # modes from another warm start, each to a Newton decrement of 1e-15 (|du| ~ 3e-8)
     np.testing.assert_allclose(m.nll_grad(x)[1], fresh.nll_grad(x)[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("far", [0.1, 30.0])
+def test_the_first_step_is_the_newton_step_of_the_given_hessian(far: float) -> None:
+    # on a quadratic with Hessian H, L-BFGS-B's first trial point in the coordinates
+    # scaled by H is H's Newton step -- the minimum -- near the start and far from it;
+    # without the factor c it falls short wherever |g_w| > 1
+    from scipy import optimize
+
+    from nlpower.ordinal.scaling import HandOff
+
+    rng = np.random.default_rng(9)
+    A = rng.normal(size=(4, 4))
+    H = A @ A.T + 0.5 * np.eye(4)
+    z_min = np.array([0.3, -0.2, 0.5, 2.0])
+    z0 = z_min + far * rng.normal(size=4)
+    z0[-1] = 1.5                                   # an SD, bounded below by 0
+    T = np.linalg.inv(np.linalg.cholesky(H).T)     # T' H T = I
+    g_w = T.T @ H @ (z0 - z_min)
+
+    def first_point(c: float) -> tuple[np.ndarray, bool]:
+        co = Coordinates(z0, T, c)
+        seen: list[np.ndarray] = []
+        hand = HandOff(co, 3, np.array([True]))
+
+        def fw(w: np.ndarray) -> tuple[float, np.ndarray]:
+            z = co.to_z(w)
+            seen.append(z)
+            r = z - z_min
+            gw = co.gradient(H @ r)
+            hand.seen(w, gw)
+            return 0.5 * float(r @ H @ r), gw
+
+        optimize.minimize(fw, co.start(), method="L-BFGS-B", jac=True,
+                          bounds=co.bounds(np.array([True])), callback=hand)
+        return seen[1], hand.stopped
+
+    z1, stopped = first_point(max(float(np.linalg.norm(g_w)), 1.0))
+    np.testing.assert_allclose(z1, z_min, atol=1e-10)
+    assert stopped                                 # the Newton step from there is 0
+    if np.linalg.norm(g_w) > 1.0:
+        assert np.abs(first_point(1.0)[0] - z_min).max() > 1e-2

@@ -398,7 +398,7 @@ class ClmmModel(LikelihoodOnly):
         :mod:`.scaling`) or the caller gives it (``curvature``: a power
         replicate's reference Hessian), else in the fitter's own.  In the
         scaled coordinates L-BFGS-B hands over to the finish's Newton steps
-        once the start's Hessian predicts a step under ``1e-3``
+        once the start's Hessian predicts a step under ``1e-4``
         (:class:`~.scaling.HandOff`).
         """
         assert self.rs is not None
