@@ -94,7 +94,8 @@ class HandOff:
     Hessian there, Newton steps reusing it for steps under ``1e-3``) ends the
     fit in one or two value-and-gradient calls, where L-BFGS-B would take two
     to four more (at ``1e-4`` the standard errors stay within a relative
-    ``1e-5`` of those at L-BFGS-B's own end; at ``1e-3``, ``3e-4``).  Not
+    ``1.3e-5`` of those at L-BFGS-B's own end on the agreement cases; at
+    ``1e-3``, ``3e-4``).  Not
     while an SD is under ``1e-2`` (Newton steps cannot cross its bound).
     """
 
