@@ -163,3 +163,27 @@ def test_the_first_step_is_the_newton_step_of_the_given_hessian(far: float) -> N
     assert stopped                                 # the Newton step from there is 0
     if np.linalg.norm(g_w) > 1.0:
         assert np.abs(first_point(1.0)[0] - z_min).max() > 1e-2
+
+
+@pytest.mark.parametrize(("sd", "stops"), [(0.5, True), (0.005, False)])
+def test_no_hand_off_next_to_an_sd_bound(sd: float, stops: bool) -> None:
+    # Newton steps cannot cross SD >= 0: L-BFGS-B goes on while an SD is under 1e-2
+    from types import SimpleNamespace
+
+    from nlpower.ordinal.scaling import HandOff
+
+    z0 = np.array([0.1, 0.2, sd])
+    co = Coordinates(z0, np.eye(3))
+    hand = HandOff(co, 2, np.array([True]))
+    w = co.start()
+    hand.seen(w, np.full(3, 1e-6))                 # a predicted step of 1e-6
+    if stops:
+        with pytest.raises(StopIteration):
+            hand(SimpleNamespace(x=w))
+    else:
+        hand(SimpleNamespace(x=w))
+    assert hand.stopped == stops
+    hand.seen(w, np.array([1e-3, 0.0, 0.0]))       # a predicted step of 1e-3: not yet
+    hand.stopped = False
+    hand(SimpleNamespace(x=w))
+    assert not hand.stopped
