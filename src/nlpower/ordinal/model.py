@@ -216,10 +216,6 @@ class ClmmModel(LikelihoodOnly):
         """``[upper, lower]`` of each observation without random effects (``(2, n)``)."""
         return stacked_bounds(self.JJ, self.open, alpha, self.X @ beta)
 
-    def offsets(self, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        up, lo = self.bounds(alpha, beta)
-        return up, lo
-
     def _to_opt(self, x: np.ndarray) -> np.ndarray:
         """Flexible thresholds are optimised as the first one and log increments."""
         if self.thr.kind != "flexible" or self.n_alpha < 2:
