@@ -24,11 +24,17 @@ process; wall and CPU time per replicate and the power::
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --replicates 1000
 
-Which of the fitter's optional paths run on that work and on the ``crowd20k`` fit,
-and the replicates with and without their BFGS steps from one reference Hessian
+Which of the fitter's paths run on that work and on the ``crowd20k`` fit, and the
+replicates with and without one reference Hessian scaling their optimiser
 (``--paths N``: ``N`` replicates each way, docs/engine.md)::
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --paths 200
+
+The small one-scalar-term fits (``wine``, ``soup``) with and without the batched
+Newton steps, alternating fit by fit in one process (``--newton N``: ``N`` fits
+each way)::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ordinal.py --cases none --newton 300
 
 Timing: wall-clock of the fit call, median of ``--repeats``; ``system.time()``
 around ``clmm()`` inside one R process (start-up and data loading excluded);
@@ -131,35 +137,38 @@ def likert_replicates(n_sims: int, seed: int = 1) -> dict[str, Any]:
             "cpu_s_per_replicate": cpu / n_sims, "power": float(res.power)}
 
 
-#: the ordinal fitter's optional paths (:mod:`nlpower.ordinal.chord`), counted by ``--paths``
-PATHS = ("chord_refit", "newton_steps", "bfgs_steps", "start_hessian")
-
-
 def fast_paths(n_sims: int, rounds: int = 2) -> dict[str, Any]:
-    """Which optional fit paths run on the users' work, and what the replicates' one saves.
+    """Which fit paths run on the users' work, and what the replicates' reference Hessian saves.
 
     The 10 x 100 Likert power replicates (:func:`likert_replicates`) with and
-    without the replicates' BFGS steps from one reference Hessian (off: each
-    replicate refitted as one fit), CPU per replicate (min of ``rounds``), and
-    the 20,000-rating crowd fit; each path of :data:`PATHS` counted by wrapping it.
+    without the reference Hessian that scales every replicate's optimiser
+    (off: each replicate refitted from the truth in the fitter's own
+    coordinates), CPU per replicate (min of ``rounds``), and the
+    20,000-rating crowd fit; counted by wrapping them: the batched Newton
+    steps (``newton_steps``), the refits given a reference Hessian
+    (``refit_with_curvature``) and the others (``refit``).
     """
     import nlpower
-    import nlpower.ordinal.chord as chord
+    import nlpower.ordinal.model as om
+    import nlpower.ordinal.newton as newton
     import nlpower.study.analysis as sa
     counts: dict[str, int] = {}
-    originals = {name: getattr(chord, name) for name in PATHS}
+    steps, refit = newton.newton_steps, om.ClmmModel.refit
 
-    def counted(name: str) -> Any:
-        def wrapper(*a: Any, **k: Any) -> Any:
-            counts[name] = counts.get(name, 0) + 1
-            return originals[name](*a, **k)
-        return wrapper
+    def counted_steps(*a: Any, **k: Any) -> Any:
+        counts["newton_steps"] = counts.get("newton_steps", 0) + 1
+        return steps(*a, **k)
+
+    def counted_refit(self: Any, *a: Any, **k: Any) -> Any:
+        key = "refit" if k.get("curvature") is None else "refit_with_curvature"
+        counts[key] = counts.get(key, 0) + 1
+        return refit(self, *a, **k)
 
     out: dict[str, Any] = {}
     refits = sa.ordinal_refits
     try:
-        for name in PATHS:
-            setattr(chord, name, counted(name))
+        newton.newton_steps = counted_steps
+        om.ClmmModel.refit = counted_refit          # type: ignore[method-assign]
         for _ in range(rounds):
             for mode in ("on", "off"):
                 counts.clear()
@@ -182,10 +191,51 @@ def fast_paths(n_sims: int, rounds: int = 2) -> dict[str, Any]:
                            "calls": dict(counts)}
     finally:
         sa.ordinal_refits = refits
-        for name, f in originals.items():
-            setattr(chord, name, f)
+        newton.newton_steps = steps
+        om.ClmmModel.refit = refit                  # type: ignore[method-assign]
     on, off = out["likert_reference_hessian_on"], out["likert_reference_hessian_off"]
     out["reference_hessian_speedup"] = off["cpu_s_per_replicate"] / on["cpu_s_per_replicate"]
+    return out
+
+
+def newton_or_general(pairs: int, cases: tuple[str, ...] = ("wine", "soup")) -> dict[str, Any]:
+    """The small one-scalar-term fits with and without the batched Newton steps, in one process.
+
+    ``clmm(...)`` of each case alternately with :data:`nlpower.ordinal.newton.BATCH_LIMIT`
+    as shipped (``newton``) and 0 (``general``: L-BFGS-B in the start's scaled
+    coordinates, then the finish's Newton steps), fit by fit, ``pairs`` each (CPU);
+    minima, medians, the median of the paired ratios, the log-likelihoods and the
+    work (evaluations) of each.
+    """
+    import nlpower.ordinal.newton as newton
+    from nlpower.ordinal import clmm
+    limit = newton.BATCH_LIMIT
+    out: dict[str, Any] = {}
+    try:
+        for name in cases:
+            file, formula = CASES[name]
+            d = pd.read_csv(DATA / file)
+            times: dict[str, list[float]] = {"newton": [], "general": []}
+            fits: dict[str, Any] = {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i in range(pairs + 2):          # (the first two: warm-up)
+                    for path in (("newton", "general") if i % 2 else ("general", "newton")):
+                        newton.BATCH_LIMIT = limit if path == "newton" else 0
+                        c = time.process_time()
+                        fits[path] = clmm(formula, d)
+                        if i >= 2:
+                            times[path].append(time.process_time() - c)
+            row: dict[str, Any] = {}
+            for path, t in times.items():
+                row[path] = {"min_ms": 1e3 * min(t), "median_ms": 1e3 * statistics.median(t),
+                             "loglik": fits[path].loglik, "n_evals": fits[path].core.n_evals,
+                             "message": fits[path].core.message}
+            row["paired_median_general_over_newton"] = statistics.median(
+                g / n for g, n in zip(times["general"], times["newton"], strict=True))
+            out[name] = row
+    finally:
+        newton.BATCH_LIMIT = limit
     return out
 
 
@@ -300,9 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicates", type=int, default=0,
                     help="also time this many Likert power replicates (10 x 100 crossed clmm)")
     ap.add_argument("--paths", type=int, default=0,
-                    help="count the fitter's optional paths on this many Likert replicates and "
+                    help="count the fitter's paths on this many Likert replicates and "
                          "the crowd20k fit, and time the replicates with and without the "
-                         "reference-Hessian steps")
+                         "reference Hessian")
+    ap.add_argument("--newton", type=int, default=0,
+                    help="time wine and soup this many times each with and without the batched "
+                         "Newton steps, alternating fit by fit")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "bench_ordinal.json"))
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c and c != "none"]
@@ -322,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         rep["fast_paths"] = fp = fast_paths(args.paths)
         for key, row in fp.items():
+            print(f"{key}: {row}", flush=True)
+    if args.newton > 0:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        rep["newton_or_general"] = ng = newton_or_general(args.newton)
+        for key, row in ng.items():
             print(f"{key}: {row}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

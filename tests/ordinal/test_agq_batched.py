@@ -36,7 +36,7 @@ def ratings(n_judges: int = 12, per: int = 8, *, seed: int = 0, sd: float = 1.0)
 def general_nll_grad(m: object, x: np.ndarray) -> tuple[float, np.ndarray]:
     """``-loglik`` and its gradient by the general structure's modes (the pre-batch path)."""
     alpha, beta, theta = m.split(x)                       # type: ignore[attr-defined]
-    up, lo = m.offsets(alpha, beta)                        # type: ignore[attr-defined]
+    up, lo = m.bounds(alpha, beta)                        # type: ignore[attr-defined]
     m.rs.set_theta(theta)                                  # type: ignore[attr-defined]
     inner = conditional_modes(m.rs, m.link, up, lo, np.zeros(m.rs.n_u))  # type: ignore[attr-defined]
     f = -agq_loglik(m.rs, m.link, up, lo, inner, m.nAGQ)  # type: ignore[attr-defined]

@@ -144,7 +144,7 @@ def test_chord_steps_reach_the_newton_modes() -> None:
     x = m.start()
     alpha, beta, theta = m.split(x)
     m.rs.set_theta(theta)
-    up, lo = m.offsets(alpha, beta)
+    up, lo = m.bounds(alpha, beta)
     u0 = np.zeros(m.rs.n_u)
     plain = conditional_modes(m.rs, m.link, up, lo, u0)
     far = conditional_modes(m.rs, m.link, up + 0.3, lo + 0.3, u0)      # another point's H

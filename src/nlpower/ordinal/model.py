@@ -36,7 +36,7 @@ from .hessian import fd_hessian
 from .objective import Evaluation, evaluate, gradient
 from .response import OrdinalResponse
 from .scalar import ScalarTerm
-from .scaling import Coordinates, start_scaling
+from .scaling import HandOff, start_scaling
 from .staged import EarlyStop, intercepts_start
 from .structure import ReStructure
 from .thresholds import make_thresholds
@@ -216,10 +216,6 @@ class ClmmModel(LikelihoodOnly):
         """``[upper, lower]`` of each observation without random effects (``(2, n)``)."""
         return stacked_bounds(self.JJ, self.open, alpha, self.X @ beta)
 
-    def offsets(self, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        up, lo = self.bounds(alpha, beta)
-        return up, lo
-
     def _to_opt(self, x: np.ndarray) -> np.ndarray:
         """Flexible thresholds are optimised as the first one and log increments."""
         if self.thr.kind != "flexible" or self.n_alpha < 2:
@@ -330,20 +326,24 @@ class ClmmModel(LikelihoodOnly):
 
     def refit(self, y: Any = None, *, REML: bool = False, start: Any = None,
               control: dict[str, Any] | None = None, checkconv: Any = None,
-              hessian: bool = True) -> ClmmCore:
+              hessian: bool = True, curvature: np.ndarray | None = None) -> ClmmCore:
         """Fit response ``y`` (category codes; ``None``: the current one) reusing the structure.
 
         ``start``: parameters ``(alpha, beta, theta)`` or a previous :class:`ClmmCore`
-        (warm start: the power replicates' case).  ``hessian=False`` skips the
-        Hessian (no ``vcov``, no checkConv Hessian).  Dense algebra runs
-        single-threaded (OpenBLAS's threads only cost time at these sizes).
+        (warm start: the power replicates' case).  ``curvature``: a Hessian of
+        ``-loglik`` over ``(alpha, beta, theta)`` near ``start`` (a power
+        replicate's reference Hessian, :func:`~.scaling.reference_hessian`)
+        that scales the optimiser's coordinates (:mod:`.scaling`).
+        ``hessian=False`` skips the Hessian (no ``vcov``, no checkConv
+        Hessian).  Dense algebra runs single-threaded (OpenBLAS's threads only
+        cost time at these sizes).
         """
         self.check_REML(REML)
         with single_threaded():
-            return self._refit(y, start, control, checkconv, hessian)
+            return self._refit(y, start, control, checkconv, hessian, curvature)
 
     def _refit(self, y: Any, start: Any, control: dict[str, Any] | None, checkconv: Any,
-               hessian: bool) -> ClmmCore:
+               hessian: bool, curvature: np.ndarray | None = None) -> ClmmCore:
         if y is not None:
             self.set_response(np.asarray(y))
         ctl = dict(control or {})
@@ -369,47 +369,59 @@ class ClmmModel(LikelihoodOnly):
         th0[diag] = np.maximum(th0[diag], _MIN_START_SD)
         if start is None and self.nAGQ == 1:
             x0 = intercepts_start(self, x0)
+        # the optimiser's own start point (through its coordinates): its value is the one here
+        x0 = self._from_opt(self._to_opt(x0))
         if not np.isfinite(self.nll(x0)):
-            x0 = self.start()
+            x0 = self._from_opt(self._to_opt(self.start()))
         if start is None and not ctl and self._batch_newton():
             # one scalar term, small data: Newton steps, each Hessian one batch of points
-            from .chord import canonical_theta, newton_steps
+            from .newton import canonical_theta, newton_steps
             xq, ok, end = newton_steps(self, x0)
             at = (xq.copy(), *end) if ok and end is not None else None   # (an SD < 0: not x)
             xq = canonical_theta(self, xq)
             if at is not None and np.all(xq[self.n_alpha + self.p:] > 1e-3):
                 return self._finish(xq, True, "quasi-Newton steps", checkconv, hessian, at)
             self._state.anchor = None         # (the batches' modes are of other points)
-        x, ok, message = self._optimise(x0, ctl)
+        x, ok, message = self._optimise(x0, ctl, curvature)
         return self._finish(x, ok, message, checkconv, hessian)
 
-    def _optimise(self, x0: np.ndarray, ctl: dict[str, Any]) -> tuple[np.ndarray, bool, str]:
+    def _optimise(self, x0: np.ndarray, ctl: dict[str, Any], curvature: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, bool, str]:
         """L-BFGS-B from ``x0``: the end point, whether it converged, its message.
 
         In coordinates where the start's Hessian is the unit matrix when the
         model evaluates that Hessian's points in one batch (one scalar term:
-        :mod:`.scaling`), else in the fitter's own.
+        :mod:`.scaling`) or the caller gives it (``curvature``: a power
+        replicate's reference Hessian), else in the fitter's own.  In the
+        scaled coordinates L-BFGS-B hands over to the finish's Newton steps
+        once the start's Hessian predicts a step under ``1e-4``
+        (:class:`~.scaling.HandOff`).
         """
         assert self.rs is not None
         z0 = self._to_opt(x0)
-        co = Coordinates(z0, start_scaling(self, z0))
+        co = start_scaling(self, z0, curvature)
         bounds = co.bounds(self.rs.lower == 0.0)
+        k0 = z0.size - self.n_theta
+        hand = HandOff(co, k0, self.rs.lower == 0.0) if co.T is not None else None
 
         def fw(w: np.ndarray) -> tuple[float, np.ndarray]:
             z = co.to_z(w)
             v, g = self.nll_grad(self._from_opt(z))
             if not np.isfinite(v) or not np.all(np.isfinite(g)):
                 return 1e300, np.zeros_like(w)
-            return v, co.gradient(self._grad_to_opt(z, g))
+            gw = co.gradient(self._grad_to_opt(z, g))
+            if hand is not None:
+                hand.seen(w, gw)
+            return v, gw
 
         # maxcor 30: for the tens of parameters of (x || g) terms a longer memory of
         # curvature pairs saves about a third of the evaluations (each a sparse factorisation)
         opts = {"maxiter": int(ctl.get("maxiter", 1000)), "ftol": float(ctl.get("ftol", 1e-14)),
                 "gtol": float(ctl.get("gtol", 1e-8)), "maxcor": 30}
-        stop = EarlyStop(z0.size - self.n_theta, self.rs.lower, co.to_z)
+        stop = EarlyStop(k0, self.rs.lower, co.to_z)
         vector = not ctl and any(t.q > 1 for t in self.rs.terms)
         res = optimize.minimize(fw, co.start(), method="L-BFGS-B", jac=True, bounds=bounds,
-                                options=opts, callback=stop if vector else None)
+                                options=opts, callback=hand or (stop if vector else None))
         for _ in range(3):        # an SD stopped at 0 by a saddle: step off and go on
             z1 = self._off_boundary(co.to_z(res.x), float(res.fun))
             if z1 is None:
@@ -421,12 +433,14 @@ class ClmmModel(LikelihoodOnly):
             (self.rs.lower == 0.0) & (x[self.n_alpha + self.p:] < 1e-6), 0.0,
             x[self.n_alpha + self.p:])
         # L-BFGS-B's "ABNORMAL" line-search ends at the noise floor are judged by checkConv
+        if hand is not None and hand.stopped:
+            return x, True, "L-BFGS-B, then Newton steps"
         return x, bool(res.success) or stop.stopped or "ABNORMAL" in str(res.message), str(
             res.message)
 
     def _batch_newton(self) -> bool:
         """One scalar term, Laplace, small data: Newton steps with batched Hessians."""
-        from .chord import BATCH_LIMIT
+        from .newton import BATCH_LIMIT
         k = self.n_alpha + self.p + self.n_theta
         return self._scalar is not None and self.nAGQ == 1 and self.spec.n * (k + 1) <= BATCH_LIMIT
 

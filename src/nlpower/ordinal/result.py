@@ -128,7 +128,7 @@ class ClmmFit(MixedFit):
 
     def _condvar_weights(self) -> tuple[np.ndarray, float]:
         m = self._at_fit()
-        up, lo = m.offsets(self.core.alpha, self.core.beta)
+        up, lo = m.bounds(self.core.alpha, self.core.beta)
         e = self._eta(None, True) - m.X @ self.core.beta
         return cumulative_parts(m.link, up - e, lo - e).w, 1.0
 
@@ -301,7 +301,7 @@ class ClmmFit(MixedFit):
     def fitted(self) -> np.ndarray:
         """``P(Y = y_i)`` of each observation at the conditional modes."""
         m = self._at_fit()
-        up, lo = m.offsets(self.core.alpha, self.core.beta)
+        up, lo = m.bounds(self.core.alpha, self.core.beta)
         e = self._eta(None, True) - m.X @ self.core.beta
         return cumulative_parts(m.link, up - e, lo - e, derivatives=False).p
 

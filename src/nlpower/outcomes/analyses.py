@@ -137,10 +137,10 @@ class ClmmAnalysis:
     prepared once per batch (:meth:`batch`); every replicate starts from the
     simulation's own parameters (SDs of at least 0.1: an SD at exactly 0 is a
     stationary point it would never leave), so a replicate's result does not
-    depend on the others (chunking, ``n_jobs``).  The fit takes Newton steps
-    with one reference Hessian per structure (:mod:`nlpower.ordinal.chord`;
-    L-BFGS-B where they do not converge) and is finished with the replicate's
-    own Hessian, which the Wald SE needs anyway.  A replicate that leaves a
+    depend on the others (chunking, ``n_jobs``).  The fit's optimiser is
+    scaled by one reference Hessian per structure
+    (:func:`nlpower.ordinal.scaling.reference_hessian`) and the fit is
+    finished with the replicate's own Hessian, which the Wald SE needs anyway.  A replicate that leaves a
     category unused is fitted with that category dropped (as ``ordinal``
     does), from the ``clm`` start.  Tests (the registry's rules): Wald z, or
     the likelihood ratio against the fit without ``x``.
@@ -184,7 +184,7 @@ class _ClmmBatch:
         return self.models[used]
 
     def fit(self, draw: Draw) -> Fitted:
-        from ..ordinal.chord import chord_refit, reference_hessian
+        from ..ordinal.scaling import reference_hessian
 
         a, j, y = self.a, self.a.j, draw.y
         used = tuple(int(c) for c in np.unique(y))
@@ -195,7 +195,8 @@ class _ClmmBatch:
             if used not in self.refs:
                 self.refs[used] = (reference_hessian(m, x0), None if m0 is None else
                                    reference_hessian(m0, np.delete(x0, m.n_alpha + j)))
-            core = chord_refit(m, codes, x0, self.refs[used][0], control=_REPLICATE_CONTROL)
+            core = m.refit(codes, start=x0, curvature=self.refs[used][0],
+                           control=_REPLICATE_CONTROL)
         else:
             x0 = None
             core = m.refit(codes, control=_REPLICATE_CONTROL)
@@ -210,8 +211,8 @@ class _ClmmBatch:
         def null() -> Any:
             if x0 is None:
                 return m0.refit(codes, control=_REPLICATE_CONTROL, hessian=False)
-            return chord_refit(m0, codes, np.delete(x0, m.n_alpha + j), ref0,
-                               control=_REPLICATE_CONTROL, hessian=False)
+            return m0.refit(codes, start=np.delete(x0, m.n_alpha + j), curvature=ref0,
+                            control=_REPLICATE_CONTROL, hessian=False)
 
         return Fitted(core, state, null)
 #: The analyses of Likert ratings: name -> replicates function.

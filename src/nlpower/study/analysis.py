@@ -211,8 +211,8 @@ def refit_many(model: Any, Y: np.ndarray, REML: bool, start: Any, *, hessian: bo
     """``model.refit_many`` where the model has it (None: fit replicate by replicate).
 
     Models that fit many responses at once (GLMMs of scalar terms) take the batch
-    together; cumulative link models take BFGS steps from one Hessian at the truth
-    (:func:`~nlpower.study.batched.ordinal_refits`).  Each replicate's result is the
+    together; cumulative link models scale their optimiser by one Hessian at the
+    truth (:func:`~nlpower.study.batched.ordinal_refits`).  Each replicate's result is the
     one its own refit gives (to the optimiser's tolerance); ``hessian=False``: the
     fit's deviance is all that is needed (a null model).
     """

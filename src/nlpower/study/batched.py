@@ -14,11 +14,11 @@ replicates it could not fit (``ok`` False) go through the per-replicate
 path.
 
 A cumulative link mixed model (``clmm``) is refitted replicate by
-replicate, but from the truth by BFGS steps whose first Hessian is one
-reference Hessian at the truth, shared by the batch
-(:func:`nlpower.ordinal.chord.chord_refit`; L-BFGS-B where the steps do not
-converge) -- about half the evaluations of L-BFGS-B from a unit matrix, and
-the same optimum (the fit ends with Newton steps on its own Hessian).
+replicate, but from the truth, its optimiser scaled by one reference
+Hessian at the truth, shared by the batch
+(:func:`nlpower.ordinal.scaling.reference_hessian`) -- about half the
+evaluations of L-BFGS-B from a unit matrix, and the same optimum (the fit
+ends with Newton steps on its own Hessian).
 
 A GLMM likelihood-ratio test fits the null model of each replicate from
 that replicate's full fit (:func:`nested_refits`): where the null drops
@@ -163,13 +163,14 @@ def ordinal_refits(model: Any, Y: np.ndarray, start: Any,
                    ) -> list[Any] | None:
     """Each row of ``Y`` fitted by a Laplace ``clmm`` from ``start`` (None: not such a model).
 
-    Every row with all categories present takes BFGS steps from the shared
-    reference Hessian (:func:`~nlpower.ordinal.chord.chord_refit`); the others
-    are fitted by ``model.refit`` as the per-replicate path fits them.  A row
+    Every row with all categories present is fitted with the optimiser scaled
+    by the shared reference Hessian
+    (:func:`~nlpower.ordinal.scaling.reference_hessian`); the others as the
+    per-replicate path fits them.  A row
     whose fit raises one of ``failures`` gets the error.
     """
-    from ..ordinal.chord import chord_refit, reference_hessian
     from ..ordinal.model import ClmmModel
+    from ..ordinal.scaling import reference_hessian
     if not isinstance(model, ClmmModel) or model.rs is None or model.nAGQ != 1:
         return None
     x0 = np.asarray(start, dtype=float)
@@ -178,9 +179,8 @@ def ordinal_refits(model: Any, Y: np.ndarray, start: Any,
     out: list[Any] = []
     for y in Y:
         try:
-            out.append(chord_refit(model, y, x0, H, hessian=hessian)
-                       if np.unique(y).size == k else
-                       model.refit(y, start=x0, hessian=hessian))
+            out.append(model.refit(y, start=x0, hessian=hessian,
+                                   curvature=H if np.unique(y).size == k else None))
         except failures as exc:
             out.append(exc)
     return out
