@@ -212,7 +212,7 @@ class GroupedLevels:
         if self._grp_version != b.version:
             if self._grp_obj is not None:
                 self._grouped_update_y()
-                self._lead_psel = np.take(self._grp[2], lead.sel, axis=0)
+                self._lead_psel = np.take(self._grp_obj[2], lead.sel, axis=0)
             else:
                 sel_update_y(b, self._grp_sel, self._grp_E, lead, self._lead_psel)
                 self._grp_version = b.version
