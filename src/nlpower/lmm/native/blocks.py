@@ -222,6 +222,17 @@ class Blocks:
         self.version += 1
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` by a sort: numpy 2.3+ finds the distinct values of an integer
+    array by hashing when no index is asked for, ~70x slower than sorting on 10^7 keys
+    (17 s against 0.25 s) and ~5x on 10^4."""
+    s = np.sort(a, axis=None)
+    keep = np.empty(s.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 # the dense (N2, m1, q1) array must stay below this many entries; the sparse
 # product matrix V is only built (in "auto" mode) below this many nonzeros
 _DENSE_MAX_ENTRIES = 2e7
