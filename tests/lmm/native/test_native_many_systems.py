@@ -106,9 +106,10 @@ def test_sorted_unique_equals_np_unique():
     assert sorted_unique(np.zeros(0, dtype=np.int64)).size == 0
 
 
-def test_peel_degree_limit_grows_only_in_large_rests():
-    assert peel_max_degree(505) == peel_max_degree(1535) == PEEL_MAX_DEGREE
-    assert peel_max_degree(4816) == 4816 // PEEL_DEGREE_DIV > PEEL_MAX_DEGREE
+def test_peel_degree_limit_grows_only_in_large_rests_of_narrow_levels():
+    assert peel_max_degree(505, 1) == peel_max_degree(1535, 1) == PEEL_MAX_DEGREE
+    assert peel_max_degree(4816, 1) == 4816 // PEEL_DEGREE_DIV > PEEL_MAX_DEGREE
+    assert peel_max_degree(3822, 21) == peel_max_degree(4816, 2) == PEEL_MAX_DEGREE
 
 
 @pytest.mark.parametrize("REML", [False, True])

@@ -129,9 +129,18 @@ def _level_graph(b: Blocks) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     return U, start, size
 
 
-def peel_max_degree(N2: int) -> int:
-    """The largest degree of a level that is peeled in a rest of ``N2`` columns."""
-    return max(PEEL_MAX_DEGREE, N2 // PEEL_DEGREE_DIV)
+def _common_width(b: Blocks) -> int:
+    """The width ``q`` of the most rest levels (the smallest on a tie)."""
+    levels: dict[int, int] = {}
+    for blk, _ in b.rest:
+        levels[blk.q] = levels.get(blk.q, 0) + blk.m
+    return min(levels, key=lambda q: (-levels[q], q))
+
+
+def peel_max_degree(N2: int, q: int) -> int:
+    """The largest degree of a level of ``q`` columns that is peeled in a rest of ``N2``
+    columns (the padded batch grows with ``q^2``: wide levels stay at ``PEEL_MAX_DEGREE``)."""
+    return max(PEEL_MAX_DEGREE, N2 // (PEEL_DEGREE_DIV * q * q))
 
 
 def _few_low_degree(b: Blocks) -> bool:
@@ -160,7 +169,7 @@ def _few_low_degree(b: Blocks) -> bool:
                                        axis=0).sum(axis=1)
     obs_bound = -(-(n_obs - size) // int(size.max()))
     few = (1.0 - PEEL_MAX_CORE) * b.N2
-    dmax = peel_max_degree(b.N2)
+    dmax = peel_max_degree(b.N2, q)
     if float(size[(obs_bound <= dmax) & (size == q)].sum()) < few:
         return True
     if size.size * m1 > 5e7:                                     # no room for the table
@@ -185,13 +194,13 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
         return None
     # cheap screen before the graph: a dense Schur pattern (e.g. InstEval) cannot peel
     counts = np.bincount(b.pair_lev[b.pair_row < nre2], minlength=b.b1.m).astype(float)
-    dmax = peel_max_degree(N2)
+    q = _common_width(b)                                # levels of this width are peeled
+    dmax = peel_max_degree(N2, q)
     if float(np.sum(counts * counts)) > 2.0 * dmax * nre2 * nre2 / 4.0 + 1e6:
         return None
     if _few_low_degree(b):
         return None
     U, start, size = _level_graph(b)
-    q = int(np.bincount(size).argmax())               # levels of the commonest width are peeled
     # screen: the levels of degree <= dmax now must hold enough columns to
     # shrink the core (elimination rarely lowers a degree); InstEval's lecturers do not
     deg = np.diff(U.indptr) - 1
