@@ -60,6 +60,7 @@ PEEL_DEGREE_DIV = 128
 PEEL_MAX_ROUNDS = 8
 PEEL_MIN_SHARE = 0.05      # a round must peel at least this share of the remaining levels
 PEEL_CORE_DONE = 128       # no further round once the dense core has this many columns or fewer
+_PLAN_TABLE_MAX = 6e7      # the plan's index table over (N2 + 1)^2 positions: at most this many
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,9 +300,18 @@ def _compile_plan(raw: list[tuple[np.ndarray, np.ndarray]], perm: np.ndarray, n_
     support = support[(support // W != scratch) & (support % W != scratch)]
     zero, sink = support.size, support.size + 1
 
+    # each entry's index in the support: a lookup table over the (N2+1)^2 positions (int32,
+    # half of Arr's bytes) where it fits, else a binary search (on a 4,816-column rest ~10^7
+    # searches took ~1.3 s of the plan's ~2.4 s)
+    table = None
+    if W * W <= _PLAN_TABLE_MAX:
+        table = np.zeros(W * W, dtype=np.int32)
+        table[support] = np.arange(support.size, dtype=np.int32)
+
     def widx(flat: np.ndarray, scratch_to: int) -> np.ndarray:
         i, k = np.divmod(flat, W)
-        out = np.searchsorted(support, flat)
+        out = (table[flat].astype(np.intp) if table is not None
+               else np.searchsorted(support, flat))
         return np.where((i == scratch) | (k == scratch), scratch_to, out)
 
     rounds = []
