@@ -129,3 +129,21 @@ def test_gathered_gradient_on_a_large_peeled_rest_equals_the_dense_inverse(REML,
         g, _ = theta_gradient(ev, f, REML)
         gd, _ = theta_gradient(dense, dense.factor(theta), REML)
         np.testing.assert_allclose(g, gd, rtol=1e-9, atol=1e-8)
+
+
+def test_long_arrow_string_columns_factor_as_pandas_does():
+    pytest.importorskip("pyarrow")
+    from nlpower.lmm.columns import factor_of
+
+    rng = np.random.default_rng(8)
+    words = np.array(["b", "a", "B", "é", "a1", "A", "z:z", "10", "9"], dtype=object)
+    raw = words[rng.integers(0, words.size, 5000)]
+    halves = [pd.Series(raw[:2500], dtype="string[pyarrow]"),
+              pd.Series(raw[2500:], dtype="string[pyarrow]")]
+    col = pd.concat(halves, ignore_index=True)          # a chunked arrow array
+    codes, uniques = pd.factorize(raw, sort=True)
+    f = factor_of(col.array, "w")
+    assert f.levels == tuple(uniques) and np.array_equal(f.codes, codes)
+    with_na = pd.Series(np.append(raw, None), dtype="string[pyarrow]")
+    g = factor_of(with_na.array, "w")                   # missing: pandas' own path
+    assert g.levels == tuple(uniques) and g.codes[-1] == -1
