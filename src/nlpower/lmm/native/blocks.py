@@ -222,6 +222,17 @@ class Blocks:
         self.version += 1
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` by a sort: numpy 2.3+ finds the distinct values of an integer
+    array by hashing when no index is asked for, ~70x slower than sorting on 10^7 keys
+    (17 s against 0.25 s) and ~5x on 10^4."""
+    s = np.sort(a, axis=None)
+    keep = np.empty(s.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 # the dense (N2, m1, q1) array must stay below this many entries; the sparse
 # product matrix V is only built (in "auto" mode) below this many nonzeros
 _DENSE_MAX_ENTRIES = 2e7
@@ -371,6 +382,35 @@ def _patterns(A11: np.ndarray) -> list[Pattern] | None:
     return pats
 
 
+def _scatter(A: np.ndarray, P: sp.spmatrix) -> None:
+    """``A[:m, :n] = P`` for a sparse product ``P`` (no duplicates) into zeros, by its
+    nonzeros: no dense temporary (sys20: 61,681 of 1.4 million entries)."""
+    P = P.tocoo()
+    A[P.row, P.col] = P.data
+
+
+def _cross_products(W: sp.csc_matrix, X: np.ndarray, nre2: int) -> np.ndarray:
+    """``Arr``: ``W'W`` as a dense ``N2 x N2`` array (its ``y`` row and column are filled
+    by :meth:`Blocks.set_response`).
+
+    The random-effects columns' products sparse; ``X``'s by dense products when its
+    entries are integers (factor codings: every partial sum is exact, so the numbers are
+    the sparse product's), ~5x faster on ``sys20``'s 20 columns; else all sparse.
+    """
+    N2 = W.shape[1] + 1
+    Arr = np.zeros((N2, N2))
+    if X.shape[1] == 0 or not nre2 or not np.array_equal(X, np.round(X)):
+        _scatter(Arr, W.T @ W)
+        return Arr
+    Wre = W[:, :nre2]
+    _scatter(Arr, Wre.T @ Wre)
+    WX = Wre.T @ X
+    Arr[:nre2, nre2:-1] = WX
+    Arr[nre2:-1, :nre2] = WX.T
+    Arr[nre2:-1, nre2:-1] = X.T @ X
+    return Arr
+
+
 def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Blocks:
     """All the cross-products of the structure (once per model).
 
@@ -405,22 +445,19 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
             vals_i.append(v[nz])
         off += blk.m * blk.q
     nre2 = off
-    for c in range(p):
-        v = X[:, c]
-        nz = v != 0
-        rows_i.append(obs[nz])
-        cols_i.append(np.full(int(nz.sum()), nre2 + c))
-        vals_i.append(v[nz])
+    xc, xr = np.nonzero(X.T)                  # X's nonzeros column by column
+    rows_i.append(xr)
+    cols_i.append(nre2 + xc)
+    vals_i.append(X[xr, xc])
     N2 = nre2 + p + 1
-    r_obs = np.concatenate(rows_i) if rows_i else np.zeros(0, dtype=np.intp)
-    r_col = np.concatenate(cols_i) if cols_i else np.zeros(0, dtype=np.intp)
-    r_val = np.concatenate(vals_i) if vals_i else np.zeros(0)
+    r_obs = np.concatenate(rows_i)
+    r_col = np.concatenate(cols_i)
+    r_val = np.concatenate(vals_i)
     W = sp.csc_matrix((r_val, (r_obs, r_col)), shape=(n, N2 - 1))
-    Arr = np.zeros((N2, N2))
-    Arr[:-1, :-1] = (W.T @ W).toarray()
+    Arr = _cross_products(W, X, nre2)
 
     # pairs (rest row, block-1 level) in CSR order; the y row gets every level
-    y_levels = np.unique(b1.codes)
+    y_levels = np.flatnonzero(np.bincount(b1.codes, minlength=m1))   # (np.unique: a hash)
     keys = np.concatenate([r_col.astype(np.int64) * m1 + b1.codes[r_obs],
                            (N2 - 1) * np.int64(m1) + y_levels])
     uniq, inv = np.unique(keys, return_inverse=True)

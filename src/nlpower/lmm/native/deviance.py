@@ -217,13 +217,15 @@ class DevianceEvaluator(GroupedLevels):
 
     def _factor_grouped(self, theta: np.ndarray) -> Factor:
         """:meth:`factor` with block 1's levels grouped by equal ``Z1'Z1`` (``_grp``)."""
-        assert self._grp is not None                        # built here on first use
-        if self._grp_version != self.b.version:
-            self._grouped_update_y()
         gw = grouped_W(self.b.b1, self._grp_uq, self._grp_cnt, self._diag2_ij, theta)
         if gw is None:
             return self._fail(theta)
         Wv, ld1 = gw
+        if self._lead_grouped:                  # only the products the lead reads
+            return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
+        assert self._grp is not None                        # built here on first use
+        if self._grp_version != self.b.version:
+            self._grouped_update_y()
         if self._use_Q:
             if self._Q is None:
                 self._Q = np.empty((self.b.N2 * self.b.N2, self._q_ncol))
@@ -238,8 +240,6 @@ class DevianceEvaluator(GroupedLevels):
             # M is symmetric: its transpose is the Fortran-ordered matrix dpotrf wants
             M = (self._Q @ np.array(c)).reshape(N2, N2).T   # type: ignore[union-attr]
             return self._finish(theta, M, ld1, None)
-        if self._lead_grouped:
-            return self._finish_lead_sel(theta, np.asarray(Wv), ld1)
         M = self._grp_lower.matrix(np.asarray(Wv))          # block-lower entries only
         return self._scale_finish(theta, M, ld1, None)
 
@@ -281,11 +281,9 @@ class DevianceEvaluator(GroupedLevels):
         assert self.lead is not None and self._scale_idx is not None
         ent = self._lead_ent
         if ent is None or ent.version != self.b.version:
-            assert self._grp is not None      # Arr and the grouped products on the entries
-            sel = self.lead.sel
-            self._lead_psel = np.take(self._grp[2], sel, axis=0)   # ~20x a fancy index
-            ent = self._lead_ent = self.lead.entries(self.b.Arr.reshape(-1)[sel],
-                                                     self._lead_psel, self.b.version)
+            # Arr and the grouped products on the entries
+            ent = self._lead_ent = self.lead.entries(self.b.Arr.reshape(-1)[self.lead.sel],
+                                                     self._lead_products(), self.b.version)
         vals = ent.A - ent.P @ Wv
         te = self._theta_ext
         te[:-1] = theta
@@ -501,11 +499,11 @@ class DevianceEvaluator(GroupedLevels):
         plan's entries (:func:`.lead.lead_grouped_blocks`); ``None`` off that path."""
         if f.lead is None or not self._lead_grouped or self.b.b1.q != 1 or not Nr:
             return None
-        assert self._grp is not None and self._lead_psel is not None and self.lead is not None
+        assert self.lead is not None
         te = np.append(f.theta, 1.0)
         return lead_grouped_blocks(self.lead, f.lead, f.Lrr, Nr, te[self._scale_idx],
-                                   self._lead_psel, self.b, f.theta, self._grp[0],
-                                   self._grp[1])
+                                   self._lead_products(), self.b, f.theta, self._grp_uq,
+                                   self._grp_cnt)
 
     def modes(self, f: Factor) -> list[np.ndarray]:
         """Conditional modes ``b = Lambda u`` per block, each ``(m, q)`` (block order)."""

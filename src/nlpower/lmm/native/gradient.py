@@ -571,7 +571,10 @@ def _inverse_path(ev: DevianceEvaluator, f: Factor, Nr: int) -> str:
     ``Lambda_r``), ``gather_dense`` (block 1 on its active columns, :mod:`.active`) or
     ``dense``."""
     b = ev.b
-    if f.peel is not None and b.N2 * b.b1.m * b.b1.q <= _GATHER_MAX:
+    # (or where the gathered blocks of S^{-1} take less room than the dense inverse would)
+    if f.peel is not None and (b.N2 * b.b1.m * b.b1.q <= _GATHER_MAX
+                               or _level_rows(ev, Nr).size * _level_rows(ev, Nr).shape[1]
+                               * b.b1.q ** 2 <= b.N2 * b.N2):
         return "gather"
     if f.lead is not None and ev._lead_grouped and b.b1.q == 1 and Nr:
         return "lead"            # DevianceEvaluator.grouped_inverse_blocks

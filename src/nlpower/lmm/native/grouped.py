@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import block1
 from .block1 import grouped_products
+from .lead import LeadPlan
 
 # the grouped Schur complement stores this many numbers at most
 _GROUPED_MAX_ENTRIES = 4e6
@@ -39,12 +41,91 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return s[new], inv, np.bincount(gid)
 
 
+def sel_sparse(b: Any) -> bool:
+    """Whether :func:`.block1.grouped_products` forms its products sparse (its rule)."""
+    m1, q1, N2 = b.b1.m, b.b1.q, b.N2
+    nnz = np.bincount(b.pair_lev, minlength=m1).astype(float) * q1
+    return not float(N2 * q1) ** 2 * m1 <= 10.0 * float(nnz @ nnz)
+
+
+def _group_Y(b: Any, inv: np.ndarray, sel: list[np.ndarray]) -> list[sp.csr_matrix]:
+    """Per group ``Y[(i, a), l] = C_l[i, a]`` (:func:`.block1.grouped_products`'s).  With
+    one column the CSR arrays are the pairs' own (they are in CSR order, and a group's
+    levels keep their order: ``sel`` is sorted), so nothing is sorted."""
+    m1, q1, N2 = b.b1.m, b.b1.q, b.N2
+    pos = np.empty(m1, dtype=np.intp)
+    for g in range(len(sel)):
+        pos[sel[g]] = np.arange(sel[g].size)
+    grp = inv[b.pair_lev]
+    Ys = []
+    for g in range(len(sel)):
+        if q1 == 1:
+            keep = np.flatnonzero(grp == g)
+            indptr = np.concatenate([[0], np.cumsum(np.bincount(b.pair_row[keep], minlength=N2))])
+            Ys.append(sp.csr_matrix((b.C[keep, 0], pos[b.pair_lev[keep]], indptr),
+                                    shape=(N2, sel[g].size)))
+            continue
+        kq = np.repeat(grp == g, q1)
+        rows = (b.pair_row[:, None] * q1 + np.arange(q1)).ravel()
+        Ys.append(sp.csr_matrix((b.C.ravel()[kq], (rows[kq], np.repeat(pos[b.pair_lev], q1)[kq])),
+                                shape=(N2 * q1, sel[g].size)))
+    return Ys
+
+
+def sel_products(b: Any, inv: np.ndarray, sel: list[np.ndarray], lead: LeadPlan
+                 ) -> tuple[np.ndarray, list[sp.csr_matrix]]:
+    """The grouped products ``P_g^{ab}`` at the lead plan's entries only: the lead's
+    diagonal blocks and the rows after it, ``(lead.sel.size, G q1^2)``, and the ``Y``s.
+
+    The rows of :func:`.block1.grouped_products`'s sparse ``Y Y'`` that the lead reads:
+    ``Y[rows after the lead] Y'`` and the lead's block-diagonal ``Y_lead Y_lead'``, each
+    row summed as in the whole product (the same numbers); the ``N2^2 G q1^2`` array
+    of every entry is never formed (``sys20``: 2.9 million entries, of which 244,000
+    are read).
+    """
+    q1, N2, nl = b.b1.q, b.N2, lead.nl
+    nd, G, K = lead.m * lead.q * lead.q, len(sel), q1 * q1
+    Ys = _group_Y(b, inv, sel)
+    out = np.zeros((lead.sel.size, G * K))
+    rows = out[nd:].reshape(N2 - nl, N2, G, q1, q1)
+    ar = np.arange(q1)
+    li = (lead.sel_i[:nd, None, None] * q1 + ar[:, None]).ravel()
+    lk = (lead.sel_k[:nd, None, None] * q1 + ar[None, :]).ravel()
+    for g, Y in enumerate(Ys):
+        # Y' as CSR (a CSC copy of Y, transposed): a row's sums run over the same levels
+        # in the same order as in Y Y' (scipy's own conversion of Y.T is ~4x slower)
+        R = (Y[nl * q1:] @ Y.tocsc().T).toarray().reshape(N2 - nl, q1, N2, q1)
+        rows[:, :, g] = R.transpose(0, 2, 1, 3)
+        Yl = Y[:nl * q1]
+        out[:nd, g * K:(g + 1) * K] = np.asarray((Yl @ Yl.T)[li, lk]).reshape(nd, K)
+    return out, Ys
+
+
+def sel_update_y(b: Any, sel: list[np.ndarray], Ys: list[sp.csr_matrix], lead: LeadPlan,
+                 out: np.ndarray) -> None:
+    """The ``y`` row and column of :func:`sel_products`'s ``out`` for a new response (in
+    place; :meth:`GroupedLevels._grouped_update_y`'s numbers)."""
+    q1, N2, nl = b.b1.q, b.N2, lead.nl
+    nd = lead.m * lead.q * lead.q
+    rows = out[nd:].reshape(N2 - nl, N2, len(sel), q1, q1)
+    Cy = np.zeros((b.b1.m, q1))
+    Cy[b.y_levels] = b.C[b.y_pairs]
+    for g, s in enumerate(sel):
+        Cyg = Cy[s]
+        R = np.ascontiguousarray(np.swapaxes((Ys[g] @ Cyg).reshape(N2, q1, q1), 1, 2))
+        R[-1] = Cyg.T @ Cyg
+        rows[-1, :, g] = R
+        rows[:, -1, g] = np.swapaxes(R[nl:], 1, 2)
+
+
 class GroupedLevels:
     """Set-up of the grouped levels (see the module docstring)."""
 
     b: Any
+    lead: LeadPlan | None
     _grouped_ok: bool
     _scale_idx: np.ndarray | None
+    _lead_psel: np.ndarray | None
 
     def _init_grouped(self) -> None:
         """Levels of block 1 with equal ``Z1'Z1`` share ``W_l = Lambda1 B_l^{-1} Lambda1'``.
@@ -112,6 +193,30 @@ class GroupedLevels:
             assert self._grp is not None
             self._grp_lower_obj = block1.GroupedLower(self.b, self._grp[2])
         return self._grp_lower_obj
+
+    def _lead_products(self) -> np.ndarray:
+        """The grouped products at the lead plan's entries (``(sel.size, G q1^2)``), for the
+        current response: built on first use, after a new response only the ``y`` row and
+        column recomputed (:func:`sel_products`)."""
+        b, lead = self.b, self.lead
+        assert lead is not None
+        if self._lead_psel is None:
+            if self._grp_obj is None and sel_sparse(b):
+                # built from the current response; its y entries are then recomputed below
+                # when the response changed since the set-up, as _grouped_update_y does
+                self._lead_psel, self._grp_E = sel_products(b, self._grp_inv, self._grp_sel,
+                                                            lead)
+            else:                        # the whole products' entries (the same numbers)
+                assert self._grp is not None
+                self._lead_psel = np.take(self._grp[2], lead.sel, axis=0)   # ~20x a fancy index
+        if self._grp_version != b.version:
+            if self._grp_obj is not None:
+                self._grouped_update_y()
+                self._lead_psel = np.take(self._grp_obj[2], lead.sel, axis=0)
+            else:
+                sel_update_y(b, self._grp_sel, self._grp_E, lead, self._lead_psel)
+                self._grp_version = b.version
+        return self._lead_psel
 
     def _grouped_update_y(self) -> None:
         """Recompute the ``y`` row and column of ``P`` after a new response."""

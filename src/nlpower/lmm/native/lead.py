@@ -170,11 +170,11 @@ def _uncoupled(b: Blocks, m: int, q: int) -> bool:
     pl, pr = b.pair_lev[inside], lev[b.pair_row[inside]]
     if pl.size == 0:
         return True
-    # per block-1 level, at most one lead level among its pairs
-    order = np.lexsort((pr, pl))
-    pl, pr = pl[order], pr[order]
-    same = pl[1:] == pl[:-1]
-    return not np.any(same & (pr[1:] != pr[:-1]))
+    # per block-1 level, at most one lead level among its pairs: each level's last one
+    # written, then every pair compared with it
+    last = np.empty(b.b1.m, dtype=pr.dtype)
+    last[pl] = pr
+    return bool(np.all(last[pl] == pr))
 
 
 def lead_plan(b: Blocks) -> LeadPlan | None:

@@ -16,7 +16,7 @@ The symbolic analysis -- which levels are peeled in which round, their
 neighbours, the positions of every gather and update -- is done once per
 structure (:func:`peel_plan`); an evaluation runs a fixed sequence of batched
 numpy operations and one small ``dpotrf``.  Each round picks greedily, by
-increasing degree, levels of degree at most ``PEEL_MAX_DEGREE`` no two of which
+increasing degree, levels of degree at most :func:`peel_max_degree` no two of which
 are coupled (an independent set of the graph of the remaining levels); the
 elimination couples each one's neighbours (fill), as in any sparse Cholesky.
 The plan is used when it shrinks the dense core to at most ``PEEL_MAX_CORE``
@@ -37,10 +37,11 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .block1 import tri_inv
-from .blocks import Blocks
+from .blocks import Blocks, sorted_unique
 
-__all__ = ["PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelDirect", "PeelFactor",
-           "PeelPlan", "peel_direct", "peel_factor", "peel_plan", "selected_inverse"]
+__all__ = ["PEEL_DEGREE_DIV", "PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelDirect",
+           "PeelFactor", "PeelPlan", "peel_direct", "peel_factor", "peel_max_degree", "peel_plan",
+           "selected_inverse"]
 
 # Measured on one core (OpenBLAS, AMD EPYC, loaded machine): dpotrf(505) ~8 ms, (285) ~1.5 ms;
 # a peeling round costs ~0.1-0.3 ms (a handful of batched numpy calls) plus one gather of
@@ -50,9 +51,16 @@ __all__ = ["PEEL_MAX_CORE", "PEEL_MAX_DEGREE", "PEEL_MIN_N", "PeelDirect", "Peel
 PEEL_MAX_CORE = 0.6
 PEEL_MIN_N = 128
 PEEL_MAX_DEGREE = 12
+# ... and in larger rests up to N2 / PEEL_DEGREE_DIV: a level's padded batch costs ~r^2 (r its
+# degree plus the border), the dense core saves ~N2^2 per column left out.  Measured on a
+# 4,816-column rest (20 systems with (1 | worker:system), one evaluation): degree 12 peels
+# 2,148 levels, core 2,668 columns, 0.42 s; 32: 3,152 levels, core 1,664, 0.14 s; 48: core
+# 1,524, 0.15 s; 80: core 1,459, 0.24 s (the padding grows).  Below 1,536 columns: 12.
+PEEL_DEGREE_DIV = 128
 PEEL_MAX_ROUNDS = 8
 PEEL_MIN_SHARE = 0.05      # a round must peel at least this share of the remaining levels
 PEEL_CORE_DONE = 128       # no further round once the dense core has this many columns or fewer
+_PLAN_TABLE_MAX = 6e7      # the plan's index table over (N2 + 1)^2 positions: at most this many
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,13 +130,27 @@ def _level_graph(b: Blocks) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     return U, start, size
 
 
+def _common_width(b: Blocks) -> int:
+    """The width ``q`` of the most rest levels (the smallest on a tie)."""
+    levels: dict[int, int] = {}
+    for blk, _ in b.rest:
+        levels[blk.q] = levels.get(blk.q, 0) + blk.m
+    return min(levels, key=lambda q: (-levels[q], q))
+
+
+def peel_max_degree(N2: int, q: int) -> int:
+    """The largest degree of a level of ``q`` columns that is peeled in a rest of ``N2``
+    columns (the padded batch grows with ``q^2``: wide levels stay at ``PEEL_MAX_DEGREE``)."""
+    return max(PEEL_MAX_DEGREE, N2 // (PEEL_DEGREE_DIV * q * q))
+
+
 def _few_low_degree(b: Blocks) -> bool:
     """The screen below without the graph (~2 ms instead of ~25 on InstEval).
 
     Levels of the rest that share a block-1 level are coupled, so a level's
     degree is at least the number of other levels in any of its block-1
     levels, and at least that of the levels it shares an observation with.
-    When the levels whose lower bound is at most ``PEEL_MAX_DEGREE`` cannot
+    When the levels whose lower bound is at most :func:`peel_max_degree` cannot
     shrink the core enough, neither can those of degree at most that.
     """
     nre2, m1 = b.nre2, b.b1.m
@@ -148,7 +170,8 @@ def _few_low_degree(b: Blocks) -> bool:
                                        axis=0).sum(axis=1)
     obs_bound = -(-(n_obs - size) // int(size.max()))
     few = (1.0 - PEEL_MAX_CORE) * b.N2
-    if float(size[(obs_bound <= PEEL_MAX_DEGREE) & (size == q)].sum()) < few:
+    dmax = peel_max_degree(b.N2, q)
+    if float(size[(obs_bound <= dmax) & (size == q)].sum()) < few:
         return True
     if size.size * m1 > 5e7:                                     # no room for the table
         return False
@@ -161,7 +184,7 @@ def _few_low_degree(b: Blocks) -> bool:
     first = np.flatnonzero(np.diff(unit, prepend=-1))
     if first.size:
         low_bound[unit[first]] = np.maximum.reduceat(per_level[lev] - 1, first)
-    low = (np.maximum(low_bound, obs_bound) <= PEEL_MAX_DEGREE) & (size == q)
+    low = (np.maximum(low_bound, obs_bound) <= dmax) & (size == q)
     return float(size[low].sum()) < few
 
 
@@ -172,19 +195,20 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
         return None
     # cheap screen before the graph: a dense Schur pattern (e.g. InstEval) cannot peel
     counts = np.bincount(b.pair_lev[b.pair_row < nre2], minlength=b.b1.m).astype(float)
-    if float(np.sum(counts * counts)) > 2.0 * PEEL_MAX_DEGREE * nre2 * nre2 / 4.0 + 1e6:
+    q = _common_width(b)                                # levels of this width are peeled
+    dmax = peel_max_degree(N2, q)
+    if float(np.sum(counts * counts)) > 2.0 * dmax * nre2 * nre2 / 4.0 + 1e6:
         return None
     if _few_low_degree(b):
         return None
     U, start, size = _level_graph(b)
-    q = int(np.bincount(size).argmax())               # levels of the commonest width are peeled
-    # screen: the levels of degree <= PEEL_MAX_DEGREE now must hold enough columns to
+    # screen: the levels of degree <= dmax now must hold enough columns to
     # shrink the core (elimination rarely lowers a degree); InstEval's lecturers do not
     deg = np.diff(U.indptr) - 1
-    low = (deg <= PEEL_MAX_DEGREE) & (size == q)
+    low = (deg <= dmax) & (size == q)
     if float(size[low].sum()) < (1.0 - PEEL_MAX_CORE) * N2:
         return None
-    rounds_units, neigh, core_units = _elimination_rounds(U, size, q, N2 - nre2)
+    rounds_units, neigh, core_units = _elimination_rounds(U, size, q, N2 - nre2, dmax)
     n_core = int(size[core_units].sum()) + (N2 - nre2)
     if not rounds_units or n_core > PEEL_MAX_CORE * N2:
         return None
@@ -198,11 +222,11 @@ def peel_plan(b: Blocks) -> PeelPlan | None:
     return _compile_plan(raw, perm, n_core)
 
 
-def _elimination_rounds(U: sp.csr_matrix, size: np.ndarray, q: int, n_fixed: int
+def _elimination_rounds(U: sp.csr_matrix, size: np.ndarray, q: int, n_fixed: int, dmax: int
                         ) -> tuple[list[list[int]], dict[int, list[int]], list[int]]:
-    """Greedy rounds of independent low-degree levels (graph ``U``, ``size`` columns each;
-    ``n_fixed``: the ``X`` and ``y`` columns): ``(rounds, each peeled level's neighbours
-    when it is eliminated, the core's levels)``."""
+    """Greedy rounds of independent levels of degree at most ``dmax`` (graph ``U``, ``size``
+    columns each; ``n_fixed``: the ``X`` and ``y`` columns): ``(rounds, each peeled level's
+    neighbours when it is eliminated, the core's levels)``."""
     adj = [set(U.indices[U.indptr[v]:U.indptr[v + 1]].tolist()) - {v}
            for v in range(size.size)]
     alive = set(range(size.size))
@@ -211,7 +235,7 @@ def _elimination_rounds(U: sp.csr_matrix, size: np.ndarray, q: int, n_fixed: int
     for _ in range(PEEL_MAX_ROUNDS):
         if int(size[sorted(alive)].sum()) + n_fixed <= PEEL_CORE_DONE:
             break
-        cand = sorted((v for v in alive if size[v] == q and len(adj[v]) <= PEEL_MAX_DEGREE),
+        cand = sorted((v for v in alive if size[v] == q and len(adj[v]) <= dmax),
                       key=lambda v: (len(adj[v]), v))
         blocked: set[int] = set()
         P: list[int] = []
@@ -272,13 +296,22 @@ def _compile_plan(raw: list[tuple[np.ndarray, np.ndarray]], perm: np.ndarray, n_
         pieces += [(cols[:, :, None] * W + cols[:, None, :]).ravel(),
                    (rows[:, :, None] * W + cols[:, None, :]).ravel(),
                    (rows[:, :, None] * W + rows[:, None, :]).ravel()]
-    support = np.unique(np.concatenate(pieces))
+    support = sorted_unique(np.concatenate(pieces))
     support = support[(support // W != scratch) & (support % W != scratch)]
     zero, sink = support.size, support.size + 1
 
+    # each entry's index in the support: a lookup table over the (N2+1)^2 positions (int32,
+    # half of Arr's bytes) where it fits, else a binary search (on a 4,816-column rest ~10^7
+    # searches took ~1.3 s of the plan's ~2.4 s)
+    table = None
+    if W * W <= _PLAN_TABLE_MAX:
+        table = np.zeros(W * W, dtype=np.int32)
+        table[support] = np.arange(support.size, dtype=np.int32)
+
     def widx(flat: np.ndarray, scratch_to: int) -> np.ndarray:
         i, k = np.divmod(flat, W)
-        out = np.searchsorted(support, flat)
+        out = (table[flat].astype(np.intp) if table is not None
+               else np.searchsorted(support, flat))
         return np.where((i == scratch) | (k == scratch), scratch_to, out)
 
     rounds = []
@@ -467,7 +500,11 @@ class PeelDirect:
         B = u[:nb * q * q].reshape(nb, q, q)
         out = np.empty(u.size + 2)
         e = nb * q * q + ns * q
-        if lams.shape[0] == 1:                       # one rest block: broadcast its Lambda
+        if q == 1:                                   # scalars: (lam_a b) lam_c elementwise
+            lv = lams[:, 0, 0]
+            out[:nb] = lv[self.bA] * u[:nb] * lv[self.bC]
+            out[nb:e] = u[nb:e] * lv[self.sC]
+        elif lams.shape[0] == 1:                     # one rest block: broadcast its Lambda
             lam = lams[0]
             out[:nb * q * q] = (lam.T @ B @ lam).reshape(-1)
             out[nb * q * q:e] = (u[nb * q * q:e].reshape(ns, q) @ lam).reshape(-1)
