@@ -12,6 +12,7 @@ import pytest
 from nlpower import CrossedDesign
 from nlpower.cli import main
 from nlpower.errors import InputError
+from nlpower.lmm import get_engine
 from nlpower.pilot import assurance, plan_with_assurance
 from nlpower.pilot.draws import bootstrap_draws, variances_of
 from nlpower.pilot.general import GeneralBootstrap, general_bootstrap_draws
@@ -48,6 +49,21 @@ def test_refit_of_the_pilot_itself_gives_its_parameters(full_fit):
     y = full_fit.data["rating"].to_numpy(dtype=float)
     got = variances_of(boot.refit_params(y))
     assert np.allclose(got, variances_of(full_fit.to_params()), rtol=1e-3, atol=1e-6)
+
+
+def test_refits_without_the_flat_ridge_give_the_full_models_parameters(missing_fit):
+    """The paper's model has the exact (system || g) ridges: a bootstrap refit fits the model
+    without their intercept terms; the planning parameters are those of the full model's
+    ML refit of the same response (they depend on the identified s0^2 J + Sigma only)."""
+    boot = GeneralBootstrap(missing_fit)
+    assert len(boot.ridges) == 2 and boot.model.layout.size == boot.layout.size - 2
+    full = GeneralBootstrap(missing_fit)
+    full.ridges, full.start, full.fit_layout = (), full.theta, full.layout
+    full.model = get_engine("native").prepare(full.spec.with_response(full.mean.copy()))
+    for seed in range(3):
+        y = boot.simulate(np.random.default_rng(seed))
+        got, want = variances_of(boot.refit_params(y)), variances_of(full.refit_params(y))
+        assert np.allclose(got, want, rtol=1e-3, atol=1e-6)
 
 
 def test_general_bootstrap_agrees_with_the_balanced_one(full_fit):

@@ -16,6 +16,13 @@ as ``lme4``'s ``bootMer`` / ``simulate + refit`` would:
    refit turned into a :class:`RatingsFit` exactly as :func:`fit_ratings`
    does, and then into the two-system parameters of the planned comparison
    (:meth:`RatingsFit.to_params` with the same ``contrast`` and coding);
+   A ``(system || g)`` term with ``system`` a factor has an exactly flat
+   ridge (only ``s0^2 J + Sigma`` is identified), along which a warm-started
+   BOBYQA wanders for hundreds of evaluations; such a pilot is refitted
+   without the ridge's intercept terms (the same likelihood, fewer
+   parameters: :mod:`nlpower.lmm.native.ridge`) and mapped back, which
+   gives the same planning parameters, since they depend on the identified
+   ``s0^2 J + Sigma`` only;
 4. their five variances (:data:`nlpower.pilot.draws.VARIANCES`) are one draw.
 
 Each sample uses its own child seed, so the draws do not depend on chunking.
@@ -36,6 +43,7 @@ import pandas as pd
 from .._choices import Coding
 from ..errors import FitError, InputError, RatingsError
 from ..lmm import get_engine, model_frame, theta_layout
+from ..lmm.native.ridge import find_ridges, reduced_spec, to_full_theta, to_reduced_theta
 from ..ratings import RatingsFit
 from .draws import bias_corrected, variances_of
 
@@ -85,7 +93,16 @@ class GeneralBootstrap:
         first = np.array([int(np.flatnonzero(codes == j)[0]) for j in range(len(fit.systems))])
         self.loadings = {(t.group, tuple(t.cnames)): np.asarray(t.Z, dtype=float)[first]
                          for t in self.spec.re_terms}
-        self.model = get_engine("native").prepare(self.spec.with_response(self.mean.copy()))
+        self.ridges, spec, self.start = find_ridges(self.spec.re_terms), self.spec, self.theta
+        if self.ridges:
+            spec = reduced_spec(self.spec, self.ridges)
+            try:
+                self.start = to_reduced_theta(self.theta, theta_layout(spec.re_terms),
+                                              self.layout, self.ridges)
+            except np.linalg.LinAlgError:   # a singular pilot: refit the model as it is
+                self.ridges, spec = (), self.spec
+        self.fit_layout = theta_layout(spec.re_terms)
+        self.model = get_engine("native").prepare(spec.with_response(self.mean.copy()))
 
     def simulate(self, gen: np.random.Generator) -> np.ndarray:
         """One new response vector of the pilot's rows from the fitted model."""
@@ -97,8 +114,11 @@ class GeneralBootstrap:
 
     def refit_params(self, y: np.ndarray) -> Any:
         """The planning parameters (two systems) of the ML refit of ``y``."""
-        core = self.model.refit(y, REML=False, start=self.theta)
-        covs = _term_covs(self.layout, np.asarray(core.theta), float(core.sigma))
+        core = self.model.refit(y, REML=False, start=self.start)
+        theta = np.asarray(core.theta, dtype=float)
+        if self.ridges:
+            theta = to_full_theta(theta, self.fit_layout, self.layout, self.ridges)
+        covs = _term_covs(self.layout, theta, float(core.sigma))
         var_terms = [SimpleNamespace(group=t.group, cnames=tuple(t.cnames), cov=c)
                      for t, c in zip(self.layout.terms, covs, strict=True)]
         names = list(self.spec.fixef_names)
