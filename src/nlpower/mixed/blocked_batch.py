@@ -88,7 +88,9 @@ class BatchedLayout:
         # (level_a, level_b) of pair (a, b) at a flat index
         mats = {(b, b): _scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b])
                 for b in range(self.nb)}
-        for a in range(self.nb):
+        pairs = pairs and self.nb > 1
+        # (the pair strategy never forms C, block 0 x the rest: no scatter for it)
+        for a in range(1 if pairs else 0, self.nb):
             for b in range(a + 1, self.nb):
                 pos = self.codes[b] * self.m[a] + self.codes[a]
                 mats[a, b] = _scatter(rows, pos, self.z[a] * self.z[b], self.m[a] * self.m[b])
@@ -100,7 +102,7 @@ class BatchedLayout:
         # where observation i's (rest level, block-0 level) entry sits in a flat (qr, m0) array
         self.rc_pos = [(self.cols[b] - self.m0) * self.m0 + self.codes[0] for b in range(1, self.nb)]
         #: the pair strategy's fixed part (``None``: the dense Schur complement)
-        self.pair_batch = PairBatch(self) if pairs and self.nb > 1 else None
+        self.pair_batch = PairBatch(self) if pairs else None
 
     # -- products with Z Lambda ----------------------------------------------------------
     def zu(self, lam: np.ndarray, U: np.ndarray) -> np.ndarray:

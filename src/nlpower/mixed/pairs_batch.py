@@ -48,11 +48,12 @@ class PairBatch:
     """The fixed part: the pairs of observations sharing a block-0 level, and their targets.
 
     ``pi``, ``pj``: each ordered pair's observations (the diagonal
-    included), grouped by ``i``; ``lev``: their block-0 level; per rest
-    block pair ``(b, c)``: ``scat[b, c]`` (``(qr^2, pairs)``, CSR) scatters
-    pair values times ``z0_i z0_i' z_b,i z_c,i'`` into ``S`` flattened, and
-    ``tgt[b, c]`` is each pair's flat position there; ``to_obs`` sums pair
-    values over ``i'`` (``(n, pairs)``).
+    included), grouped by ``i``; ``tgt[b, c]``: each pair's flat position in
+    ``S`` for rest blocks ``b, c``; ``scat[b, c]`` (``(qr^2, unordered
+    pairs)``, CSR) scatters the values of the unordered pairs ``hi <= hj``
+    times ``z0_i z0_i' z_b,i z_c,i'`` (half for a pair with itself) into one
+    triangle's worth; ``to_obs`` sums pair values over ``i'`` (``(n,
+    pairs)``), ``to_lev`` observations' over block 0's levels.
     """
 
     def __init__(self, lay: BatchedLayout):
@@ -67,21 +68,24 @@ class PairBatch:
         off = np.arange(I_s.size) - np.repeat(np.cumsum(rep) - rep, rep)
         self.pi = order[I_s]
         self.pj = order[np.repeat(first, rep) + off]
-        self.lev = codes0[self.pi]
         self.n_pairs = int(self.pi.size)
-        z0 = lay.z[0]
-        zz0 = z0[self.pi] * z0[self.pj]
         rest = range(1, lay.nb)
-        self.tgt: dict[tuple[int, int], np.ndarray] = {}
+        self.tgt = {(b, c): (lay.cols[b][self.pi] - m0) * qr + (lay.cols[c][self.pj] - m0)
+                    for b in rest for c in rest}
+        # the Schur complement is symmetric: scatter each unordered pair once (a pair with
+        # itself at half weight) into T, then C D0^{-1} C' = T + T'
+        half = self.pi <= self.pj
+        self.hi, self.hj = self.pi[half], self.pj[half]
+        self.hlev = codes0[self.hi]
+        z0 = lay.z[0]
+        zz0 = z0[self.hi] * z0[self.hj] * np.where(self.hi == self.hj, 0.5, 1.0)
+        nh = self.hi.size
         self.scat: dict[tuple[int, int], sp.csr_matrix] = {}
         for b in rest:
-            rb = lay.cols[b][self.pi] - m0
             for c in rest:
-                t = rb * qr + (lay.cols[c][self.pj] - m0)
-                self.tgt[b, c] = t
-                vals = zz0 * lay.z[b][self.pi] * lay.z[c][self.pj]
-                self.scat[b, c] = sp.csr_matrix((vals, (t, np.arange(self.n_pairs))),
-                                                shape=(qr * qr, self.n_pairs))
+                vals = zz0 * lay.z[b][self.hi] * lay.z[c][self.hj]
+                self.scat[b, c] = sp.csr_matrix(
+                    (vals, (self.tgt[b, c][half], np.arange(nh))), shape=(qr * qr, nh))
         self.to_obs = sp.csr_matrix((np.ones(self.n_pairs), (self.pi, np.arange(self.n_pairs))),
                                     shape=(n, self.n_pairs))
         #: sums over the observations of each block-0 level (``(m0, n)``)
@@ -94,18 +98,30 @@ class PairBatch:
 
     def schur_part(self, lay: BatchedLayout, lam: np.ndarray, w: np.ndarray, D0: np.ndarray
                    ) -> np.ndarray:
-        """``C D0^{-1} C'`` per response: ``(R, qr, qr)``."""
+        """``C D0^{-1} C'`` per response: ``(R, qr, qr)``.
+
+        Computed response-minor (``(pairs, R)``: each gather reads whole rows).
+        """
         R, qr = w.shape[0], lay.qr
-        out = np.zeros((R, qr * qr))
+        wT, dT = np.ascontiguousarray(w.T), np.ascontiguousarray((1.0 / D0).T)
+        outT = np.empty((qr * qr, R))
+        t0sq = lam[:, 0] ** 2
         for sl in self.chunks(R):
-            wl = w[sl]
-            u = np.take(wl, self.pi, axis=1) * np.take(wl, self.pj, axis=1) \
-                / np.take(D0[sl], self.lev, axis=1)
-            ut = np.ascontiguousarray(u.T)
-            t0sq = lam[sl, 0] ** 2
+            wc = wT if sl.stop - sl.start == R else np.ascontiguousarray(wT[:, sl])
+            u = wc[self.hi]
+            u *= wc[self.hj]
+            u *= (dT if wc is wT else dT[:, sl])[self.hlev]
+            first = True
             for (b, c), S in self.scat.items():
-                out[sl] += (S @ ut).T * (t0sq * lam[sl, b] * lam[sl, c])[:, None]
-        return out.reshape(R, qr, qr)
+                part = S @ u
+                part *= (t0sq[sl] * lam[sl, b] * lam[sl, c])[None, :]
+                if first:
+                    outT[:, sl] = part
+                    first = False
+                else:
+                    outT[:, sl] += part
+        T = outT.T.reshape(R, qr, qr)
+        return T + np.swapaxes(T, 1, 2)
 
 
 def cholesky_rows(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,24 +231,29 @@ class PairBatchedFactor:
         pb = lay.pair_batch
         assert pb is not None
         R, nb, qr, m0 = self.D0.shape[0], lay.nb, lay.qr, lay.m0
-        Sf = self._sinv().reshape(R, qr * qr)
+        SfT = np.ascontiguousarray(self._sinv().reshape(R, qr * qr).T)     # (qr^2, R)
         # a_c,i = t0 t_c w_i z0_i z_c,i / D0_l(i): C D0^{-1}'s entry of observation i
-        base = self.w * lay.z[0] / np.take(self.D0, lay.codes[0], axis=1) * self.lam[:, :1]
-        a = {c: base * lay.z[c] * self.lam[:, c, None] for c in range(1, nb)}
-        P = {b: np.zeros((R, lay.n)) for b in range(1, nb)}       # P[col_b(i), l(i)]
+        base = (self.w * lay.z[0] / np.take(self.D0, lay.codes[0], axis=1) * self.lam[:, :1]).T
+        aT = {c: np.ascontiguousarray(base * (lay.z[c][:, None] * self.lam[None, :, c]))
+              for c in range(1, nb)}                                       # (n, R)
+        PT = {b: np.zeros((lay.n, R)) for b in range(1, nb)}               # P[col_b(i), l(i)]
         for sl in pb.chunks(R):
+            whole = sl.stop - sl.start == R
+            Sc = SfT if whole else np.ascontiguousarray(SfT[:, sl])
             for (b, c), tgt in pb.tgt.items():
-                vals = np.take(Sf[sl], tgt, axis=1) * np.take(a[c][sl], pb.pj, axis=1)
-                P[b][sl] += (pb.to_obs @ np.ascontiguousarray(vals.T)).T
-        tot = sum(a[b] * P[b] for b in range(1, nb))
-        inv00 = 1.0 / self.D0 + (pb.to_lev @ np.ascontiguousarray(tot.T)).T
+                ac = aT[c] if whole else np.ascontiguousarray(aT[c][:, sl])
+                vals = Sc[tgt]
+                vals *= ac[pb.pj]
+                PT[b][:, sl] += pb.to_obs @ vals
+        totT = sum(aT[b] * PT[b] for b in range(1, nb))
+        inv00 = 1.0 / self.D0 + (pb.to_lev @ totT).T
         E: list[list[np.ndarray]] = [[np.empty(0)] * nb for _ in range(nb)]
         E[0][0] = np.take(inv00, lay.codes[0], axis=1)
         rows = [lay.cols[b] - m0 for b in range(1, nb)]
         for b in range(1, nb):
-            E[0][b] = E[b][0] = -P[b]
+            E[0][b] = E[b][0] = -np.ascontiguousarray(PT[b].T)
             for c in range(b, nb):
-                E[b][c] = E[c][b] = Sf[:, rows[b - 1] * qr + rows[c - 1]]
+                E[b][c] = E[c][b] = np.ascontiguousarray(SfT[rows[b - 1] * qr + rows[c - 1]].T)
         return E
 
     def selected(self, lam: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
