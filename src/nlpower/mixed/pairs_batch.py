@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["PairBatch", "PairBatchedFactor", "cholesky_rows"]
 
 #: responses whose pair values are formed together (bounds the ``(rows, pairs)`` temporaries)
-PAIR_VALUES = 1 << 22
+PAIR_VALUES = 1 << 24
 
 
 class PairBatch:
