@@ -61,11 +61,14 @@ def test_logdet_solve_and_selected_inverse_match_the_dense_system(ms, ones):
 
 
 def test_the_two_strategies_agree_and_rows_are_taken_and_put_back(monkeypatch):
-    # pair values formed a few rows at a time: the same numbers as all at once
+    # pair values formed a few rows at a time, scattered in runs of 50 pairs: the same
+    # numbers as all at once
     monkeypatch.setattr(pbm, "PAIR_VALUES", 700)
+    monkeypatch.setattr(pbm, "SCATTER_PAIRS", 50)
     lay, lam, w, rng = _design(2, (40, 9), False, pairs=True, n=200, R=5)
     dense = BatchedLayout(lay.codes, lay.z, lay.m, pairs=False)
     assert lay.pair_batch is not None and lay.pair_batch.n_pairs > 700
+    assert len(lay.pair_batch.runs[1, 1]) > 5
     fac, ref = lay.factor(lam, w), dense.factor(lam, w)
     np.testing.assert_allclose(fac.logdet, ref.logdet, rtol=1e-13)
     rhs = rng.normal(size=(5, lay.q))

@@ -42,6 +42,8 @@ __all__ = ["PairBatch", "PairBatchedFactor", "cholesky_rows"]
 
 #: responses whose pair values are formed together (bounds the ``(rows, pairs)`` temporaries)
 PAIR_VALUES = 1 << 24
+#: unordered pairs scattered into the Schur complement together
+SCATTER_PAIRS = 1 << 14
 
 
 class PairBatch:
@@ -49,10 +51,10 @@ class PairBatch:
 
     ``pi``, ``pj``: each ordered pair's observations (the diagonal
     included), grouped by ``i``; ``tgt[b, c]``: each pair's flat position in
-    ``S`` for rest blocks ``b, c``; ``scat[b, c]`` (``(qr^2, unordered
-    pairs)``, CSR) scatters the values of the unordered pairs ``hi <= hj``
-    times ``z0_i z0_i' z_b,i z_c,i'`` (half for a pair with itself) into one
-    triangle's worth; ``to_obs`` sums pair values over ``i'`` (``(n,
+    ``S`` for rest blocks ``b, c``; ``runs[b, c]``: the unordered pairs
+    ``hi <= hj`` sorted by target, in runs, each with a CSR matrix that
+    scatters their values times ``z0_i z0_i' z_b,i z_c,i'`` (half for a pair
+    with itself) onto the run's range of targets (one triangle's worth); ``to_obs`` sums pair values over ``i'`` (``(n,
     pairs)``), ``to_lev`` observations' over block 0's levels.
     """
 
@@ -79,13 +81,24 @@ class PairBatch:
         self.hlev = codes0[self.hi]
         z0 = lay.z[0]
         zz0 = z0[self.hi] * z0[self.hj] * np.where(self.hi == self.hj, 0.5, 1.0)
-        nh = self.hi.size
-        self.scat: dict[tuple[int, int], sp.csr_matrix] = {}
+        # per (b, c): the unordered pairs sorted by target, in runs of SCATTER_PAIRS, each run
+        # scattered by a CSR matrix onto its own range of targets (small buffers, reused)
+        self.runs: dict[tuple[int, int], list[tuple[int, int, np.ndarray, np.ndarray,
+                                                    np.ndarray, sp.csr_matrix]]] = {}
         for b in rest:
             for c in rest:
-                vals = zz0 * lay.z[b][self.hi] * lay.z[c][self.hj]
-                self.scat[b, c] = sp.csr_matrix(
-                    (vals, (self.tgt[b, c][half], np.arange(nh))), shape=(qr * qr, nh))
+                t = self.tgt[b, c][half]
+                o = np.argsort(t, kind="stable")
+                t, hi, hj = t[o], self.hi[o], self.hj[o]
+                vals = (zz0 * lay.z[b][self.hi] * lay.z[c][self.hj])[o]
+                runs = []
+                for lo in range(0, t.size, SCATTER_PAIRS):
+                    k = slice(lo, lo + SCATTER_PAIRS)
+                    t0, t1 = int(t[k][0]), int(t[k][-1]) + 1
+                    nk = t[k].size
+                    runs.append((t0, t1, hi[k], hj[k], codes0[hi[k]], sp.csr_matrix(
+                        (vals[k], (t[k] - t0, np.arange(nk))), shape=(t1 - t0, nk))))
+                self.runs[b, c] = runs
         self.to_obs = sp.csr_matrix((np.ones(self.n_pairs), (self.pi, np.arange(self.n_pairs))),
                                     shape=(n, self.n_pairs))
         #: sums over the observations of each block-0 level (``(m0, n)``)
@@ -104,22 +117,16 @@ class PairBatch:
         """
         R, qr = w.shape[0], lay.qr
         wT, dT = np.ascontiguousarray(w.T), np.ascontiguousarray((1.0 / D0).T)
-        outT = np.empty((qr * qr, R))
+        outT = np.zeros((qr * qr, R))
         t0sq = lam[:, 0] ** 2
-        for sl in self.chunks(R):
-            wc = wT if sl.stop - sl.start == R else np.ascontiguousarray(wT[:, sl])
-            u = wc[self.hi]
-            u *= wc[self.hj]
-            u *= (dT if wc is wT else dT[:, sl])[self.hlev]
-            first = True
-            for (b, c), S in self.scat.items():
-                part = S @ u
-                part *= (t0sq[sl] * lam[sl, b] * lam[sl, c])[None, :]
-                if first:
-                    outT[:, sl] = part
-                    first = False
-                else:
-                    outT[:, sl] += part
+        for (b, c), runs in self.runs.items():
+            coef = (t0sq * lam[:, b] * lam[:, c])[None, :]
+            for t0, t1, hi, hj, hlev, S in runs:
+                u = wT[hi]
+                u *= wT[hj]
+                u *= dT[hlev]
+                u *= coef
+                outT[t0:t1] += S @ u
         T = outT.T.reshape(R, qr, qr)
         return T + np.swapaxes(T, 1, 2)
 
