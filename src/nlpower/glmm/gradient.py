@@ -20,7 +20,9 @@ with ``h_i = (Z Lambda)_i M^{-1} (Z Lambda)_i'``, ``v = h * dw/deta``,
 the last two terms only for ``theta`` (``Lambda_phi = d Lambda / d phi``).
 The ``h_i`` and the second-to-last term need the entries of ``M^{-1}`` at
 each observation's pairs of random-effects columns: the blocks of the
-inverse from the blocked factor (block 1 block-diagonal, the rest dense).
+inverse from the blocked factor (block 1 block-diagonal, the rest dense),
+or sums over pairs of observations from the pair strategy's factor
+(:meth:`nlpower.mixed.pairs.PairFactor.selected`, no dense block).
 
 Non-canonical links (probit, cloglog), whose Hessian in ``u`` is not the
 PIRLS factor, and adaptive quadrature use finite differences instead
@@ -33,7 +35,8 @@ import numpy as np
 
 from .pirls import Mode, Pirls
 
-#: the dense (rest x block 1) blocks of the inverse are formed only up to this many entries
+#: the blocked factor's dense (rest x block 1) blocks of the inverse are formed only up to
+#: this many entries (the pair strategy forms none: its gradient has no such limit)
 MAX_DENSE = 20_000_000
 
 
@@ -63,7 +66,8 @@ class LaplaceGradient:
         order = np.argsort(th)
         self.a_slot = np.asarray(a_slot, dtype=np.intp)[order]
         self.b_slot = np.asarray(b_slot, dtype=np.intp)[order]
-        self.ok = self.canonical and pir.qr * pir.n1 <= MAX_DENSE
+        # the pair strategy's selected inverse forms no dense (rest x block 1) block
+        self.ok = self.canonical and (pir.qr * pir.n1 <= MAX_DENSE or pir.layout.pairs is not None)
 
     def _derivs(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
         """``r = d unit / d eta`` and ``dw / d eta`` at the mode (canonical links)."""

@@ -5,7 +5,9 @@ whose random-effects terms are scalars on distinct grouping factors and
 whose link is canonical.  ``M = Lambda'Z'WZ Lambda + I`` is factored for
 all ``R`` responses at once by :mod:`nlpower.mixed.blocked_batch` (block 0
 diagonal, the rest through a dense Schur complement: ``O(R (n + qr^2 m0))``
-per PIRLS iteration); this module is the response's side: the family's
+per PIRLS iteration; or, where one fit of the model takes the pair
+strategy, that complement from pairs of observations,
+:mod:`nlpower.mixed.pairs_batch`: ``O(R sum_l n_l^2)``); this module is the response's side: the family's
 working weights, PIRLS with step halving per row, the deviance, its
 gradient and the first-order mode predictions.  The deviance and the
 gradient are those of :mod:`.pirls` and :mod:`.gradient`.
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..mixed.blocked_batch import BatchedFactor, BatchedLayout
+from ..mixed.blocked_batch import BatchedLayout, StackedFactor
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -37,7 +39,7 @@ class _Modes:
     U: np.ndarray        # (R, q) conditional modes
     mu: np.ndarray       # (R, n)
     w: np.ndarray        # (R, n) working weights
-    fac: BatchedFactor   # M's factors at the modes
+    fac: StackedFactor   # M's factors at the modes
     dev: np.ndarray      # (R,) Laplace deviance (inf where PIRLS failed)
     iters: np.ndarray    # (R,) PIRLS iterations
 
@@ -61,8 +63,9 @@ class BatchedLaplace:
         blocks = model.blocks
         self.nb = len(blocks)
         self.tidx = np.array([int(b.theta_idx[0]) for b in blocks], dtype=np.intp)
+        # the single fit's strategy (the one rule, decided for the model's layout)
         self.lay = BatchedLayout([b.codes for b in blocks], [b.Z[:, 0] for b in blocks],
-                                 [b.m for b in blocks])
+                                 [b.m for b in blocks], pairs=pir.layout.pairs is not None)
         self.offs, self.q, self.m0 = self.lay.offs, self.lay.q, self.lay.m0
         self.wt = np.asarray(model.wt, dtype=float)
         self.unit_wt = bool(np.all(self.wt == 1.0))
@@ -101,7 +104,7 @@ class BatchedLaplace:
         eta0 = self.link.linkfun(mu0)
         return full - self.working(eta0, Y * wt)[2]
 
-    def factor(self, th: np.ndarray, w: np.ndarray) -> BatchedFactor:
+    def factor(self, th: np.ndarray, w: np.ndarray) -> StackedFactor:
         """The factors of ``M = Lambda'Z'WZ Lambda + I`` per replicate."""
         return self.lay.factor(th[:, self.tidx], w)
 

@@ -15,7 +15,8 @@
   compresses (the Schur complement from pairs of observations);
 * :mod:`.blocked_batch` -- the same factorisation stacked over the
   responses of a batch of power replicates (scalar terms; glmer's
-  ``refit_many``);
+  ``refit_many``), and :mod:`.pairs_batch` its pair strategy, taken where
+  one fit of the design takes pairs;
 * :mod:`.modes` -- the Newton loop with step halving for their conditional
   modes, and its per-level form (one scalar term, many points at once).
 """

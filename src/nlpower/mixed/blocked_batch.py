@@ -6,7 +6,10 @@ its own grouping factor: ``Lambda`` is then ``lam_b I`` on block ``b``, one
 scale per block and response.  Block 0 (the largest) stays diagonal; the
 other blocks' ``qr`` levels are eliminated densely, through the
 ``(R, qr, qr)`` Schur complement ``S = R - C D0^{-1} C'``, so one
-factorisation costs ``O(R (n + qr^2 m0))``.
+factorisation costs ``O(R (n + qr^2 m0))``; where one fit of the design
+takes the pair strategy (:func:`nlpower.mixed.pairs.pair_plan`), the batch
+does too: ``C D0^{-1} C'`` from pairs of observations, ``O(R sum_l n_l^2)``,
+and no ``(R, qr, m0)`` array (:mod:`.pairs_batch`).
 
 Every weighted cross-product of ``Z`` is one sparse-times-dense product of
 the ``(R, n)`` weights with scatter matrices fixed by the design
@@ -25,7 +28,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["BatchedFactor", "BatchedLayout"]
+from .pairs_batch import PairBatch, PairBatchedFactor, cholesky_rows
+
+__all__ = ["BatchedFactor", "BatchedLayout", "StackedFactor", "selected_terms"]
 
 
 def _scatter(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, ncol: int) -> sp.csr_matrix:
@@ -41,6 +46,9 @@ class BatchedLayout:
     codes : each block's level codes (``(n,)`` each), the largest block first.
     z : each block's ``Z`` column (``(n,)`` each; ones for an intercept).
     ms : each block's number of levels.
+    pairs : whether the rest's Schur complement is formed from pairs of
+        observations (:mod:`.pairs_batch`): the single fit's strategy
+        (:func:`nlpower.mixed.pairs.pair_plan`), passed by the caller.
 
     Examples
     --------
@@ -56,7 +64,8 @@ class BatchedLayout:
     True
     """
 
-    def __init__(self, codes: Sequence[np.ndarray], z: Sequence[np.ndarray], ms: Sequence[int]):
+    def __init__(self, codes: Sequence[np.ndarray], z: Sequence[np.ndarray], ms: Sequence[int],
+                 pairs: bool = False):
         self.nb = len(codes)
         self.m = [int(m) for m in ms]
         self.offs = np.concatenate([[0], np.cumsum(self.m)]).astype(np.intp)
@@ -79,7 +88,9 @@ class BatchedLayout:
         # (level_a, level_b) of pair (a, b) at a flat index
         mats = {(b, b): _scatter(rows, self.codes[b], self.z[b] ** 2, self.m[b])
                 for b in range(self.nb)}
-        for a in range(self.nb):
+        pairs = pairs and self.nb > 1
+        # (the pair strategy never forms C, block 0 x the rest: no scatter for it)
+        for a in range(1 if pairs else 0, self.nb):
             for b in range(a + 1, self.nb):
                 pos = self.codes[b] * self.m[a] + self.codes[a]
                 mats[a, b] = _scatter(rows, pos, self.z[a] * self.z[b], self.m[a] * self.m[b])
@@ -90,6 +101,8 @@ class BatchedLayout:
         self.Fall = sp.vstack(list(mats.values()), format="csr")
         # where observation i's (rest level, block-0 level) entry sits in a flat (qr, m0) array
         self.rc_pos = [(self.cols[b] - self.m0) * self.m0 + self.codes[0] for b in range(1, self.nb)]
+        #: the pair strategy's fixed part (``None``: the dense Schur complement)
+        self.pair_batch = PairBatch(self) if pairs else None
 
     # -- products with Z Lambda ----------------------------------------------------------
     def zu(self, lam: np.ndarray, U: np.ndarray) -> np.ndarray:
@@ -105,12 +118,14 @@ class BatchedLayout:
         return (self.Gall @ np.ascontiguousarray(V.T)).T * lam[:, self.colblock]
 
     # -- the factor ----------------------------------------------------------------------
-    def factor(self, lam: np.ndarray, w: np.ndarray) -> BatchedFactor:
+    def factor(self, lam: np.ndarray, w: np.ndarray) -> StackedFactor:
         """The factor of ``M`` per response for scales ``lam`` ``(R, nb)`` and weights ``w`` ``(R, n)``.
 
         A response whose Schur complement is not positive definite (rounding)
         gets ``logdet`` from ``slogdet`` (``nan`` when negative) and an identity
-        in its place.
+        in its place.  With the pair strategy (:attr:`pair_batch`) the Schur
+        complement's ``C D0^{-1} C'`` comes from pairs of observations
+        (:mod:`.pairs_batch`) and ``C`` is not held.
         """
         R = w.shape[0]
         V = self.Fall @ np.ascontiguousarray(w.T)      # every weighted cross-product of Z
@@ -124,11 +139,13 @@ class BatchedLayout:
         qr, m0 = self.qr, self.m0
         if qr == 0:
             return BatchedFactor(self, D0, np.zeros((R, 0, m0)), np.zeros((R, 0, 0)), ld)
-        Cr = np.empty((R, qr, m0))
+        pairs = self.pair_batch is not None
+        Cr = None if pairs else np.empty((R, qr, m0))
         Rr = np.zeros((R, qr, qr))
         for b in range(1, self.nb):
             sb = slice(self.offs[b] - m0, self.offs[b + 1] - m0)
-            Cr[:, sb, :] = ((t[0] * t[b])[:, None] * part((0, b))).reshape(R, self.m[b], m0)
+            if Cr is not None:
+                Cr[:, sb, :] = ((t[0] * t[b])[:, None] * part((0, b))).reshape(R, self.m[b], m0)
             idx = np.arange(self.offs[b], self.offs[b + 1]) - m0
             Rr[:, idx, idx] = 1.0 + t[b][:, None] ** 2 * part((b, b))
             for c in range(b + 1, self.nb):
@@ -136,23 +153,37 @@ class BatchedLayout:
                 blk = ((t[b] * t[c])[:, None] * part((b, c))).reshape(R, self.m[c], self.m[b])
                 Rr[:, sc, sb] = blk
                 Rr[:, sb, sc] = np.swapaxes(blk, 1, 2)
+        if Cr is None:
+            assert self.pair_batch is not None
+            L, ld2 = cholesky_rows(Rr - self.pair_batch.schur_part(self, lam, w, D0))
+            return PairBatchedFactor(self, D0, L, ld + ld2, lam.copy(), w.copy())
         S = Rr - (Cr / D0[:, None, :]) @ np.swapaxes(Cr, 1, 2)
-        try:                                 # positive definite (always, but for rounding)
-            Lc = np.linalg.cholesky(S)
-            ld2 = 2.0 * np.log(np.diagonal(Lc, axis1=1, axis2=2)).sum(axis=1)
-            return BatchedFactor(self, D0, Cr, np.linalg.inv(S), ld + ld2)
-        except np.linalg.LinAlgError:
-            pass
-        sign, lds = np.linalg.slogdet(S)
-        with np.errstate(invalid="ignore"):
-            ld = ld + np.where(sign > 0, lds, np.nan)
-        Sinv = np.linalg.inv(np.where((sign > 0)[:, None, None], S, np.eye(qr)[None]))
-        return BatchedFactor(self, D0, Cr, Sinv, ld)
+        Sinv, ld2 = _inverse(S)
+        return BatchedFactor(self, D0, Cr, Sinv, ld + ld2)
 
-    def empty(self, R: int) -> BatchedFactor:
+    def empty(self, R: int) -> StackedFactor:
         """``R`` placeholder factors (``M = I``, ``logdet`` infinite) to be filled by rows."""
+        if self.pair_batch is not None:
+            return PairBatchedFactor(self, np.ones((R, self.m0)),
+                                     np.broadcast_to(np.eye(self.qr), (R, self.qr, self.qr)).copy(),
+                                     np.full(R, np.inf), np.zeros((R, self.nb)),
+                                     np.zeros((R, self.n)))
         return BatchedFactor(self, np.ones((R, self.m0)), np.zeros((R, self.qr, self.m0)),
                              np.zeros((R, self.qr, self.qr)), np.full(R, np.inf))
+
+
+def _inverse(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``S^{-1}`` and ``log |S|`` per response; an identity and ``nan`` (or ``slogdet``'s value)
+    where ``S`` is not positive definite (rounding)."""
+    try:                                 # positive definite (always, but for rounding)
+        Lc = np.linalg.cholesky(S)
+        return np.linalg.inv(S), 2.0 * np.log(np.diagonal(Lc, axis1=1, axis2=2)).sum(axis=1)
+    except np.linalg.LinAlgError:
+        pass
+    sign, lds = np.linalg.slogdet(S)
+    with np.errstate(invalid="ignore"):
+        ld = np.where(sign > 0, lds, np.nan)
+    return np.linalg.inv(np.where((sign > 0)[:, None, None], S, np.eye(S.shape[1])[None])), ld
 
 
 @dataclass(eq=False)
@@ -176,7 +207,7 @@ class BatchedFactor:
         return BatchedFactor(self.layout, self.D0[idx], self.Cr[idx], self.Sinv[idx],
                              self.logdet[idx])
 
-    def put(self, idx: Any, src: BatchedFactor) -> None:
+    def put(self, idx: Any, src: Any) -> None:
         """Rows ``idx`` of this stack set to ``src``'s rows."""
         self.D0[idx], self.Cr[idx], self.Sinv[idx] = src.D0, src.Cr, src.Sinv
         self.logdet[idx] = src.logdet
@@ -196,7 +227,7 @@ class BatchedFactor:
             x = np.concatenate([(r0 - np.swapaxes(self.Cr, 1, 2) @ x1) / D0, x1], axis=1)
         return x[:, :, 0] if vec else x
 
-    def _pairs(self) -> list[list[np.ndarray]]:
+    def _entries(self) -> list[list[np.ndarray]]:
         """``E[a][b]``: the entry of ``M^{-1}`` at each observation's columns of blocks ``a, b``."""
         lay = self.layout
         R, nb = self.D0.shape[0], lay.nb
@@ -234,23 +265,36 @@ class BatchedFactor:
             z0 = lay.z[0]
             s[:, 0] = t[0][:, 0] * ((w * A) @ z0 ** 2)
             return s, A * (t[0] * z0) ** 2
-        E = self._pairs()
-        h = np.zeros_like(w)
-        if all(lay.ones):
-            # z = 1: (Z Lambda)_i is lam per row; no per-observation products of lam
-            tmp = np.empty_like(w)
-            dots = {}
-            for a in range(nb):
-                for b in range(a, nb):
-                    dots[a, b] = dots[b, a] = np.einsum("rn,rn->r", w, E[a][b])
-                    coef = t[a] * t[b] * (1.0 if a == b else 2.0)
-                    h += np.multiply(E[a][b], coef, out=tmp)
-            for a in range(nb):
-                s[:, a] = sum(t[b][:, 0] * dots[a, b] for b in range(nb))
-            return s, h
-        zl = [t[b] * lay.z[b] for b in range(nb)]
+        return selected_terms(lay, self._entries(), lam, w)
+
+
+def selected_terms(lay: BatchedLayout, E: list[list[np.ndarray]], lam: np.ndarray,
+                   w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, h)`` of :meth:`BatchedFactor.selected` from the entries ``E[a][b]`` of ``M^{-1}``
+    at each observation's columns of blocks ``a, b`` (a layout with a rest)."""
+    R, nb = lam.shape[0], lay.nb
+    t = [lam[:, b, None] for b in range(nb)]
+    s = np.empty((R, nb))
+    h = np.zeros_like(w)
+    if all(lay.ones):
+        # z = 1: (Z Lambda)_i is lam per row; no per-observation products of lam
+        tmp = np.empty_like(w)
+        dots = {}
         for a in range(nb):
-            ga = sum(E[a][b] * zl[b] for b in range(nb))
-            s[:, a] = (w * ga) @ lay.z[a]
-            h += zl[a] * ga
+            for b in range(a, nb):
+                dots[a, b] = dots[b, a] = np.einsum("rn,rn->r", w, E[a][b])
+                coef = t[a] * t[b] * (1.0 if a == b else 2.0)
+                h += np.multiply(E[a][b], coef, out=tmp)
+        for a in range(nb):
+            s[:, a] = sum(t[b][:, 0] * dots[a, b] for b in range(nb))
         return s, h
+    zl = [t[b] * lay.z[b] for b in range(nb)]
+    for a in range(nb):
+        ga = sum(E[a][b] * zl[b] for b in range(nb))
+        s[:, a] = (w * ga) @ lay.z[a]
+        h += zl[a] * ga
+    return s, h
+
+
+#: a stack of factors: the dense Schur complement's or, with the pair strategy, the pairs'
+StackedFactor = BatchedFactor | PairBatchedFactor
