@@ -20,6 +20,7 @@ where both terms are non-singular (where ``M`` is singular, ``t = 0``).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, replace
@@ -116,18 +117,24 @@ def split_covariance(M: np.ndarray) -> tuple[float, np.ndarray] | None:
     return t, M - t * np.ones_like(M)
 
 
+@functools.lru_cache(maxsize=16)
+def _tril(q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the lower triangle in column-major order (lme4's)."""
+    rows, cols = np.tril_indices(q)
+    order = np.lexsort((rows, cols))
+    return rows[order], cols[order]
+
+
 def _lower(theta: np.ndarray, off: int, q: int) -> np.ndarray:
     L = np.zeros((q, q))
-    rows, cols = np.tril_indices(q)
-    order = np.lexsort((rows, cols))           # column-major lower triangle (lme4's order)
-    L[rows[order], cols[order]] = theta[off:off + rows.size]
+    rows, cols = _tril(q)
+    L[rows, cols] = theta[off:off + rows.size]
     return L
 
 
 def _put(theta: np.ndarray, off: int, L: np.ndarray) -> None:
-    rows, cols = np.tril_indices(L.shape[0])
-    order = np.lexsort((rows, cols))
-    theta[off:off + rows.size] = L[rows[order], cols[order]]
+    rows, cols = _tril(L.shape[0])
+    theta[off:off + rows.size] = L[rows, cols]
 
 
 def to_reduced_theta(theta: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
@@ -288,8 +295,10 @@ def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> C
     th_r = to_reduced_theta(theta, red.layout, model.layout, ridges)
     if np.any(th_r[red.layout.diag] < ctl.singular_tol):
         return None
-    chk = red._check(replace(res, theta=th_r, fval=red.ev(th_r, REML), derivatives=None,
-                             gradient=None), REML, ctl)
+    # the deviance is the same at both points; differences of deviances need the reduced one
+    fval = res.fval if red._analytic else red.ev(th_r, REML)
+    chk = red._check(replace(res, theta=th_r, fval=fval, derivatives=None, gradient=None), REML,
+                     ctl)
     g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
                                                           model.layout, ridges)
     return ridge_check(g, chk, notes)
