@@ -137,6 +137,9 @@ class ConvCheck:
     hessian: np.ndarray | None = field(default=None, repr=False)
     n_evals: int = 0
     raw_grad_failed: bool = False      # no scaled gradient and max|g| > tol
+    #: structural facts that are no finding (e.g. the flat ridge of an ``(f || g)`` term, whose
+    #: check then ran in the identified parameters: :mod:`nlpower.lmm.native.ridge`)
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -163,7 +166,8 @@ class ConvCheck:
     def to_dict(self) -> dict[str, Any]:
         return {"singular": self.singular, "code": self.code, "raw_grad_failed": self.raw_grad_failed, "messages": list(self.messages),
                 "max_grad": self.max_grad, "ok": self.ok, "n_evals": self.n_evals,
-                "gradient": None if self.gradient is None else self.gradient.tolist()}
+                "gradient": None if self.gradient is None else self.gradient.tolist(),
+                "notes": list(self.notes)}
 
 
 def gradient(fn: Callable[[np.ndarray], float], x: np.ndarray, fx: float,

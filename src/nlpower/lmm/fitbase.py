@@ -98,6 +98,9 @@ class OptSummary:
         Other warnings the engine reported (lme4: R's warnings).
     max_grad : float
         ``max_i min(|scaled_i|, |g_i|)`` at the optimum (nan when not computed).
+    notes : tuple of str
+        Structural facts the check recorded that are no finding and raise no
+        warning (the native engine: the flat ridge of an ``(f || g)`` term).
 
     Examples
     --------
@@ -114,6 +117,7 @@ class OptSummary:
     check_messages: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     max_grad: float = math.nan
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_optinfo(cls, optinfo: dict[str, Any]) -> OptSummary:
@@ -134,7 +138,8 @@ class OptSummary:
                    n_evals=int(optinfo.get("n_evals", 0)), message=str(optinfo.get("message", "")),
                    optimizer_converged=opt_ok, converged=converged,
                    check_messages=messages, warnings=warns,
-                   max_grad=float(mg) if mg is not None else math.nan)
+                   max_grad=float(mg) if mg is not None else math.nan,
+                   notes=tuple(str(m) for m in check.get("notes", ())))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -282,4 +282,5 @@ class LmmFit(MixedFit):
             lines.append(f"optimizer ({self.optsum.optimizer}) did not converge: {self.optsum.message}")
         if self.singular:
             lines.append("boundary (singular) fit: see help('isSingular')")
+        lines.extend(self.optsum.notes)
         return "\n".join(lines)

@@ -533,7 +533,12 @@ class RatingsFit:
                 warnings.simplefilter("ignore", RatingsFitWarning)
                 lines.append(self.to_params().summary())
         lines.append("")
-        lines.append(self.fit.summary())
+        lmm = self.fit.summary()
+        if self.identifiability_notes():
+            # said above in the tables' terms: not the fit's own note on the same ridge again
+            said = set(self.fit.optsum.notes)
+            lmm = "\n".join(ln for ln in lmm.split("\n") if ln not in said)
+        lines.append(lmm)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

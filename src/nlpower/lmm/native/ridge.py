@@ -20,6 +20,7 @@ where both terms are non-singular (where ``M`` is singular, ``t = 0``).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, replace
@@ -32,8 +33,9 @@ from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, c
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Ridge", "find_ridges", "full_gradient", "reduced_spec", "ridge_check", "ridge_fit",
-           "ridges_that_pay", "split_covariance", "to_full_theta", "to_reduced_theta"]
+__all__ = ["Ridge", "check_on_ridge", "exact_ridges", "find_ridges", "full_gradient",
+           "reduced_spec", "ridge_check", "ridge_fit", "ridge_notes", "ridges_that_pay",
+           "split_covariance", "to_full_theta", "to_reduced_theta"]
 
 _SUM_TOL = 1e-12        # |z0 - sum of the columns| below this times max|z0|: the same column
 
@@ -115,18 +117,24 @@ def split_covariance(M: np.ndarray) -> tuple[float, np.ndarray] | None:
     return t, M - t * np.ones_like(M)
 
 
+@functools.lru_cache(maxsize=16)
+def _tril(q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the lower triangle in column-major order (lme4's)."""
+    rows, cols = np.tril_indices(q)
+    order = np.lexsort((rows, cols))
+    return rows[order], cols[order]
+
+
 def _lower(theta: np.ndarray, off: int, q: int) -> np.ndarray:
     L = np.zeros((q, q))
-    rows, cols = np.tril_indices(q)
-    order = np.lexsort((rows, cols))           # column-major lower triangle (lme4's order)
-    L[rows[order], cols[order]] = theta[off:off + rows.size]
+    rows, cols = _tril(q)
+    L[rows, cols] = theta[off:off + rows.size]
     return L
 
 
 def _put(theta: np.ndarray, off: int, L: np.ndarray) -> None:
-    rows, cols = np.tril_indices(L.shape[0])
-    order = np.lexsort((rows, cols))
-    theta[off:off + rows.size] = L[rows[order], cols[order]]
+    rows, cols = _tril(L.shape[0])
+    theta[off:off + rows.size] = L[rows, cols]
 
 
 def to_reduced_theta(theta: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
@@ -217,32 +225,83 @@ RIDGE_MAX_SHRINK = 0.7
 RIDGE_TOL = 1e-8        # the full model's deviance at the mapped theta: at most this above
 
 
-def ridge_check(g: np.ndarray | None, reduced: ConvCheck, ctl: CheckConvControl) -> ConvCheck:
-    """lme4's ``checkConv`` in the user's parametrisation at a point of an exact ridge.
+def ridge_notes(model: Any) -> tuple[str, ...]:
+    """The structural fact, once per ridge: the split of its covariance is not identified."""
+    out = []
+    for r in exact_ridges(model):
+        t = r.term
+        out.append(f"flat ridge: the split of the {t.group} covariance between (1 | {t.group}) "
+                   f"and (0 + {' + '.join(t.cnames)} | {t.group}) is not identified (only "
+                   "s0^2 J + Sigma is); convergence is checked in the identified parameters")
+    return tuple(out)
 
-    The Hessian there is singular by construction (the ridge's direction is
-    a null vector), so the finding is what ``checkConv`` gives for the exact
-    Hessian: no scaled gradient ("unable to evaluate scaled gradient"; the raw
-    gradient ``g`` must be within tolerance) and a zero
-    eigenvalue (code -4, "Hessian is numerically singular"), in place of the
-    sign of finite-difference noise (lme4's -3 or 3 on these fits).  Whether
-    the optimiser converged is the reduced model's check: its gradient and
-    Hessian findings (a non-stationary point, a saddle) are kept.
+
+def exact_ridges(model: Any) -> tuple[Ridge, ...]:
+    """:func:`find_ridges` of ``model``'s terms, whether or not the reduced fit pays (cached)."""
+    ridges = getattr(model, "_exact_ridges", None)
+    if ridges is None:
+        ridges = model._ridges or find_ridges(model.spec.re_terms)
+        model._exact_ridges = ridges
+    return ridges  # type: ignore[no-any-return]
+
+
+def _reduced_model(model: Any) -> Any:
+    """The model without the ridges' scalar terms, built once (with the analytic descent
+    where the full model has the analytic gradient)."""
+    red = getattr(model, "_ridge_red", None)
+    if red is None:
+        red = model._ridge_red = type(model)(reduced_spec(model.spec, exact_ridges(model)))
+        red._analytic = bool(model._analytic)
+        red._descent = True
+    return red
+
+
+def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]) -> ConvCheck:
+    """lme4's ``checkConv`` of the reduced model, reported for the full model.
+
+    At an interior point of an exact ridge the full Hessian is singular by
+    construction (the ridge's direction is a null vector), so lme4's check in
+    the user's ``theta`` always reports "unable to evaluate scaled gradient"
+    and a zero (or, by finite-difference noise, negative) eigenvalue.  The
+    deviance depends on ``theta`` only through the reduced model's ``theta``
+    (:func:`to_reduced_theta`); at a stationary point the full Hessian
+    restricted to the identified directions is the reduced Hessian (chain
+    rule), so the reduced check's findings -- a non-stationary point, a
+    saddle, a near-unidentifiable model -- are the genuine ones and are kept
+    as they are; the structural fact goes into ``notes``, not ``messages``.
+    ``g``: the gradient in the full ``theta`` (:func:`full_gradient`).
     """
+    return replace(reduced, gradient=g, hessian=None, notes=notes)
+
+
+def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck | None:
+    """The convergence check of a full-model fit on an exact ridge, in the identified parameters.
+
+    :func:`ridge_check` of the reduced model's check at :func:`to_reduced_theta`
+    of the optimum.  ``None`` (the ordinary check applies) without a ridge or
+    at a singular fit (lme4 then checks no derivatives).
+    """
+    if not exact_ridges(model):
+        return None
+    theta = res.theta
+    if np.any(theta[model.layout.diag] < ctl.singular_tol):
+        return None
+    notes = ridge_notes(model)
     if ctl.grad == "ignore" and ctl.hess == "ignore":
-        return replace(reduced, gradient=None, hessian=None)
-    code, msgs = reduced.code, list(reduced.messages)
-    raw_failed = reduced.raw_grad_failed
-    if ctl.grad != "ignore":
-        if "unable to evaluate scaled gradient" not in msgs:
-            msgs.insert(0, "unable to evaluate scaled gradient")
-        raw_failed = raw_failed or (g is not None and float(np.max(np.abs(g))) > ctl.grad_tol)
-        code = code if code < 0 else -1
-    if ctl.hess != "ignore":
-        msgs.append("Hessian is numerically singular: parameters are not uniquely determined")
-        code = -4 if code in (0, -1, 2, 3) else code
-    return ConvCheck(False, code, tuple(msgs), reduced.max_grad, g, None, reduced.n_evals,
-                     raw_failed)
+        return ConvCheck(False, 0, (), math.nan, notes=notes)
+    red = _reduced_model(model)
+    red._set_y(model.blocks.y)
+    ridges = exact_ridges(model)
+    th_r = to_reduced_theta(theta, red.layout, model.layout, ridges)
+    if np.any(th_r[red.layout.diag] < ctl.singular_tol):
+        return None
+    # the deviance is the same at both points; differences of deviances need the reduced one
+    fval = res.fval if red._analytic else red.ev(th_r, REML)
+    chk = red._check(replace(res, theta=th_r, fval=fval, derivatives=None, gradient=None), REML,
+                     ctl)
+    g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
+                                                          model.layout, ridges)
+    return ridge_check(g, chk, notes)
 
 
 def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
@@ -295,10 +354,7 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
     maps to a singular point (:func:`to_full_theta`), checked as lme4 checks
     singular fits (no derivatives).
     """
-    red = getattr(model, "_ridge_red", None)
-    if red is None:                      # built once, with the analytic descent
-        red = model._ridge_red = type(model)(reduced_spec(model.spec, model._ridges))
-        red._analytic = red._descent = True
+    red = _reduced_model(model)          # built once, with the analytic descent
     red._set_y(model.blocks.y)
     try:
         res, _ = red._optimize(REML, None, None)
@@ -321,7 +377,7 @@ def ridge_fit(model: Any, REML: bool, ctl: CheckConvControl) -> tuple[Any, Any, 
         chk = red._check(res, REML, ctl)
         g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
                                                               model.layout, model._ridges)
-        check = ridge_check(g, chk, ctl)
+        check = ridge_check(g, chk, ridge_notes(model))
     n_grad = check.n_evals
     res = replace(res, theta=theta, fval=fval, derivatives=None, gradient=None,
                   steps=(*res.steps, f"ridge {fval:.10g} ({red.layout.size} -> "
