@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .pairs_batch import PairBatch, PairBatchedFactor, cholesky_rows
+from .pairs_batch import PairBatch, PairBatchedFactor, cholesky_rows, selected_terms
 
 __all__ = ["BatchedFactor", "BatchedLayout", "StackedFactor", "selected_terms"]
 
@@ -266,34 +266,6 @@ class BatchedFactor:
             s[:, 0] = t[0][:, 0] * ((w * A) @ z0 ** 2)
             return s, A * (t[0] * z0) ** 2
         return selected_terms(lay, self._entries(), lam, w)
-
-
-def selected_terms(lay: BatchedLayout, E: list[list[np.ndarray]], lam: np.ndarray,
-                   w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(s, h)`` of :meth:`BatchedFactor.selected` from the entries ``E[a][b]`` of ``M^{-1}``
-    at each observation's columns of blocks ``a, b`` (a layout with a rest)."""
-    R, nb = lam.shape[0], lay.nb
-    t = [lam[:, b, None] for b in range(nb)]
-    s = np.empty((R, nb))
-    h = np.zeros_like(w)
-    if all(lay.ones):
-        # z = 1: (Z Lambda)_i is lam per row; no per-observation products of lam
-        tmp = np.empty_like(w)
-        dots = {}
-        for a in range(nb):
-            for b in range(a, nb):
-                dots[a, b] = dots[b, a] = np.einsum("rn,rn->r", w, E[a][b])
-                coef = t[a] * t[b] * (1.0 if a == b else 2.0)
-                h += np.multiply(E[a][b], coef, out=tmp)
-        for a in range(nb):
-            s[:, a] = sum(t[b][:, 0] * dots[a, b] for b in range(nb))
-        return s, h
-    zl = [t[b] * lay.z[b] for b in range(nb)]
-    for a in range(nb):
-        ga = sum(E[a][b] * zl[b] for b in range(nb))
-        s[:, a] = (w * ga) @ lay.z[a]
-        h += zl[a] * ga
-    return s, h
 
 
 #: a stack of factors: the dense Schur complement's or, with the pair strategy, the pairs'
