@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from scipy import stats
@@ -233,7 +234,7 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(check_probability("target_power",
                                                                          target_power))
     need = abs(diff) / z
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for label, lam0, big_n in (("with judge", False, n_unlabelled), ("human only", True, 0)):
         best: tuple[float, JudgeDesign] | None = None
         for k in range(1, max_workers_per_item + 1):
