@@ -55,3 +55,23 @@ def test_a_file_used_to_the_end_has_no_note(batched, capsys):
     path, _ = batched
     out = _monitor(path, 30, capsys)
     assert "look 3" in out and "note:" not in out
+
+
+def test_batches_after_a_stop_are_counted():
+    import numpy as np
+    import pandas as pd
+
+    from nlpower.sequential import Monitor, group_sequential
+    from nlpower.sequential.monitor import replay_note
+
+    g = np.random.default_rng(1)
+    judged = pd.DataFrame({"worker": np.tile(np.arange(6), 40), "item": np.repeat(np.arange(40), 6),
+                           "win": (g.random(240) < 0.7).astype(float)})
+    batch = (judged["item"] >= 20).to_numpy().astype(int)
+    mon = Monitor(group_sequential(2), outcome="preference", max_items=40)
+    look = mon.update(judged[batch == 0])
+    note = replay_note(mon, judged, batch, "item")
+    assert look.decision == "stop: efficacy"  # 70% preferred, 20 items x 6 workers
+    assert note is not None
+    assert note.startswith("1 later batch of the file (120 ratings, 20 items not in the looks)")
+    assert "the study stopped at look 1 (efficacy)" in note
