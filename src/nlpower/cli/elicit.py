@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 def _plans(args: argparse.Namespace, params: Any) -> dict[str, Any]:
     from ..judge import judge_plan
     from ..powersim import plan
+    from .judge_args import layout_note
 
     costs = {"cost_per_rating": args.cost_per_rating, "cost_per_worker": args.cost_per_worker}
     res = plan(params, effect=args.effect, target_power=args.target_power, alpha=args.alpha,
@@ -85,5 +86,6 @@ def _plans(args: argparse.Namespace, params: Any) -> dict[str, Any]:
                          alpha=args.alpha, cost_per_judge_call=args.cost_per_judge_call, **costs)
         print("\nany workers per item, with an LLM judge (PPI++) beside humans only (closed form):")
         print(tab.round(3).to_string())
+        print(layout_note(tab))
         out["judge_plan"] = tab.reset_index(names="plan").to_dict(orient="records")
     return out

@@ -128,4 +128,15 @@ def print_judge_plan(args: argparse.Namespace, params: Any) -> dict[str, Any]:
     print(f"\nwith an LLM judge (judge_r {args.judge_r:g}, {args.n_unlabelled} judge-only items; "
           "PPI++, closed form, any workers per item) beside humans only:")
     print(tab.round(3).to_string())
+    print(layout_note(tab))
     return {"judge_plan": tab.reset_index(names="plan").to_dict(orient="records")}
+
+
+def layout_note(tab: Any) -> str:
+    """The sentence that sets the judge table's layouts apart from the fully crossed plan."""
+    if tab["layout"].str.startswith("every worker").all():
+        return "layout: every worker rates every item in these rows too, as in the plan above."
+    return ("layout: the plan above is fully crossed (every worker rates every item); these "
+            "rows rate each item by a few of many workers (the layout column): 'human only' "
+            "here and the plan above are two layouts reaching the same target power, hence "
+            "two costs.")

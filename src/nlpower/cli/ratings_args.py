@@ -116,32 +116,35 @@ def read_from_args(args: argparse.Namespace, *, one_comparison: bool = False) ->
     two systems without ``--contrast`` is refused here, before anything is fitted (the
     model of all K systems can take gigabytes and is not what one comparison needs).
     """
-    from ..pilot.subset import contrast_pair, contrast_ratings
+    from ..pilot.subset import contrast_pair, read_contrast
     from ..ratings import read_ratings
     from ..ratings.model import pools_systems
 
+    contrast = contrast_of(args)
+    fit_two = contrast is not None and not pools_systems(getattr(args, "model", "auto"))
+    read_kw = dict(worker=args.worker, item=args.item, system=args.system, rating=args.rating,
+                   scale=args.scale, duplicates=args.duplicates, sep=args.sep,
+                   encoding=args.encoding)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ratings = read_ratings(args.ratings, worker=args.worker, item=args.item,
-                               system=args.system, rating=args.rating, scale=args.scale,
-                               duplicates=args.duplicates, sep=args.sep,
-                               encoding=args.encoding)
+        if fit_two:  # repeated ratings are judged on the fitted rows only
+            ratings, (a, b), (n_all, k_all) = read_contrast(args.ratings, contrast, args.baseline,
+                                                            **read_kw)
+        else:
+            ratings = read_ratings(args.ratings, **read_kw)
     for w in caught:
         print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}", file=sys.stderr)
-    contrast = contrast_of(args)
     if contrast is None and one_comparison and len(ratings.systems) > 2:
         raise InputError(missing_contrast(ratings.systems, args.baseline))
-    if contrast is not None and len(ratings.systems) > 2 and pools_systems(getattr(args, "model", "auto")):
+    if contrast is not None and len(ratings.systems) > 2 and not fit_two:
         a, b = contrast_pair(tuple(map(str, ratings.systems)), contrast, args.baseline)
         print(f"contrast {a} vs {b}: fitting all {ratings.report.n_ratings} ratings of the "
               f"{len(ratings.systems)} systems, as --model has one SD per term whatever the "
               "number of systems (exchangeable systems): every system's ratings inform them")
-    elif contrast is not None and len(ratings.systems) > 2:
-        before = ratings.report
-        ratings, (a, b) = contrast_ratings(ratings, contrast, args.baseline)
+    elif fit_two and k_all > 2:
         print(f"contrast {a} vs {b}: fitting only the {ratings.report.n_ratings} ratings of these "
-              f"two systems (of {before.n_ratings} ratings of {before.n_systems} systems); a plan "
-              "of one comparison needs no more")
+              f"two systems (of {n_all} ratings of {k_all} systems); a plan of one comparison "
+              "needs no more (the other systems' rows are not checked for repeated ratings)")
         if args.baseline not in (None, a, b):
             args.baseline = None
     return ratings

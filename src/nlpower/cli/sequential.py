@@ -269,6 +269,7 @@ def run_monitor(args: argparse.Namespace) -> int:
 
     from ..ratings.files import read_table  # any CSV/TSV/JSON-lines/Parquet table
     from ..sequential import Monitor
+    from ..sequential.monitor import replay_note
 
     frame = read_table(args.ratings, "ratings", options=False)
     order = _batch_order(frame, args.batch, args.ratings)
@@ -284,6 +285,9 @@ def run_monitor(args: argparse.Namespace) -> int:
         print(look.summary())
         if look.stop:
             break
+    note = replay_note(monitor, frame, order, args.item)
+    if note:
+        print(f"note: {note}")
     if args.json is not None:
         write_json(args, monitor.to_frame().to_dict(orient="records"))
     return 0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from scipy import stats
@@ -186,6 +187,19 @@ def _fewest_items(k: int, workers: int, big_n: int, params: LMMParams, judge_r: 
     return max(lo, -(-workers // k))  # every worker rates at least one item
 
 
+def layout(design: JudgeDesign) -> str:
+    """Who rates what in words, e.g. ``"1 of 99 workers per item"``.
+
+    Examples
+    --------
+    >>> layout(JudgeDesign(100, 1, 0, 40)), layout(JudgeDesign(100, 3, 0))
+    ('1 of 40 workers per item', 'every worker rates every item (3 workers)')
+    """
+    k, w = design.workers_per_item, design.workers
+    return (f"every worker rates every item ({w} workers)" if k == w
+            else f"{k} of {w} workers per item")
+
+
 def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
                target_power: float = 0.8, alpha: float = 0.05, cost_per_rating: float = 1.0,
                cost_per_worker: float = 0.0, cost_per_judge_call: float = 0.0,
@@ -201,7 +215,10 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
     offsets (``sd_worker_slope``) set a floor ``4 sd_worker_slope^2 /
     n_workers`` on the variance that no number of items removes, so the
     worker range matters.  Returns two rows, ``"with judge"`` and ``"human only"``, with the
-    ratings and cost saved in the first.
+    ratings and cost saved in the first; the ``layout`` column says who rates what (each
+    item by ``k`` of the ``W`` workers), which is seldom the fully crossed design of
+    :func:`nlpower.plan` (every worker rates every item): the two plans' costs differ by
+    their layouts.
 
     Examples
     --------
@@ -217,7 +234,7 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(check_probability("target_power",
                                                                          target_power))
     need = abs(diff) / z
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for label, lam0, big_n in (("with judge", False, n_unlabelled), ("human only", True, 0)):
         best: tuple[float, JudgeDesign] | None = None
         for k in range(1, max_workers_per_item + 1):
@@ -234,7 +251,7 @@ def judge_plan(params: LMMParams, *, judge_r: float, n_unlabelled: int = 1000,
                              f"{target_power} ({label}); raise max_items or max_workers.")
         c, d = best
         v, lam = variance(d, params, judge_r, lam=0.0 if lam0 else None)
-        rows[label] = {"n_labelled": d.n_labelled, "workers_per_item": d.workers_per_item,
+        rows[label] = {"layout": layout(d), "n_labelled": d.n_labelled, "workers_per_item": d.workers_per_item,
                        "n_workers": d.workers, "n_unlabelled": d.n_unlabelled,
                        "n_ratings": d.n_ratings, "cost": c, "lambda": lam,
                        "power": _power(diff, math.sqrt(v), alpha, "two-sided")}

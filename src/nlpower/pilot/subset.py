@@ -7,6 +7,8 @@ two 20 x 20 covariance blocks and may not fit in memory -- so the command
 line fits the rows of the two compared systems (:func:`contrast_ratings`)
 and says so.  The rescaling of the whole file is kept (the subset is not
 re-read, so a scale inferred from the file stays the file's).
+:func:`read_contrast` reads a file keeping those rows only, so repeated
+ratings of a system that is not compared do not stop the plan.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import pandas as pd
 from .._validation import closest_name
 from ..errors import RatingsError
 from ..ratings import Ratings
+from ..ratings.io import read_selected
 from ..ratings.report import design_report
 
-__all__ = ["contrast_pair", "contrast_ratings"]
+__all__ = ["contrast_pair", "contrast_ratings", "read_contrast"]
 
 
 def contrast_pair(systems: tuple[str, ...], contrast: Any, baseline: str | None = None
@@ -82,3 +85,46 @@ def contrast_ratings(ratings: Ratings, contrast: Any, baseline: str | None = Non
                            scale_inferred=ratings.scale_inferred, source=r.source,
                            extra_notes=(note,))
     return dataclasses.replace(ratings, data=pd.DataFrame(sub), report=report), (a, b)
+
+
+def read_contrast(source: Any, contrast: Any, baseline: str | None = None, **read_kw: Any
+                  ) -> tuple[Ratings, tuple[str, str], tuple[int, int]]:
+    """Read a rating file keeping the two systems ``contrast`` compares.
+
+    As :func:`~nlpower.ratings.read_ratings` (``read_kw``), then
+    :func:`contrast_ratings`, except that repeated ratings are judged on the
+    kept rows only: a duplicate of a system the contrast leaves out is not
+    an error (it is never fitted).  The scale is resolved on the whole file.
+
+    Returns
+    -------
+    (Ratings, (a, b), (n_rows, n_systems))
+        The kept ratings, the pair (``a`` coded +1), and the file's rated
+        rows and systems.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"worker": ["w1", "w2"] * 6 + ["w1"], "item": [1, 1, 2, 2] * 3 + [1],
+    ...                    "system": ["A"] * 4 + ["B"] * 4 + ["C"] * 5,
+    ...                    "rating": [1, 2, 3] * 4 + [5]})
+    >>> sub, pair, (n, k) = read_contrast(df, ("C", "B"), scale=(1, 5), duplicates="error")
+    Traceback (most recent call last):
+    ...
+    nlpower.errors.RatingsError: 1 (worker, item, system) combination(s) are rated more than once ...
+    >>> sub, pair, (n, k) = read_contrast(df, ("B", "A"), scale=(1, 5), duplicates="error")
+    >>> pair, sub.systems, sub.report.n_ratings, n, k
+    (('B', 'A'), ('A', 'B'), 8, 13, 3)
+    """
+    chosen: list[tuple[str, str]] = []
+
+    def pick(labels: tuple[str, ...]) -> tuple[str, ...]:
+        if len(labels) <= 2:
+            return labels
+        chosen.append(contrast_pair(labels, contrast, baseline))
+        return chosen[0]
+
+    ratings, before = read_selected(source, pick, **read_kw)
+    pair = chosen[0] if chosen else contrast_pair(tuple(map(str, ratings.systems)), contrast,
+                                                  baseline)
+    return ratings, pair, before

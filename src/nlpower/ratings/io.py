@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .report import DesignReport, design_report
 
 __all__ = ["READERS", "Ratings", "RatingsWarning", "check_arguments", "check_identifiers",
            "check_levels", "encode_labels", "load_source", "parse_ratings", "read_ratings",
+           "read_selected",
            "resolve_duplicates", "resolve_scale", "select_columns"]
 
 
@@ -198,6 +200,44 @@ def read_ratings(
     ((1.0, 5.0), [0.0, 1.0, 0.25, 0.75])
     """
 
+    return read_selected(source, None, worker=worker, item=item, system=system, rating=rating,
+                         scale=scale, duplicates=duplicates, sep=sep, encoding=encoding)[0]
+
+
+def read_selected(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    select: Callable[[tuple[str, ...]], Sequence[str]] | None,
+    *,
+    worker: str = "worker",
+    item: str = "item",
+    system: str = "system",
+    rating: str = "rating",
+    scale: tuple[float, float] | str | None = None,
+    duplicates: Duplicates = "error",
+    sep: str | None = None,
+    encoding: str | None = None,
+) -> tuple[Ratings, tuple[int, int]]:
+    """:func:`read_ratings`, keeping the rows of the systems ``select(labels)`` names.
+
+    ``select`` gets the file's system labels (sorted as :attr:`Ratings.systems`)
+    and returns those to keep (``None``: all).  The scale is resolved on the
+    whole file; repeated ratings and levels are checked on the kept rows only,
+    so a duplicate of a system that is not kept does not stop the reading.
+
+    Returns
+    -------
+    (Ratings, (n_rows, n_systems))
+        The ratings kept, and the file's rated rows and systems before the selection.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"worker": ["a", "a", "b", "b", "b"], "item": [1, 2, 1, 2, 2],
+    ...                    "system": ["x", "y", "y", "x", "z"], "rating": [1, 5, 2, 4, 3]})
+    >>> r, (n, k) = read_selected(df, lambda labels: labels[:2], scale=(1, 5))
+    >>> r.systems, r.report.n_ratings, n, k
+    (('x', 'y'), 4, 5, 3)
+    """
     lohi, identity = check_arguments(names := {"worker": worker, "item": item, "system": system,
                                                "rating": rating}, scale, duplicates)
     raw, origin = load_source(source, sep, check_encoding(encoding))
@@ -206,6 +246,14 @@ def read_ratings(
     df, n_dropped = parse_ratings(df, rating, origin)
     lo, hi, scale_inferred, notes = resolve_scale(df, lohi, identity, rating, origin)
     df, sys_labels = encode_labels(df, system)
+    before = (len(df), len(sys_labels))
+    if select is not None and len(kept := [str(s) for s in select(tuple(sys_labels))]) < len(sys_labels):
+        sys_labels = [s for s in sys_labels if s in kept]
+        df = df.loc[df["system"].astype(str).isin(kept)]
+        df = df.assign(system=pd.Categorical(df["system"].astype(str), categories=sys_labels))
+        notes.append(f"kept the {len(df)} ratings of {', '.join(sys_labels)} out of {before[0]} "
+                     f"ratings of {before[1]} systems; the other systems' rows are not used "
+                     "(nor checked for repeated ratings).")
     df, n_dup_groups, n_dup_rows, dup_notes = resolve_duplicates(df, duplicates, sys_labels, origin,
                                                                  names)
     df["rating"] = (df["rating_raw"] - lo) / (hi - lo)
@@ -218,7 +266,7 @@ def read_ratings(
         extra_notes=tuple(notes + dup_notes),
     )
     return Ratings(data=df, scale=used, scale_inferred=scale_inferred, n_dropped=n_dropped,
-                   report=report)
+                   report=report), before
 
 
 # --- the stages ---------------------------------------------------------------------------

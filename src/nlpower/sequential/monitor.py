@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -28,7 +29,7 @@ from ..errors import InputError
 from .design import GroupSequentialDesign
 from .interim import InterimAnalysis
 
-__all__ = ["InterimLook", "Monitor"]
+__all__ = ["InterimLook", "Monitor", "replay_note"]
 
 
 @dataclass(frozen=True)
@@ -217,3 +218,62 @@ class Monitor:
     def __repr__(self) -> str:
         state = self._looks[-1].decision if self._looks else "no looks yet"
         return f"Monitor({self.design.looks} planned looks, {len(self._looks)} made, {state})"
+
+
+def replay_note(monitor: Monitor, frame: pd.DataFrame, order: Any, item: str) -> str | None:
+    """What a replay of a batched file left out, in words (None: nothing).
+
+    ``order`` is each row's batch (a key sorting in collection order); the
+    monitor's looks analysed the first batches.  The design's maximum is
+    binding: once a look reaches it (information fraction 1, the rest of
+    alpha spent) or the study stops, later batches cannot enter this
+    design's test, and the note says how many batches, ratings and new items
+    that leaves out.  A look with more items than ``max_items`` is named (it
+    is analysed as the last look), as is a file ending before the last look.
+
+    Examples
+    --------
+    >>> from nlpower import CrossedDesign, presets, simulate
+    >>> from nlpower.sequential import group_sequential
+    >>> r = simulate(CrossedDesign(4, 30), presets.high_variance(0.0), rng=3)
+    >>> batch = r["item"].str[1:].astype(int).sub(1).floordiv(10).to_numpy()
+    >>> mon = Monitor(group_sequential(3), formula="rating ~ x + (1 | worker) + (1 | item)",
+    ...               max_items=10)
+    >>> mon.update(r[batch == 0]).decision
+    'stop: final look'
+    >>> print(replay_note(mon, r, batch, "item"))  # doctest: +NORMALIZE_WHITESPACE
+    2 later batches of the file (160 ratings, 20 items not in the looks) were not analysed:
+    look 1 reached the design's maximum of 10 items ...
+    """
+    looks = monitor.looks
+    order = np.asarray(order)
+    batches = np.unique(order)
+    if not looks:
+        return None
+    last = looks[-1]
+    notes = []
+    if monitor.max_items is not None and last.n_items > monitor.max_items:
+        notes.append(f"look {last.look} has {last.n_items} items, more than the design's "
+                     f"maximum of {monitor.max_items}: it was analysed as the last look (the "
+                     "rest of alpha spent)")
+    rest = order > batches[len(looks) - 1]
+    if rest.any():
+        ids = frame[item].astype(str) if item in frame.columns else pd.Series("", frame.index)
+        new = len(set(ids[rest]) - set(ids[~rest]))
+        n_later = int(np.unique(order[rest]).size)
+        why = (f"the study stopped at look {last.look} ({last.decision.removeprefix('stop: ')})"
+               if last.decision in ("stop: efficacy", "stop: futility") else
+               f"look {last.look} reached the design's maximum of "
+               + (f"{monitor.max_items} items" if monitor.max_items is not None
+                  else "information")
+               + " (information fraction 1, all of alpha spent); a group-sequential design's "
+               "maximum is binding, so later ratings cannot enter its test: to use them, plan "
+               "a design with a larger maximum before collecting them")
+        notes.insert(0, f"{n_later} later batch{'es' if n_later > 1 else ''} of the file "
+                        f"({int(rest.sum())} ratings, {new} items not in the looks) "
+                        f"{'were' if n_later > 1 else 'was'} not analysed: {why}")
+    elif not last.stop:
+        notes.append(f"the file ends at look {last.look}, information fraction "
+                     f"{last.information_fraction:.3f} of the design's maximum: the study "
+                     "continues with the next batch")
+    return "; ".join(notes) + "." if notes else None
