@@ -12,13 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from native_fd import STEP, central_gradient
 
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
 from nlpower.lmm.native.gradient import theta_gradient
-
-STEP = 1e-6
 
 
 def _nested(two_systems_per_item: bool, seed: int = 3) -> pd.DataFrame:
@@ -63,15 +62,6 @@ def _model(formula: str, two: bool) -> NativeModel:
     return model
 
 
-def _fd(model: NativeModel, th: np.ndarray, REML: bool) -> np.ndarray:
-    out = np.empty(th.size)
-    for j in range(th.size):
-        e = np.zeros(th.size)
-        e[j] = STEP
-        out[j] = (model.deviance(th + e, REML=REML) - model.deviance(th - e, REML=REML)) / (2 * STEP)
-    return out
-
-
 def _theta(model: NativeModel, seed: int) -> np.ndarray:
     lay = model.layout
     rng = np.random.default_rng(seed)
@@ -93,7 +83,7 @@ def test_active_gradient_matches_differences_and_level_path(name, REML, monkeypa
         g, exact = theta_gradient(model.ev, f, REML)
         assert "_active_plan" in model.ev.__dict__      # the active path ran
         assert exact.all()
-        fd = _fd(model, th, REML)
+        fd = central_gradient(model, th, REML)
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
         with monkeypatch.context() as mp:      # the level-by-level path of the same gradient
             mp.setattr(grad_mod, "_gather_dense_pays", lambda ev, Nr: False)
@@ -113,7 +103,7 @@ def test_active_gradient_at_a_zero_block1_column():
     g, exact = theta_gradient(model.ev, model.ev.factor(th), False)
     assert exact.all()
     assert g[j] == 0.0
-    fd = _fd(model, th, False)
+    fd = central_gradient(model, th, False)
     others = np.arange(th.size) != j
     np.testing.assert_allclose(g[others], fd[others], rtol=1e-5,
                                atol=1e-4 * max(1.0, np.abs(fd).max()))

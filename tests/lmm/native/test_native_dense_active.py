@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from native_fd import central_gradient
 
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
@@ -22,7 +23,6 @@ from nlpower.lmm.native import gradient as grad_mod
 from nlpower.lmm.native.gradient import theta_gradient
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
-STEP = 1e-6
 
 
 def _raters(partial: bool, seed: int = 11) -> pd.DataFrame:
@@ -52,15 +52,6 @@ def _theta(model: NativeModel, seed: int) -> np.ndarray:
     return np.where(lay.diag, rng.uniform(0.3, 1.3, lay.size), rng.normal(0.0, 0.3, lay.size))
 
 
-def _fd(model: NativeModel, th: np.ndarray, REML: bool) -> np.ndarray:
-    out = np.empty(th.size)
-    for j in range(th.size):
-        e = np.zeros(th.size)
-        e[j] = STEP
-        out[j] = (model.deviance(th + e, REML=REML) - model.deviance(th - e, REML=REML)) / (2 * STEP)
-    return out
-
-
 def _path(model: NativeModel, th: np.ndarray, REML: bool) -> str:
     b = model.ev.b
     return grad_mod._inverse_path(model.ev, model.ev.factor(th), b.nre2 + (b.p if REML else 0))
@@ -77,7 +68,7 @@ def test_dense_active_matches_differences_and_level_path(partial, REML, monkeypa
         assert _path(model, th, REML) == "dense_active"
         g, exact = theta_gradient(model.ev, model.ev.factor(th), REML)
         assert exact.all()
-        fd = _fd(model, th, REML)
+        fd = central_gradient(model, th, REML)
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
         with monkeypatch.context() as mp:      # the level-by-level path of the same gradient
             mp.setattr(grad_mod, "_dense_active_pays", lambda ev: False)
@@ -110,7 +101,7 @@ def test_dense_active_zero_pivot_of_block1_is_exact(monkeypatch):
     d0, d1, d2 = (model.deviance(th + k * e) for k in (0, 1, 2))
     one_sided = (-3.0 * d0 + 4.0 * d1 - d2) / (2.0 * h)        # second order at the bound
     assert g[j] == pytest.approx(one_sided, rel=1e-4, abs=1e-4)
-    fd = _fd(model, np.where(np.arange(th.size) == j, h, th), False)   # the others, centrally
+    fd = central_gradient(model, np.where(np.arange(th.size) == j, h, th), False)   # the others, centrally
     others = np.arange(th.size) != j
     np.testing.assert_allclose(g[others], fd[others], rtol=1e-4,
                                atol=1e-3 * max(1.0, np.abs(fd).max()))

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from native_fd import STEP, central_gradient
 
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
@@ -20,7 +21,6 @@ from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native.gradient import theta_gradient
 
 DATA = Path(__file__).resolve().parents[2] / "reference" / "data"
-STEP = 1e-6
 
 
 def _model(formula: str, data: pd.DataFrame, mode: str = "auto", contrasts=None) -> NativeModel:
@@ -28,15 +28,6 @@ def _model(formula: str, data: pd.DataFrame, mode: str = "auto", contrasts=None)
     model = NativeModel(spec, mode=mode)
     model._set_y(spec.y)
     return model
-
-
-def _fd(model: NativeModel, th: np.ndarray, REML: bool) -> np.ndarray:
-    out = np.empty(th.size)
-    for j in range(th.size):
-        e = np.zeros(th.size)
-        e[j] = STEP
-        out[j] = (model.deviance(th + e, REML=REML) - model.deviance(th - e, REML=REML)) / (2 * STEP)
-    return out
 
 
 def _random_theta(model: NativeModel, rng: np.random.Generator) -> np.ndarray:
@@ -113,7 +104,7 @@ def test_gradient_equals_central_differences(name, REML):
     for th in (model.layout.start.copy(), _random_theta(model, rng)):
         g, exact = theta_gradient(model.ev, model.ev.factor(th), REML)
         assert exact.all()
-        fd = _fd(model, th, REML)
+        fd = central_gradient(model, th, REML)
         scale = max(1.0, float(np.max(np.abs(fd))))
         # central differences with step 1e-6: error ~1e-7 relative (rounding and O(h^2))
         np.testing.assert_allclose(g, fd, atol=2e-6 * scale, rtol=0)
