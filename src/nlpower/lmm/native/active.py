@@ -66,6 +66,8 @@ class ActivePlan:
     Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
     CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
     full: bool             # no patterns: every level's q1 columns active, in order (k = q1)
+    lact: np.ndarray       # (m1, k) each level's active columns (padded as ``act``)
+    lmask: np.ndarray      # (m1, k) 1 on a level's active columns, 0 on its padding
 
 
 def active_plan(b: Blocks) -> ActivePlan:
@@ -97,7 +99,7 @@ def active_plan(b: Blocks) -> ActivePlan:
                       cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
                       flat_y=gact[:, :, None] * q1 + gact[:, None, :],
                       flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
-                      Ca=Ca, CT=CT, full=b.patterns is None)
+                      Ca=Ca, CT=CT, full=b.patterns is None, lact=act, lmask=mask)
 
 
 def active_modes(plan: ActivePlan, lam1: np.ndarray, c: np.ndarray
@@ -182,8 +184,16 @@ def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
     return out.reshape(Nr * Nr, G * q1 * q1)
 
 
+def active_c(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
+    """``C = W'Z1`` on the first ``Nr`` rest rows and each level's active columns (0 on the
+    padding), ``(Nr, m1 k)``, from the dense ``Cd`` (``(N2, m1, q1)``)."""
+    m1 = plan.grp.size
+    return (Cd[:Nr, np.arange(m1)[:, None], plan.lact] * plan.lmask).reshape(Nr, -1)
+
+
 def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.ndarray],
-                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None
+                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None,
+                 Ca: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Block 1's gradient pieces from cross-products only, on a small dense rest (its
     factor ``Lrr``) with block 1's ``C = W'Z1`` dense and no patterns: ``(Lambda1' Y,
@@ -197,7 +207,8 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     are ``<P, P4_g>`` with ``P = (T Lambda_r')'(T Lambda_r')`` where ``P4``
     (:func:`grouped_c_products`, where :func:`c_products_pay`) is given, else sums of ``X_l'X_l``, ``X = T
     Lambda_r' C``.  ``lams``: the rest blocks' ``Lambda``; ``T`` is returned for the rest
-    blocks' inverse sums.
+    blocks' inverse sums.  With patterns ``Ca`` is ``C`` on the active columns
+    (:func:`active_c`) and ``c`` comes from ``plan.CT``.
     """
     N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
     Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
@@ -205,7 +216,7 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     zz[:-1] = -z
     zz[-1] = 1.0
     lam1 = b.b1.lam(theta)
-    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
+    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd if plan.full else plan.CT @ zz)
     T, info = lapack.dtrtri(Lrr[:Nr, :Nr], lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
@@ -214,16 +225,18 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     for (blk, off), lam in zip(b.rest, lams, strict=True):
         c = slice(off, off + blk.m * blk.q)
         TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
-    G = plan.A.shape[0]
+    G, k = plan.act.shape
     if P4 is not None:
         Hs = ((TL.T @ TL).reshape(-1) @ P4).reshape(G, q1, q1)
-    elif G == 1:
-        X = (TL @ Cd[:Nr]).reshape(-1, q1)                   # rows (i, l)
-        Hs = (X.T @ X)[None]
     else:
-        Xl = (TL @ Cd[:Nr]).reshape(Nr, m1, q1).transpose(1, 2, 0)      # (m1, q1, Nr)
-        H = Xl @ np.swapaxes(Xl, 1, 2)
-        Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
-                         minlength=G * q1 * q1).reshape(G, q1, q1)
+        X = TL @ (Cd[:Nr] if Ca is None else Ca)             # (Nr, m1 k): T Lambda_r' C
+        if G == 1:
+            Xr = X.reshape(-1, k)                            # rows (i, l)
+            Hs = (Xr.T @ Xr)[None]
+        else:
+            Xl = X.reshape(Nr, m1, k).transpose(1, 2, 0)     # (m1, k, Nr)
+            H = Xl @ np.swapaxes(Xl, 1, 2)
+            Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
+                             minlength=G * k * k).reshape(G, k, k)
     wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
     return lam1.T @ active_y(plan, F, Hs, q1), w.T @ u1, T, wres

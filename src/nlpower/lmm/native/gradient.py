@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .active import (
+    active_c,
     active_h,
     active_modes,
     active_plan,
@@ -305,9 +306,8 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
 
 
 def _dense_active_pays(ev: DevianceEvaluator) -> bool:
-    """Whether :func:`_dense_active` applies (block 1's ``C`` dense, ``DenseSchur``, and
-    every level's columns active: no patterns)."""
-    return ev.b.patterns is None and isinstance(ev.b.schur, DenseSchur)
+    """Whether :func:`_dense_active` applies: block 1's ``C`` dense (``DenseSchur``)."""
+    return isinstance(ev.b.schur, DenseSchur)
 
 
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
@@ -374,9 +374,12 @@ def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
     plan = _active_plan(ev)
     cache = ev.__dict__.setdefault("_dense_active_c", {})
     if Nr not in cache:
-        cache[Nr] = (grouped_c_products(plan, ev.b.schur.Cd, Nr)   # type: ignore[union-attr]
-                     if c_products_pay(plan, Nr) else None)
-    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr])
+        Cd = ev.b.schur.Cd                                   # type: ignore[union-attr]
+        cache[Nr] = grouped_c_products(plan, Cd, Nr) if c_products_pay(plan, Nr) else None
+        if not plan.full:                                    # C on the active columns
+            ev.__dict__.setdefault("_dense_active_ca", {})[Nr] = active_c(plan, Cd, Nr)
+    Ca = None if plan.full else ev.__dict__["_dense_active_ca"][Nr]
+    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr], Ca)
     return M1, R1, _rest_sums(ev, T, None, Nr), wres
 
 
