@@ -33,9 +33,10 @@ from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, c
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Ridge", "check_on_ridge", "exact_ridges", "find_ridges", "full_gradient",
+__all__ = ["Identified", "Ridge", "check_on_ridge", "exact_ridges", "find_ridges",
+           "full_gradient", "identified_finish", "identified_free", "nested_terms",
            "reduced_spec", "ridge_check", "ridge_fit", "ridge_notes", "ridges_that_pay",
-           "split_covariance", "to_full_theta", "to_reduced_theta"]
+           "split_covariance", "to_full_theta", "to_identified_theta", "to_reduced_theta"]
 
 _SUM_TOL = 1e-12        # |z0 - sum of the columns| below this times max|z0|: the same column
 
@@ -96,6 +97,87 @@ def reduced_spec(spec: ModelSpec, ridges: tuple[Ridge, ...]) -> ModelSpec:
     """``spec`` without the ridges' scalar terms (the same likelihood, fewer parameters)."""
     drop = {id(r.scalar) for r in ridges}
     return replace(spec, re_terms=tuple(t for t in spec.re_terms if id(t) not in drop))
+
+
+def nested_terms(re_terms: tuple[ReTerm, ...]) -> tuple[ReTerm, ...]:
+    """Multi-column terms each of whose levels has rows in one column only (items nested in
+    systems under ``(0 + system | item)``): the covariances between their columns never
+    enter the likelihood, only each column's variance.
+
+    Examples
+    --------
+    >>> codes = np.array([0, 0, 1, 1])
+    >>> sys = ReTerm("i", codes, ("a", "b"), np.array([[1., 0], [1, 0], [0, 1], [0, 1]]),
+    ...              ("systemA", "systemB"))
+    >>> [t.cnames for t in nested_terms((sys,))]
+    [('systemA', 'systemB')]
+    """
+    out = []
+    for t in re_terms:
+        nz = np.asarray(t.Z) != 0
+        if t.q < 2 or np.any(nz.sum(axis=1) > 1):
+            continue
+        rows = nz.any(axis=1)
+        used = np.unique(t.codes[rows] * t.q + nz.argmax(axis=1)[rows])   # (level, column)
+        if np.unique(used // t.q).size == used.size:
+            out.append(t)
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class Identified:
+    """The model in its identified parameters: the reduced model (no ridge's scalar term)
+    with each nested term's (:func:`nested_terms`) covariance diagonal -- its off-diagonal
+    ``theta`` held at 0, where the deviance's gradient in them is 0 -- so only the
+    ``free`` entries of the reduced ``theta`` vary."""
+
+    ridges: tuple[Ridge, ...]
+    nested: tuple[ReTerm, ...]
+
+
+def to_identified_theta(theta: np.ndarray, ident: Identified, layout: ThetaLayout,
+                        full: ThetaLayout) -> np.ndarray:
+    """The full model's ``theta`` as the reduced model's (``layout``): ``chol(M)`` of each
+    term's ``M = Sigma (+ s0^2 11')``, ``diag(sqrt(M_jj))`` for a nested term.
+
+    Examples
+    --------
+    >>> from nlpower.lmm.layout import theta_layout
+    >>> codes = np.array([0, 0, 1, 1])
+    >>> one = ReTerm("i", codes, ("a", "b"), np.ones((4, 1)), ("(Intercept)",))
+    >>> sys = ReTerm("i", codes, ("a", "b"), np.array([[1., 0], [1, 0], [0, 1], [0, 1]]),
+    ...              ("systemA", "systemB"))
+    >>> ident = Identified(find_ridges((one, sys)), (sys,))
+    >>> th = np.array([1.0, 1.0, 0.5, 1.0])        # s0 = 1, L = [[1, 0], [0.5, 1]]
+    >>> (to_identified_theta(th, ident, theta_layout((sys,)), theta_layout((one, sys))) ** 2
+    ...  ).round(12).tolist()                        # M_11 = 2, M_22 = 2.25
+    [2.0, 0.0, 2.25]
+    """
+    full_off = {id(t): o for t, o in zip(full.terms, full.term_offsets, strict=True)}
+    scalar = {id(r.term): r.scalar for r in ident.ridges}
+    nested = {id(t) for t in ident.nested}
+    out = np.zeros(layout.size)
+    for t, off in zip(layout.terms, layout.term_offsets, strict=True):
+        L = _lower(theta, full_off[id(t)], t.q)
+        if id(t) in scalar:
+            s0 = theta[full_off[id(scalar[id(t)])]]
+            M = L @ L.T + s0 * s0 * np.ones((t.q, t.q))
+            L = np.linalg.cholesky(M) if id(t) not in nested else L
+        else:
+            M = L @ L.T
+        _put(out, off, np.diag(np.sqrt(np.diag(M))) if id(t) in nested else L)
+    return out
+
+
+def identified_free(ident: Identified, layout: ThetaLayout) -> np.ndarray:
+    """Which entries of the reduced ``theta`` vary: all but the nested terms' off-diagonal."""
+    nested = {id(t) for t in ident.nested}
+    free = np.ones(layout.size, dtype=bool)
+    for t, off in zip(layout.terms, layout.term_offsets, strict=True):
+        if id(t) in nested:
+            rows, cols = _tril(t.q)
+            free[off:off + rows.size] = rows == cols
+    return free
 
 
 def split_covariance(M: np.ndarray) -> tuple[float, np.ndarray] | None:
@@ -171,13 +253,17 @@ def full_gradient(g_red: np.ndarray, theta: np.ndarray, reduced: ThetaLayout, fu
     """The gradient in the full ``theta`` by the chain rule: ``J' g_red`` with ``J`` the
     Jacobian of :func:`to_reduced_theta` (central differences: a few small Cholesky
     factors, no deviance evaluation)."""
-    J = np.empty((reduced.size, full.size))
-    for j in range(full.size):
-        e = np.zeros(full.size)
+    return _jacobian(lambda th: to_reduced_theta(th, reduced, full, ridges), theta, h).T @ g_red
+
+
+def _jacobian(to_red: Any, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """The Jacobian of ``to_red`` at ``theta`` by central differences."""
+    cols = []
+    for j in range(theta.size):
+        e = np.zeros(theta.size)
         e[j] = h
-        J[:, j] = (to_reduced_theta(theta + e, reduced, full, ridges)
-                   - to_reduced_theta(theta - e, reduced, full, ridges)) / (2.0 * h)
-    return J.T @ g_red
+        cols.append((to_red(theta + e) - to_red(theta - e)) / (2.0 * h))
+    return np.column_stack(cols)
 
 
 def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
@@ -226,13 +312,31 @@ RIDGE_TOL = 1e-8        # the full model's deviance at the mapped theta: at most
 
 
 def ridge_notes(model: Any) -> tuple[str, ...]:
-    """The structural fact, once per ridge: the split of its covariance is not identified."""
+    """The structural facts, once per term: the split of a ridge's covariance is not
+    identified; nor are the covariances between the columns of a nested term."""
+    ident = _identified(model)
+    nested = {id(t) for t in ident.nested}
     out = []
-    for r in exact_ridges(model):
+    for r in ident.ridges:
         t = r.term
-        out.append(f"flat ridge: the split of the {t.group} covariance between (1 | {t.group}) "
-                   f"and (0 + {' + '.join(t.cnames)} | {t.group}) is not identified (only "
-                   "s0^2 J + Sigma is); convergence is checked in the identified parameters")
+        cols = f"(0 + {' + '.join(t.cnames)} | {t.group})"
+        if id(t) in nested:
+            out.append(f"flat ridge, nested levels: each {t.group} has ratings in one column of "
+                       f"{cols} only, so of the {t.group} covariance only the diagonal of s0^2 J "
+                       f"+ Sigma is identified (each column's total variance), neither the split "
+                       f"between (1 | {t.group}) and {cols} nor the covariances between the "
+                       "columns; convergence is checked in the identified parameters")
+        else:
+            out.append(f"flat ridge: the split of the {t.group} covariance between (1 | "
+                       f"{t.group}) and {cols} is not identified (only s0^2 J + Sigma is); "
+                       "convergence is checked in the identified parameters")
+    ridged = {id(r.term) for r in ident.ridges}
+    for t in ident.nested:
+        if id(t) not in ridged:
+            out.append(f"nested levels: each {t.group} has ratings in one column of (0 + "
+                       f"{' + '.join(t.cnames)} | {t.group}) only, so the covariances between "
+                       "the columns are not identified (only their variances); convergence is "
+                       "checked in the identified parameters")
     return tuple(out)
 
 
@@ -256,6 +360,60 @@ def _reduced_model(model: Any) -> Any:
     return red
 
 
+def _identified(model: Any) -> Identified:
+    """The ridges and nested terms of ``model`` (cached)."""
+    ident = getattr(model, "_ident", None)
+    if ident is None:
+        ridges = exact_ridges(model)
+        ident = model._ident = Identified(
+            ridges, nested_terms(reduced_spec(model.spec, ridges).re_terms))
+    return ident  # type: ignore[no-any-return]
+
+
+class _Pinned:
+    """The reduced model on the ``free`` entries of its ``theta``, the others at 0: what
+    the check, the Newton step and the Hessian see (the model's own ``_check``)."""
+
+    def __init__(self, red: Any, free: np.ndarray):
+        self.red, self.free = red, free
+        self._analytic = red._analytic
+        self.layout = _FreeLayout(red.layout.lower[free], red.layout.diag[free])
+
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        th = np.zeros(self.free.size)
+        th[self.free] = x
+        return th
+
+    def ev(self, x: np.ndarray, REML: bool) -> float:
+        return float(self.red.ev(self._full(x), REML))
+
+    def value_and_gradient(self, x: np.ndarray, REML: bool) -> tuple[float, np.ndarray, int]:
+        f, g, n = self.red.value_and_gradient(self._full(x), REML)
+        return f, g[self.free], n
+
+    def _check(self, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck:
+        return type(self.red)._check(self, res, REML, ctl)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _FreeLayout:
+    lower: np.ndarray
+    diag: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.lower.size
+
+
+def _identified_model(model: Any) -> Any:
+    """The reduced model in the identified parameters (itself where no term is nested)."""
+    ident = _identified(model)
+    red = _reduced_model(model)
+    if not ident.nested:
+        return red
+    return _Pinned(red, identified_free(ident, red.layout))
+
+
 def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]) -> ConvCheck:
     """lme4's ``checkConv`` of the reduced model, reported for the full model.
 
@@ -275,33 +433,94 @@ def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]
 
 
 def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck | None:
-    """The convergence check of a full-model fit on an exact ridge, in the identified parameters.
+    """The convergence check of a full-model fit on an exact ridge or with a nested term
+    (:func:`nested_terms`), in the identified parameters.
 
-    :func:`ridge_check` of the reduced model's check at :func:`to_reduced_theta`
-    of the optimum.  ``None`` (the ordinary check applies) without a ridge or
-    at a singular fit (lme4 then checks no derivatives).
+    :func:`ridge_check` of the identified model's check at
+    :func:`to_identified_theta` of the optimum.  ``None`` (the ordinary check
+    applies) without a ridge or nested term, or at a singular fit (lme4 then
+    checks no derivatives).
     """
-    if not exact_ridges(model):
+    out = _identified_check(model, res, REML, ctl, step=False)
+    return None if out is None else out[0]
+
+
+def identified_finish(model: Any, res: Any, REML: bool, ctl: CheckConvControl
+                      ) -> tuple[ConvCheck, Any] | None:
+    """:func:`check_on_ridge` after one Newton step in the identified parameters.
+
+    The check's Hessian (forward differences of the identified model's
+    gradient) gives the step at the cost of one gradient call (and one
+    evaluation of the full model); the quasi-Newton stages stop within
+    ``GRADIENT_GTOL``, 1e-10 to 1e-9 deviance units from the optimum.  The
+    step ``d`` maps back to the user's ``theta`` as the least-norm ``J^+ d``
+    (``J`` the Jacobian of :func:`to_identified_theta`: the split along the
+    ridge is kept) and is kept only where the full model's deviance is lower.
+    Returns ``(check, result)``, the result's ``stages`` with ``newton`` and
+    ``checkconv``; ``None`` as :func:`check_on_ridge`.
+    """
+    t0 = time.perf_counter()
+    out = _identified_check(model, res, REML, ctl, step=True)
+    if out is None:
         return None
-    theta = res.theta
-    if np.any(theta[model.layout.diag] < ctl.singular_tol):
+    chk, res2 = out
+    t_newton = sum(st[3] for st in res2.stages[len(res.stages):])
+    return chk, replace(res2, stages=(*res2.stages, ("checkconv", 0, chk.n_evals,
+                                                     time.perf_counter() - t0 - t_newton)))
+
+
+def _identified_check(model: Any, res: Any, REML: bool, ctl: CheckConvControl, step: bool
+                      ) -> tuple[ConvCheck, Any] | None:
+    ident = _identified(model)
+    if not ident.ridges and not ident.nested:
+        return None
+    if np.any(res.theta[model.layout.diag] < ctl.singular_tol):
         return None
     notes = ridge_notes(model)
     if ctl.grad == "ignore" and ctl.hess == "ignore":
-        return ConvCheck(False, 0, (), math.nan, notes=notes)
-    red = _reduced_model(model)
-    red._set_y(model.blocks.y)
-    ridges = exact_ridges(model)
-    th_r = to_reduced_theta(theta, red.layout, model.layout, ridges)
+        return ConvCheck(False, 0, (), math.nan, notes=notes), res
+    _reduced_model(model)._set_y(model.blocks.y)
+    red = _identified_model(model)
+    layout = _reduced_model(model).layout
+    free = identified_free(ident, layout)
+
+    def to_red(th: np.ndarray) -> np.ndarray:
+        return to_identified_theta(th, ident, layout, model.layout)[free]
+
+    th_r = to_red(res.theta)
     if np.any(th_r[red.layout.diag] < ctl.singular_tol):
         return None
     # the deviance is the same at both points; differences of deviances need the reduced one
     fval = res.fval if red._analytic else red.ev(th_r, REML)
-    chk = red._check(replace(res, theta=th_r, fval=fval, derivatives=None, gradient=None), REML,
-                     ctl)
-    g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
-                                                          model.layout, ridges)
-    return ridge_check(g, chk, notes)
+    res_r = replace(res, theta=th_r, fval=fval, derivatives=None, gradient=None)
+    if step and red._analytic:
+        res, res_r = _identified_step(model, red, to_red, res, res_r, REML)
+    chk = red._check(res_r, REML, ctl)
+    g = None if chk.gradient is None else _jacobian(to_red, res.theta).T @ chk.gradient
+    return ridge_check(g, chk, notes), res
+
+
+def _identified_step(model: Any, red: Any, to_red: Any, res: Any, res_r: Any, REML: bool
+                     ) -> tuple[Any, Any]:
+    """:func:`_newton_step` of the identified model mapped to the full model's ``theta``:
+    ``(full result, identified result for the check)``."""
+    t0 = time.perf_counter()
+    new_r, n = _newton_step(red, res_r, REML)
+    x, x2, n_ev = res_r.theta, new_r.theta, 0
+    if not np.array_equal(x, x2):
+        d = np.linalg.lstsq(_jacobian(to_red, res.theta), x2 - x, rcond=None)[0]
+        theta2 = np.maximum(res.theta + d, model.layout.lower)
+        f2, n_ev = model.ev(theta2, REML), 1
+        if f2 < res.fval:
+            res = replace(res, theta=theta2, fval=f2, derivatives=None, gradient=None,
+                          steps=(*res.steps, f"newton {f2:.10g} (identified parameters)"))
+            # the gradient at x2 is not the one at the mapped point: the check's own call
+            new_r = replace(new_r, theta=to_red(theta2), fval=f2, gradient=None)
+        else:                               # the check at x, with the Hessian there
+            new_r = replace(res_r, derivatives=new_r.derivatives)
+    res = replace(res, n_evals=res.n_evals + n + n_ev,
+                  stages=(*res.stages, ("newton", n_ev, n, time.perf_counter() - t0)))
+    return res, new_r
 
 
 def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
