@@ -409,9 +409,9 @@ class NativeModel:
             res, fac = self._optimize(REML, start, control)
             # an exact ridge or a nested term: a Newton step and the check in the identified
             # parameters (nlpower.lmm.native.ridge)
-            out = identified_finish(self, res, REML, ctl)
-            if out is not None:
-                check, res2 = out
+            done = identified_finish(self, res, REML, ctl)
+            if done is not None:
+                check, res2 = done
                 if res2.theta is not res.theta:
                     fac = self.ev.factor(res2.theta)
                 res = res2
