@@ -153,19 +153,30 @@ def to_identified_theta(theta: np.ndarray, ident: Identified, layout: ThetaLayou
     ...  ).round(12).tolist()                        # M_11 = 2, M_22 = 2.25
     [2.0, 0.0, 2.25]
     """
+    return _identified_rows(np.asarray(theta, dtype=float)[None], ident, layout, full)[0]
+
+
+def _identified_rows(thetas: np.ndarray, ident: Identified, layout: ThetaLayout,
+                     full: ThetaLayout) -> np.ndarray:
+    """:func:`to_identified_theta` of each row of ``thetas`` (batched small factors)."""
     full_off = {id(t): o for t, o in zip(full.terms, full.term_offsets, strict=True)}
     scalar = {id(r.term): r.scalar for r in ident.ridges}
     nested = {id(t) for t in ident.nested}
-    out = np.zeros(layout.size)
+    out = np.zeros((thetas.shape[0], layout.size))
     for t, off in zip(layout.terms, layout.term_offsets, strict=True):
-        L = _lower(theta, full_off[id(t)], t.q)
-        if id(t) in scalar:
-            s0 = theta[full_off[id(scalar[id(t)])]]
-            M = L @ L.T + s0 * s0 * np.ones((t.q, t.q))
-            L = np.linalg.cholesky(M) if id(t) not in nested else L
-        else:
-            M = L @ L.T
-        _put(out, off, np.diag(np.sqrt(np.diag(M))) if id(t) in nested else L)
+        rows, cols = _tril(t.q)
+        L = np.zeros((thetas.shape[0], t.q, t.q))
+        L[:, rows, cols] = thetas[:, full_off[id(t)]:full_off[id(t)] + rows.size]
+        if id(t) in scalar or id(t) in nested:
+            M = L @ np.swapaxes(L, 1, 2)
+            if id(t) in scalar:
+                M += thetas[:, full_off[id(scalar[id(t)])], None, None] ** 2
+            if id(t) in nested:
+                L = np.zeros_like(L)
+                L[:, np.arange(t.q), np.arange(t.q)] = np.sqrt(np.diagonal(M, axis1=1, axis2=2))
+            else:
+                L = np.linalg.cholesky(M)
+        out[:, off:off + rows.size] = L[:, rows, cols]
     return out
 
 
@@ -253,17 +264,19 @@ def full_gradient(g_red: np.ndarray, theta: np.ndarray, reduced: ThetaLayout, fu
     """The gradient in the full ``theta`` by the chain rule: ``J' g_red`` with ``J`` the
     Jacobian of :func:`to_reduced_theta` (central differences: a few small Cholesky
     factors, no deviance evaluation)."""
-    return _jacobian(lambda th: to_reduced_theta(th, reduced, full, ridges), theta, h).T @ g_red
+    def rows(ths: np.ndarray) -> np.ndarray:
+        return np.array([to_reduced_theta(th, reduced, full, ridges) for th in ths])
+
+    return _jacobian(rows, theta, h).T @ g_red
 
 
 def _jacobian(to_red: Any, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """The Jacobian of ``to_red`` at ``theta`` by central differences."""
-    cols = []
-    for j in range(theta.size):
-        e = np.zeros(theta.size)
-        e[j] = h
-        cols.append((to_red(theta + e) - to_red(theta - e)) / (2.0 * h))
-    return np.column_stack(cols)
+    """The Jacobian of ``to_red`` at ``theta`` by central differences (``to_red`` maps the
+    rows of a ``(2k, k)`` array at once)."""
+    E = h * np.eye(theta.size)
+    k = theta.size
+    R = to_red(np.vstack([theta + E, theta - E]))
+    return (R[:k] - R[k:]).T / (2.0 * h)
 
 
 def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
@@ -484,8 +497,9 @@ def _identified_check(model: Any, res: Any, REML: bool, ctl: CheckConvControl, s
     layout = _reduced_model(model).layout
     free = identified_free(ident, layout)
 
-    def to_red(th: np.ndarray) -> np.ndarray:
-        return to_identified_theta(th, ident, layout, model.layout)[free]
+    def to_red(th: np.ndarray) -> np.ndarray:       # one theta or rows of them
+        return (_identified_rows(np.atleast_2d(th), ident, layout, model.layout)[:, free]
+                .reshape(*np.shape(th)[:-1], -1))
 
     th_r = to_red(res.theta)
     if np.any(th_r[red.layout.diag] < ctl.singular_tol):
