@@ -21,6 +21,11 @@ TAGS = {"worker": ("w", "Table 14"), "item": ("i", "Table 15")}
 RANK_TOL = 1e-8     # an eigenvalue of the per-system covariance below this times the largest
 
 
+def _sds(t: str, k: int) -> str:
+    """The per-system SDs of tag ``t``: ``sigma1w, sigma2w`` or ``sigma1w..sigma4w``."""
+    return f"sigma1{t}, sigma2{t}" if k == 2 else f"sigma1{t}..sigma{k}{t}"
+
+
 def both_parts(fit: Any) -> list[str]:
     """Grouping factors fitted with an intercept *and* a per-system term (the ridge)."""
     return [g for g in GROUPS if f"sigma0{TAGS[g][0]}" not in fit.not_modelled
@@ -34,8 +39,8 @@ def identifiability_notes(fit: Any) -> list[str]:
     both = both_parts(fit)
     if both:
         terms = " and ".join(f"(system || {g})" for g in both)
-        split = " and ".join(f"sigma0{TAGS[g][0]} vs sigma1{TAGS[g][0]}..sigma{k}{TAGS[g][0]} "
-                             f"({TAGS[g][1]})" for g in both)
+        split = " and ".join(f"sigma0{TAGS[g][0]} vs {_sds(TAGS[g][0], k)} ({TAGS[g][1]})"
+                             for g in both)
         notes.append(
             f"{terms} {'has' if len(both) == 1 else 'each have'} an intercept plus an "
             "unstructured per-system block, so only their sum s0^2 J + Sigma is identified: "
@@ -59,8 +64,8 @@ def _nested_note(fit: Any, g: str, ridge: bool) -> str:
         return (head + f"beyond that split, correlations between systems' {g} effects are not "
                 f"identified, only each system's total {g} SD sqrt(sigma0{t}^2 + sigmak{t}^2).")
     if f"sigma0{t}" in fit.not_modelled and f"sigma1{t}" not in fit.not_modelled:
-        return (head + f"the {g} term is one SD per system (sigma1{t}..sigma{k}{t}), all that "
-                f"is identified; correlations between systems' {g} effects are not.")
+        return (head + f"the {g} term is one SD per system ({_sds(t, k)}), all that is "
+                f"identified; correlations between systems' {g} effects are not.")
     return head + f"correlations between systems' {g} effects are not identified."
 
 
