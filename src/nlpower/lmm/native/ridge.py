@@ -165,7 +165,7 @@ def _identified_rows(thetas: np.ndarray, ident: Identified, layout: ThetaLayout,
     out = np.zeros((thetas.shape[0], layout.size))
     for t, off in zip(layout.terms, layout.term_offsets, strict=True):
         rows, cols = _tril(t.q)
-        L = np.zeros((thetas.shape[0], t.q, t.q))
+        L: np.ndarray = np.zeros((thetas.shape[0], t.q, t.q))
         L[:, rows, cols] = thetas[:, full_off[id(t)]:full_off[id(t)] + rows.size]
         if id(t) in scalar or id(t) in nested:
             M = L @ np.swapaxes(L, 1, 2)
