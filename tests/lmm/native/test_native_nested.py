@@ -26,6 +26,7 @@ from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
 from nlpower.lmm.native import ridge as rd
+from nlpower.lmm.native.blocks import SparseSchur
 from nlpower.lmm.native.gradient import theta_gradient
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
@@ -126,3 +127,47 @@ def test_newton_step_in_identified_parameters_never_raises_the_deviance(REML):
     assert model.ev(res2.theta, REML) == res2.fval
     assert [s[0] for s in res2.stages[-2:]] == ["newton", "checkconv"]
     assert chk.ok
+
+
+@pytest.mark.parametrize("REML", [False, True])
+def test_sparse_schur_takes_the_path_on_a_dense_copy_of_c(REML):
+    """A sparse Schur strategy with a small rest (the reduced model of nested items) takes
+    the same path on a copy of ``C``; a new response refreshes the copy's response row."""
+    spec = model_frame(PAPER, _nested(), contrasts={"system": "sum"})
+    dense, sparse = NativeModel(spec), NativeModel(spec, mode="sparse")
+    assert isinstance(sparse.ev.b.schur, SparseSchur)
+    lay = dense.layout
+    th = np.where(lay.diag, 0.8, 0.1)
+    y0 = np.asarray(dense.blocks.y, dtype=float)
+    for y in (y0, y0[::-1].copy()):
+        for m in (dense, sparse):
+            m._set_y(y)
+        assert _path(sparse, th, REML) == "dense_active"
+        g_s, _ = theta_gradient(sparse.ev, sparse.ev.factor(th), REML)
+        g_d, _ = theta_gradient(dense.ev, dense.ev.factor(th), REML)
+        np.testing.assert_allclose(g_s, g_d, rtol=1e-9, atol=1e-9 * np.abs(g_d).max())
+        fd = central_gradient(sparse, th, REML)
+        np.testing.assert_allclose(g_s, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
+
+
+@pytest.mark.parametrize("formula", [PAPER, "rating ~ system + (system || worker) + "
+                                     "(0 + isA + isB + isC || item)"])
+def test_a_new_response_reaches_the_active_columns_paths(formula):
+    """A refit swaps ``y``: each level's ``Z1'(y - W z)`` on its active columns must use the
+    new response (the cached plan's copy of ``C`` is refreshed), on the cross-products path
+    (``dense_active``) and on the gathered inverse (``gather_dense``, a rest of 40 workers)."""
+    df = _nested()
+    if "isA" in formula:                         # 40 workers, each item rated by 7 of them
+        df = df.assign(worker="w" + ((df.index * 7) % 40).astype(str))
+        for s in "ABC":
+            df[f"is{s}"] = (df["system"] == s).astype(float)
+    model = NativeModel(model_frame(formula, df, contrasts={"system": "sum"}))
+    th = np.where(model.layout.diag, 0.8, 0.1)
+    path = _path(model, th, False)
+    assert path == ("dense_active" if formula == PAPER else "gather_dense")
+    y = np.random.default_rng(2).permutation(np.asarray(model.blocks.y, dtype=float))
+    theta_gradient(model.ev, model.ev.factor(th), False)        # the plan, on the first y
+    model._set_y(y)
+    g, _ = theta_gradient(model.ev, model.ev.factor(th), False)
+    fd = central_gradient(model, th, False)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
