@@ -25,6 +25,7 @@ from nlpower.lmm.checkconv import CheckConvControl
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
+from nlpower.lmm.native import identified as idf
 from nlpower.lmm.native import ridge as rd
 from nlpower.lmm.native.blocks import SparseSchur
 from nlpower.lmm.native.gradient import theta_gradient
@@ -97,7 +98,7 @@ def test_nested_fit_checked_in_identified_parameters(REML):
 def test_check_ignores_unidentified_moves_and_finds_identified_ones():
     model = _model()
     res, _ = model._optimize(False, None, None)
-    assert rd.check_on_ridge(model, res, False, CTL).ok
+    assert idf.check_on_ridge(model, res, False, CTL).ok
     names = model.layout.names
     # another covariance between two systems' item effects, their variances kept (a
     # rotation of L's second row): never in the likelihood
@@ -107,13 +108,13 @@ def test_check_ignores_unidentified_moves_and_finds_identified_ones():
     th[j] += 0.3 * np.sqrt(var)
     th[d] = np.sqrt(var - th[j] ** 2)
     assert model.ev(th, False) == pytest.approx(res.fval, abs=1e-9)
-    moved = rd.check_on_ridge(model, replace(res, theta=th, derivatives=None, gradient=None),
+    moved = idf.check_on_ridge(model, replace(res, theta=th, derivatives=None, gradient=None),
                               False, CTL)
     assert moved is not None and moved.ok and moved.code == 0
     # a per-system item SD 5 % larger: a finding
     off = res.theta.copy()
     off[names.index("item.systemB")] *= 1.05
-    chk = rd.check_on_ridge(model, replace(res, theta=off, fval=model.ev(off, False),
+    chk = idf.check_on_ridge(model, replace(res, theta=off, fval=model.ev(off, False),
                                            derivatives=None, gradient=None), False, CTL)
     assert chk is not None and not chk.ok and chk.code == -1
 
@@ -122,7 +123,7 @@ def test_check_ignores_unidentified_moves_and_finds_identified_ones():
 def test_newton_step_in_identified_parameters_never_raises_the_deviance(REML):
     model = _model()
     res, _ = model._optimize(REML, None, None)
-    chk, res2 = rd.identified_finish(model, res, REML, CTL)
+    chk, res2 = idf.identified_finish(model, res, REML, CTL)
     assert res2.fval <= res.fval
     assert model.ev(res2.theta, REML) == res2.fval
     assert [s[0] for s in res2.stages[-2:]] == ["newton", "checkconv"]
@@ -171,3 +172,19 @@ def test_a_new_response_reaches_the_active_columns_paths(formula):
     g, _ = theta_gradient(model.ev, model.ev.factor(th), False)
     fd = central_gradient(model, th, False)
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
+
+
+def test_a_nested_term_without_a_ridge_is_checked_in_its_variances():
+    """``(0 + system | item)`` with items nested and no item intercept: no ridge, but the
+    covariances between the columns are not identified; the model itself is checked."""
+    formula = "rating ~ system + (1 | worker) + (0 + system | item)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = lmer(formula, _nested(), REML=False, contrasts={"system": "sum"},
+                   engine="native")
+    cc = fit.optinfo["checkconv"]
+    assert cc["code"] == 0 and cc["messages"] == [] and fit.converged
+    notes = fit.optsum.notes
+    assert sum(n.startswith("nested levels: each item") for n in notes) == 1
+    model = NativeModel(model_frame(formula, _nested(), contrasts={"system": "sum"}))
+    assert idf._base_model(model) is model

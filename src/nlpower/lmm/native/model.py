@@ -28,8 +28,9 @@ from ._blas import single_threaded
 from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
+from .identified import identified_finish
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
-from .ridge import identified_finish, ridge_fit, ridges_that_pay
+from .ridge import ridge_fit, ridges_that_pay
 from .stages import stage_counts
 from .start import descent_zero_mask, moment_start
 
@@ -408,7 +409,7 @@ class NativeModel:
                 return self._build_fit(self._core(res, fac, REML, check), fac, y, res, check, ctl)
             res, fac = self._optimize(REML, start, control)
             # an exact ridge or a nested term: a Newton step and the check in the identified
-            # parameters (nlpower.lmm.native.ridge)
+            # parameters (nlpower.lmm.native.identified)
             done = identified_finish(self, res, REML, ctl)
             if done is not None:
                 check, res2 = done
