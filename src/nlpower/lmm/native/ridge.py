@@ -16,6 +16,11 @@ parametrisation by the rule of :func:`split_covariance`: of the admissible
 intercept variances ``t`` in ``[0, t_max]``, ``t_max = 1 / (1' M^{-1} 1)``
 (``Sigma = M - t 11'`` positive semidefinite), the midpoint ``t_max / 2``,
 where both terms are non-singular (where ``M`` is singular, ``t = 0``).
+
+:func:`nested_terms` finds the multi-column terms whose levels each use one
+column (items nested in systems): of their ``M`` only the diagonal is
+identified.  The convergence check in the identified parameters is
+:mod:`.identified`.
 """
 
 from __future__ import annotations
