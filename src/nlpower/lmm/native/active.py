@@ -211,8 +211,15 @@ def active_c(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
 
 
 # a sparse Schur's C is copied dense for the cross-products gradient up to this many rest
-# columns (the reduced model of 4 nested systems and 15 workers: 65)
+# columns (the reduced model of 4 nested systems and 15 workers: 65) and numbers (32 MB)
 DENSE_C_MAX_N2 = 400
+DENSE_C_MAX_ENTRIES = 4e6
+
+
+def dense_c_fits(b: Blocks) -> bool:
+    """Whether :func:`dense_c` has ``C`` dense or may copy it (a small rest, a small copy)."""
+    return isinstance(b.schur, DenseSchur) or (
+        b.N2 <= DENSE_C_MAX_N2 and b.N2 * b.b1.m * b.b1.q <= DENSE_C_MAX_ENTRIES)
 
 
 def dense_c(b: Blocks, store: dict[str, Any]) -> np.ndarray:

@@ -45,16 +45,16 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .active import (
-    DENSE_C_MAX_N2,
     active_h,
     active_modes,
     active_plan,
     active_y,
     current_plan,
     dense_active,
+    dense_c_fits,
     dense_inputs,
 )
-from .blocks import DenseSchur, GroupBlock, SparseSchur
+from .blocks import GroupBlock, SparseSchur
 from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
@@ -308,7 +308,7 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
 def _dense_active_pays(ev: DevianceEvaluator) -> bool:
     """Whether :func:`_dense_active` applies: block 1's ``C`` dense (``DenseSchur``, or a
     sparse Schur's ``C`` copied dense where the rest is small, :func:`.active.dense_c`)."""
-    return isinstance(ev.b.schur, DenseSchur) or ev.b.N2 <= DENSE_C_MAX_N2
+    return dense_c_fits(ev.b)
 
 
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
