@@ -281,8 +281,8 @@ def design_report(
         )
     if item_layout == "nested":
         notes.append(
-            "items are nested in systems: the model's split of item variance between the "
-            "intercept and the per-system terms is not identified; read RatingsFit.identifiable()"
+            "items are nested in systems: no item links two systems, so item variance is "
+            "identified per system only (the fit's notes say which SDs)"
         )
     if worker_layout == "nested":
         notes.append(

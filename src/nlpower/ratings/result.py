@@ -38,6 +38,7 @@ from .._validation import closest_name
 from ..coding import check_coding
 from ..errors import RatingsError
 from ..params import ConversionWarning, LMMParams, MultiSystemParams, pm1_random_effects
+from . import fitnotes
 from .identifiable import IdentifiableEstimates
 from .model import FORMULA, GROUPS, contrast_rows
 from .report import DesignReport
@@ -428,35 +429,9 @@ class RatingsFit:
         )
 
     # ------------------------------------------------------------- text
-    def _both_parts(self) -> list[str]:
-        """Grouping factors fitted with an intercept *and* a per-system term (the ridge)."""
-        return [g for g, tag in zip(GROUPS, ("w", "i"), strict=True)
-                if f"sigma0{tag}" not in self.not_modelled
-                and f"sigma1{tag}" not in self.not_modelled]
-
     def identifiability_notes(self) -> list[str]:
-        notes = []
-        if self._both_parts():
-            notes.append(
-                "(system || g) has an intercept plus an unstructured per-system block, so only "
-                "their sum s0^2 J + Sigma is identified: the split into sigma0 and sigma1..sigmaK "
-                "(Tables 14-15) can differ between optimiser starts and engines at the same "
-                "likelihood; compare fits with identifiable()."
-            )
-        for g in GROUPS:
-            pairs = self.identified_pairs[g]
-            if self.n_systems > 1 and not pairs[~np.eye(self.n_systems, dtype=bool)].any():
-                notes.append(
-                    f"{g}s are nested in systems (none rated under two systems): correlations "
-                    f"between systems' {g} effects are not identified, only each system's total "
-                    f"{g} SD sqrt(sigma0^2 + sigmak^2)."
-                )
-            elif not pairs.all():
-                notes.append(
-                    f"some pairs of systems share no {g}: their {g} covariance is not identified "
-                    "(NaN in identifiable())."
-                )
-        return notes
+        """What the fit cannot tell apart, each note naming its term (:mod:`.fitnotes`)."""
+        return fitnotes.identifiability_notes(self)
 
     def model_notes(self) -> list[str]:
         """What a formula given as ``model=`` leaves out, and how its terms are tabled."""
@@ -482,19 +457,8 @@ class RatingsFit:
         return notes
 
     def singular_note(self) -> str | None:
-        """One line on what a singular (boundary) fit means for the estimates; None if not singular."""
-        if not self.singular:
-            return None
-        row = self.table().iloc[0]
-        zeros = [c for c, v in row.items() if str(c).startswith("sigma") and c != "sigma"
-                 and c not in self.not_modelled and abs(float(v)) < 5e-4]
-        what = (", ".join(map(str, zeros)) + " at 0") if zeros else "a correlation at +-1"
-        one = len(zeros) <= 1
-        return (f"singular fit ({what}): the data cannot separate "
-                f"{'that variance component' if one else 'those variance components'} from the "
-                f"other components and the residual, so {'its estimate is a lower bound' if one else 'their estimates are lower bounds'}"
-                ", not evidence of no variation; the fixed effects remain valid, but power "
-                f"computed from {'it' if one else 'them'} is optimistic.")
+        """What a singular (boundary) fit means for the estimates; None if not singular."""
+        return fitnotes.singular_note(self)
 
     def summary(self) -> str:
         """Design report, the three tables, identifiability notes and lme4's summary."""

@@ -87,6 +87,7 @@ def test_active_gradient_matches_differences_and_level_path(name, REML, monkeypa
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-4 * max(1.0, np.abs(fd).max()))
         with monkeypatch.context() as mp:      # the level-by-level path of the same gradient
             mp.setattr(grad_mod, "_gather_dense_pays", lambda ev, Nr: False)
+            mp.setattr(grad_mod, "_dense_active_pays", lambda ev: False)
             g_lev, _ = theta_gradient(model.ev, model.ev.factor(th), REML)
         np.testing.assert_allclose(g, g_lev, rtol=1e-9, atol=1e-9 * np.abs(g_lev).max())
 

@@ -20,6 +20,7 @@ from native_fd import central_gradient
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
+from nlpower.lmm.native.active import grouped_c_products
 from nlpower.lmm.native.gradient import theta_gradient
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
@@ -151,11 +152,12 @@ def test_dense_active_products_of_c_and_x_agree(partial):
         Nr = ev.b.nre2 + (ev.b.p if REML else 0)
         f = ev.factor(th)
         g, _ = theta_gradient(ev, f, REML)
-        used = ev.__dict__["_dense_active_c"][Nr] is not None
+        P4, Ca = ev.__dict__["_dense_active_c"][Nr]
+        used = P4 is not None
         assert used == (not partial)          # one group: the products; many: X
         # the other way: X where the products were used, the products where X was
-        ev.__dict__["_dense_active_c"][Nr] = None if used else \
-            grad_mod.grouped_c_products(grad_mod._active_plan(ev), ev.b.schur.Cd, Nr)
+        ev.__dict__["_dense_active_c"][Nr] = (None if used else grouped_c_products(
+            grad_mod._active_plan(ev), ev.b.schur.Cd, Nr), Ca)
         g_other, _ = theta_gradient(ev, f, REML)
         np.testing.assert_allclose(g, g_other, rtol=1e-9, atol=1e-9 * np.abs(g).max())
         del ev.__dict__["_dense_active_c"][Nr]

@@ -39,13 +39,14 @@ Arr [-z, 1] - W'Z1 b1`` for the rest, no residual of length ``n``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .blocks import Blocks
+from .blocks import Blocks, DenseSchur
 from .grouped import unique_rows
 
 _P4_MAX = 2_000_000     # numbers of the groups' products of C (grouped_c_products) at most
@@ -66,6 +67,9 @@ class ActivePlan:
     Ca: np.ndarray         # (pairs, k) W'Z1's pairs on their level's active columns
     CT: sp.csr_matrix      # (m1 k, N2) the same transposed: c = CT @ [-z, 1]
     full: bool             # no patterns: every level's q1 columns active, in order (k = q1)
+    lact: np.ndarray       # (m1, k) each level's active columns (padded as ``act``)
+    lmask: np.ndarray      # (m1, k) 1 on a level's active columns, 0 on its padding
+    Cy: np.ndarray         # the response's row of C that Ca and CT hold (current_plan)
 
 
 def active_plan(b: Blocks) -> ActivePlan:
@@ -90,14 +94,31 @@ def active_plan(b: Blocks) -> ActivePlan:
     first = np.zeros(cnt.size, dtype=np.intp)
     first[grp] = np.arange(m1)                   # a level of each group (any: they are equal)
     gact = act[first]
-    Ca = np.take_along_axis(b.C, act[b.pair_lev], axis=1) * mask[b.pair_lev]
-    CT = sp.csr_matrix((Ca.ravel(), ((b.pair_lev[:, None] * k + np.arange(k)).ravel(),
-                                     np.repeat(b.pair_row, k))), shape=(m1 * k, b.N2))
+    Ca, CT = _c_active(b, act, mask)
     return ActivePlan(grp=np.asarray(grp).ravel(), act=gact, A=A[first],
                       cnt=cnt.astype(float), flat_w=np.arange(m1)[:, None] * q1 + act,
                       flat_y=gact[:, :, None] * q1 + gact[:, None, :],
                       flat_h=np.asarray(grp).reshape(-1, 1) * (k * k) + np.arange(k * k),
-                      Ca=Ca, CT=CT, full=b.patterns is None)
+                      Ca=Ca, CT=CT, full=b.patterns is None, lact=act, lmask=mask,
+                      Cy=b.C[b.y_pairs].copy())
+
+
+def _c_active(b: Blocks, act: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+    """``W'Z1``'s pairs on their level's active columns and the same transposed."""
+    m1, k = act.shape
+    Ca = np.take_along_axis(b.C, act[b.pair_lev], axis=1) * mask[b.pair_lev]
+    CT = sp.csr_matrix((Ca.ravel(), ((b.pair_lev[:, None] * k + np.arange(k)).ravel(),
+                                     np.repeat(b.pair_row, k))), shape=(m1 * k, b.N2))
+    return Ca, CT
+
+
+def current_plan(plan: ActivePlan, b: Blocks) -> ActivePlan:
+    """``plan`` for ``b``'s response now: ``Ca`` and ``CT`` hold the response's row of ``C``,
+    rebuilt where a refit swapped ``y`` since the plan was made (else ``plan`` itself)."""
+    if np.array_equal(plan.Cy, b.C[b.y_pairs]):
+        return plan
+    Ca, CT = _c_active(b, plan.lact, plan.lmask)
+    return replace(plan, Ca=Ca, CT=CT, Cy=b.C[b.y_pairs].copy())
 
 
 def active_modes(plan: ActivePlan, lam1: np.ndarray, c: np.ndarray
@@ -182,8 +203,55 @@ def grouped_c_products(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
     return out.reshape(Nr * Nr, G * q1 * q1)
 
 
+def active_c(plan: ActivePlan, Cd: np.ndarray, Nr: int) -> np.ndarray:
+    """``C = W'Z1`` on the first ``Nr`` rest rows and each level's active columns (0 on the
+    padding), ``(Nr, m1 k)``, from the dense ``Cd`` (``(N2, m1, q1)``)."""
+    m1 = plan.grp.size
+    return (Cd[:Nr, np.arange(m1)[:, None], plan.lact] * plan.lmask).reshape(Nr, -1)
+
+
+# a sparse Schur's C is copied dense for the cross-products gradient up to this many rest
+# columns (the reduced model of 4 nested systems and 15 workers: 65) and numbers (32 MB)
+DENSE_C_MAX_N2 = 400
+DENSE_C_MAX_ENTRIES = 4e6
+
+
+def dense_c_fits(b: Blocks) -> bool:
+    """Whether :func:`dense_c` has ``C`` dense or may copy it (a small rest, a small copy)."""
+    return isinstance(b.schur, DenseSchur) or (
+        b.N2 <= DENSE_C_MAX_N2 and b.N2 * b.b1.m * b.b1.q <= DENSE_C_MAX_ENTRIES)
+
+
+def dense_c(b: Blocks, store: dict[str, Any]) -> np.ndarray:
+    """Block 1's ``C = W'Z1`` dense, ``(N2, m1, q1)``: the dense Schur's own, else a copy
+    kept in ``store`` (built once; its response row refreshed per call)."""
+    if isinstance(b.schur, DenseSchur):
+        return b.schur.Cd
+    Cd = store.get("_dense_c")
+    if Cd is None:
+        Cd = store["_dense_c"] = np.zeros((b.N2, b.b1.m, b.b1.q))
+        Cd[b.pair_row, b.pair_lev, :] = b.C
+    else:
+        Cd[-1, b.y_levels, :] = b.C[b.y_pairs]
+    return Cd  # type: ignore[no-any-return]
+
+
+def dense_inputs(plan: ActivePlan, b: Blocks, store: dict[str, Any], Nr: int
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """:func:`dense_active`'s ``C`` (:func:`dense_c`), ``P4`` (where :func:`c_products_pay`)
+    and ``Ca`` (with patterns: :func:`active_c`); the last two theta-free, kept in
+    ``store`` per ``Nr``."""
+    Cd = dense_c(b, store)
+    cache = store.setdefault("_dense_active_c", {})
+    if Nr not in cache:
+        cache[Nr] = (grouped_c_products(plan, Cd, Nr) if c_products_pay(plan, Nr) else None,
+                     None if plan.full else active_c(plan, Cd, Nr))
+    return (Cd, *cache[Nr])
+
+
 def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.ndarray],
-                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None
+                 Lrr: np.ndarray, z: np.ndarray, Nr: int, P4: np.ndarray | None,
+                 Ca: np.ndarray | None = None, Cd3: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Block 1's gradient pieces from cross-products only, on a small dense rest (its
     factor ``Lrr``) with block 1's ``C = W'Z1`` dense and no patterns: ``(Lambda1' Y,
@@ -197,15 +265,17 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     are ``<P, P4_g>`` with ``P = (T Lambda_r')'(T Lambda_r')`` where ``P4``
     (:func:`grouped_c_products`, where :func:`c_products_pay`) is given, else sums of ``X_l'X_l``, ``X = T
     Lambda_r' C``.  ``lams``: the rest blocks' ``Lambda``; ``T`` is returned for the rest
-    blocks' inverse sums.
+    blocks' inverse sums.  With patterns ``Ca`` is ``C`` on the active columns
+    (:func:`active_c`) and ``c`` comes from ``plan.CT``.  ``Cd3``: ``C`` dense where the
+    Schur strategy is sparse.
     """
     N2, m1, q1, nre2 = b.N2, b.b1.m, b.b1.q, b.nre2
-    Cd = b.schur.Cd.reshape(N2, m1 * q1)                     # type: ignore[union-attr]
+    Cd = (b.schur.Cd if Cd3 is None else Cd3).reshape(N2, m1 * q1)  # type: ignore[union-attr]
     zz = np.empty(N2)
     zz[:-1] = -z
     zz[-1] = 1.0
     lam1 = b.b1.lam(theta)
-    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd)
+    F, u1, b1m, w = active_modes(plan, lam1, zz @ Cd if plan.full else plan.CT @ zz)
     T, info = lapack.dtrtri(Lrr[:Nr, :Nr], lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular inverse failed (info={info})")
@@ -214,16 +284,18 @@ def dense_active(plan: ActivePlan, b: Blocks, theta: np.ndarray, lams: list[np.n
     for (blk, off), lam in zip(b.rest, lams, strict=True):
         c = slice(off, off + blk.m * blk.q)
         TL[:, c] = (T[:, c].reshape(Nr * blk.m, blk.q) @ lam.T).reshape(Nr, -1)
-    G = plan.A.shape[0]
+    G, k = plan.act.shape
     if P4 is not None:
         Hs = ((TL.T @ TL).reshape(-1) @ P4).reshape(G, q1, q1)
-    elif G == 1:
-        X = (TL @ Cd[:Nr]).reshape(-1, q1)                   # rows (i, l)
-        Hs = (X.T @ X)[None]
     else:
-        Xl = (TL @ Cd[:Nr]).reshape(Nr, m1, q1).transpose(1, 2, 0)      # (m1, q1, Nr)
-        H = Xl @ np.swapaxes(Xl, 1, 2)
-        Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
-                         minlength=G * q1 * q1).reshape(G, q1, q1)
+        X = TL @ (Cd[:Nr] if Ca is None else Ca)             # (Nr, m1 k): T Lambda_r' C
+        if G == 1:
+            Xr = X.reshape(-1, k)                            # rows (i, l)
+            Hs = (Xr.T @ Xr)[None]
+        else:
+            Xl = X.reshape(Nr, m1, k).transpose(1, 2, 0)     # (m1, k, Nr)
+            H = Xl @ np.swapaxes(Xl, 1, 2)
+            Hs = np.bincount(plan.flat_h.ravel(), weights=H.ravel(),
+                             minlength=G * k * k).reshape(G, k, k)
     wres = b.Arr[:nre2] @ zz - Cd[:nre2] @ b1m.ravel()
     return lam1.T @ active_y(plan, F, Hs, q1), w.T @ u1, T, wres

@@ -49,11 +49,12 @@ from .active import (
     active_modes,
     active_plan,
     active_y,
-    c_products_pay,
+    current_plan,
     dense_active,
-    grouped_c_products,
+    dense_c_fits,
+    dense_inputs,
 )
-from .blocks import DenseSchur, GroupBlock, SparseSchur
+from .blocks import GroupBlock, SparseSchur
 from .deviance import PIVOT_TOL as _PIVOT_TOL
 from .deviance import DevianceEvaluator, Factor
 from .deviance import lambda_rows as _lambda_rows
@@ -305,9 +306,9 @@ def _gather_dense_decide(ev: DevianceEvaluator, Nr: int) -> bool:
 
 
 def _dense_active_pays(ev: DevianceEvaluator) -> bool:
-    """Whether :func:`_dense_active` applies (block 1's ``C`` dense, ``DenseSchur``, and
-    every level's columns active: no patterns)."""
-    return ev.b.patterns is None and isinstance(ev.b.schur, DenseSchur)
+    """Whether :func:`_dense_active` applies: block 1's ``C`` dense (``DenseSchur``, or a
+    sparse Schur's ``C`` copied dense where the rest is small, :func:`.active.dense_c`)."""
+    return dense_c_fits(ev.b)
 
 
 def _gathered_inverse(ev: DevianceEvaluator, f: Factor, Nr: int, R: np.ndarray
@@ -358,10 +359,10 @@ def _active_block1(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
 
 
 def _active_plan(ev: DevianceEvaluator) -> Any:
-    """The model's :class:`.active.ActivePlan` (cached on ``ev``)."""
+    """The model's :class:`.active.ActivePlan` for its current response (cached on ``ev``)."""
     plan = ev.__dict__.get("_active_plan")
-    if plan is None:
-        plan = ev.__dict__["_active_plan"] = active_plan(ev.b)
+    plan = ev.__dict__["_active_plan"] = (active_plan(ev.b) if plan is None
+                                          else current_plan(plan, ev.b))
     return plan
 
 
@@ -372,11 +373,8 @@ def _dense_active(ev: DevianceEvaluator, f: Factor, z: np.ndarray, Nr: int,
     ``C = W'Z1`` dense): ``(Lambda1' Y, R_1, rest blocks' inverse sums, W'res on the
     random-effects rows)``; the groups' products of ``C`` are built once per ``Nr``."""
     plan = _active_plan(ev)
-    cache = ev.__dict__.setdefault("_dense_active_c", {})
-    if Nr not in cache:
-        cache[Nr] = (grouped_c_products(plan, ev.b.schur.Cd, Nr)   # type: ignore[union-attr]
-                     if c_products_pay(plan, Nr) else None)
-    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, cache[Nr])
+    Cd, P4, Ca = dense_inputs(plan, ev.b, ev.__dict__, Nr)
+    M1, R1, T, wres = dense_active(plan, ev.b, f.theta, lams, f.Lrr, z, Nr, P4, Ca, Cd)
     return M1, R1, _rest_sums(ev, T, None, Nr), wres
 
 

@@ -28,8 +28,9 @@ from ._blas import single_threaded
 from .blocks import build_blocks
 from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
+from .identified import identified_finish
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta
-from .ridge import check_on_ridge, ridge_fit, ridges_that_pay
+from .ridge import ridge_fit, ridges_that_pay
 from .stages import stage_counts
 from .start import descent_zero_mask, moment_start
 
@@ -407,13 +408,21 @@ class NativeModel:
                 res, fac, check = out
                 return self._build_fit(self._core(res, fac, REML, check), fac, y, res, check, ctl)
             res, fac = self._optimize(REML, start, control)
-            t0 = time.perf_counter()
-            # an exact ridge: checked in the identified parameters (nlpower.lmm.native.ridge)
-            check = check_on_ridge(self, res, REML, ctl) or self._check(res, REML, ctl)
-            # check_conv counts gradient calls when it has the analytic gradient
-            n_grad = check.n_evals if self._analytic else 0
-            res = replace(res, stages=(*res.stages, ("checkconv", check.n_evals - n_grad, n_grad,
-                                                     time.perf_counter() - t0)))
+            # an exact ridge or a nested term: a Newton step and the check in the identified
+            # parameters (nlpower.lmm.native.identified)
+            done = identified_finish(self, res, REML, ctl)
+            if done is not None:
+                check, res2 = done
+                if res2.theta is not res.theta:
+                    fac = self.ev.factor(res2.theta)
+                res = res2
+            else:
+                t0 = time.perf_counter()
+                check = self._check(res, REML, ctl)
+                # check_conv counts gradient calls when it has the analytic gradient
+                n_grad = check.n_evals if self._analytic else 0
+                res = replace(res, stages=(*res.stages, ("checkconv", check.n_evals - n_grad,
+                                                         n_grad, time.perf_counter() - t0)))
             core = self._core(res, fac, REML, check)
         return self._build_fit(core, fac, y, res, check, ctl)
 

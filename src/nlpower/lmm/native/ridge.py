@@ -16,6 +16,11 @@ parametrisation by the rule of :func:`split_covariance`: of the admissible
 intercept variances ``t`` in ``[0, t_max]``, ``t_max = 1 / (1' M^{-1} 1)``
 (``Sigma = M - t 11'`` positive semidefinite), the midpoint ``t_max / 2``,
 where both terms are non-singular (where ``M`` is singular, ``t = 0``).
+
+:func:`nested_terms` finds the multi-column terms whose levels each use one
+column (items nested in systems): of their ``M`` only the diagonal is
+identified.  The convergence check in the identified parameters is
+:mod:`.identified`.
 """
 
 from __future__ import annotations
@@ -33,9 +38,9 @@ from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, c
 from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Ridge", "check_on_ridge", "exact_ridges", "find_ridges", "full_gradient",
-           "reduced_spec", "ridge_check", "ridge_fit", "ridge_notes", "ridges_that_pay",
-           "split_covariance", "to_full_theta", "to_reduced_theta"]
+__all__ = ["Identified", "Ridge", "check_on_ridge", "exact_ridges", "find_ridges", "full_gradient",
+           "nested_terms", "reduced_spec", "ridge_check", "ridge_fit", "ridge_notes",
+           "ridges_that_pay", "split_covariance", "to_full_theta", "to_reduced_theta"]
 
 _SUM_TOL = 1e-12        # |z0 - sum of the columns| below this times max|z0|: the same column
 
@@ -96,6 +101,42 @@ def reduced_spec(spec: ModelSpec, ridges: tuple[Ridge, ...]) -> ModelSpec:
     """``spec`` without the ridges' scalar terms (the same likelihood, fewer parameters)."""
     drop = {id(r.scalar) for r in ridges}
     return replace(spec, re_terms=tuple(t for t in spec.re_terms if id(t) not in drop))
+
+
+def nested_terms(re_terms: tuple[ReTerm, ...]) -> tuple[ReTerm, ...]:
+    """Multi-column terms each of whose levels has rows in one column only (items nested in
+    systems under ``(0 + system | item)``): the covariances between their columns never
+    enter the likelihood, only each column's variance.
+
+    Examples
+    --------
+    >>> codes = np.array([0, 0, 1, 1])
+    >>> sys = ReTerm("i", codes, ("a", "b"), np.array([[1., 0], [1, 0], [0, 1], [0, 1]]),
+    ...              ("systemA", "systemB"))
+    >>> [t.cnames for t in nested_terms((sys,))]
+    [('systemA', 'systemB')]
+    """
+    out = []
+    for t in re_terms:
+        nz = np.asarray(t.Z) != 0
+        if t.q < 2 or np.any(nz.sum(axis=1) > 1):
+            continue
+        rows = nz.any(axis=1)
+        used = np.unique(t.codes[rows] * t.q + nz.argmax(axis=1)[rows])   # (level, column)
+        if np.unique(used // t.q).size == used.size:
+            out.append(t)
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class Identified:
+    """The model in its identified parameters: the reduced model (no ridge's scalar term)
+    with each nested term's (:func:`nested_terms`) covariance diagonal -- its off-diagonal
+    ``theta`` held at 0, where the deviance's gradient in them is 0 -- so only the
+    ``free`` entries of the reduced ``theta`` vary."""
+
+    ridges: tuple[Ridge, ...]
+    nested: tuple[ReTerm, ...]
 
 
 def split_covariance(M: np.ndarray) -> tuple[float, np.ndarray] | None:
@@ -171,13 +212,19 @@ def full_gradient(g_red: np.ndarray, theta: np.ndarray, reduced: ThetaLayout, fu
     """The gradient in the full ``theta`` by the chain rule: ``J' g_red`` with ``J`` the
     Jacobian of :func:`to_reduced_theta` (central differences: a few small Cholesky
     factors, no deviance evaluation)."""
-    J = np.empty((reduced.size, full.size))
-    for j in range(full.size):
-        e = np.zeros(full.size)
-        e[j] = h
-        J[:, j] = (to_reduced_theta(theta + e, reduced, full, ridges)
-                   - to_reduced_theta(theta - e, reduced, full, ridges)) / (2.0 * h)
-    return J.T @ g_red
+    def rows(ths: np.ndarray) -> np.ndarray:
+        return np.array([to_reduced_theta(th, reduced, full, ridges) for th in ths])
+
+    return _jacobian(rows, theta, h).T @ g_red
+
+
+def _jacobian(to_red: Any, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """The Jacobian of ``to_red`` at ``theta`` by central differences (``to_red`` maps the
+    rows of a ``(2k, k)`` array at once)."""
+    E = h * np.eye(theta.size)
+    k = theta.size
+    R = to_red(np.vstack([theta + E, theta - E]))
+    return (R[:k] - R[k:]).T / (2.0 * h)
 
 
 def to_full_theta(theta_red: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
@@ -226,13 +273,31 @@ RIDGE_TOL = 1e-8        # the full model's deviance at the mapped theta: at most
 
 
 def ridge_notes(model: Any) -> tuple[str, ...]:
-    """The structural fact, once per ridge: the split of its covariance is not identified."""
+    """The structural facts, once per term: the split of a ridge's covariance is not
+    identified; nor are the covariances between the columns of a nested term."""
+    ident = _identified(model)
+    nested = {id(t) for t in ident.nested}
     out = []
-    for r in exact_ridges(model):
+    for r in ident.ridges:
         t = r.term
-        out.append(f"flat ridge: the split of the {t.group} covariance between (1 | {t.group}) "
-                   f"and (0 + {' + '.join(t.cnames)} | {t.group}) is not identified (only "
-                   "s0^2 J + Sigma is); convergence is checked in the identified parameters")
+        cols = f"(0 + {' + '.join(t.cnames)} | {t.group})"
+        if id(t) in nested:
+            out.append(f"flat ridge, nested levels: each {t.group} has ratings in one column of "
+                       f"{cols} only, so of the {t.group} covariance only the diagonal of s0^2 J "
+                       f"+ Sigma is identified (each column's total variance), neither the split "
+                       f"between (1 | {t.group}) and {cols} nor the covariances between the "
+                       "columns; convergence is checked in the identified parameters")
+        else:
+            out.append(f"flat ridge: the split of the {t.group} covariance between (1 | "
+                       f"{t.group}) and {cols} is not identified (only s0^2 J + Sigma is); "
+                       "convergence is checked in the identified parameters")
+    ridged = {id(r.term) for r in ident.ridges}
+    for t in ident.nested:
+        if id(t) not in ridged:
+            out.append(f"nested levels: each {t.group} has ratings in one column of (0 + "
+                       f"{' + '.join(t.cnames)} | {t.group}) only, so the covariances between "
+                       "the columns are not identified (only their variances); convergence is "
+                       "checked in the identified parameters")
     return tuple(out)
 
 
@@ -256,6 +321,23 @@ def _reduced_model(model: Any) -> Any:
     return red
 
 
+def _identified(model: Any) -> Identified:
+    """The ridges and nested terms of ``model`` (cached)."""
+    ident = getattr(model, "_ident", None)
+    if ident is None:
+        ridges = exact_ridges(model)
+        ident = model._ident = Identified(
+            ridges, nested_terms(reduced_spec(model.spec, ridges).re_terms))
+    return ident  # type: ignore[no-any-return]
+
+
+def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck | None:
+    """:func:`.identified.check_on_ridge` (the check in the identified parameters)."""
+    from .identified import check_on_ridge as check  # it builds on this module
+
+    return check(model, res, REML, ctl)
+
+
 def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]) -> ConvCheck:
     """lme4's ``checkConv`` of the reduced model, reported for the full model.
 
@@ -272,36 +354,6 @@ def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]
     ``g``: the gradient in the full ``theta`` (:func:`full_gradient`).
     """
     return replace(reduced, gradient=g, hessian=None, notes=notes)
-
-
-def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck | None:
-    """The convergence check of a full-model fit on an exact ridge, in the identified parameters.
-
-    :func:`ridge_check` of the reduced model's check at :func:`to_reduced_theta`
-    of the optimum.  ``None`` (the ordinary check applies) without a ridge or
-    at a singular fit (lme4 then checks no derivatives).
-    """
-    if not exact_ridges(model):
-        return None
-    theta = res.theta
-    if np.any(theta[model.layout.diag] < ctl.singular_tol):
-        return None
-    notes = ridge_notes(model)
-    if ctl.grad == "ignore" and ctl.hess == "ignore":
-        return ConvCheck(False, 0, (), math.nan, notes=notes)
-    red = _reduced_model(model)
-    red._set_y(model.blocks.y)
-    ridges = exact_ridges(model)
-    th_r = to_reduced_theta(theta, red.layout, model.layout, ridges)
-    if np.any(th_r[red.layout.diag] < ctl.singular_tol):
-        return None
-    # the deviance is the same at both points; differences of deviances need the reduced one
-    fval = res.fval if red._analytic else red.ev(th_r, REML)
-    chk = red._check(replace(res, theta=th_r, fval=fval, derivatives=None, gradient=None), REML,
-                     ctl)
-    g = None if chk.gradient is None else full_gradient(chk.gradient, theta, red.layout,
-                                                          model.layout, ridges)
-    return ridge_check(g, chk, notes)
 
 
 def _newton_step(red: Any, res: Any, REML: bool) -> tuple[Any, int]:
