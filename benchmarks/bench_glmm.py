@@ -195,6 +195,8 @@ CROWD: dict[str, tuple[str, str, int, int, int]] = {
     "poisson": ("poisson", "y ~ system + (1|worker) + (1|item)", 300, 1000, 20_000),
     "binomial_paper": ("binomial", _PAPER, 300, 1000, 20_000),
     "poisson_paper": ("poisson", _PAPER, 300, 1000, 20_000),
+    "binomial_10k": ("binomial", "y ~ system + (1|worker) + (1|item)", 150, 500, 10_000),
+    "binomial_30k": ("binomial", "y ~ system + (1|worker) + (1|item)", 450, 1500, 30_000),
     "binomial_paper_10k": ("binomial", _PAPER, 150, 500, 10_000),
     "poisson_paper_10k": ("poisson", _PAPER, 150, 500, 10_000),
 }

@@ -48,10 +48,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .native import NativeFactor, NativePlan
 from .pairs import PairFactor, PairTheta, pair_plan
 
-__all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor", "ThetaProducts",
-           "factor"]
+__all__ = ["DENSE_C", "NATIVE_MIN_WORK", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor",
+           "ThetaProducts", "factor"]
 
 #: C (rest x block 1) is stored sparse when under this share of its entries can be non-zero
 #: (measured per fit: grouseticks, share 0.011, sparse faster; a 20,000-rating crowd clmm,
@@ -59,6 +60,9 @@ __all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor", "T
 SPARSE_C = 0.03
 #: ... or when it has more entries than this (32 MB dense)
 DENSE_C = 4_000_000
+#: the native strategy (:mod:`.native`) is taken for a scalar block 1 whose dense Schur
+#: complement's work ``n1 qr^2`` exceeds this (see :func:`native_rule`)
+NATIVE_MIN_WORK = 5e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,11 +79,13 @@ class ThetaProducts:
     mzz: np.ndarray
     mc: np.ndarray | None
     pairs: PairTheta | None = None
+    #: ``theta`` itself where the layout takes the native strategy (its products are its own)
+    theta: np.ndarray | None = None
 
 
 #: the factor type a layout's :func:`factor` returns: :class:`BlockedFactor` for a layout
 #: built without ``designs`` (the pair strategy cannot apply), :data:`Factor` with them
-F = TypeVar("F", bound="BlockedFactor | PairFactor | FixedLast")
+F = TypeVar("F", bound="BlockedFactor | PairFactor | FixedLast | NativeFactor")
 
 
 class BlockedLayout(Generic[F]):
@@ -95,6 +101,8 @@ class BlockedLayout(Generic[F]):
         factorisation is used.
     pairs : the pair strategy where the rule says so (``None``), wherever it
         applies (``True``) or never (``False``).
+    native : the native strategy (:mod:`.native`, attached by :meth:`attach_native`) where
+        :func:`native_rule` says so (``None``), wherever it applies (``True``) or never.
     """
 
     @overload
@@ -105,11 +113,11 @@ class BlockedLayout(Generic[F]):
     @overload
     def __init__(self: BlockedLayout[Factor], codes: Sequence[np.ndarray], qs: Sequence[int],
                  ms: Sequence[int], p: int = 0, *, designs: Sequence[np.ndarray],
-                 pairs: bool | None = None) -> None: ...
+                 pairs: bool | None = None, native: bool | None = None) -> None: ...
 
     def __init__(self, codes: Sequence[np.ndarray], qs: Sequence[int], ms: Sequence[int],
                  p: int = 0, *, designs: Sequence[np.ndarray] | None = None,
-                 pairs: bool | None = None) -> None:
+                 pairs: bool | None = None, native: bool | None = None) -> None:
         n = int(codes[0].shape[0])
         self.n, self.p = n, p
         self.codes = [np.asarray(c, dtype=np.intp) for c in codes]
@@ -144,6 +152,15 @@ class BlockedLayout(Generic[F]):
         self._nxz = offRx + self.qr * p
         #: the pair strategy's fixed part (``None``: the blocked factorisation)
         self.pairs = pair_plan(self, designs, pairs)
+        #: whether the native strategy is to be taken; the plan (``None``: not attached)
+        self.use_native = native_rule(self, designs is not None, native)
+        self.native: NativePlan | None = None
+
+    def attach_native(self, blocks: Sequence[Any], X: np.ndarray) -> None:
+        """Build the native strategy's plan where :attr:`use_native` (``blocks``: the grouping
+        blocks with ``Lambda`` from ``theta``, this layout's; ``X``: the fixed effects)."""
+        if self.use_native and self.native is None:
+            self.native = NativePlan(list(blocks), X, self)
 
     def _zz_targets(self) -> None:
         """Targets of the Z-Z cross-products: ``D`` (m1 q1 q1) | ``C`` (qr x n1) | ``R`` (qr x qr)."""
@@ -189,11 +206,14 @@ class BlockedLayout(Generic[F]):
         return G
 
     # -- per theta -------------------------------------------------------------------
-    def products(self, zl: np.ndarray) -> ThetaProducts:
-        """The multipliers of the weighted cross-products for ``Z Lambda`` per slot ``zl``."""
+    def products(self, zl: np.ndarray, theta: np.ndarray | None = None) -> ThetaProducts:
+        """The multipliers of the weighted cross-products for ``Z Lambda`` per slot ``zl``
+        (with the native strategy attached and ``theta`` given: block 1's and ``theta``)."""
         n, q1 = self.n, self.q1
         zl1, zlr = zl[:, :q1], zl[:, q1:]
         mD = zl1[:, :, None] * zl1[:, None, :]
+        if self.native is not None and theta is not None:
+            return ThetaProducts(zl, mD.reshape(n, -1), None, None, np.array(theta, dtype=float))
         if self.pairs is not None:       # block 1's products and the pairs' own part
             return ThetaProducts(zl, mD.reshape(n, -1), None, self.pairs.at_theta(zl))
         mC = (zlr[:, :, None] * zl1[:, None, :]).reshape(n, -1)
@@ -383,8 +403,23 @@ class FixedLast:
 
 
 #: a factor of ``M``: the blocked one or, where the layout's rule chose it, the pair strategy's
-#: (with ``X``: its :class:`FixedLast`)
-Factor = BlockedFactor | PairFactor | FixedLast
+#: (with ``X``: its :class:`FixedLast`) or the native one
+Factor = BlockedFactor | PairFactor | FixedLast | NativeFactor
+
+
+def native_rule(lay: BlockedLayout[Any], can: bool, use: bool | None) -> bool:
+    """Whether the layout takes the native strategy (:mod:`.native`).
+
+    Never where pairs are taken or without the blocks' designs (``can``) or
+    a rest; ``use=True``: everywhere else; by default (``use=None``) where
+    block 1 is scalar, ``C`` (rest x block 1) is dense and the dense Schur
+    complement's work ``n1 qr^2`` exceeds :data:`NATIVE_MIN_WORK`.
+    """
+    if use is False or not can or lay.pairs is not None or lay.qr == 0:
+        return False
+    if use:
+        return True
+    return lay.q1 == 1 and not lay.sparse_c and lay.n1 * float(lay.qr) ** 2 > NATIVE_MIN_WORK
 
 
 def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
@@ -393,7 +428,9 @@ def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
     :meth:`BlockedLayout.x_products` ``mxz``, the fixed effects eliminated last).
 
     The strategy is the layout's (:attr:`BlockedLayout.pairs`: through pairs
-    of observations, :class:`~.pairs.PairFactor`; else :class:`BlockedFactor`).
+    of observations, :class:`~.pairs.PairFactor`; :attr:`BlockedLayout.native`
+    with ``tp`` carrying ``theta``: the Gaussian fitter's,
+    :class:`~.native.NativeFactor`, ``mxz`` unused; else :class:`BlockedFactor`).
 
     ``numpy.linalg.LinAlgError`` when the system is not positive definite.
 
@@ -410,6 +447,8 @@ def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
     >>> bool(np.isclose(fac.logdet, np.linalg.slogdet(A.T @ A + np.eye(5))[1]))
     True
     """
+    if tp.theta is not None and lay.native is not None:
+        return cast(F, lay.native.factor(tp.theta, w, X is not None))
     if tp.pairs is not None:
         pf = PairFactor(lay, tp, w)
         if X is None:
