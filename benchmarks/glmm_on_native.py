@@ -59,6 +59,8 @@ CASES: dict[str, Any] = {
     "crowd_scalar": ("binomial", CROWD["binomial"][1], 300, 1000),
     "crowd_scalar150x500": ("binomial", CROWD["binomial"][1], 150, 500),
     "crowd_scalar60x200": ("binomial", CROWD["binomial"][1], 60, 200),
+    "crowd_scalar450x1500": ("binomial", CROWD["binomial"][1], 450, 1500),
+    "crowd_scalar600x2000": ("binomial", CROWD["binomial"][1], 600, 2000),
 }
 
 

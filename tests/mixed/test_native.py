@@ -92,7 +92,8 @@ def test_native_factor_is_the_blocked_factor(name: str, mode: str, with_x: bool)
     spec = model_frame(formula, data())
     blocks, X, lay, plan = _setup(spec, mode)
     rng = np.random.default_rng(11)
-    for _ in range(2):                   # a second set of weights: the caches are refreshed
+    # a second set of weights (the caches are refreshed), X in and out of the system in turn
+    for with_x in (with_x, not with_x, with_x):
         theta = _theta(spec, rng)
         w = rng.uniform(0.05, 3.0, spec.n)
         zl = _zl(blocks, theta)

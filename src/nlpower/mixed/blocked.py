@@ -62,7 +62,7 @@ SPARSE_C = 0.03
 DENSE_C = 4_000_000
 #: the native strategy (:mod:`.native`) is taken for a scalar block 1 whose dense Schur
 #: complement's work ``n1 qr^2`` exceeds this (see :func:`native_rule`)
-NATIVE_MIN_WORK = 5e6
+NATIVE_MIN_WORK = 5e7
 
 
 @dataclass(frozen=True, eq=False)

@@ -111,7 +111,16 @@ class NativePlan:
         self.ev = DevianceEvaluator(b, grouped=False)
         q1, Z1 = b.b1.q, np.asarray(blocks[0].Z, dtype=float)
         ent = _rest_entries(b, blocks[1:], X)
-        self._tab = _product_table(b, Z1, ent)
+        tab = _product_table(b, Z1, ent)
+        # X's products with Z1 (its pairs' part of C, contiguous: after the random effects'
+        # pairs) in a table of their own, formed only when X is in the system
+        self._x0 = b.b1.m * q1 * q1 + int(np.searchsorted(b.pair_row, b.nre2)) * q1
+        self._x1 = b.b1.m * q1 * q1 + b.y_pairs.start * q1
+        xs = (tab.target >= self._x0) & (tab.target < self._x1)
+        self._tab = _Table(tab.target[~xs], tab.obs[~xs], tab.prod[~xs], tab.size)
+        self._tabx = _Table(tab.target[xs] - self._x0, tab.obs[xs], tab.prod[xs],
+                            self._x1 - self._x0)
+        self._x_on = True
         r_obs, r_col, r_val = ent
         self._Wrt = sp.csr_matrix((r_val, (r_col, r_obs)), shape=(b.N2 - 1, n))[:b.nre2]
         self._X = X
@@ -137,28 +146,37 @@ class NativePlan:
             self.layout_p = copy.copy(layout)
             self.layout_p.colsr = ip[layout.colsr]
         self._sel: _ScalarSelection | None = None
-        if q1 == 1 and b.nre2 and self.ev._scale_idx is not None:
+        if q1 == 1 and b.nre2 and self.ev.scale_index is not None:
             sel = _ScalarSelection(b, layout, perm)
             self._sel = sel if sel.ok else None
 
     # -- per step -----------------------------------------------------------------
-    def set_weights(self, w: np.ndarray) -> None:
-        """Re-form every weighted cross-product for weights ``w``."""
+    def set_weights(self, w: np.ndarray, with_x: bool = True) -> None:
+        """Re-form every weighted cross-product for weights ``w`` (without ``X``: its rows
+        are a unit block of their own, which leaves ``M``'s factor as it is)."""
         b, ev = self.b, self.ev
         q1, m1, N2, nre2 = b.b1.q, b.b1.m, b.N2, b.nre2
         tab = self._tab
         v = np.bincount(tab.target, w[tab.obs] * tab.prod, minlength=tab.size)
+        if b.p and with_x:
+            tx = self._tabx
+            v[self._x0:self._x1] = np.bincount(tx.target, w[tx.obs] * tx.prod, minlength=tx.size)
         nA, nC = m1 * q1 * q1, b.y_pairs.start * q1
         b.A11[...] = v[:nA].reshape(m1, q1, q1)
         b.C[: b.y_pairs.start] = v[nA:nA + nC].reshape(-1, q1)
         b.Arr[:nre2, :nre2] = v[nA + nC:].reshape(nre2, nre2)
         X = self._X
-        if b.p:
+        if b.p and with_x:
             Xw = X * w[:, None]
             RX = self._Wrt @ Xw
             b.Arr[:nre2, nre2:N2 - 1] = RX
             b.Arr[nre2:N2 - 1, :nre2] = RX.T
             b.Arr[nre2:N2 - 1, nre2:N2 - 1] = X.T @ Xw
+        elif b.p and self._x_on:
+            b.Arr[:nre2, nre2:N2 - 1] = 0.0
+            b.Arr[nre2:N2 - 1, :nre2] = 0.0
+            b.Arr[nre2:N2 - 1, nre2:N2 - 1] = np.eye(b.p)
+        self._x_on = with_x
         if b.patterns is not None:
             b.patterns = [Pattern(p.levels, p.cols, b.A11[p.levels][:, p.cols][:, :, p.cols],
                                   p.flat) for p in b.patterns]
@@ -171,7 +189,7 @@ class NativePlan:
             assert self._sparse is not None
             i1, i2 = self._sparse
             Cf = b.C.reshape(-1)
-            np.multiply(Cf[i1], Cf[i2], out=schur.V.data)
+            np.multiply(np.take(Cf, i1), np.take(Cf, i2), out=schur.V.data)
         ev.numbers_changed()
 
     def factor(self, theta: np.ndarray, w: np.ndarray, with_x: bool) -> NativeFactor:
@@ -179,7 +197,7 @@ class NativePlan:
 
         ``numpy.linalg.LinAlgError`` when the system is not positive definite.
         """
-        self.set_weights(w)
+        self.set_weights(w, with_x)
         ev, b = self.ev, self.b
         th = np.asarray(theta, dtype=float)
         f = ev.factor(th)
@@ -199,11 +217,11 @@ class NativePlan:
         b, ev = self.b, self.ev
         N2, n1 = b.N2, b.b1.m * b.b1.q
         npr = b.y_pairs.start                      # the pairs before y's row
-        if ev._scale_idx is None:                  # a non-diagonal Lambda_r: mix the rows
+        if ev.scale_index is None:                  # a non-diagonal Lambda_r: mix the rows
             Es = sp.csr_matrix((E.ravel(), b.indices, b.indptr), shape=(N2, n1))
             F = (lambda_rows(ev, th, N2 - 1) @ Es[:N2 - 1]).tocsr()
             return (F if self.perm is None else F[self.perm]), None
-        scale = np.append(th, 1.0)[ev._scale_idx]
+        scale = np.append(th, 1.0)[ev.scale_index]
         Ev = E[:npr] * scale[b.pair_row[:npr]][:, None]
         F = sp.csr_matrix((Ev.ravel(), b.indices[:npr * b.b1.q], b.indptr[:N2]), shape=(N2 - 1, n1))
         if self.perm is not None:

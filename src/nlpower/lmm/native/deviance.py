@@ -388,6 +388,12 @@ class DevianceEvaluator(GroupedLevels):
             f.L1inv = tri_inv(f.L1)
         return f.L1inv if inverse else f.L1  # type: ignore[return-value]
 
+    @property
+    def scale_index(self) -> np.ndarray | None:
+        """Per rest column (``X`` and ``y`` too), the index into ``(theta, 1.0)`` of its
+        diagonal of ``Lambda_r``; ``None`` when a rest block's ``Lambda`` is not diagonal."""
+        return self._scale_idx
+
     def block1_factor(self, f: Factor) -> np.ndarray:
         """Block 1's lower Cholesky factors ``L1`` per level, ``(m1, q1, q1)``."""
         return self._L1(f)
