@@ -84,16 +84,16 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-300)
 
 
-@pytest.mark.parametrize("with_x", [True, False])
+@pytest.mark.parametrize("first_x", [True, False])
 @pytest.mark.parametrize("mode", ["auto", "dense", "sparse"])
 @pytest.mark.parametrize("name", list(DESIGNS))
-def test_native_factor_is_the_blocked_factor(name: str, mode: str, with_x: bool) -> None:
+def test_native_factor_is_the_blocked_factor(name: str, mode: str, first_x: bool) -> None:
     data, formula = DESIGNS[name]
     spec = model_frame(formula, data())
     blocks, X, lay, plan = _setup(spec, mode)
     rng = np.random.default_rng(11)
     # a second set of weights (the caches are refreshed), X in and out of the system in turn
-    for with_x in (with_x, not with_x, with_x):
+    for with_x in (first_x, not first_x, first_x):
         theta = _theta(spec, rng)
         w = rng.uniform(0.05, 3.0, spec.n)
         zl = _zl(blocks, theta)
