@@ -1,31 +1,34 @@
-"""One PIRLS iteration through the shared factorisation and through the Gaussian fitter's.
+"""One PIRLS step and whole fits through the shared factorisation and the native strategy.
 
-glmer's PIRLS factors ``Lambda'Z'WZ Lambda + I`` (and ``X``) through
-:mod:`nlpower.mixed.blocked` (or :mod:`nlpower.mixed.pairs`, where the
-rule sends it) at every step.  A step is a weighted LMM solve, so the
-Gaussian fitter's factorisation (:mod:`nlpower.lmm.native`: dense or sparse
-Schur products, active-column patterns, the peeled rest, the uncoupled lead)
-could do it if fed weighted cross-products
-(``native_core.WeightedNative`` in this folder: the pattern's part once,
-the weighted numbers per step).  For each GLMM benchmark design this script
-fits the model once, takes the working weights and response at the optimum's
-mode and times one iteration both ways (CPU minimum over ``--repeats``
-calls, one BLAS thread):
+glmer's PIRLS and clmm's Laplace factor ``Lambda'Z'WZ Lambda + I`` (and
+``X``) through :mod:`nlpower.mixed.blocked`, whose rule picks the strategy:
+pairs (:mod:`nlpower.mixed.pairs`), the Gaussian fitter's (:mod:`nlpower.mixed.native`:
+dense or sparse Schur products, active-column patterns, the peeled rest, the
+uncoupled lead) or the blocked one.  For each design this script fits the
+model once, takes the working weights at the optimum's mode and times, both
+ways (CPU minimum over ``--repeats`` calls, alternating 4 times, one BLAS thread):
 
-(a) ``Pirls.factor`` (the layout's strategy) + the right-hand side + ``solve``;
-(b) ``WeightedNative.set_weights`` (every weighted cross-product) +
-    ``solve`` (the native factorisation, ``u``, ``beta``), split into its two parts;
+(a) the shared layout's step (the rule without the native strategy: the
+    factor, then ``solve`` of the PIRLS right-hand side), and its selected
+    inverse (the analytic gradient's);
+(b) the same through :class:`~nlpower.mixed.native.NativePlan` (every
+    weighted cross-product, the native factor, ``solve``; ``selected``);
 
-both with ``beta`` solved with ``u`` (stage 1, ``nAGQ = 0``) and with
-``beta`` fixed (stage 2, ``--fixed``), and checks that they give the same
-``u``, ``beta`` and ``log |L|^2``.  ``--mode dense,sparse`` forces the
-native Schur strategy, each timed alternating with the others (default:
-the fitter's own rule).
+with ``beta`` solved with ``u`` (stage 1, ``nAGQ = 0``) or fixed (stage 2,
+``--fixed``), and checks that they give the same solves, ``log |L|^2`` and
+selected inverse.  ``--fits`` times whole fits instead (the strategy forced
+off and on in one process, or ``--trees``: under two source trees).
 
 Usage (from the repository root)::
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/glmm_on_native.py \
-        --cases verbagg,cbpp,grouseticks,paper50x100,paper150x500,crowd_scalar
+        --cases verbagg,cbpp,grouseticks,paper50x100,crowd_scalar
+    # whole fits with the native strategy off and forced, alternating in one process
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/glmm_on_native.py \
+        --fits glmer:150x500,glmer:300x1000,clmm:crowd20k --repeats 3
+    # ... or under two source trees, one process per fit
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/glmm_on_native.py \
+        --fits clmm:crowd20k --repeats 3 --trees /path/to/before/src,src
 """
 
 from __future__ import annotations
@@ -174,12 +177,101 @@ def run_case(case: str, repeats: int, fixed_beta: bool) -> dict[str, Any]:
             "setup": (1e3 * t_shared, 1e3 * t_native), "agree": agree}
 
 
+def _clmm_crowd20k() -> Any:
+    import tempfile
+
+    import pandas as pd
+    from bench_ordinal import crowd20k
+    path = Path(tempfile.mkdtemp()) / "crowd20k.csv"
+    crowd20k(path)
+    return pd.read_csv(path)
+
+
+def _fit_fn(spec: str) -> tuple[str, Callable[[], Any]]:
+    """``glmer:300x1000`` (the scalar crowd, binomial) or ``clmm:crowd20k``: label and fit."""
+    import nlpower
+    kind, size = spec.split(":")
+    if kind == "clmm":
+        data = _clmm_crowd20k()
+        nlpower.clmm("rating ~ x + (1|worker)", data.iloc[:3000])          # warm-up
+        return spec, lambda: nlpower.clmm("rating ~ x + (1|worker) + (1|item)", data)
+    nw, ni = (int(v) for v in size.split("x"))
+    data = crowd_glmm("binomial", nw, ni, 20 * ni)
+    nlpower.glmer("y ~ system + (1|worker)", data.iloc[:2000], "binomial")   # warm-up
+    return spec, lambda: nlpower.glmer(CROWD["binomial"][1], data, "binomial")
+
+
+def run_fits(specs: list[str], rounds: int) -> None:
+    """Whole fits with the native strategy off and forced, alternating in this process."""
+    import nlpower.mixed.blocked as bl
+    for spec in specs:
+        label, fn = _fit_fn(spec)
+        res: dict[str, list[float]] = {"off": [], "native": []}
+        ll = {}
+        for _ in range(rounds):
+            for k, thr in (("off", float("inf")), ("native", 0.0)):
+                bl.NATIVE_MIN_WORK = thr
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    c = time.process_time()
+                    f = fn()
+                    res[k].append(time.process_time() - c)
+                ll[k] = f.loglik
+        print(f"| {label} | {min(res['off']):.3f} s | {min(res['native']):.3f} s | "
+              f"{min(res['native']) / min(res['off']):.2f} | {ll['off']!r} / {ll['native']!r} |",
+              flush=True)
+
+
+def run_trees(specs: list[str], rounds: int, trees: list[str]) -> None:
+    """Whole fits under each source tree in turn (one process per fit, alternating)."""
+    import json
+    import subprocess
+    for spec in specs:
+        res: dict[str, list[float]] = {t: [] for t in trees}
+        ll = {}
+        for _ in range(rounds):
+            for tree in trees:
+                proc = subprocess.run([sys.executable, __file__, "--one", spec], capture_output=True,
+                                      text=True, env={**os.environ, "PYTHONPATH": tree},
+                                      timeout=7200)
+                if proc.returncode != 0:
+                    raise RuntimeError(proc.stderr.strip()[-500:])
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                res[tree].append(r["cpu"])
+                ll[tree] = r["loglik"]
+        print(f"| {spec} | " + " | ".join(f"{min(res[t]):.3f} s ({ll[t]!r})" for t in trees)
+              + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--fixed", action="store_true", help="beta fixed (stage 2): u alone")
+    ap.add_argument("--fits", default="", help="whole fits, native off and forced, e.g. "
+                    "glmer:300x1000,clmm:crowd20k (--repeats rounds)")
+    ap.add_argument("--trees", default="", help="with --fits: source trees to alternate instead")
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one:
+        import json
+        _, fn = _fit_fn(args.one)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = time.process_time()
+            f = fn()
+            print(json.dumps({"cpu": time.process_time() - c, "loglik": f.loglik}))
+        return 0
+    if args.fits:
+        specs = [f for f in args.fits.split(",") if f]
+        print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        if args.trees:
+            run_trees(specs, args.repeats, [t for t in args.trees.split(",") if t])
+        else:
+            print("| fit | native off | native | ratio | logLik off / native |\n|---|---|---|---|---|")
+            run_fits(specs, args.repeats)
+        print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        return 0
     print(f"load average {os.getloadavg()[0]:.2f}; beta {'fixed' if args.fixed else 'with u'}",
           flush=True)
     print("| case | n | q | native strategy (rest columns) | shared strategy | step (a) | step (b) "
