@@ -244,6 +244,12 @@ _SPARSE_MAX_NNZ = 4e7
 _TABLE_MAX = 1.6e7
 
 
+def _positions(i1: np.ndarray, i2: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:attr:`SparseSchur.positions`, as 32-bit integers where they fit (half the memory)."""
+    dt = np.int32 if size < 2**31 else np.int64
+    return i1.astype(dt), i2.astype(dt)
+
+
 def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarray,
                      p1: np.ndarray, p2: np.ndarray, seg_lev: np.ndarray, seg_len: np.ndarray,
                      positions: bool = False) -> SparseSchur:
@@ -282,7 +288,7 @@ def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarra
     off = i != k
     return SparseSchur(V=V, p1=p1[py], a=zero, p2=p2[py], b=zero, ypos=ypos,
                        S_lo=ukey, S_up=(k * N2 + i)[off], S_off=off,
-                       positions=(p1[perm], p2[perm]) if positions else None)
+                       positions=_positions(p1[perm], p2[perm], C.size) if positions else None)
 
 
 def _level_products(pair_lev: np.ndarray, structural: np.ndarray
@@ -368,7 +374,7 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
     pos = None
     if positions:
         P1, A, P2, B = P1[perm], A[perm], P2[perm], B[perm]
-        pos = (P1 * q1 + A, P2 * q1 + B)
+        pos = _positions(P1 * q1 + A, P2 * q1 + B, C.size)
     return SparseSchur(V=V, p1=P1[py] if pos is None else P1[ypos], a=A[py] if pos is None
                        else A[ypos], p2=P2[py] if pos is None else P2[ypos],
                        b=B[py] if pos is None else B[ypos], ypos=ypos, S_lo=i * N2 + k,
