@@ -93,3 +93,28 @@ def test_clmm_on_the_native_strategy(monkeypatch: pytest.MonkeyPatch, formula: s
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-7)
     np.testing.assert_allclose(np.asarray(fit.fixef), np.asarray(ref.fixef), atol=1e-5)
     np.testing.assert_allclose(np.asarray(fit.theta), np.asarray(ref.theta), atol=1e-4)
+
+
+def test_the_rule_takes_native_before_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scalar terms: the native strategy where both would apply (measured faster than pairs);
+    the pair rule's answer is kept for the batched refits; ``pairs=True`` still forces pairs."""
+    import nlpower.mixed.pairs as pm
+    from nlpower.mixed.blocked import BlockedLayout
+
+    data = _crowd(3, 30, 100, 12)
+    codes = [pd.factorize(data[g])[0] for g in ("item", "worker")]
+    ones = [np.ones((len(data), 1)), np.ones((len(data), 1))]
+
+    def layout(**kw: object) -> BlockedLayout:  # type: ignore[type-arg]
+        return BlockedLayout(codes, [1, 1], [100, 30], 4, designs=ones, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pm, "PAIR_MIN_WORK", 0.0)
+    monkeypatch.setattr(pm, "PAIR_WORK_PER_PAIR", 0.0)
+    monkeypatch.setattr(bl, "NATIVE_MIN_WORK", 0.0)
+    lay = layout()
+    assert lay.use_native and lay.pairs is None and lay.pairs_rule is not None
+    forced = layout(pairs=True)
+    assert not forced.use_native and forced.pairs is not None
+    monkeypatch.setattr(bl, "NATIVE_MIN_WORK", math.inf)
+    lay = layout()
+    assert not lay.use_native and lay.pairs is not None

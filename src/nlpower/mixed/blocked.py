@@ -150,11 +150,13 @@ class BlockedLayout(Generic[F]):
         tRx = offRx + self.colsr[:, :, None] * p + np.arange(p)[None, None, :]
         self._txz = np.concatenate([tCx.reshape(n, -1), tRx.reshape(n, -1)], axis=1)
         self._nxz = offRx + self.qr * p
-        #: the pair strategy's fixed part (``None``: the blocked factorisation)
-        self.pairs = pair_plan(self, designs, pairs)
         #: whether the native strategy is to be taken; the plan (``None``: not attached)
-        self.use_native = native_rule(self, designs is not None, native)
+        self.use_native = native_rule(self, designs is not None and pairs is not True, native)
         self.native: NativePlan | None = None
+        #: the pair rule's answer, which the batched refits follow (:mod:`.pairs_batch`)
+        self.pairs_rule = pair_plan(self, designs, pairs)
+        #: the pair strategy's fixed part (``None``: the blocked factorisation or the native)
+        self.pairs = None if self.use_native else self.pairs_rule
 
     def attach_native(self, blocks: Sequence[Any], X: np.ndarray) -> None:
         """Build the native strategy's plan where :attr:`use_native` (``blocks``: the grouping
@@ -408,18 +410,20 @@ Factor = BlockedFactor | PairFactor | FixedLast | NativeFactor
 
 
 def native_rule(lay: BlockedLayout[Any], can: bool, use: bool | None) -> bool:
-    """Whether the layout takes the native strategy (:mod:`.native`).
+    """Whether the layout takes the native strategy (:mod:`.native`), before pairs.
 
-    Never where pairs are taken or without the blocks' designs (``can``) or
-    a rest; ``use=True``: everywhere else; by default (``use=None``) where
-    block 1 is scalar, ``C`` (rest x block 1) is dense and the dense Schur
-    complement's work ``n1 qr^2`` exceeds :data:`NATIVE_MIN_WORK`.
+    Never without the blocks' designs (``can``: also ``False`` where pairs
+    are forced) or a rest; ``use=True``: everywhere else; by default
+    (``use=None``) where block 1 is scalar and the dense Schur complement's
+    work ``n1 qr^2`` exceeds :data:`NATIVE_MIN_WORK` (measured on crowd
+    designs: faster than the blocked factor from there, and than pairs where
+    they would have been taken; docs/engine.md).
     """
-    if use is False or not can or lay.pairs is not None or lay.qr == 0:
+    if use is False or not can or lay.qr == 0:
         return False
     if use:
         return True
-    return lay.q1 == 1 and not lay.sparse_c and lay.n1 * float(lay.qr) ** 2 > NATIVE_MIN_WORK
+    return lay.q1 == 1 and lay.n1 * float(lay.qr) ** 2 > NATIVE_MIN_WORK
 
 
 def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,

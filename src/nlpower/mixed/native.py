@@ -150,6 +150,11 @@ class NativePlan:
             sel = _ScalarSelection(b, layout, perm)
             self._sel = sel if sel.ok else None
 
+    @property
+    def selected_on_pattern(self) -> bool:
+        """Whether :meth:`NativeFactor.selected` forms no dense (rest x block 1) block."""
+        return self._sel is not None
+
     # -- per step -----------------------------------------------------------------
     def set_weights(self, w: np.ndarray, with_x: bool = True) -> None:
         """Re-form every weighted cross-product for weights ``w`` (without ``X``: its rows
