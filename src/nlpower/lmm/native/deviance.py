@@ -390,8 +390,7 @@ class DevianceEvaluator(GroupedLevels):
 
     @property
     def scale_index(self) -> np.ndarray | None:
-        """Per rest column (``X`` and ``y`` too), the index into ``(theta, 1.0)`` of its
-        diagonal of ``Lambda_r``; ``None`` when a rest block's ``Lambda`` is not diagonal."""
+        """Per rest column, the index into ``(theta, 1.0)`` of its ``Lambda_r`` diagonal (``None``: not diagonal)."""
         return self._scale_idx
 
     def block1_factor(self, f: Factor) -> np.ndarray:
@@ -399,10 +398,9 @@ class DevianceEvaluator(GroupedLevels):
         return self._L1(f)
 
     def numbers_changed(self) -> None:
-        """Re-read the copies taken at set-up from ``b``'s block-1 numbers (the one-column
-        patterns' and the closed-form ``q1 = 2`` arrays), after a caller re-formed
-        ``A11``, ``C`` and the Schur products in place (new weights); then bump
-        ``Blocks.version`` for the caches keyed on the response."""
+        """Re-read the copies of ``b``'s block-1 numbers taken at set-up (one-column patterns,
+        the closed-form ``q1 = 2`` arrays) after a caller re-formed ``A11``, ``C`` and the Schur
+        products in place (new weights); bump ``Blocks.version`` (the response-keyed caches)."""
         b = self.b
         self._scalar_pat = scalar_patterns(b.patterns)
         if self._diag2 is not None:
