@@ -49,6 +49,7 @@ from ..lmm.native.blocks import (
     blocks_from,
 )
 from ..lmm.native.deviance import DevianceEvaluator, lambda_rows
+from .blockedfactor import BlockedFactor
 
 if TYPE_CHECKING:
     from .blocked import BlockedLayout
@@ -245,7 +246,6 @@ class NativeFactor:
 
     def __init__(self, plan: NativePlan, L1: np.ndarray, F: sp.csr_matrix,
                  L2: np.ndarray | None, logdet: float, Fv: np.ndarray | None = None):
-        from .blocked import BlockedFactor
         self.plan, self.logdet, self._Fv = plan, logdet, Fv
         self._bf = BlockedFactor(plan.layout_p, L1, F, L2, logdet)
 
