@@ -195,7 +195,10 @@ CROWD: dict[str, tuple[str, str, int, int, int]] = {
     "poisson": ("poisson", "y ~ system + (1|worker) + (1|item)", 300, 1000, 20_000),
     "binomial_paper": ("binomial", _PAPER, 300, 1000, 20_000),
     "poisson_paper": ("poisson", _PAPER, 300, 1000, 20_000),
+    "binomial_10k": ("binomial", "y ~ system + (1|worker) + (1|item)", 150, 500, 10_000),
+    "binomial_30k": ("binomial", "y ~ system + (1|worker) + (1|item)", 450, 1500, 30_000),
     "binomial_paper_10k": ("binomial", _PAPER, 150, 500, 10_000),
+    "binomial_paper_2k": ("binomial", _PAPER, 50, 100, 2_000),
     "poisson_paper_10k": ("poisson", _PAPER, 150, 500, 10_000),
 }
 
@@ -270,6 +273,32 @@ def run_crowd(cases: list[str], repeats: int, trees: list[str]) -> dict[str, Any
                 print(f"  {tree}: CPU {r['cpu'][0]:.2f} s, logLik {r['loglik']!r}", flush=True)
         for tree in trees:
             print(f"  {tree}: CPU min {min(res[tree]['cpu']):.2f} s", flush=True)
+        out[c] = res
+    return out
+
+
+def run_cases_trees(cases: list[str], repeats: int, trees: list[str]) -> dict[str, Any]:
+    """CPU minima of the native fits under each source tree in turn (``--repeats`` fits per
+    process after its warm-up, the trees alternating ``--rounds`` = 3 times)."""
+    out: dict[str, Any] = {}
+    for c in cases:
+        print(f"\n== case {c}; load average {os.getloadavg()[0]:.1f}", flush=True)
+        res: dict[str, Any] = {tree: {"cpu": []} for tree in trees}
+        for _ in range(3):
+            for tree in trees:
+                env = {**os.environ, "PYTHONPATH": tree}
+                proc = subprocess.run([sys.executable, __file__, "--cases", c, "--engines",
+                                       "native", "--repeats", str(repeats), "--out", os.devnull,
+                                       "--json"], env=env, capture_output=True, text=True,
+                                      timeout=7200)
+                if proc.returncode != 0:
+                    raise RuntimeError(proc.stderr.strip()[-500:])
+                r = json.loads(proc.stdout.strip().splitlines()[-1])[c]
+                res[tree]["cpu"] += r["cpu"]
+                res[tree]["loglik"] = r["loglik"]
+        for tree in trees:
+            print(f"  {tree}: CPU min {1e3 * min(res[tree]['cpu']):.1f} ms, logLik "
+                  f"{res[tree]['loglik']!r}", flush=True)
         out[c] = res
     return out
 
@@ -374,7 +403,16 @@ def main(argv: list[str] | None = None) -> int:
         if c not in GLMM_CASES and c not in R_CALLS:
             ap.error(f"--cases: unknown GLMM case {c!r}; choose from {', '.join(GLMM_CASES)} "
                      f"or the validation cases {', '.join(R_CALLS)}")
+    trees = [t for t in args.trees.split(",") if t]
+    if trees:                                  # native only, one process per tree, alternating
+        report = run_cases_trees(cases, args.repeats, trees)
+        if args.json:
+            print(json.dumps(report))
+        return 0
     report = run(cases, args.repeats, [e for e in args.engines.split(",") if e])
+    if args.json:
+        print(json.dumps({c: r["native"] for c, r in report.items()}))
+        return 0
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "cases": report}, indent=2,
                                          default=str))

@@ -66,8 +66,11 @@ class LaplaceGradient:
         order = np.argsort(th)
         self.a_slot = np.asarray(a_slot, dtype=np.intp)[order]
         self.b_slot = np.asarray(b_slot, dtype=np.intp)[order]
-        # the pair strategy's selected inverse forms no dense (rest x block 1) block
-        self.ok = self.canonical and (pir.qr * pir.n1 <= MAX_DENSE or pir.layout.pairs is not None)
+        # the pair strategy's selected inverse forms no dense (rest x block 1) block, nor the
+        # native strategy's on the pattern
+        nat = pir.layout.native
+        self.ok = self.canonical and (pir.qr * pir.n1 <= MAX_DENSE or pir.layout.pairs is not None
+                                      or (nat is not None and nat.selected_on_pattern))
 
     def _derivs(self, mode: Mode) -> tuple[np.ndarray, np.ndarray]:
         """``r = d unit / d eta`` and ``dw / d eta`` at the mode (canonical links)."""

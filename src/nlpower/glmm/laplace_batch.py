@@ -63,9 +63,10 @@ class BatchedLaplace:
         blocks = model.blocks
         self.nb = len(blocks)
         self.tidx = np.array([int(b.theta_idx[0]) for b in blocks], dtype=np.intp)
-        # the single fit's strategy (the one rule, decided for the model's layout)
+        # the pair rule's answer for the model's layout (a single fit may take the native
+        # strategy before it; the batch has pairs or the blocked factorisation)
         self.lay = BatchedLayout([b.codes for b in blocks], [b.Z[:, 0] for b in blocks],
-                                 [b.m for b in blocks], pairs=pir.layout.pairs is not None)
+                                 [b.m for b in blocks], pairs=pir.layout.pairs_rule is not None)
         self.offs, self.q, self.m0 = self.lay.offs, self.lay.q, self.lay.m0
         self.wt = np.asarray(model.wt, dtype=float)
         self.unit_wt = bool(np.all(self.wt == 1.0))

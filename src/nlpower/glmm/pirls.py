@@ -127,6 +127,7 @@ class Pirls:
         self.set_response(y, wt, offset)
         lay = BlockedLayout([b.codes for b in blocks], [b.q for b in blocks],
                             [b.m for b in blocks], self.p, designs=[b.Z for b in blocks])
+        lay.attach_native(blocks, X)       # the Gaussian fitter's strategies, where the rule says
         self.layout = lay
         self.m1, self.q1, self.n1, self.qr, self.q = lay.m1, lay.q1, lay.n1, lay.qr, lay.q
         self.cols1, self.colsr, self.slots = lay.cols1, lay.colsr, lay.slots
@@ -159,7 +160,7 @@ class Pirls:
         if self._memo is not None and self._memo[0] == key:
             return self._memo[1]
         zl = np.concatenate([b.Z @ b.lam(th) for b in self.blocks], axis=1)
-        at = AtTheta(th.copy(), self.layout, zl, self.layout.products(zl))
+        at = AtTheta(th.copy(), self.layout, zl, self.layout.products(zl, th))
         self._memo = (key, at)
         return at
 
@@ -173,6 +174,8 @@ class Pirls:
         """Factor ``Lambda'Z'WZLambda + I`` (and ``X``) for weights ``w`` at ``at``'s ``theta``."""
         if not with_x:
             return factor(self.layout, at.tp, w)
+        if at.tp.theta is not None:        # the native strategy forms X's products itself
+            return factor(self.layout, at.tp, w, self.X)
         return factor(self.layout, at.tp, w, self.X, at.mxz(self.X))
 
     # -- PIRLS ------------------------------------------------------------------

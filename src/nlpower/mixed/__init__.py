@@ -13,6 +13,9 @@
   strategy;
 * :mod:`.pairs` -- its strategy for large crossed designs whose rest
   compresses (the Schur complement from pairs of observations);
+* :mod:`.native` -- its strategy that runs the Gaussian fitter's own
+  (``lmm/native/``) on each step's weighted cross-products, and
+  :mod:`.blockedfactor` the blocked factor both build;
 * :mod:`.blocked_batch` -- the same factorisation stacked over the
   responses of a batch of power replicates (scalar terms; glmer's
   ``refit_many``), and :mod:`.pairs_batch` its pair strategy, taken where

@@ -48,10 +48,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .blockedfactor import BlockedFactor
+from .native import NativeFactor, NativePlan
 from .pairs import PairFactor, PairTheta, pair_plan
 
-__all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor", "ThetaProducts",
-           "factor"]
+__all__ = ["DENSE_C", "NATIVE_MIN_WORK", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor",
+           "ThetaProducts", "factor"]
 
 #: C (rest x block 1) is stored sparse when under this share of its entries can be non-zero
 #: (measured per fit: grouseticks, share 0.011, sparse faster; a 20,000-rating crowd clmm,
@@ -59,6 +61,9 @@ __all__ = ["DENSE_C", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor", "T
 SPARSE_C = 0.03
 #: ... or when it has more entries than this (32 MB dense)
 DENSE_C = 4_000_000
+#: the native strategy (:mod:`.native`) is taken for a scalar block 1 whose dense Schur
+#: complement's work ``n1 qr^2`` exceeds this (see :func:`native_rule`)
+NATIVE_MIN_WORK = 5e7
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,11 +80,13 @@ class ThetaProducts:
     mzz: np.ndarray
     mc: np.ndarray | None
     pairs: PairTheta | None = None
+    #: ``theta`` itself where the layout takes the native strategy (its products are its own)
+    theta: np.ndarray | None = None
 
 
 #: the factor type a layout's :func:`factor` returns: :class:`BlockedFactor` for a layout
 #: built without ``designs`` (the pair strategy cannot apply), :data:`Factor` with them
-F = TypeVar("F", bound="BlockedFactor | PairFactor | FixedLast")
+F = TypeVar("F", bound="BlockedFactor | PairFactor | FixedLast | NativeFactor")
 
 
 class BlockedLayout(Generic[F]):
@@ -95,6 +102,8 @@ class BlockedLayout(Generic[F]):
         factorisation is used.
     pairs : the pair strategy where the rule says so (``None``), wherever it
         applies (``True``) or never (``False``).
+    native : the native strategy (:mod:`.native`, attached by :meth:`attach_native`) where
+        :func:`native_rule` says so (``None``), wherever it applies (``True``) or never.
     """
 
     @overload
@@ -105,11 +114,11 @@ class BlockedLayout(Generic[F]):
     @overload
     def __init__(self: BlockedLayout[Factor], codes: Sequence[np.ndarray], qs: Sequence[int],
                  ms: Sequence[int], p: int = 0, *, designs: Sequence[np.ndarray],
-                 pairs: bool | None = None) -> None: ...
+                 pairs: bool | None = None, native: bool | None = None) -> None: ...
 
     def __init__(self, codes: Sequence[np.ndarray], qs: Sequence[int], ms: Sequence[int],
                  p: int = 0, *, designs: Sequence[np.ndarray] | None = None,
-                 pairs: bool | None = None) -> None:
+                 pairs: bool | None = None, native: bool | None = None) -> None:
         n = int(codes[0].shape[0])
         self.n, self.p = n, p
         self.codes = [np.asarray(c, dtype=np.intp) for c in codes]
@@ -142,8 +151,19 @@ class BlockedLayout(Generic[F]):
         tRx = offRx + self.colsr[:, :, None] * p + np.arange(p)[None, None, :]
         self._txz = np.concatenate([tCx.reshape(n, -1), tRx.reshape(n, -1)], axis=1)
         self._nxz = offRx + self.qr * p
-        #: the pair strategy's fixed part (``None``: the blocked factorisation)
-        self.pairs = pair_plan(self, designs, pairs)
+        #: whether the native strategy is to be taken; the plan (``None``: not attached)
+        self.use_native = native_rule(self, designs is not None and pairs is not True, native)
+        self.native: NativePlan | None = None
+        #: the pair rule's answer, which the batched refits follow (:mod:`.pairs_batch`)
+        self.pairs_rule = pair_plan(self, designs, pairs)
+        #: the pair strategy's fixed part (``None``: the blocked factorisation or the native)
+        self.pairs = None if self.use_native else self.pairs_rule
+
+    def attach_native(self, blocks: Sequence[Any], X: np.ndarray) -> None:
+        """Build the native strategy's plan where :attr:`use_native` (``blocks``: the grouping
+        blocks with ``Lambda`` from ``theta``, this layout's; ``X``: the fixed effects)."""
+        if self.use_native and self.native is None:
+            self.native = NativePlan(list(blocks), X, self)
 
     def _zz_targets(self) -> None:
         """Targets of the Z-Z cross-products: ``D`` (m1 q1 q1) | ``C`` (qr x n1) | ``R`` (qr x qr)."""
@@ -189,11 +209,14 @@ class BlockedLayout(Generic[F]):
         return G
 
     # -- per theta -------------------------------------------------------------------
-    def products(self, zl: np.ndarray) -> ThetaProducts:
-        """The multipliers of the weighted cross-products for ``Z Lambda`` per slot ``zl``."""
+    def products(self, zl: np.ndarray, theta: np.ndarray | None = None) -> ThetaProducts:
+        """The multipliers of the weighted cross-products for ``Z Lambda`` per slot ``zl``
+        (with the native strategy attached and ``theta`` given: block 1's and ``theta``)."""
         n, q1 = self.n, self.q1
         zl1, zlr = zl[:, :q1], zl[:, q1:]
         mD = zl1[:, :, None] * zl1[:, None, :]
+        if self.native is not None and theta is not None:
+            return ThetaProducts(zl, mD.reshape(n, -1), None, None, np.array(theta, dtype=float))
         if self.pairs is not None:       # block 1's products and the pairs' own part
             return ThetaProducts(zl, mD.reshape(n, -1), None, self.pairs.at_theta(zl))
         mC = (zlr[:, :, None] * zl1[:, None, :]).reshape(n, -1)
@@ -219,98 +242,6 @@ class BlockedLayout(Generic[F]):
     def ztv(self, zl: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``Lambda' Z' v``."""
         return np.bincount(self.slots.ravel(), (zl * v[:, None]).ravel(), minlength=self.q)
-
-
-@dataclass(frozen=True, eq=False)
-class BlockedFactor:
-    """The factor of ``M`` (and ``X``) for one set of weights.
-
-    ``L1``: block 1's ``(m1, q1, q1)`` Cholesky factors; ``CtT = C L1^{-T}``
-    (dense or sparse; ``X``'s rows after the rest's when with ``X``); ``L2``:
-    the factor of the Schur complement of the rest (``None`` without a rest);
-    ``logdet``: ``log |L|^2`` of the random-effects part.
-    """
-
-    layout: BlockedLayout
-    L1: np.ndarray
-    CtT: Any
-    L2: np.ndarray | None
-    logdet: float
-
-    @property
-    def Lx(self) -> np.ndarray | None:
-        """The Cholesky factor of ``X``'s Schur complement (``None`` without ``X``)."""
-        qr = self.layout.qr
-        return None if self.L2 is None or self.L2.shape[0] == qr else self.L2[qr:, qr:]
-
-    def solve(self, r: np.ndarray) -> np.ndarray:
-        """``M^{-1} r`` (``r``: block 1, then the rest; a vector or an ``(q, k)`` matrix)."""
-        lay, L1 = self.layout, self.L1
-        n1, m1, q1 = lay.n1, lay.m1, lay.q1
-        r1, r2 = r[:n1], r[n1:]
-        d1 = L1[:, 0, 0] if r.ndim == 1 else L1[:, 0, :1]
-        if q1 == 1:
-            y1 = r1 / d1
-        else:
-            y1 = np.linalg.solve(L1, r1.reshape(m1, q1, -1)).reshape(r1.shape)
-        if self.L2 is None:
-            x2 = r2
-        else:
-            x2 = lapack.dpotrs(self.L2, r2 - self.CtT @ y1, lower=1)[0]
-        z1 = y1 - self.CtT.T @ x2 if x2.size else y1
-        if q1 == 1:
-            x1 = z1 / d1
-        else:
-            x1 = np.linalg.solve(np.swapaxes(L1, 1, 2), z1.reshape(m1, q1, -1)).reshape(r1.shape)
-        return np.concatenate([x1, x2])
-
-    def selected(self, zl: np.ndarray) -> np.ndarray:
-        """``g_i``: ``M^{-1} (Z Lambda)_i'`` at observation ``i``'s own columns (``(n, s)``).
-
-        The blocks of ``M^{-1}`` on the pattern of ``Z`` from the blocked factor:
-        block 1's diagonal blocks ``L1^{-T} (I + W2'W2) L1^{-1}``
-        (``W2 = L2^{-1} CtT``), the rest's ``S^{-1}`` and their coupling
-        ``-S^{-1} CtT L1^{-1}``.
-        """
-        lay, L1 = self.layout, self.L1
-        m1, q1, qr = lay.m1, lay.q1, lay.qr
-        zl1, zlr = zl[:, :q1], zl[:, q1:]
-        codes1 = lay.codes1
-        if qr == 0:
-            W2sq = np.zeros((m1, q1, q1))
-        else:
-            assert self.L2 is not None
-            L2r = self.L2[:qr, :qr]
-            CtT = self.CtT[:qr]
-            CtT = CtT.toarray() if sp.issparse(CtT) else np.asarray(CtT)
-            W2 = lapack.dtrtrs(L2r, CtT, lower=1)[0]                       # (qr, n1)
-            P = lapack.dtrtrs(L2r, W2, lower=1, trans=1)[0]
-            Sinv = lapack.dpotri(L2r, lower=1)[0]     # its upper triangle: L2's, 0 (clean)
-            Sinv += Sinv.T
-            Sinv[np.diag_indices(qr)] *= 0.5
-            W2b = W2.reshape(qr, m1, q1)
-            W2sq = np.einsum("tma,tmb->mab", W2b, W2b)
-        if q1 == 1:
-            d1 = L1[:, 0, 0]
-            B = ((1.0 + W2sq[:, 0, 0]) / (d1 * d1))[codes1]               # (n,)
-            g1 = (B * zl1[:, 0])[:, None]
-        else:
-            Linv = np.linalg.inv(L1)                                        # (m1, q1, q1)
-            Bm = np.swapaxes(Linv, 1, 2) @ (np.eye(q1)[None] + W2sq) @ Linv
-            g1 = np.einsum("nab,nb->na", Bm[codes1], zl1)
-        if qr == 0:
-            return g1
-        colsr = lay.colsr
-        if q1 == 1:
-            Nsel = (-P[colsr, codes1[:, None]] / d1[codes1][:, None])[:, :, None]   # (n, sr, 1)
-        else:
-            # -P_g L1g^{-1} for each level g: (qr, m1, q1)
-            N21 = -np.einsum("tmb,mba->tma", P.reshape(qr, m1, q1), Linv)
-            Nsel = N21[colsr[:, :, None], codes1[:, None, None], np.arange(q1)[None, None, :]]
-        Ssel = Sinv[colsr[:, :, None], colsr[:, None, :]]                   # (n, sr, sr)
-        g1 = g1 + np.einsum("nta,nt->na", Nsel, zlr)
-        g2 = np.einsum("nta,na->nt", Nsel, zl1) + np.einsum("nts,ns->nt", Ssel, zlr)
-        return np.concatenate([g1, g2], axis=1)
 
 
 def _block1(lay: BlockedLayout, tp: ThetaProducts, w: np.ndarray, vals: np.ndarray
@@ -383,8 +314,25 @@ class FixedLast:
 
 
 #: a factor of ``M``: the blocked one or, where the layout's rule chose it, the pair strategy's
-#: (with ``X``: its :class:`FixedLast`)
-Factor = BlockedFactor | PairFactor | FixedLast
+#: (with ``X``: its :class:`FixedLast`) or the native one
+Factor = BlockedFactor | PairFactor | FixedLast | NativeFactor
+
+
+def native_rule(lay: BlockedLayout[Any], can: bool, use: bool | None) -> bool:
+    """Whether the layout takes the native strategy (:mod:`.native`), before pairs.
+
+    Never without the blocks' designs (``can``: also ``False`` where pairs
+    are forced) or a rest; ``use=True``: everywhere else; by default
+    (``use=None``) where block 1 is scalar and the dense Schur complement's
+    work ``n1 qr^2`` exceeds :data:`NATIVE_MIN_WORK` (measured on crowd
+    designs: faster than the blocked factor from there, and than pairs where
+    they would have been taken; docs/engine.md).
+    """
+    if use is False or not can or lay.qr == 0:
+        return False
+    if use:
+        return True
+    return lay.q1 == 1 and lay.n1 * float(lay.qr) ** 2 > NATIVE_MIN_WORK
 
 
 def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
@@ -393,7 +341,9 @@ def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
     :meth:`BlockedLayout.x_products` ``mxz``, the fixed effects eliminated last).
 
     The strategy is the layout's (:attr:`BlockedLayout.pairs`: through pairs
-    of observations, :class:`~.pairs.PairFactor`; else :class:`BlockedFactor`).
+    of observations, :class:`~.pairs.PairFactor`; :attr:`BlockedLayout.native`
+    with ``tp`` carrying ``theta``: the Gaussian fitter's,
+    :class:`~.native.NativeFactor`, ``mxz`` unused; else :class:`BlockedFactor`).
 
     ``numpy.linalg.LinAlgError`` when the system is not positive definite.
 
@@ -410,6 +360,8 @@ def factor(lay: BlockedLayout[F], tp: ThetaProducts, w: np.ndarray,
     >>> bool(np.isclose(fac.logdet, np.linalg.slogdet(A.T @ A + np.eye(5))[1]))
     True
     """
+    if tp.theta is not None and lay.native is not None:
+        return cast(F, lay.native.factor(tp.theta, w, X is not None))
     if tp.pairs is not None:
         pf = PairFactor(lay, tp, w)
         if X is None:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..lmm.native.blocks import GroupBlock
 from ..lmm.structure import ReTerm
 from ..mixed.blocked import BlockedLayout, Factor, ThetaProducts, factor
 from ..mixed.pairs import PairPlan
@@ -195,15 +196,28 @@ class ReStructure:
             lay = memo[self.use_pairs] = BlockedLayout(
                 [b.codes for b in self.blocks], [b.q for b in self.blocks],
                 [b.L for b in self.blocks], designs=[b.Z for b in self.blocks],
-                pairs=self.use_pairs)
+                pairs=self.use_pairs, native=None if self.use_pairs is None else False)
+            if lay.use_native:                 # the Gaussian fitter's strategies (the rule)
+                lay.attach_native(self._group_blocks(), np.zeros((self.n, 0)))
         return lay
+
+    def _group_blocks(self) -> list[GroupBlock]:
+        """The blocks as :class:`~nlpower.lmm.native.blocks.GroupBlock` (``Lambda`` from this
+        structure's ``theta``) for the native strategy."""
+        out = []
+        for blk, (flat, tix) in zip(self.blocks, self._lam_index, strict=True):
+            qs = tuple(self.terms[k].q for k in blk.terms)
+            out.append(GroupBlock(blk.group, blk.codes, blk.levels, blk.Z,
+                                  tuple(f"z{j}" for j in range(blk.q)), blk.terms, qs,
+                                  np.asarray(flat), np.asarray(tix), all(q == 1 for q in qs)))
+        return out
 
     @property
     def products(self) -> ThetaProducts:
         """The cross-product multipliers of ``A`` at the current ``theta`` (for :attr:`layout`)."""
         lay = self.layout
         if self._products is None or self._products[0] is not lay:
-            self._products = (lay, lay.products(self.Avals))
+            self._products = (lay, lay.products(self.Avals, self.theta))
         return self._products[1]
 
     def start_theta(self, sd: float = 1.0) -> np.ndarray:

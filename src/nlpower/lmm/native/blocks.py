@@ -154,6 +154,9 @@ class SparseSchur:
     S_lo: np.ndarray
     S_up: np.ndarray
     S_off: np.ndarray
+    #: for callers that re-form ``C`` (new weights): the flat positions in ``C`` of the two
+    #: factors of every entry of ``V.data`` (built on request, :func:`blocks_from`)
+    positions: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_response(self, blocks: Blocks) -> None:
         """Recompute the products that involve the ``y`` row."""
@@ -241,9 +244,15 @@ _SPARSE_MAX_NNZ = 4e7
 _TABLE_MAX = 1.6e7
 
 
+def _positions(i1: np.ndarray, i2: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:attr:`SparseSchur.positions`, as 32-bit integers where they fit (half the memory)."""
+    dt = np.int32 if size < 2**31 else np.int64
+    return i1.astype(dt), i2.astype(dt)
+
+
 def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarray,
-                     p1: np.ndarray, p2: np.ndarray, seg_lev: np.ndarray, seg_len: np.ndarray
-                     ) -> SparseSchur:
+                     p1: np.ndarray, p2: np.ndarray, seg_lev: np.ndarray, seg_len: np.ndarray,
+                     positions: bool = False) -> SparseSchur:
     """:class:`SparseSchur` for a scalar block 1 (``q1 = 1``, e.g. InstEval's students).
 
     The products come level by level (segments ``seg_lev``, ``seg_len`` long).
@@ -278,7 +287,8 @@ def _scalar_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, C: np.ndarra
     i, k = ukey // N2, ukey % N2
     off = i != k
     return SparseSchur(V=V, p1=p1[py], a=zero, p2=p2[py], b=zero, ypos=ypos,
-                       S_lo=ukey, S_up=(k * N2 + i)[off], S_off=off)
+                       S_lo=ukey, S_up=(k * N2 + i)[off], S_off=off,
+                       positions=_positions(p1[perm], p2[perm], C.size) if positions else None)
 
 
 def _level_products(pair_lev: np.ndarray, structural: np.ndarray
@@ -311,7 +321,8 @@ def _level_products(pair_lev: np.ndarray, structural: np.ndarray
 
 
 def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.ndarray,
-                    C: np.ndarray, structural: np.ndarray) -> SparseSchur:
+                    C: np.ndarray, structural: np.ndarray, positions: bool = False
+                    ) -> SparseSchur:
     """Precompute ``V`` (see :class:`SparseSchur`) from the pairs."""
     q1 = b1.q
     if q1 == 1 and N2 * N2 <= _TABLE_MAX:
@@ -331,7 +342,7 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
         seg_len = np.concatenate([np.full(int(np.sum(sizes == size)), size * (size + 1) // 2)
                                   for size in np.unique(sizes)])
         return _scalar_sparse_S(b1, N2, pair_row, C, np.concatenate(p1_parts),
-                                np.concatenate(p2_parts), seg_lev, seg_len)
+                                np.concatenate(p2_parts), seg_lev, seg_len, positions)
     P1, A, P2, B = _level_products(pair_lev, structural)
     key = pair_row[P1].astype(np.int64) * N2 + pair_row[P2]
     col = pair_lev[P1] if q1 == 1 else pair_lev[P1].astype(np.int64) * (q1 * q1) + A * q1 + B
@@ -360,8 +371,14 @@ def _build_sparse_S(b1: GroupBlock, N2: int, pair_row: np.ndarray, pair_lev: np.
     py = perm[ypos]
     i, k = ukey // N2, ukey % N2
     off = i != k
-    return SparseSchur(V=V, p1=P1[py], a=A[py], p2=P2[py], b=B[py], ypos=ypos,
-                       S_lo=i * N2 + k, S_up=(k * N2 + i)[off], S_off=off)
+    pos = None
+    if positions:
+        P1, A, P2, B = P1[perm], A[perm], P2[perm], B[perm]
+        pos = _positions(P1 * q1 + A, P2 * q1 + B, C.size)
+    return SparseSchur(V=V, p1=P1[py] if pos is None else P1[ypos], a=A[py] if pos is None
+                       else A[ypos], p2=P2[py] if pos is None else P2[ypos],
+                       b=B[py] if pos is None else B[ypos], ypos=ypos, S_lo=i * N2 + k,
+                       S_up=(k * N2 + i)[off], S_off=off, positions=pos)
 
 
 def _patterns(A11: np.ndarray) -> list[Pattern] | None:
@@ -417,9 +434,15 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
     ``mode``: ``"auto"`` (by estimated cost), ``"dense"`` or ``"sparse"``
     (the Schur-complement strategy; both give the same numbers).
     """
-    blocks = group_blocks(layout)
-    X = np.asarray(spec.X, dtype=float)
-    y = np.asarray(spec.y, dtype=float)
+    return blocks_from(group_blocks(layout), np.asarray(spec.X, dtype=float),
+                       np.asarray(spec.y, dtype=float), mode, spec)
+
+
+def blocks_from(blocks: list[GroupBlock], X: np.ndarray, y: np.ndarray, mode: str = "auto",
+                spec: ModelSpec | None = None, positions: bool = False) -> Blocks:
+    """:func:`build_blocks` from the grouping blocks, ``X`` and ``y`` (``spec``: the model the
+    memory check names when it refuses; without it there is no check; ``positions``: the
+    sparse Schur products keep :attr:`SparseSchur.positions`)."""
     n, p = X.shape
     b1 = blocks[0]
     m1, q1 = b1.m, b1.q
@@ -489,7 +512,8 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         use_dense = dense_ok and (dense_flops / 20.0 <= nnz_est or nnz_est > _SPARSE_MAX_NNZ)
     else:
         use_dense = mode == "dense"
-    check_memory(spec, b1, N2, nnz_est, use_dense)
+    if spec is not None:
+        check_memory(spec, b1, N2, nnz_est, use_dense)
     patterns = _patterns(A11) if q1 > 1 else None
     dense, build = None, None
     if use_dense:
@@ -498,7 +522,7 @@ def build_blocks(spec: ModelSpec, layout: ThetaLayout, mode: str = "auto") -> Bl
         dense = DenseSchur(Cd=Cd, Cg=[np.ascontiguousarray(Cd[:, pat.levels][:, :, pat.cols])
                                       for pat in patterns or ()])
     else:
-        build = partial(_build_sparse_S, b1, N2, pair_row, pair_lev, C, structural)
+        build = partial(_build_sparse_S, b1, N2, pair_row, pair_lev, C, structural, positions)
     out = Blocks(
         n=n, p=p, blocks=blocks, b1=b1, A11=A11, rest=rest, N2=N2, nre2=nre2, W=W, Arr=Arr,
         pair_row=pair_row, pair_lev=pair_lev, C=C, y_pairs=y_pairs, y_levels=y_levels,

@@ -388,6 +388,27 @@ class DevianceEvaluator(GroupedLevels):
             f.L1inv = tri_inv(f.L1)
         return f.L1inv if inverse else f.L1  # type: ignore[return-value]
 
+    @property
+    def scale_index(self) -> np.ndarray | None:
+        """Per rest column, the index into ``(theta, 1.0)`` of its ``Lambda_r`` diagonal (``None``: not diagonal)."""
+        return self._scale_idx
+
+    def block1_factor(self, f: Factor) -> np.ndarray:
+        """Block 1's lower Cholesky factors ``L1`` per level, ``(m1, q1, q1)``."""
+        return self._L1(f)
+
+    def numbers_changed(self) -> None:
+        """Re-read the copies of ``b``'s block-1 numbers taken at set-up (one-column patterns,
+        the closed-form ``q1 = 2`` arrays) after a caller re-formed ``A11``, ``C`` and the Schur
+        products in place (new weights); bump ``Blocks.version`` (the response-keyed caches)."""
+        b = self.b
+        self._scalar_pat = scalar_patterns(b.patterns)
+        if self._diag2 is not None:
+            A11, Cd = b.A11, b.schur.Cd                       # type: ignore[union-attr]
+            self._diag2 = (A11[:, 0, 0].copy(), A11[:, 1, 0].copy(), A11[:, 1, 1].copy(),
+                           Cd[:, :, 0], Cd[:, :, 1], self._diag2[5])
+        b.version += 1
+
     def E(self, f: Factor) -> np.ndarray:
         """``W'Z1 Lambda1 L1^{-T}`` per pair, shape (P, q1) (for the conditional modes)."""
         b = self.b

@@ -1,22 +1,18 @@
-"""The Gaussian fitter's factorisation on weighted cross-products gives glmer's PIRLS step.
+"""The Gaussian fitter's strategies as a strategy of the weighted factorisation.
 
-``benchmarks/native_core.py``'s ``WeightedNative`` (a measurement harness) feeds ``lmm/native/``'s blocked
+:class:`nlpower.mixed.native.NativePlan` feeds ``lmm/native/``'s blocked
 Cholesky (dense or sparse Schur products, active-column patterns, the
 closed-form ``q1 = 2`` block, the peeled rest, the uncoupled lead) with the
-weighted cross-products of one PIRLS step; ``nlpower.mixed.blocked`` is
-glmer's own factorisation, written independently (these designs are below
-its pair strategy's threshold; ``benchmarks/glmm_on_native.py`` compares
-with that on the 150 x 500 paper model).  Both must give the same modes ``u``, ``beta`` and
-``log |Lambda'Z'WZ Lambda + I|``, with ``beta`` solved with ``u`` (``X`` in
-the system) and with ``beta`` fixed; after a second set of weights too (the
-fitter's caches keyed on the response).  The smallest design is also
-checked against dense algebra on ``M`` assembled from its definition.
+weighted cross-products of one PIRLS step; :class:`nlpower.mixed.blocked.BlockedFactor`
+is the same factorisation written independently.  Both must give the same
+``log |Lambda'Z'WZ Lambda + I|``, solves for any right-hand sides (with ``X``
+eliminated last and without ``X``) and selected inverse, after a second set
+of weights too (the fitter's caches keyed on the response).  The smallest
+design is also checked against dense algebra on ``M`` assembled from its
+definition.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,9 +23,7 @@ from nlpower.lmm.frame import model_frame
 from nlpower.lmm.layout import theta_layout
 from nlpower.lmm.native.blocks import group_blocks
 from nlpower.mixed.blocked import BlockedLayout, factor
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from native_core import WeightedNative  # noqa: E402
+from nlpower.mixed.native import NativePlan
 
 
 def _crowd(n_w: int, n_i: int, per_item: int, seed: int) -> pd.DataFrame:
@@ -61,21 +55,16 @@ DESIGNS = {
 }
 
 
-def _blocked_step(spec, theta, w, z, with_x):
-    """``u``, ``beta``, ``log |L|^2`` of the step through ``mixed.blocked`` (glmer's factor)."""
+def _setup(spec, mode="auto"):
     blocks = group_blocks(theta_layout(spec.re_terms))
     X = np.asarray(spec.X, dtype=float)
     lay = BlockedLayout([b.codes for b in blocks], [b.q for b in blocks], [b.m for b in blocks],
-                        X.shape[1], designs=[b.Z for b in blocks])
-    zl = np.concatenate([b.Z @ b.lam(theta) for b in blocks], axis=1)
-    tp = lay.products(zl)
-    wz = w * z
-    if with_x:
-        fac = factor(lay, tp, w, X, lay.x_products(X, zl))
-        x = fac.solve(np.concatenate([lay.ztv(zl, wz), X.T @ wz]))
-        return x[:lay.q], x[lay.q:], fac.logdet
-    fac = factor(lay, tp, w)
-    return fac.solve(lay.ztv(zl, wz)), np.zeros(0), fac.logdet
+                        X.shape[1], designs=[b.Z for b in blocks], pairs=False)
+    return blocks, X, lay, NativePlan(blocks, X, lay, mode)
+
+
+def _zl(blocks, theta):
+    return np.concatenate([b.Z @ b.lam(theta) for b in blocks], axis=1)
 
 
 def _theta(spec, rng):
@@ -89,24 +78,33 @@ def _close(a, b, tol=1e-8):
     return a.shape == b.shape and (b.size == 0 or float(np.max(np.abs(a - b))) <= tol * scale)
 
 
-@pytest.mark.parametrize("with_x", [True, False])
+def _rel(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape
+    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-300)
+
+
+@pytest.mark.parametrize("first_x", [True, False])
 @pytest.mark.parametrize("mode", ["auto", "dense", "sparse"])
 @pytest.mark.parametrize("name", list(DESIGNS))
-def test_native_step_is_the_blocked_step(name: str, mode: str, with_x: bool) -> None:
+def test_native_factor_is_the_blocked_factor(name: str, mode: str, first_x: bool) -> None:
     data, formula = DESIGNS[name]
     spec = model_frame(formula, data())
-    wn = WeightedNative(spec, mode, with_x=with_x)
+    blocks, X, lay, plan = _setup(spec, mode)
     rng = np.random.default_rng(11)
-    for _ in range(2):                   # a second set of weights: the caches are refreshed
+    # a second set of weights (the caches are refreshed), X in and out of the system in turn
+    for with_x in (first_x, not first_x, first_x):
         theta = _theta(spec, rng)
         w = rng.uniform(0.05, 3.0, spec.n)
-        z = rng.normal(size=spec.n)
-        wn.set_weights(w, z)
-        step = wn.solve(theta)
-        u, beta, logdet = _blocked_step(spec, theta, w, z, with_x)
-        assert _close(step.u, u)
-        assert _close(step.beta, beta)
-        assert step.logdet == pytest.approx(logdet, rel=1e-10)
+        zl = _zl(blocks, theta)
+        nat = plan.factor(theta, w, with_x)
+        ref = (factor(lay, lay.products(zl), w, X, lay.x_products(X, zl)) if with_x
+               else factor(lay, lay.products(zl), w))
+        assert nat.logdet == pytest.approx(ref.logdet, rel=1e-10)
+        r = rng.normal(size=(lay.q + (X.shape[1] if with_x else 0), 3))
+        assert _rel(nat.solve(r), ref.solve(r)) < 1e-10
+        assert _rel(nat.solve(r[:, 0]), ref.solve(r[:, 0])) < 1e-10
+        assert _rel(nat.selected(zl), ref.selected(zl)) < 1e-10
 
 
 def test_designs_reach_every_strategy() -> None:
@@ -115,8 +113,8 @@ def test_designs_reach_every_strategy() -> None:
     for data, formula in DESIGNS.values():
         spec = model_frame(formula, data())
         for mode in ("auto", "dense", "sparse"):
-            wn = WeightedNative(spec, mode)
-            b, ev = wn.b, wn.ev
+            plan = _setup(spec, mode)[3]
+            b, ev = plan.b, plan.ev
             seen.add("dense" if b.use_dense else "sparse")
             seen |= {k for k, on in [("patterns", b.patterns is not None),
                                       ("peel", ev.peel is not None), ("lead", ev.lead is not None),
@@ -124,16 +122,13 @@ def test_designs_reach_every_strategy() -> None:
     assert seen == {"dense", "sparse", "patterns", "peel", "lead", "diag2"}
 
 
-def test_native_step_solves_the_dense_system() -> None:
+def test_native_factor_solves_the_dense_system() -> None:
     """Against ``numpy.linalg`` on ``[A X]' W [A X] + diag(I, 0)``, ``A = Z Lambda`` (dense)."""
     data, formula = DESIGNS["crossed_corr"]
     spec = model_frame(formula, data())
     rng = np.random.default_rng(5)
     theta, w, z = _theta(spec, rng), rng.uniform(0.05, 3.0, spec.n), rng.normal(size=spec.n)
-    wn = WeightedNative(spec)
-    wn.set_weights(w, z)
-    step = wn.solve(theta)
-    blocks = group_blocks(theta_layout(spec.re_terms))
+    blocks, X, lay, plan = _setup(spec)
     cols = []
     for b in blocks:                     # Z Lambda expanded over the levels, block by block
         zl = b.Z @ b.lam(theta)
@@ -142,12 +137,18 @@ def test_native_step_solves_the_dense_system() -> None:
             A[np.arange(spec.n), b.codes * b.q + j] = zl[:, j]
         cols.append(A)
     A = np.concatenate(cols, axis=1)
-    X = np.asarray(spec.X, dtype=float)
     AX = np.concatenate([A, X], axis=1)
     M = AX.T @ (AX * w[:, None])
     M[np.arange(A.shape[1]), np.arange(A.shape[1])] += 1.0
-    x = np.linalg.solve(M, AX.T @ (w * z))
+    rhs = AX.T @ (w * z)
+    assert _rel(plan.factor(theta, w, True).solve(rhs), np.linalg.solve(M, rhs)) < 1e-10
     MA = A.T @ (A * w[:, None]) + np.eye(A.shape[1])
-    assert _close(step.u, x[:A.shape[1]])
-    assert _close(step.beta, x[A.shape[1]:])
-    assert step.logdet == pytest.approx(np.linalg.slogdet(MA)[1], rel=1e-10)
+    fac = plan.factor(theta, w, False)
+    assert _rel(fac.solve(A.T @ (w * z)), np.linalg.solve(MA, A.T @ (w * z))) < 1e-10
+    assert fac.logdet == pytest.approx(np.linalg.slogdet(MA)[1], rel=1e-10)
+    # the selected inverse: M^{-1} (Z Lambda)_i' at observation i's own columns
+    Minv = np.linalg.inv(MA)
+    slots = lay.slots
+    zlo = _zl(blocks, theta)
+    want = np.einsum("nst,nt->ns", Minv[slots[:, :, None], slots[:, None, :]], zlo)
+    assert _rel(fac.selected(zlo), want) < 1e-10
