@@ -16,7 +16,7 @@ Each K runs in its own process (``ru_maxrss`` is a high-water mark):
 deviance evaluation and one analytic gradient at lme4's start -- the largest
 allocations of a fit; ``--fit`` runs the whole ``lmer`` fit instead (hours at
 K = 20: 422 parameters, ~1 s per evaluation, ~7 s per gradient).  Reported:
-peak RSS, the engine's own estimate (:func:`nlpower.lmm.native.memory.memory_estimate`),
+peak RSS, the engine's own estimate (:func:`nlpower.mixed.native.memory.memory_estimate`),
 the Schur products and the seconds of each stage.
 """
 
@@ -38,7 +38,7 @@ from pilot_shapes import PAPER, many_systems
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 try:
-    from nlpower.lmm.native.memory import memory_estimate
+    from nlpower.mixed.native.memory import memory_estimate
 except ImportError:                          # an engine without the estimate (before/after runs)
     memory_estimate = lambda *a: float("nan")
 k, fit = %(k)d, %(fit)r

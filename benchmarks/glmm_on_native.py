@@ -2,7 +2,7 @@
 
 glmer's PIRLS and clmm's Laplace factor ``Lambda'Z'WZ Lambda + I`` (and
 ``X``) through :mod:`nlpower.mixed.blocked`, whose rule picks the strategy:
-pairs (:mod:`nlpower.mixed.pairs`), the Gaussian fitter's (:mod:`nlpower.mixed.native`:
+pairs (:mod:`nlpower.mixed.pairs`), the Gaussian fitter's (:mod:`nlpower.mixed.native.weighted`:
 dense or sparse Schur products, active-column patterns, the peeled rest, the
 uncoupled lead) or the blocked one.  For each design this script fits the
 model once, takes the working weights at the optimum's mode and times, both
@@ -11,7 +11,7 @@ ways (CPU minimum over ``--repeats`` calls, alternating 4 times, one BLAS thread
 (a) the shared layout's step (the rule without the native strategy: the
     factor, then ``solve`` of the PIRLS right-hand side), and its selected
     inverse (the analytic gradient's);
-(b) the same through :class:`~nlpower.mixed.native.NativePlan` (every
+(b) the same through :class:`~nlpower.mixed.native.weighted.NativePlan` (every
     weighted cross-product, the native factor, ``solve``; ``selected``);
 
 with ``beta`` solved with ``u`` (stage 1, ``nAGQ = 0``) or fixed (stage 2,
@@ -135,7 +135,7 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 def run_case(case: str, repeats: int, fixed_beta: bool) -> dict[str, Any]:
     """(a) the shared layout's step and selected inverse, (b) the native plan's; alternating."""
     from nlpower.mixed.blocked import factor
-    from nlpower.mixed.native import NativePlan
+    from nlpower.mixed.native.weighted import NativePlan
 
     f = fit(case)
     model = f.model

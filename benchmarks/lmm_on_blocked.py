@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from nlpower.lmm import lmer
     from nlpower.lmm.frame import model_frame
-    from nlpower.lmm.native.blocks import group_blocks
     from nlpower.lmm.native.model import NativeModel
+    from nlpower.mixed.native.blocks import group_blocks
 
     print("| case | n | random-effects columns | native evaluation | mixed.blocked evaluation "
           "| ratio | deviance difference |")

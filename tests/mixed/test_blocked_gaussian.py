@@ -17,9 +17,9 @@ import pytest
 
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
-from nlpower.lmm.native.blocks import group_blocks
 from nlpower.lmm.native.model import NativeModel
 from nlpower.mixed.blocked import BlockedLayout, factor
+from nlpower.mixed.native.blocks import group_blocks
 
 
 def _blocked_deviance(model: NativeModel, theta: np.ndarray) -> float:

@@ -1,6 +1,6 @@
 """The Gaussian fitter's strategies as a strategy of the weighted factorisation.
 
-:class:`nlpower.mixed.native.NativePlan` feeds ``lmm/native/``'s blocked
+:class:`nlpower.mixed.native.weighted.NativePlan` feeds ``lmm/native/``'s blocked
 Cholesky (dense or sparse Schur products, active-column patterns, the
 closed-form ``q1 = 2`` block, the peeled rest, the uncoupled lead) with the
 weighted cross-products of one PIRLS step; :class:`nlpower.mixed.blocked.BlockedFactor`
@@ -20,10 +20,10 @@ import pytest
 
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
-from nlpower.lmm.layout import theta_layout
-from nlpower.lmm.native.blocks import group_blocks
 from nlpower.mixed.blocked import BlockedLayout, factor
-from nlpower.mixed.native import NativePlan
+from nlpower.mixed.layout import theta_layout
+from nlpower.mixed.native.blocks import group_blocks
+from nlpower.mixed.native.weighted import NativePlan
 
 
 def _crowd(n_w: int, n_i: int, per_item: int, seed: int) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import pytest
 
 import nlpower
 import nlpower.mixed.blocked as bl
-from nlpower.mixed.native import NativeFactor, NativePlan
+from nlpower.mixed.native.weighted import NativeFactor, NativePlan
 
 
 def _crowd(seed: int, n_w: int, n_i: int, per_item: int) -> pd.DataFrame:

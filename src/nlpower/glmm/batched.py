@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import FitError, InputError
-from ..lmm.native import single_threaded
 from ..mixed.fdiff import forward_hessian, forward_shifts
+from ..mixed.native._blas import single_threaded
 from .laplace_batch import BatchedLaplace, _Modes
 from .response import check_response
 from .result import GlmmCore, check_vcov, start_parts

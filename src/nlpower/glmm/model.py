@@ -37,10 +37,10 @@ from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv
 from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Family
-from ..lmm.layout import theta_layout
-from ..lmm.native import single_threaded
-from ..lmm.native.blocks import group_blocks
 from ..lmm.structure import ModelSpec
+from ..mixed.layout import theta_layout
+from ..mixed.native._blas import single_threaded
+from ..mixed.native.blocks import group_blocks
 from .agq import agq_deviance
 from .gradient import LaplaceGradient
 from .optim import bobyqa, fd_derivatives, gradient_hessian, lbfgsb, newton, newton_step

@@ -33,8 +33,8 @@ from .._choices import LaplaceWeights
 from ..errors import FitError, InputError
 from ..lmm.checkconv import CheckConvControl
 from ..lmm.family import NegativeBinomial
-from ..lmm.native import single_threaded
 from ..lmm.structure import ModelSpec
+from ..mixed.native._blas import single_threaded
 from .model import STAGE2, GlmmModel, _check_nAGQ, start_parts
 from .optim import fd_derivatives
 from .result import GlmmCore, GlmmFit, check_vcov

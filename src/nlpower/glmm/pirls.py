@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from ..lmm.family import Family
-from ..lmm.native.blocks import GroupBlock
 from ..mixed.blocked import BlockedLayout, Factor, ThetaProducts, factor
 from ..mixed.modes import Direction, newton_modes
+from ..mixed.native.blocks import GroupBlock
 from .response import cond_m2loglik
 
 #: PIRLS stops when the penalised deviance changes by less than this (relative)
@@ -105,7 +105,7 @@ class Pirls:
     Parameters
     ----------
     X : (n, p) fixed-effects model matrix.
-    blocks : grouping blocks (:func:`nlpower.lmm.native.blocks.group_blocks`), largest first.
+    blocks : grouping blocks (:func:`nlpower.mixed.native.blocks.group_blocks`), largest first.
     n_theta : length of ``theta``.
     family : Binomial or Poisson.
     y, wt, offset : response (proportions for the binomial), prior weights, offset.

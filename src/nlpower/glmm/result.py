@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.family import get_family
 from ..lmm.fitbase import MixedFit, VarTerm, var_terms_at
-from ..lmm.layout import ThetaLayout, theta_layout
+from ..mixed.layout import ThetaLayout, theta_layout
 
 if TYPE_CHECKING:
     from .model import GlmmModel

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..mixed.layout import theta_layout
 from ..mixed.relfactor import relative_factor
 from .kenward_roger import KRState, covariance_basis, kr_state
-from .layout import theta_layout
 from .structure import ModelSpec
 
 __all__ = ["DDF", "kenward_roger_fn", "term_covariances", "term_slots"]

@@ -18,8 +18,8 @@ import numpy as np
 
 from .._rng import as_generator
 from ..errors import InputError
+from ..mixed.layout import theta_layout
 from ..mixed.relfactor import relative_factor
-from .layout import theta_layout
 from .structure import ModelSpec
 
 __all__ = ["GaussianSimulator", "SimulatesGaussian", "relative_factor"]

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .layout import theta_layout
+from ..mixed.layout import theta_layout
 from .names import coef_aliases
 from .setparams import set_fixef, set_theta, term_covariances
 from .verbs import FitVerbs
@@ -41,7 +41,7 @@ class VarTerm:
 
 def var_terms_at(layout: Any, theta: np.ndarray, scale: float = 1.0) -> tuple[VarTerm, ...]:
     """Each term's covariance ``scale^2 Lambda Lambda'`` with lme4's group names
-    (``layout``: a :class:`~nlpower.lmm.layout.ThetaLayout`; ``scale``: sigma, or 1)."""
+    (``layout``: a :class:`~nlpower.mixed.layout.ThetaLayout`; ``scale``: sigma, or 1)."""
     covs = term_covariances(layout, np.asarray(theta, dtype=float), scale)
     return tuple(VarTerm(grp, t.group, tuple(t.cnames), c)
                  for t, grp, c in zip(layout.terms, layout.grp_names, covs, strict=True))

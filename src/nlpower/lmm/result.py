@@ -20,8 +20,8 @@ import pandas as pd
 from .. import _dist as stats
 from .._validation import check_choice
 from ..errors import InputError
+from ..mixed.layout import theta_layout
 from .fitbase import MixedFit, OptSummary, VarTerm, var_terms_at, varcorr_frame
-from .layout import theta_layout
 
 __all__ = ["FitCore", "LmmFit", "OptSummary", "VarTerm", "varcorr_frame"]
 

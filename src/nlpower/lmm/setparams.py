@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..mixed.layout import ThetaLayout
 from ..mixed.relfactor import factor_theta, relative_factor
-from .layout import ThetaLayout
 from .names import canonical
 
 __all__ = ["set_fixef", "set_theta", "term_covariances"]

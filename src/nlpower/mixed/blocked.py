@@ -49,7 +49,7 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .blockedfactor import BlockedFactor
-from .native import NativeFactor, NativePlan
+from .native.weighted import NativeFactor, NativePlan
 from .pairs import PairFactor, PairTheta, pair_plan
 
 __all__ = ["DENSE_C", "NATIVE_MIN_WORK", "SPARSE_C", "BlockedFactor", "BlockedLayout", "Factor",

@@ -1,7 +1,7 @@
 """The blocked factor of ``M = Lambda'Z'WZ Lambda + I`` (and ``X``): solves and the selected inverse.
 
 :func:`nlpower.mixed.blocked.factor` builds it for the blocked strategy;
-:mod:`nlpower.mixed.native` from the Gaussian fitter's factors.  Its own
+:mod:`nlpower.mixed.native.weighted` from the Gaussian fitter's factors.  Its own
 module so that both build it without importing each other.
 """
 

@@ -28,8 +28,8 @@ from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck, check_conv, hessian_from_gradient
 from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Ordinal
-from ..lmm.native._blas import single_threaded
 from ..lmm.structure import ModelSpec
+from ..mixed.native._blas import single_threaded
 from ._dense import inv_and_cond, solve
 from .clm import bound_derivatives, clm_newton, stacked_bounds, stacked_design
 from .hessian import fd_hessian

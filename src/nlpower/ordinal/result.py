@@ -24,7 +24,7 @@ from ..formula import parse
 from ..lmm.checkconv import report_convergence
 from ..lmm.fitbase import MixedFit, VarTerm
 from ..lmm.frame import model_frame
-from ..lmm.layout import theta_layout
+from ..mixed.layout import theta_layout
 from .cumulative import cumulative_parts
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ..lmm.checkconv import hessian_from_gradient
-from ..lmm.native._blas import single_threaded
+from ..mixed.native._blas import single_threaded
 from ._dense import cho_solve, cholesky, floored
 from .hessian import fd_hessian
 

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..lmm.native.blocks import GroupBlock
 from ..lmm.structure import ReTerm
 from ..mixed.blocked import BlockedLayout, Factor, ThetaProducts, factor
+from ..mixed.native.blocks import GroupBlock
 from ..mixed.pairs import PairPlan
 from ..mixed.relfactor import block_index, fill_factor, relative_factor, theta_pairs
 
@@ -202,7 +202,7 @@ class ReStructure:
         return lay
 
     def _group_blocks(self) -> list[GroupBlock]:
-        """The blocks as :class:`~nlpower.lmm.native.blocks.GroupBlock` (``Lambda`` from this
+        """The blocks as :class:`~nlpower.mixed.native.blocks.GroupBlock` (``Lambda`` from this
         structure's ``theta``) for the native strategy."""
         out = []
         for blk, (flat, tix) in zip(self.blocks, self._lam_index, strict=True):

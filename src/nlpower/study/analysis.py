@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import FitError, InputError
 from ..formula import parse
 from ..lmm.draw import SimulatesGaussian
-from ..lmm.layout import theta_layout
+from ..mixed.layout import theta_layout
 from ..powersim.result import Replicates
 from ..powersim.rules import get_test
 from .batched import BatchTests, gaussian_draws, lmm_replicates, nested_refits, ordinal_refits

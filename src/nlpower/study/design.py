@@ -31,8 +31,8 @@ from ..formula import parse
 from ..glmm import GlmmFit, glmm_frame
 from ..lmm import LmmFit, get_engine, model_frame
 from ..lmm.family import Family, Gaussian, Ordinal, get_family
-from ..lmm.layout import theta_layout
 from ..lmm.setparams import set_fixef, set_theta
+from ..mixed.layout import theta_layout
 from ..ordinal import ClmmFit
 from ..ordinal.api import ordinal_frame
 

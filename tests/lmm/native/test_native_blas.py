@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from nlpower.lmm.native._blas import single_threaded
+from nlpower.mixed.native._blas import single_threaded
 
 
 def _blas_threads() -> list[int]:

@@ -1,12 +1,12 @@
-"""Stage 2 of a native fit (nlpower.lmm.native.blocks): lme4's term order, theta layout, blocks."""
+"""Stage 2 of a native fit (nlpower.mixed.native.blocks): lme4's term order, theta layout, blocks."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from lmm_specs import crossed_spec, nested_spec
-from nlpower.lmm.layout import lme4_term_order, make_unique
 from nlpower.lmm.native import NativeModel
+from nlpower.mixed.layout import lme4_term_order, make_unique
 
 
 def test_theta_order_and_names_follow_lme4():
@@ -38,7 +38,7 @@ def test_schur_strategy_is_one_small_object():
     # optional fields of Blocks narrowed by asserts
     from dataclasses import fields
 
-    from nlpower.lmm.native.blocks import Blocks, DenseSchur, Pattern, SparseSchur
+    from nlpower.mixed.native.blocks import Blocks, DenseSchur, Pattern, SparseSchur
 
     names = {f.name for f in fields(Blocks)}
     assert not names & {"Cd", "Cg", "V", "V_p1", "V_a", "V_p2", "V_b", "V_ypos", "S_lo", "S_up",
@@ -54,7 +54,7 @@ def test_schur_strategy_is_one_small_object():
 
 def test_level_products_are_the_structural_lower_triangle_of_each_level():
     """Products of structural nonzeros only: the old (pairs x q1^2) expansion, filtered."""
-    from nlpower.lmm.native.blocks import _level_products
+    from nlpower.mixed.native.blocks import _level_products
 
     rng = np.random.default_rng(5)
     n_pairs, q1, m1 = 60, 4, 7
@@ -77,7 +77,7 @@ def test_level_products_are_the_structural_lower_triangle_of_each_level():
 def test_a_structure_over_the_memory_limit_is_refused_with_a_smaller_model(monkeypatch):
     import pytest
 
-    import nlpower.lmm.native.memory as memory
+    import nlpower.mixed.native.memory as memory
     from nlpower import CrossedDesign, presets, simulate
     from nlpower.errors import InputError
     from nlpower.lmm.frame import model_frame
@@ -93,4 +93,4 @@ def test_a_structure_over_the_memory_limit_is_refused_with_a_smaller_model(monke
     msg = str(err.value)
     assert "(0 + system | item) by (1 | item:system)" in msg
     assert "(0 + system | worker) by (1 | worker:system)" in msg
-    assert "raise nlpower.lmm.native.memory.MEMORY_LIMIT" in msg
+    assert "raise nlpower.mixed.native.memory.MEMORY_LIMIT" in msg

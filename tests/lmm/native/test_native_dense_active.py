@@ -167,7 +167,7 @@ def test_dense_active_products_of_c_and_x_agree(partial):
 def test_level_products_and_the_schur_builders(k):
     """``level_products`` is ``C[:, l] X_l`` per level; the patterns' Schur complement with
     ``W_l = K_l K_l'`` equals the dense one with ``K_l`` (both through it)."""
-    from nlpower.lmm.native.block1 import level_products, schur_dense, schur_patterns
+    from nlpower.mixed.native.block1 import level_products, schur_dense, schur_patterns
 
     rng = np.random.default_rng(k)
     N2, m = 9, 7

@@ -1,4 +1,4 @@
-"""The profiled deviance (nlpower.lmm.native.deviance, .block1) against brute force.
+"""The profiled deviance (nlpower.mixed.native.deviance, .block1) against brute force.
 
 The blocked Cholesky is checked against a brute-force dense computation of the
 same formulas (Bates et al. 2015, eq. 34 and 41), the two Schur-complement

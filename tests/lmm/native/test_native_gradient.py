@@ -74,7 +74,7 @@ CASES = {
 def test_gathered_inverse_on_a_dense_rest(REML, monkeypatch):
     """Sparse crowd, rest not peeled: S^-1 gathered per item equals differences and T L21."""
     import nlpower.lmm.native.gradient as grad
-    from nlpower.lmm.native.deviance import DevianceEvaluator
+    from nlpower.mixed.native.deviance import DevianceEvaluator
 
     df = _sim(CrossedDesign(60, 100, 2, workers_per_item=2), presets.high_variance(0.2), 6)
     model = _model("rating ~ system + (system || worker) + (system || item)", df,

@@ -22,8 +22,8 @@ import pytest
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
+from nlpower.mixed.native.deviance import DevianceEvaluator
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
 

@@ -1,4 +1,4 @@
-"""The rest's uncoupled first block eliminated first (nlpower.lmm.native.lead).
+"""The rest's uncoupled first block eliminated first (nlpower.mixed.native.lead).
 
 With ``(1 | item) + (1 | item:system)`` the largest block is ``item:system``;
 each of its levels belongs to one item, so after it the items are pairwise
@@ -19,9 +19,9 @@ import pytest
 
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
-from nlpower.lmm.native.lead import lead_plan
+from nlpower.mixed.native.deviance import DevianceEvaluator
+from nlpower.mixed.native.lead import lead_plan
 
 NESTED = "rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"
 SLOPE = "rating ~ x + system + (1 + x | item) + (1 | item:system) + (1 | worker)"
@@ -54,7 +54,7 @@ def _model(case: str) -> NativeModel:
     if case == "q1-grouped":
         # grouped levels without the folded scaling Q (too large on a real 20-system file):
         # the lead's entries of M are formed alone (LeadPlan.sel)
-        import nlpower.lmm.native.grouped as dev
+        import nlpower.mixed.native.grouped as dev
         saved, dev._Q_MAX_COLS = dev._Q_MAX_COLS, 0
         try:
             model.ev = DevianceEvaluator(model.blocks)

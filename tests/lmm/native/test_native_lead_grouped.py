@@ -1,6 +1,6 @@
 """The grouped lead path (``(1 | item) + (1 | item:system)`` with grouped block-1 levels).
 
-Three pieces of :mod:`nlpower.lmm.native.lead` and :mod:`.blocks` checked
+Three pieces of :mod:`nlpower.mixed.native.lead` and :mod:`.blocks` checked
 against the general code they stand in for: the gradient's inverse-block sums
 from the grouped products at the lead's entries (against the sparse Schur
 products ``V' p``), the evaluation's kept entries (against every entry of the
@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import nlpower.lmm.native.grouped as dev
+import nlpower.mixed.native.grouped as dev
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native.block1 import grouped_W
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import _inverse_blocks_sparse, theta_gradient
+from nlpower.mixed.native.block1 import grouped_W
+from nlpower.mixed.native.deviance import DevianceEvaluator
 
 NESTED = "rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"
 

@@ -1,4 +1,4 @@
-"""The rest's matrix on its pattern (nlpower.lmm.native.lower) and batched triangular inverses.
+"""The rest's matrix on its pattern (nlpower.mixed.native.lower) and batched triangular inverses.
 
 InstEval-like structures (students x lecturers nested in departments, all
 scalar terms, sparse Schur products) build the rest's matrix on its pattern
@@ -17,9 +17,9 @@ import pytest
 
 from lmm_specs import _term, dense_deviance
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native.block1 import block1_factor, tri_inv
 from nlpower.lmm.native.gradient import theta_gradient
 from nlpower.lmm.structure import ModelSpec
+from nlpower.mixed.native.block1 import block1_factor, tri_inv
 
 
 def insteval_like(seed: int, n_s: int = 60, n_d: int = 25, n_dept: int = 4,
@@ -163,7 +163,7 @@ def test_tri_inv_equals_numpy_inverse(q):
 
 def test_scalar_schur_products_equal_the_general_construction(monkeypatch):
     """The q1 = 1 lookup-table construction of V gives the general path's products."""
-    import nlpower.lmm.native.blocks as blocks_mod
+    import nlpower.mixed.native.blocks as blocks_mod
 
     spec = insteval_like(9)
     fast = NativeModel(spec, mode="sparse").blocks.schur
@@ -203,7 +203,7 @@ def test_sparse_schur_gradient_with_two_column_block1_equals_the_dense_strategy(
 
 def test_the_cheap_peel_screen_rejects_only_what_the_graph_rejects(monkeypatch):
     """_few_low_degree (a degree lower bound) never rejects a plan the graph would accept."""
-    import nlpower.lmm.native.rest as rest_mod
+    import nlpower.mixed.native.rest as rest_mod
     from nlpower import CrossedDesign, presets, simulate
     from nlpower.lmm.frame import model_frame
 

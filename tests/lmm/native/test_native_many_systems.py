@@ -1,9 +1,9 @@
 """Set-up pieces of the many-system shapes checked against the code they replace.
 
 The grouped lead's products formed at the lead plan's entries only
-(:func:`nlpower.lmm.native.grouped.sel_products`) against the whole grouped
+(:func:`nlpower.mixed.native.grouped.sel_products`) against the whole grouped
 products read there, before and after a new response; the rest's cross-products
-(:func:`nlpower.lmm.native.blocks._cross_products`) against one sparse
+(:func:`nlpower.mixed.native.blocks._cross_products`) against one sparse
 ``W'W``; the sort-based distinct values against ``np.unique``; the degree
 limit of the peeled rest and the gathered gradient on a peeled rest against the
 dense inverse's.
@@ -16,15 +16,15 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import nlpower.lmm.native.grouped as grouped
+import nlpower.mixed.native.grouped as grouped
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel, gradient
-from nlpower.lmm.native.block1 import grouped_products
-from nlpower.lmm.native.blocks import _cross_products, sorted_unique
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
-from nlpower.lmm.native.rest import PEEL_DEGREE_DIV, PEEL_MAX_DEGREE, peel_max_degree
+from nlpower.mixed.native.block1 import grouped_products
+from nlpower.mixed.native.blocks import _cross_products, sorted_unique
+from nlpower.mixed.native.deviance import DevianceEvaluator
+from nlpower.mixed.native.rest import PEEL_DEGREE_DIV, PEEL_MAX_DEGREE, peel_max_degree
 
 NESTED = "rating ~ system + (1 | worker) + (1 | item) + (1 | item:system)"
 THETAS = [np.array([0.4, 0.5, 0.3]), np.array([1.0, 1.0, 1.0]), np.array([0.05, 1.7, 0.9])]

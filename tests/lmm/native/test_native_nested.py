@@ -27,8 +27,8 @@ from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import gradient as grad_mod
 from nlpower.lmm.native import identified as idf
 from nlpower.lmm.native import ridge as rd
-from nlpower.lmm.native.blocks import SparseSchur
 from nlpower.lmm.native.gradient import theta_gradient
+from nlpower.mixed.native.blocks import SparseSchur
 
 PAPER = "rating ~ system + (system || worker) + (system || item)"
 CTL = CheckConvControl()

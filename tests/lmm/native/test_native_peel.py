@@ -1,4 +1,4 @@
-"""The peeled factor of the rest (nlpower.lmm.native.rest) against dense Cholesky.
+"""The peeled factor of the rest (nlpower.mixed.native.rest) against dense Cholesky.
 
 Sparse crowd designs (few workers per item) leave the rest's Schur
 complement sparse; :func:`peel_plan` then eliminates independent sets of its
@@ -17,9 +17,9 @@ import pytest
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
-from nlpower.lmm.native.rest import peel_factor, peel_gather, peel_plan, selected_inverse
+from nlpower.mixed.native.deviance import DevianceEvaluator
+from nlpower.mixed.native.rest import peel_factor, peel_gather, peel_plan, selected_inverse
 
 # sparse crowd designs: (workers, items, systems, workers per item, formula, mode)
 CASES = {
@@ -122,7 +122,7 @@ def test_direct_work_vector_equals_the_gathered_dense_matrix(case):
     for theta in _thetas(model, np.random.default_rng(8), 3):
         M = _rest_matrix(ev, theta)
         ref = peel_gather(ev.peel, M)
-        r1 = __import__("nlpower.lmm.native.block1", fromlist=["block1_factor"]).block1_factor(
+        r1 = __import__("nlpower.mixed.native.block1", fromlist=["block1_factor"]).block1_factor(
             b, theta)
         K = r1[1]
         lams = np.stack([blk.lam(theta) for blk, _ in b.rest])

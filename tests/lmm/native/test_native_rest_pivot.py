@@ -16,10 +16,10 @@ import pytest
 from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
-from nlpower.lmm.native import deviance as dev_mod
 from nlpower.lmm.native import gradient as grad_mod
-from nlpower.lmm.native.deviance import DevianceEvaluator
 from nlpower.lmm.native.gradient import theta_gradient
+from nlpower.mixed.native import deviance as dev_mod
+from nlpower.mixed.native.deviance import DevianceEvaluator
 
 STEP = 1e-6
 

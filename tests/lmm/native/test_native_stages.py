@@ -10,10 +10,10 @@ from nlpower import CrossedDesign, presets, simulate
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
 from nlpower.lmm.native import model as native_model
-from nlpower.lmm.native._blas import single_threaded
 from nlpower.lmm.native.model import moment_start
 from nlpower.lmm.native.optimize import optimize_theta
 from nlpower.lmm.native.ridge import _reduced_model, exact_ridges
+from nlpower.mixed.native._blas import single_threaded
 
 FORMULA4 = "rating ~ system + (system || item) + (system || worker)"
 

@@ -25,6 +25,7 @@ from nlpower.lmm import lmer
 from nlpower.lmm.checkconv import CheckConvControl, apply_policy, check_conv
 from nlpower.lmm.frame import model_frame
 from nlpower.lmm.native import NativeModel
+from nlpower.lmm.native import identified as idf
 from nlpower.lmm.native import ridge as rd
 from nlpower.ratings import fit_ratings, read_ratings
 
@@ -86,7 +87,7 @@ def test_the_check_ignores_the_ridge_but_not_the_identified_directions():
     model, res = _at_optimum(pd.read_csv(DEMO))
     ridges = rd.exact_ridges(model)
     red = rd._reduced_model(model)
-    ok = rd.check_on_ridge(model, res, False, CTL)
+    ok = idf.check_on_ridge(model, res, False, CTL)
     assert ok is not None and ok.ok and ok.code == 0 and ok.messages == ()
     # another split of the same covariances (the midpoint): the same deviance, the same verdict
     th_r = rd.to_reduced_theta(res.theta, red.layout, model.layout, ridges)
@@ -94,14 +95,14 @@ def test_the_check_ignores_the_ridge_but_not_the_identified_directions():
     assert np.max(np.abs(mid - res.theta)) > 1e-3
     f_mid = model.ev(mid, False)
     assert f_mid == pytest.approx(res.fval, abs=1e-8)
-    moved = rd.check_on_ridge(model, replace(res, theta=mid, fval=f_mid, derivatives=None,
+    moved = idf.check_on_ridge(model, replace(res, theta=mid, fval=f_mid, derivatives=None,
                                              gradient=None), False, CTL)
     assert moved is not None and moved.code == 0 and moved.ok
     # off the optimum in an identified direction (a per-system SD 5 % larger): a finding
     off_theta = res.theta.copy()
     j = model.layout.names.index("worker.systemA")
     off_theta[j] *= 1.05
-    off = rd.check_on_ridge(model, replace(res, theta=off_theta, fval=model.ev(off_theta, False),
+    off = idf.check_on_ridge(model, replace(res, theta=off_theta, fval=model.ev(off_theta, False),
                                            derivatives=None, gradient=None), False, CTL)
     assert off is not None and not off.ok and off.code == -1
     assert any(m.startswith("Model failed to converge with max|grad|") for m in off.messages)
@@ -113,12 +114,12 @@ def test_the_check_ignores_the_ridge_but_not_the_identified_directions():
 def test_singular_fit_and_ignored_checks():
     model, res = _at_optimum(pd.read_csv(DEMO))
     # every check ignored: no derivatives, the note is still recorded
-    none = rd.check_on_ridge(model, res, False, CheckConvControl("ignore", "ignore", "ignore"))
+    none = idf.check_on_ridge(model, res, False, CheckConvControl("ignore", "ignore", "ignore"))
     assert none is not None and none.n_evals == 0 and none.messages == () and len(none.notes) == 2
     # a singular point (a zero intercept SD): the ordinary check (lme4 checks no derivatives)
     th = res.theta.copy()
     th[model.layout.names.index("worker.(Intercept)")] = 0.0
-    assert rd.check_on_ridge(model, replace(res, theta=th), False, CTL) is None
+    assert idf.check_on_ridge(model, replace(res, theta=th), False, CTL) is None
 
 
 def test_a_model_without_a_ridge_is_checked_as_before():
@@ -128,7 +129,7 @@ def test_a_model_without_a_ridge_is_checked_as_before():
         model = NativeModel(model_frame(formula, df, contrasts={"system": "sum"}))
         assert rd.exact_ridges(model) == ()
         res, _ = model._optimize(False, None, None)
-        assert rd.check_on_ridge(model, res, False, CTL) is None
+        assert idf.check_on_ridge(model, res, False, CTL) is None
         fit = model.fit(REML=False)
         cc = fit.optinfo["checkconv"]
         grad = (lambda th, m=model: m.value_and_gradient(th, False)[1]) if model._analytic else None

@@ -9,8 +9,8 @@ the largest grouping factor), :mod:`.deviance` (the profiled deviance),
 
 from __future__ import annotations
 
-from ..layout import ThetaLayout, lme4_term_order, make_unique, theta_layout
-from ._blas import single_threaded
+from ...mixed.layout import ThetaLayout, lme4_term_order, make_unique, theta_layout
+from ...mixed.native._blas import single_threaded
 from .model import NativeModel
 
 __all__ = ["NativeModel", "ThetaLayout", "lme4_term_order", "make_unique", "single_threaded",

@@ -46,8 +46,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from .blocks import Blocks, DenseSchur
-from .grouped import unique_rows
+from ...mixed.native.blocks import Blocks, DenseSchur
+from ...mixed.native.grouped import unique_rows
 
 _P4_MAX = 2_000_000     # numbers of the groups' products of C (grouped_c_products) at most
 

@@ -44,6 +44,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from ...mixed.native.blocks import GroupBlock, SparseSchur
+from ...mixed.native.deviance import PIVOT_TOL as _PIVOT_TOL
+from ...mixed.native.deviance import DevianceEvaluator, Factor
+from ...mixed.native.deviance import lambda_rows as _lambda_rows
+from ...mixed.native.deviance import lambda_t_entries as _lambda_t_entries
+from ...mixed.native.rest import selected_inverse
 from .active import (
     active_h,
     active_modes,
@@ -54,12 +60,6 @@ from .active import (
     dense_c_fits,
     dense_inputs,
 )
-from .blocks import GroupBlock, SparseSchur
-from .deviance import PIVOT_TOL as _PIVOT_TOL
-from .deviance import DevianceEvaluator, Factor
-from .deviance import lambda_rows as _lambda_rows
-from .deviance import lambda_t_entries as _lambda_t_entries
-from .rest import selected_inverse
 
 __all__ = ["theta_gradient"]
 

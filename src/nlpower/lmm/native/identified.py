@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ...mixed.layout import ThetaLayout
 from ..checkconv import CheckConvControl, ConvCheck
-from ..layout import ThetaLayout
 from .ridge import (
     Identified,
     _identified,
@@ -44,7 +44,7 @@ def to_identified_theta(theta: np.ndarray, ident: Identified, layout: ThetaLayou
 
     Examples
     --------
-    >>> from nlpower.lmm.layout import theta_layout
+    >>> from nlpower.mixed.layout import theta_layout
     >>> from nlpower.lmm.native.ridge import find_ridges
     >>> from nlpower.lmm.structure import ReTerm
     >>> codes = np.array([0, 0, 1, 1])

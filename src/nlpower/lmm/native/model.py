@@ -19,14 +19,14 @@ import pandas as pd
 
 from ..._validation import check_choice
 from ...errors import FitError, InputError
+from ...mixed.layout import theta_layout
+from ...mixed.native._blas import single_threaded
+from ...mixed.native.blocks import build_blocks
+from ...mixed.native.deviance import DevianceEvaluator, Factor
 from ..checkconv import DERIV_STEP, CheckConvControl, ConvCheck, check_conv
-from ..layout import theta_layout
 from ..result import FitCore, LmmFit, VarTerm
 from ..satterthwaite import SatterthwaiteState, satterthwaite_state
 from ..structure import ModelSpec
-from ._blas import single_threaded
-from .blocks import build_blocks
-from .deviance import DevianceEvaluator, Factor
 from .gradient import theta_gradient
 from .identified import identified_finish
 from .optimize import DEFAULT_CONTROL, REPLICATE_POLISH_GTOL, optimize_theta

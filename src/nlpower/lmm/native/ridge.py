@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import FitError
+from ...mixed.layout import ThetaLayout
 from ..checkconv import DERIV_STEP, SINGULAR_TOL, CheckConvControl, ConvCheck, check_hessian
-from ..layout import ThetaLayout
 from ..structure import ModelSpec, ReTerm
 
-__all__ = ["Identified", "Ridge", "check_on_ridge", "exact_ridges", "find_ridges", "full_gradient",
+__all__ = ["Identified", "Ridge", "exact_ridges", "find_ridges", "full_gradient",
            "nested_terms", "reduced_spec", "ridge_check", "ridge_fit", "ridge_notes",
            "ridges_that_pay", "split_covariance", "to_full_theta", "to_reduced_theta"]
 
@@ -184,7 +184,7 @@ def to_reduced_theta(theta: np.ndarray, reduced: ThetaLayout, full: ThetaLayout,
 
     Examples
     --------
-    >>> from nlpower.lmm.layout import theta_layout
+    >>> from nlpower.mixed.layout import theta_layout
     >>> codes = np.array([0, 0, 1, 1])
     >>> one = ReTerm("w", codes, ("a", "b"), np.ones((4, 1)), ("(Intercept)",))
     >>> sys = ReTerm("w", codes, ("a", "b"), np.array([[1., 0], [0, 1], [1, 0], [0, 1]]),
@@ -329,13 +329,6 @@ def _identified(model: Any) -> Identified:
         ident = model._ident = Identified(
             ridges, nested_terms(reduced_spec(model.spec, ridges).re_terms))
     return ident  # type: ignore[no-any-return]
-
-
-def check_on_ridge(model: Any, res: Any, REML: bool, ctl: CheckConvControl) -> ConvCheck | None:
-    """:func:`.identified.check_on_ridge` (the check in the identified parameters)."""
-    from .identified import check_on_ridge as check  # it builds on this module
-
-    return check(model, res, REML, ctl)
 
 
 def ridge_check(g: np.ndarray | None, reduced: ConvCheck, notes: tuple[str, ...]) -> ConvCheck:

@@ -35,7 +35,7 @@ def moment_start(X: np.ndarray, y: np.ndarray, layout: Any) -> np.ndarray:
     --------
     >>> from nlpower import CrossedDesign, presets, simulate
     >>> from nlpower.lmm.frame import model_frame
-    >>> from nlpower.lmm.layout import theta_layout
+    >>> from nlpower.mixed.layout import theta_layout
     >>> df = simulate(CrossedDesign(30, 200), presets.high_variance(0.1), rng=3)
     >>> spec = model_frame("rating ~ x + (1 | worker) + (1 | item)", df)
     >>> bool(np.all(moment_start(spec.X, spec.y, theta_layout(spec.re_terms)) > 0))

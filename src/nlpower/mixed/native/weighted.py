@@ -9,7 +9,7 @@ sparse Schur products of block 1, active-column patterns, the closed-form
 build.  :class:`NativePlan` runs them on weighted cross-products:
 
 * *once per layout, from the sparsity pattern*: the fitter's set-up
-  (:func:`~nlpower.lmm.native.blocks.blocks_from` and its evaluator's
+  (:func:`~nlpower.mixed.native.blocks.blocks_from` and its evaluator's
   plans) on rows scaled by fixed random weights -- the fitter reads its
   pattern off the non-zeros of the cross-products, and a sum that cancels at
   unit weights (a centred covariate within a level) need not at a step's
@@ -40,7 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from ..lmm.native.blocks import (
+from ..blockedfactor import BlockedFactor
+from .blocks import (
     Blocks,
     DenseSchur,
     GroupBlock,
@@ -48,11 +49,10 @@ from ..lmm.native.blocks import (
     SparseSchur,
     blocks_from,
 )
-from ..lmm.native.deviance import DevianceEvaluator, lambda_rows
-from .blockedfactor import BlockedFactor
+from .deviance import DevianceEvaluator, lambda_rows
 
 if TYPE_CHECKING:
-    from .blocked import BlockedLayout
+    from ..blocked import BlockedLayout
 
 __all__ = ["NativeFactor", "NativePlan"]
 
@@ -72,7 +72,7 @@ class NativePlan:
 
     Parameters
     ----------
-    blocks : the grouping blocks (:func:`~nlpower.lmm.native.blocks.group_blocks`'s, the
+    blocks : the grouping blocks (:func:`~nlpower.mixed.native.blocks.group_blocks`'s, the
         largest first: ``Lambda`` from ``theta`` by their ``lam``).
     X : (n, p) fixed-effects matrix (``p = 0``: ``M`` alone).
     layout : the shared layout of the same blocks (its column order and slots).
@@ -82,8 +82,8 @@ class NativePlan:
     --------
     >>> import numpy as np
     >>> from nlpower.lmm.frame import model_frame
-    >>> from nlpower.lmm.layout import theta_layout
-    >>> from nlpower.lmm.native.blocks import group_blocks
+    >>> from nlpower.mixed.layout import theta_layout
+    >>> from nlpower.mixed.native.blocks import group_blocks
     >>> from nlpower.mixed.blocked import BlockedLayout
     >>> import pandas as pd
     >>> g = np.random.default_rng(1)
@@ -332,7 +332,7 @@ class _ScalarSelection:
 def _rest_entries(b: Blocks, rest: list[GroupBlock], X: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(observation, rest column, value)`` of every non-zero of ``W = [Z_2 .. Z_k X]``,
-    in :func:`~nlpower.lmm.native.blocks.blocks_from`'s order."""
+    in :func:`~nlpower.mixed.native.blocks.blocks_from`'s order."""
     n = X.shape[0]
     obs = np.arange(n)
     rows, cols, vals = [], [], []

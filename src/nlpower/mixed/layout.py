@@ -7,13 +7,15 @@ parameter setting (:mod:`nlpower.lmm.setparams`) and simulation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..mixed.relfactor import theta_pairs
-from .structure import ReTerm
+from .relfactor import theta_pairs
+
+if TYPE_CHECKING:
+    from ..lmm.structure import ReTerm
 
 __all__ = ["ThetaLayout", "lme4_term_order", "make_unique", "theta_layout"]
 

@@ -25,15 +25,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from ...mixed.relfactor import block_index, fill_factor
 from ..layout import ThetaLayout
-from ..structure import ModelSpec
+from ..relfactor import block_index, fill_factor
 from .memory import check_memory
+
+if TYPE_CHECKING:
+    from ...lmm.structure import ModelSpec
 
 
 @dataclass(eq=False)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from ..structure import ModelSpec
 
 if TYPE_CHECKING:
+    from ...lmm.structure import ModelSpec
     from .blocks import GroupBlock
 
 # a structure whose fit needs more memory than this (estimate) is refused up front
@@ -68,5 +68,5 @@ def check_memory(spec: ModelSpec, b1: GroupBlock, N2: int, nnz: float, dense: bo
             f"{b1.m} levels of {b1.group!r} with {b1.q} random-effects columns each, coupled to "
             f"{N2 - 1} other columns ({nnz:.3g} cross-products). Fit a smaller model, e.g. "
             f"{_smaller_model(spec)}; or, on a machine with more memory, raise "
-            "nlpower.lmm.native.memory.MEMORY_LIMIT (bytes)."
+            "nlpower.mixed.native.memory.MEMORY_LIMIT (bytes)."
         )
