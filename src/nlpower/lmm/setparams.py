@@ -67,6 +67,8 @@ def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None,
     out = fixef.copy()
     if new is None:
         return out
+    if isinstance(new, pd.Series):         # e.g. another fit's fixef, or fixef * 2
+        new = {str(k): v for k, v in new.items()}
     if not isinstance(new, Mapping):
         raise InputError(f"fixef must be a mapping of coefficient name to value, e.g. "
                          f"{{'x': -0.05}}; got {type(new).__name__}.")

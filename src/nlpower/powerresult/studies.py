@@ -181,7 +181,14 @@ class ModelStudy:
                  f"{r.alternative}): {100 * r.power:.1f}% "
                  f"(95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}), "
                  f"{n_rejected} of {r.n_sims} replicates"]
-        if not math.isnan(r.effect):
+        if r.effect == 0 and r.type1_ci is not None:
+            lines = [f"Type I error for {self.hypothesis} ({r.test} test, alpha = {r.alpha:g}, "
+                     f"{r.alternative}): {100 * r.rejection_rate:.1f}% (95% CI "
+                     f"{100 * r.type1_ci.low:.1f}-{100 * r.type1_ci.high:.1f}), {r.n_type1} of "
+                     f"{r.n_sims} replicates rejected",
+                     f"  true value 0: power, Type-S and Type-M are undefined; mean estimate "
+                     f"{_fmt(r.mean_estimate)}"]
+        elif not math.isnan(r.effect):
             lines.append(f"  true value {r.effect:.4g}; rejections of either sign "
                          f"{r.rejection_rate:.3f}; Type-S {_fmt(r.type_s)}, "
                          f"Type-M {_fmt(r.type_m)}; mean estimate {_fmt(r.mean_estimate)}")

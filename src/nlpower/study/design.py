@@ -31,6 +31,7 @@ from ..formula import parse
 from ..glmm import GlmmFit, glmm_frame
 from ..lmm import LmmFit, get_engine, model_frame
 from ..lmm.family import Family, Gaussian, Ordinal, get_family
+from ..lmm.fitbase import check_n_draws
 from ..lmm.layout import theta_layout
 from ..lmm.setparams import set_fixef, set_theta
 from ..ordinal import ClmmFit
@@ -126,6 +127,7 @@ class ModelDesign:
 
         ``model``: a prepared model of this design (:meth:`prepare`), to reuse.
         """
+        n = check_n_draws(n)
         m = self.prepare() if model is None else model
         # every family's prepared model reads theta, fixef and (where it has them) sigma, alpha
         return np.asarray(m.simulate(n, rng=rng, params=self))

@@ -46,7 +46,14 @@ from ..powersim.result import Replicates
 from ..powersim.rules import get_test
 from ..powersim.simoptions import SimOptions, with_sim
 from . import spec
-from .analysis import ModelGenerator, Study, StudyAnalysis, coef_names, same_random
+from .analysis import (
+    ModelGenerator,
+    Study,
+    StudyAnalysis,
+    coef_names,
+    n_params,
+    same_random,
+)
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import (
@@ -83,10 +90,14 @@ def _resolve_test(test: Any, hyp: Hypothesis, family: Family) -> str:
     if not hyp.one_df and rule.name != "lrt":
         raise InputError(f"{hyp.label!r} has several degrees of freedom (or is a model "
                          f"comparison): it is tested by test='lrt', not {rule.name!r}.")
-    rule.check_family(family.name)
     if rule.bootstrap and not family.has_sigma:
-        raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; use test='lrt' "
-                         f"for a {family.name} model.")
+        raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; a "
+                         f"{family.name} model is tested by test='z' or 'lrt'.")
+    if not family.has_sigma and rule.families is not None and family.name not in rule.families:
+        raise InputError(f"test={rule.name!r} is defined for Gaussian models only (its df come "
+                         f"from the linear mixed model); a {family.name} model is tested by "
+                         "test='z' or 'lrt'.")
+    rule.check_family(family.name)
     return rule.name
 
 
@@ -144,6 +155,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     rule = get_test(name)
     reml = _criterion(rule, REML, d.family)
     j, drop = _tested_coefficient(hyp, rule, names, alternative)
+    if hyp.reduced is not None:
+        _check_reduced(d, amodel, hyp, engine)
     study = Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
                   float(alpha), j, drop, same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
@@ -202,6 +215,10 @@ def _tested_coefficient(hyp: Hypothesis, rule: Any, names: Sequence[str],
     """The coefficient a one-df test reads, and the one a likelihood-ratio test drops."""
     if hyp.one_df and alternative != "two-sided" and rule.two_sided_only:
         raise InputError(f"test={rule.name!r} is two-sided only; use alternative='two-sided'.")
+    if not hyp.one_df and alternative != "two-sided":
+        raise InputError(f"alternative={alternative!r}: {hyp.label!r} is a model comparison (a "
+                         "likelihood ratio of several df), which has no direction; use "
+                         "alternative='two-sided'.")
     assert hyp.L is not None or hyp.reduced is not None
     j = int(np.argmax(np.abs(hyp.L))) if hyp.L is not None else 0
     drop = names[j] if (hyp.one_df and rule.needs_null) else None
@@ -209,6 +226,17 @@ def _tested_coefficient(hyp: Hypothesis, rule: Any, names: Sequence[str],
         raise InputError(f"test={rule.name!r} compares models; the contrast {hyp.label!r} is "
                          "tested by a Wald test (test='z' or 'satterthwaite').")
     return j, drop
+
+
+def _check_reduced(d: ModelDesign, model: Any, hyp: Hypothesis, engine: str) -> None:
+    """Refuse a reduced model that is not smaller than the analysis model (no df to test)."""
+    q = n_params(model) - n_params(d.prepare(hyp.reduced, engine=engine))
+    if q < 1:
+        raise InputError(f"compare={hyp.label!r}: the reduced model {hyp.reduced!r} has "
+                         f"{'as many parameters as' if q == 0 else 'more parameters than'} the "
+                         f"model ({n_params(model)}), so there is nothing to test. Name a smaller "
+                         "model nested in it, e.g. '~ . - x' for a fixed term x of the model, "
+                         "or the formula without a random-effects term.")
 
 
 def _replicates(study: Study, root: np.random.SeedSequence, n_sims: int, errors: list[str], *,
@@ -482,6 +510,11 @@ def _breaks(d: ModelDesign, along: str, breaks: Sequence[int] | None) -> list[in
     n_levels = int(d.data[along].nunique()) if along in d.data.columns else 0
     if n_levels == 0:
         d.first(along, 1)       # the column's own error
+    if breaks is not None and (isinstance(breaks, (str, bytes)) or not np.iterable(breaks)
+                               or len(list(breaks)) == 0):
+        raise InputError(f"breaks must be a non-empty list of numbers of levels of {along!r} "
+                         f"(from 1 to {n_levels}), e.g. [3, {n_levels}]; got {breaks!r}. Leave "
+                         "it out for up to 10 values from 3 to all levels.")
     if breaks is None:
         lo = min(3, n_levels)
         breaks = sorted({int(round(v)) for v in np.linspace(lo, n_levels, min(10, n_levels))})
