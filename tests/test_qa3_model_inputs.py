@@ -1,0 +1,150 @@
+"""Bad and real-shaped inputs to the fitted-model power and the fit verbs.
+
+Each test is something a user could pass: a ``compare=`` that removes
+nothing, a grouping factor as ``term=``, a direction for a likelihood ratio
+of several df, text as a response, ``simulate(-1)``, a design extended past
+memory.  Before, these ended in a misleading ``FitError`` after every
+replicate had been fitted, a raw numpy/pandas traceback, a silently ignored
+option, or the operating system killing the process.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nlpower
+from nlpower.errors import InputError
+
+SLEEP = "tests/reference/data/sleepstudy.csv"
+
+
+@pytest.fixture(scope="module")
+def crossed_fit():
+    gen = np.random.default_rng(0)
+    w, i = np.meshgrid(np.arange(6), np.arange(10), indexing="ij")
+    rows = pd.DataFrame({"worker": np.repeat([f"wörker{k}" for k in w.ravel()], 2),
+                         "item": np.repeat([f"ítem{k}" for k in i.ravel()], 2),
+                         "system": np.tile(["base", "new"], w.size)})
+    rows["score"] = (3 + 0.3 * (rows.system == "new") + gen.normal(0, 0.5, 6)[w.ravel()].repeat(2)
+                     + gen.normal(0, 0.5, 10)[i.ravel()].repeat(2) + gen.normal(0, 1, len(rows)))
+    fit = nlpower.lmer("score ~ system + (1|worker) + (1|item)", rows)
+    return fit.with_params(fixef={"systemnew": 0.3})
+
+
+@pytest.fixture(scope="module")
+def sleep_fit():
+    return nlpower.lmer("Reaction ~ Days + (1 | Subject)", pd.read_csv(SLEEP), REML=False)
+
+
+@pytest.mark.parametrize("compare, words", [
+    ("~ . - nothing", "as many parameters as"),
+    ("~ .", "as many parameters as"),
+    ("score ~ system + (1|worker) + (1|item) + (1|worker:item)", "more parameters than"),
+])
+def test_a_comparison_with_nothing_to_test_is_refused_before_fitting(crossed_fit, compare,
+                                                                     words):
+    # before: every replicate was fitted, then FitError "every one of the 20 replicate fits
+    # failed ... Check the parameters (with_params)"
+    with pytest.raises(InputError, match=words) as err:
+        nlpower.power(crossed_fit, compare=compare, n_sims=20, rng=1)
+    assert "compare=" in str(err.value) and "'~ . - x'" in str(err.value)
+
+
+@pytest.mark.parametrize("term", ["worker", "(1|worker)", "( 1 | worker )"])
+def test_a_random_effects_term_as_term_says_how_to_test_it(crossed_fit, term):
+    with pytest.raises(InputError, match="names the random-effects term '\\(1 \\| worker\\)'"
+                       ) as err:
+        nlpower.power(crossed_fit, term=term, n_sims=10, rng=1)
+    suggested = str(err.value).split("compare=")[1].split("'")[1]
+    assert suggested == "score ~ 1 + system + (1 | item)"
+    res = nlpower.power(crossed_fit, compare=suggested, n_sims=3, rng=1)   # the advice runs
+    assert res.test == "lrt" and res.n_sims == 3
+
+
+def test_a_model_comparison_refuses_a_direction(crossed_fit):
+    # before: alternative='less' was silently ignored (a likelihood ratio has no sign)
+    with pytest.raises(InputError, match="alternative='less'.*has no direction"):
+        nlpower.power(crossed_fit, compare="~ . - system", alternative="less", n_sims=5, rng=1)
+
+
+@pytest.mark.parametrize("test", ["satterthwaite", "kr", "pblrt"])
+def test_a_count_model_is_pointed_to_the_tests_it_takes(test):
+    d = pd.read_csv("tests/reference/data/grouseticks.csv").head(120)
+    fit = nlpower.glmer("TICKS ~ YEAR + (1 | BROOD)", d, family="poisson")
+    # before: satterthwaite's refusal suggested 'pblrt', itself refused for a Poisson model
+    with pytest.raises(InputError, match="tested by test='z' or 'lrt'") as err:
+        nlpower.power(fit, term="YEAR", test=test, n_sims=5, rng=1)
+    assert "pblrt'." not in str(err.value)
+
+
+@pytest.mark.parametrize("breaks", [[], "3,6", 4])
+def test_power_curve_breaks_that_are_not_a_list_are_refused(sleep_fit, breaks):
+    # before: [] -> IndexError; "3,6" -> "got '3'" (the string's first character)
+    with pytest.raises(InputError, match="breaks must be a non-empty list"):
+        nlpower.power_curve(sleep_fit.with_params(fixef={"Days": 2.0}), along="Subject",
+                            breaks=breaks, term="Days", n_sims=5, rng=1)
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, True])
+def test_simulate_refuses_a_count_that_is_not_a_positive_integer(sleep_fit, n):
+    # before: -1 -> numpy "negative dimensions are not allowed"
+    with pytest.raises(InputError, match="n must be a positive integer"):
+        sleep_fit.simulate(n, rng=1)
+    with pytest.raises(InputError, match="n must be a positive integer"):
+        nlpower.extend(sleep_fit, along="Subject", n=20).simulate(n, rng=1)
+
+
+def test_refit_refuses_text_in_words_for_every_family(sleep_fit):
+    d = pd.read_csv("tests/reference/data/grouseticks.csv").head(120)
+    pois = nlpower.glmer("TICKS ~ YEAR + (1 | BROOD)", d, family="poisson")
+    for fit in (sleep_fit, pois):
+        y = np.array(["n/a"] * fit.nobs)
+        # before: ValueError "could not convert string to float: np.str_('n/a')"
+        with pytest.raises(InputError, match="y must be numbers.*'n/a'.*pd.to_numeric"):
+            fit.refit(y)
+    numbers_as_objects = pd.Series(sleep_fit.simulate(1, rng=2)[0]).astype(object)
+    assert np.isfinite(sleep_fit.refit(numbers_as_objects).fixef["Days"])
+
+
+def test_a_constant_response_message_shows_a_plain_number(sleep_fit):
+    with pytest.raises(InputError, match=r"every value is 1\.0\)"):
+        sleep_fit.refit(np.ones(sleep_fit.nobs))
+
+
+def test_with_params_takes_fixef_as_a_series(sleep_fit):
+    # before: "fixef must be a mapping ...; got Series" -- although fit.fixef is one
+    doubled = sleep_fit.with_params(fixef=sleep_fit.fixef * 2)
+    assert np.allclose(doubled.fixef.to_numpy(), 2 * sleep_fit.fixef.to_numpy())
+    with pytest.raises(InputError, match="no coefficient 'day'"):
+        sleep_fit.with_params(fixef=pd.Series({"day": 1.0}))
+
+
+def test_extend_refuses_the_response_and_designs_past_memory(sleep_fit):
+    with pytest.raises(InputError, match="it is the model's response"):
+        nlpower.extend(sleep_fit, along="Reaction", n=20)
+    # before: the process was killed by the out-of-memory killer while building the rows
+    with pytest.raises(InputError, match="nothing was allocated"):
+        nlpower.extend(sleep_fit, along="Subject", n=10**11)
+    with pytest.raises(InputError, match="nothing was allocated"):
+        nlpower.extend(sleep_fit, within="Subject", n=10**13)
+
+
+def test_the_type1_error_at_a_true_value_of_zero_holds_alpha(sleep_fit):
+    n = 400
+    res = nlpower.power(sleep_fit.with_params(fixef={"Days": 0.0}), term="Days", n_sims=n,
+                        rng=5)
+    # before: type1 None, summary "nan% (95% CI nan-nan)"
+    assert math.isnan(res.power) and res.type1 == res.rejection_rate
+    assert res.n_type1_sims == n and res.type1_ci.low <= res.type1 <= res.type1_ci.high
+    assert abs(res.type1 - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / n)
+    text = res.summary()
+    assert text.startswith("Type I error for Days") and "nan" not in text.splitlines()[0]
+    again = type(res).from_record(res.to_record())
+    assert (again.type1, again.n_type1) == (res.type1, res.n_type1)
+    effect = nlpower.power(sleep_fit.with_params(fixef={"Days": 2.0}), term="Days", n_sims=5,
+                           rng=5)
+    assert effect.type1 is None and effect.summary().startswith("Power for Days")
