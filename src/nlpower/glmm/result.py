@@ -24,6 +24,7 @@ from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.family import get_family
 from ..lmm.fitbase import MixedFit, VarTerm, var_terms_at
 from ..lmm.layout import ThetaLayout, theta_layout
+from ..lmm.setparams import check_dispersion
 
 if TYPE_CHECKING:
     from .model import GlmmModel
@@ -113,6 +114,7 @@ class GlmmFit(MixedFit):
         """``MixedFit.with_params``, and
         ``dispersion``: the family's own parameter (negative binomial ``theta``; refused by
         the families without one)."""
+        dispersion = check_dispersion(dispersion)
         new = super().with_params(fixef=fixef, sd=sd, sigma=sigma)
         if dispersion is None:
             return new  # type: ignore[no-any-return]

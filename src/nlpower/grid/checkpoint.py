@@ -199,7 +199,7 @@ def write_checkpoint(path: Path, header: Mapping[str, Any], lines: list[str]) ->
 
     The header is sealed with its checksum (:func:`seal`).
     """
-    with atomic_output(path, what=_describe(path).replace("=", " ")) as fh:
+    with atomic_output(path, what="checkpoint") as fh:
         fh.write("\n".join([_dumps(seal(header)), *lines]) + "\n")
 
 

@@ -33,7 +33,7 @@ from ..lmm import LmmFit, get_engine, model_frame
 from ..lmm.family import Family, Gaussian, Ordinal, get_family
 from ..lmm.fitbase import check_n_draws
 from ..lmm.layout import theta_layout
-from ..lmm.setparams import set_fixef, set_theta
+from ..lmm.setparams import check_dispersion, set_fixef, set_theta
 from ..ordinal import ClmmFit
 from ..ordinal.api import ordinal_frame
 
@@ -137,7 +137,7 @@ class ModelDesign:
                     dispersion: float | None = None) -> ModelDesign:
         """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`);
         ``dispersion``: the family's own parameter (negative binomial ``theta``)."""
-        family = self.family.with_dispersion(dispersion)
+        family = self.family.with_dispersion(check_dispersion(dispersion))
         spec = self.prepare().spec
         lay = theta_layout(spec.re_terms)
         if sigma is not None and not self.family.has_sigma:
