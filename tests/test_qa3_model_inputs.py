@@ -11,6 +11,7 @@ option, or the operating system killing the process.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -148,3 +149,45 @@ def test_the_type1_error_at_a_true_value_of_zero_holds_alpha(sleep_fit):
     effect = nlpower.power(sleep_fit.with_params(fixef={"Days": 2.0}), term="Days", n_sims=5,
                            rng=5)
     assert effect.type1 is None and effect.summary().startswith("Power for Days")
+
+
+@pytest.fixture(scope="module")
+def negbin_fit():
+    d = pd.read_csv("tests/reference/data/negbin_crossed.csv")
+    return nlpower.glmer("errors ~ system + (1 | worker) + (1 | item)", d,
+                         family="negative_binomial")
+
+
+@pytest.mark.parametrize("value", ["2", True])
+def test_negbin_dispersion_refuses_text_and_booleans(negbin_fit, value):
+    # before: "2" became theta 2.0 and True theta 1.0, silently
+    with pytest.raises(InputError, match="dispersion must be a number"):
+        negbin_fit.with_params(dispersion=value)
+    with pytest.raises(InputError, match="dispersion must be a number"):
+        nlpower.extend(negbin_fit, along="worker", n=4).with_params(dispersion=value)
+    assert negbin_fit.with_params(dispersion=np.float32(0.5)).dispersion == 0.5
+
+
+def test_clmm_thresholds_by_name():
+    wine = pd.read_csv("tests/reference/data/wine.csv")
+    m = nlpower.clmm("rating ~ temp + (1 | judge)", wine)
+    names = list(m.alpha.index)
+    # before: a mapping raised TypeError "float() argument must be ... not 'dict'"
+    m2 = m.with_params(thresholds={names[0]: -3.0})
+    assert m2.alpha.iloc[0] == -3.0 and np.allclose(m2.alpha.iloc[1:], m.alpha.iloc[1:])
+    with pytest.raises(InputError, match="no cut point 'bottom'"):
+        m.with_params(thresholds={"bottom": -3.0})
+    with pytest.raises(InputError, match="increasing"):
+        m.with_params(thresholds={names[0]: 10.0})
+    with pytest.raises(InputError, match="thresholds must be .* increasing numbers"):
+        m.with_params(thresholds=[[1, 2], [3]])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_unwritable_grid_checkpoint_names_its_path_once():
+    from nlpower import presets
+    target = "/proc/grid.jsonl"                      # unwritable even for root
+    with pytest.raises(nlpower.errors.CheckpointError) as err:
+        nlpower.power_grid(presets.high_variance(0.2), n_workers=[3], n_items=10, n_sims=5,
+                           rng=1, progress=False, checkpoint=str(target))
+    assert str(err.value).count(str(target)) == 1, str(err.value)
