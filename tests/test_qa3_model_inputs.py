@@ -191,3 +191,20 @@ def test_an_unwritable_grid_checkpoint_names_its_path_once():
         nlpower.power_grid(presets.high_variance(0.2), n_workers=[3], n_items=10, n_sims=5,
                            rng=1, progress=False, checkpoint=str(target))
     assert str(err.value).count(str(target)) == 1, str(err.value)
+
+
+def test_curves_and_pairwise_results_carry_their_seed_version_and_engine(sleep_fit):
+    truth = sleep_fit.with_params(fixef={"Days": 0.0})
+    curve = nlpower.power_curve(truth, along="Subject", breaks=[6, 18], term="Days", n_sims=20,
+                                rng=4)
+    # before: a PowerCurve had no seed or version, and printed "nan% (nan-nan)" at a value of 0
+    assert curve.seed["entropy"] == 4 and curve.version == nlpower.__version__
+    text = curve.summary()
+    assert "nan" not in text and text.count("Type I error") == 2
+    assert text.endswith(f"seed 4; nlpower {nlpower.__version__} (engine native)")
+    d = pd.read_csv(SLEEP)
+    d["block"] = np.where(d.Days < 3, "early", np.where(d.Days < 6, "mid", "late"))
+    fit = nlpower.lmer("Reaction ~ block + (1 | Subject)", d)
+    res = nlpower.power(fit, pairwise="block", n_sims=5, rng=6)
+    assert res.seed["entropy"] == 6 and res.engine == "native"
+    assert res.summary().endswith("seed 6; nlpower " + nlpower.__version__ + " (engine native)")

@@ -166,7 +166,8 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
     used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
         return replace(_many_result(reps, study, comp, adjust, errors, used),
-                       n_max=int(n_sims), precision=precision)
+                       n_max=int(n_sims), precision=precision, seed=seed_record(root),
+                       engine=engine)
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
     return _result(reps, study, errors, on_failure, root, used, stop_rule).with_study(
         parameters=model_parameters(model, d))
@@ -502,7 +503,8 @@ def curve_of_study(study: spec.Study, *, along: str, breaks: Sequence[int] | Non
     for c in grid.cells:
         if c.failed:
             raise FitError(f"the power curve's point {dict(c.key)} failed: {c.result!r}")
-    return PowerCurve(along, tuple(bs), points)  # type: ignore[arg-type]
+    return PowerCurve(along, tuple(bs), points, seed=dict(grid.seed),  # type: ignore[arg-type]
+                      version=__version__)
 
 
 def _breaks(d: ModelDesign, along: str, breaks: Sequence[int] | None) -> list[int]:
