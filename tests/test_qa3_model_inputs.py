@@ -208,3 +208,23 @@ def test_curves_and_pairwise_results_carry_their_seed_version_and_engine(sleep_f
     res = nlpower.power(fit, pairwise="block", n_sims=5, rng=6)
     assert res.seed["entropy"] == 6 and res.engine == "native"
     assert res.summary().endswith("seed 6; nlpower " + nlpower.__version__ + " (engine native)")
+
+
+def test_a_replicate_fit_out_of_memory_is_reported_in_words(monkeypatch):
+    # a 10^5 x 10^5 design with 3 workers per item has 6e5 ratings (they fit) but the native
+    # fitter asked numpy for a 298 GiB matrix: a raw MemoryError before
+    import nlpower.powersim.run as run_module
+    from nlpower import CrossedDesign, presets
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 298. GiB for an array")
+
+    monkeypatch.setattr(run_module, "run_simulate", no_memory)
+    with pytest.raises(InputError, match="ran out of memory fitting a replicate.*fewer workers"):
+        nlpower.power(CrossedDesign(5, 20, workers_per_item=3), presets.high_variance(0.1),
+                      method="simulate", n_sims=2, rng=1)
+    import nlpower.study.power as study_power
+    monkeypatch.setattr(study_power, "_replicates", no_memory)
+    with pytest.raises(InputError, match="on 180 rows ran out of memory.*Extend the design less"):
+        nlpower.power(nlpower.lmer("Reaction ~ Days + (1 | Subject)", pd.read_csv(SLEEP)),
+                      term="Days", n_sims=2, rng=1)

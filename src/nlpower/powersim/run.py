@@ -284,8 +284,15 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
             assert isinstance(p, LMMParams)
             reps = stop_early(run_balanced(design, p, seeds, opts))
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
-                                desc="replicates" if where == "main" else "replicates, effect 0")
+            try:
+                reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
+                                    desc="replicates" if where == "main" else
+                                    "replicates, effect 0")
+            except MemoryError as exc:     # the fitter's own matrices, past the ratings' size
+                raise InputError(
+                    f"method='simulate' on {design!r} ran out of memory fitting a replicate "
+                    f"({exc}). Use method='balanced' or 'analytic' where the design allows, "
+                    "or fewer workers or items.") from None
         apply_failure_policy(reps, opts, where)
         return reps
 

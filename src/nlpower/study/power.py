@@ -161,8 +161,13 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                   float(alpha), j, drop, same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
     errors: list[str] = []
-    reps = _replicates(study, root, int(n_sims), errors, n_jobs=n_jobs, progress=progress,
-                       checkpoint=checkpoint, stop=_rule(precision, alpha, comp, adjust))
+    try:
+        reps = _replicates(study, root, int(n_sims), errors, n_jobs=n_jobs, progress=progress,
+                           checkpoint=checkpoint, stop=_rule(precision, alpha, comp, adjust))
+    except MemoryError as exc:       # the fitter's matrices for a design extended too far
+        raise InputError(f"power of {hyp.label!r} on {d.nobs:,} rows ran out of memory fitting "
+                         f"a replicate ({exc}). Extend the design less, or fit a simpler "
+                         "analysis= model.") from None
     used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
         return replace(_many_result(reps, study, comp, adjust, errors, used),
