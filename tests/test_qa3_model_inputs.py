@@ -228,3 +228,15 @@ def test_a_replicate_fit_out_of_memory_is_reported_in_words(monkeypatch):
     with pytest.raises(InputError, match="on 180 rows ran out of memory.*Extend the design less"):
         nlpower.power(nlpower.lmer("Reaction ~ Days + (1 | Subject)", pd.read_csv(SLEEP)),
                       term="Days", n_sims=2, rng=1)
+
+
+def test_a_data_file_given_as_checkpoint_is_left_alone_and_quoted_cleanly(sleep_fit, tmp_path):
+    data = tmp_path / "pilot.csv"
+    data.write_text("Reaction,Days,Subject\n249.6,0,308\n")
+    before = data.read_bytes()
+    with pytest.raises(nlpower.errors.CheckpointError) as err:
+        nlpower.power_curve(sleep_fit.with_params(fixef={"Days": 2.0}), along="Subject",
+                            breaks=[6], term="Days", n_sims=2, rng=1, checkpoint=str(data))
+    # before: "its first line is 'Reaction,Days,Subject\\n'"
+    assert "'Reaction,Days,Subject')" in str(err.value)
+    assert data.read_bytes() == before

@@ -127,7 +127,7 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        shown = first[:60].decode("utf-8", errors="replace")
+        shown = first[:60].decode("utf-8", errors="replace").rstrip("\r\n")
         raise CheckpointError(
             f"{_describe(path)} exists but is not an nlpower grid checkpoint "
             f"(its first line is {shown!r}). Pass a new path for the checkpoint, "
