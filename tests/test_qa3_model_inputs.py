@@ -240,3 +240,27 @@ def test_a_data_file_given_as_checkpoint_is_left_alone_and_quoted_cleanly(sleep_
     # before: "its first line is 'Reaction,Days,Subject\\n'"
     assert "'Reaction,Days,Subject')" in str(err.value)
     assert data.read_bytes() == before
+
+
+@pytest.mark.requires_r
+def test_clmm_likelihood_ratio_with_r_drops_the_tested_coefficient():
+    pytest.importorskip("rpy2")
+    from nlpower.study.analysis import coef_names
+    from nlpower.study.design import model_design
+    wine = pd.read_csv("tests/reference/data/wine.csv")
+    truth = nlpower.clmm("rating ~ temp + contact + (1 | judge)", wine).with_params(
+        fixef={"tempwarm": 1.0})
+    d = model_design(truth)
+    y = d.simulate(1, rng=3, model=d.prepare())[0]
+    lr = {}
+    for engine in ("native", "lme4"):
+        full = d.prepare(d.formula, engine=engine)
+        null = d.prepare(d.formula, engine=engine, drop="tempwarm")
+        assert coef_names(null) == ("contactyes",) and null.n_alpha == 4
+        lr[engine] = (null.refit(y).deviance - full.refit(y, start=d.start(coef_names(full)))
+                      .deviance)
+    # before: R refitted the formula, which brought tempwarm back: LR 0 and power 0
+    assert lr["native"] > 5 and lr["lme4"] == pytest.approx(lr["native"], abs=5e-3)
+    # and the clmm with R had no coefficient names for the test: IndexError
+    res = nlpower.power(truth, term="tempwarm", test="z", engine="lme4", n_sims=2, rng=1)
+    assert res.n_failed == 0
