@@ -264,3 +264,19 @@ def test_clmm_likelihood_ratio_with_r_drops_the_tested_coefficient():
     # and the clmm with R had no coefficient names for the test: IndexError
     res = nlpower.power(truth, term="tempwarm", test="z", engine="lme4", n_sims=2, rng=1)
     assert res.n_failed == 0
+
+
+@pytest.mark.parametrize("n_resamples, words", [
+    (5, "n_resamples=5 cannot reject at alpha=0.05"), (-1, "n_resamples must be >= 1"),
+    ("99", "n_resamples must be an integer")])
+def test_model_pblrt_refuses_a_bootstrap_that_cannot_reject(sleep_fit, n_resamples, words):
+    # before: 5 ran and reported power 0 (the smallest p-value is 1/6); -1 failed every fit
+    with pytest.raises(InputError, match=words):
+        nlpower.power(sleep_fit, term="Days", test="pblrt", n_resamples=n_resamples,
+                      n_sims=3, rng=1)
+
+
+def test_pairwise_refuses_a_numeric_covariate(sleep_fit):
+    # before: the 10 values of Days were compared as 45 "levels"
+    with pytest.raises(InputError, match="pairwise='Days' is a numeric covariate.*term='Days'"):
+        nlpower.power(sleep_fit, pairwise="Days", n_sims=3, rng=1)

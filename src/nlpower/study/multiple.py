@@ -127,7 +127,12 @@ def comparisons(design: Any, formula: str, factor: str, *, baseline: Any,
     if factor not in parse(formula).fixed.variables:
         raise InputError(f"pairwise={factor!r} is not in the fixed part of {formula!r}; compare "
                          "the levels of a factor the model estimates.")
-    levels = _levels(data[factor])
+    col = data[factor]
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        raise InputError(f"pairwise={factor!r} is a numeric covariate of {formula!r} (one slope, "
+                         f"not levels to compare); test it with term={factor!r}, or make it a "
+                         f"factor (data[{factor!r}].astype(str)) and refit.")
+    levels = _levels(col)
     if len(levels) < 2:
         raise InputError(f"pairwise={factor!r} has {len(levels)} level in the data; comparisons "
                          "need at least two.")

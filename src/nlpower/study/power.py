@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import __version__
 from .._rng import RNGLike, seed_record
+from .._validation import check_int
 from ..errors import FitError, InputError
 from ..lmm.family import Family
 from ..lmm.names import coef_aliases
@@ -153,6 +154,10 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                       aliases=coef_aliases(amodel))
     name = _resolve_test(test, hyp, d.family)
     rule = get_test(name)
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
+    if rule.bootstrap:     # the paper's model's own check: a bootstrap that can reject at alpha
+        rule.check(alpha=alpha, alternative="two-sided", method="simulate",
+                   n_resamples=n_resamples)
     reml = _criterion(rule, REML, d.family)
     j, drop = _tested_coefficient(hyp, rule, names, alternative)
     if hyp.reduced is not None:
