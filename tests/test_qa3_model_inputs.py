@@ -280,3 +280,12 @@ def test_pairwise_refuses_a_numeric_covariate(sleep_fit):
     # before: the 10 values of Days were compared as 45 "levels"
     with pytest.raises(InputError, match="pairwise='Days' is a numeric covariate.*term='Days'"):
         nlpower.power(sleep_fit, pairwise="Days", n_sims=3, rng=1)
+
+
+def test_power_of_a_fit_refuses_the_rating_studys_null_and_options(sleep_fit):
+    from nlpower.powersim.options import power_options
+    # before: both were silently ignored (no Type I error measured; the options' test unused)
+    with pytest.raises(InputError, match="null=True goes with power\\(design, params\\).*type1"):
+        nlpower.power(sleep_fit, term="Days", null=True, n_sims=3, rng=1)
+    with pytest.raises(InputError, match="options= \\(PowerOptions\\) goes with"):
+        nlpower.power(sleep_fit, term="Days", options=power_options(n_sims=3, test="z"), rng=1)

@@ -181,6 +181,13 @@ def run_power(study: Study, *, n_sims: int, alpha: float, alternative: Any, rng:
     if study.is_model:
         refuse_fields("power", study, {"analysis": ("method",)},
                       " (a fitted model's replicates are always simulated and refitted)")
+        if null:
+            raise InputError("null=True goes with power(design, params); for a fitted model set "
+                             "the tested term's true value to 0 with with_params(fixef={...: "
+                             "0.0}) and run power again: its type1 is the Type I error.")
+        if options is not None:
+            raise InputError("options= (PowerOptions) goes with power(design, params); for a "
+                             "fitted model pass test=, alpha=, n_sims=, ... as keywords.")
         from ..study import power_model
         return power_model(study.truth, term=t.term, compare=t.compare, test=t.rule,
                            analysis=a.model, n_sims=n_sims, alpha=alpha,
