@@ -289,3 +289,13 @@ def test_power_of_a_fit_refuses_the_rating_studys_null_and_options(sleep_fit):
         nlpower.power(sleep_fit, term="Days", null=True, n_sims=3, rng=1)
     with pytest.raises(InputError, match="options= \\(PowerOptions\\) goes with"):
         nlpower.power(sleep_fit, term="Days", options=power_options(n_sims=3, test="z"), rng=1)
+
+
+def test_an_offset_in_the_formula_points_to_glmers_offset_keyword():
+    d = pd.read_csv("tests/reference/data/negbin_crossed.csv").assign(loglen=0.0)
+    # before: "compute the column in the data frame first" -- a covariate, not an offset
+    with pytest.raises(nlpower.errors.FormulaError, match="pass the column to glmer as "
+                                                         "offset='col'"):
+        nlpower.glmer("errors ~ system + offset(loglen) + (1 | worker)", d, family="poisson")
+    fit = nlpower.glmer("errors ~ system + (1 | worker)", d, family="poisson", offset="loglen")
+    assert np.isfinite(fit.fixef["systemB"])
