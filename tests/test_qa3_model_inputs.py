@@ -299,3 +299,10 @@ def test_an_offset_in_the_formula_points_to_glmers_offset_keyword():
         nlpower.glmer("errors ~ system + offset(loglen) + (1 | worker)", d, family="poisson")
     fit = nlpower.glmer("errors ~ system + (1 | worker)", d, family="poisson", offset="loglen")
     assert np.isfinite(fit.fixef["systemB"])
+
+
+def test_a_contrast_without_spaces_is_shown_with_them(crossed_fit):
+    # before: "did you mean 'systemnew'?" -- a coefficient, not the contrast typed
+    with pytest.raises(InputError, match="write it with spaces around \\+ and - "
+                                         "\\('systemnew - \\(Intercept\\)'\\)"):
+        nlpower.power(crossed_fit, term="systemnew-(Intercept)", n_sims=3, rng=1)

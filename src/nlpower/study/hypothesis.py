@@ -176,6 +176,11 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
             return Hypothesis(text, L, None, float(L @ beta))
         return Hypothesis(text, None, f"{formula} - {text}", float("nan"))
     _refuse_random(text, formula)
+    spaced = re.sub(r"\s*([+-])\s*", r" \1 ", text).strip()
+    if spaced != text and _contrast(spaced, names, aliases or {}) is not None:
+        raise InputError(f"term {text!r} is not a coefficient of {formula!r}; as a contrast "
+                         f"write it with spaces around + and - ({spaced!r}): level names may "
+                         "contain '-'.")
     hint = closest_name(text, list(names) + [":".join(t) for t in labels])
     raise InputError(f"term {text!r} is not a coefficient, a contrast of coefficients or a term "
                      f"of {formula!r}" + (f"; did you mean {hint!r}?" if hint else "") +
