@@ -454,7 +454,8 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
     term, compare, test, analysis, n_sims, alpha, alternative, REML, engine, n_resamples
         As :func:`nlpower.power` for a fitted model.
     rng, n_jobs, progress, checkpoint
-        As :func:`nlpower.power_grid`.
+        As :func:`nlpower.power_grid` (but ``progress`` is off unless asked for: a bar of
+        the curve's points on stderr).
     sim : SimOptions, optional
         The run's options as one value (``n_sims``, ``alpha``,
         ``alternative``, ``rng``, ``n_jobs``, ``progress``, ``checkpoint``).
