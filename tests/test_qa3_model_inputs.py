@@ -306,3 +306,12 @@ def test_a_contrast_without_spaces_is_shown_with_them(crossed_fit):
     with pytest.raises(InputError, match="write it with spaces around \\+ and - "
                                          "\\('systemnew - \\(Intercept\\)'\\)"):
         nlpower.power(crossed_fit, term="systemnew-(Intercept)", n_sims=3, rng=1)
+
+
+def test_a_grid_axis_of_text_is_refused_by_its_cell():
+    from nlpower import presets
+    # before: ValueError "invalid literal for int() with base 10: '3,5'"
+    with pytest.raises(nlpower.errors.DesignError, match="n_workers must be an integer; got "
+                                                         "'3,5'"):
+        nlpower.power_grid(presets.high_variance(0.1), n_workers="3,5", n_items=10, n_sims=5,
+                           rng=1, progress=False)
