@@ -144,6 +144,7 @@ def test_the_type1_error_at_a_true_value_of_zero_holds_alpha(sleep_fit):
     assert abs(res.type1 - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / n)
     text = res.summary()
     assert text.startswith("Type I error for Days") and "nan" not in text.splitlines()[0]
+    assert repr(res).startswith(f"PowerResult(type1={res.type1:.3f} [")
     again = type(res).from_record(res.to_record())
     assert (again.type1, again.n_type1) == (res.type1, res.n_type1)
     effect = nlpower.power(sleep_fit.with_params(fixef={"Days": 2.0}), term="Days", n_sims=5,

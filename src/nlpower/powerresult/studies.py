@@ -171,8 +171,11 @@ class ModelStudy:
     kind: ClassVar[str] = "model"
 
     def repr_of(self, r: PowerResult) -> str:
-        return (f"power={r.power:.3f} [{r.ci.low:.3f}, {r.ci.high:.3f}], n_sims={r.n_sims}, "
-                f"test={r.test!r}, hypothesis={self.hypothesis!r}")
+        head = (f"type1={r.type1:.3f} [{r.type1_ci.low:.3f}, {r.type1_ci.high:.3f}]"
+                if r.type1 is not None and r.type1_ci is not None else
+                f"power={r.power:.3f} [{r.ci.low:.3f}, {r.ci.high:.3f}]")
+        return (f"{head}, n_sims={r.n_sims}, test={r.test!r}, "
+                f"hypothesis={self.hypothesis!r}")
 
     def summary_of(self, r: PowerResult) -> str:
         ci = r.ci
