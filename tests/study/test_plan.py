@@ -30,10 +30,19 @@ def test_the_plan_is_the_smallest_size_at_or_above_target(fit):
 
 
 def test_no_plan_below_the_target(fit):
-    plan = plan_model(fit.with_params(fixef={"Days": 0.0}), along="Subject", term="Days",
+    # a slope of 0.01 ms/day against a residual SD of about 25: power stays near alpha
+    plan = plan_model(fit.with_params(fixef={"Days": 0.01}), along="Subject", term="Days",
                       test="z", n_sims=40, n_max=30, rng=3)
     assert not plan.reached and plan.result is None
     assert "no size up to 30 levels reaches the target" in plan.summary()
+    assert plan.seed["entropy"] == 3 and plan.summary().endswith("(engine native)")
+
+
+def test_a_true_value_of_zero_is_refused_before_searching(fit):
+    # before: the search simulated every size up to n_max and planned on the Type I error
+    with pytest.raises(InputError, match="true value of Days is 0"):
+        plan_model(fit.with_params(fixef={"Days": 0.0}), along="Subject", term="Days",
+                   n_sims=40, n_max=30, rng=3)
 
 
 @pytest.mark.parametrize("kwargs,match", [

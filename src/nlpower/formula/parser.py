@@ -211,6 +211,10 @@ class _Parser:
         tok = self.tok
         if tok.kind == "name":
             self.advance()
+            if self.at_op("(") and tok.text == "offset":
+                raise self.error("offset(...) is not written in the formula: pass the column "
+                                 "to glmer as offset='col' (on the link scale, e.g. the log "
+                                 "of an exposure).", tok.pos)
             if self.at_op("("):
                 raise self.error(
                     f"function calls such as {tok.text}(...) are not supported in formulas; "

@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..lmm.checkconv import CheckConvControl, ConvCheck
 from ..lmm.family import get_family
 from ..lmm.fitbase import MixedFit, VarTerm, var_terms_at
+from ..lmm.setparams import check_dispersion
 from ..mixed.layout import ThetaLayout, theta_layout
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ class GlmmFit(MixedFit):
         """``MixedFit.with_params``, and
         ``dispersion``: the family's own parameter (negative binomial ``theta``; refused by
         the families without one)."""
+        dispersion = check_dispersion(dispersion)
         new = super().with_params(fixef=fixef, sd=sd, sigma=sigma)
         if dispersion is None:
             return new  # type: ignore[no-any-return]

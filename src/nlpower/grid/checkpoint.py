@@ -127,7 +127,7 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        shown = first[:60].decode("utf-8", errors="replace")
+        shown = first[:60].decode("utf-8", errors="replace").rstrip("\r\n")
         raise CheckpointError(
             f"{_describe(path)} exists but is not an nlpower grid checkpoint "
             f"(its first line is {shown!r}). Pass a new path for the checkpoint, "
@@ -199,7 +199,7 @@ def write_checkpoint(path: Path, header: Mapping[str, Any], lines: list[str]) ->
 
     The header is sealed with its checksum (:func:`seal`).
     """
-    with atomic_output(path, what=_describe(path).replace("=", " ")) as fh:
+    with atomic_output(path, what="checkpoint") as fh:
         fh.write("\n".join([_dumps(seal(header)), *lines]) + "\n")
 
 

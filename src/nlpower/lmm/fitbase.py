@@ -26,7 +26,8 @@ from .names import coef_aliases
 from .setparams import set_fixef, set_theta, term_covariances
 from .verbs import FitVerbs
 
-__all__ = ["MixedFit", "OptSummary", "VarTerm", "var_terms_at", "varcorr_frame"]
+__all__ = ["MixedFit", "OptSummary", "VarTerm", "check_n_draws", "numeric_response", "var_terms_at",
+           "varcorr_frame"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +141,36 @@ class OptSummary:
                    check_messages=messages, warnings=warns,
                    max_grad=float(mg) if mg is not None else math.nan,
                    notes=tuple(str(m) for m in check.get("notes", ())))
+
+
+def check_n_draws(n: Any) -> int:
+    """``n`` of ``simulate(n)``: a positive whole number, refused in words otherwise."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InputError(f"n must be a positive integer (the number of responses to draw); "
+                         f"got {n!r}.")
+    return int(n)
+
+
+def numeric_response(y: Any) -> Any:
+    """``y`` of ``refit(y)``, refused in words when it is not numbers (text, dates, objects)."""
+    arr = np.asarray(y)
+    if arr.dtype.kind in "biuf":
+        return y
+    try:
+        return np.asarray(arr, dtype=float)
+    except (TypeError, ValueError):
+        bad = next((v for v in arr.ravel() if not _is_number(v)), None)
+        raise InputError(f"y must be numbers, one response per row of the design; got "
+                         f"{str(bad)!r} ({arr.dtype}). Convert the response first (e.g. "
+                         "pd.to_numeric), or pass what simulate() returns.") from None
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -385,7 +416,8 @@ class MixedFit(FitVerbs):
         New random effects for every response (lme4's ``simulate(use.u =
         FALSE)``); the prepared model's ``simulate(n, rng=, params=self)``.
         """
-        return np.asarray(self._structure("simulate").simulate(n, rng=rng, params=self))
+        model = self._structure("simulate")
+        return np.asarray(model.simulate(check_n_draws(n), rng=rng, params=self))
 
     def refit(self, y: Any) -> Any:
         """The same model fitted to response ``y`` (warm-started here): a new fit.
@@ -393,7 +425,7 @@ class MixedFit(FitVerbs):
         This fit is unchanged (its structure is not shared with the new one
         where refitting would change it).
         """
-        new = self._fit_again(self._structure("refit"), y)
+        new = self._fit_again(self._structure("refit"), numeric_response(y))
         return replace(new, data=self.data)
 
     def predict(self, newdata: pd.DataFrame | None = None, *, re_form: Any = None,

@@ -36,7 +36,7 @@ from ..mixed.layout import ThetaLayout
 from ..mixed.relfactor import factor_theta, relative_factor
 from .names import canonical
 
-__all__ = ["set_fixef", "set_theta", "term_covariances"]
+__all__ = ["check_dispersion", "set_fixef", "set_theta", "term_covariances"]
 
 
 def _number(name: str, value: Any, *, positive: bool = False) -> float:
@@ -47,6 +47,16 @@ def _number(name: str, value: Any, *, positive: bool = False) -> float:
         what = "a finite number >= 0" if positive else "a finite number"
         raise InputError(f"{name} must be {what}; got {value!r}.")
     return v
+
+
+def check_dispersion(value: Any) -> float | None:
+    """``dispersion=`` of ``with_params``: None or a number (text and booleans refused)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"dispersion must be a number (the negative binomial theta, > 0); got "
+                         f"{value!r} ({type(value).__name__}).")
+    return float(value)
 
 
 def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None,
@@ -67,6 +77,8 @@ def set_fixef(fixef: pd.Series, new: Mapping[str, Any] | None,
     out = fixef.copy()
     if new is None:
         return out
+    if isinstance(new, pd.Series):         # e.g. another fit's fixef, or fixef * 2
+        new = {str(k): v for k, v in new.items()}
     if not isinstance(new, Mapping):
         raise InputError(f"fixef must be a mapping of coefficient name to value, e.g. "
                          f"{{'x': -0.05}}; got {type(new).__name__}.")

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EngineUnavailableError, FitError, InputError
+from ..formula import parse
 from ..lmm.engine import LikelihoodOnly
 from ..lmm.family import Ordinal
 from ..lmm.structure import ModelSpec
@@ -138,6 +139,11 @@ class RClmmModel(LikelihoodOnly):
         self.model = model
         self.spec = model.spec
         self.family = model.family
+        # the native model's coefficient names (no intercept) and thresholds: a power study
+        # reads its tests' contrasts and the likelihood ratio's df from them
+        self.fixef_names = model.fixef_names
+        self.n_alpha = model.n_alpha
+        self._sent: tuple[Any, str, dict[str, Any]] | None = None    # what R fits (_r_model)
 
     def __repr__(self) -> str:
         return f"RClmmModel({self.spec.formula!r}, {self.family!r}, n={self.spec.n})"
@@ -164,18 +170,38 @@ class RClmmModel(LikelihoodOnly):
         ro = _FN["ro"]
         from ..lmm.lme4 import _r_frame
         resp = self.spec.response
-        rf = _r_frame(model.data.drop(columns=[resp]), ro)
+        data, formula, contrasts = self._r_model()
+        rf = _r_frame(data.drop(columns=[resp]), ro)
         labels = np.asarray(model.levels, dtype=object)[model.y]
         rf = ro.r("function(d, name, y, lev) { d[[name]] <- factor(y, levels = lev, "
                   "ordered = TRUE); d }")(
             rf, resp, ro.StrVector(list(labels)), ro.StrVector(list(model.levels)))
         try:
-            out = fn(rf, self.spec.formula, self.family.link.name, self.family.threshold,
-                     int(model.nAGQ), _control(control, ro),
-                     ro.ListVector(dict(self.spec.contrasts.items())))
+            out = fn(rf, formula, self.family.link.name, self.family.threshold,
+                     int(model.nAGQ), _control(control, ro), ro.ListVector(contrasts))
         except Exception as exc:           # rpy2's RRuntimeError: clmm's own stop()
             raise FitError(f"ordinal::clmm failed: {str(exc).strip()}") from exc
         return _core(model, {k: out.rx2(k) for k in out.names})
+
+    def _r_model(self) -> tuple[Any, str, dict[str, Any]]:
+        """The rows, formula and codings R fits.  A model whose fixed part lost a column (the
+        null model of a one-df likelihood ratio) is sent as its model-matrix columns, since the
+        formula would bring the column back."""
+        model, spec = self.model, self.spec
+        if self._sent is not None:
+            return self._sent
+        f = parse(spec.formula)
+        if model.X.shape[1] == len(_formula_columns(spec, model.data)):
+            self._sent = (model.data, spec.formula, dict(spec.contrasts.items()))
+            return self._sent
+        data = model.data.copy()
+        cols = [f"nlpower_x{j + 1}" for j in range(model.X.shape[1])]
+        for j, c in enumerate(cols):
+            data[c] = model.X[:, j]
+        fixed = " + ".join(cols) or "1"
+        formula = " + ".join([f"{spec.response} ~ {fixed}", *(f"({t})" for t in f.random)])
+        self._sent = (data, formula, {})
+        return self._sent
 
     def fit(self, y: Any = None, *, REML: bool = False, start: Any = None, control: Any = None,
             checkconv: Any = None) -> ClmmFit:
@@ -222,3 +248,11 @@ def _core(model: ClmmModel, res: dict[str, Any]) -> ClmmCore:
 def _int0(v: Any) -> int:
     a = np.asarray(v, dtype=float)
     return int(a[0]) if a.size and np.isfinite(a[0]) else 0
+
+
+def _formula_columns(spec: ModelSpec, data: Any) -> tuple[str, ...]:
+    """The fixed-effect columns (no intercept) the formula itself gives on ``data``."""
+    from ..lmm.frame import model_frame
+    rows = data.assign(**{spec.response: np.arange(len(data), dtype=float)})  # any number
+    names = model_frame(spec.formula, rows, dict(spec.contrasts.items()) or None).fixef_names
+    return tuple(n for n in names if n != "(Intercept)")

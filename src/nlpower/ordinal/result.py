@@ -335,7 +335,7 @@ class ClmmFit(MixedFit):
         if self.model.thr.kind != "flexible":
             raise InputError(f"thresholds= sets flexible thresholds; this model's are "
                              f"{self.model.thr.kind!r}. Refit with threshold='flexible'.")
-        t = np.asarray(thresholds, dtype=float).ravel()
+        t = _cut_points(thresholds, cuts, tuple(self.model.thr.cut_names))
         if t.shape != cuts.shape or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
             raise InputError(f"thresholds must be {cuts.size} increasing finite cut points "
                              f"({', '.join(self.model.thr.cut_names)}); got {thresholds!r}.")
@@ -415,3 +415,27 @@ def _ranef_tables(model: ClmmModel, core: ClmmCore) -> dict[str, pd.DataFrame]:
             cn += list(rs.terms[k].cnames)
         out[blk.group] = pd.DataFrame(b, index=pd.Index(blk.levels, name=blk.group), columns=cn)
     return out
+
+
+def _cut_points(thresholds: Any, cuts: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """``thresholds=`` as an array: all cut points, or a mapping of some of them by name."""
+    if isinstance(thresholds, (Mapping, pd.Series)):
+        t = np.array(cuts, dtype=float)
+        for k, v in thresholds.items():
+            if str(k) not in names:
+                raise InputError(f"thresholds: no cut point {k!r}; the model has "
+                                 f"{', '.join(names)}.")
+            t[names.index(str(k))] = _number(f"thresholds[{k!r}]", v)
+        return t
+    try:
+        return np.asarray(thresholds, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InputError(f"thresholds must be {cuts.size} increasing numbers, or a mapping of cut "
+                         f"point names ({', '.join(names)}) to values; got {thresholds!r}."
+                         ) from None
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name} must be a number; got {value!r}.")
+    return float(value)

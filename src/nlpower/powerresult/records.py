@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 from .. import __version__
 from .._records import RecordCodec, RecordLayout
 from ..design import CrossedDesign
-from ..intervals import ConfidenceInterval
+from ..intervals import ConfidenceInterval, wilson_ci
 from ..montecarlo import MonteCarloSummary
 from .studies import CallbackStudy, ModelStudy, PreferenceStudy, RatingsStudy
 
@@ -161,6 +161,17 @@ class ModelRecord(_Schema):
     rejection_rate = property(lambda self: self.mc.rejection_rate)
     type_s = property(lambda self: self.mc.type_s)
     type_m = property(lambda self: self.mc.type_m)
+
+    # at a true value of 0 the rejection rate is the Type I error (as for the paper's model)
+    @property
+    def _null(self) -> bool:
+        return bool(self.mc.effect == 0)
+
+    type1 = property(lambda self: self.mc.rejection_rate if self._null else None)
+    type1_ci = property(lambda self: ConfidenceInterval(
+        *wilson_ci(self.mc.n_significant, self.mc.n_sims)) if self._null else None)
+    n_type1 = property(lambda self: self.mc.n_significant if self._null else None)
+    n_type1_sims = property(lambda self: self.mc.n_sims if self._null else None)
 
 
 @dataclass(frozen=True)

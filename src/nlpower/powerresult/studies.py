@@ -171,8 +171,11 @@ class ModelStudy:
     kind: ClassVar[str] = "model"
 
     def repr_of(self, r: PowerResult) -> str:
-        return (f"power={r.power:.3f} [{r.ci.low:.3f}, {r.ci.high:.3f}], n_sims={r.n_sims}, "
-                f"test={r.test!r}, hypothesis={self.hypothesis!r}")
+        head = (f"type1={r.type1:.3f} [{r.type1_ci.low:.3f}, {r.type1_ci.high:.3f}]"
+                if r.type1 is not None and r.type1_ci is not None else
+                f"power={r.power:.3f} [{r.ci.low:.3f}, {r.ci.high:.3f}]")
+        return (f"{head}, n_sims={r.n_sims}, test={r.test!r}, "
+                f"hypothesis={self.hypothesis!r}")
 
     def summary_of(self, r: PowerResult) -> str:
         ci = r.ci
@@ -181,7 +184,14 @@ class ModelStudy:
                  f"{r.alternative}): {100 * r.power:.1f}% "
                  f"(95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}), "
                  f"{n_rejected} of {r.n_sims} replicates"]
-        if not math.isnan(r.effect):
+        if r.effect == 0 and r.type1_ci is not None:
+            lines = [f"Type I error for {self.hypothesis} ({r.test} test, alpha = {r.alpha:g}, "
+                     f"{r.alternative}): {100 * r.rejection_rate:.1f}% (95% CI "
+                     f"{100 * r.type1_ci.low:.1f}-{100 * r.type1_ci.high:.1f}), {r.n_type1} of "
+                     f"{r.n_sims} replicates rejected",
+                     f"  true value 0: power, Type-S and Type-M are undefined; mean estimate "
+                     f"{_fmt(r.mean_estimate)}"]
+        elif not math.isnan(r.effect):
             lines.append(f"  true value {r.effect:.4g}; rejections of either sign "
                          f"{r.rejection_rate:.3f}; Type-S {_fmt(r.type_s)}, "
                          f"Type-M {_fmt(r.type_m)}; mean estimate {_fmt(r.mean_estimate)}")

@@ -440,8 +440,9 @@ def grid_of_study(study: Study, *, n_workers: Any, n_items: Any, effect: Any, n_
                              power_fn=power_fn, effect_per_scenario=effect_per_scenario,
                              replicate_progress=run.progress and run.in_process, unset=unset,
                              compare=isinstance(analysis, (list, tuple)) or analysis == "both",
-                             few_workers=any(int(w) < FEW_WORKERS for w in
-                                             axis_values("n_workers", grid_axes["n_workers"])))
+                             few_workers=any(   # text or floats: refused by _check_cells
+                                 isinstance(w, (int, np.integer)) and w < FEW_WORKERS
+                                 for w in axis_values("n_workers", grid_axes["n_workers"])))
     _check_cells(problem, grid_axes)
     result = run_grid(problem, grid_axes, rng=rng, run=run)
     _warn_size_once(result)

@@ -181,6 +181,13 @@ def run_power(study: Study, *, n_sims: int, alpha: float, alternative: Any, rng:
     if study.is_model:
         refuse_fields("power", study, {"analysis": ("method",)},
                       " (a fitted model's replicates are always simulated and refitted)")
+        if null:
+            raise InputError("null=True goes with power(design, params); for a fitted model set "
+                             "the tested term's true value to 0 with with_params(fixef={...: "
+                             "0.0}) and run power again: its type1 is the Type I error.")
+        if options is not None:
+            raise InputError("options= (PowerOptions) goes with power(design, params); for a "
+                             "fitted model pass test=, alpha=, n_sims=, ... as keywords.")
         from ..study import power_model
         return power_model(study.truth, term=t.term, compare=t.compare, test=t.rule,
                            analysis=a.model, n_sims=n_sims, alpha=alpha,
@@ -284,8 +291,15 @@ def gaussian_power(design: CrossedDesign, params: Params, opts: PowerOptions, *,
             assert isinstance(p, LMMParams)
             reps = stop_early(run_balanced(design, p, seeds, opts))
         else:
-            reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
-                                desc="replicates" if where == "main" else "replicates, effect 0")
+            try:
+                reps = run_simulate(design, p, seeds, opts, progress=progress, checkpoint=ckpt,
+                                    desc="replicates" if where == "main" else
+                                    "replicates, effect 0")
+            except MemoryError as exc:     # the fitter's own matrices, past the ratings' size
+                raise InputError(
+                    f"method='simulate' on {design!r} ran out of memory fitting a replicate "
+                    f"({exc}). Use method='balanced' or 'analytic' where the design allows, "
+                    "or fewer workers or items.") from None
         apply_failure_policy(reps, opts, where)
         return reps
 

@@ -31,7 +31,8 @@ from ..formula import parse
 from ..glmm import GlmmFit, glmm_frame
 from ..lmm import LmmFit, get_engine, model_frame
 from ..lmm.family import Family, Gaussian, Ordinal, get_family
-from ..lmm.setparams import set_fixef, set_theta
+from ..lmm.fitbase import check_n_draws
+from ..lmm.setparams import check_dispersion, set_fixef, set_theta
 from ..mixed.layout import theta_layout
 from ..ordinal import ClmmFit
 from ..ordinal.api import ordinal_frame
@@ -126,6 +127,7 @@ class ModelDesign:
 
         ``model``: a prepared model of this design (:meth:`prepare`), to reuse.
         """
+        n = check_n_draws(n)
         m = self.prepare() if model is None else model
         # every family's prepared model reads theta, fixef and (where it has them) sigma, alpha
         return np.asarray(m.simulate(n, rng=rng, params=self))
@@ -135,7 +137,7 @@ class ModelDesign:
                     dispersion: float | None = None) -> ModelDesign:
         """The design with parameters set, as ``fit.with_params`` (:mod:`nlpower.lmm.setparams`);
         ``dispersion``: the family's own parameter (negative binomial ``theta``)."""
-        family = self.family.with_dispersion(dispersion)
+        family = self.family.with_dispersion(check_dispersion(dispersion))
         spec = self.prepare().spec
         lay = theta_layout(spec.re_terms)
         if sigma is not None and not self.family.has_sigma:

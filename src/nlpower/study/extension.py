@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._memory import BYTES_PER_RATING, check_fits
 from .._validation import closest_name
 from ..errors import InputError
 from ..formula import parse
@@ -41,6 +42,13 @@ def _check_column(data: pd.DataFrame, name: str) -> None:
         raise InputError(f"extend: no column {name!r} in the model's data" +
                          (f"; did you mean {hint!r}?" if hint else
                           f" (columns: {', '.join(map(str, data.columns))})."))
+
+
+def _check_size(data: pd.DataFrame, rows: int, how: str, n: int) -> None:
+    """Refuse, before building it, an extended design that cannot fit in memory."""
+    per_row = max(BYTES_PER_RATING, int(data.memory_usage(deep=True).sum() / max(len(data), 1)))
+    check_fits(rows, f"extend({how}, n={n:,})", bytes_per_row=per_row,
+               hint=" Extend to fewer levels or rows.")
 
 
 def _fixed_factor(data: pd.DataFrame, formula: str, name: str) -> bool:
@@ -117,9 +125,18 @@ def extend_rows(data: pd.DataFrame, formula: str, *, along: str | None, n: int |
         cols = [c.strip() for c in within.split("+")] if isinstance(within, str) else list(within)
         for c in cols:
             _check_column(data, c)
+        _check_size(data, data[cols].drop_duplicates().shape[0] * n, f"within={within!r}", n)
         return _within(data, cols, n)
     assert along is not None
     _check_column(data, along)
+    if along == parse(formula).response:
+        raise InputError(f"cannot extend along {along!r}: it is the model's response (simulated "
+                         "afresh for every replicate). Extend along a grouping factor or a "
+                         "numeric covariate, or use within=.")
+    sizes = data.groupby(data[along], sort=False, observed=True).size().to_numpy()
+    if sizes.size:
+        _check_size(data, int(n // sizes.size * sizes.sum() + sizes[:n % sizes.size].sum()),
+                    f"along={along!r}", n)
     if _fixed_factor(data, formula, along):
         raise InputError(f"cannot extend along {along!r}: it is a factor in the fixed part of "
                          "the model (its new levels would have no coefficient). Extend along a "

@@ -107,6 +107,21 @@ def _reduced_formula(formula: str, compare: str) -> str:
     return out
 
 
+def _refuse_random(text: str, formula: str) -> None:
+    """A random-effects term or grouping factor named as ``term``: say how it is tested."""
+    f = parse(formula)
+    squeeze = text.replace(" ", "")
+    for t in f.random:
+        if squeeze in (str(t).replace(" ", ""), t.group_name, f"({t.group_name})"):
+            others = [str(o) for o in f.random if o is not t]
+            reduced = " + ".join([f"{f.response} ~ {f.fixed}", *others])
+            raise InputError(
+                f"term {text!r} names the random-effects term {str(t)!r}; term= tests fixed "
+                "effects. To test a random effect, compare the model with one without it by a "
+                f"likelihood ratio: compare={reduced!r} (conservative at the boundary, as "
+                "simr's rcompare).")
+
+
 def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple[str, ...],
             truth: pd.Series, aliases: Mapping[str, str] | None = None) -> Hypothesis:
     """The :class:`Hypothesis` of ``term``/``compare`` for the analysis model (module docstring).
@@ -160,6 +175,12 @@ def resolve(term: str | None, compare: str | None, *, formula: str, names: tuple
             beta = np.array([float(truth.get(n, 0.0)) for n in names])
             return Hypothesis(text, L, None, float(L @ beta))
         return Hypothesis(text, None, f"{formula} - {text}", float("nan"))
+    _refuse_random(text, formula)
+    spaced = re.sub(r"\s*([+-])\s*", r" \1 ", text).strip()
+    if spaced != text and _contrast(spaced, names, aliases or {}) is not None:
+        raise InputError(f"term {text!r} is not a coefficient of {formula!r}; as a contrast "
+                         f"write it with spaces around + and - ({spaced!r}): level names may "
+                         "contain '-'.")
     hint = closest_name(text, list(names) + [":".join(t) for t in labels])
     raise InputError(f"term {text!r} is not a coefficient, a contrast of coefficients or a term "
                      f"of {formula!r}" + (f"; did you mean {hint!r}?" if hint else "") +

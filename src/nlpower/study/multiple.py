@@ -34,7 +34,8 @@ any, all, the family-wise error and, where reported, correct best
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
@@ -126,7 +127,12 @@ def comparisons(design: Any, formula: str, factor: str, *, baseline: Any,
     if factor not in parse(formula).fixed.variables:
         raise InputError(f"pairwise={factor!r} is not in the fixed part of {formula!r}; compare "
                          "the levels of a factor the model estimates.")
-    levels = _levels(data[factor])
+    col = data[factor]
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        raise InputError(f"pairwise={factor!r} is a numeric covariate of {formula!r} (one slope, "
+                         f"not levels to compare); test it with term={factor!r}, or make it a "
+                         f"factor (data[{factor!r}].astype(str)) and refit.")
+    levels = _levels(col)
     if len(levels) < 2:
         raise InputError(f"pairwise={factor!r} has {len(levels)} level in the data; comparisons "
                          "need at least two.")
@@ -170,6 +176,9 @@ class MultiplePowerResult:
     n_any, n_all, n_fwe, n_best : replicates with any / all true differences
         detected, with a family-wise error, with the best level declared best
         (``n_best`` is ``-1`` when there is no unique best or a baseline).
+    formula, version, seed, engine : the model, the nlpower version, the root seed
+        (``entropy``, ``spawn_key``: the same call with it repeats the run) and the fitter.
+    n_max, precision : the most replicates and the adaptive precision (None: off).
     """
 
     factor: str
@@ -190,6 +199,8 @@ class MultiplePowerResult:
     version: str = ""
     n_max: int | None = None
     precision: float | None = None
+    seed: Mapping[str, Any] = field(default_factory=dict)
+    engine: str = ""
 
     @property
     def stopped_early(self) -> bool:
@@ -255,6 +266,9 @@ class MultiplePowerResult:
                 f"stopped after {self.n_sims} of at most {self.n_max} replicates"
                 if self.stopped_early else
                 f"target not met within the maximum of {self.n_max} replicates"))
+        if self.seed:
+            lines.append(f"  seed {self.seed.get('entropy')}; nlpower {self.version}"
+                         + (f" (engine {self.engine})" if self.engine else ""))
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -62,6 +62,20 @@ class ModelPlan:
     def reached(self) -> bool:
         return self.n is not None
 
+    @property
+    def seed(self) -> Any:
+        """The one seed of every size simulated (the same call with it repeats the plan)."""
+        return self.evaluated[0][1].seed if self.evaluated else {}
+
+    @property
+    def version(self) -> str:
+        return str(self.evaluated[0][1].version) if self.evaluated else ""
+
+    def _provenance(self) -> str:
+        first = self.evaluated[0][1]
+        return (f"  seed {(self.seed or {}).get('entropy')}; nlpower {self.version} "
+                f"(engine {first.engine})")
+
     def to_frame(self) -> pd.DataFrame:
         """Every size simulated, sorted: ``n_<along>``, rows, power and its interval."""
         rows = [{f"n_{self.along}": n, "nobs": r.nobs, "power": r.power, "ci_low": r.ci.low,
@@ -77,7 +91,7 @@ class ModelPlan:
             return (f"{head}\n  no size up to {self.n_max} levels reaches the target: at "
                     f"{best[0]} levels power is {best[1].power:.3f} "
                     f"({best[1].ci.low:.3f}-{best[1].ci.high:.3f}). Raise n_max, or change the "
-                    "design (more items per worker) or the effect.")
+                    f"design (more items per worker) or the effect.\n{self._provenance()}")
         r = self.result
         lines = [head, f"  {self.n} levels ({r.nobs} rows): power {r.power:.3f} "
                        f"(95% CI {r.ci.low:.3f}-{r.ci.high:.3f}, {r.n_sims} replicates)"]
@@ -87,6 +101,7 @@ class ModelPlan:
             lines.append("  the interval reaches below the target: raise n_sims for a firmer plan")
         lines.append("  sizes simulated: " + ", ".join(
             f"{n} ({res.power:.2f})" for n, res in sorted(self.evaluated, key=lambda e: e[0])))
+        lines.append(self._provenance())
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -174,6 +189,21 @@ def _check_search(target: Any, n_min: Any, n_max: Any, resolution: Any) -> None:
         raise InputError(f"n_min ({n_min}) must not exceed n_max ({n_max}).")
 
 
+def _refuse_zero_truth(d: Any, keywords: dict[str, Any]) -> None:
+    """No size has power for a true value of 0: refuse before searching."""
+    from ..lmm.names import coef_aliases
+    from .analysis import coef_names
+    from .hypothesis import resolve
+    formula = keywords["analysis"] or d.formula
+    model = d.prepare(formula, engine=keywords["engine"])
+    hyp = resolve(keywords["term"], keywords["compare"], formula=formula,
+                  names=coef_names(model), truth=d.fixef, aliases=coef_aliases(model))
+    if hyp.one_df and hyp.effect == 0:
+        raise InputError(f"the true value of {hyp.label} is 0, so no number of levels reaches "
+                         "a power (every rejection is a Type I error). Set the effect to plan "
+                         "for with with_params(fixef=...).")
+
+
 def plan_of_model_study(study: spec.Study, *, along: str, target: float, n_min: int, n_max: int,
                         cost_per_level: float | None, cost_per_row: float | None,
                         resolution: float, seed: Any, run: dict[str, Any]) -> ModelPlan:
@@ -188,6 +218,7 @@ def plan_of_model_study(study: spec.Study, *, along: str, target: float, n_min: 
     if pilot == 0:
         d.extend(along, n=1)        # the extension's own error for an unknown column
     keywords = power_keywords(study)
+    _refuse_zero_truth(d, keywords)
     evaluated: dict[int, ModelPowerResult] = {}
 
     def at(n: int) -> float:

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import __version__
 from .._rng import RNGLike, seed_record
+from .._validation import check_int
 from ..errors import FitError, InputError
 from ..lmm.family import Family
 from ..lmm.names import coef_aliases
@@ -46,7 +47,14 @@ from ..powersim.result import Replicates
 from ..powersim.rules import get_test
 from ..powersim.simoptions import SimOptions, with_sim
 from . import spec
-from .analysis import ModelGenerator, Study, StudyAnalysis, coef_names, same_random
+from .analysis import (
+    ModelGenerator,
+    Study,
+    StudyAnalysis,
+    coef_names,
+    n_params,
+    same_random,
+)
 from .design import ModelDesign, model_design
 from .hypothesis import Hypothesis, resolve
 from .multiple import (
@@ -83,10 +91,14 @@ def _resolve_test(test: Any, hyp: Hypothesis, family: Family) -> str:
     if not hyp.one_df and rule.name != "lrt":
         raise InputError(f"{hyp.label!r} has several degrees of freedom (or is a model "
                          f"comparison): it is tested by test='lrt', not {rule.name!r}.")
-    rule.check_family(family.name)
     if rule.bootstrap and not family.has_sigma:
-        raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; use test='lrt' "
-                         f"for a {family.name} model.")
+        raise InputError("test='pblrt' draws its bootstrap from Gaussian fits; a "
+                         f"{family.name} model is tested by test='z' or 'lrt'.")
+    if not family.has_sigma and rule.families is not None and family.name not in rule.families:
+        raise InputError(f"test={rule.name!r} is defined for Gaussian models only (its df come "
+                         f"from the linear mixed model); a {family.name} model is tested by "
+                         "test='z' or 'lrt'.")
+    rule.check_family(family.name)
     return rule.name
 
 
@@ -142,18 +154,30 @@ def power_model(model: Any, *, term: str | None = None, compare: str | None = No
                       aliases=coef_aliases(amodel))
     name = _resolve_test(test, hyp, d.family)
     rule = get_test(name)
+    n_resamples = check_int("n_resamples", n_resamples, min=1)
+    if rule.bootstrap:     # the paper's model's own check: a bootstrap that can reject at alpha
+        rule.check(alpha=alpha, alternative="two-sided", method="simulate",
+                   n_resamples=n_resamples)
     reml = _criterion(rule, REML, d.family)
     j, drop = _tested_coefficient(hyp, rule, names, alternative)
+    if hyp.reduced is not None:
+        _check_reduced(d, amodel, hyp, engine)
     study = Study(d, formula, hyp, name, reml, engine, alternative, int(n_resamples),
                   float(alpha), j, drop, same_random(d, amodel.spec), comp)
     root = checkpoint_root(checkpoint, rng)
     errors: list[str] = []
-    reps = _replicates(study, root, int(n_sims), errors, n_jobs=n_jobs, progress=progress,
-                       checkpoint=checkpoint, stop=_rule(precision, alpha, comp, adjust))
+    try:
+        reps = _replicates(study, root, int(n_sims), errors, n_jobs=n_jobs, progress=progress,
+                           checkpoint=checkpoint, stop=_rule(precision, alpha, comp, adjust))
+    except MemoryError as exc:       # the fitter's matrices for a design extended too far
+        raise InputError(f"power of {hyp.label!r} on {d.nobs:,} rows ran out of memory fitting "
+                         f"a replicate ({exc}). Extend the design less, or fit a simpler "
+                         "analysis= model.") from None
     used = int(reps.pvalue.shape[0])           # fewer than n_sims when precision stopped it
     if comp is not None:
         return replace(_many_result(reps, study, comp, adjust, errors, used),
-                       n_max=int(n_sims), precision=precision)
+                       n_max=int(n_sims), precision=precision, seed=seed_record(root),
+                       engine=engine)
     stop_rule: dict[str, Any] = {"n_max": int(n_sims), "precision": precision}
     return _result(reps, study, errors, on_failure, root, used, stop_rule).with_study(
         parameters=model_parameters(model, d))
@@ -202,6 +226,10 @@ def _tested_coefficient(hyp: Hypothesis, rule: Any, names: Sequence[str],
     """The coefficient a one-df test reads, and the one a likelihood-ratio test drops."""
     if hyp.one_df and alternative != "two-sided" and rule.two_sided_only:
         raise InputError(f"test={rule.name!r} is two-sided only; use alternative='two-sided'.")
+    if not hyp.one_df and alternative != "two-sided":
+        raise InputError(f"alternative={alternative!r}: {hyp.label!r} is a model comparison (a "
+                         "likelihood ratio of several df), which has no direction; use "
+                         "alternative='two-sided'.")
     assert hyp.L is not None or hyp.reduced is not None
     j = int(np.argmax(np.abs(hyp.L))) if hyp.L is not None else 0
     drop = names[j] if (hyp.one_df and rule.needs_null) else None
@@ -209,6 +237,17 @@ def _tested_coefficient(hyp: Hypothesis, rule: Any, names: Sequence[str],
         raise InputError(f"test={rule.name!r} compares models; the contrast {hyp.label!r} is "
                          "tested by a Wald test (test='z' or 'satterthwaite').")
     return j, drop
+
+
+def _check_reduced(d: ModelDesign, model: Any, hyp: Hypothesis, engine: str) -> None:
+    """Refuse a reduced model that is not smaller than the analysis model (no df to test)."""
+    q = n_params(model) - n_params(d.prepare(hyp.reduced, engine=engine))
+    if q < 1:
+        raise InputError(f"compare={hyp.label!r}: the reduced model {hyp.reduced!r} has "
+                         f"{'as many parameters as' if q == 0 else 'more parameters than'} the "
+                         f"model ({n_params(model)}), so there is nothing to test. Name a smaller "
+                         "model nested in it, e.g. '~ . - x' for a fixed term x of the model, "
+                         "or the formula without a random-effects term.")
 
 
 def _replicates(study: Study, root: np.random.SeedSequence, n_sims: int, errors: list[str], *,
@@ -415,7 +454,8 @@ def power_curve(model: Any, *, along: str, breaks: Sequence[int] | None = None,
     term, compare, test, analysis, n_sims, alpha, alternative, REML, engine, n_resamples
         As :func:`nlpower.power` for a fitted model.
     rng, n_jobs, progress, checkpoint
-        As :func:`nlpower.power_grid`.
+        As :func:`nlpower.power_grid` (but ``progress`` is off unless asked for: a bar of
+        the curve's points on stderr).
     sim : SimOptions, optional
         The run's options as one value (``n_sims``, ``alpha``,
         ``alternative``, ``rng``, ``n_jobs``, ``progress``, ``checkpoint``).
@@ -474,7 +514,8 @@ def curve_of_study(study: spec.Study, *, along: str, breaks: Sequence[int] | Non
     for c in grid.cells:
         if c.failed:
             raise FitError(f"the power curve's point {dict(c.key)} failed: {c.result!r}")
-    return PowerCurve(along, tuple(bs), points)  # type: ignore[arg-type]
+    return PowerCurve(along, tuple(bs), points, seed=dict(grid.seed),  # type: ignore[arg-type]
+                      version=__version__)
 
 
 def _breaks(d: ModelDesign, along: str, breaks: Sequence[int] | None) -> list[int]:
@@ -482,6 +523,11 @@ def _breaks(d: ModelDesign, along: str, breaks: Sequence[int] | None) -> list[in
     n_levels = int(d.data[along].nunique()) if along in d.data.columns else 0
     if n_levels == 0:
         d.first(along, 1)       # the column's own error
+    if breaks is not None and (isinstance(breaks, (str, bytes)) or not np.iterable(breaks)
+                               or len(list(breaks)) == 0):
+        raise InputError(f"breaks must be a non-empty list of numbers of levels of {along!r} "
+                         f"(from 1 to {n_levels}), e.g. [3, {n_levels}]; got {breaks!r}. Leave "
+                         "it out for up to 10 values from 3 to all levels.")
     if breaks is None:
         lo = min(3, n_levels)
         breaks = sorted({int(round(v)) for v in np.linspace(lo, n_levels, min(10, n_levels))})

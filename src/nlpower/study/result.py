@@ -3,7 +3,8 @@ of a :class:`~nlpower.powerresult.ModelStudy`, also named ``ModelPowerResult``) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -45,11 +46,18 @@ class PowerCurve:
     points : tuple of PowerResult
         One per break, in order.
     breaks : tuple of int
+    seed : dict
+        The root seed (``entropy``, ``spawn_key``): the same call with it repeats the
+        curve; each point's own seed is ``points[i].seed``.
+    version : str
+        The nlpower version that computed it.
     """
 
     along: str
     breaks: tuple[int, ...]
     points: tuple[PowerResult, ...]
+    seed: Mapping[str, Any] = field(default_factory=dict)
+    version: str = ""
 
     def to_frame(self) -> pd.DataFrame:
         """One row per break: ``n_<along>``, ``nobs``, power with its interval, rejection rate."""
@@ -66,8 +74,16 @@ class PowerCurve:
         lines = [f"Power for {first.hypothesis} ({first.test} test, alpha = {first.alpha:g}) "
                  f"by number of levels of {self.along}:"]
         for b, r in zip(self.breaks, self.points, strict=True):
+            if r.type1_ci is not None:          # a true value of 0: the Type I error
+                lines.append(f"  {b:>5d} ({r.nobs} rows): Type I error "
+                             f"{100 * r.rejection_rate:5.1f}% ({100 * r.type1_ci.low:.1f}-"
+                             f"{100 * r.type1_ci.high:.1f})")
+                continue
             lines.append(f"  {b:>5d} ({r.nobs} rows): {100 * r.power:5.1f}% "
                          f"({100 * r.ci.low:.1f}-{100 * r.ci.high:.1f})")
+        if self.seed:
+            lines.append(f"  seed {self.seed.get('entropy')}; nlpower {self.version} "
+                         f"(engine {first.engine})")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

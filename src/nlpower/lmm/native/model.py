@@ -160,7 +160,7 @@ class NativeModel:
         _check_finite(name, y, "in the response")
         if n > 0 and float(np.ptp(y)) == 0.0:
             raise InputError(
-                f"{name} is constant (every value is {y[0]!r}); a mixed model cannot be fitted "
+                f"{name} is constant (every value is {float(y[0])!r}); a mixed model cannot be fitted "
                 "to a response without variation. Check the rating column."
             )
         return y
