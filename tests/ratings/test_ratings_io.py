@@ -157,7 +157,7 @@ def test_report_nested_and_mixed_and_disconnected():
     rep = read_ratings(df, scale=(1, 5)).report
     assert rep.item_layout == "nested" and rep.n_items_paired == 0
     assert not rep.fully_crossed
-    assert any("not identified" in n for n in rep.notes)
+    assert any("identified per system only" in n for n in rep.notes)
 
     # mixed: one extra item rated under both systems
     extra = pd.DataFrame([("w0", "i0", "B", 3)], columns=df.columns)
