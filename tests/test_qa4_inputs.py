@@ -165,3 +165,24 @@ def test_crlf_score_files_read_as_unix_ones(tmp_path):
     dos.write_bytes(b"\xef\xbb\xbf0.5\r\n0.25\r\n0.75\r\n")
     got = read_scores(dos, unix)
     np.testing.assert_array_equal(got.a, got.b)
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("name,p\nbooks,0.012\ndvd,\nkitchen,0.5\n", 3, "'dvd,', not a dataset name and a p-value"),
+    ("0.01\n0.2\nx\n", 3, "'x', not a p-value"),
+    ("books 0.01\n# comment\n0.2\n", 3, "'0.2', not a dataset name and a p-value"),
+])
+def test_a_p_value_file_names_the_line_that_is_wrong(tmp_path, capsys, text, line, words):
+    path = tmp_path / "pvalues.csv"
+    path.write_text(text)
+    assert main(["replicability", "--file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"line {line} is {words}" in err and "Traceback" not in err
+
+
+def test_a_p_value_file_with_a_header_and_names_reads_as_on_the_command_line(tmp_path):
+    from nlpower.partial_conjunction import parse_pvalues, read_pvalues
+
+    path = tmp_path / "pvalues.csv"
+    path.write_text("dataset,pvalue\r\nbooks,0.012\r\ndvd,0.003\r\n")
+    assert read_pvalues(path) == parse_pvalues(["books=0.012", "dvd=0.003"])
