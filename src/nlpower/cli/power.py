@@ -170,7 +170,7 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
-    from .messages import cli_sd, speak_cli
+    from .messages import cli_sd, moot_with_sd, speak_cli
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)
@@ -179,9 +179,8 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
-    given = {f"sd_{str(k).removeprefix('sd_')}" for k in (args.sd or {})}
     for w in caught:  # "... sd_item_slope = 0" is moot when --sd sets sd_item_slope
-        if not any(f"{name} = 0" in str(w.message) for name in given):
+        if not moot_with_sd(str(w.message), args.sd):
             print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}",
                   file=sys.stderr)
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "

@@ -1,0 +1,81 @@
+"""The command line as the docs and a new user type it: the plan of a nested pilot with
+``--sd``, the elicited items table, and the commands docs/cli.md prints."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from nlpower.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NESTED = ROOT / "fixtures" / "nested_4sys_ratings.csv"
+
+
+def test_a_plan_with_sd_does_not_also_warn_that_sd_is_zero(capsys):
+    """Items nested in systems: the item slope is not identified.  Without --sd the plan
+    warns it is set to 0; with --sd item_slope=S it is S, and only that is said."""
+    args = ["plan", "--ratings", str(NESTED), "--scale", "1,5", "--contrast", "C",
+            "--effect", "0.1", "--n-boot", "20", "--seed", "3"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "sd_item_slope = 0" in err
+    assert main([*args, "--sd", "item_slope=0.05"]) == 0
+    captured = capsys.readouterr()
+    assert "sd_item_slope = 0" not in captured.err
+    assert "sd_item_slope is 0.05, as given" in captured.out
+
+
+def test_the_items_table_says_what_nan_means(capsys):
+    assert main(["elicit", "0.6", "--split", "0.5", "0.2", "0.5", "--items-table"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("against alpha and effect:")[1]
+    assert "NaN" in table
+    assert "NaN: 20000 items do not reach power 0.8 with 10 workers" in table
+
+
+def _doc_commands(page: str) -> list[list[str]]:
+    """The ``nlpower ...`` commands of a page's bash blocks, continuation lines joined."""
+    text = (ROOT / "docs" / page).read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith("nlpower "):
+                commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def test_docs_cli_commands_name_the_files_the_benchmark_writes():
+    """Every file docs/cli.md's commands read is one benchmarks/pilot_cli_files.py writes."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pilot_cli_files import write_all  # noqa: F401 - the names are read from its source
+    source = (ROOT / "benchmarks" / "pilot_cli_files.py").read_text()
+    written = set(re.findall(r'\("(\w+)", \w+\)', source))
+    commands = _doc_commands("cli.md")
+    assert len(commands) >= 6
+    for argv in commands:
+        files = [a for a in argv if a.endswith(".csv")]
+        assert files, argv
+        for f in files:
+            assert f.removesuffix(".csv") in written, (f, argv)
+
+
+@pytest.mark.parametrize("argv", [c for c in _doc_commands("cli.md") if c[0] == "fit"],
+                         ids=lambda argv: " ".join(argv[:2]))
+def test_docs_cli_fit_commands_run_as_printed_on_the_benchmark_files(tmp_path, monkeypatch,
+                                                                     capsys, argv):
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pilot_cli_files import da20, expert3
+
+    files = {"da20.csv": da20, "expert3.csv": expert3}
+    for name, make in files.items():
+        if name in argv:
+            make().to_csv(tmp_path / name, index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0, capsys.readouterr().err
