@@ -79,3 +79,22 @@ def test_docs_cli_fit_commands_run_as_printed_on_the_benchmark_files(tmp_path, m
             make().to_csv(tmp_path / name, index=False)
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_grid_prints_each_analysis_and_the_type1_error_it_was_asked_for(tmp_path, capsys):
+    """``--analysis lmm,clmm --null``: the help promises the Type I error; the printed grid
+    showed one power column only (the rest was in --out / --json alone)."""
+    out = tmp_path / "grid.csv"
+    assert main(["grid", "--preset", "high-variance", "--outcome", "likert", "--levels", "5",
+                 "--analysis", "lmm,clmm", "--null", "--workers", "3", "--items", "10",
+                 "--effects", "0.1", "--n-sims", "4", "--seed", "1", "--quiet",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    table = text.split("by analysis, on the same simulated experiments")[1]
+    header, row = table.splitlines()[1:3]
+    assert header.split()[-10:] == ["power", "lmm", "Type", "I", "lmm", "power", "clmm",
+                                    "Type", "I", "clmm"]
+    import pandas as pd
+    frame = pd.read_csv(out).iloc[0]
+    for col in ("power_lmm", "type1_lmm", "power_clmm", "type1_clmm"):
+        assert f"{frame[col]:.3f} [" in row, col

@@ -267,6 +267,9 @@ def run_grid(args: argparse.Namespace) -> int:
         **outcome_kwargs(args), **_design_kw(args),
     )
     print(result.summary())
+    extra = _type1_and_analyses(result)
+    if extra:
+        print(extra)
     print_shard_note(args, result)
     if args.out is not None:
         write_csv(args, result.to_frame())
@@ -275,3 +278,30 @@ def run_grid(args: argparse.Namespace) -> int:
     write_json(args, result.to_frame().to_dict(orient="records"))
     sys.stdout.flush()
     return 0
+
+
+def _ci(frame: Any, col: str, low: str, high: str) -> list[str]:
+    values = frame[[col, low, high]].astype(float).to_numpy()
+    return [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if v == v else "-" for v, lo, hi in values]
+
+
+def _type1_and_analyses(result: Any) -> str:
+    """The columns the grid's summary leaves out: each analysis's power (several analyses of
+    the same replicates) and the Type I error of ``--null``, per cell."""
+    frame = result.to_frame()
+    analyses = [c.removeprefix("power_") for c in frame.columns if c.startswith("power_")]
+    varying = [c for c in result.columns if len(result.axes[c]) > 1] or list(result.columns)
+    table = frame[varying].copy()
+    for a in analyses:
+        table[f"power {a}"] = _ci(frame, f"power_{a}", f"ci_low_{a}", f"ci_high_{a}")
+        if f"type1_{a}" in frame:
+            table[f"Type I {a}"] = _ci(frame, f"type1_{a}", f"type1_ci_low_{a}",
+                                       f"type1_ci_high_{a}")
+    if not analyses and "type1" in frame:
+        table["Type I error"] = _ci(frame, "type1", "type1_ci_low", "type1_ci_high")
+    if len(table.columns) == len(varying) or (table.iloc[:, len(varying):] == "-").all().all():
+        return ""
+    head = ("by analysis, on the same simulated experiments (the power column above is the "
+            f"first, {analyses[0]})" if analyses else "Type I error (the cells simulated again "
+            "at effect 0)")
+    return f"\n{head} [95% CI]:\n{table.to_string(index=False)}"
