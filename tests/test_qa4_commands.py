@@ -98,3 +98,35 @@ def test_grid_prints_each_analysis_and_the_type1_error_it_was_asked_for(tmp_path
     frame = pd.read_csv(out).iloc[0]
     for col in ("power_lmm", "type1_lmm", "power_clmm", "type1_clmm"):
         assert f"{frame[col]:.3f} [" in row, col
+
+
+def _votes(path: Path) -> Path:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    systems, strength = ["gpt-4", "claude", "llama"], np.array([0.8, 0.3, -0.4])
+    rows = []
+    for _ in range(300):
+        i, j = rng.choice(3, 2, replace=False)
+        win = rng.random() < 1 / (1 + np.exp(strength[j] - strength[i]))
+        pick = "tie" if rng.random() < 0.2 else systems[i] if win else systems[j]
+        rows.append((systems[i], systems[j], pick))
+    pd.DataFrame(rows, columns=["left", "right", "preferred"]).to_csv(path, index=False)
+    return path
+
+
+def test_arena_fit_prints_the_scale_it_was_asked_for(tmp_path, capsys):
+    """``--scale elo`` changed the JSON only; the printed scores stayed in logits, unlabelled,
+    and a seed nothing used was printed 'to repeat'."""
+    import json
+
+    votes = _votes(tmp_path / "votes.csv")
+    out = tmp_path / "scores.json"
+    assert main(["arena", "fit", str(votes), "--a", "left", "--b", "right", "--outcome",
+                 "preferred", "--scale", "elo", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Elo points" in text and "seed:" not in text
+    for rec in json.loads(out.read_text())["scores"]:
+        line = next(ln for ln in text.splitlines() if f" {rec['system']} " in ln)
+        assert f"{rec['score']:.1f}" in line.split(), (rec, line)
