@@ -186,3 +186,25 @@ def test_a_p_value_file_with_a_header_and_names_reads_as_on_the_command_line(tmp
     path = tmp_path / "pvalues.csv"
     path.write_text("dataset,pvalue\r\nbooks,0.012\r\ndvd,0.003\r\n")
     assert read_pvalues(path) == parse_pvalues(["books=0.012", "dvd=0.003"])
+
+
+def test_accuracy_estimate_names_an_empty_prediction_by_its_line_and_flag(tmp_path, capsys):
+    path = tmp_path / "preds.csv"
+    path.write_text("gold,old,new\npos,pos,neg\n\nneg,neg,neg\npos,,pos\nneg,pos,neg\n\n")
+    assert main(["accuracy", "estimate", str(path), "--a", "old", "--b", "new",
+                 "--labels", "gold"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'old' (--a) is empty on line(s) 5 (the header is line 1)" in err
+    assert "preds_a" not in err and "positions" not in err
+
+
+def test_accuracy_estimate_reads_a_file_with_blank_lines_as_without(tmp_path, capsys):
+    with_blanks, plain = tmp_path / "b.csv", tmp_path / "p.csv"
+    with_blanks.write_text("gold,old,new\n1,1,0\n\n0,0,0\n1,1,1\n\n0,1,1\n")
+    plain.write_text("gold,old,new\n1,1,0\n0,0,0\n1,1,1\n0,1,1\n")
+    outs = []
+    for path in (with_blanks, plain):
+        assert main(["accuracy", "estimate", str(path), "--a", "old", "--b", "new",
+                     "--labels", "gold"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "on 4 items" in outs[0]
