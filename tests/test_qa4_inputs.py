@@ -208,3 +208,15 @@ def test_accuracy_estimate_reads_a_file_with_blank_lines_as_without(tmp_path, ca
                      "--labels", "gold"]) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and "on 4 items" in outs[0]
+
+
+@pytest.mark.parametrize("sep", ["\\t", "tab"])
+def test_a_tab_typed_as_backslash_t_or_tab_reads_a_pilot_in_every_verb(tmp_path, capsys, sep):
+    """``--sep '\\t'`` (what the error message advises) reached pandas as a two-character
+    regex under --ratings (a pandas warning), and ``--sep tab`` as the word 'tab'."""
+    path = tmp_path / "tabbed.csv"
+    _crowd([1.0, 2.0, 4.0, 5.0, 3.0]).to_csv(path, sep="\t", index=False)
+    assert main(["mde", "--ratings", str(path), *CROWD, "--sep", sep, "--workers", "5",
+                 "--items", "50"]) == 0
+    err = capsys.readouterr().err
+    assert "python' engine" not in err and "Traceback" not in err
