@@ -130,3 +130,16 @@ def test_arena_fit_prints_the_scale_it_was_asked_for(tmp_path, capsys):
     for rec in json.loads(out.read_text())["scores"]:
         line = next(ln for ln in text.splitlines() if f" {rec['system']} " in ln)
         assert f"{rec['score']:.1f}" in line.split(), (rec, line)
+
+
+def test_accuracy_power_of_a_test_set_too_small_to_reject_says_so(capsys):
+    """n = 1: no outcome rejects, so Type-M and Type-S are undefined (printed 'nan'), and the
+    exact enumeration drew nothing (a seed 'to repeat' was printed)."""
+    assert main(["accuracy", "power", "--n", "1", "--delta", "0.02", "--agreement", "0.9"]) == 0
+    out = capsys.readouterr().out
+    assert "power   0.0000  (exact)" in out
+    assert "nan" not in out and "undefined: no outcome of the test rejects" in out
+    assert "seed:" not in out
+    assert main(["accuracy", "power", "--n", "50", "--delta", "0.02", "--agreement", "0.9",
+                 "--method", "simulate", "--n-sims", "20", "--seed", "4"]) == 0
+    assert "seed: 4 (repeat with --seed 4)" in capsys.readouterr().out

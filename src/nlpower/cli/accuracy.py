@@ -126,6 +126,8 @@ def run_power(args: argparse.Namespace) -> int:
                                 n_sims=args.n_sims, rng=args.seed)
     print(result.summary())
     _write_json(args, result.to_frame())
+    if args.method != "simulate" and not args.seed_given:
+        args.seed = None  # nothing was drawn: no seed line to repeat
     return 0
 
 
