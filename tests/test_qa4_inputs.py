@@ -220,3 +220,29 @@ def test_a_tab_typed_as_backslash_t_or_tab_reads_a_pilot_in_every_verb(tmp_path,
                  "--items", "50"]) == 0
     err = capsys.readouterr().err
     assert "python' engine" not in err and "Traceback" not in err
+
+
+def test_bootstrap_power_of_the_wilcoxon_test_never_runs_a_permutation_test(monkeypatch):
+    """Bootstrap resamples of few evaluation units are full of ties; scipy's 'auto' then ran
+    a 2^n permutation test per row (minutes for ``compare --power bootstrap`` of 20 units).
+    Rows are p-valued as R's wilcox.test does: exact without ties or zeros, else normal."""
+    from scipy import stats
+
+    from nlpower.paired import retrospective_power
+    from nlpower.paired.power import _asymptotic, _wilcoxon_pvalues
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("permutation test run")
+
+    monkeypatch.setattr(stats, "permutation_test", refuse)
+    d = np.random.default_rng(5).normal(0.01, 0.05, 20)
+    curve = retrospective_power(d, sizes=[5, 10, 20], method="bootstrap", test="wilcoxon",
+                                n_sims=200, rng=1)
+    assert np.all((curve.power >= 0) & (curve.power <= 1))
+    x = np.array([[0.1, 0.1, -0.2, 0.3, 0.4],       # tied
+                  [0.1, 0.2, -0.3, 0.4, 0.5],       # no ties, no zeros: exact
+                  [0.0, 0.2, -0.3, 0.4, 0.5]])      # a zero
+    p = _wilcoxon_pvalues(x, "greater")
+    assert p[0] == stats.wilcoxon(x[0], alternative="greater", method=_asymptotic()).pvalue
+    assert p[1] == stats.wilcoxon(x[1], alternative="greater", method="exact").pvalue == 5 / 32  # W+ = 12
+    assert p[2] == stats.wilcoxon(x[2], alternative="greater", method=_asymptotic()).pvalue
