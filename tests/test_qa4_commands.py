@@ -143,3 +143,23 @@ def test_accuracy_power_of_a_test_set_too_small_to_reject_says_so(capsys):
     assert main(["accuracy", "power", "--n", "50", "--delta", "0.02", "--agreement", "0.9",
                  "--method", "simulate", "--n-sims", "20", "--seed", "4"]) == 0
     assert "seed: 4 (repeat with --seed 4)" in capsys.readouterr().out
+
+
+def test_a_plan_searched_past_50_workers_is_the_cheapest_there():
+    """Past its default 50 workers the search stepped by 2 (52, 54, ...): on the bundled
+    pilot it returned 54 x 106 (cost 6264) while 53 x 108 reaches the target for 6254."""
+    import nlpower
+    from nlpower import CrossedDesign
+    from nlpower.convert import as_params
+
+    fit = nlpower.fit_ratings(nlpower.read_ratings(ROOT / "fixtures" / "pilot_ratings.csv",
+                                                   scale=(1, 5)))
+    costs = dict(cost_per_rating=0.5, cost_per_worker=10)
+    free = nlpower.plan(fit, effect=0.05, **costs)
+    capped = nlpower.plan(fit, effect=0.05, max_workers=free.n_workers + 20, **costs)
+    assert free.n_workers > 50 and free.cost == capped.cost   # every count searched there too
+    params = as_params(fit, effect=0.05)
+    for w in (free.n_workers - 1, free.n_workers + 1):     # the neighbours cost more
+        items = next(i for i in range(2, 1000)
+                     if nlpower.power(CrossedDesign(w, i), params, method="analytic").power >= 0.8)
+        assert 0.5 * 2 * w * items + 10 * w >= free.cost
