@@ -246,3 +246,21 @@ def test_bootstrap_power_of_the_wilcoxon_test_never_runs_a_permutation_test(monk
     assert p[0] == stats.wilcoxon(x[0], alternative="greater", method=_asymptotic()).pvalue
     assert p[1] == stats.wilcoxon(x[1], alternative="greater", method="exact").pvalue == 5 / 32  # W+ = 12
     assert p[2] == stats.wilcoxon(x[2], alternative="greater", method=_asymptotic()).pvalue
+
+
+def test_accuracy_estimate_refuses_text_predictions_against_number_labels(tmp_path, capsys):
+    """One 'unk' makes pandas read a prediction column as text: '1' != 1, so every item of
+    that model counted as wrong, silently (delta +0.5 on this file instead of 0)."""
+    from nlpower import accuracy
+
+    with pytest.raises(InputError, match="must be of one kind"):
+        accuracy.estimate(["1", "0", "1"], [1, 0, 1], [1, 1, 1])
+    path = tmp_path / "preds.csv"
+    path.write_text("gold,old,new\n1,1,1\n0,0,0\n1,unk,1\n0,0,0\n")
+    assert main(["accuracy", "estimate", str(path), "--a", "old", "--b", "new",
+                 "--labels", "gold"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'old' (preds_a) text" in err and "column 'gold' (labels) number" in err
+    # one kind throughout is compared as before
+    same = accuracy.estimate(["1", "0", "x"], ["1", "0", "1"], ["1", "1", "1"])
+    assert (same.only_new, same.only_old) == (1, 0)
