@@ -264,3 +264,14 @@ def test_accuracy_estimate_refuses_text_predictions_against_number_labels(tmp_pa
     # one kind throughout is compared as before
     same = accuracy.estimate(["1", "0", "x"], ["1", "0", "1"], ["1", "1", "1"])
     assert (same.only_new, same.only_old) == (1, 0)
+
+
+def test_a_spreadsheet_score_file_reads_and_its_decimal_commas_are_named(tmp_path):
+    sheet = tmp_path / "scores.csv"
+    sheet.write_bytes(b'\xef\xbb\xbf"sysA","sysB",,\r\n"0.61","0.58",,\r\n"0.70","0.66",,\r\n')
+    got = read_scores(sheet)
+    assert got.names == ("sysA", "sysB") and got.a.tolist() == [0.61, 0.70]
+    comma = tmp_path / "comma.csv"
+    comma.write_bytes(b'"sysA","sysB"\r\n"0,61","0,58"\r\n"0,70","0,66"\r\n')
+    with pytest.raises(InputError, match="on line 2 is '0,61'.*looks like a decimal comma"):
+        read_scores(comma)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,9 +115,12 @@ def _table(path: Path, columns: tuple[str, str] | None) -> tuple[np.ndarray, np.
             raw = frame[col].iloc[row]
             shown = "empty" if pd.isna(raw) else f"{str(raw)!r}, not a finite number"
             lineno = lines[row + (1 if header == 0 else 0)][0]
+            advice = ("it looks like a decimal comma: save the file with '.' as the decimal "
+                      "mark" if re.fullmatch(r"\s*[+-]?\d+,\d+\s*", str(raw)) else
+                      "remove that instance (or impute its score) first")
             raise InputError(f"{path}: column {col!r} on line {lineno} is {shown} "
                              f"({int(bad.sum())} such line(s) in all); every line needs two "
-                             "numeric scores: remove that instance (or impute its score) first.")
+                             f"numeric scores: {advice}.")
         out.append(values.to_numpy(dtype=float))
     label = chosen if header == 0 else ("A", "B")
     return out[0], out[1], label
