@@ -163,3 +163,26 @@ def test_a_plan_searched_past_50_workers_is_the_cheapest_there():
         items = next(i for i in range(2, 1000)
                      if nlpower.power(CrossedDesign(w, i), params, method="analytic").power >= 0.8)
         assert 0.5 * 2 * w * items + 10 * w >= free.cost
+
+
+def test_sequential_monitor_of_judgements_says_which_system_the_estimate_favours(tmp_path,
+                                                                                capsys):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pilot_cli_files import h2h
+
+    frame = h2h()
+    frame["wave"] = frame["prompt_id"].str[1:].astype(int) // 75 + 1
+    path = tmp_path / "waves.csv"
+    frame.to_csv(path, index=False)
+    cols = ["sequential", "monitor", str(path), "--batch", "wave", "--outcome", "preference",
+            "--first", "model_a", "--second", "model_b", "--choice", "winner", "--worker",
+            "rater", "--item", "prompt_id", "--max-items", "150", "--looks", "2"]
+    estimates = []
+    for pair, favoured in ((None, "mistral-7b"), ("mistral-7b,llama-13b", "llama-13b")):
+        assert main(cols + ([] if pair is None else ["--pair", pair])) == 0
+        out = capsys.readouterr().out
+        assert f"the estimate is the log-odds that {favoured} is preferred" in out
+        estimates.append(float(re.search(r"look 1: .*?estimate (\S+)", out).group(1)))
+    assert estimates[0] == pytest.approx(-estimates[1], rel=1e-3)
