@@ -358,12 +358,18 @@ def read_pvalues(path: str | Path) -> list[float] | dict[str, float]:
         if len(fields) not in (1, 2):
             raise InputError(f"{file}: line {lineno} is {raw!r}; each line holds a p-value or "
                              "a dataset name and a p-value.")
-        items.append(fields[0] if len(fields) == 1 else f"{fields[0]}={fields[1]}")
+        items.append((lineno, raw, fields[0] if len(fields) == 1 else f"{fields[0]}={fields[1]}"))
     if not items:
         raise InputError(f"{file}: no p-values found (the file is empty).")
-    if not _is_float(items[0].rpartition("=")[2]):
+    if not _is_float(items[0][2].rpartition("=")[2]):
         items = items[1:]                       # a header line: "pvalue" or "dataset,pvalue"
-    return parse_pvalues(items)
+    named = any("=" in item for _, _, item in items)
+    for lineno, raw, item in items:             # name the line, not the parsed list
+        if not _is_float(item.rpartition("=")[2]) or named != ("=" in item):
+            raise InputError(f"{file}: line {lineno} is {raw!r}, not " + (
+                "a dataset name and a p-value (as the other lines have)" if named else
+                "a p-value") + ". Give one p-value, or a name and a p-value, per line.")
+    return parse_pvalues([item for _, _, item in items])
 
 
 def _is_float(text: str) -> bool:

@@ -126,7 +126,7 @@ def test_read_scores_errors(files, tmp_path):
         read_scores(empty, files["B"])
     text = tmp_path / "text.csv"
     text.write_text("a,b\n0.1,x\n")
-    with pytest.raises(InputError, match="column 'b' row 1 is 'x', not a number"):
+    with pytest.raises(InputError, match="column 'b' on line 2 is 'x', not a finite number"):
         read_scores(text)
 
 

@@ -100,6 +100,32 @@ def _vector(name: str, x: Any) -> np.ndarray:
     return arr
 
 
+def _kind(arr: np.ndarray) -> str:
+    """'text' when every value is a string, 'number' when every one is a number, else 'mixed'."""
+    if all(isinstance(v, str) for v in arr):
+        return "text"
+    if all(isinstance(v, (int, float, np.number, np.bool_)) for v in arr):
+        return "number"
+    return "mixed"
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_comparable(arrays: dict[str, np.ndarray]) -> None:
+    """Text '1' never equals the number 1: a prediction and a label of different kinds would
+    all count as wrong, silently."""
+    kinds = {name: _kind(arr) for name, arr in arrays.items()}
+    if {"text", "number"} <= set(kinds.values()):
+        shown = ", ".join(f"{name} {kind} ({', '.join(repr(_plain(v)) for v in arrays[name][:2])}"
+                          ", ...)" for name, kind in kinds.items())
+        raise InputError(
+            f"predictions and labels must be of one kind to be compared; got {shown}. Text "
+            "never equals a number ('1' != 1), so every such item would count as wrong: "
+            "convert them to one kind first (e.g. labels.astype(str)).")
+
+
 def estimate(
     preds_a: Any,
     preds_b: Any,
@@ -128,7 +154,10 @@ def estimate(
     (0.0, 0.5)
     """
     test = check_choice("test", test, McNemarTest)
+    names = ["preds_a", "preds_b", "labels"]
     if data is not None:
+        names = [f"column {c!r} ({n})" for c, n in zip([preds_a, preds_b, labels], names,
+                                                       strict=True)]
         if not isinstance(data, pd.DataFrame):
             raise InputError(f"data must be a pandas DataFrame; got {type(data).__name__}.")
         check_columns("estimate", [preds_a, preds_b, labels], list(map(str, data.columns)))
@@ -140,6 +169,7 @@ def estimate(
                          f"{len(a)}, {len(b)} and {len(y)}.")
     if len(y) == 0:
         raise InputError("no items: preds_a, preds_b and labels are empty.")
+    _check_comparable(dict(zip(names, (a, b, y), strict=True)))
     ca, cb = a == y, b == y
     both = int(np.sum(ca & cb))
     only_new = int(np.sum(cb & ~ca))

@@ -125,7 +125,10 @@ class AccuracyPowerResult(RecordCodec):
                 f"MC SE {self.se:.3f}; 95% CI {self.ci.low:.3f}-{self.ci.high:.3f}")
             lines.append(f"  power   {self.power:.4f}  ({unc})")
             lines.append(f"  {self.mc.describe()}" if self.mc is not None else
-                         f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}")
+                         f"  Type-M  {self.type_m:.3f}    Type-S  {self.type_s:.3g}"
+                         if not math.isnan(self.type_m) else
+                         "  Type-M  -    Type-S  - (undefined: no outcome of the test rejects, "
+                         f"so n = {self.n} cannot detect anything; raise n)")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -151,7 +151,9 @@ class BradleyTerryFit:
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
         return frame
 
-    def summary(self, interval: str = "sandwich") -> str:
+    def summary(self, interval: str = "sandwich", scale: str = "logit") -> str:
+        """The fit and its score table (``scale="elo"``: scores in Elo points, as
+        :meth:`to_frame`)."""
         ref = f"{self.reference} = 0" if self.reference else "scores sum to 0"
         head = [f"{_MODEL_NAMES[self.model]} model ({self.ties} ties), {len(self.systems)} systems, "
                 f"{self.n_votes} votes ({self.n_ties} ties); {ref}; log-likelihood {self.loglik:.3f}"]
@@ -163,8 +165,10 @@ class BradleyTerryFit:
         if self.random_effects is not None:
             head.append("random effects (SD): " + ", ".join(
                 f"{g} {sd:.4f}" for g, sd in zip(self.random_effects["group"], self.random_effects["sd"], strict=True)))
-        table = self.to_frame(interval).to_string(index=False, float_format=lambda v: f"{v:.4f}")
-        return "\n".join(head) + f"\nscores ({interval} intervals):\n" + table
+        table = self.to_frame(interval, scale=scale).to_string(
+            index=False, float_format=lambda v: f"{v:.4f}" if scale == "logit" else f"{v:.1f}")
+        units = "" if scale == "logit" else "; Elo points, 400 / ln 10 per logit"
+        return "\n".join(head) + f"\nscores ({interval} intervals{units}):\n" + table
 
     def methods(self, format: str = "text", interval: str = "sandwich") -> str:
         """The paragraph a paper's methods section needs for this fit (``"text"`` or ``"latex"``)."""

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import signal
 import sys
 import warnings
@@ -53,6 +54,17 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {default})"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with advice for a value that starts with '-' (a column named like a flag)."""
+
+    def error(self, message: str) -> Any:
+        flag = re.match(r"argument (-[^:/ ]+)(?:/[^:]*)?: expected one argument$", message)
+        if flag:
+            message += (" (if the value starts with '-', e.g. a column named like a flag, "
+                        f"write it after '=': {flag.group(1)}=VALUE)")
+        super().error(message)
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     out = [parser]
     for action in parser._actions:  # argparse keeps its subparsers only here
@@ -64,7 +76,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or only of ``command``'s module when it is named."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="nlpower", description="Statistical power for NLP evaluation."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")

@@ -126,6 +126,8 @@ def run_power(args: argparse.Namespace) -> int:
                                 n_sims=args.n_sims, rng=args.seed)
     print(result.summary())
     _write_json(args, result.to_frame())
+    if args.method != "simulate" and not args.seed_given:
+        args.seed = None  # nothing was drawn: no seed line to repeat
     return 0
 
 
@@ -154,10 +156,19 @@ def run_estimate(args: argparse.Namespace) -> int:
 
     text = read_text(args.file, "file")
     try:
-        data = pd.read_csv(io.StringIO(text), sep=None, engine="python")
+        data = pd.read_csv(io.StringIO(text), sep=None, engine="python", skip_blank_lines=False)
     except (ValueError, csv.Error, pd.errors.ParserError) as exc:
         raise InputError(f"file {str(args.file)!r} cannot be read as a CSV/TSV table ({exc}). "
                          "Give one row per item with a header line.") from None
+    data = data.loc[~data.isna().all(axis=1)]    # blank lines; the index still counts lines
+    for flag, col in (("--a", args.a), ("--b", args.b), ("--labels", args.labels)):
+        missing = data.index[data[col].isna()] if col in data else []
+        if len(missing):
+            lines = ", ".join(str(i + 2) for i in missing[:5]) + (", ..." if len(missing) > 5
+                                                                  else "")
+            raise InputError(f"{args.file}: column {col!r} ({flag}) is empty on line(s) {lines} "
+                             "(the header is line 1); drop those items, or fill in their "
+                             "prediction, first.")
     est = accuracy.estimate(args.a, args.b, args.labels, data=data, test=args.test)
     print(est.summary())
     frame = est.to_frame()

@@ -107,7 +107,9 @@ def run_fit(args: argparse.Namespace) -> int:
                         worker=args.worker, prompt=args.prompt, ties=args.ties, position=args.position,
                         reference=args.reference, cluster=args.cluster, random=random,
                         n_boot=args.n_boot, rng=args.seed)
-    print(fit.summary(args.interval))
+    print(fit.summary(args.interval, scale=args.scale))
+    if not args.n_boot and not args.seed_given:
+        args.seed = None  # nothing was drawn: no seed line to repeat
     if args.json is not None:
         frame = fit.to_frame(args.interval, scale=args.scale)
         write_json(args, {"scores": frame.to_dict(orient="records"), "model": fit.model,

@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
                            target_power=args.target_power, alpha=args.alpha)
         print("\nItems needed (10 workers, fully crossed) against alpha and effect:")
         print(tab.to_string())
+        if tab.isna().to_numpy().any():
+            print(f"NaN: 20000 items do not reach power {args.target_power:g} with 10 workers "
+                  "(their worker x system variance puts a floor under the standard error); "
+                  "plan workers and items together with nlpower plan --agreement A --effect E.")
         record["items_needed"] = tab.reset_index().to_dict(orient="records")
     write_json(args, record)
     return 0

@@ -16,7 +16,7 @@ from ..errors import InputError
 from . import judge_args
 from .messages import flag_names, speak_cli
 from .output import write_json
-from .ratings_args import add_scale_argument
+from .ratings_args import add_scale_argument, separator
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--link", choices=("logit", "probit", "cloglog"), default=None,
                    help="link of --family ordinal (default logit) or binomial (default logit; "
                         "also probit, cloglog)")
-    p.add_argument("--sep", default=None,
+    p.add_argument("--sep", default=None, type=separator,
                    help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by extension)")
     p.add_argument("--encoding", default=None, metavar="NAME",
                    help="text encoding of the file, e.g. latin-1 or utf-16 (default: utf-8)")
@@ -75,11 +75,6 @@ def register(subparsers: Any) -> None:
                    help="print the full summary (identified quantities and lme4-style output)")
     judge_args.add_fit_arguments(p)
     p.set_defaults(func=run_fit, flags=flag_names(p), parser=p)
-
-
-def _separator(text: str | None) -> str | None:
-    """``--sep``: a typed backslash-t (or 'tab') means a tab."""
-    return "\t" if text in ("\\t", "tab") else text
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -97,7 +92,7 @@ def run_fit(args: argparse.Namespace) -> int:
         ratings = read_ratings(
             args.file, worker=args.worker, item=args.item, system=args.system,
             rating=args.rating, scale=tuple(args.scale) if args.scale else None,
-            duplicates=args.duplicates, sep=_separator(args.sep), encoding=args.encoding,
+            duplicates=args.duplicates, sep=args.sep, encoding=args.encoding,
         )
         _check_size(ratings, args)
         fit = fit_ratings(ratings, baseline=args.baseline, coding=args.coding, engine=args.engine,
@@ -164,7 +159,7 @@ def _run_glmer(args: argparse.Namespace) -> int:
     from ..glmm import glmer
     from ..ratings.io import check_encoding, load_source
 
-    data, _ = load_source(args.file, _separator(args.sep), check_encoding(args.encoding))
+    data, _ = load_source(args.file, args.sep, check_encoding(args.encoding))
     formula = args.model if "~" in args.model else (
         f"{args.rating} ~ {args.system} + (1 | {args.worker}) + (1 | {args.item})")
     data = data.copy()

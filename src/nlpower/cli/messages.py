@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 __all__ = ["LIBRARY_NAMES", "PYTHON_TO_CLI", "chosen_parsers", "cli_flags", "cli_sd", "cli_words",
+           "moot_with_sd",
            "flag_names", "speak_cli"]
 
 #: Advice written for Python users, in the words of the command line (applied first).
@@ -160,3 +161,10 @@ def cli_sd(text: str, flags: Any = None) -> str:
     argument names as their flags (``max_workers=100`` as ``--max-workers 100``)."""
     text = re.sub(r"sd=\{'(\w+)': ([^}]+)\}", r"--sd \1=\2", text)
     return text if flags is None else speak_cli(text, flags)
+
+
+def moot_with_sd(message: str, sd: Any) -> bool:
+    """True for a warning that an SD is set to 0 (``... sd_item_slope = 0``) when ``--sd``
+    sets that SD: the warning no longer holds."""
+    given = {f"sd_{str(k).removeprefix('sd_')}" for k in (sd or {})}
+    return any(f"{name} = 0" in message for name in given)

@@ -26,7 +26,7 @@ from .agreement_args import (
     check_agreement_flags,
 )
 from .judge_args import add_plan_arguments, check_plan_arguments, print_judge_plan
-from .messages import cli_sd, speak_cli
+from .messages import cli_sd, moot_with_sd, speak_cli
 from .outcome_args import (
     add_outcome_arguments,
     check_outcome_flags,
@@ -168,6 +168,8 @@ def run_plan(args: argparse.Namespace) -> int:
             contrast=contrast_of(args), sd=args.sd, progress=True, **extra,
         )
     for w in caught:
+        if moot_with_sd(str(w.message), args.sd):   # --sd sets what the warning puts at 0
+            continue
         print(f"warning: {speak_cli(str(w.message), args.flags)}", file=sys.stderr)
     print(speak_cli(design_text(fit), args.flags))
     print()

@@ -170,7 +170,7 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *
     """
     from ..convert import as_params, with_sds, zero_sd_notes
     from ..pilot.subset import contrast_pair
-    from .messages import cli_sd, speak_cli
+    from .messages import cli_sd, moot_with_sd, speak_cli
 
     fit = fit_from_args(args)
     contrast = contrast_of(args)
@@ -179,9 +179,8 @@ def pilot_params(args: argparse.Namespace, effect: float, coding: Any = "sum", *
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         params = with_sds(as_params(fit, effect=effect, coding=coding, contrast=contrast), args.sd)
-    given = {f"sd_{str(k).removeprefix('sd_')}" for k in (args.sd or {})}
     for w in caught:  # "... sd_item_slope = 0" is moot when --sd sets sd_item_slope
-        if not any(f"{name} = 0" in str(w.message) for name in given):
+        if not moot_with_sd(str(w.message), args.sd):
             print(f"warning: {speak_cli(str(w.message), getattr(args, 'flags', {}))}",
                   file=sys.stderr)
     print(f"pilot {args.ratings}: {fit.report.n_ratings} ratings, {fit.report.n_workers} workers, "
@@ -268,6 +267,9 @@ def run_grid(args: argparse.Namespace) -> int:
         **outcome_kwargs(args), **_design_kw(args),
     )
     print(result.summary())
+    extra = _type1_and_analyses(result)
+    if extra:
+        print(extra)
     print_shard_note(args, result)
     if args.out is not None:
         write_csv(args, result.to_frame())
@@ -276,3 +278,30 @@ def run_grid(args: argparse.Namespace) -> int:
     write_json(args, result.to_frame().to_dict(orient="records"))
     sys.stdout.flush()
     return 0
+
+
+def _ci(frame: Any, col: str, low: str, high: str) -> list[str]:
+    values = frame[[col, low, high]].astype(float).to_numpy()
+    return [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if v == v else "-" for v, lo, hi in values]
+
+
+def _type1_and_analyses(result: Any) -> str:
+    """The columns the grid's summary leaves out: each analysis's power (several analyses of
+    the same replicates) and the Type I error of ``--null``, per cell."""
+    frame = result.to_frame()
+    analyses = [c.removeprefix("power_") for c in frame.columns if c.startswith("power_")]
+    varying = [c for c in result.columns if len(result.axes[c]) > 1] or list(result.columns)
+    table = frame[varying].copy()
+    for a in analyses:
+        table[f"power {a}"] = _ci(frame, f"power_{a}", f"ci_low_{a}", f"ci_high_{a}")
+        if f"type1_{a}" in frame:
+            table[f"Type I {a}"] = _ci(frame, f"type1_{a}", f"type1_ci_low_{a}",
+                                       f"type1_ci_high_{a}")
+    if not analyses and "type1" in frame:
+        table["Type I error"] = _ci(frame, "type1", "type1_ci_low", "type1_ci_high")
+    if len(table.columns) == len(varying) or (table.iloc[:, len(varying):] == "-").all().all():
+        return ""
+    head = ("by analysis, on the same simulated experiments (the power column above is the "
+            f"first, {analyses[0]})" if analyses else "Type I error (the cells simulated again "
+            "at effect 0)")
+    return f"\n{head} [95% CI]:\n{table.to_string(index=False)}"

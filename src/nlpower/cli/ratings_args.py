@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from ..ratings import Ratings
 
 
+def separator(text: str) -> str:
+    """``--sep``: a typed backslash-t (or 'tab') means a tab."""
+    return "\t" if text in ("\\t", "tab") else text
+
+
 def parse_scale(text: str) -> tuple[float, float]:
     """``LO,HI`` (as in ``--scale 1,5``) as a pair of floats."""
     parts = [p.strip() for p in text.split(",")]
@@ -59,7 +64,9 @@ def add_ratings_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
     add_scale_argument(p)
     p.add_argument("--duplicates", choices=allowed(Duplicates), default="error",
                    help="repeated (worker, item, system) ratings: error (default), keep or mean")
-    p.add_argument("--sep", default=None, help="delimiter of a text file (default: by extension)")
+    p.add_argument("--sep", default=None, type=separator,
+                   help="delimiter of a text file, e.g. ';' or '\\t' for tab (default: by "
+                        "extension)")
     p.add_argument("--encoding", default=None, metavar="NAME",
                    help="text encoding of the file, e.g. latin-1 or utf-16 (default: utf-8)")
     p.add_argument("--baseline", default=None, metavar="NAME",
@@ -196,4 +203,4 @@ def add_judgement_columns(group: Any) -> None:
 __all__ = ["ScaleAction", "SdAction", "add_judgement_columns", "add_pilot_arguments",
            "add_ratings_arguments",
            "add_scale_argument", "contrast_of", "fit_from_args", "missing_contrast", "parse_scale",
-           "read_from_args"]
+           "read_from_args", "separator"]

@@ -227,6 +227,8 @@ def _judgements(args: argparse.Namespace, frame: Any) -> Any:
                 item=args.item)
     pair = None if args.pair is None else tuple(s.strip() for s in args.pair.split(","))
     _, pair = judgement_frame(frame, pair=pair, **cols)
+    print(f"judgements of {pair[1]} against {pair[0]}: the estimate is the log-odds that "
+          f"{pair[1]} is preferred (ties weigh 0); choose the pair with --pair A,B")
     return lambda part: judgement_frame(part, pair=pair, **cols)[0]
 
 

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,10 @@ def _one_per_line(path: Path) -> np.ndarray:
             raise InputError(
                 f"{path}: line {lineno} is {line!r}, not one number. A score file has one score "
                 "per line; for two columns pass a single file (nlpower compare scores.csv).") from None
+        if not np.isfinite(values[-1]):
+            raise InputError(
+                f"{path}: line {lineno} is {line!r}, not a finite score. Scores are paired by "
+                "line: remove that instance from both files (or impute its score) first.")
     if not values:
         raise InputError(f"{path}: no scores found (the file is empty).")
     return np.array(values)
@@ -104,10 +109,18 @@ def _table(path: Path, columns: tuple[str, str] | None) -> tuple[np.ndarray, np.
     for col in chosen:
         values = pd.to_numeric(frame[col], errors="coerce")
         bad = values.isna()
+        bad = bad | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{path}: column {col!r} row {row + 1} is {frame[col].iloc[row]!r}, "
-                             "not a number; every line needs two numeric scores.")
+            raw = frame[col].iloc[row]
+            shown = "empty" if pd.isna(raw) else f"{str(raw)!r}, not a finite number"
+            lineno = lines[row + (1 if header == 0 else 0)][0]
+            advice = ("it looks like a decimal comma: save the file with '.' as the decimal "
+                      "mark" if re.fullmatch(r"\s*[+-]?\d+,\d+\s*", str(raw)) else
+                      "remove that instance (or impute its score) first")
+            raise InputError(f"{path}: column {col!r} on line {lineno} is {shown} "
+                             f"({int(bad.sum())} such line(s) in all); every line needs two "
+                             f"numeric scores: {advice}.")
         out.append(values.to_numpy(dtype=float))
     label = chosen if header == 0 else ("A", "B")
     return out[0], out[1], label

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..errors import InputError
 from ..intervals import ConfidenceInterval
 from .effects import hodges_lehmann, walsh_quantile, wilcoxon_z
 
@@ -181,11 +182,18 @@ def bootstrap_t_test(d: np.ndarray, *, alternative: str, alpha: float, delta: fl
     compare ``t*`` with ``t = (mean(d) - delta) / se(d)`` (+1 corrected);
     the interval is ``[mean - q*(1 - a) se, mean - q*(a) se]`` (Efron &
     Tibshirani 1993, sec. 12.5 and 16.4).  Resamples with se(d*) = 0 are
-    dropped (counted in ``note``).
+    dropped (counted in ``note``); differences that are all equal leave no
+    resample to compare with and are refused.
     """
     n = d.size
     mean = float(np.mean(d))
     se = float(np.std(d, ddof=1) / np.sqrt(n))
+    if not np.ptp(d) > 1e-12 * max(1.0, float(np.max(np.abs(d)))):
+        raise InputError(
+            f"test='bootstrap_t' is undefined here: every difference is {d[0]:.6g} (up to "
+            "rounding), so the resamples have no spread to studentise by (t* would be 0/0 or "
+            "rounding noise). "
+            "Use test='permutation', 'sign' or 'wilcoxon' (exact sign-flip and rank tests).")
 
     def studentised(x: np.ndarray) -> np.ndarray:
         s = x.std(axis=1, ddof=1) / np.sqrt(n)

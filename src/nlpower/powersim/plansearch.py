@@ -322,4 +322,11 @@ def search(space: Space, pw: Callable[[int, int], float], target: float, *, exte
         ok = frontier[np.isfinite(frontier["cost"])]
         if np.isfinite(before) and float(ok["cost"].min()) > before * (1.0 - EXTEND_GAIN):
             break
+    if top > space.max_workers and not ok.empty:   # past the range the search stepped: the
+        best, step = cheapest(ok), max(1, top // 50)  # best one's skipped neighbours too
+        near = [w for w in range(best - step + 1, best + step) if w not in set(frontier["n_workers"])]
+        if near:
+            rows += rows_for(near, int(ok.loc[ok["n_workers"] == best, "n_items"].iloc[0]))
+            frontier = pd.DataFrame(rows).sort_values("n_workers", kind="stable").reset_index(drop=True)
+            ok = frontier[np.isfinite(frontier["cost"])]
     return frontier, ok, top

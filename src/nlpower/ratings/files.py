@@ -60,12 +60,13 @@ class Origin:
 
     ``kind`` is the reader (``"csv"``, ``"tsv"``, ``"json"``, ``"jsonl"``,
     ``"parquet"``) or ``"frame"`` for a data frame; ``name`` is the path or
-    ``"<DataFrame>"``.  Row labels are the table's index as loaded (0-based
+    ``"<DataFrame>"``; ``sep`` the delimiter of a CSV or TSV file.  Row labels are the table's index as loaded (0-based
     positions for files, the user's labels for a data frame).
     """
 
     name: str
     kind: str
+    sep: str | None = None   # the delimiter a text table was read with
 
     @property
     def is_frame(self) -> bool:
@@ -211,7 +212,7 @@ def load_table(path: Path, sep: str | None,
                            "file's permissions.") from None
     except Exception as exc:  # malformed content
         raise RatingsError(_malformed(path, kind, gz, sep, encoding, exc)) from exc
-    return table, Origin(str(path), kind)
+    return table, Origin(str(path), kind, _delimiter(path, sep))
 
 
 def _extra_fields(path: Path, delim: str, n_columns: int, sep: str | None,

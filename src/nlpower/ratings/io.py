@@ -351,13 +351,17 @@ _DECIMAL_COMMA = r"^\s*[+-]?\d+,\d+\s*$"
 _LABELLED = r"^\s*[+-]?\d+(?:\.\d+)?\s*(?:[-\u2013\u2014:=.)(]|\s)\s*\D"
 
 
-def _text_hint(bad: pd.Series, rating: str) -> str:
+def _text_hint(bad: pd.Series, rating: str, origin: Origin) -> str:
     """What to do when the non-numeric ratings share a recognisable form (else nothing)."""
     text = bad.astype(str)
     if text.str.match(_DECIMAL_COMMA).all():
+        if origin.sep is None:
+            return (" They look like numbers with a decimal comma ('4,5'): convert them, e.g. "
+                    f"df[{rating!r}] = df[{rating!r}].str.replace(',', '.').astype(float) in "
+                    "pandas.")
         return (" They look like numbers with a decimal comma ('4,5'): save the file with '.' as "
-                "the decimal mark, or read it with pandas.read_csv(path, delimiter=';', decimal=',') "
-                "(the file's delimiter) and pass the data frame to nlpower.read_ratings.")
+                f"the decimal mark, or read it with pandas.read_csv(path, delimiter={origin.sep!r}, "
+                "decimal=',') and pass the data frame to nlpower.read_ratings.")
     if text.str.match(_LABELLED).all():
         return (" They look like labelled scale points ('4 - good'): keep the leading number, "
                 f"e.g. df[{rating!r}] = df[{rating!r}].str.extract(r'^\\s*([+-]?\\d+(?:\\.\\d+)?)', "
@@ -390,7 +394,7 @@ def parse_ratings(df: pd.DataFrame, rating: str, origin: Origin) -> tuple[pd.Dat
             f"rating column {rating!r} has {len(bad)} non-numeric or infinite value(s) ({examples}"
             f"{', ...' if len(bad) > _MAX_SHOWN else ''}){origin.legend}. "
             "Ratings must be numbers (Likert points); fix or remove those rows, or pick the "
-            f"right column with rating=.{_text_hint(values.loc[bad], rating)}"
+            f"right column with rating=.{_text_hint(values.loc[bad], rating, origin)}"
         )
     df = df.assign(rating_raw=numeric.astype(float))
     huge = df.index[df["rating_raw"].abs() > LARGEST]
