@@ -1,5 +1,6 @@
-"""Numerics shared by the three mixed-model engines (lmer, glmer, clmm).
+"""The one mixed-model core under the three engines (lmer, glmer, clmm).
 
+* :mod:`.layout` -- the random-effects terms' ``theta`` layout (lme4's order);
 * :mod:`.fdiff` -- finite-difference gradients and Hessians (lme4's
   ``deriv12`` and the cheaper rules the optimisers use), with warm starts
   for objectives that solve for conditional modes;
@@ -13,9 +14,12 @@
   strategy;
 * :mod:`.pairs` -- its strategy for large crossed designs whose rest
   compresses (the Schur complement from pairs of observations);
-* :mod:`.native` -- its strategy that runs the Gaussian fitter's own
-  (``lmm/native/``) on each step's weighted cross-products, and
-  :mod:`.blockedfactor` the blocked factor both build;
+* :mod:`.native` -- the factorisation's structured strategies (grouping
+  blocks with cross-products formed once, block 1's batched factor, dense
+  or sparse Schur products, the peeled rest, the uncoupled lead), which the
+  Gaussian fitter (:mod:`nlpower.lmm.native`) runs at unit weights and
+  :mod:`.native.weighted` on each PIRLS or Laplace step's weighted
+  cross-products; :mod:`.blockedfactor` the blocked factor both build;
 * :mod:`.blocked_batch` -- the same factorisation stacked over the
   responses of a batch of power replicates (scalar terms; glmer's
   ``refit_many``), and :mod:`.pairs_batch` its pair strategy, taken where
