@@ -103,3 +103,22 @@ def test_errors(fn, kwargs, match):
             mde(CrossedDesign(3, 10), presets.high_variance(), n_sims=5, **kwargs)
         else:
             plan(presets.high_variance(), effect=0.1, n_sims=5, max_workers=3, **kwargs)
+
+
+def test_a_simulated_plan_searches_near_its_answer_not_the_largest_designs(monkeypatch):
+    # each simulated design costs its replicates: the search gallops up from the fewest items
+    # (then from the neighbouring worker count's answer) instead of simulating max_items first
+    from nlpower.powersim import simsearch
+
+    seen: list[int] = []
+    call = simsearch.SimulatedPower.__call__
+
+    def spy(self, design, effect):
+        seen.append(design.n_items)
+        return call(self, design, effect)
+
+    monkeypatch.setattr(simsearch.SimulatedPower, "__call__", spy)
+    p = plan(presets.high_variance(), effect=0.5, outcome="likert", levels=5, n_sims=40,
+             rng=1, max_workers=6, max_items=5000)
+    assert p.power >= 0.8
+    assert max(seen) <= 4 * p.n_items + 8       # the old search simulated 5,000 items per count

@@ -249,16 +249,16 @@ def frontier_row(space: Space, pw: Callable[[int, int], float], w: int, target: 
     lo, hi = space.fewest_items(w), space.max_items
     if (k is not None and w > k * space.max_items) or lo > hi:
         return none
-    if k is None or k >= w:
-        # fully crossed: the largest design's power is cheap, and the answer is the crossing
-        # below it (with 2-3 workers the Satterthwaite power can fall again at many items,
-        # so a design that only passes in a dip of the curve is not taken)
+    if (k is None or k >= w) and not simulated:
+        # fully crossed, analytic: the largest design's power is cheap, and the answer is the
+        # crossing below it (with 2-3 workers the Satterthwaite power can fall again at many
+        # items, so a design that only passes in a dip of the curve is not taken)
         if pw(w, hi) < target:
             return none
         found: int | None = _bisect(lambda i: pw(w, i), target, lo, hi)
     else:
-        # k workers per item: a design of thousands of items takes seconds, so search
-        # near the neighbouring number of workers' answer
+        # k workers per item, or simulated power: a design of thousands of items takes
+        # seconds (its replicates), so search near the neighbouring number of workers' answer
         found = fewest_passing(lambda i: pw(w, i), target, lo, hi,
                                lo if start is None else start)
     if found is None:
